@@ -1,0 +1,73 @@
+"""Wire models of Arbor's additions to ACP, shared by the backend and the window.
+
+Standard ACP carries chat, thoughts, tool calls, modes and stop reasons. What it has no word for travels
+in ``_meta["arbor"]`` of standard messages or in ``_arbor/*`` extension methods, and is described here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+META_KEY = "arbor"
+"""Key under ``_meta`` where Arbor's additions live (initialize, prompt responses, errors)."""
+
+ERROR_CODE = -32050
+"""JSON-RPC error code of a classified Arbor error; ``error.data`` holds an :class:`ErrorInfo`."""
+
+ErrorKind = Literal[
+    "model_unreachable",
+    "model_not_found",
+    "no_tool_support",
+    "context_overflow",
+    "model_timeout",
+    "bad_model_response",
+    "model_auth",
+    "script_exhausted",
+    "script_mismatch",
+    "provider_missing",
+    "settings",
+    "bad_request",
+    "internal",
+]
+
+
+class ErrorInfo(BaseModel):
+    """A failure a user can act on: what went wrong and the command or setting that fixes it."""
+
+    kind: ErrorKind
+    message: str
+    fix: str | None = None
+
+    def text(self) -> str:
+        """One paragraph for a banner or a terminal."""
+        return f"{self.message}\n{self.fix}" if self.fix else self.message
+
+
+class AgentMeta(BaseModel):
+    """``agentCapabilities._meta.arbor`` in the initialize response."""
+
+    version: str
+    model: str = Field(description="The default model spec the backend resolved, provider:model")
+    architectures: list[str] = Field(description="Agent architectures (ACP session modes) available now")
+    extensions: list[str] = Field(default_factory=list, description="_arbor/* methods this backend serves")
+    data_dir: str | None = None
+
+
+class RoleUsage(BaseModel):
+    """Model usage of one role during a turn or a session."""
+
+    model: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+
+
+class TurnMeta(BaseModel):
+    """``_meta.arbor`` of a ``session/prompt`` response."""
+
+    usage: dict[str, RoleUsage] = Field(default_factory=dict)
+    steps: int = 0
+    error: ErrorInfo | None = None

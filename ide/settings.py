@@ -1,0 +1,412 @@
+"""Layered settings: defaults < user config.toml < <workspace>/.arbor/config.toml < ARBOR_* environment.
+
+Every resolved value remembers where it came from (``ResolvedSettings.sources``) so ``arbor doctor`` can
+print it, and every bad value is reported with its file and line (or variable), key and expected type.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+APP_NAME = "arbor"
+CONFIG_FILE = "config.toml"
+WORKSPACE_DIR = ".arbor"
+
+
+def _env(*names: str) -> dict[str, Any]:
+    """Field metadata naming the environment variables that set a field, strongest first."""
+    return {"env": list(names)}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LatsModels(_Section):
+    """Models for the LATS phases; unset phases use the default model."""
+
+    selection: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_SELECTION_MODEL"))
+    expansion: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_EXPANSION_MODEL"))
+    evaluation: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_EVALUATION_MODEL"))
+    backprop: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_BACKPROP_MODEL"))
+
+
+class TotModels(_Section):
+    """Models for the Tree-of-Thoughts agents; unset agents use the default model."""
+
+    coordinator: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_COORDINATOR_MODEL"))
+    planner: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_PLANNER_MODEL"))
+    researcher: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_RESEARCHER_MODEL"))
+    analyzer: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_ANALYZER_MODEL"))
+    critic: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_CRITIC_MODEL"))
+    synthesizer: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_SYNTHESIZER_MODEL"))
+
+
+class PlanModels(_Section):
+    """Models for plan/execute/replan; unset roles use the default model."""
+
+    planner: str | None = Field(None, json_schema_extra=_env("ARBOR_PLAN_PLANNER_MODEL"))
+    executor: str | None = Field(None, json_schema_extra=_env("ARBOR_PLAN_EXECUTOR_MODEL"))
+    replanner: str | None = Field(None, json_schema_extra=_env("ARBOR_PLAN_REPLANNER_MODEL"))
+
+
+class LlmSettings(_Section):
+    """Which models answer, where they run, and how hard we may push them."""
+
+    model: str = Field(
+        "ollama:qwen2.5-coder:7b",
+        description="Default model as provider:model (ollama:, openai:, anthropic:, scripted:FILE.jsonl)",
+        json_schema_extra=_env("ARBOR_MODEL"),
+    )
+    ollama_host: str = Field(
+        "http://localhost:11434",
+        description="Ollama server URL",
+        json_schema_extra=_env("ARBOR_OLLAMA_HOST", "OLLAMA_HOST"),
+    )
+    openai_base_url: str | None = Field(None, description="OpenAI-compatible server URL")
+    num_ctx: int = Field(16384, ge=512, description="Context window asked of Ollama (its default is 2k)")
+    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    request_timeout_s: float = Field(300.0, gt=0, description="Timeout of one model call, seconds")
+    reasoning: bool | None = Field(
+        None, description="Ask reasoning models to think (true/false); unset keeps the model's default"
+    )
+    concurrency: dict[str, int] = Field(
+        default_factory=lambda: {"ollama": 2, "openai": 8, "anthropic": 4, "scripted": 8},
+        description="Concurrent calls per provider",
+    )
+    rate_limit_per_minute: dict[str, float] = Field(
+        default_factory=dict, description="Optional calls per minute per provider"
+    )
+    orchestrator: str | None = Field(None, json_schema_extra=_env("ARBOR_ORCHESTRATOR_MODEL"))
+    retrieval: str | None = Field(None, json_schema_extra=_env("ARBOR_RETRIEVAL_MODEL"))
+    lats: LatsModels = Field(default_factory=LatsModels)
+    tot: TotModels = Field(default_factory=TotModels)
+    plan: PlanModels = Field(default_factory=PlanModels)
+
+    @field_validator("ollama_host")
+    @classmethod
+    def _normalise_host(cls, value: str) -> str:
+        # OLLAMA_HOST is often written as "0.0.0.0:11434" (the server's bind address), not a URL.
+        value = value.strip().rstrip("/")
+        if "://" not in value:
+            value = "http://" + value
+        return value.replace("://0.0.0.0", "://localhost")
+
+
+class AgentSettings(_Section):
+    """How the agent runs a prompt turn."""
+
+    architecture: Literal["react", "lats", "tot", "plan"] = Field(
+        "react", description="Agent architecture (session mode) for new sessions"
+    )
+    max_steps: int = Field(25, ge=1, description="Model calls allowed in one ReAct turn")
+    observation_cap_bytes: int = Field(
+        8000, ge=256, description="Tool output shown to the model, bytes (scaled by context tier)"
+    )
+
+
+class LatsSettings(_Section):
+    """Language Agent Tree Search limits (seed 000 defaults)."""
+
+    max_depth: int = Field(5, ge=1)
+    max_iterations: int = Field(10, ge=1)
+    exploration_constant: float = Field(1.414, ge=0)
+    expansion_width: int = Field(5, ge=1)
+    solution_threshold: float = Field(7.0, ge=0, le=10)
+    beam_width: int = Field(3, ge=1)
+    time_limit_s: float = Field(600.0, gt=0)
+
+
+class ToolSettings(_Section):
+    """Limits of the agent's tools."""
+
+    read_max_lines: int = Field(400, ge=1, description="Lines read_file returns at most per call")
+    grep_max_matches: int = Field(200, ge=1)
+
+
+class WorkspaceSettings(_Section):
+    """What counts as part of the workspace."""
+
+    exclude: list[str] = Field(
+        default_factory=lambda: [
+            ".git/",
+            "node_modules/",
+            ".venv/",
+            "venv/",
+            "env/",
+            "__pycache__/",
+            "build/",
+            "dist/",
+            ".mypy_cache/",
+            ".pytest_cache/",
+            ".ruff_cache/",
+            ".tox/",
+            "*.egg-info/",
+        ],
+        description="Gitignore-style patterns excluded on top of .gitignore",
+    )
+    max_file_bytes: int = Field(1_000_000, ge=1, description="Files larger than this are skipped")
+
+
+class ReviewSettings(_Section):
+    """What happens when the user applies reviewed hunks."""
+
+    commit: Literal["commit", "stage", "none"] = "commit"
+
+
+class Settings(_Section):
+    """All of Arbor's settings."""
+
+    data_dir: Path | None = Field(None, description="Where sessions, index and memory live (SQLite)")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    lats: LatsSettings = Field(default_factory=LatsSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
+
+    def resolved_data_dir(self) -> Path:
+        """The data directory, defaulting to the platform's user data dir."""
+        return self.data_dir or Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+class SettingsError(ValueError):
+    """A setting that could not be read; the message names the place, the key and the expected type."""
+
+
+@dataclass(frozen=True)
+class SettingKey:
+    """One leaf setting: its dotted key, type and the environment variables that set it."""
+
+    key: str
+    annotation: Any
+    env: tuple[str, ...]
+    description: str | None
+
+    @property
+    def adapter(self) -> TypeAdapter[Any]:
+        return TypeAdapter(self.annotation)
+
+
+def _leaves(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[SettingKey]:
+    for name, info in model.model_fields.items():
+        path = (*prefix, name)
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from _leaves(annotation, path)
+            continue
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        env = tuple(extra.get("env") or ["ARBOR_" + "_".join(path).upper()])
+        yield SettingKey(".".join(path), annotation, env, info.description)
+
+
+SETTING_KEYS: dict[str, SettingKey] = {leaf.key: leaf for leaf in _leaves(Settings)}
+
+
+@dataclass
+class ResolvedSettings:
+    """Settings plus, for every dotted key, where its value came from."""
+
+    settings: Settings
+    sources: dict[str, str] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+
+    def rows(self) -> list[tuple[str, Any, str]]:
+        """(key, value, source) for every setting, in declaration order."""
+        dumped = self.settings.model_dump(mode="json")
+        rows = []
+        for key in SETTING_KEYS:
+            value: Any = dumped
+            for part in key.split("."):
+                value = value[part]
+            rows.append((key, value, self.sources.get(key, "default")))
+        return rows
+
+
+def user_config_path() -> Path:
+    """The user's config.toml (``ARBOR_CONFIG_DIR`` overrides the platform's config dir)."""
+    base = os.environ.get("ARBOR_CONFIG_DIR") or platformdirs.user_config_dir(APP_NAME, appauthor=False)
+    return Path(base) / CONFIG_FILE
+
+
+def workspace_config_path(workspace: Path) -> Path:
+    """The workspace's optional ``.arbor/config.toml``."""
+    return workspace / WORKSPACE_DIR / CONFIG_FILE
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) or str(annotation)
+    return text.replace("typing.", "").replace("pathlib.", "")
+
+
+def _describe_error(exc: ValidationError, annotation: Any) -> str:
+    first = exc.errors()[0]
+    expected = first.get("msg", "invalid value")
+    return f"expected {_type_name(annotation)} ({expected})"
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for name, value in table.items():
+        key = f"{prefix}{name}"
+        if key in SETTING_KEYS:
+            yield key, value
+        elif isinstance(value, Mapping):
+            yield from _flatten(value, key + ".")
+        else:
+            yield key, value
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """Line (1-based) where ``key`` is assigned in TOML ``text``, tracking [table] headers."""
+    table = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.match(r"^\[\s*([A-Za-z0-9_.\-\s]+?)\s*\]", stripped)
+        if header:
+            table = header.group(1).replace(" ", "")
+            continue
+        assign = re.match(r"^([A-Za-z0-9_.\-\"]+)\s*=", stripped)
+        if assign:
+            full = ".".join(p for p in (table, assign.group(1).replace('"', "")) if p)
+            if full == key or key.startswith(full + "."):
+                return number
+    return None
+
+
+def _read_toml(path: Path) -> tuple[dict[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read settings ({exc.strerror})") from exc
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def _parse_env(leaf: SettingKey, raw: str) -> Any:
+    """Environment values are strings; lists and dicts may be JSON or comma-separated."""
+    adapter = leaf.adapter
+    text = raw.strip()
+    if text[:1] in "[{":
+        return adapter.validate_json(text)
+    origin = getattr(leaf.annotation, "__origin__", None)
+    if origin is list:
+        return adapter.validate_python([part.strip() for part in text.split(",") if part.strip()])
+    if origin is dict:
+        pairs = dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+        return adapter.validate_python({k.strip(): v.strip() for k, v in pairs.items()})
+    if text == "" and "None" in str(leaf.annotation):
+        return None
+    return adapter.validate_python(text)
+
+
+def _put(values: dict[str, Any], key: str, value: Any) -> None:
+    """Record a layer's value; tables (dict settings) merge key by key onto the layers below."""
+    if isinstance(value, dict):
+        below = values.get(key)
+        if below is None:
+            below = _default_of(key)
+        value = {**below, **value}
+    values[key] = value
+
+
+def _default_of(key: str) -> Any:
+    value: Any = Settings().model_dump()
+    for part in key.split("."):
+        value = value[part]
+    return value
+
+
+def _set(tree: dict[str, Any], key: str, value: Any) -> None:
+    *parents, last = key.split(".")
+    for part in parents:
+        tree = tree.setdefault(part, {})
+    tree[last] = value
+
+
+def load_settings(
+    workspace: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    user_config: Path | None = None,
+) -> ResolvedSettings:
+    """Resolve settings for ``workspace`` (None: user config and environment only).
+
+    Raises SettingsError naming the file and line or the environment variable, the key and the type.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    files: list[Path] = []
+
+    layers = [user_config or user_config_path()]
+    if workspace is not None:
+        layers.append(workspace_config_path(workspace))
+    for path in layers:
+        if not path.is_file():
+            continue
+        files.append(path)
+        table, text = _read_toml(path)
+        for key, raw in _flatten(table):
+            line = _line_of(text, key)
+            where = f"{path}:{line}" if line else str(path)
+            leaf = SETTING_KEYS.get(key)
+            if leaf is None:
+                known = ", ".join(k for k in SETTING_KEYS if k.split(".")[0] == key.split(".")[0])
+                hint = f" (known keys here: {known})" if known else ""
+                raise SettingsError(f"{where}: unknown setting '{key}'{hint}")
+            try:
+                value = leaf.adapter.validate_python(raw)
+            except ValidationError as exc:
+                raise SettingsError(
+                    f"{where}: {key} = {raw!r}: {_describe_error(exc, leaf.annotation)}"
+                ) from None
+            _put(values, key, value)
+            sources[key] = where
+
+    for leaf in SETTING_KEYS.values():
+        for name in leaf.env:
+            if name not in environ:
+                continue
+            raw = environ[name]
+            try:
+                _put(values, leaf.key, _parse_env(leaf, raw))
+            except (ValidationError, ValueError) as exc:
+                detail = (
+                    _describe_error(exc, leaf.annotation)
+                    if isinstance(exc, ValidationError)
+                    else f"expected {_type_name(leaf.annotation)}"
+                )
+                raise SettingsError(f"environment {name}={raw!r}: {leaf.key}: {detail}") from None
+            sources[leaf.key] = f"env {name}"
+            break
+
+    tree: dict[str, Any] = {}
+    for key, value in values.items():
+        _set(tree, key, value)
+    try:
+        settings = Settings.model_validate(tree)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        key = ".".join(str(p) for p in error["loc"])
+        raise SettingsError(f"{sources.get(key, 'settings')}: {key}: {error['msg']}") from None
+    return ResolvedSettings(settings=settings, sources=sources, files=files)
+
+
+def to_toml_value(value: Any) -> str:
+    """Render a resolved value the way it would be written in config.toml (for doctor output)."""
+    if value is None:
+        return "(unset)"
+    return json.dumps(value) if not isinstance(value, str) else value
