@@ -368,6 +368,11 @@ def load_settings(
                 hint = f" (known keys here: {known})" if known else ""
                 raise SettingsError(f"{where}: unknown setting '{key}'{hint}")
             try:
+                if isinstance(raw, bool) and "bool" not in str(leaf.annotation):
+                    # pydantic would read true as 1; in a typed file that is a mistake, not a number
+                    raise ValidationError.from_exception_data(
+                        "bool", [{"type": "int_type", "loc": (key,), "input": raw}]
+                    )
                 value = leaf.adapter.validate_python(raw)
             except ValidationError as exc:
                 raise SettingsError(

@@ -71,3 +71,18 @@ class TurnMeta(BaseModel):
     usage: dict[str, RoleUsage] = Field(default_factory=dict)
     steps: int = 0
     error: ErrorInfo | None = None
+
+
+def error_data(info: ErrorInfo) -> dict[str, object]:
+    """``error.data`` of a JSON-RPC error response carrying ``info``."""
+    return {META_KEY: info.model_dump()}
+
+
+def error_info_from_data(data: object) -> ErrorInfo | None:
+    """The :class:`ErrorInfo` inside a JSON-RPC ``error.data``, if it holds one."""
+    if isinstance(data, dict) and isinstance(data.get(META_KEY), dict):
+        try:
+            return ErrorInfo.model_validate(data[META_KEY])
+        except ValueError:
+            return None
+    return None

@@ -1,0 +1,104 @@
+"""Which files make up the workspace, and what the viewer may show of one; blocking, run off the UI thread."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from pathspec import GitIgnoreSpec
+
+from ide.settings import WorkspaceSettings
+
+BINARY_SNIFF_BYTES = 8000
+"""Git's heuristic: a NUL byte in the first 8000 bytes makes a file binary."""
+
+GIT_TIMEOUT_S = 30.0
+
+
+def list_workspace_files(root: Path, settings: WorkspaceSettings) -> list[str]:
+    """Workspace-relative POSIX paths of the files a user cares about, sorted.
+
+    Inside a git work tree git decides (tracked plus untracked-but-not-ignored, so .gitignore, nested
+    .gitignore files and .git/info/exclude all count); elsewhere a walk honours ``settings.exclude``.
+    The exclude patterns apply in both cases, so ``node_modules/`` stays out even when committed.
+    """
+    excludes = GitIgnoreSpec.from_lines([".git/", *settings.exclude])
+    listed = _git_files(root)
+    if listed is None:
+        return _walk_files(root, excludes)
+    return sorted(path for path in listed if not excludes.match_file(path))
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Files git sees in ``root``, or None when ``root`` is not in a work tree (or git is missing)."""
+    try:
+        result = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=root,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    names = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+    # ls-files lists a deleted-but-tracked file until the deletion is staged; the tree shows the disk.
+    return [name for name in dict.fromkeys(names) if name and (root / name).is_file()]
+
+
+def _walk_files(root: Path, excludes: GitIgnoreSpec) -> list[str]:
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        # Pruning here keeps the walk from descending into node_modules and friends at all.
+        dirnames[:] = [d for d in dirnames if not excludes.match_file(f"{prefix}{d}/")]
+        for name in filenames:
+            rel = prefix + name
+            if not excludes.match_file(rel):
+                found.append(rel)
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class FileContent:
+    """What the viewer shows for one file: its text, or a message saying why there is none."""
+
+    path: Path
+    text: str | None
+    message: str | None = None
+
+
+def read_for_viewer(path: Path, max_bytes: int) -> FileContent:
+    """Text of ``path`` for display, or a plain message for missing, oversized and binary files."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return FileContent(path, None, f"Cannot open {path.name}: {exc.strerror or exc}")
+    if size > max_bytes:
+        return FileContent(
+            path,
+            None,
+            f"{path.name} is {_human_size(size)}, over the {_human_size(max_bytes)} viewer limit "
+            "(workspace.max_file_bytes).",
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return FileContent(path, None, f"Cannot read {path.name}: {exc.strerror or exc}")
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        return FileContent(path, None, f"{path.name} is a binary file ({_human_size(size)}).")
+    return FileContent(path, data.decode("utf-8", errors="replace"))
+
+
+def _human_size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KB", "MB"):
+        if value < 1024 or unit == "MB":
+            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"

@@ -1,0 +1,96 @@
+"""Syntax highlighting: Pygments lexes a whole file off the UI thread, a QSyntaxHighlighter paints the spans."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_for_filename
+from pygments.lexers.special import TextLexer
+from pygments.styles import get_style_by_name
+from pygments.token import Token, _TokenType
+from pygments.util import ClassNotFound
+from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+
+STYLE = "friendly"
+
+HIGHLIGHT_MAX_CHARS = 400_000
+"""Bigger files are shown plain: lexing and painting them would cost more than the colour is worth."""
+
+Span = tuple[int, int, _TokenType]
+"""(start, length) in UTF-16 code units within one line, and the Pygments token type."""
+
+
+def lexer_for(filename: str) -> Lexer:
+    """The Pygments lexer for a file name; plain text when Pygments does not know the extension."""
+    try:
+        # Keep every newline: spans are matched to the viewer's lines by index.
+        return get_lexer_for_filename(filename, stripnl=False, stripall=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+def lex_lines(filename: str, text: str) -> list[list[Span]] | None:
+    """Per-line token spans of ``text`` (None when the file is too big or has no grammar).
+
+    The whole file is lexed at once so that multi-line strings and comments colour correctly, which a
+    line-at-a-time highlighter cannot do. Offsets are UTF-16 units because QTextBlock counts in those.
+    """
+    if len(text) > HIGHLIGHT_MAX_CHARS:
+        return None
+    lexer = lexer_for(filename)
+    if isinstance(lexer, TextLexer):
+        return None
+    ascii_only = text.isascii()
+    lines: list[list[Span]] = [[]]
+    column = 0
+    for token, value in lexer.get_tokens(text):
+        pieces = value.split("\n")
+        for index, piece in enumerate(pieces):
+            if index:
+                lines.append([])
+                column = 0
+            if not piece:
+                continue
+            width = len(piece) if ascii_only else len(piece.encode("utf-16-le")) // 2
+            if token is not Token.Text and token is not Token.Text.Whitespace:
+                lines[-1].append((column, width, token))
+            column += width
+    return lines
+
+
+@cache
+def _format_for(token: _TokenType) -> QTextCharFormat:
+    style = get_style_by_name(STYLE)
+    # Pygments styles only name some token types; the rest inherit from their parents.
+    while token not in style.styles and token.parent is not None:
+        token = token.parent
+    spec = style.style_for_token(token)
+    fmt = QTextCharFormat()
+    if spec["color"]:
+        fmt.setForeground(QColor("#" + spec["color"]))
+    if spec["bold"]:
+        fmt.setFontWeight(QFont.Weight.Bold)
+    if spec["italic"]:
+        fmt.setFontItalic(True)
+    return fmt
+
+
+class PygmentsHighlighter(QSyntaxHighlighter):
+    """Applies precomputed :func:`lex_lines` spans; painting a block is a lookup, never a re-lex."""
+
+    def __init__(self, document: QTextDocument) -> None:
+        super().__init__(document)
+        self._lines: list[list[Span]] = []
+
+    def set_spans(self, lines: list[list[Span]] | None) -> None:
+        """Replace the spans (None clears them) and repaint the document."""
+        self._lines = lines or []
+        self.rehighlight()
+
+    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
+        number = self.currentBlock().blockNumber()
+        if number >= len(self._lines):
+            return
+        for start, length, token in self._lines[number]:
+            self.setFormat(start, length, _format_for(token))

@@ -1,0 +1,1 @@
+"""The ACP backend: the agent side of Arbor, served by `arbor acp`."""

@@ -1,0 +1,285 @@
+"""The ACP agent: initialize, sessions (new/load/list), modes, prompt turns and cancel over JSON-RPC."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from acp import PROTOCOL_VERSION, Agent, Client, RequestError, text_block, update_user_message
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SessionMode,
+    SessionModeState,
+    SessionNotification,
+)
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from pydantic import BaseModel
+
+from ide import __version__
+from ide.backend.session import Session, TurnResult
+from ide.backend.store import SessionStore
+from ide.llm import ModelError
+from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
+from ide.settings import Settings, SettingsError, load_settings
+
+log = logging.getLogger(__name__)
+
+MODES = {
+    "react": SessionMode(
+        id="react",
+        name="ReAct",
+        description="Think, call a tool, read the result, repeat until the answer is found",
+    ),
+}
+"""Agent architectures offered as ACP session modes; LATS, ToT and plan/execute join them later."""
+
+LIST_PAGE = 50
+
+
+def arbor_error(info: ErrorInfo) -> RequestError:
+    """A JSON-RPC error carrying a classified, fixable failure."""
+    return RequestError(ERROR_CODE, info.text(), error_data(info))
+
+
+def _settings_error(exc: SettingsError) -> RequestError:
+    return arbor_error(ErrorInfo(kind="settings", message=str(exc), fix="Fix the value, then try again."))
+
+
+def _prompt_text(blocks: list[Any]) -> str:
+    """The prompt as text: text blocks, plus the text of embedded resources and links to others."""
+    parts = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(f"<file uri={resource.uri!r}>\n{text}\n</file>" if text else f"[{resource.uri}]")
+        elif kind == "resource_link":
+            parts.append(f"[{block.name}]({block.uri})")
+    return "\n\n".join(p for p in parts if p)
+
+
+class ArborAgent(Agent):
+    """Serves ACP for any client: Arbor's window, Zed, or the SDK's example client."""
+
+    def __init__(self) -> None:
+        self._conn: Client | None = None
+        self._sessions: dict[str, Session] = {}
+        self._checkpointers: dict[Path, tuple[aiosqlite.Connection, AsyncSqliteSaver]] = {}
+        self._base_settings: Settings | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        self._conn = conn
+
+    @property
+    def conn(self) -> Client:
+        assert self._conn is not None, "on_connect was not called"
+        return self._conn
+
+    def _store(self, settings: Settings) -> SessionStore:
+        return SessionStore(settings.resolved_data_dir())
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        try:
+            self._base_settings = load_settings(None).settings
+        except SettingsError as exc:
+            raise _settings_error(exc) from None
+        meta = AgentMeta(
+            version=__version__,
+            model=self._base_settings.llm.model,
+            architectures=list(MODES),
+            extensions=[],
+            data_dir=str(self._base_settings.resolved_data_dir()),
+        )
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                field_meta={META_KEY: meta.model_dump()},
+            ),
+            agent_info=Implementation(name="arbor", title="Arbor", version=__version__),
+        )
+
+    def _workspace(self, cwd: str) -> tuple[str, Settings]:
+        if not cwd or not os.path.isabs(cwd):
+            raise RequestError.invalid_params(
+                {"cwd": cwd, "message": f"cwd must be an absolute path to the workspace, got {cwd!r}"}
+            )
+        if not os.path.isdir(cwd):
+            raise RequestError.invalid_params(
+                {"cwd": cwd, "message": f"cwd {cwd} does not exist or is not a directory"}
+            )
+        try:
+            return cwd, load_settings(Path(cwd)).settings
+        except SettingsError as exc:
+            raise _settings_error(exc) from None
+
+    async def _checkpointer(self, store: SessionStore, cwd: str) -> AsyncSqliteSaver:
+        path = store.checkpoint_path(cwd)
+        if path not in self._checkpointers:
+            conn = await aiosqlite.connect(path)
+            saver = AsyncSqliteSaver(conn)
+            await saver.setup()
+            self._checkpointers[path] = (conn, saver)
+        return self._checkpointers[path][1]
+
+    async def _open(self, session_id: str, cwd: str, settings: Settings, mode: str) -> Session:
+        store = self._store(settings)
+        session = Session(session_id, cwd, settings, await self._checkpointer(store, cwd), mode=mode)
+        self._sessions[session_id] = session
+        return session
+
+    @staticmethod
+    def _modes(current: str) -> SessionModeState:
+        return SessionModeState(current_mode_id=current, available_modes=list(MODES.values()))
+
+    async def new_session(
+        self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        cwd, settings = self._workspace(cwd)
+        mode = settings.agent.architecture if settings.agent.architecture in MODES else "react"
+        session_id = uuid.uuid4().hex
+        self._store(settings).create(session_id, cwd, mode)
+        await self._open(session_id, cwd, settings, mode)
+        return NewSessionResponse(session_id=session_id, modes=self._modes(mode))
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        cwd, settings = self._workspace(cwd)
+        store = self._store(settings)
+        record = store.get(session_id, cwd)
+        if record is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "message": f"no session {session_id} for workspace {cwd}"}
+            )
+        session = self._sessions.get(session_id) or await self._open(session_id, cwd, settings, record.mode)
+        for payload in store.events(session_id, cwd):
+            notification = SessionNotification.model_validate({"sessionId": session_id, "update": payload})
+            await self.conn.session_update(session_id=session_id, update=notification.update)
+        return LoadSessionResponse(modes=self._modes(session.mode))
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> ListSessionsResponse:
+        settings = self._base_settings or load_settings(None).settings
+        if cwd is not None:
+            cwd, settings = self._workspace(cwd)
+        records = self._store(settings).list(cwd)
+        start = int(cursor) if cursor and cursor.isdigit() else 0
+        page = records[start : start + LIST_PAGE]
+        more = start + LIST_PAGE < len(records)
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(session_id=r.id, cwd=r.cwd, title=r.title, updated_at=r.updated_iso) for r in page
+            ],
+            next_cursor=str(start + LIST_PAGE) if more else None,
+        )
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
+        session = self._session(session_id)
+        if mode_id not in MODES:
+            raise RequestError.invalid_params(
+                {"modeId": mode_id, "message": f"mode {mode_id!r} is not available yet; modes: {', '.join(MODES)}"}
+            )
+        session.mode = mode_id
+        self._store(session.settings).update(session_id, session.cwd, mode=mode_id)
+
+    def _session(self, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "message": f"unknown session {session_id}; call session/load first"}
+            )
+        return session
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        session = self._session(session_id)
+        if session.turn is not None and not session.turn.done():
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "message": "a prompt turn is already running in this session"}
+            )
+        text = _prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"message": "the prompt is empty"})
+        store = self._store(session.settings)
+        turn_number = store.next_turn(session_id, session.cwd)
+        recorded: list[dict[str, Any]] = [
+            update_user_message(text_block(text)).model_dump(mode="json", by_alias=True, exclude_none=True)
+        ]
+        store.update(session_id, session.cwd, title=text.strip().splitlines()[0][:80])
+
+        async def emit(update: BaseModel) -> None:
+            recorded.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+            await self.conn.session_update(session_id=session_id, update=update)
+
+        session.cancel_requested = False
+        session.turn = asyncio.create_task(session.run_turn(text, emit))
+        try:
+            result: TurnResult = await session.turn
+        except asyncio.CancelledError:
+            if not session.cancel_requested:
+                session.turn.cancel()  # the request itself was cancelled: the connection is closing
+                raise
+            return PromptResponse(stop_reason="cancelled")
+        except ModelError as exc:
+            log.warning("turn failed: %s", exc)
+            raise arbor_error(exc.info) from None
+        except Exception as exc:
+            log.exception("turn failed")
+            raise arbor_error(
+                ErrorInfo(kind="internal", message=f"The agent failed: {type(exc).__name__}: {exc}")
+            ) from None
+        finally:
+            store.append_events(session_id, session.cwd, turn_number, recorded)
+        return PromptResponse(
+            stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
+        )
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self._sessions.get(session_id)
+        if session is None or session.turn is None or session.turn.done():
+            return
+        session.cancel_requested = True
+        session.turn.cancel()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("ignoring extension notification _%s", method)
+
+    async def close(self) -> None:
+        """Stop running turns and close the checkpoint databases."""
+        for session in self._sessions.values():
+            if session.turn is not None and not session.turn.done():
+                session.cancel_requested = True
+                session.turn.cancel()
+        for conn, _saver in self._checkpointers.values():
+            with contextlib.suppress(Exception):
+                await conn.close()
+        self._checkpointers.clear()

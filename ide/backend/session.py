@@ -1,0 +1,126 @@
+"""One agent session: its workspace, settings, model router, tools and graph, and how a turn runs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp import start_tool_call, text_block, update_agent_message, update_agent_thought, update_tool_call
+from acp.schema import ContentToolCallContent, ToolCallLocation
+from langchain_core.messages import HumanMessage
+from pydantic import BaseModel
+
+from ide.llm import ContextTier, ModelError, ModelRouter
+from ide.protocol import TurnMeta
+from ide.search.events import cap_text
+from ide.search.react import build_react_graph, turn_ran_out_of_steps
+from ide.settings import Settings
+from ide.tools import Toolbox, read_toolbox
+
+log = logging.getLogger(__name__)
+
+RAW_IO_CAP = 4000
+"""Bytes of a tool's input or output put on the wire; long lines kill ACP stdio readers."""
+
+Emit = Callable[[BaseModel], Awaitable[None]]
+
+
+@dataclass
+class TurnResult:
+    stop_reason: str
+    meta: TurnMeta
+
+
+@dataclass
+class Session:
+    """A live session. The conversation itself is in the LangGraph checkpointer under ``id``."""
+
+    id: str
+    cwd: str
+    settings: Settings
+    checkpointer: Any
+    mode: str = "react"
+    router: ModelRouter = field(init=False)
+    toolbox: Toolbox = field(init=False)
+    turn: asyncio.Task[TurnResult] | None = None
+    cancel_requested: bool = False
+
+    def __post_init__(self) -> None:
+        self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
+        self.toolbox = read_toolbox(Path(self.cwd), self.settings)
+        self._graph: Any = None
+
+    async def _observation_cap(self) -> int:
+        try:
+            tier = await self.router.context_tier("react")
+        except ModelError:
+            tier = ContextTier.SMALL
+        return tier.observation_cap(self.settings.agent.observation_cap_bytes)
+
+    async def graph(self) -> Any:
+        if self._graph is None:
+            self._graph = build_react_graph(
+                self.router,
+                self.toolbox,
+                max_steps=self.settings.agent.max_steps,
+                observation_cap=await self._observation_cap(),
+                checkpointer=self.checkpointer,
+            )
+        return self._graph
+
+    async def run_turn(self, text: str, emit: Emit) -> TurnResult:
+        """Run one prompt turn, emitting ACP session updates as the graph streams events."""
+        graph = await self.graph()
+        config = {
+            "configurable": {"thread_id": self.id},
+            "recursion_limit": 2 * self.settings.agent.max_steps + 4,
+        }
+        steps = 0
+        async for event in graph.astream(
+            {"messages": [HumanMessage(text)], "steps": 0}, config=config, stream_mode="custom"
+        ):
+            update = translate_event(event)
+            if update is not None:
+                await emit(update)
+            if event.get("type") == "tool_start":
+                steps += 1
+        state = await graph.aget_state(config)
+        messages = state.values.get("messages", [])
+        stop = "max_turn_requests" if turn_ran_out_of_steps(messages) else "end_turn"
+        return TurnResult(stop, TurnMeta(usage=self.router.usage_snapshot(), steps=state.values.get("steps", 0)))
+
+
+def translate_event(event: dict[str, Any]) -> BaseModel | None:
+    """The ACP session update for one graph event (see ide.search.events)."""
+    kind = event.get("type")
+    if kind == "text":
+        return update_agent_message(text_block(event["text"]))
+    if kind == "thought":
+        return update_agent_thought(text_block(event["text"]))
+    if kind == "tool_start":
+        return start_tool_call(
+            event["id"],
+            event["title"],
+            kind=event["kind"],
+            status="in_progress",
+            locations=[ToolCallLocation(path=path, line=line) for path, line in event["locations"]],
+            raw_input=_cap_json(event["args"]),
+        )
+    if kind == "tool_end":
+        output = cap_text(event["output"], RAW_IO_CAP)
+        return update_tool_call(
+            event["id"],
+            status="failed" if event["failed"] else "completed",
+            content=[ContentToolCallContent(type="content", content=text_block(output))],
+            raw_output={"output": output},
+        )
+    log.debug("ignoring graph event %r", kind)
+    return None
+
+
+def _cap_json(args: dict[str, Any]) -> dict[str, Any]:
+    return {key: cap_text(value, RAW_IO_CAP) if isinstance(value, str) else value for key, value in args.items()}

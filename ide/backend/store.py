@@ -1,0 +1,184 @@
+"""Session records and their replayable history, in SQLite under the user's data dir, keyed by workspace."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    mode TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    turn INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: str
+    cwd: str
+    title: str | None
+    mode: str
+    created_at: float
+    updated_at: float
+
+    @property
+    def updated_iso(self) -> str:
+        return datetime.fromtimestamp(self.updated_at, tz=UTC).isoformat()
+
+
+def workspace_key(cwd: str | Path) -> str:
+    """Directory name for a workspace: readable name plus a hash of its real path."""
+    real = os.path.realpath(cwd)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(real).name)[:40] or "root"
+    return f"{name}-{hashlib.sha1(real.encode()).hexdigest()[:12]}"
+
+
+class SessionStore:
+    """All sessions of all workspaces under ``data_dir/workspaces/<key>/sessions.sqlite``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+
+    def workspace_dir(self, cwd: str | Path) -> Path:
+        path = self.data_dir / "workspaces" / workspace_key(cwd)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def checkpoint_path(self, cwd: str | Path) -> Path:
+        """Where LangGraph keeps this workspace's conversation checkpoints."""
+        return self.workspace_dir(cwd) / "checkpoints.sqlite"
+
+    @contextmanager
+    def _db(self, cwd: str | Path) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.workspace_dir(cwd) / "sessions.sqlite", timeout=10)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            db.executescript(SCHEMA)
+            db.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+            with db:
+                yield db
+        finally:
+            db.close()
+
+    def create(self, session_id: str, cwd: str, mode: str) -> SessionRecord:
+        now = time.time()
+        with self._db(cwd) as db:
+            db.execute(
+                "INSERT INTO sessions (id, cwd, title, mode, created_at, updated_at) VALUES (?, ?, NULL, ?, ?, ?)",
+                (session_id, cwd, mode, now, now),
+            )
+        return SessionRecord(session_id, cwd, None, mode, now, now)
+
+    def get(self, session_id: str, cwd: str) -> SessionRecord | None:
+        with self._db(cwd) as db:
+            row = db.execute(
+                "SELECT id, cwd, title, mode, created_at, updated_at FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return SessionRecord(*row) if row else None
+
+    def list(self, cwd: str | None = None) -> list[SessionRecord]:
+        """Sessions of one workspace, or of every workspace, newest first."""
+        if cwd is not None:
+            dirs = [self.workspace_dir(cwd)]
+        else:
+            root = self.data_dir / "workspaces"
+            dirs = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        records: list[SessionRecord] = []
+        for directory in dirs:
+            if not (directory / "sessions.sqlite").exists():
+                continue
+            db = sqlite3.connect(directory / "sessions.sqlite", timeout=10)
+            try:
+                rows = db.execute(
+                    "SELECT id, cwd, title, mode, created_at, updated_at FROM sessions"
+                ).fetchall()
+            except sqlite3.OperationalError:
+                rows = []
+            finally:
+                db.close()
+            records.extend(SessionRecord(*row) for row in rows)
+        return sorted(records, key=lambda r: r.updated_at, reverse=True)
+
+    def update(self, session_id: str, cwd: str, *, title: str | None = None, mode: str | None = None) -> None:
+        with self._db(cwd) as db:
+            db.execute(
+                "UPDATE sessions SET title = COALESCE(title, ?), mode = COALESCE(?, mode), updated_at = ? "
+                "WHERE id = ?",
+                (title, mode, time.time(), session_id),
+            )
+
+    def next_turn(self, session_id: str, cwd: str) -> int:
+        with self._db(cwd) as db:
+            row = db.execute("SELECT MAX(turn) FROM events WHERE session_id = ?", (session_id,)).fetchone()
+        return (row[0] or 0) + 1
+
+    def append_events(self, session_id: str, cwd: str, turn: int, updates: list[dict[str, Any]]) -> None:
+        """Add a turn's session updates; consecutive text chunks are merged so replay stays compact."""
+        if not updates:
+            return
+        with self._db(cwd) as db:
+            row = db.execute("SELECT MAX(seq) FROM events WHERE session_id = ?", (session_id,)).fetchone()
+            seq = row[0] or 0
+            rows = []
+            for update in merge_chunks(updates):
+                seq += 1
+                rows.append((session_id, seq, turn, json.dumps(update, separators=(",", ":"))))
+            db.executemany("INSERT INTO events (session_id, seq, turn, payload) VALUES (?, ?, ?, ?)", rows)
+            db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id))
+
+    def events(self, session_id: str, cwd: str) -> list[dict[str, Any]]:
+        with self._db(cwd) as db:
+            rows = db.execute(
+                "SELECT payload FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+
+_CHUNK_KINDS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
+
+
+def merge_chunks(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Join runs of text chunks of the same kind into one update."""
+    merged: list[dict[str, Any]] = []
+    for update in updates:
+        kind = update.get("sessionUpdate")
+        previous = merged[-1] if merged else None
+        if (
+            kind in _CHUNK_KINDS
+            and previous is not None
+            and previous.get("sessionUpdate") == kind
+            and update.get("content", {}).get("type") == "text"
+            and previous.get("content", {}).get("type") == "text"
+        ):
+            previous["content"] = {**previous["content"], "text": previous["content"]["text"] + update["content"]["text"]}
+            continue
+        merged.append(json.loads(json.dumps(update)))
+    return merged

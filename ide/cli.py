@@ -1,0 +1,99 @@
+"""The ``arbor`` command: ``arbor [PATH]`` opens the window; subcommands run the backend and tools."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ide import __version__
+from ide.settings import SettingsError, load_settings
+
+COMMANDS = ("gui", "acp", "run", "doctor", "index", "symbols", "lsp", "mcp")
+
+NOT_YET = {
+    "index": "the code index (tree-sitter) is not built yet; it lands with the code-index issue",
+    "symbols": "symbol search needs the code index, which is not built yet",
+    "lsp": "language-server queries are not available yet; they land with the language-server issue",
+    "mcp": "the MCP server is not available yet; it lands with the memory and MCP issue",
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="arbor",
+        description="Arbor: watch an AI agent's search as a tree and review its changes in one batch.",
+        epilog="Run 'arbor PATH' to open the window on a workspace (default: the current directory).",
+    )
+    parser.add_argument("--version", action="version", version=f"arbor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    gui = sub.add_parser("gui", help="open the window (the default command)")
+    gui.add_argument("path", nargs="?", default=".", help="workspace directory (default: .)")
+
+    acp = sub.add_parser("acp", help="serve the agent over ACP on stdio (for the window, Zed, any ACP client)")
+    acp.add_argument("--log-level", default=None, help="stderr log level (default: settings log_level)")
+
+    run = sub.add_parser("run", help="run one task headless, streaming the answer to stdout")
+    run.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
+    run.add_argument("--mode", default=None, help="agent architecture (session mode), e.g. react")
+    run.add_argument("task", help="what the agent should do")
+
+    doctor = sub.add_parser("doctor", help="print resolved settings with their sources, and check the setup")
+    doctor.add_argument("--workspace", "-w", default=".", help="workspace whose .arbor/config.toml applies")
+
+    for name, why in NOT_YET.items():
+        sub.add_parser(name, help=f"(not available yet) {why}", add_help=False)
+    return parser
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"arbor: {message}\n")
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    # `arbor PATH` is the window; only a known command name or an option switches to the parser's commands.
+    if not args_list or (args_list[0] not in COMMANDS and not args_list[0].startswith("-")):
+        args_list = ["gui", *args_list]
+    if args_list[0] in NOT_YET:
+        return _fail(f"'{args_list[0]}' is not available yet: {NOT_YET[args_list[0]]}")
+    args = _parser().parse_args(args_list)
+
+    if args.command == "acp":
+        from ide.backend.server import main as serve
+
+        try:
+            level = args.log_level or load_settings(None).settings.log_level
+        except SettingsError:
+            level = "WARNING"  # the backend reports the bad setting to the client in initialize
+        return serve(level)
+
+    if args.command == "run":
+        from ide.headless import run_task
+
+        workspace = Path(args.workspace)
+        if not workspace.is_dir():
+            return _fail(f"workspace {workspace} is not a directory")
+        return asyncio.run(run_task(workspace, args.task, mode=args.mode))
+
+    if args.command == "doctor":
+        from ide.doctor import run_doctor
+
+        try:
+            resolved = load_settings(Path(args.workspace).resolve())
+        except SettingsError as exc:
+            return _fail(str(exc))
+        return run_doctor(resolved, sys.stdout)
+
+    workspace = Path(getattr(args, "path", ".")).resolve()
+    if not workspace.is_dir():
+        return _fail(f"{workspace} is not a directory")
+    try:
+        from ide.app.main import run_gui
+    except ImportError as exc:
+        return _fail(f"the window cannot start: {exc}")
+    return run_gui(workspace)

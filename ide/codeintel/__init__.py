@@ -1,0 +1,1 @@
+"""Code intelligence: tree-sitter index and language-server pool (lands with their issues)."""

@@ -1,0 +1,115 @@
+"""``arbor doctor``: every resolved setting with its source, and the checks that say what to install."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ide.llm import HealthCheck, ModelError, parse_model_spec, probe_model
+from ide.settings import ResolvedSettings, to_toml_value
+
+LANGUAGE_SERVERS = [
+    # (language, command, how to install)
+    ("Python", "jedi-language-server", "pip install jedi-language-server (an Arbor dependency)"),
+    ("Python (optional)", "pyright-langserver", "npm install -g pyright"),
+    ("TypeScript/JavaScript", "typescript-language-server", "npm install -g typescript-language-server typescript"),
+    ("C/C++", "clangd", "apt-get install clangd"),
+    ("Go", "gopls", "go install golang.org/x/tools/gopls@latest"),
+    ("Rust", "rust-analyzer", "rustup component add rust-analyzer"),
+]
+
+
+def _which(command: str) -> str | None:
+    """A command next to this Python first (a venv's scripts), then on PATH."""
+    beside = Path(sys.executable).parent / command
+    if beside.exists():
+        return str(beside)
+    return shutil.which(command)
+
+
+def _version(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (done.stdout or done.stderr).strip().splitlines()
+    return text[0] if done.returncode == 0 and text else None
+
+
+def tool_checks() -> list[HealthCheck]:
+    """git, ctags and language servers."""
+    checks = []
+    git = _version(["git", "--version"])
+    checks.append(
+        HealthCheck("git present", git is not None, git or "git not found", None if git else "apt-get install git")
+    )
+    ctags = _version(["ctags", "--version"])
+    universal = ctags is not None and "Universal Ctags" in ctags
+    checks.append(
+        HealthCheck(
+            "universal-ctags present",
+            universal,
+            ctags or "ctags not found",
+            None if universal else "apt-get install universal-ctags",
+        )
+    )
+    for language, command, install in LANGUAGE_SERVERS:
+        where = _which(command)
+        required = language == "Python"
+        checks.append(
+            HealthCheck(
+                f"{language} language server ({command})",
+                True if where else (False if required else None),
+                where or "not found",
+                None if where else install,
+            )
+        )
+    return checks
+
+
+async def model_checks(resolved: ResolvedSettings) -> list[HealthCheck]:
+    """Probe every distinct model the settings name (the default and each role that overrides it)."""
+    llm = resolved.settings.llm
+    specs = {llm.model}
+    for key, value, _source in resolved.rows():
+        if key.startswith("llm.") and key.count(".") >= 1 and isinstance(value, str) and ":" in value:
+            if key in ("llm.model", "llm.ollama_host", "llm.openai_base_url"):
+                continue
+            specs.add(value)
+    checks: list[HealthCheck] = []
+    for text in sorted(specs):
+        try:
+            spec = parse_model_spec(text)
+        except ModelError as exc:
+            checks.append(HealthCheck(f"model {text}", False, exc.info.message, exc.info.fix))
+            continue
+        for check in await probe_model(spec, resolved.settings):
+            checks.append(HealthCheck(f"{text}: {check.name}", check.ok, check.detail, check.fix))
+    return checks
+
+
+def _mark(ok: bool | None) -> str:
+    return {True: "ok  ", False: "FAIL", None: "--  "}[ok]
+
+
+def run_doctor(resolved: ResolvedSettings, out: TextIO) -> int:
+    """Print settings and checks; exit code 1 when a required check fails."""
+    out.write("Settings (value  ← source)\n")
+    width = max(len(key) for key, _, _ in resolved.rows())
+    for key, value, source in resolved.rows():
+        out.write(f"  {key:<{width}}  {to_toml_value(value)}  ← {source}\n")
+    if resolved.files:
+        out.write("Config files read: " + ", ".join(str(p) for p in resolved.files) + "\n")
+    out.write("\nChecks\n")
+    checks = asyncio.run(model_checks(resolved)) + tool_checks()
+    failed = False
+    for check in checks:
+        out.write(f"  [{_mark(check.ok)}] {check.name}: {check.detail}\n")
+        if check.fix and check.ok is not True:
+            out.write(f"         fix: {check.fix}\n")
+        failed = failed or check.ok is False
+    return 1 if failed else 0

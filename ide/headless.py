@@ -1,0 +1,156 @@
+"""``arbor run``: drive the ACP backend from a terminal, streaming the answer to stdout.
+
+It spawns ``arbor acp`` exactly as the window does, so a headless run exercises the same path.
+The answer goes to stdout; thoughts and tool calls go to stderr, so ``arbor run ... > answer.md`` works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections import deque
+from pathlib import Path
+from typing import Any, TextIO
+
+from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ClientCapabilities,
+    Implementation,
+    ToolCallProgress,
+    ToolCallStart,
+)
+
+from ide import __version__
+from ide.protocol import META_KEY, TurnMeta, error_info_from_data
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CANCELLED = 130
+
+BACKEND_COMMAND = [sys.executable, "-m", "ide", "acp"]
+
+
+class TerminalClient:
+    """ACP client callbacks that print the turn as it streams."""
+
+    def __init__(self, out: TextIO, err: TextIO) -> None:
+        self.out = out
+        self.err = err
+        self._in_thought = False
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if isinstance(update, AgentThoughtChunk):
+            if not self._in_thought:
+                self.err.write("\n[thinking] ")
+                self._in_thought = True
+            self.err.write(getattr(update.content, "text", ""))
+            self.err.flush()
+            return
+        if self._in_thought:
+            self.err.write("\n")
+            self._in_thought = False
+        if isinstance(update, AgentMessageChunk):
+            self.out.write(getattr(update.content, "text", ""))
+            self.out.flush()
+        elif isinstance(update, ToolCallStart):
+            self.err.write(f"\n[tool] {update.title} …\n")
+        elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
+            self.err.write(f"[tool] {update.status}\n")
+        self.err.flush()
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise RequestError.method_not_found("session/request_permission")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+async def run_task(
+    workspace: Path,
+    task: str,
+    *,
+    mode: str | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    command: list[str] | None = None,
+) -> int:
+    """Run one prompt turn in a new session; the exit code says how it ended."""
+    proc = await asyncio.create_subprocess_exec(
+        *(command or BACKEND_COMMAND),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=os.environ.copy(),
+        limit=50 * 1024 * 1024,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    # The backend's log is shown only when it dies; drained continuously so it can never block.
+    log_tail: deque[str] = deque(maxlen=20)
+    drain = asyncio.ensure_future(_drain(proc.stderr, log_tail))
+    client = TerminalClient(out, err)
+    conn = connect_to_agent(client, proc.stdin, proc.stdout)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    session_id: str | None = None
+
+    def on_interrupt() -> None:
+        if session_id is not None:
+            asyncio.ensure_future(conn.cancel(session_id=session_id))
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="arbor-run", version=__version__),
+        )
+        session = await conn.new_session(cwd=str(workspace.resolve()), mcp_servers=[])
+        session_id = session.session_id
+        if mode and mode != (session.modes.current_mode_id if session.modes else None):
+            await conn.set_session_mode(session_id=session_id, mode_id=mode)
+        response = await conn.prompt(session_id=session_id, prompt=[text_block(task)])
+        out.write("\n")
+        meta = (response.field_meta or {}).get(META_KEY)
+        if meta:
+            turn = TurnMeta.model_validate(meta)
+            calls = sum(u.calls for u in turn.usage.values())
+            tokens = sum(u.input_tokens + u.output_tokens for u in turn.usage.values())
+            err.write(f"[done] {response.stop_reason}: {turn.steps} steps, {calls} model calls, {tokens} tokens\n")
+        if response.stop_reason == "cancelled":
+            return EXIT_CANCELLED
+        return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
+    except RequestError as exc:
+        info = error_info_from_data(exc.data)
+        err.write(f"\narbor: {info.text() if info else exc}\n")
+        return EXIT_FAILED
+    except ConnectionError:
+        await asyncio.wait_for(proc.wait(), timeout=5)
+        err.write(f"\narbor: the backend stopped unexpectedly (exit code {proc.returncode})\n")
+        err.write("".join(log_tail))
+        return EXIT_FAILED
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+        with contextlib.suppress(Exception):
+            await conn.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout=5)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+        drain.cancel()
+
+
+async def _drain(stream: asyncio.StreamReader, tail: deque[str]) -> None:
+    while line := await stream.readline():
+        tail.append(line.decode("utf-8", errors="replace"))

@@ -1,0 +1,223 @@
+"""Model failures a user can act on: ``ModelError``, and the classifier that maps exceptions to it."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from ide.protocol import ErrorInfo, ErrorKind
+
+if TYPE_CHECKING:
+    from ide.llm.spec import ModelSpec
+    from ide.settings import LlmSettings
+
+
+class ModelError(Exception):
+    """A classified model failure; ``info`` says what happened and how to fix it."""
+
+    def __init__(self, kind: ErrorKind, message: str, fix: str | None = None) -> None:
+        self.info = ErrorInfo(kind=kind, message=message, fix=fix)
+        super().__init__(self.info.text())
+
+    @classmethod
+    def from_info(cls, info: ErrorInfo) -> ModelError:
+        return cls(info.kind, info.message, info.fix)
+
+    @property
+    def kind(self) -> ErrorKind:
+        return self.info.kind
+
+    def __str__(self) -> str:
+        return self.info.text()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception pickles its args (the text); rebuild from the parts instead.
+        return (type(self), (self.info.kind, self.info.message, self.info.fix))
+
+
+TOOL_CAPABLE_EXAMPLES = "ollama:qwen3:8b or ollama:llama3.1:8b"
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _-]?(length|window)[ _-]?exceeded|exceeds? the (model'?s? )?(context|maximum)|"
+    r"maximum context length|prompt is too long|input is too long|too many tokens|context overflow|"
+    r"input length exceeds",
+    re.IGNORECASE,
+)
+_NOT_FOUND = re.compile(r"model\b.*\bnot found|not[ _]found.*model|try pulling it|no such model", re.I)
+_NO_TOOLS = re.compile(r"does not support tools|tools? (are|is) not supported|does not support tool", re.I)
+
+_API_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def provider_missing(provider: str, *, package: str | None = None) -> ModelError:
+    """The optional extra that brings ``provider`` is not installed."""
+    package = package or f"langchain-{provider}"
+    return ModelError(
+        "provider_missing",
+        f"The {provider} provider needs {package}, which is not installed",
+        f"Install it with: pip install 'arbor-ide[{provider}]'",
+    )
+
+
+def api_key_missing(provider: str) -> ModelError:
+    env = _API_KEY_ENV.get(provider, f"{provider.upper()}_API_KEY")
+    return ModelError(
+        "provider_missing",
+        f"No API key for {provider}: {env} is not set",
+        f"Set {env} in the environment, or set ARBOR_MODEL to an ollama: model.",
+    )
+
+
+def _endpoint(spec: ModelSpec, settings: LlmSettings) -> str:
+    if spec.provider == "ollama":
+        return settings.ollama_host
+    if spec.provider == "openai":
+        return settings.openai_base_url or "https://api.openai.com/v1"
+    if spec.provider == "anthropic":
+        return "https://api.anthropic.com"
+    return spec.model
+
+
+def _server_name(spec: ModelSpec) -> str:
+    return {"ollama": "Ollama", "openai": "The OpenAI API", "anthropic": "The Anthropic API"}.get(
+        spec.provider, spec.provider
+    )
+
+
+def _status_code(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    if code is None:
+        response = getattr(exc, "response", None)
+        code = getattr(response, "status_code", None)
+    return code if isinstance(code, int) and code >= 0 else None
+
+
+def _error_text(exc: BaseException) -> str:
+    # ollama.ResponseError keeps the server's message in .error; others only in str().
+    text = getattr(exc, "error", None)
+    if not isinstance(text, str):
+        text = str(exc)
+    return text.strip() or type(exc).__name__
+
+
+def _type_names(exc: BaseException) -> set[str]:
+    return {cls.__name__ for cls in type(exc).__mro__}
+
+
+def unreachable(spec: ModelSpec, settings: LlmSettings, detail: str = "") -> ModelError:
+    where = _endpoint(spec, settings)
+    suffix = f" ({detail})" if detail else ""
+    if spec.provider == "ollama":
+        fix = 'Start it with "ollama serve", or set OLLAMA_HOST (or ARBOR_MODEL for another provider).'
+    elif spec.provider == "openai":
+        fix = "Check the network or llm.openai_base_url, or set ARBOR_MODEL to an ollama: model."
+    else:
+        fix = "Check the network, or set ARBOR_MODEL to an ollama: model."
+    return ModelError("model_unreachable", f"{_server_name(spec)} is not reachable at {where}{suffix}", fix)
+
+
+def timed_out(spec: ModelSpec, settings: LlmSettings) -> ModelError:
+    return ModelError(
+        "model_timeout",
+        f"{spec} did not answer within {settings.request_timeout_s:g} s",
+        "Raise llm.request_timeout_s (ARBOR_LLM_REQUEST_TIMEOUT_S), lower llm.num_ctx, or use a "
+        "smaller model.",
+    )
+
+
+def classify_error(exc: BaseException, spec: ModelSpec, settings: LlmSettings) -> ModelError:
+    """Turn an exception raised while calling ``spec`` into a ModelError whose text carries the fix.
+
+    Providers are matched by exception type *names* and HTTP status so that optional SDKs (openai,
+    anthropic) need not be importable here.
+    """
+    if isinstance(exc, ModelError):
+        return exc
+    names = _type_names(exc)
+    text = _error_text(exc)
+    status = _status_code(exc)
+
+    if isinstance(exc, ImportError):
+        return provider_missing(spec.provider, package=exc.name)
+    if "ConnectTimeout" in names or "ConnectError" in names or "APIConnectionError" in names:
+        if "APITimeoutError" in names:
+            return timed_out(spec, settings)
+        return unreachable(spec, settings)
+    if isinstance(exc, ConnectionError):
+        # The ollama client turns httpx.ConnectError into the builtin ConnectionError.
+        return unreachable(spec, settings)
+    if isinstance(exc, TimeoutError) or "TimeoutException" in names or "APITimeoutError" in names:
+        return timed_out(spec, settings)
+
+    if _CONTEXT_OVERFLOW.search(text):
+        return ModelError(
+            "context_overflow",
+            f"The conversation no longer fits the context window of {spec}: {text}",
+            "Raise llm.num_ctx (ARBOR_LLM_NUM_CTX) if the model allows it, or use a model with a bigger "
+            "context window.",
+        )
+    if _NO_TOOLS.search(text):
+        return ModelError(
+            "no_tool_support",
+            f"{spec} does not support tool calling, which the agent needs",
+            f"Pick a tool-capable model (e.g. {TOOL_CAPABLE_EXAMPLES}) and set it with ARBOR_MODEL "
+            "or llm.model.",
+        )
+    if status == 404 or _NOT_FOUND.search(text):
+        if spec.provider == "ollama":
+            return ModelError(
+                "model_not_found",
+                f'Model "{spec.model}" is not pulled on Ollama at {settings.ollama_host}',
+                f'Run "ollama pull {spec.model}", or set ARBOR_MODEL to a model "ollama list" shows.',
+            )
+        return ModelError(
+            "model_not_found",
+            f"{_server_name(spec)} does not know the model {spec.model!r}: {text}",
+            "Check the model name in ARBOR_MODEL / llm.model.",
+        )
+    if status in (401, 403) or "AuthenticationError" in names or "PermissionDeniedError" in names:
+        env = _API_KEY_ENV.get(spec.provider, "the provider's API key")
+        return ModelError(
+            "model_auth",
+            f"{_server_name(spec)} refused the credentials for {spec}: {text}",
+            f"Check {env}.",
+        )
+    if status == 429 or "RateLimitError" in names:
+        return ModelError(
+            "bad_model_response",
+            f"{_server_name(spec)} is rate limiting calls to {spec}: {text}",
+            f"Lower llm.concurrency.{spec.provider} or set llm.rate_limit_per_minute.{spec.provider}.",
+        )
+    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError) or names & {
+        "OutputParserException",
+        "ValidationError",
+        "DecodingError",
+        "RemoteProtocolError",
+        "ReadError",
+    }:
+        return ModelError(
+            "bad_model_response",
+            f"{_server_name(spec)} at {_endpoint(spec, settings)} sent a response that could not be "
+            f"read for {spec} ({type(exc).__name__}: {text})",
+            "Retry; if it persists, check that the URL points at the right server and that its version "
+            "is current.",
+        )
+    if status is not None:
+        hint = (
+            'Check the "ollama serve" log; the model may have run out of memory (try lowering '
+            "llm.num_ctx or a smaller model)."
+            if spec.provider == "ollama"
+            else "Retry later, or check the provider's status page."
+        )
+        return ModelError(
+            "bad_model_response", f"{_server_name(spec)} answered HTTP {status} for {spec}: {text}", hint
+        )
+    if "ResponseError" in names:
+        # An {"error": ...} line in the middle of an Ollama stream.
+        return ModelError(
+            "bad_model_response",
+            f"Ollama reported an error while answering with {spec}: {text}",
+            'Check the "ollama serve" log; retry or try a smaller model.',
+        )
+    return ModelError("internal", f"Calling {spec} failed: {type(exc).__name__}: {text}")

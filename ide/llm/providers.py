@@ -1,0 +1,119 @@
+"""Build the LangChain chat model for a ``ModelSpec`` (Ollama built in; OpenAI/Anthropic optional extras)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_ollama import ChatOllama
+
+from ide.llm.errors import api_key_missing, provider_missing
+from ide.llm.spec import ModelSpec
+from ide.settings import LlmSettings
+
+
+class ArborChatOllama(ChatOllama):
+    """ChatOllama that keeps Ollama's ``thinking`` field when ``reasoning`` is unset.
+
+    Current Ollama servers send a thinking model's reasoning in ``message.thinking`` even when ``think``
+    is not requested; ChatOllama drops it unless ``reasoning=True``, and asking for ``think: true`` fails
+    on models that cannot think. So, only when reasoning is unset, the thinking is folded into the content
+    as ``<think>…</think>`` (what older servers sent), which ``ModelRouter.stream`` splits back out.
+    """
+
+    async def _acreate_chat_stream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
+    ) -> AsyncIterator[Mapping[str, Any] | str]:
+        fold = kwargs.get("reasoning", self.reasoning) is None
+        thinking_open = False
+        async for part in super()._acreate_chat_stream(messages, stop, **kwargs):
+            if not fold or isinstance(part, str) or "message" not in part or part["message"] is None:
+                yield part
+                continue
+            message = part["message"]
+            thinking = message.get("thinking") or ""
+            content = message.get("content") or ""
+            prefix = ""
+            if thinking:
+                prefix = ("" if thinking_open else "<think>") + thinking
+                thinking_open = True
+            if thinking_open and (content or part.get("done")):
+                prefix += "</think>"
+                thinking_open = False
+            if prefix:
+                message["content"] = prefix + content
+                message["thinking"] = None
+            yield part
+
+
+def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
+    """A chat model for a network provider (``scripted`` is built by the router, which owns its cursor)."""
+    if spec.provider == "ollama":
+        return ArborChatOllama(
+            model=spec.model,
+            base_url=settings.ollama_host,
+            # Always explicit: Ollama's own default (2k) truncates longer prompts without a word.
+            num_ctx=settings.num_ctx,
+            temperature=settings.temperature,
+            reasoning=settings.reasoning,
+            client_kwargs={"timeout": settings.request_timeout_s},
+        )
+    if spec.provider == "openai":
+        module = _import_extra("langchain_openai", "openai")
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key and not settings.openai_base_url:
+            raise api_key_missing("openai")
+        kwargs: dict[str, Any] = {
+            "model": spec.model,
+            "temperature": settings.temperature,
+            "timeout": settings.request_timeout_s,
+            "stream_usage": True,
+            "max_retries": 1,
+        }
+        if settings.openai_base_url:
+            kwargs["base_url"] = settings.openai_base_url
+            # Local OpenAI-compatible servers usually ignore the key, but the client insists on one.
+            kwargs["api_key"] = key or "unused"
+        return module.ChatOpenAI(**kwargs)
+    if spec.provider == "anthropic":
+        module = _import_extra("langchain_anthropic", "anthropic")
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise api_key_missing("anthropic")
+        return module.ChatAnthropic(
+            model=spec.model,
+            temperature=settings.temperature,
+            timeout=settings.request_timeout_s,
+            max_retries=1,
+        )
+    raise ValueError(f"no network chat model for provider {spec.provider!r}")
+
+
+def _import_extra(module_name: str, provider: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ImportError:
+        raise provider_missing(provider, package=module_name.replace("_", "-")) from None
+
+
+# Published context windows, by model-name prefix (longest prefix wins); others get DEFAULT_CONTEXT_WINDOW.
+KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-5": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4": 200_000,
+    "claude": 200_000,
+}
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+def known_context_window(model: str) -> int:
+    name = model.lower()
+    matches = [prefix for prefix in KNOWN_CONTEXT_WINDOWS if name.startswith(prefix)]
+    return KNOWN_CONTEXT_WINDOWS[max(matches, key=len)] if matches else DEFAULT_CONTEXT_WINDOW

@@ -1,0 +1,291 @@
+"""``ModelRouter``: one per agent session; maps roles to models, calls them under limits, meters usage."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.tools import BaseTool
+
+from ide.llm.errors import ModelError, classify_error, timed_out
+from ide.llm.limits import provider_gate
+from ide.llm.providers import build_chat_model, known_context_window
+from ide.llm.scripted import Script, ScriptedChatModel
+from ide.llm.spec import ModelSpec, parse_model_spec
+from ide.llm.thinking import ThinkSplitter
+from ide.llm.tiers import ContextTier
+from ide.protocol import RoleUsage
+from ide.settings import LatsModels, PlanModels, Settings, TotModels
+
+ChunkKind = Literal["thought", "text"]
+OnChunk = Callable[[str, str], Awaitable[None] | None]
+
+DEFAULT_ROLES = ("default", "react")
+"""Roles that always use ``llm.model``."""
+
+ROLES: tuple[str, ...] = (
+    *DEFAULT_ROLES,
+    "orchestrator",
+    "retrieval",
+    *(f"lats.{name}" for name in LatsModels.model_fields),
+    *(f"tot.{name}" for name in TotModels.model_fields),
+    *(f"plan.{name}" for name in PlanModels.model_fields),
+)
+"""Every model role a router answers for."""
+
+SHOW_TIMEOUT_S = 5.0
+
+
+class ModelRouter:
+    """Routes model roles to chat models for one session.
+
+    ``stream`` is the metered path: it applies the per-provider concurrency and rate limits, the call
+    timeout, error classification and usage accounting. ``chat_model`` hands out the bare model for
+    callers that need LangChain features (structured output) and do their own accounting.
+    """
+
+    def __init__(self, settings: Settings, *, base_dir: Path | None = None) -> None:
+        self.settings = settings
+        self.base_dir = base_dir
+        self._models: dict[tuple[str, ...], BaseChatModel] = {}
+        self._scripts: dict[str, Script] = {}
+        self._usage: dict[str, RoleUsage] = {}
+        self._context_windows: dict[str, int] = {}
+
+    def spec_for(self, role: str) -> ModelSpec:
+        """The model spec for ``role``: its own setting if set, else ``llm.model``."""
+        llm = self.settings.llm
+        value: str | None
+        if role in DEFAULT_ROLES:
+            value = None
+        elif role in ("orchestrator", "retrieval"):
+            value = getattr(llm, role)
+        elif role in ROLES:
+            section, name = role.split(".", 1)
+            value = getattr(getattr(llm, section), name)
+        else:
+            raise ModelError("internal", f"Unknown model role {role!r}", f"Use one of: {', '.join(ROLES)}.")
+        return parse_model_spec(value or llm.model, base_dir=self.base_dir)
+
+    def chat_model(self, role: str) -> BaseChatModel:
+        """The LangChain chat model for ``role`` (one instance per spec, so roles share HTTP clients)."""
+        spec = self.spec_for(role)
+        if spec.provider == "scripted":
+            # Scripted lines may be restricted to a role, so each role gets its own view of the
+            # session's one cursor.
+            key: tuple[str, ...] = (spec.provider, spec.model, role)
+            if key not in self._models:
+                script = self._scripts.setdefault(spec.model, Script(Path(spec.model)))
+                self._models[key] = ScriptedChatModel(script=script, role=role)
+            return self._models[key]
+        key = (spec.provider, spec.model)
+        if key not in self._models:
+            self._models[key] = build_chat_model(spec, self.settings.llm)
+        return self._models[key]
+
+    async def stream(
+        self,
+        role: str,
+        messages: list[BaseMessage],
+        tools: Sequence[BaseTool] = (),
+        on_chunk: OnChunk | None = None,
+    ) -> AIMessage:
+        """Call the model for ``role`` with ``tools`` bound, streaming thoughts and text to ``on_chunk``.
+
+        Returns the whole answer: content without reasoning, parsed tool calls, reasoning in
+        ``additional_kwargs["reasoning_content"]``, usage in ``usage_metadata``. Failures raise ModelError;
+        cancellation propagates.
+        """
+        spec = self.spec_for(role)
+        llm = self.settings.llm
+        try:
+            model = self.chat_model(role)
+        except Exception as exc:
+            raise classify_error(exc, spec, llm) from exc
+        runnable = model.bind_tools(list(tools)) if tools else model
+        gate = provider_gate(
+            spec.provider,
+            self._endpoint(spec),
+            llm.concurrency.get(spec.provider, 4),
+            llm.rate_limit_per_minute.get(spec.provider),
+        )
+        async with gate:
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(llm.request_timeout_s):
+                    message = await self._collect(runnable, messages, spec, on_chunk)
+            except TimeoutError as exc:
+                raise timed_out(spec, llm) from exc
+            latency_ms = (time.perf_counter() - started) * 1000
+        self._record(role, spec, messages, message, latency_ms)
+        return message
+
+    async def _collect(
+        self, runnable: Any, messages: list[BaseMessage], spec: ModelSpec, on_chunk: OnChunk | None
+    ) -> AIMessage:
+        splitter = ThinkSplitter()
+        texts: list[str] = []
+        thoughts: list[str] = []
+        merged: AIMessageChunk | None = None
+
+        async def emit(kind: ChunkKind, text: str) -> None:
+            # Drop the blank lines models put between </think> and the answer, or before either.
+            parts = texts if kind == "text" else thoughts
+            if not parts:
+                text = text.lstrip()
+            if not text:
+                return
+            parts.append(text)
+            if on_chunk is not None:
+                result = on_chunk(kind, text)
+                if inspect.isawaitable(result):
+                    await result
+
+        async with aclosing(runnable.astream(messages)) as chunks:
+            while True:
+                try:
+                    chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    # Only exceptions from the model are classified; on_chunk's own propagate as they are.
+                    raise classify_error(exc, spec, self.settings.llm) from exc
+                if not isinstance(chunk, AIMessageChunk):
+                    continue
+                merged = chunk if merged is None else merged + chunk
+                reasoning = chunk.additional_kwargs.get("reasoning_content")
+                if isinstance(reasoning, str) and reasoning:
+                    await emit("thought", reasoning)
+                for kind, text in _content_parts(chunk.content):
+                    if kind == "thought":
+                        await emit("thought", text)
+                    else:
+                        for split_kind, piece in splitter.feed(text):
+                            await emit(split_kind, piece)
+            for split_kind, piece in splitter.flush():
+                await emit(split_kind, piece)
+
+        if merged is None:
+            raise ModelError(
+                "bad_model_response", f"{spec} returned an empty stream", "Retry; check the model server log."
+            )
+        extra = {k: v for k, v in merged.additional_kwargs.items() if k != "reasoning_content"}
+        if thoughts:
+            extra["reasoning_content"] = "".join(thoughts)
+        return AIMessage(
+            content="".join(texts).rstrip(),
+            additional_kwargs=extra,
+            tool_calls=merged.tool_calls,
+            invalid_tool_calls=merged.invalid_tool_calls,
+            usage_metadata=merged.usage_metadata,
+            response_metadata=merged.response_metadata,
+            id=merged.id,
+        )
+
+    def _record(
+        self,
+        role: str,
+        spec: ModelSpec,
+        messages: Sequence[BaseMessage],
+        message: AIMessage,
+        latency_ms: float,
+    ) -> None:
+        usage = message.usage_metadata
+        if usage is None:
+            prompt = sum(len(m.text) for m in messages) // 4
+            output = (len(message.text) + len(message.additional_kwargs.get("reasoning_content", ""))) // 4
+            usage = {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
+            message.usage_metadata = usage  # type: ignore[assignment]
+        entry = self._usage.setdefault(role, RoleUsage(model=spec.raw))
+        entry.model = spec.raw
+        entry.calls += 1
+        entry.input_tokens += usage["input_tokens"]
+        entry.output_tokens += usage["output_tokens"]
+        entry.latency_ms += latency_ms
+
+    def usage_snapshot(self) -> dict[str, RoleUsage]:
+        """Usage so far, by role (copies: later calls do not change a snapshot)."""
+        return {role: usage.model_copy() for role, usage in self._usage.items()}
+
+    async def context_window(self, role: str) -> int:
+        """Tokens the model for ``role`` can attend to, as Arbor will run it (Ollama: capped by num_ctx)."""
+        spec = self.spec_for(role)
+        llm = self.settings.llm
+        if spec.provider == "scripted":
+            return llm.num_ctx
+        if spec.provider != "ollama":
+            return known_context_window(spec.model)
+        cached = self._context_windows.get(spec.model)
+        if cached is not None:
+            return cached
+        length = await ollama_context_length(llm.ollama_host, spec.model)
+        if length is None:
+            # Unknown (server down, old server): assume num_ctx; the call itself will report the failure.
+            return llm.num_ctx
+        window = min(llm.num_ctx, length)
+        self._context_windows[spec.model] = window
+        return window
+
+    async def context_tier(self, role: str) -> ContextTier:
+        return ContextTier.from_context_window(await self.context_window(role))
+
+    def _endpoint(self, spec: ModelSpec) -> str:
+        llm = self.settings.llm
+        if spec.provider == "ollama":
+            return llm.ollama_host
+        if spec.provider == "openai":
+            return llm.openai_base_url or ""
+        return ""
+
+
+def _content_parts(content: str | list[Any]) -> list[tuple[ChunkKind, str]]:
+    """Text and reasoning of one chunk's content (a string, or provider content blocks)."""
+    if isinstance(content, str):
+        return [("text", content)] if content else []
+    parts: list[tuple[ChunkKind, str]] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(("text", block))
+        elif isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "text" and block.get("text"):
+                parts.append(("text", block["text"]))
+            elif kind in ("thinking", "reasoning"):
+                text = block.get("thinking") or block.get("reasoning") or ""
+                if text:
+                    parts.append(("thought", text))
+    return parts
+
+
+async def ollama_show(host: str, model: str) -> dict[str, Any]:
+    """POST /api/show for ``model``; raises httpx errors as they come."""
+    async with httpx.AsyncClient(base_url=host, timeout=SHOW_TIMEOUT_S) as client:
+        response = await client.post("/api/show", json={"model": model})
+        response.raise_for_status()
+        data = response.json()
+    return data if isinstance(data, dict) else {}
+
+
+def context_length_of(show: dict[str, Any]) -> int | None:
+    """``<arch>.context_length`` from an /api/show answer's model_info."""
+    info = show.get("model_info") or {}
+    for key, value in info.items():
+        if key.endswith(".context_length") and isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+async def ollama_context_length(host: str, model: str) -> int | None:
+    """The model's trained context length, or None when the server cannot tell."""
+    try:
+        return context_length_of(await ollama_show(host, model))
+    except (httpx.HTTPError, ValueError):
+        return None

@@ -1,0 +1,1 @@
+"""Memory across sessions (lands with the memory issue)."""

@@ -1,0 +1,17 @@
+"""Progress events an architecture's graph streams while it runs (LangGraph custom stream mode).
+
+    {"type": "text" | "thought", "text": str}
+    {"type": "tool_start", "id", "name", "args", "title", "kind", "locations": [(abs path, line | None)]}
+    {"type": "tool_end", "id", "failed": bool, "output": str}
+"""
+
+from __future__ import annotations
+
+
+def cap_text(text: str, limit_bytes: int) -> str:
+    """``text`` cut to about ``limit_bytes`` UTF-8 bytes, saying how much was left out."""
+    data = text.encode("utf-8")
+    if len(data) <= limit_bytes:
+        return text
+    kept = data[:limit_bytes].decode("utf-8", errors="ignore")
+    return f"{kept}\n… ({len(data) - len(kept.encode('utf-8'))} more bytes not shown)"

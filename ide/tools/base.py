@@ -1,0 +1,95 @@
+"""What a tool is to Arbor: a typed argument model, a function over the workspace, and its ACP metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, ValidationError
+
+from ide.settings import ToolSettings
+from ide.tools.workspace import ToolError, Workspace
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One agent tool. ``run`` returns the observation text or raises ToolError."""
+
+    name: str
+    description: str
+    kind: ToolKind
+    args_model: type[BaseModel]
+    run: Callable[[Workspace, ToolSettings, Any], str]
+    title: Callable[[Any], str]
+    location: Callable[[Any], tuple[str, int | None] | None]
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """Result of one call: the observation for the model and whether the call failed."""
+
+    output: str
+    failed: bool
+
+
+class Toolbox:
+    """The tools of one session, bound to its workspace and settings."""
+
+    def __init__(self, workspace: Workspace, settings: ToolSettings, specs: Iterable[ToolSpec]) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self.specs = {spec.name: spec for spec in specs}
+
+    def parse(self, name: str, args: dict[str, Any]) -> tuple[ToolSpec, BaseModel]:
+        """Validate a call; raises ToolError naming the tool and what is wrong with its arguments."""
+        spec = self.specs.get(name)
+        if spec is None:
+            raise ToolError(f"there is no tool '{name}'; the tools are {', '.join(self.specs)}")
+        try:
+            return spec, spec.args_model.model_validate(args or {})
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in exc.errors()
+            )
+            raise ToolError(f"bad arguments for {name}: {problems}") from None
+
+    def call(self, name: str, args: dict[str, Any]) -> ToolOutcome:
+        """Run a tool call; tool errors become failed outcomes the model can read."""
+        try:
+            spec, parsed = self.parse(name, args)
+            return ToolOutcome(spec.run(self.workspace, self.settings, parsed), failed=False)
+        except ToolError as exc:
+            return ToolOutcome(f"error: {exc}", failed=True)
+        except OSError as exc:
+            return ToolOutcome(f"error: {exc.strerror or exc}", failed=True)
+
+    def describe(self, name: str, args: dict[str, Any]) -> tuple[str, ToolKind, list[tuple[str, int | None]]]:
+        """Title, ACP kind and absolute locations of a call, for the client's tool-call card."""
+        try:
+            spec, parsed = self.parse(name, args)
+        except ToolError:
+            return name, "other", []
+        locations = []
+        where = spec.location(parsed)
+        if where is not None:
+            try:
+                locations.append((str(self.workspace.resolve(where[0])), where[1]))
+            except ToolError:
+                pass
+        return spec.title(parsed), spec.kind, locations
+
+    def langchain_tools(self) -> list[BaseTool]:
+        """The tools as LangChain tools, for binding to a chat model (schemas only; we execute them)."""
+        return [
+            StructuredTool.from_function(
+                func=lambda _spec=spec, **kwargs: self.call(_spec.name, kwargs).output,
+                name=spec.name,
+                description=spec.description,
+                args_schema=spec.args_model,
+            )
+            for spec in self.specs.values()
+        ]

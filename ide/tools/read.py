@@ -1,0 +1,153 @@
+"""The agent's read-only tools: read_file, list_dir and grep, over a confined Workspace.
+
+These names and arguments are the tool API that scripted models and later issues build on.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ide.settings import ToolSettings
+from ide.tools.base import ToolSpec
+from ide.tools.workspace import ToolError, Workspace, is_binary
+
+GREP_LINE_CAP = 240
+
+
+class ReadFileArgs(BaseModel):
+    path: str = Field(description="File path relative to the workspace root")
+    start_line: int | None = Field(None, ge=1, description="First line to read (1-based)")
+    end_line: int | None = Field(None, ge=1, description="Last line to read (inclusive)")
+
+
+class ListDirArgs(BaseModel):
+    path: str = Field(".", description="Directory relative to the workspace root")
+
+
+class GrepArgs(BaseModel):
+    pattern: str = Field(description="Python regular expression searched line by line")
+    path: str | None = Field(None, description="File or directory to search (default: whole workspace)")
+
+
+def read_file(workspace: Workspace, settings: ToolSettings, args: ReadFileArgs) -> str:
+    path = workspace.resolve(args.path)
+    if not path.exists():
+        raise ToolError(f"{args.path} does not exist{_did_you_mean(workspace, args.path)}")
+    if path.is_dir():
+        raise ToolError(f"{args.path} is a directory; use list_dir")
+    if workspace.is_ignored(path):
+        raise ToolError(f"{args.path} is excluded from the workspace (.gitignore or workspace.exclude)")
+    lines = workspace.read_text(path).splitlines()
+    total = len(lines)
+    start = args.start_line or 1
+    if total and start > total:
+        raise ToolError(f"{args.path} has {total} lines; start_line {start} is past the end")
+    end = min(args.end_line or total, total, start + settings.read_max_lines - 1)
+    if end < start and total:
+        raise ToolError(f"end_line {args.end_line} is before start_line {start}")
+    width = len(str(end))
+    body = "\n".join(f"{number:>{width}}| {lines[number - 1]}" for number in range(start, end + 1))
+    if total == 0:
+        return f"{workspace.relative(path)} is empty"
+    if start == 1 and end == total:
+        return body
+    more = f"; call read_file with start_line={end + 1} for more" if end < total else ""
+    return f"{body}\n(lines {start}-{end} of {total}{more})"
+
+
+def list_dir(workspace: Workspace, settings: ToolSettings, args: ListDirArgs) -> str:
+    path = workspace.resolve(args.path)
+    if not path.is_dir():
+        raise ToolError(f"{args.path} is not a directory{_did_you_mean(workspace, args.path)}")
+    entries = []
+    for child in sorted(path.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower())):
+        if workspace.is_ignored(child):
+            continue
+        entries.append(child.name + ("/" if child.is_dir() else ""))
+    if not entries:
+        return f"{workspace.relative(path)}/ is empty"
+    return "\n".join(entries)
+
+
+def grep(workspace: Workspace, settings: ToolSettings, args: GrepArgs) -> str:
+    try:
+        regex = re.compile(args.pattern)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {args.pattern!r}: {exc}") from None
+    start = workspace.resolve(args.path or ".")
+    if not start.exists():
+        raise ToolError(f"{args.path} does not exist")
+    files = [start] if start.is_file() else workspace.walk(start)
+    hits: list[str] = []
+    for file in files:
+        if len(hits) >= settings.grep_max_matches:
+            break
+        hits.extend(_grep_file(workspace, file, regex, settings.grep_max_matches - len(hits)))
+    if not hits:
+        return f"no matches for {args.pattern!r}"
+    if len(hits) >= settings.grep_max_matches:
+        hits.append(f"(stopped at {settings.grep_max_matches} matches; narrow the pattern or path)")
+    return "\n".join(hits)
+
+
+def _grep_file(workspace: Workspace, file: Path, regex: re.Pattern[str], limit: int) -> list[str]:
+    try:
+        if file.stat().st_size > workspace.settings.max_file_bytes:
+            return []
+        data = file.read_bytes()
+    except OSError:
+        return []
+    if is_binary(data):
+        return []
+    rel = workspace.relative(file)
+    hits = []
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        if regex.search(line):
+            text = line if len(line) <= GREP_LINE_CAP else line[:GREP_LINE_CAP] + "…"
+            hits.append(f"{rel}:{number}: {text}")
+            if len(hits) >= limit:
+                break
+    return hits
+
+
+def _did_you_mean(workspace: Workspace, path: str) -> str:
+    name = Path(path).name.lower()
+    if not name:
+        return ""
+    close = [workspace.relative(p) for p in workspace.walk() if p.name.lower() == name][:3]
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+READ_TOOLS = (
+    ToolSpec(
+        name="read_file",
+        description="Read a text file of the workspace, with line numbers. Optional 1-based line range.",
+        kind="read",
+        args_model=ReadFileArgs,
+        run=read_file,
+        title=lambda a: f"Read {a.path}"
+        + (f" lines {a.start_line or 1}-{a.end_line or 'end'}" if a.start_line or a.end_line else ""),
+        location=lambda a: (a.path, a.start_line),
+    ),
+    ToolSpec(
+        name="list_dir",
+        description="List a directory of the workspace (directories end with /), honouring .gitignore.",
+        kind="read",
+        args_model=ListDirArgs,
+        run=list_dir,
+        title=lambda a: f"List {a.path}",
+        location=lambda a: (a.path, None),
+    ),
+    ToolSpec(
+        name="grep",
+        description="Search workspace files line by line for a regular expression; prints path:line: text.",
+        kind="search",
+        args_model=GrepArgs,
+        run=grep,
+        title=lambda a: f"Grep {a.pattern!r}" + (f" in {a.path}" if a.path else ""),
+        location=lambda a: (a.path, None) if a.path else None,
+    ),
+)

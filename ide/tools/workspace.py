@@ -1,0 +1,136 @@
+"""The workspace as the agent sees it: paths confined to its root, .gitignore and excludes honoured."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from pathspec import GitIgnoreSpec
+
+from ide.settings import WorkspaceSettings
+
+ALWAYS_EXCLUDED = (".git/",)
+
+
+class ToolError(Exception):
+    """A tool call the agent got wrong; the message is shown to the model so it can correct itself."""
+
+
+class Workspace:
+    """A directory the agent may read, with gitignore-aware listing and confinement of every path.
+
+    Later the session's change set plugs in here: every read of the agent goes through ``read_text``.
+    """
+
+    def __init__(self, root: Path, settings: WorkspaceSettings | None = None) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.settings = settings or WorkspaceSettings()
+        self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude])
+
+    def resolve(self, path: str) -> Path:
+        """Absolute real path of ``path`` (relative to the root, or absolute inside it).
+
+        Raises ToolError for anything that lands outside the workspace, through ``..`` or a symlink.
+        """
+        if not isinstance(path, str) or "\x00" in path:
+            raise ToolError("path must be a string without NUL bytes")
+        candidate = Path(path.strip() or ".")
+        if not candidate.is_absolute():
+            candidate = self.root / candidate
+        real = Path(os.path.realpath(candidate))
+        if not self.contains(real):
+            raise ToolError(f"'{path}' is outside the workspace {self.root}; use a path relative to it")
+        return real
+
+    def relative(self, path: Path) -> str:
+        """Workspace-relative POSIX path ('.' for the root)."""
+        rel = path.relative_to(self.root).as_posix()
+        return rel or "."
+
+    def is_ignored(self, path: Path) -> bool:
+        """True when ``path`` (absolute, inside the root) or one of its parents is excluded or gitignored."""
+        rel = PurePosixPath(path.relative_to(self.root).as_posix())
+        if str(rel) == ".":
+            return False
+        parts = rel.parts
+        for depth in range(1, len(parts) + 1):
+            prefix = PurePosixPath(*parts[:depth])
+            is_dir = depth < len(parts) or path.is_dir()
+            if self._ignored_here(prefix, is_dir):
+                return True
+        return False
+
+    def _ignored_here(self, rel: PurePosixPath, is_dir: bool) -> bool:
+        text = str(rel) + ("/" if is_dir else "")
+        if self._excludes.match_file(text):
+            return True
+        decision: bool | None = None
+        # Deeper .gitignore files override shallower ones, as in git.
+        for depth in range(len(rel.parts)):
+            base = PurePosixPath(*rel.parts[:depth]) if depth else PurePosixPath(".")
+            spec = _gitignore_spec(self.root / base)
+            if spec is None:
+                continue
+            sub = PurePosixPath(*rel.parts[depth:])
+            result = spec.check_file(str(sub) + ("/" if is_dir else ""))
+            if result.include is not None:
+                decision = result.include
+        return bool(decision)
+
+    def walk(self, start: Path | None = None) -> Iterator[Path]:
+        """Files under ``start`` (default: root) that are not ignored, in sorted order."""
+        start = start or self.root
+        for dirpath, dirnames, filenames in os.walk(start):
+            current = Path(dirpath)
+            dirnames[:] = sorted(
+                d for d in dirnames if not self._ignored_here(self._rel(current / d), is_dir=True)
+            )
+            for name in sorted(filenames):
+                path = current / name
+                if path.is_symlink() and not self.contains(path):
+                    continue
+                if not self._ignored_here(self._rel(path), is_dir=False):
+                    yield path
+
+    def contains(self, path: Path) -> bool:
+        """True when ``path``, symlinks resolved, lies inside the workspace."""
+        real = Path(os.path.realpath(path))
+        return real == self.root or self.root in real.parents
+
+    def _rel(self, path: Path) -> PurePosixPath:
+        return PurePosixPath(path.relative_to(self.root).as_posix())
+
+    def read_text(self, path: Path) -> str:
+        """Text of a workspace file as the agent should see it (UTF-8, undecodable bytes replaced)."""
+        size = path.stat().st_size
+        if size > self.settings.max_file_bytes:
+            raise ToolError(
+                f"{self.relative(path)} is {size} bytes, over the "
+                f"{self.settings.max_file_bytes}-byte limit (workspace.max_file_bytes)"
+            )
+        data = path.read_bytes()
+        if is_binary(data):
+            raise ToolError(f"{self.relative(path)} is a binary file")
+        return data.decode("utf-8", errors="replace")
+
+
+def is_binary(data: bytes) -> bool:
+    """Git's heuristic: a NUL byte in the first 8000 bytes."""
+    return b"\x00" in data[:8000]
+
+
+@lru_cache(maxsize=1024)
+def _gitignore_cached(path: str, mtime_ns: int) -> GitIgnoreSpec:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return GitIgnoreSpec.from_lines(handle.read().splitlines())
+
+
+def _gitignore_spec(directory: Path) -> GitIgnoreSpec | None:
+    path = directory / ".gitignore"
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _gitignore_cached(str(path), mtime)

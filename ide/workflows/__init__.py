@@ -1,0 +1,1 @@
+"""Workflow orchestration: YAML workflows and LangGraph routing (lands with the orchestrator issue)."""

@@ -1,0 +1,54 @@
+"""Every test runs with its own config and data dirs, and never sees the developer's Arbor settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("ARBOR_") or name == "OLLAMA_HOST":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ARBOR_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("ARBOR_DATA_DIR", str(tmp_path / "data"))
+    # Port 9 (discard) on loopback: a test that forgets to pick a model never reaches a real server.
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+
+
+@pytest.fixture
+def git_workspace(tmp_path: Path) -> Path:
+    """A small real git repository with one commit and one ignored file."""
+    root = tmp_path / "workspace"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "greet.py").write_text('def greet(name):\n    return f"Hello, {name}!"\n')
+    (root / "README.md").write_text("# demo\n\nSays hello.\n")
+    (root / ".gitignore").write_text("*.log\n")
+    (root / "debug.log").write_text("ignored\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=root, check=True, env=env)
+    return root
+
+
+@pytest.fixture
+def write_script(tmp_path: Path) -> Callable[[list[dict[str, Any]]], Path]:
+    """Write a scripted-model JSONL file and return its path."""
+    counter = iter(range(1000))
+
+    def write(lines: list[dict[str, Any]]) -> Path:
+        path = tmp_path / f"script{next(counter)}.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return path
+
+    return write

@@ -1,0 +1,1 @@
+"""Shared test helpers (fake servers, builders) importable as ``tests.support``."""

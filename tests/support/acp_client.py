@@ -1,0 +1,96 @@
+"""An ACP client for tests: spawns ``arbor acp`` and records every session update it receives."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError, connect_to_agent
+from acp.core import ClientSideConnection
+from acp.schema import ClientCapabilities, Implementation, InitializeResponse
+
+BACKEND = [sys.executable, "-m", "ide", "acp"]
+
+
+@dataclass
+class RecordingClient:
+    """Client callbacks: keeps updates in arrival order; the agent must not need fs or terminal."""
+
+    updates: list[tuple[str, Any]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+        self.arrived.set()
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise RequestError.method_not_found("session/request_permission")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    def kinds(self) -> list[str]:
+        return [u.session_update for _, u in self.updates]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(getattr(u.content, "text", "") for _, u in self.updates if u.session_update == kind)
+
+    async def wait_for(self, kind: str, timeout: float = 20) -> None:
+        async def _wait() -> None:
+            while kind not in self.kinds():
+                self.arrived.clear()
+                await self.arrived.wait()
+
+        await asyncio.wait_for(_wait(), timeout)
+
+
+@dataclass
+class Backend:
+    conn: ClientSideConnection
+    client: RecordingClient
+    proc: asyncio.subprocess.Process
+    init: InitializeResponse
+
+
+@contextlib.asynccontextmanager
+async def acp_backend(env: dict[str, str] | None = None) -> AsyncIterator[Backend]:
+    """A real ``arbor acp`` subprocess, initialized by the SDK's own client connection."""
+    proc = await asyncio.create_subprocess_exec(
+        *BACKEND,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        limit=50 * 1024 * 1024,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    client = RecordingClient()
+    conn = connect_to_agent(client, proc.stdin, proc.stdout)
+    try:
+        init = await asyncio.wait_for(
+            conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="arbor-tests", version="0"),
+            ),
+            timeout=30,
+        )
+        yield Backend(conn, client, proc, init)
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.close()
+        if proc.returncode is None:
+            proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=5)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
