@@ -1,4 +1,4 @@
-"""Arbor: a desktop IDE companion that shows an agent's search as a tree and reviews its changes in batches."""
+"""Arbor: an IDE companion that shows an agent's search as a tree and reviews its changes in batches."""
 
 from importlib.metadata import PackageNotFoundError, version
 

@@ -33,7 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     gui = sub.add_parser("gui", help="open the window (the default command)")
     gui.add_argument("path", nargs="?", default=".", help="workspace directory (default: .)")
 
-    acp = sub.add_parser("acp", help="serve the agent over ACP on stdio (for the window, Zed, any ACP client)")
+    acp = sub.add_parser(
+        "acp", help="serve the agent over ACP on stdio (for the window, Zed, any ACP client)"
+    )
     acp.add_argument("--log-level", default=None, help="stderr log level (default: settings log_level)")
 
     run = sub.add_parser("run", help="run one task headless, streaming the answer to stdout")
@@ -75,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         from ide.headless import run_task
 
-        workspace = Path(args.workspace)
+        workspace = Path(args.workspace).resolve()
         if not workspace.is_dir():
             return _fail(f"workspace {workspace} is not a directory")
         return asyncio.run(run_task(workspace, args.task, mode=args.mode))

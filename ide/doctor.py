@@ -16,7 +16,11 @@ LANGUAGE_SERVERS = [
     # (language, command, how to install)
     ("Python", "jedi-language-server", "pip install jedi-language-server (an Arbor dependency)"),
     ("Python (optional)", "pyright-langserver", "npm install -g pyright"),
-    ("TypeScript/JavaScript", "typescript-language-server", "npm install -g typescript-language-server typescript"),
+    (
+        "TypeScript/JavaScript",
+        "typescript-language-server",
+        "npm install -g typescript-language-server typescript",
+    ),
     ("C/C++", "clangd", "apt-get install clangd"),
     ("Go", "gopls", "go install golang.org/x/tools/gopls@latest"),
     ("Rust", "rust-analyzer", "rustup component add rust-analyzer"),
@@ -45,7 +49,9 @@ def tool_checks() -> list[HealthCheck]:
     checks = []
     git = _version(["git", "--version"])
     checks.append(
-        HealthCheck("git present", git is not None, git or "git not found", None if git else "apt-get install git")
+        HealthCheck(
+            "git present", git is not None, git or "git not found", None if git else "apt-get install git"
+        )
     )
     ctags = _version(["ctags", "--version"])
     universal = ctags is not None and "Universal Ctags" in ctags

@@ -82,7 +82,7 @@ async def run_task(
     err: TextIO = sys.stderr,
     command: list[str] | None = None,
 ) -> int:
-    """Run one prompt turn in a new session; the exit code says how it ended."""
+    """Run one prompt turn in a new session on ``workspace`` (absolute); the exit code says how it ended."""
     proc = await asyncio.create_subprocess_exec(
         *(command or BACKEND_COMMAND),
         stdin=asyncio.subprocess.PIPE,
@@ -100,9 +100,13 @@ async def run_task(
     loop = asyncio.get_running_loop()
     session_id: str | None = None
 
+    pending: set[asyncio.Future[None]] = set()
+
     def on_interrupt() -> None:
         if session_id is not None:
-            asyncio.ensure_future(conn.cancel(session_id=session_id))
+            future = asyncio.ensure_future(conn.cancel(session_id=session_id))
+            pending.add(future)
+            future.add_done_callback(pending.discard)
 
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
@@ -112,7 +116,7 @@ async def run_task(
             client_capabilities=ClientCapabilities(),
             client_info=Implementation(name="arbor-run", version=__version__),
         )
-        session = await conn.new_session(cwd=str(workspace.resolve()), mcp_servers=[])
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         session_id = session.session_id
         if mode and mode != (session.modes.current_mode_id if session.modes else None):
             await conn.set_session_mode(session_id=session_id, mode_id=mode)
@@ -123,7 +127,9 @@ async def run_task(
             turn = TurnMeta.model_validate(meta)
             calls = sum(u.calls for u in turn.usage.values())
             tokens = sum(u.input_tokens + u.output_tokens for u in turn.usage.values())
-            err.write(f"[done] {response.stop_reason}: {turn.steps} steps, {calls} model calls, {tokens} tokens\n")
+            err.write(
+                f"[done] {response.stop_reason}: {turn.steps} steps, {calls} model calls, {tokens} tokens\n"
+            )
         if response.stop_reason == "cancelled":
             return EXIT_CANCELLED
         return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED

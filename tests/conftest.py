@@ -33,8 +33,13 @@ def git_workspace(tmp_path: Path) -> Path:
     (root / "README.md").write_text("# demo\n\nSays hello.\n")
     (root / ".gitignore").write_text("*.log\n")
     (root / "debug.log").write_text("ignored\n")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True, env=env)
     subprocess.run(["git", "add", "-A"], cwd=root, check=True, env=env)
     subprocess.run(["git", "commit", "-qm", "init"], cwd=root, check=True, env=env)

@@ -33,7 +33,12 @@ def layers(tmp_path: Path) -> tuple[Path, Path]:
         ("lats.beam_width", {}, 2, "user.toml:7"),
         ("lats.max_iterations", {}, 10, "default"),
         ("agent.architecture", {"ARBOR_AGENT_ARCHITECTURE": "lats"}, "lats", "env ARBOR_AGENT_ARCHITECTURE"),
-        ("llm.lats.expansion", {"ARBOR_LATS_EXPANSION_MODEL": "ollama:big"}, "ollama:big", "env ARBOR_LATS_EXPANSION_MODEL"),
+        (
+            "llm.lats.expansion",
+            {"ARBOR_LATS_EXPANSION_MODEL": "ollama:big"},
+            "ollama:big",
+            "env ARBOR_LATS_EXPANSION_MODEL",
+        ),
         ("llm.lats.selection", {}, None, "default"),
         ("llm.ollama_host", {"OLLAMA_HOST": "0.0.0.0:11500"}, "http://localhost:11500", "env OLLAMA_HOST"),
         (
@@ -43,7 +48,12 @@ def layers(tmp_path: Path) -> tuple[Path, Path]:
             "env ARBOR_OLLAMA_HOST",
         ),
         ("llm.reasoning", {"ARBOR_LLM_REASONING": "true"}, True, "env ARBOR_LLM_REASONING"),
-        ("workspace.exclude", {"ARBOR_WORKSPACE_EXCLUDE": "a/, b/"}, ["a/", "b/"], "env ARBOR_WORKSPACE_EXCLUDE"),
+        (
+            "workspace.exclude",
+            {"ARBOR_WORKSPACE_EXCLUDE": "a/, b/"},
+            ["a/", "b/"],
+            "env ARBOR_WORKSPACE_EXCLUDE",
+        ),
     ],
 )
 def test_precedence(layers: tuple[Path, Path], key: str, env: dict, expected: object, source: str) -> None:
@@ -74,12 +84,22 @@ def test_tables_merge_key_by_key(tmp_path: Path) -> None:
         ("[lats]\nmax_dept = 3\n", {}, ["user.toml:2", "unknown setting 'lats.max_dept'", "lats.max_depth"]),
         ("[llm\nmodel = 1\n", {}, ["user.toml", "not valid TOML"]),
         ("", {"ARBOR_LATS_MAX_DEPTH": "deep"}, ["ARBOR_LATS_MAX_DEPTH", "lats.max_depth", "int"]),
-        ("", {"ARBOR_AGENT_ARCHITECTURE": "mcts"}, ["ARBOR_AGENT_ARCHITECTURE", "agent.architecture", "react"]),
-        ("", {"ARBOR_LATS_MAX_DEPTH": "0"}, ["ARBOR_LATS_MAX_DEPTH", "lats.max_depth", "greater than or equal to 1"]),
+        (
+            "",
+            {"ARBOR_AGENT_ARCHITECTURE": "mcts"},
+            ["ARBOR_AGENT_ARCHITECTURE", "agent.architecture", "react"],
+        ),
+        (
+            "",
+            {"ARBOR_LATS_MAX_DEPTH": "0"},
+            ["ARBOR_LATS_MAX_DEPTH", "lats.max_depth", "greater than or equal to 1"],
+        ),
         ("[agent]\nmax_steps = true\n", {}, ["user.toml:2", "agent.max_steps"]),
     ],
 )
-def test_bad_values_name_place_key_and_type(tmp_path: Path, toml: str, env: dict, fragments: list[str]) -> None:
+def test_bad_values_name_place_key_and_type(
+    tmp_path: Path, toml: str, env: dict, fragments: list[str]
+) -> None:
     user = tmp_path / "user.toml"
     user.write_text(toml)
     with pytest.raises(SettingsError) as caught:

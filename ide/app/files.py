@@ -92,13 +92,14 @@ def read_for_viewer(path: Path, max_bytes: int) -> FileContent:
         return FileContent(path, None, f"Cannot read {path.name}: {exc.strerror or exc}")
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         return FileContent(path, None, f"{path.name} is a binary file ({_human_size(size)}).")
-    return FileContent(path, data.decode("utf-8", errors="replace"))
+    text = data.decode("utf-8", errors="replace")
+    # One line separator, so the viewer's blocks and the highlighter's line spans agree.
+    return FileContent(path, text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KB", "MB"):
-        if value < 1024 or unit == "MB":
-            return f"{int(value)} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"

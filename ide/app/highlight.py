@@ -10,7 +10,8 @@ from pygments.lexers.special import TextLexer
 from pygments.styles import get_style_by_name
 from pygments.token import Token, _TokenType
 from pygments.util import ClassNotFound
-from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextCharFormat, QTextDocument
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextBlock, QTextCharFormat, QTextDocument
 
 STYLE = "friendly"
 
@@ -61,11 +62,7 @@ def lex_lines(filename: str, text: str) -> list[list[Span]] | None:
 
 @cache
 def _format_for(token: _TokenType) -> QTextCharFormat:
-    style = get_style_by_name(STYLE)
-    # Pygments styles only name some token types; the rest inherit from their parents.
-    while token not in style.styles and token.parent is not None:
-        token = token.parent
-    spec = style.style_for_token(token)
+    spec = get_style_by_name(STYLE).style_for_token(token)
     fmt = QTextCharFormat()
     if spec["color"]:
         fmt.setForeground(QColor("#" + spec["color"]))
@@ -76,17 +73,62 @@ def _format_for(token: _TokenType) -> QTextCharFormat:
     return fmt
 
 
+BLOCKS_PER_STEP = 150
+"""Blocks re-highlighted per event-loop turn: about 4 ms here, so typing and scrolling stay smooth."""
+
+
 class PygmentsHighlighter(QSyntaxHighlighter):
-    """Applies precomputed :func:`lex_lines` spans; painting a block is a lookup, never a re-lex."""
+    """Applies precomputed :func:`lex_lines` spans; painting a block is a lookup, never a re-lex.
+
+    New spans are applied a slice of blocks per event-loop turn, starting at the first visible line,
+    because a full ``rehighlight()`` of a few thousand lines holds the UI thread for tens of ms.
+    """
 
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
         self._lines: list[list[Span]] = []
+        self._cursor: QTextBlock | None = None
+        self._remaining = 0
+        self._timer = QTimer(self)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._step)
 
-    def set_spans(self, lines: list[list[Span]] | None) -> None:
-        """Replace the spans (None clears them) and repaint the document."""
+    def set_spans(self, lines: list[list[Span]] | None, first_block: int = 0) -> None:
+        """Replace the spans, re-highlighting from block ``first_block`` onwards.
+
+        None forgets them without repainting: call it before replacing the document's text.
+        """
         self._lines = lines or []
-        self.rehighlight()
+        if lines is None:
+            self._timer.stop()
+            self._cursor = None
+            return
+        document = self.document()
+        self._cursor = document.findBlockByNumber(max(0, first_block))
+        if not self._cursor.isValid():
+            self._cursor = document.firstBlock()
+        self._remaining = document.blockCount()
+        self._timer.start()
+
+    @property
+    def busy(self) -> bool:
+        """True while spans are still being applied."""
+        return self._timer.isActive()
+
+    def _step(self) -> None:
+        block = self._cursor
+        document = self.document()
+        for _ in range(BLOCKS_PER_STEP):
+            if block is None or self._remaining <= 0:
+                break
+            self.rehighlightBlock(block)
+            self._remaining -= 1
+            block = block.next()
+            if not block.isValid():
+                block = document.firstBlock()
+        self._cursor = block
+        if self._remaining <= 0:
+            self._timer.stop()
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
         number = self.currentBlock().blockNumber()

@@ -170,7 +170,12 @@ class ArborAgent(Agent):
         return NewSessionResponse(session_id=session_id, modes=self._modes(mode))
 
     async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, additional_directories: Any = None, **kwargs: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: Any = None,
+        **kwargs: Any,
     ) -> LoadSessionResponse:
         cwd, settings = self._workspace(cwd)
         store = self._store(settings)
@@ -185,7 +190,9 @@ class ArborAgent(Agent):
             await self.conn.session_update(session_id=session_id, update=notification.update)
         return LoadSessionResponse(modes=self._modes(session.mode))
 
-    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> ListSessionsResponse:
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
         settings = self._base_settings or load_settings(None).settings
         if cwd is not None:
             cwd, settings = self._workspace(cwd)
@@ -204,7 +211,10 @@ class ArborAgent(Agent):
         session = self._session(session_id)
         if mode_id not in MODES:
             raise RequestError.invalid_params(
-                {"modeId": mode_id, "message": f"mode {mode_id!r} is not available yet; modes: {', '.join(MODES)}"}
+                {
+                    "modeId": mode_id,
+                    "message": f"mode {mode_id!r} is not available yet; modes: {', '.join(MODES)}",
+                }
             )
         session.mode = mode_id
         self._store(session.settings).update(session_id, session.cwd, mode=mode_id)

@@ -91,7 +91,9 @@ class Session:
         state = await graph.aget_state(config)
         messages = state.values.get("messages", [])
         stop = "max_turn_requests" if turn_ran_out_of_steps(messages) else "end_turn"
-        return TurnResult(stop, TurnMeta(usage=self.router.usage_snapshot(), steps=state.values.get("steps", 0)))
+        return TurnResult(
+            stop, TurnMeta(usage=self.router.usage_snapshot(), steps=state.values.get("steps", 0))
+        )
 
 
 def translate_event(event: dict[str, Any]) -> BaseModel | None:
@@ -123,4 +125,6 @@ def translate_event(event: dict[str, Any]) -> BaseModel | None:
 
 
 def _cap_json(args: dict[str, Any]) -> dict[str, Any]:
-    return {key: cap_text(value, RAW_IO_CAP) if isinstance(value, str) else value for key, value in args.items()}
+    return {
+        key: cap_text(value, RAW_IO_CAP) if isinstance(value, str) else value for key, value in args.items()
+    }

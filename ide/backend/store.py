@@ -92,7 +92,8 @@ class SessionStore:
         now = time.time()
         with self._db(cwd) as db:
             db.execute(
-                "INSERT INTO sessions (id, cwd, title, mode, created_at, updated_at) VALUES (?, ?, NULL, ?, ?, ?)",
+                "INSERT INTO sessions (id, cwd, title, mode, created_at, updated_at) "
+                "VALUES (?, ?, NULL, ?, ?, ?)",
                 (session_id, cwd, mode, now, now),
             )
         return SessionRecord(session_id, cwd, None, mode, now, now)
@@ -100,7 +101,8 @@ class SessionStore:
     def get(self, session_id: str, cwd: str) -> SessionRecord | None:
         with self._db(cwd) as db:
             row = db.execute(
-                "SELECT id, cwd, title, mode, created_at, updated_at FROM sessions WHERE id = ?", (session_id,)
+                "SELECT id, cwd, title, mode, created_at, updated_at FROM sessions WHERE id = ?",
+                (session_id,),
             ).fetchone()
         return SessionRecord(*row) if row else None
 
@@ -178,7 +180,10 @@ def merge_chunks(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and update.get("content", {}).get("type") == "text"
             and previous.get("content", {}).get("type") == "text"
         ):
-            previous["content"] = {**previous["content"], "text": previous["content"]["text"] + update["content"]["text"]}
+            previous["content"] = {
+                **previous["content"],
+                "text": previous["content"]["text"] + update["content"]["text"],
+            }
             continue
         merged.append(json.loads(json.dumps(update)))
     return merged

@@ -1,8 +1,8 @@
 """Progress events an architecture's graph streams while it runs (LangGraph custom stream mode).
 
-    {"type": "text" | "thought", "text": str}
-    {"type": "tool_start", "id", "name", "args", "title", "kind", "locations": [(abs path, line | None)]}
-    {"type": "tool_end", "id", "failed": bool, "output": str}
+{"type": "text" | "thought", "text": str}
+{"type": "tool_start", "id", "name", "args", "title", "kind", "locations": [(abs path, line | None)]}
+{"type": "tool_end", "id", "failed": bool, "output": str}
 """
 
 from __future__ import annotations

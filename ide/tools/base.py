@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -76,10 +77,8 @@ class Toolbox:
         locations = []
         where = spec.location(parsed)
         if where is not None:
-            try:
+            with contextlib.suppress(ToolError):
                 locations.append((str(self.workspace.resolve(where[0])), where[1]))
-            except ToolError:
-                pass
         return spec.title(parsed), spec.kind, locations
 
     def langchain_tools(self) -> list[BaseTool]:

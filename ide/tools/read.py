@@ -128,8 +128,10 @@ READ_TOOLS = (
         kind="read",
         args_model=ReadFileArgs,
         run=read_file,
-        title=lambda a: f"Read {a.path}"
-        + (f" lines {a.start_line or 1}-{a.end_line or 'end'}" if a.start_line or a.end_line else ""),
+        title=lambda a: (
+            f"Read {a.path}"
+            + (f" lines {a.start_line or 1}-{a.end_line or 'end'}" if a.start_line or a.end_line else "")
+        ),
         location=lambda a: (a.path, a.start_line),
     ),
     ToolSpec(

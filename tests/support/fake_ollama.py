@@ -37,8 +37,10 @@ that does not report them). Failures it produces by itself, like Ollama: an unkn
 → 400; no response left → 500.
 
 Recorded: ``requests`` (every request: method, path, parsed JSON body), ``chat_bodies`` (bodies of
-/api/chat), ``max_in_flight`` (most /api/chat requests being answered at once). Delays are capped at
-5 s and end early when the server closes.
+/api/chat), ``max_in_flight`` (most /api/chat requests being answered at once). ``wait_for_chats(n)``
+blocks until n chat requests have arrived (from async tests: ``await asyncio.to_thread(server.wait_for_chats,
+1)``), so tests wait for events, not for time. Delays are capped at 5 s and end early when the server
+closes.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class FakeOllama:
         self._in_flight = 0
         self._next_response = 0
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._closing = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -110,7 +113,10 @@ class FakeOllama:
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-ollama", daemon=True)
+        # A short poll interval keeps close() quick (shutdown waits for the next poll).
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-ollama", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -134,9 +140,15 @@ class FakeOllama:
                 return known, config
         return None
 
+    def wait_for_chats(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` /api/chat requests have arrived; False if ``timeout`` s pass first."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: len(self.chat_bodies) >= count, timeout)
+
     def _record(self, method: str, path: str, body: Any) -> None:
-        with self._lock:
+        with self._arrived:
             self.requests.append(RecordedRequest(method, path, body))
+            self._arrived.notify_all()
 
     def _take_response(self) -> dict[str, Any] | None:
         with self._lock:

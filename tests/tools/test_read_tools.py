@@ -120,5 +120,7 @@ def test_describe_gives_acp_metadata(toolbox: Toolbox, git_workspace: Path) -> N
 
 def test_large_files_are_refused(git_workspace: Path) -> None:
     (git_workspace / "big.txt").write_text("x" * 2000)
-    box = Toolbox(Workspace(git_workspace, WorkspaceSettings(max_file_bytes=1000)), ToolSettings(), READ_TOOLS)
+    box = Toolbox(
+        Workspace(git_workspace, WorkspaceSettings(max_file_bytes=1000)), ToolSettings(), READ_TOOLS
+    )
     assert "over the 1000-byte limit" in box.call("read_file", {"path": "big.txt"}).output

@@ -1,0 +1,193 @@
+"""`arbor acp` as a real subprocess, driven by the ACP SDK's own client connection."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError, text_block
+from acp.schema import ToolCallProgress, ToolCallStart
+
+from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, TurnMeta, error_info_from_data
+from tests.support.acp_client import acp_backend
+from tests.support.fake_ollama import FakeOllama
+
+READ_THEN_ANSWER = [
+    {
+        "thinking": "The greeting lives in pkg/greet.py.",
+        "tool_calls": [{"name": "read_file", "args": {"path": "pkg/greet.py"}}],
+    },
+    {"thinking": "It formats a string.", "content": "`greet` returns **Hello, NAME!** (pkg/greet.py:2)."},
+]
+
+
+async def test_prompt_turn_streams_thoughts_tool_calls_and_answer_in_order(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(READ_THEN_ANSWER)
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}) as backend:
+        caps = backend.init.agent_capabilities
+        assert backend.init.protocol_version == 1
+        assert caps is not None and caps.load_session is True
+        meta = AgentMeta.model_validate(caps.field_meta[META_KEY])
+        assert meta.model == f"scripted:{script}"
+        assert meta.architectures == ["react"]
+
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        assert session.modes is not None and session.modes.current_mode_id == "react"
+        response = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("What does greet return?")]
+        )
+
+    assert response.stop_reason == "end_turn"
+    kinds = backend.client.kinds()
+    # thoughts, then the tool call and its result, then more thoughts, then the streamed answer
+    first_tool = kinds.index("tool_call")
+    assert set(kinds[:first_tool]) == {"agent_thought_chunk"}
+    assert kinds[first_tool + 1] == "tool_call_update"
+    assert kinds[-1] == "agent_message_chunk"
+    assert kinds.count("agent_message_chunk") > 1, "the answer should stream in several chunks"
+    assert backend.client.text() == "`greet` returns **Hello, NAME!** (pkg/greet.py:2)."
+    assert "It formats a string." in backend.client.text("agent_thought_chunk")
+
+    start = next(u for _, u in backend.client.updates if isinstance(u, ToolCallStart))
+    done = next(u for _, u in backend.client.updates if isinstance(u, ToolCallProgress))
+    assert start.kind == "read"
+    assert start.title == "Read pkg/greet.py"
+    assert start.raw_input == {"path": "pkg/greet.py"}
+    assert start.locations is not None
+    assert Path(start.locations[0].path) == (git_workspace / "pkg" / "greet.py").resolve()
+    assert done.tool_call_id == start.tool_call_id
+    assert done.status == "completed"
+    assert 'return f"Hello, {name}!"' in done.raw_output["output"]
+
+    turn = TurnMeta.model_validate(response.field_meta[META_KEY])
+    assert turn.steps == 2
+    assert turn.usage["react"].calls == 2
+    assert turn.usage["react"].output_tokens > 0
+
+
+async def test_cancel_ends_the_turn_quickly_and_the_session_goes_on(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(
+        [
+            {"tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
+            {"latency_ms": 60000, "content": "too late"},
+            {"content": "Still here."},
+        ]
+    )
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        turn = asyncio.ensure_future(
+            backend.conn.prompt(session_id=session.session_id, prompt=[text_block("list it slowly")])
+        )
+        await backend.client.wait_for("tool_call_update")
+        started = time.monotonic()
+        await backend.conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(turn, timeout=5)
+        elapsed = time.monotonic() - started
+        assert response.stop_reason == "cancelled"
+        assert elapsed < 1.0, f"cancel took {elapsed:.2f}s"
+        assert "too late" not in backend.client.text()
+
+        again = await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("still there?")])
+        assert again.stop_reason == "end_turn"
+        assert backend.client.text().endswith("Still here.")
+
+
+async def test_load_replays_history_and_continues_the_conversation(
+    git_workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = [{"content": "First answer."}, {"content": "Second answer."}]
+    with FakeOllama(responses=answers) as server:
+        env = {"ARBOR_MODEL": "ollama:qwen2.5-coder:7b", "OLLAMA_HOST": server.url}
+        async with acp_backend(env) as backend:
+            session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+            await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("First question")])
+
+        async with acp_backend(env) as backend:
+            listed = await backend.conn.list_sessions(cwd=str(git_workspace))
+            assert [s.session_id for s in listed.sessions] == [session.session_id]
+            assert listed.sessions[0].title == "First question"
+
+            loaded = await backend.conn.load_session(
+                cwd=str(git_workspace), session_id=session.session_id, mcp_servers=[]
+            )
+            assert loaded is not None
+            assert backend.client.kinds() == ["user_message_chunk", "agent_message_chunk"]
+            assert backend.client.text("user_message_chunk") == "First question"
+            assert backend.client.text() == "First answer."
+
+            response = await backend.conn.prompt(
+                session_id=session.session_id, prompt=[text_block("Second question")]
+            )
+            assert response.stop_reason == "end_turn"
+
+    # the model saw the first exchange again: the conversation survived the restart
+    second = server.chat_bodies[1]["messages"]
+    contents = [m["content"] for m in second]
+    assert "First question" in contents
+    assert "First answer." in contents
+    assert contents[-1] == "Second question"
+    assert server.chat_bodies[1]["options"]["num_ctx"] == 16384
+
+
+@pytest.mark.parametrize(
+    ("cwd", "message"),
+    [("relative/dir", "must be an absolute path"), ("/nonexistent/arbor-ws", "does not exist")],
+)
+async def test_new_session_rejects_bad_cwd(cwd: str, message: str) -> None:
+    async with acp_backend() as backend:
+        with pytest.raises(RequestError) as caught:
+            await backend.conn.new_session(cwd=cwd, mcp_servers=[])
+    assert caught.value.code == -32602
+    assert message in str(caught.value.data)
+
+
+async def test_unreachable_model_is_a_classified_error_with_the_fix(
+    git_workspace: Path, unused_tcp_port: int
+) -> None:
+    env = {"ARBOR_MODEL": "ollama:qwen2.5-coder:7b", "OLLAMA_HOST": f"http://127.0.0.1:{unused_tcp_port}"}
+    async with acp_backend(env) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        with pytest.raises(RequestError) as caught:
+            await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
+        assert backend.proc.returncode is None, "the backend must survive a model failure"
+    assert caught.value.code == ERROR_CODE
+    info = error_info_from_data(caught.value.data)
+    assert info is not None
+    assert info.kind == "model_unreachable"
+    assert f"127.0.0.1:{unused_tcp_port}" in info.message
+    assert "ollama serve" in (info.fix or "")
+
+
+async def test_modes_other_than_react_are_refused_plainly(git_workspace: Path) -> None:
+    async with acp_backend() as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        with pytest.raises(RequestError) as caught:
+            await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
+    assert "not available yet" in str(caught.value.data)
+
+
+async def test_bad_workspace_settings_are_reported_with_file_and_line(git_workspace: Path) -> None:
+    (git_workspace / ".arbor").mkdir()
+    (git_workspace / ".arbor" / "config.toml").write_text("[lats]\nmax_depth = 'deep'\n")
+    async with acp_backend() as backend:
+        with pytest.raises(RequestError) as caught:
+            await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+    info = error_info_from_data(caught.value.data)
+    assert info is not None and info.kind == "settings"
+    assert ".arbor/config.toml:2" in info.message
+    assert "lats.max_depth" in info.message
+
+
+async def test_prompt_to_unknown_session_says_to_load_it() -> None:
+    async with acp_backend() as backend:
+        with pytest.raises(RequestError) as caught:
+            await backend.conn.prompt(session_id="nope", prompt=[text_block("hi")])
+    assert "call session/load first" in str(caught.value.data)

@@ -1,0 +1,116 @@
+"""The `arbor` command: headless runs, doctor, and plain words for what is not there yet."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.fake_ollama import FakeOllama
+
+ARBOR = [sys.executable, "-m", "ide"]
+
+
+def arbor(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*ARBOR, *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        check=False,
+    )
+
+
+def test_run_streams_the_answer_to_stdout(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(
+        [
+            {"thinking": "check the file", "tool_calls": [{"name": "grep", "args": {"pattern": "def "}}]},
+            {"content": "There is one function: `greet`."},
+        ]
+    )
+    done = arbor(
+        "run",
+        "--workspace",
+        str(git_workspace),
+        "which functions exist?",
+        env={"ARBOR_MODEL": f"scripted:{script}"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "There is one function: `greet`."
+    assert "[thinking] check the file" in done.stderr
+    assert "[tool] Grep 'def '" in done.stderr
+    assert "[done] end_turn: 2 steps" in done.stderr
+
+
+def test_run_fails_with_the_fix_when_the_model_is_missing(git_workspace: Path) -> None:
+    with FakeOllama(responses=[]) as server:
+        done = arbor(
+            "run",
+            "-w",
+            str(git_workspace),
+            "hi",
+            env={"ARBOR_MODEL": "ollama:llama3.2:1b", "OLLAMA_HOST": server.url},
+        )
+    assert done.returncode == 1
+    assert "ollama pull llama3.2:1b" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_run_fails_when_the_script_runs_out(git_workspace: Path, write_script: Callable) -> None:
+    script = write_script([{"tool_calls": [{"name": "list_dir", "args": {}}]}])
+    done = arbor("run", "-w", str(git_workspace), "go", env={"ARBOR_MODEL": f"scripted:{script}"})
+    assert done.returncode == 1
+    assert "ran out after 1 responses" in done.stderr
+
+
+def test_doctor_prints_sources_and_fixes(git_workspace: Path) -> None:
+    (git_workspace / ".arbor").mkdir()
+    (git_workspace / ".arbor" / "config.toml").write_text("[lats]\nmax_depth = 4\n")
+    with FakeOllama(responses=[], models={"qwen2.5-coder:7b": {"tools": False}}) as server:
+        done = arbor(
+            "doctor",
+            "-w",
+            str(git_workspace),
+            env={"OLLAMA_HOST": server.url, "ARBOR_LATS_EXPANSION_MODEL": "ollama:missing:1b"},
+        )
+    out = done.stdout
+    assert done.returncode == 1, out
+    assert "lats.max_depth" in out and ".arbor/config.toml:2" in out
+    assert "← env ARBOR_LATS_EXPANSION_MODEL" in out
+    assert "llm.lats.selection" in out and "← default" in out
+    assert "[ok  ] ollama:qwen2.5-coder:7b: model server reachable" in out
+    assert "[FAIL] ollama:qwen2.5-coder:7b: model supports tools" in out
+    assert 'fix: Run "ollama pull missing:1b"' in out
+    assert "git present" in out
+
+
+def test_doctor_reports_a_bad_setting_plainly(tmp_path: Path) -> None:
+    done = arbor("doctor", "-w", str(tmp_path), env={"ARBOR_AGENT_MAX_STEPS": "many"})
+    assert done.returncode == 2
+    assert "ARBOR_AGENT_MAX_STEPS" in done.stderr and "agent.max_steps" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["index", "symbols", "lsp", "mcp"])
+def test_commands_not_built_yet_say_so(command: str) -> None:
+    done = arbor(command)
+    assert done.returncode == 2
+    assert "not available yet" in done.stderr
+
+
+def test_help_lists_the_commands() -> None:
+    done = arbor("--help")
+    assert done.returncode == 0
+    for command in ("acp", "run", "doctor"):
+        assert command in done.stdout
