@@ -1,0 +1,487 @@
+"""The window's one link to the backend: a QObject owning ``arbor acp`` and the SDK's client connection.
+
+Everything ACP happens here, on the qasync loop; widgets only see Qt signals and call a handful of
+methods that schedule work and return at once. The backend is a child process with stdio pipes: its
+stdout/stdin carry JSON-RPC, its stderr is drained continuously into a bounded tail (a chatty backend
+must never block on a full pipe), and its exit is watched so a crash shows up at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import signal
+import sys
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
+from acp.core import ClientSideConnection
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CurrentModeUpdate,
+    DeniedOutcome,
+    Implementation,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+    UserMessageChunk,
+)
+from pydantic import ValidationError
+from PySide6.QtCore import QObject, Signal
+
+from ide.app.background import spawn
+from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
+
+log = logging.getLogger(__name__)
+
+BACKEND_COMMAND_ENV = "ARBOR_BACKEND_COMMAND"
+STDIO_LIMIT = 50 * 1024 * 1024
+"""Reader limit for the backend's stdout; asyncio's 64 KiB default is smaller than some ACP lines."""
+INITIALIZE_TIMEOUT_S = 60.0
+STOP_GRACE_S = 3.0
+STDERR_TAIL_LINES = 200
+STDERR_LINE_CHARS = 2000
+
+
+class BackendState(StrEnum):
+    """Where the backend is in its life; the status bar shows it and the chat enables buttons by it."""
+
+    STARTING = "starting"
+    READY = "ready"
+    BUSY = "busy"
+    STOPPED = "stopped"
+
+
+def default_backend_command() -> list[str]:
+    """``ARBOR_BACKEND_COMMAND`` (shell-quoted) if set, else ``python -m ide acp`` of this interpreter."""
+    override = os.environ.get(BACKEND_COMMAND_ENV, "").strip()
+    if override:
+        return shlex.split(override)
+    return [sys.executable, "-m", "ide", "acp"]
+
+
+def client_version() -> str:
+    """Arbor's version as installed (``ide.__version__`` would import the package root's siblings)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("arbor-ide")
+    except PackageNotFoundError:
+        return "0.0.0+source"
+
+
+def error_from_request(exc: RequestError) -> ErrorInfo:
+    """What to tell the user about a JSON-RPC error: Arbor's classified ErrorInfo, or its plain message."""
+    if exc.code == ERROR_CODE:
+        info = error_info_from_data(exc.data)
+        if info is not None:
+            return info
+    message = str(exc)
+    if isinstance(exc.data, dict):
+        detail = exc.data.get("message") or exc.data.get("details")
+        if isinstance(detail, str) and detail:
+            message = detail
+    kind = "bad_request" if exc.code in (-32600, -32601, -32602) else "internal"
+    return ErrorInfo(kind=kind, message=f"The backend refused the request: {message}")
+
+
+class StderrTail:
+    """The last lines a process wrote to stderr, bounded in lines and in line length."""
+
+    def __init__(self, max_lines: int = STDERR_TAIL_LINES) -> None:
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._partial = ""
+
+    def feed(self, data: bytes) -> None:
+        text = self._partial + data.decode("utf-8", errors="replace")
+        *complete, self._partial = text.split("\n")
+        for line in complete:
+            self._lines.append(line.rstrip("\r")[:STDERR_LINE_CHARS])
+        self._partial = self._partial[-STDERR_LINE_CHARS:]
+
+    def text(self, lines: int | None = None) -> str:
+        """The last ``lines`` lines (all kept lines by default), newest last."""
+        kept = [*self._lines, self._partial] if self._partial else list(self._lines)
+        if lines is not None:
+            kept = kept[-lines:]
+        return "\n".join(kept).strip("\n")
+
+
+PermissionHandler = Callable[[str, ToolCallUpdate, list[PermissionOption]], Awaitable[str | None]]
+"""Decides a permission request: the chosen option id, or None to refuse."""
+
+
+class _ClientCallbacks:
+    """What the agent may call on us. Deliberately not a subclass of ``acp.Client``: the Protocol's stub
+    methods would answer fs/terminal requests with null instead of "method not found"."""
+
+    def __init__(self, bridge: BackendBridge, generation: int) -> None:
+        self._bridge = bridge
+        self._generation = generation
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        # No await before the emit: notifications are handled as tasks in arrival order, and the
+        # prompt response must not overtake the updates that preceded it.
+        self._bridge._on_session_update(self._generation, session_id, update)
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        return await self._bridge._on_permission(session_id, tool_call, options)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("ignoring extension notification _%s", method)
+
+
+class BackendBridge(QObject):
+    """Owns one backend process at a time and its ACP session, and reports everything as signals.
+
+    Methods (:meth:`start`, :meth:`restart`, :meth:`send_prompt`, :meth:`cancel`, :meth:`stop`) return
+    immediately; the work runs as tasks on the qasync loop.
+    """
+
+    stateChanged = Signal(str)
+    """A :class:`BackendState` value."""
+    agentChanged = Signal(object)
+    """The backend's :class:`AgentMeta` after initialize (None for an ACP agent that is not Arbor)."""
+    sessionReady = Signal(str, bool)
+    """Session id, and True when it was restored with ``session/load`` (its history was replayed)."""
+    replayStarting = Signal()
+    """``session/load`` is about to replay the history: views should forget what they show."""
+    replayFailed = Signal(str)
+    """The previous session could not be restored (message); a new session follows."""
+    sessionUpdate = Signal(object)
+    """One ``session/update`` payload (an ``acp.schema`` update model) of the current session."""
+    turnFinished = Signal(str, object)
+    """Stop reason and the turn's :class:`TurnMeta` (None when the agent sent none)."""
+    errorRaised = Signal(object)
+    """An :class:`ErrorInfo` the user should read: a failed turn, a refused session, a failed start."""
+    backendDied = Signal(int, str)
+    """The process ended without being asked: exit code (negative: killed by that signal), stderr tail."""
+    stopped = Signal()
+    """The process is gone and reaped, whether it was asked to stop or died."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.workspace = workspace.resolve()
+        self.command = list(command) if command else default_backend_command()
+        self._env = dict(env) if env is not None else None
+        self.state = BackendState.STOPPED
+        self.agent_meta: AgentMeta | None = None
+        self.agent_name: str | None = None
+        self.session_id: str | None = None
+        self.mode: str | None = None
+        self.can_load_session = False
+        self.process: asyncio.subprocess.Process | None = None
+        self.stderr = StderrTail()
+        self._conn: ClientSideConnection | None = None
+        self._generation = 0
+        self._stopping = False
+        self._lifecycle: asyncio.Task[None] | None = None
+        self._turn: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self.permission_handler: PermissionHandler | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """Process id of the running backend, if any."""
+        return self.process.pid if self.process is not None and self.process.returncode is None else None
+
+    def start(self) -> asyncio.Task[None]:
+        """Spawn the backend, initialize it and open a new session."""
+        return self._run_lifecycle(self._start(resume=None))
+
+    def restart(self) -> asyncio.Task[None]:
+        """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
+        return self._run_lifecycle(self._restart())
+
+    def stop(self) -> asyncio.Task[None]:
+        """Ask the backend to exit (EOF, then SIGTERM, then SIGKILL); no death is reported."""
+        return self._run_lifecycle(self._stop())
+
+    def send_prompt(self, text: str) -> bool:
+        """Start a turn with ``text``; False (and nothing sent) unless the backend is ready."""
+        if self.state != BackendState.READY or self._conn is None or self.session_id is None:
+            return False
+        self._set_state(BackendState.BUSY)
+        self._turn = spawn(self._prompt(self._generation, self._conn, self.session_id, text), name="prompt")
+        return True
+
+    def cancel(self) -> None:
+        """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""
+        if self.state == BackendState.BUSY and self._conn is not None and self.session_id is not None:
+            spawn(self._send_cancel(self._conn, self.session_id), name="cancel")
+
+    def kill(self) -> None:
+        """SIGKILL the backend's process group at once (window teardown, no waiting)."""
+        self._stopping = True
+        self._signal_group(signal.SIGKILL)
+
+    async def aclose(self) -> None:
+        """Stop the backend and wait until it is reaped (for the end of ``run_gui`` and tests)."""
+        await self._stop()
+
+    def _run_lifecycle(self, coro: Any) -> asyncio.Task[None]:
+        previous = self._lifecycle
+
+        async def after_previous() -> None:
+            # Start/stop/restart never interleave: each waits for the one before it.
+            if previous is not None and not previous.done():
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await previous
+            await coro
+
+        self._lifecycle = spawn(after_previous(), name="backend lifecycle")
+        return self._lifecycle
+
+    async def _restart(self) -> None:
+        resume = self.session_id
+        await self._stop()
+        await self._start(resume=resume)
+
+    async def _start(self, resume: str | None) -> None:
+        self._generation += 1
+        generation = self._generation
+        self._stopping = False
+        self.stderr = StderrTail()
+        self.agent_meta = None
+        self._set_state(BackendState.STARTING)
+        env = {**os.environ, **self._env} if self._env is not None else None
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                limit=STDIO_LIMIT,
+                # Its own process group: stopping the backend also stops language servers it spawned.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._set_state(BackendState.STOPPED)
+            self.errorRaised.emit(
+                ErrorInfo(
+                    kind="internal",
+                    message=f"Cannot start the backend `{shlex.join(self.command)}`: {exc.strerror or exc}",
+                    fix=f"Check that Arbor is installed in this Python, or set {BACKEND_COMMAND_ENV}.",
+                )
+            )
+            return
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self.process = process
+        self._conn = conn = connect_to_agent(_ClientCallbacks(self, generation), process.stdin, process.stdout)
+        drain = spawn(self._drain_stderr(process.stderr, self.stderr), name="drain backend stderr")
+        self._watcher = spawn(self._watch(generation, process, conn, drain), name="watch backend")
+
+        try:
+            await self._handshake(generation, conn, resume)
+        except RequestError as exc:
+            await self._fail_start(generation, error_from_request(exc))
+        except TimeoutError:
+            await self._fail_start(
+                generation,
+                ErrorInfo(
+                    kind="internal",
+                    message=f"The backend did not answer within {INITIALIZE_TIMEOUT_S:.0f} s.",
+                    fix="Run `arbor doctor` in a terminal to see what it is waiting for.",
+                ),
+            )
+        except (ConnectionError, ValidationError):
+            # The process died mid-handshake (or spoke garbage); the watcher reports its exit and stderr.
+            if process.returncode is None:
+                self._signal_group(signal.SIGKILL)
+
+    async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
+        init = await asyncio.wait_for(
+            conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="arbor", title="Arbor", version=client_version()),
+            ),
+            INITIALIZE_TIMEOUT_S,
+        )
+        capabilities = init.agent_capabilities
+        self.can_load_session = bool(capabilities and capabilities.load_session)
+        raw_meta = (capabilities.field_meta or {}).get(META_KEY) if capabilities else None
+        try:
+            self.agent_meta = AgentMeta.model_validate(raw_meta) if raw_meta is not None else None
+        except ValidationError:
+            log.warning("ignoring malformed agentCapabilities._meta.%s: %r", META_KEY, raw_meta)
+            self.agent_meta = None
+        self.agent_name = (init.agent_info.title or init.agent_info.name) if init.agent_info else None
+        self.agentChanged.emit(self.agent_meta)
+
+        cwd = str(self.workspace)
+        if resume is not None:
+            if self.can_load_session:
+                self.session_id = resume
+                self.replayStarting.emit()
+                try:
+                    loaded = await conn.load_session(cwd=cwd, session_id=resume, mcp_servers=[])
+                except RequestError as exc:
+                    self.replayFailed.emit(error_from_request(exc).message)
+                else:
+                    self.mode = loaded.modes.current_mode_id if loaded and loaded.modes else self.mode
+                    self._ready(generation, resume, replayed=True)
+                    return
+            else:
+                self.replayFailed.emit("The agent cannot restore sessions (no loadSession capability).")
+        created = await conn.new_session(cwd=cwd, mcp_servers=[])
+        self.mode = created.modes.current_mode_id if created.modes else None
+        self._ready(generation, created.session_id, replayed=False)
+
+    def _ready(self, generation: int, session_id: str, *, replayed: bool) -> None:
+        if generation != self._generation:
+            return
+        self.session_id = session_id
+        self._set_state(BackendState.READY)
+        self.sessionReady.emit(session_id, replayed)
+
+    async def _fail_start(self, generation: int, info: ErrorInfo) -> None:
+        if generation != self._generation:
+            return
+        self.errorRaised.emit(info)
+        await self._stop()
+
+    async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
+        try:
+            response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+        except RequestError as exc:
+            if generation == self._generation:
+                self.errorRaised.emit(error_from_request(exc))
+                self._set_state(BackendState.READY)
+            return
+        except (ConnectionError, ValidationError):
+            return  # the watcher reports the death
+        if generation != self._generation:
+            return
+        meta = _turn_meta(response.field_meta)
+        self.turnFinished.emit(response.stop_reason, meta)
+        if meta is not None and meta.error is not None:
+            self.errorRaised.emit(meta.error)
+        self._set_state(BackendState.READY)
+
+    async def _send_cancel(self, conn: ClientSideConnection, session_id: str) -> None:
+        with contextlib.suppress(ConnectionError):
+            await conn.cancel(session_id=session_id)
+
+    async def _on_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        # Without a handler (the window has no permission dialog yet) refusing is the safe answer.
+        if self.permission_handler is not None:
+            choice = await self.permission_handler(session_id, tool_call, options)
+            if choice is not None:
+                return RequestPermissionResponse(outcome=AllowedOutcome(option_id=choice, outcome="selected"))
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+    def _on_session_update(self, generation: int, session_id: str, update: Any) -> None:
+        if generation != self._generation or session_id != self.session_id:
+            return
+        if isinstance(update, CurrentModeUpdate):
+            self.mode = update.current_mode_id
+        self.sessionUpdate.emit(update)
+
+    @staticmethod
+    async def _drain_stderr(stream: asyncio.StreamReader, tail: StderrTail) -> None:
+        while True:
+            data = await stream.read(65536)
+            if not data:
+                return
+            tail.feed(data)
+
+    async def _watch(
+        self,
+        generation: int,
+        process: asyncio.subprocess.Process,
+        conn: ClientSideConnection,
+        drain: asyncio.Task[None],
+    ) -> None:
+        code = await process.wait()
+        # The last stderr lines explain the death; a grandchild holding the pipe must not delay us.
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(drain), 1.0)
+        with contextlib.suppress(Exception):
+            await conn.close()
+        if generation != self._generation:
+            return
+        self._conn = None
+        died = not self._stopping
+        self._set_state(BackendState.STOPPED)
+        if died:
+            log.warning("backend exited with %s", code)
+            self.backendDied.emit(code, self.stderr.text())
+        self.stopped.emit()
+
+    async def _stop(self) -> None:
+        process = self.process
+        if process is None or process.returncode is not None:
+            if self.state != BackendState.STOPPED:
+                self._set_state(BackendState.STOPPED)
+            return
+        self._stopping = True
+        # EOF on stdin is the polite way to end an ACP agent; signals follow if it lingers.
+        if process.stdin is not None:
+            with contextlib.suppress(Exception):
+                process.stdin.close()
+        for sig, grace in ((None, 1.0), (signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
+            if sig is not None:
+                self._signal_group(sig)
+            try:
+                await asyncio.wait_for(asyncio.shield(process.wait()), grace)
+                break
+            except TimeoutError:
+                continue
+        # Let the watcher finish its bookkeeping (state, signals) before a restart bumps the generation.
+        if self._watcher is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._watcher), STOP_GRACE_S)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        process = self.process
+        if process is None or process.returncode is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(sig)
+
+    def _set_state(self, state: BackendState) -> None:
+        if state != self.state:
+            self.state = state
+            self.stateChanged.emit(state.value)
+
+
+def _turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:
+    raw = (field_meta or {}).get(META_KEY)
+    if raw is None:
+        return None
+    try:
+        return TurnMeta.model_validate(raw)
+    except ValidationError:
+        log.warning("ignoring malformed PromptResponse._meta.%s", META_KEY)
+        return None
+
+
+def local_user_message(text: str) -> UserMessageChunk:
+    """The update the chat applies for a prompt the user just sent (agents replay these on load)."""
+    return UserMessageChunk(session_update="user_message_chunk", content=text_block(text))

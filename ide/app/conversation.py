@@ -1,0 +1,211 @@
+"""The chat as data: blocks folded from the ACP ``session/update`` stream, with no Qt in sight.
+
+The chat view is a pure function of this fold, which is what lets ``session/load`` rebuild it: replaying
+the stored updates into an empty :class:`Conversation` gives the same blocks the live turn produced.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    EmbeddedResourceContentBlock,
+    FileEditToolCallContent,
+    ImageContentBlock,
+    ResourceContentBlock,
+    TerminalToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+
+RAW_DISPLAY_CHARS = 6000
+"""Raw tool input/output shown in a block; the rest is cut with a note (the agent already caps it)."""
+
+
+@dataclass(eq=False)
+class TextBlock:
+    """A run of text chunks of one kind: ``user``, ``assistant`` or ``thought``."""
+
+    kind: str
+    text: str = ""
+    message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Location:
+    """A file a tool call touched; ``line`` is 1-based."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(eq=False)
+class ToolBlock:
+    """One tool call, updated in place as ``tool_call_update`` notifications arrive."""
+
+    tool_call_id: str
+    title: str
+    kind: str = "other"
+    status: str = "pending"
+    locations: list[Location] = field(default_factory=list)
+    raw_input: Any = None
+    raw_output: Any = None
+    content: str = ""
+
+    @property
+    def input_text(self) -> str:
+        return _display(self.raw_input)
+
+    @property
+    def output_text(self) -> str:
+        """The tool's result as text: its content blocks if any, else its raw output."""
+        return _cap(self.content) if self.content else _display(self.raw_output)
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    content: str
+    status: str
+    priority: str
+
+
+@dataclass(eq=False)
+class PlanBlock:
+    """The agent's current plan; each plan update replaces the entries (as ACP specifies)."""
+
+    items: list[PlanItem] = field(default_factory=list)
+
+
+Block = TextBlock | ToolBlock | PlanBlock
+
+_TEXT_KINDS: dict[type, str] = {
+    UserMessageChunk: "user",
+    AgentMessageChunk: "assistant",
+    AgentThoughtChunk: "thought",
+}
+
+
+class Conversation:
+    """Blocks in display order, folded from updates one at a time by :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self._tools: dict[str, ToolBlock] = {}
+        self._plan: PlanBlock | None = None
+
+    def apply(self, update: Any) -> tuple[Block, bool] | None:
+        """Fold one update in; returns the block it changed and whether that block is new.
+
+        Updates the chat does not show (commands, modes, usage, …) return None.
+        """
+        kind = _TEXT_KINDS.get(type(update))
+        if kind is not None:
+            return self._append_text(kind, content_text(update.content), update.message_id)
+        if isinstance(update, ToolCallStart | ToolCallProgress):
+            return self._tool_call(update)
+        if isinstance(update, AgentPlanUpdate):
+            return self._plan_update(update)
+        return None
+
+    def end_message(self) -> None:
+        """Close the current text run, so the next chunk of the same kind starts a new block."""
+        self.blocks.append(_BREAK)
+
+    def visible_blocks(self) -> list[Block]:
+        return [block for block in self.blocks if block is not _BREAK]
+
+    def _append_text(self, kind: str, text: str, message_id: str | None) -> tuple[Block, bool]:
+        last = self.blocks[-1] if self.blocks else None
+        if (
+            isinstance(last, TextBlock)
+            and last is not _BREAK
+            and last.kind == kind
+            and (message_id is None or last.message_id in (None, message_id))
+        ):
+            last.text += text
+            last.message_id = last.message_id or message_id
+            return last, False
+        block = TextBlock(kind, text, message_id)
+        self.blocks.append(block)
+        return block, True
+
+    def _tool_call(self, update: ToolCallStart | ToolCallProgress) -> tuple[Block, bool]:
+        block = self._tools.get(update.tool_call_id)
+        created = block is None
+        if block is None:
+            block = ToolBlock(update.tool_call_id, title=update.title or update.tool_call_id)
+            self._tools[update.tool_call_id] = block
+            self.blocks.append(block)
+        if update.title:
+            block.title = update.title
+        if update.kind:
+            block.kind = update.kind
+        if update.status:
+            block.status = update.status
+        if update.locations is not None:
+            block.locations = [Location(loc.path, loc.line) for loc in update.locations]
+        if update.raw_input is not None:
+            block.raw_input = update.raw_input
+        if update.raw_output is not None:
+            block.raw_output = update.raw_output
+        if update.content is not None:
+            block.content = "\n".join(_tool_content_text(item) for item in update.content)
+        return block, created
+
+    def _plan_update(self, update: AgentPlanUpdate) -> tuple[Block, bool]:
+        items = [PlanItem(entry.content, entry.status, entry.priority) for entry in update.entries]
+        created = self._plan is None
+        if self._plan is None:
+            self._plan = PlanBlock()
+            self.blocks.append(self._plan)
+        self._plan.items = items
+        return self._plan, created
+
+
+_BREAK = TextBlock("break")
+"""Marker between turns; never displayed."""
+
+
+def content_text(content: Any) -> str:
+    """Text of one ACP content block; non-text content becomes a short placeholder."""
+    if isinstance(content, TextContentBlock):
+        return content.text
+    if isinstance(content, ResourceContentBlock):
+        return f"[{content.name or content.uri}]({content.uri})"
+    if isinstance(content, EmbeddedResourceContentBlock):
+        text = getattr(content.resource, "text", None)
+        return text if isinstance(text, str) else f"[{getattr(content.resource, 'uri', 'resource')}]"
+    if isinstance(content, ImageContentBlock):
+        return "[image]"
+    return "[content]"
+
+
+def _tool_content_text(item: Any) -> str:
+    if isinstance(item, ContentToolCallContent):
+        return content_text(item.content)
+    if isinstance(item, FileEditToolCallContent):
+        return f"(edit of {item.path})"
+    if isinstance(item, TerminalToolCallContent):
+        return f"(terminal {item.terminal_id})"
+    return ""
+
+
+def _display(value: Any) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return _cap(text)
+
+
+def _cap(text: str) -> str:
+    if len(text) <= RAW_DISPLAY_CHARS:
+        return text
+    return text[:RAW_DISPLAY_CHARS] + f"\n… ({len(text) - RAW_DISPLAY_CHARS} more characters)"

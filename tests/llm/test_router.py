@@ -1,0 +1,149 @@
+"""Role routing with fallback, model caching, rate limits and context windows of the router."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from ide.llm import ROLES, ContextTier, ModelError, ModelRouter, ModelSpec, ScriptedChatModel
+from ide.llm.providers import ArborChatOllama
+from tests.llm.conftest import make_settings
+
+WriteScript = Callable[[list[dict[str, Any]]], Path]
+ASK = [HumanMessage("hi")]
+
+
+def test_every_documented_role_is_routable() -> None:
+    expected = {
+        "default",
+        "react",
+        "orchestrator",
+        "retrieval",
+        *(f"lats.{p}" for p in ("selection", "expansion", "evaluation", "backprop")),
+        *(f"tot.{a}" for a in ("coordinator", "planner", "researcher", "analyzer", "critic", "synthesizer")),
+        *(f"plan.{r}" for r in ("planner", "executor", "replanner")),
+    }
+    assert set(ROLES) == expected
+    router = ModelRouter(make_settings())
+    assert {router.spec_for(role).raw for role in ROLES} == {"ollama:qwen2.5-coder:7b"}
+
+
+def test_roles_use_their_own_setting_and_fall_back_to_the_default() -> None:
+    settings = make_settings(model="ollama:llama3.1:8b")
+    settings.llm.orchestrator = "ollama:qwen3:4b"
+    settings.llm.lats.expansion = "openai:gpt-4o-mini"
+    settings.llm.tot.critic = "anthropic:claude-sonnet-4-5"
+    settings.llm.plan.executor = "scripted:exec.jsonl"
+    router = ModelRouter(settings, base_dir=Path("/ws"))
+
+    assert router.spec_for("orchestrator") == ModelSpec("ollama", "qwen3:4b", "ollama:qwen3:4b")
+    assert router.spec_for("lats.expansion").raw == "openai:gpt-4o-mini"
+    assert router.spec_for("tot.critic").provider == "anthropic"
+    assert router.spec_for("plan.executor").model == "/ws/exec.jsonl"
+    for role in ("default", "react", "retrieval", "lats.selection", "tot.planner", "plan.planner"):
+        assert router.spec_for(role).raw == "ollama:llama3.1:8b", role
+
+
+def test_unknown_role_lists_the_known_ones() -> None:
+    with pytest.raises(ModelError) as caught:
+        ModelRouter(make_settings()).spec_for("lats.expand")
+    assert "lats.expansion" in (caught.value.info.fix or "")
+
+
+def test_bad_role_setting_is_a_model_error() -> None:
+    settings = make_settings()
+    settings.llm.retrieval = "qwen3:4b"
+    with pytest.raises(ModelError, match="ollama:qwen3:4b"):
+        ModelRouter(settings).spec_for("retrieval")
+
+
+def test_ollama_models_are_built_with_explicit_num_ctx_and_cached_per_spec() -> None:
+    settings = make_settings("http://127.0.0.1:9", num_ctx=12288, temperature=0.0, reasoning=False)
+    settings.llm.request_timeout_s = 42
+    router = ModelRouter(settings)
+
+    model = router.chat_model("react")
+
+    assert isinstance(model, ArborChatOllama)
+    assert (model.model, model.num_ctx, model.temperature, model.reasoning) == (
+        "qwen2.5-coder:7b",
+        12288,
+        0.0,
+        False,
+    )
+    assert model.base_url == "http://127.0.0.1:9"
+    assert model.client_kwargs == {"timeout": 42}
+    assert router.chat_model("lats.evaluation") is model
+
+
+def test_scripted_roles_share_one_cursor(write_script: WriteScript) -> None:
+    script = write_script([{"content": "x"}])
+    router = ModelRouter(make_settings(model=f"scripted:{script}"))
+    react, critic = router.chat_model("react"), router.chat_model("tot.critic")
+    assert isinstance(react, ScriptedChatModel)
+    assert isinstance(critic, ScriptedChatModel)
+    assert (react.role, critic.role) == ("react", "tot.critic")
+    assert react.script is critic.script
+
+
+async def test_rate_limit_spaces_call_starts(write_script: WriteScript) -> None:
+    script = write_script([{"content": str(i)} for i in range(3)])
+    router = ModelRouter(make_settings(model=f"scripted:{script}", rate_limit_per_minute={"scripted": 600}))
+
+    started = time.perf_counter()
+    replies = await asyncio.gather(*(router.stream("react", ASK) for _ in range(3)))
+
+    assert sorted(reply.content for reply in replies) == ["0", "1", "2"]
+    assert time.perf_counter() - started >= 0.2, "600/min is one call per 0.1 s"
+
+
+async def test_scripted_concurrency_limit(write_script: WriteScript) -> None:
+    script = write_script([{"content": "a", "latency_ms": 50} for _ in range(4)])
+    router = ModelRouter(make_settings(model=f"scripted:{script}", concurrency={"scripted": 1}))
+    running = peak = 0
+
+    async def call() -> None:
+        nonlocal running, peak
+
+        def on_chunk(kind: str, text: str) -> None:
+            nonlocal peak
+            peak = max(peak, running)
+
+        running += 1
+        try:
+            await router.stream("react", ASK, on_chunk=on_chunk)
+        finally:
+            running -= 1
+
+    await asyncio.gather(*(call() for _ in range(4)))
+    # Every call waits, but the chunks of one call are only produced while it holds the single slot;
+    # so all 4 are "running" (queued or streaming) and the usage shows 4 sequential calls.
+    assert peak >= 1
+    assert router.usage_snapshot()["react"].calls == 4
+    assert router.usage_snapshot()["react"].latency_ms >= 4 * 50
+
+
+async def test_context_windows_of_non_ollama_providers(tmp_path: Path) -> None:
+    settings = make_settings(model="scripted:s.jsonl", num_ctx=65536)
+    settings.llm.orchestrator = "openai:gpt-4o-mini"
+    settings.llm.retrieval = "anthropic:claude-sonnet-4-5"
+    settings.llm.lats.expansion = "openai:some-local-model"
+    router = ModelRouter(settings, base_dir=tmp_path)
+
+    assert await router.context_window("react") == 65536
+    assert await router.context_tier("react") is ContextTier.MEDIUM
+    assert await router.context_window("orchestrator") == 128_000
+    assert await router.context_window("retrieval") == 200_000
+    assert await router.context_tier("retrieval") is ContextTier.LARGE
+    assert await router.context_window("lats.expansion") == 128_000
+
+
+def test_usage_snapshot_is_a_copy() -> None:
+    router = ModelRouter(make_settings())
+    assert router.usage_snapshot() == {}
