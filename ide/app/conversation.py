@@ -115,21 +115,9 @@ class Conversation:
             return self._plan_update(update)
         return None
 
-    def end_message(self) -> None:
-        """Close the current text run, so the next chunk of the same kind starts a new block."""
-        self.blocks.append(_BREAK)
-
-    def visible_blocks(self) -> list[Block]:
-        return [block for block in self.blocks if block is not _BREAK]
-
     def _append_text(self, kind: str, text: str, message_id: str | None) -> tuple[Block, bool]:
         last = self.blocks[-1] if self.blocks else None
-        if (
-            isinstance(last, TextBlock)
-            and last is not _BREAK
-            and last.kind == kind
-            and (message_id is None or last.message_id in (None, message_id))
-        ):
+        if isinstance(last, TextBlock) and last.kind == kind and _same_message(kind, last.message_id, message_id):
             last.text += text
             last.message_id = last.message_id or message_id
             return last, False
@@ -170,8 +158,16 @@ class Conversation:
         return self._plan, created
 
 
-_BREAK = TextBlock("break")
-"""Marker between turns; never displayed."""
+def _same_message(kind: str, last_id: str | None, new_id: str | None) -> bool:
+    """Whether a chunk continues the text block before it.
+
+    Agent chunks stream a message piece by piece, so they continue unless ids say otherwise. A user
+    prompt arrives whole, one chunk per turn, so two user chunks in a row (a turn that produced no
+    answer, then the next prompt) are two messages unless they carry the same id.
+    """
+    if kind == "user":
+        return last_id is not None and last_id == new_id
+    return last_id is None or new_id is None or last_id == new_id
 
 
 def content_text(content: Any) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -30,18 +31,56 @@ def _claim_stdout() -> int:
     return protocol_fd
 
 
+def _error_line(code: int, message: str, request_id: object = None) -> bytes:
+    payload = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return (json.dumps(payload, separators=(",", ":")) + "\n").encode()
+
+
+async def guard_input(
+    source: asyncio.StreamReader, sink: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Pass well-formed JSON-RPC lines on to the SDK; answer the rest with a JSON-RPC error.
+
+    The SDK only logs a line it cannot parse, so a client that sent garbage would wait forever.
+    """
+    while True:
+        try:
+            line = await source.readline()
+        except ValueError:
+            writer.write(_error_line(-32600, f"message longer than {STDIO_LIMIT} bytes; dropped"))
+            continue
+        if not line:
+            break
+        if not line.strip():
+            continue
+        try:
+            message = json.loads(line)
+        except ValueError as exc:
+            writer.write(_error_line(-32700, f"Parse error: not JSON ({exc})"))
+            continue
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            request_id = message.get("id") if isinstance(message, dict) else None
+            writer.write(_error_line(-32600, "Invalid Request: expected a JSON-RPC 2.0 object", request_id))
+            continue
+        sink.feed_data(line if line.endswith(b"\n") else line + b"\n")
+    sink.feed_eof()
+
+
 async def serve() -> None:
     """Run the agent until the client closes stdin."""
     loop = asyncio.get_running_loop()
     protocol_fd = _claim_stdout()
-    reader = asyncio.StreamReader(limit=STDIO_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    stdin = asyncio.StreamReader(limit=STDIO_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(_WriteProtocol, os.fdopen(protocol_fd, "wb", 0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    checked = asyncio.StreamReader(limit=STDIO_LIMIT)
+    guard = asyncio.ensure_future(guard_input(stdin, checked, writer))
     agent = ArborAgent()
     try:
-        await run_agent(agent, writer, reader)
+        await run_agent(agent, writer, checked)
     finally:
+        guard.cancel()
         await agent.close()
 
 

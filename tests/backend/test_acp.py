@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from acp import RequestError, text_block
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, TurnMeta, error_info_from_data
-from tests.support.acp_client import acp_backend
+from tests.support.acp_client import BACKEND, acp_backend
 from tests.support.fake_ollama import FakeOllama
 
 READ_THEN_ANSWER = [
@@ -191,3 +192,28 @@ async def test_prompt_to_unknown_session_says_to_load_it() -> None:
         with pytest.raises(RequestError) as caught:
             await backend.conn.prompt(session_id="nope", prompt=[text_block("hi")])
     assert "call session/load first" in str(caught.value.data)
+
+
+async def test_malformed_lines_get_json_rpc_errors_and_the_backend_keeps_serving() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *BACKEND,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(
+        b'not json at all\n[1, 2]\n{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {}}\n'
+    )
+    proc.stdin.write(
+        b'{"jsonrpc": "2.0", "id": 8, "method": "initialize", "params": {"protocolVersion": 1}}\n'
+    )
+    await proc.stdin.drain()
+    replies = [json.loads(await asyncio.wait_for(proc.stdout.readline(), 30)) for _ in range(4)]
+    proc.stdin.close()
+    await asyncio.wait_for(proc.wait(), 10)
+    assert replies[0]["error"]["code"] == -32700
+    assert replies[1]["error"]["code"] == -32600
+    assert replies[2]["id"] == 7 and replies[2]["error"]["code"] == -32602  # protocolVersion missing
+    assert replies[3]["id"] == 8 and replies[3]["result"]["protocolVersion"] == 1
+    assert proc.returncode == 0

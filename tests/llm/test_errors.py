@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -95,7 +96,8 @@ async def test_callback_errors_are_not_disguised_as_model_errors(fake_ollama: St
         await ModelRouter(make_settings(server.url)).stream("react", ASK, on_chunk=broken)
 
 
-async def test_missing_extra_is_provider_missing() -> None:
+async def test_missing_extra_is_provider_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_openai", None)  # import fails as if not installed
     router = ModelRouter(make_settings(model="openai:gpt-4o-mini"))
     err = await failure(router)
     assert err.info.kind == "provider_missing"
@@ -143,3 +145,11 @@ def test_model_errors_pickle() -> None:
 
     err: Any = pickle.loads(pickle.dumps(ModelError("model_timeout", "slow", "wait")))
     assert (err.info.kind, err.info.message, err.info.fix) == ("model_timeout", "slow", "wait")
+
+
+async def test_missing_api_key_is_provider_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain_anthropic", type(sys)("langchain_anthropic"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    err = await failure(ModelRouter(make_settings(model="anthropic:claude-sonnet-4-5")))
+    assert err.info.kind == "provider_missing"
+    assert "ANTHROPIC_API_KEY" in (err.info.fix or "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,19 @@ from tests.llm.conftest import make_settings
 from tests.support.fake_ollama import FakeOllama
 
 Start = Callable[..., FakeOllama]
+
+
+@pytest.fixture
+def extras_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the optional provider packages look absent, whatever this machine has installed."""
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name in ("langchain_openai", "langchain_anthropic"):
+            return None
+        return real_find_spec(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
 def by_name(checks: list[HealthCheck]) -> dict[str, HealthCheck]:

@@ -103,30 +103,21 @@ async def test_rate_limit_spaces_call_starts(write_script: WriteScript) -> None:
     assert time.perf_counter() - started >= 0.2, "600/min is one call per 0.1 s"
 
 
-async def test_scripted_concurrency_limit(write_script: WriteScript) -> None:
-    script = write_script([{"content": "a", "latency_ms": 50} for _ in range(4)])
-    router = ModelRouter(make_settings(model=f"scripted:{script}", concurrency={"scripted": 1}))
-    running = peak = 0
+@pytest.mark.parametrize(("limit", "serial"), [(1, True), (4, False)])
+async def test_scripted_calls_share_the_concurrency_limit(
+    write_script: WriteScript, limit: int, serial: bool
+) -> None:
+    script = write_script([{"content": "a", "latency_ms": 100} for _ in range(4)])
+    router = ModelRouter(make_settings(model=f"scripted:{script}", concurrency={"scripted": limit}))
 
-    async def call() -> None:
-        nonlocal running, peak
+    started = time.perf_counter()
+    await asyncio.gather(
+        *(router.stream(role, ASK) for role in ("react", "tot.critic", "lats.expansion", "retrieval"))
+    )
+    elapsed = time.perf_counter() - started
 
-        def on_chunk(kind: str, text: str) -> None:
-            nonlocal peak
-            peak = max(peak, running)
-
-        running += 1
-        try:
-            await router.stream("react", ASK, on_chunk=on_chunk)
-        finally:
-            running -= 1
-
-    await asyncio.gather(*(call() for _ in range(4)))
-    # Every call waits, but the chunks of one call are only produced while it holds the single slot;
-    # so all 4 are "running" (queued or streaming) and the usage shows 4 sequential calls.
-    assert peak >= 1
-    assert router.usage_snapshot()["react"].calls == 4
-    assert router.usage_snapshot()["react"].latency_ms >= 4 * 50
+    # Four 100 ms calls: one at a time takes 0.4 s; all at once about 0.1 s.
+    assert (elapsed >= 0.4) is serial, elapsed
 
 
 async def test_context_windows_of_non_ollama_providers(tmp_path: Path) -> None:
@@ -144,6 +135,17 @@ async def test_context_windows_of_non_ollama_providers(tmp_path: Path) -> None:
     assert await router.context_window("lats.expansion") == 128_000
 
 
-def test_usage_snapshot_is_a_copy() -> None:
-    router = ModelRouter(make_settings())
+async def test_usage_snapshot_is_a_copy(write_script: WriteScript) -> None:
+    script = write_script([{"content": "hello world", "latency_ms": 10}])
+    router = ModelRouter(make_settings(model=f"scripted:{script}"))
     assert router.usage_snapshot() == {}
+
+    await router.stream("orchestrator", ASK)
+    snapshot = router.usage_snapshot()
+    snapshot["orchestrator"].calls = 99
+
+    usage = router.usage_snapshot()["orchestrator"]
+    assert usage.calls == 1
+    assert usage.model == f"scripted:{script}"
+    assert usage.output_tokens == len("hello world") // 4
+    assert usage.latency_ms >= 10
