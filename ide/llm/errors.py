@@ -47,6 +47,8 @@ _CONTEXT_OVERFLOW = re.compile(
 _NOT_FOUND = re.compile(r"model\b.*\bnot found|not[ _]found.*model|try pulling it|no such model", re.I)
 _NO_TOOLS = re.compile(r"does not support tools|tools? (are|is) not supported|does not support tool", re.I)
 
+_NO_THINKING = re.compile(r"does not support thinking", re.I)
+
 _API_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
@@ -156,6 +158,12 @@ def classify_error(exc: BaseException, spec: ModelSpec, settings: LlmSettings) -
             f"The conversation no longer fits the context window of {spec}: {text}",
             "Raise llm.num_ctx (ARBOR_LLM_NUM_CTX) if the model allows it, or use a model with a bigger "
             "context window.",
+        )
+    if _NO_THINKING.search(text):
+        return ModelError(
+            "settings",
+            f"{spec} cannot think, but llm.reasoning asks it to",
+            "Unset llm.reasoning (ARBOR_LLM_REASONING) or set it to false, or pick a thinking model.",
         )
     if _NO_TOOLS.search(text):
         return ModelError(

@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_ollama import ChatOllama
@@ -15,20 +16,28 @@ from ide.llm.errors import api_key_missing, provider_missing
 from ide.llm.spec import ModelSpec
 from ide.settings import LlmSettings
 
+CONNECT_TIMEOUT_S = 10.0
+
+
+FOLD_THINKING = "fold_thinking"
+"""Call keyword of ``ArborChatOllama``: fold unrequested thinking into ``<think>`` tags."""
+
 
 class ArborChatOllama(ChatOllama):
-    """ChatOllama that keeps Ollama's ``thinking`` field when ``reasoning`` is unset.
+    """ChatOllama that can keep Ollama's ``thinking`` field when ``reasoning`` is unset.
 
     Current Ollama servers send a thinking model's reasoning in ``message.thinking`` even when ``think``
     is not requested; ChatOllama drops it unless ``reasoning=True``, and asking for ``think: true`` fails
-    on models that cannot think. So, only when reasoning is unset, the thinking is folded into the content
-    as ``<think>…</think>`` (what older servers sent), which ``ModelRouter.stream`` splits back out.
+    on models that cannot think. So when a call passes ``fold_thinking=True`` (``ModelRouter.stream`` does)
+    and reasoning is unset, the thinking is folded into the content as ``<think>…</think>`` (what older
+    servers sent), and the router's splitter takes it back out. Other calls (``ainvoke``, structured
+    output) behave exactly like ChatOllama.
     """
 
     async def _acreate_chat_stream(
         self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
     ) -> AsyncIterator[Mapping[str, Any] | str]:
-        fold = kwargs.get("reasoning", self.reasoning) is None
+        fold = kwargs.pop(FOLD_THINKING, False) and kwargs.get("reasoning", self.reasoning) is None
         thinking_open = False
         async for part in super()._acreate_chat_stream(messages, stop, **kwargs):
             if not fold or isinstance(part, str) or "message" not in part or part["message"] is None:
@@ -60,7 +69,8 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
             num_ctx=settings.num_ctx,
             temperature=settings.temperature,
             reasoning=settings.reasoning,
-            client_kwargs={"timeout": settings.request_timeout_s},
+            # A dead host should fail in seconds, a slow generation only after the whole call budget.
+            client_kwargs={"timeout": httpx.Timeout(settings.request_timeout_s, connect=CONNECT_TIMEOUT_S)},
         )
     if spec.provider == "openai":
         module = _import_extra("langchain_openai", "openai")

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool
 
 from ide.llm.errors import ModelError, classify_error, timed_out
 from ide.llm.limits import provider_gate
-from ide.llm.providers import build_chat_model, known_context_window
+from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
 from ide.llm.thinking import ThinkSplitter
@@ -121,7 +121,7 @@ class ModelRouter:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(llm.request_timeout_s):
-                    message = await self._collect(runnable, messages, spec, on_chunk)
+                    message = await self._collect(model, runnable, messages, spec, on_chunk)
             except TimeoutError as exc:
                 raise timed_out(spec, llm) from exc
             latency_ms = (time.perf_counter() - started) * 1000
@@ -129,7 +129,12 @@ class ModelRouter:
         return message
 
     async def _collect(
-        self, runnable: Any, messages: list[BaseMessage], spec: ModelSpec, on_chunk: OnChunk | None
+        self,
+        model: BaseChatModel,
+        runnable: Any,
+        messages: list[BaseMessage],
+        spec: ModelSpec,
+        on_chunk: OnChunk | None,
     ) -> AIMessage:
         splitter = ThinkSplitter()
         texts: list[str] = []
@@ -149,7 +154,9 @@ class ModelRouter:
                 if inspect.isawaitable(result):
                     await result
 
-        async with aclosing(runnable.astream(messages)) as chunks:
+        # Only our Ollama model knows this keyword; other providers would send it to their API.
+        extra_kwargs = {FOLD_THINKING: True} if isinstance(model, ArborChatOllama) else {}
+        async with aclosing(runnable.astream(messages, **extra_kwargs)) as chunks:
             while True:
                 try:
                     chunk = await anext(chunks)

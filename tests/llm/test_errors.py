@@ -72,6 +72,13 @@ async def test_toolless_model_names_a_tool_capable_one(fake_ollama: Start, tools
     assert "ollama:" in (err.info.fix or "")
 
 
+async def test_reasoning_on_a_model_that_cannot_think(fake_ollama: Start) -> None:
+    server = fake_ollama([{"content": "unused"}], models={MODEL: {"thinking": False}})
+    err = await failure(ModelRouter(make_settings(server.url, reasoning=True)))
+    assert err.info.kind == "settings"
+    assert "llm.reasoning" in (err.info.fix or "")
+
+
 async def test_context_overflow_says_raise_num_ctx(fake_ollama: Start) -> None:
     server = fake_ollama([{"status": 400, "error": "the input length exceeds the context length"}])
     err = await failure(ModelRouter(make_settings(server.url)))

@@ -209,11 +209,12 @@ async def test_context_window_falls_back_to_num_ctx_when_the_server_is_down(dead
     assert await router.context_window("react") == 4096
 
 
-async def test_plain_ainvoke_through_chat_model_also_works(fake_ollama: Start) -> None:
-    server = fake_ollama([{"content": "plain", "latency_ms": 0}])
+async def test_plain_ainvoke_through_chat_model_behaves_like_chat_ollama(fake_ollama: Start) -> None:
+    server = fake_ollama([{"thinking": "hidden", "content": '{"answer": 42}'}])
     router = ModelRouter(make_settings(server.url))
 
     reply: Any = await router.chat_model("react").ainvoke(ASK)
 
-    assert reply.content == "plain"
+    # No <think> folding outside router.stream: structured output must still see plain JSON.
+    assert reply.content == '{"answer": 42}'
     assert server.chat_bodies[0]["options"]["num_ctx"] == 16384

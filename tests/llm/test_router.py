@@ -78,7 +78,8 @@ def test_ollama_models_are_built_with_explicit_num_ctx_and_cached_per_spec() -> 
         False,
     )
     assert model.base_url == "http://127.0.0.1:9"
-    assert model.client_kwargs == {"timeout": 42}
+    timeout = (model.client_kwargs or {})["timeout"]
+    assert (timeout.read, timeout.connect) == (42, 10)
     assert router.chat_model("lats.evaluation") is model
 
 
