@@ -4,6 +4,9 @@ Everything ACP happens here, on the qasync loop; widgets only see Qt signals and
 methods that schedule work and return at once. The backend is a child process with stdio pipes: its
 stdout/stdin carry JSON-RPC, its stderr is drained continuously into a bounded tail (a chatty backend
 must never block on a full pipe), and its exit is watched so a crash shows up at once.
+
+The SDK is imported lazily, on a worker thread, while the backend process starts: building its pydantic
+schema takes most of a second, which would otherwise sit between launching Arbor and its first paint.
 """
 
 from __future__ import annotations
@@ -16,29 +19,21 @@ import shlex
 import signal
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
-from acp.core import ClientSideConnection
-from acp.schema import (
-    AllowedOutcome,
-    ClientCapabilities,
-    CurrentModeUpdate,
-    DeniedOutcome,
-    Implementation,
-    PermissionOption,
-    RequestPermissionResponse,
-    ToolCallUpdate,
-    UserMessageChunk,
-)
 from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal
 
-from ide.app.background import spawn
+from ide.app.background import run_blocking, spawn
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
+
+if TYPE_CHECKING:
+    from acp import RequestError
+    from acp.core import ClientSideConnection
+    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate, UserMessageChunk
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +88,11 @@ def error_from_request(exc: RequestError) -> ErrorInfo:
     return ErrorInfo(kind=kind, message=f"The backend refused the request: {message}")
 
 
+def load_sdk() -> None:
+    """Import the ACP SDK (blocking, ~1 s the first time); the bridge runs it on a worker thread."""
+    import acp.schema  # noqa: F401
+
+
 class StderrTail:
     """The last lines a process wrote to stderr, bounded in lines and in line length."""
 
@@ -110,12 +110,11 @@ class StderrTail:
     def text(self, lines: int | None = None) -> str:
         """The last ``lines`` lines (all kept lines by default), newest last."""
         kept = [*self._lines, self._partial] if self._partial else list(self._lines)
-        if lines is not None:
-            kept = kept[-lines:]
+        kept = kept[-(lines or self._lines.maxlen or len(kept)) :]
         return "\n".join(kept).strip("\n")
 
 
-PermissionHandler = Callable[[str, ToolCallUpdate, list[PermissionOption]], Awaitable[str | None]]
+PermissionHandler = Callable[[str, "ToolCallUpdate", list["PermissionOption"]], Awaitable[str | None]]
 """Decides a permission request: the chosen option id, or None to refuse."""
 
 
@@ -138,6 +137,8 @@ class _ClientCallbacks:
         return await self._bridge._on_permission(session_id, tool_call, options)
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from acp import RequestError
+
         raise RequestError.method_not_found(f"_{method}")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
@@ -197,6 +198,7 @@ class BackendBridge(QObject):
         self._lifecycle: asyncio.Task[None] | None = None
         self._turn: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._connections: dict[int, ClientSideConnection] = {}
         self.permission_handler: PermissionHandler | None = None
 
     @property
@@ -206,15 +208,15 @@ class BackendBridge(QObject):
 
     def start(self) -> asyncio.Task[None]:
         """Spawn the backend, initialize it and open a new session."""
-        return self._run_lifecycle(self._start(resume=None))
+        return self._run_lifecycle(lambda: self._start(resume=None))
 
     def restart(self) -> asyncio.Task[None]:
         """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
-        return self._run_lifecycle(self._restart())
+        return self._run_lifecycle(self._restart)
 
     def stop(self) -> asyncio.Task[None]:
         """Ask the backend to exit (EOF, then SIGTERM, then SIGKILL); no death is reported."""
-        return self._run_lifecycle(self._stop())
+        return self._run_lifecycle(self._stop)
 
     def send_prompt(self, text: str) -> bool:
         """Start a turn with ``text``; False (and nothing sent) unless the backend is ready."""
@@ -236,17 +238,17 @@ class BackendBridge(QObject):
 
     async def aclose(self) -> None:
         """Stop the backend and wait until it is reaped (for the end of ``run_gui`` and tests)."""
-        await self._stop()
+        await self.stop()
 
-    def _run_lifecycle(self, coro: Any) -> asyncio.Task[None]:
+    def _run_lifecycle(self, step: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
         previous = self._lifecycle
 
         async def after_previous() -> None:
             # Start/stop/restart never interleave: each waits for the one before it.
+            # asyncio.wait ignores how the previous step ended but still lets this task be cancelled.
             if previous is not None and not previous.done():
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await previous
-            await coro
+                await asyncio.wait({previous})
+            await step()
 
         self._lifecycle = spawn(after_previous(), name="backend lifecycle")
         return self._lifecycle
@@ -265,6 +267,7 @@ class BackendBridge(QObject):
         self._set_state(BackendState.STARTING)
         env = {**os.environ, **self._env} if self._env is not None else None
         try:
+            # Spawn first: the backend's own start-up then overlaps with loading the SDK here.
             process = await asyncio.create_subprocess_exec(
                 *self.command,
                 stdin=asyncio.subprocess.PIPE,
@@ -287,9 +290,17 @@ class BackendBridge(QObject):
             return
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self.process = process
-        self._conn = conn = connect_to_agent(_ClientCallbacks(self, generation), process.stdin, process.stdout)
         drain = spawn(self._drain_stderr(process.stderr, self.stderr), name="drain backend stderr")
-        self._watcher = spawn(self._watch(generation, process, conn, drain), name="watch backend")
+        self._watcher = spawn(self._watch(generation, process, drain), name="watch backend")
+        await run_blocking(load_sdk)
+        from acp import RequestError, connect_to_agent
+
+        if process.returncode is not None:
+            return  # died while the SDK loaded; the watcher has reported it
+        self._conn = conn = connect_to_agent(
+            _ClientCallbacks(self, generation), process.stdin, process.stdout
+        )
+        self._connections[generation] = conn
 
         try:
             await self._handshake(generation, conn, resume)
@@ -310,6 +321,9 @@ class BackendBridge(QObject):
                 self._signal_group(signal.SIGKILL)
 
     async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
+        from acp import PROTOCOL_VERSION, RequestError
+        from acp.schema import ClientCapabilities, Implementation
+
         init = await asyncio.wait_for(
             conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
@@ -362,6 +376,8 @@ class BackendBridge(QObject):
         await self._stop()
 
     async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
+        from acp import RequestError, text_block
+
         try:
             response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
         except RequestError as exc:
@@ -370,7 +386,12 @@ class BackendBridge(QObject):
                 self._set_state(BackendState.READY)
             return
         except (ConnectionError, ValidationError):
-            return  # the watcher reports the death
+            # Usually the process died and the watcher reports it. If it still runs, its stdout closed
+            # or it spoke garbage: it is of no further use, and killing it lets the watcher report that.
+            if generation == self._generation and self.pid is not None and not self._stopping:
+                log.warning("backend connection lost while the process runs; killing it")
+                self._signal_group(signal.SIGKILL)
+            return
         if generation != self._generation:
             return
         meta = _turn_meta(response.field_meta)
@@ -386,6 +407,8 @@ class BackendBridge(QObject):
     async def _on_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption]
     ) -> RequestPermissionResponse:
+        from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
         # Without a handler (the window has no permission dialog yet) refusing is the safe answer.
         if self.permission_handler is not None:
             choice = await self.permission_handler(session_id, tool_call, options)
@@ -396,7 +419,7 @@ class BackendBridge(QObject):
     def _on_session_update(self, generation: int, session_id: str, update: Any) -> None:
         if generation != self._generation or session_id != self.session_id:
             return
-        if isinstance(update, CurrentModeUpdate):
+        if getattr(update, "session_update", None) == "current_mode_update":
             self.mode = update.current_mode_id
         self.sessionUpdate.emit(update)
 
@@ -412,15 +435,16 @@ class BackendBridge(QObject):
         self,
         generation: int,
         process: asyncio.subprocess.Process,
-        conn: ClientSideConnection,
         drain: asyncio.Task[None],
     ) -> None:
         code = await process.wait()
         # The last stderr lines explain the death; a grandchild holding the pipe must not delay us.
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(drain), 1.0)
-        with contextlib.suppress(Exception):
-            await conn.close()
+        conn = self._connections.pop(generation, None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
         if generation != self._generation:
             return
         self._conn = None
@@ -452,7 +476,7 @@ class BackendBridge(QObject):
                 continue
         # Let the watcher finish its bookkeeping (state, signals) before a restart bumps the generation.
         if self._watcher is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._watcher), STOP_GRACE_S)
 
     def _signal_group(self, sig: signal.Signals) -> None:
@@ -484,4 +508,7 @@ def _turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:
 
 def local_user_message(text: str) -> UserMessageChunk:
     """The update the chat applies for a prompt the user just sent (agents replay these on load)."""
+    from acp import text_block
+    from acp.schema import UserMessageChunk
+
     return UserMessageChunk(session_update="user_message_chunk", content=text_block(text))

@@ -2,6 +2,8 @@
 
 The chat view is a pure function of this fold, which is what lets ``session/load`` rebuild it: replaying
 the stored updates into an empty :class:`Conversation` gives the same blocks the live turn produced.
+Updates are read by their wire discriminators (``sessionUpdate``, content ``type``), not by SDK class, so
+this module does not import ``acp.schema``: that import costs most of a second, and the window paints first.
 """
 
 from __future__ import annotations
@@ -9,22 +11,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-
-from acp.schema import (
-    AgentMessageChunk,
-    AgentPlanUpdate,
-    AgentThoughtChunk,
-    ContentToolCallContent,
-    EmbeddedResourceContentBlock,
-    FileEditToolCallContent,
-    ImageContentBlock,
-    ResourceContentBlock,
-    TerminalToolCallContent,
-    TextContentBlock,
-    ToolCallProgress,
-    ToolCallStart,
-    UserMessageChunk,
-)
 
 RAW_DISPLAY_CHARS = 6000
 """Raw tool input/output shown in a block; the rest is cut with a note (the agent already caps it)."""
@@ -86,10 +72,10 @@ class PlanBlock:
 
 Block = TextBlock | ToolBlock | PlanBlock
 
-_TEXT_KINDS: dict[type, str] = {
-    UserMessageChunk: "user",
-    AgentMessageChunk: "assistant",
-    AgentThoughtChunk: "thought",
+_TEXT_KINDS = {
+    "user_message_chunk": "user",
+    "agent_message_chunk": "assistant",
+    "agent_thought_chunk": "thought",
 }
 
 
@@ -106,18 +92,23 @@ class Conversation:
 
         Updates the chat does not show (commands, modes, usage, …) return None.
         """
-        kind = _TEXT_KINDS.get(type(update))
-        if kind is not None:
-            return self._append_text(kind, content_text(update.content), update.message_id)
-        if isinstance(update, ToolCallStart | ToolCallProgress):
+        update_kind = getattr(update, "session_update", None)
+        text_kind = _TEXT_KINDS.get(update_kind or "")
+        if text_kind is not None:
+            return self._append_text(text_kind, content_text(update.content), update.message_id)
+        if update_kind in ("tool_call", "tool_call_update"):
             return self._tool_call(update)
-        if isinstance(update, AgentPlanUpdate):
+        if update_kind == "plan":
             return self._plan_update(update)
         return None
 
     def _append_text(self, kind: str, text: str, message_id: str | None) -> tuple[Block, bool]:
         last = self.blocks[-1] if self.blocks else None
-        if isinstance(last, TextBlock) and last.kind == kind and _same_message(kind, last.message_id, message_id):
+        if (
+            isinstance(last, TextBlock)
+            and last.kind == kind
+            and _same_message(kind, last.message_id, message_id)
+        ):
             last.text += text
             last.message_id = last.message_id or message_id
             return last, False
@@ -125,7 +116,7 @@ class Conversation:
         self.blocks.append(block)
         return block, True
 
-    def _tool_call(self, update: ToolCallStart | ToolCallProgress) -> tuple[Block, bool]:
+    def _tool_call(self, update: Any) -> tuple[Block, bool]:
         block = self._tools.get(update.tool_call_id)
         created = block is None
         if block is None:
@@ -148,7 +139,7 @@ class Conversation:
             block.content = "\n".join(_tool_content_text(item) for item in update.content)
         return block, created
 
-    def _plan_update(self, update: AgentPlanUpdate) -> tuple[Block, bool]:
+    def _plan_update(self, update: Any) -> tuple[Block, bool]:
         items = [PlanItem(entry.content, entry.status, entry.priority) for entry in update.entries]
         created = self._plan is None
         if self._plan is None:
@@ -172,24 +163,24 @@ def _same_message(kind: str, last_id: str | None, new_id: str | None) -> bool:
 
 def content_text(content: Any) -> str:
     """Text of one ACP content block; non-text content becomes a short placeholder."""
-    if isinstance(content, TextContentBlock):
-        return content.text
-    if isinstance(content, ResourceContentBlock):
+    kind = getattr(content, "type", None)
+    if kind == "text":
+        return str(content.text)
+    if kind == "resource_link":
         return f"[{content.name or content.uri}]({content.uri})"
-    if isinstance(content, EmbeddedResourceContentBlock):
+    if kind == "resource":
         text = getattr(content.resource, "text", None)
         return text if isinstance(text, str) else f"[{getattr(content.resource, 'uri', 'resource')}]"
-    if isinstance(content, ImageContentBlock):
-        return "[image]"
-    return "[content]"
+    return f"[{kind or 'content'}]"
 
 
 def _tool_content_text(item: Any) -> str:
-    if isinstance(item, ContentToolCallContent):
+    kind = getattr(item, "type", None)
+    if kind == "content":
         return content_text(item.content)
-    if isinstance(item, FileEditToolCallContent):
+    if kind == "diff":
         return f"(edit of {item.path})"
-    if isinstance(item, TerminalToolCallContent):
+    if kind == "terminal":
         return f"(terminal {item.terminal_id})"
     return ""
 

@@ -1,4 +1,4 @@
-"""Syntax highlighting: Pygments lexes a whole file off the UI thread, a QSyntaxHighlighter paints the spans."""
+"""Syntax highlighting: Pygments lexes a file off the UI thread, a QSyntaxHighlighter paints the spans."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pygments.lexers.special import TextLexer
 from pygments.styles import get_style_by_name
 from pygments.token import Token, _TokenType
 from pygments.util import ClassNotFound
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextBlock, QTextCharFormat, QTextDocument
 
 STYLE = "friendly"
@@ -84,6 +84,9 @@ class PygmentsHighlighter(QSyntaxHighlighter):
     because a full ``rehighlight()`` of a few thousand lines holds the UI thread for tens of ms.
     """
 
+    finished = Signal()
+    """Every block has been painted with the current spans."""
+
     def __init__(self, document: QTextDocument) -> None:
         super().__init__(document)
         self._lines: list[list[Span]] = []
@@ -110,11 +113,6 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         self._remaining = document.blockCount()
         self._timer.start()
 
-    @property
-    def busy(self) -> bool:
-        """True while spans are still being applied."""
-        return self._timer.isActive()
-
     def _step(self) -> None:
         block = self._cursor
         document = self.document()
@@ -129,8 +127,9 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         self._cursor = block
         if self._remaining <= 0:
             self._timer.stop()
+            self.finished.emit()
 
-    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
+    def highlightBlock(self, text: str) -> None:
         number = self.currentBlock().blockNumber()
         if number >= len(self._lines):
             return

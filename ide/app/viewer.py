@@ -1,4 +1,4 @@
-"""The read-only code viewer: line numbers, Pygments colours, and a plain message for files it will not show."""
+"""The read-only code viewer: line numbers, Pygments colours, a plain message for files it will not show."""
 
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ class _LineNumberArea(QWidget):
         super().__init__(editor)
         self._editor = editor
 
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+    def sizeHint(self) -> QSize:
         return QSize(self._editor.line_number_width(), 0)
 
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt override)
+    def paintEvent(self, event: QPaintEvent) -> None:
         self._editor.paint_line_numbers(event)
 
 
@@ -61,7 +61,7 @@ class CodeEditor(QPlainTextEdit):
         else:
             self._gutter.update(0, rect.y(), self._gutter.width(), rect.height())
 
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+    def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         rect = self.contentsRect()
         self._gutter.setGeometry(QRect(rect.left(), rect.top(), self.line_number_width(), rect.height()))
@@ -104,6 +104,8 @@ class CodeViewer(QWidget):
 
     fileShown = Signal(str)
     """Emitted with the absolute path once a file's text (or its message) is on screen."""
+    highlighted = Signal(str)
+    """Emitted with the absolute path once the file's colours are applied (or it turned out to have none)."""
 
     def __init__(self, max_file_bytes: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -118,6 +120,7 @@ class CodeViewer(QWidget):
         self._title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.editor = CodeEditor()
         self._highlighter = PygmentsHighlighter(self.editor.document())
+        self._highlighter.finished.connect(self._on_highlighted)
         self._message = QLabel("Select a file in the Workspace panel to view it.")
         self._message.setObjectName("viewerMessage")
         self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -170,8 +173,16 @@ class CodeViewer(QWidget):
             self.editor.setExtraSelections([])
         self.fileShown.emit(str(path))
         spans = await run_blocking(lex_lines, path.name, content.text)
-        if spans is not None and self._path == path:
+        if self._path != path:
+            return
+        if spans is None:
+            self.highlighted.emit(str(path))
+        else:
             self._highlighter.set_spans(spans, self.editor.firstVisibleBlock().blockNumber())
+
+    def _on_highlighted(self) -> None:
+        if self._path is not None:
+            self.highlighted.emit(str(self._path))
 
     def _show_message(self, content: FileContent) -> None:
         self._highlighter.set_spans(None)
@@ -185,8 +196,3 @@ class CodeViewer(QWidget):
             with contextlib.suppress(ValueError):
                 return path.relative_to(self._workspace).as_posix()
         return str(path)
-
-    @property
-    def highlighting(self) -> bool:
-        """True while colours are still being applied to the current file."""
-        return self._highlighter.busy

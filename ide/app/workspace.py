@@ -111,15 +111,15 @@ class FileTreeModel(QAbstractItemModel):
             return QModelIndex()
         return self.createIndex(parent.row, 0, parent)
 
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt override)
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt override)
         if parent.isValid() and parent.column() != 0:
             return 0
         return len(self.node(parent).children)
 
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: N802, B008 (Qt override)
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 (Qt override)
         return 1
 
-    def hasChildren(self, parent: Index = QModelIndex()) -> bool:  # noqa: N802, B008 (Qt override)
+    def hasChildren(self, parent: Index = QModelIndex()) -> bool:  # noqa: B008 (Qt override)
         return bool(self.node(parent).children)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

@@ -8,9 +8,8 @@ import logging
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiosqlite
 from acp import PROTOCOL_VERSION, Agent, Client, RequestError, text_block, update_user_message
 from acp.schema import (
     AgentCapabilities,
@@ -28,15 +27,21 @@ from acp.schema import (
     SessionModeState,
     SessionNotification,
 )
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from pydantic import BaseModel
 
 from ide import __version__
-from ide.backend.session import Session, TurnResult
 from ide.backend.store import SessionStore
-from ide.llm import ModelError
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
 from ide.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from ide.backend.session import Session
+
+# LangGraph, LangChain and the model layer are imported when the first session opens, not at start:
+# they cost about a second, and `initialize` should answer before that.
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +146,9 @@ class ArborAgent(Agent):
             raise _settings_error(exc) from None
 
     async def _checkpointer(self, store: SessionStore, cwd: str) -> AsyncSqliteSaver:
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
         path = store.checkpoint_path(cwd)
         if path not in self._checkpointers:
             conn = await aiosqlite.connect(path)
@@ -150,6 +158,8 @@ class ArborAgent(Agent):
         return self._checkpointers[path][1]
 
     async def _open(self, session_id: str, cwd: str, settings: Settings, mode: str) -> Session:
+        from ide.backend.session import Session
+
         store = self._store(settings)
         session = Session(session_id, cwd, settings, await self._checkpointer(store, cwd), mode=mode)
         self._sessions[session_id] = session
@@ -237,20 +247,30 @@ class ArborAgent(Agent):
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt is empty"})
         store = self._store(session.settings)
+        from ide.llm import ModelError
+
         turn_number = store.next_turn(session_id, session.cwd)
-        recorded: list[dict[str, Any]] = [
-            update_user_message(text_block(text)).model_dump(mode="json", by_alias=True, exclude_none=True)
-        ]
+        # The question is saved before the turn runs, and the turn's updates at every finished tool call,
+        # so a backend killed mid-turn still replays what the user asked and what the agent had done.
+        user = update_user_message(text_block(text)).model_dump(mode="json", by_alias=True, exclude_none=True)
+        store.append_events(session_id, session.cwd, turn_number, [user])
         store.update(session_id, session.cwd, title=text.strip().splitlines()[0][:80])
+        recorded: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            store.append_events(session_id, session.cwd, turn_number, recorded)
+            recorded.clear()
 
         async def emit(update: BaseModel) -> None:
             recorded.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+            if getattr(update, "session_update", None) == "tool_call_update":
+                flush()  # before the client hears of it, so what it saw is on disk
             await self.conn.session_update(session_id=session_id, update=update)
 
         session.cancel_requested = False
         session.turn = asyncio.create_task(session.run_turn(text, emit))
         try:
-            result: TurnResult = await session.turn
+            result = await session.turn
         except asyncio.CancelledError:
             if not session.cancel_requested:
                 session.turn.cancel()  # the request itself was cancelled: the connection is closing
@@ -265,7 +285,7 @@ class ArborAgent(Agent):
                 ErrorInfo(kind="internal", message=f"The agent failed: {type(exc).__name__}: {exc}")
             ) from None
         finally:
-            store.append_events(session_id, session.cwd, turn_number, recorded)
+            flush()
         return PromptResponse(
             stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
         )

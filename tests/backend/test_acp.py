@@ -217,3 +217,30 @@ async def test_malformed_lines_get_json_rpc_errors_and_the_backend_keeps_serving
     assert replies[2]["id"] == 7 and replies[2]["error"]["code"] == -32602  # protocolVersion missing
     assert replies[3]["id"] == 8 and replies[3]["result"]["protocolVersion"] == 1
     assert proc.returncode == 0
+
+
+async def test_a_backend_killed_mid_turn_still_replays_the_question_and_finished_tool_calls(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(
+        [
+            {"tool_calls": [{"name": "read_file", "args": {"path": "README.md"}}]},
+            {"latency_ms": 60000, "content": "never said"},
+        ]
+    )
+    env = {"ARBOR_MODEL": f"scripted:{script}"}
+    async with acp_backend(env) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        turn = asyncio.ensure_future(
+            backend.conn.prompt(session_id=session.session_id, prompt=[text_block("Summarise the README")])
+        )
+        await backend.client.wait_for("tool_call_update")
+        backend.proc.kill()
+        await backend.proc.wait()
+        with pytest.raises(ConnectionError):
+            await asyncio.wait_for(turn, 10)
+
+    async with acp_backend(env) as backend:
+        await backend.conn.load_session(cwd=str(git_workspace), session_id=session.session_id, mcp_servers=[])
+        assert backend.client.kinds() == ["user_message_chunk", "tool_call", "tool_call_update"]
+        assert backend.client.text("user_message_chunk") == "Summarise the README"

@@ -1,0 +1,254 @@
+"""Startup benchmark: launch-to-first-paint of the window and the backend's initialize round trip.
+
+    python bench/startup.py [--runs 5] [--workspace PATH]
+
+Prints JSON. Each measurement has a peer measured in the same run, so the ratio means something on any
+machine: the window against a bare PySide6 QMainWindow, the backend against a minimal agent built on
+the ACP SDK (the SDK's echo agent). Everything runs offscreen with throwaway settings and data dirs.
+Not a test: the numbers depend on the machine; the target for the window's first paint is 1.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIRST_PAINT_TARGET_S = 1.5
+CHILD_TIMEOUT_S = 60.0
+
+# The child prints time.monotonic() at the first paint event of the main window: CLOCK_MONOTONIC is
+# shared by all processes on the machine, so the parent can subtract its own launch time.
+ARBOR_WINDOW_CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtCore import QEvent, QObject, QSettings
+    from PySide6.QtWidgets import QApplication, QMainWindow
+
+    class FirstPaint(QObject):
+        seen = False
+        def eventFilter(self, obj, event):
+            if not self.seen and event.type() == QEvent.Type.Paint and isinstance(obj.window(), QMainWindow):
+                self.seen = True
+                print(time.monotonic(), flush=True)
+                QApplication.instance().closeAllWindows()
+            return False
+
+    app = QApplication(["arbor"])
+    first_paint = FirstPaint()
+    app.installEventFilter(first_paint)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, sys.argv[2])
+    from ide.app.main import run_gui
+    sys.exit(run_gui(Path(sys.argv[1])))
+    """
+)
+
+BARE_WINDOW_CHILD = textwrap.dedent(
+    """
+    import os, sys, time
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtCore import QEvent, QObject
+    from PySide6.QtWidgets import QApplication, QMainWindow
+
+    class FirstPaint(QObject):
+        def eventFilter(self, obj, event):
+            if event.type() == QEvent.Type.Paint and isinstance(obj.window(), QMainWindow):
+                print(time.monotonic(), flush=True)
+                QApplication.instance().quit()
+            return False
+
+    app = QApplication(["bare"])
+    first_paint = FirstPaint()
+    app.installEventFilter(first_paint)
+    window = QMainWindow()
+    window.resize(1280, 800)
+    window.show()
+    sys.exit(app.exec())
+    """
+)
+
+ECHO_AGENT_CHILD = textwrap.dedent(
+    """
+    import asyncio
+    from uuid import uuid4
+    from acp import InitializeResponse, NewSessionResponse, PromptResponse, run_agent
+
+    class EchoAgent:
+        def on_connect(self, conn):
+            self._conn = conn
+        async def initialize(self, protocol_version, **kwargs):
+            return InitializeResponse(protocol_version=protocol_version)
+        async def new_session(self, cwd, **kwargs):
+            return NewSessionResponse(session_id=uuid4().hex)
+        async def prompt(self, session_id, prompt, **kwargs):
+            return PromptResponse(stop_reason="end_turn")
+
+    asyncio.run(run_agent(EchoAgent()))
+    """
+)
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "median": round(statistics.median(samples), 4),
+        "min": round(min(samples), 4),
+        "max": round(max(samples), 4),
+    }
+
+
+def first_paint(code: str, args: list[str], env: dict[str, str]) -> float:
+    """Seconds from launching ``python -c code`` to the first paint it reports."""
+    with tempfile.TemporaryFile() as stderr:
+        launched = time.monotonic()
+        child = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            text=True,
+            cwd=REPO,
+        )
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        # Let it shut down (the Arbor window also stops its backend) so runs never overlap.
+        child.wait(timeout=CHILD_TIMEOUT_S)
+        if not line.strip():
+            stderr.seek(0)
+            tail = stderr.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"the child exited with {child.returncode} before painting:\n{tail}")
+    return float(line) - launched
+
+
+async def initialize_round_trip(command: list[str], env: dict[str, str]) -> float:
+    """Seconds from spawning an ACP agent to its answer to ``initialize``."""
+    from acp import PROTOCOL_VERSION, connect_to_agent
+    from acp.schema import ClientCapabilities, Implementation
+
+    class Callbacks:
+        async def session_update(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    launched = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+        cwd=REPO,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    conn = connect_to_agent(Callbacks(), process.stdin, process.stdout)
+    try:
+        await asyncio.wait_for(
+            conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="arbor-bench", version="0"),
+            ),
+            CHILD_TIMEOUT_S,
+        )
+        return time.monotonic() - launched
+    finally:
+        await conn.close()
+        process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+
+def alternate(
+    runs: int, first: Callable[[], float], second: Callable[[], float]
+) -> tuple[list[float], list[float]]:
+    """Interleave the subject and its peer so drift in machine load hits both alike."""
+    a, b = [], []
+    for _ in range(runs):
+        a.append(first())
+        b.append(second())
+    return a, b
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--workspace", type=Path, default=REPO, help="workspace the window opens (default: repo)"
+    )
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="arbor-bench-") as temp:
+        root = Path(temp)
+        script = root / "script.jsonl"
+        script.write_text(json.dumps({"content": "ok"}) + "\n")
+        env = {
+            **os.environ,
+            "ARBOR_CONFIG_DIR": str(root / "config"),
+            "ARBOR_DATA_DIR": str(root / "data"),
+            "ARBOR_MODEL": f"scripted:{script}",
+        }
+        env.pop("ARBOR_BACKEND_COMMAND", None)
+        workspace = str(args.workspace.resolve())
+        qsettings = str(root / "qsettings")
+
+        # One unmeasured launch of each warms the OS file cache, as a second start of the app would be.
+        first_paint(ARBOR_WINDOW_CHILD, [workspace, qsettings], env)
+        first_paint(BARE_WINDOW_CHILD, [], env)
+        arbor_paint, bare_paint = alternate(
+            args.runs,
+            lambda: first_paint(ARBOR_WINDOW_CHILD, [workspace, qsettings], env),
+            lambda: first_paint(BARE_WINDOW_CHILD, [], env),
+        )
+
+        backend = [sys.executable, "-m", "ide", "acp"]
+        echo = [sys.executable, "-c", ECHO_AGENT_CHILD]
+        asyncio.run(initialize_round_trip(backend, env))
+        arbor_init, echo_init = alternate(
+            args.runs,
+            lambda: asyncio.run(initialize_round_trip(backend, env)),
+            lambda: asyncio.run(initialize_round_trip(echo, env)),
+        )
+
+    from PySide6 import __version__ as pyside_version
+
+    result = {
+        "runs": args.runs,
+        "machine": {
+            "python": platform.python_version(),
+            "pyside6": pyside_version,
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "first_paint_s": {
+            "arbor_window": summary(arbor_paint),
+            "peer_bare_qmainwindow": summary(bare_paint),
+            "ratio_median": round(statistics.median(arbor_paint) / statistics.median(bare_paint), 2),
+            "target_s": FIRST_PAINT_TARGET_S,
+            "meets_target": statistics.median(arbor_paint) <= FIRST_PAINT_TARGET_S,
+        },
+        "initialize_s": {
+            "arbor_backend": summary(arbor_init),
+            "peer_sdk_echo_agent": summary(echo_init),
+            "ratio_median": round(statistics.median(arbor_init) / statistics.median(echo_init), 2),
+        },
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""The banner over the central area: backend deaths and classified errors, each with what to do next."""
+
+from __future__ import annotations
+
+import signal
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QVBoxLayout
+
+from ide.app.theme import mono_font
+from ide.protocol import ErrorInfo
+
+STDERR_LINES_SHOWN = 8
+
+
+def last_words(stderr_tail: str, lines: int = STDERR_LINES_SHOWN) -> str:
+    """The end of a process's stderr without Python traceback frames: log lines and the exception itself.
+
+    The banner explains a crash to a user; the frames are for a bug report (the Copy button has them).
+    """
+    kept: list[str] = []
+    in_frame = False
+    for line in stderr_tail.splitlines():
+        if line.startswith("Traceback (most recent call last)") or line.startswith("  File "):
+            in_frame = True
+            continue
+        if in_frame and line.startswith("    "):
+            continue  # the source line quoted under a frame, or a caret marker
+        in_frame = False
+        if line.strip() and not line.startswith("During handling of the above exception"):
+            kept.append(line)
+    return "\n".join(kept[-lines:])
+
+
+def describe_exit(code: int) -> str:
+    """``exit code 1`` or ``killed by SIGKILL`` (asyncio reports death by signal N as -N)."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class Banner(QFrame):
+    """Hidden until something needs the user. Interface: ``show_*`` methods, :attr:`restartRequested`."""
+
+    restartRequested = Signal()
+    dismissed = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("banner")
+        self.setProperty("severity", "error")
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self.kind: str | None = None
+
+        self._icon = QLabel("!")
+        self._icon.setObjectName("bannerIcon")
+        self._icon.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.title = QLabel()
+        self.title.setObjectName("bannerTitle")
+        self.title.setWordWrap(True)
+        self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.fix = QLabel()
+        self.fix.setObjectName("bannerFix")
+        self.fix.setWordWrap(True)
+        self.fix.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details = QLabel()
+        self.details.setObjectName("bannerDetails")
+        self.details.setFont(mono_font(-1))
+        self.details.setTextFormat(Qt.TextFormat.PlainText)
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.restart_button = QPushButton("Restart backend")
+        self.restart_button.setObjectName("restartButton")
+        self.restart_button.clicked.connect(self.restartRequested)
+        self.copy_button = QToolButton()
+        self.copy_button.setObjectName("copyButton")
+        self.copy_button.setText("Copy log")
+        self.copy_button.setToolTip("Copy the backend's last stderr output, for a bug report")
+        self.copy_button.setAutoRaise(True)
+        self.copy_button.clicked.connect(self._copy_log)
+        self._log = ""
+        self.dismiss_button = QToolButton()
+        self.dismiss_button.setObjectName("dismissButton")
+        self.dismiss_button.setText("✕")
+        self.dismiss_button.setToolTip("Dismiss")
+        self.dismiss_button.setAutoRaise(True)
+        self.dismiss_button.clicked.connect(self.dismiss)
+
+        text = QVBoxLayout()
+        text.setSpacing(3)
+        text.addWidget(self.title)
+        text.addWidget(self.fix)
+        text.addWidget(self.details)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(10, 8, 6, 8)
+        layout.setSpacing(10)
+        layout.addWidget(self._icon, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addLayout(text, 1)
+        layout.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(self.restart_button, 0, Qt.AlignmentFlag.AlignTop)
+        layout.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignTop)
+        self.hide()
+
+    def show_backend_died(self, code: int, stderr_tail: str, *, had_session: bool = True) -> None:
+        """The backend process ended on its own: how, its last words, and a Restart button."""
+        self._show(
+            "died",
+            "error",
+            f"The Arbor backend stopped unexpectedly ({describe_exit(code)}).",
+            "Restart it to continue; the conversation will be restored."
+            if had_session
+            else "Restart it to try again.",
+            last_words(stderr_tail),
+            restartable=True,
+        )
+        self._log = stderr_tail
+        self.copy_button.setVisible(bool(stderr_tail.strip()))
+
+    def show_error(self, info: ErrorInfo, *, restartable: bool = False) -> None:
+        """A classified error: its message and the fix that goes with it."""
+        self._show(info.kind, "error", info.message, info.fix or "", "", restartable=restartable)
+
+    def show_notice(self, message: str, fix: str = "") -> None:
+        """Something worth knowing that needs no action (e.g. a session that could not be restored)."""
+        self._show("notice", "info", message, fix, "", restartable=False)
+
+    def set_restartable(self, restartable: bool) -> None:
+        self.restart_button.setVisible(restartable)
+
+    def dismiss(self) -> None:
+        self.hide()
+        self.kind = None
+        self.dismissed.emit()
+
+    def _copy_log(self) -> None:
+        QGuiApplication.clipboard().setText(self._log)
+
+    def _show(
+        self, kind: str, severity: str, title: str, fix: str, details: str, *, restartable: bool
+    ) -> None:
+        self.kind = kind
+        self.copy_button.hide()
+        self.setProperty("severity", severity)
+        self._icon.setText("i" if severity == "info" else "!")
+        # A dynamic property changes the stylesheet's match only after a re-polish.
+        self.style().unpolish(self)
+        self.style().polish(self)
+        self.title.setText(title)
+        self.fix.setText(fix)
+        self.fix.setVisible(bool(fix))
+        self.details.setText(details)
+        self.details.setVisible(bool(details))
+        self.set_restartable(restartable)
+        self.show()

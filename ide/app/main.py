@@ -1,0 +1,61 @@
+"""Entry point of the window: a QApplication driven by a qasync event loop, one MainWindow, an exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import qasync
+from PySide6.QtCore import QCoreApplication, QSettings, QTimer
+from PySide6.QtWidgets import QApplication
+
+from ide.app.theme import apply_theme
+from ide.app.window import MainWindow
+
+APP_NAME = "arbor"
+ORGANIZATION = "arbor"
+
+
+def configure_application(app: QApplication) -> None:
+    """Names (so QSettings lands under ``arbor``), Fusion style and the stylesheet."""
+    QCoreApplication.setOrganizationName(ORGANIZATION)
+    QCoreApplication.setApplicationName(APP_NAME)
+    QCoreApplication.setApplicationVersion(_version())
+    # INI everywhere: one readable file per user instead of the registry or a binary plist.
+    QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+    apply_theme(app)
+
+
+def _version() -> str:
+    from ide.app.acp_client import client_version
+
+    return client_version()
+
+
+def run_gui(workspace: Path) -> int:
+    """Open the window on ``workspace`` and run until it closes; returns the process exit code."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "arbor"])
+    assert isinstance(app, QApplication)
+    configure_application(app)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    quit_requested = asyncio.Event()
+    app.aboutToQuit.connect(quit_requested.set)
+    # Ctrl+C in the terminal closes the window like the Quit action (the loop wakes for signals).
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, app.closeAllWindows)
+
+    window = MainWindow(workspace)
+    window.show()
+    # Started from inside the loop: the first tasks need it running, and the first paint comes sooner.
+    QTimer.singleShot(0, window.start)
+    with loop:
+        loop.run_until_complete(quit_requested.wait())
+        # The window is gone but the backend may still be finishing: give it its graceful stop.
+        loop.run_until_complete(window.bridge.aclose())
+    return 0

@@ -1,0 +1,85 @@
+"""Status bar content: which model answers, what the backend is doing, what the last turn cost."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+
+from ide.app.acp_client import BackendState
+from ide.protocol import AgentMeta, TurnMeta
+
+STATE_COLOURS = {
+    BackendState.STARTING: "#b7791f",
+    BackendState.READY: "#2f855a",
+    BackendState.BUSY: "#3b6fd4",
+    BackendState.STOPPED: "#c53030",
+}
+
+
+def describe_usage(meta: TurnMeta) -> str:
+    """``3 calls · 1.2k in / 340 out · 2.4 s`` summed over the turn's roles ('' when there was no call)."""
+    roles = list(meta.usage.values())
+    calls = sum(role.calls for role in roles)
+    if not calls:
+        return ""
+    tokens_in = sum(role.input_tokens for role in roles)
+    tokens_out = sum(role.output_tokens for role in roles)
+    seconds = sum(role.latency_ms for role in roles) / 1000
+    noun = "call" if calls == 1 else "calls"
+    return (
+        f"last turn: {calls} {noun} · {_tokens(tokens_in)} in / {_tokens(tokens_out)} out · {seconds:.1f} s"
+    )
+
+
+def short_model(spec: str) -> str:
+    """A model spec for a narrow label: ``scripted:/long/path/demo.jsonl`` becomes ``scripted:demo.jsonl``."""
+    provider, _, model = spec.partition(":")
+    if "/" in model and provider == "scripted":
+        return f"{provider}:{PurePath(model).name}"
+    return spec
+
+
+def _tokens(count: int) -> str:
+    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+
+class BackendStatus(QWidget):
+    """Three labels for the status bar. Interface: :meth:`set_state`, :meth:`set_agent`, :meth:`set_turn`."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("backendStatus")
+        self.model = QLabel("model: –")
+        self.model.setObjectName("statusModel")
+        self.usage = QLabel()
+        self.usage.setObjectName("statusUsage")
+        self.state = QLabel()
+        self.state.setObjectName("statusState")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.model)
+        layout.addWidget(self.usage)
+        layout.addStretch(1)
+        layout.addWidget(self.state)
+        self.set_state(BackendState.STOPPED)
+
+    def set_state(self, state: str) -> None:
+        colour = STATE_COLOURS.get(BackendState(state), "#7a808a")
+        self.state.setText(f"<span style='color:{colour}'>●</span> backend {state}")
+        self.state.setProperty("state", state)
+
+    def set_agent(self, meta: AgentMeta | None, name: str | None = None, mode: str | None = None) -> None:
+        if meta is not None:
+            text = f"model: {short_model(meta.model)}"
+            self.model.setToolTip(
+                f"{meta.model}\nArbor {meta.version} · architectures: {', '.join(meta.architectures)}"
+            )
+        else:
+            text = f"agent: {name or 'unknown'}"
+            self.model.setToolTip("This ACP agent does not report Arbor's model metadata.")
+        self.model.setText(f"{text} · {mode}" if mode else text)
+
+    def set_turn(self, meta: TurnMeta | None) -> None:
+        self.usage.setText(describe_usage(meta) if meta is not None else "")

@@ -1,0 +1,75 @@
+"""The window's look: Fusion, a light palette and one stylesheet, in code so installs need no data files."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QPalette
+from PySide6.QtWidgets import QApplication
+
+ACCENT = "#3b6fd4"
+
+STYLESHEET = f"""
+QMainWindow::separator {{ background: #dfe3ea; width: 1px; height: 1px; }}
+QDockWidget {{ font-weight: 600; }}
+QDockWidget::title {{ background: #eef1f5; padding: 5px 8px; border-bottom: 1px solid #dfe3ea; }}
+QLabel#panelTitle {{ font-weight: 600; }}
+QLabel#mutedLabel {{ color: #7a808a; }}
+QLabel#viewerTitle {{
+    background: #f6f7f9; border-bottom: 1px solid #dfe3ea; padding: 5px 10px; color: #3c4048;
+}}
+QLabel#viewerMessage {{ color: #7a808a; font-size: 11pt; padding: 24px; }}
+QTreeView#workspaceTree {{ border: none; }}
+QTreeView#workspaceTree::item {{ padding: 2px 0; }}
+QPlainTextEdit {{ border: none; selection-background-color: #cfe0ff; selection-color: black; }}
+QWidget#chatColumn {{ background: #ffffff; }}
+QScrollArea#chatScroll {{ background: #ffffff; }}
+QFrame#userMessage {{ background: #eaf1ff; border: 1px solid #d3e0fb; border-radius: 8px; }}
+QTextBrowser#assistantMessage {{ background: transparent; }}
+QFrame#thought, QFrame#toolCall {{ background: #f7f8fa; border: 1px solid #e6e9ef; border-radius: 6px; }}
+QLabel#thoughtText {{ color: #5f6570; padding: 0 6px 6px 22px; }}
+QFrame#plan {{ background: #f4fbf6; border: 1px solid #d7eedd; border-radius: 6px; }}
+QLabel#collapseHeader {{ padding: 3px 0; }}
+QLabel#caption {{ color: #7a808a; font-size: 8pt; }}
+QLabel#preText {{ background: #ffffff; border: 1px solid #e6e9ef; border-radius: 4px; padding: 4px; }}
+QPlainTextEdit#promptEdit {{ border: 1px solid #cfd5de; border-radius: 6px; padding: 4px; background: #fff; }}
+QPlainTextEdit#promptEdit:focus {{ border-color: {ACCENT}; }}
+QPushButton#sendButton {{
+    background: {ACCENT}; color: white; border: none; border-radius: 5px;
+    padding: 5px 16px; font-weight: 600;
+}}
+QPushButton#sendButton:disabled {{ background: #aab9d8; }}
+QPushButton#stopButton {{ border: 1px solid #d9a3a3; color: #a33; border-radius: 5px; padding: 5px 12px; }}
+QFrame#separator {{ color: #dfe3ea; }}
+QFrame#banner {{ border-bottom: 1px solid #e7b4b4; background: #fdecec; }}
+QFrame#banner[severity="info"] {{ border-bottom: 1px solid #bcd0f5; background: #edf3ff; }}
+QLabel#bannerIcon {{
+    background: #c53030; color: white; font-weight: bold; border-radius: 9px;
+    min-width: 18px; max-width: 18px; min-height: 18px; max-height: 18px;
+}}
+QFrame#banner[severity="info"] QLabel#bannerIcon {{ background: {ACCENT}; }}
+QLabel#bannerTitle {{ font-weight: 600; color: #402020; }}
+QFrame#banner[severity="info"] QLabel#bannerTitle {{ color: #1d2b4a; }}
+QLabel#bannerFix {{ color: #4a3a3a; }}
+QLabel#bannerDetails {{ background: #fff7f7; border: 1px solid #efcccc; border-radius: 4px; padding: 4px; }}
+QStatusBar {{ background: #f6f7f9; border-top: 1px solid #dfe3ea; }}
+QStatusBar QLabel {{ color: #4a4f58; padding: 0 6px; }}
+"""
+
+
+def mono_font(delta: float = 0.0) -> QFont:
+    """The system's fixed-width font, at least 8.5 pt."""
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    font.setPointSizeF(max(font.pointSizeF() + delta, 8.5))
+    return font
+
+
+def apply_theme(app: QApplication) -> None:
+    """Fusion with a light palette, so the window looks the same on every desktop and offscreen."""
+    app.setStyle("Fusion")
+    palette = app.palette()
+    palette.setColor(QPalette.ColorRole.Window, QColor("#f6f7f9"))
+    palette.setColor(QPalette.ColorRole.Base, QColor("#ffffff"))
+    palette.setColor(QPalette.ColorRole.AlternateBase, QColor("#f3f4f6"))
+    palette.setColor(QPalette.ColorRole.Highlight, QColor(ACCENT))
+    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor("#9aa0a8"))
+    app.setPalette(palette)
+    app.setStyleSheet(STYLESHEET)

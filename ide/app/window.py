@@ -1,0 +1,244 @@
+"""The main window: wires the panels to the backend bridge and remembers its layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QVBoxLayout, QWidget
+
+from ide.app.acp_client import BackendBridge, BackendState
+from ide.app.banner import Banner
+from ide.app.chat import ChatPanel, resolve_location
+from ide.app.status import BackendStatus
+from ide.app.viewer import CodeViewer
+from ide.app.workspace import WorkspacePanel
+from ide.protocol import ErrorInfo, TurnMeta
+from ide.settings import Settings, SettingsError, load_settings
+
+DEFAULT_SIZE = (1280, 800)
+DEFAULT_DOCK_WIDTHS = (270, 470)
+GEOMETRY_KEY = "window/geometry"
+STATE_KEY = "window/state"
+# Bump when docks are added or renamed so an old saved layout is not forced onto new panels.
+STATE_VERSION = 1
+
+STOP_REASONS = {
+    "max_tokens": "The model hit its output token limit; the answer may be cut short.",
+    "max_turn_requests": "The agent used all the model calls one turn may make (agent.max_steps).",
+    "refusal": "The model refused to answer.",
+}
+
+
+class MainWindow(QMainWindow):
+    """Workspace tree (left dock), code viewer under the banner (centre), chat (right dock), status bar."""
+
+    closed = Signal()
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        backend_command: list[str] | None = None,
+        backend_env: dict[str, str] | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        super().__init__()
+        self.workspace = workspace.resolve()
+        self.setObjectName("mainWindow")
+        self.setWindowTitle(f"{self.workspace.name} — Arbor")
+        settings_error: SettingsError | None = None
+        if settings is None:
+            try:
+                settings = load_settings(self.workspace).settings
+            except SettingsError as exc:
+                settings_error = exc
+                settings = Settings()
+        self.settings = settings
+        self._saved_updates: list[Any] | None = None
+
+        self.bridge = BackendBridge(self.workspace, backend_command, backend_env, parent=self)
+        self.banner = Banner()
+        self.viewer = CodeViewer(settings.workspace.max_file_bytes)
+        self.viewer.set_workspace(self.workspace)
+        central = QWidget()
+        central.setObjectName("centralArea")
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.viewer, 1)
+        self.setCentralWidget(central)
+
+        self.workspace_panel = WorkspacePanel(self.workspace, settings.workspace)
+        self.chat = ChatPanel()
+        self.chat.workspace = self.workspace
+        self.workspace_dock = self._dock("Workspace", "workspaceDock", self.workspace_panel)
+        self.chat_dock = self._dock("Chat", "chatDock", self.chat)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.workspace_dock)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.chat_dock)
+
+        self.status = BackendStatus()
+        self.statusBar().addPermanentWidget(self.status, 1)
+        self.statusBar().setSizeGripEnabled(False)
+        self._build_menus()
+        self._connect()
+        self._restore_layout()
+        if settings_error is not None:
+            self.banner.show_error(
+                ErrorInfo(kind="settings", message=str(settings_error), fix="Fix the setting, then reopen.")
+            )
+
+    def start(self) -> None:
+        """List the workspace and start the backend (needs the qasync loop installed)."""
+        self.workspace_panel.refresh()
+        self.bridge.start()
+
+    def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        )
+        return dock
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        refresh = QAction("&Refresh Files", self)
+        refresh.setShortcut(QKeySequence(QKeySequence.StandardKey.Refresh))
+        refresh.triggered.connect(self.workspace_panel.refresh)
+        file_menu.addAction(refresh)
+        file_menu.addSeparator()
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
+        quit_action.triggered.connect(self.close)
+        file_menu.addAction(quit_action)
+
+        view_menu = self.menuBar().addMenu("&View")
+        view_menu.addAction(self.workspace_dock.toggleViewAction())
+        view_menu.addAction(self.chat_dock.toggleViewAction())
+
+        agent_menu = self.menuBar().addMenu("&Agent")
+        self.stop_action = QAction("&Stop Turn", self)
+        self.stop_action.setShortcut(QKeySequence("Ctrl+."))
+        self.stop_action.triggered.connect(self.bridge.cancel)
+        agent_menu.addAction(self.stop_action)
+        self.restart_action = QAction("&Restart Backend", self)
+        self.restart_action.triggered.connect(self.restart_backend)
+        agent_menu.addAction(self.restart_action)
+
+    def _connect(self) -> None:
+        bridge = self.bridge
+        bridge.stateChanged.connect(self._on_state)
+        bridge.agentChanged.connect(self._show_agent)
+        bridge.sessionReady.connect(self._on_session_ready)
+        bridge.replayStarting.connect(self._on_replay_starting)
+        bridge.replayFailed.connect(self._on_replay_failed)
+        bridge.sessionUpdate.connect(self.chat.apply_update)
+        bridge.turnFinished.connect(self._on_turn_finished)
+        bridge.errorRaised.connect(self._on_error)
+        bridge.backendDied.connect(self._on_backend_died)
+        self.banner.restartRequested.connect(self.restart_backend)
+        self.chat.promptSubmitted.connect(self.send_prompt)
+        self.chat.stopRequested.connect(bridge.cancel)
+        self.chat.locationActivated.connect(self._open_location)
+        self.workspace_panel.fileActivated.connect(self.viewer.show_file)
+
+    def send_prompt(self, text: str) -> None:
+        """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
+        if self.bridge.send_prompt(text):
+            if self.banner.kind not in (None, "settings"):
+                self.banner.dismiss()  # what the last turn reported no longer applies
+            self.chat.add_user_message(text)
+
+    def restart_backend(self) -> None:
+        """Restart the backend and restore the conversation (the banner's Restart button)."""
+        self.banner.set_restartable(False)
+        self.bridge.restart()
+
+    def _on_state(self, state: str) -> None:
+        self.status.set_state(state)
+        self.chat.set_backend_state(state)
+        stopped = state == BackendState.STOPPED
+        self.stop_action.setEnabled(state == BackendState.BUSY)
+        if self.banner.isVisible():
+            self.banner.set_restartable(stopped)
+        if state == BackendState.READY and self.banner.kind == "died":
+            self.banner.dismiss()
+
+    def _show_agent(self, *_: Any) -> None:
+        self.status.set_agent(self.bridge.agent_meta, self.bridge.agent_name, self.bridge.mode)
+
+    def _on_session_ready(self, session_id: str, replayed: bool) -> None:
+        self._show_agent()
+        self._saved_updates = None
+        if replayed:
+            self.chat.flush()
+
+    def _on_replay_starting(self) -> None:
+        # Keep what the chat showed: if the replay fails, the old transcript comes back.
+        self._saved_updates = self.chat.clear()
+
+    def _on_replay_failed(self, message: str) -> None:
+        if self._saved_updates is not None:
+            self.chat.clear()
+            self.chat.replay(self._saved_updates)
+            self._saved_updates = None
+        self.banner.show_notice(
+            f"The previous conversation could not be restored: {message}",
+            "A new session was started; the messages above are from the old one and the agent no longer "
+            "remembers them.",
+        )
+
+    def _on_turn_finished(self, stop_reason: str, meta: TurnMeta | None) -> None:
+        self.status.set_turn(meta)
+        self.chat.flush()
+        explanation = STOP_REASONS.get(stop_reason)
+        if explanation:
+            self.banner.show_notice(explanation)
+
+    def _on_backend_died(self, code: int, stderr_tail: str) -> None:
+        self.banner.show_backend_died(code, stderr_tail, had_session=self.bridge.session_id is not None)
+
+    def _on_error(self, info: ErrorInfo) -> None:
+        self.banner.show_error(info, restartable=self.bridge.state == BackendState.STOPPED)
+
+    def _open_location(self, path: str, line: int) -> None:
+        target = resolve_location(self.workspace, path)
+        self.viewer.show_file(target, line or None)
+        self.workspace_panel.select(target)
+
+    def _restore_layout(self) -> None:
+        store = QSettings()
+        geometry = store.value(GEOMETRY_KEY)
+        state = store.value(STATE_KEY)
+        if not (isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)):
+            self.resize(*DEFAULT_SIZE)
+        # Dock sizes only take once the window has a layout, so the default is applied at first show.
+        self._default_docks = not (isinstance(state, QByteArray) and self.restoreState(state, STATE_VERSION))
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if self._default_docks:
+            self._default_docks = False
+            self.resizeDocks(
+                [self.workspace_dock, self.chat_dock], list(DEFAULT_DOCK_WIDTHS), Qt.Orientation.Horizontal
+            )
+
+    def save_layout(self) -> None:
+        """Remember geometry and dock layout for the next window."""
+        store = QSettings()
+        store.setValue(GEOMETRY_KEY, self.saveGeometry())
+        store.setValue(STATE_KEY, self.saveState(STATE_VERSION))
+        store.sync()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.save_layout()
+        self.bridge.stop()
+        super().closeEvent(event)
+        self.closed.emit()

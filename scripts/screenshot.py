@@ -1,0 +1,199 @@
+"""Render the real Arbor window offscreen after one scripted turn and save it as a PNG.
+
+    python scripts/screenshot.py [--output resources/screenshots/window.png] [--size 1280x800]
+
+It builds a small sample git repository in a temporary directory, starts the real backend with a
+scripted model (no model server needed), asks one question, opens the file the agent read, and grabs
+the window. Nothing outside the temporary directory is touched except the output file: the backend's
+data and config dirs and the window's QSettings all point into the temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import qasync
+from PySide6.QtCore import QCoreApplication, QSettings, QtMsgType, SignalInstance, qInstallMessageHandler
+from PySide6.QtWidgets import QApplication
+
+from ide.app.chat import ThoughtView, ToolCallView
+from ide.app.main import configure_application
+from ide.app.window import MainWindow
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUTPUT = REPO / "resources" / "screenshots" / "window.png"
+TIMEOUT_S = 60.0
+QUESTION = "How does checkout apply the member discount?"
+
+SAMPLE_FILES = {
+    "README.md": "# shop\n\nA tiny store: a cart, prices and a checkout.\n",
+    ".gitignore": "*.log\n.venv/\n",
+    "shop/__init__.py": '"""A tiny store."""\n',
+    "shop/cart.py": (
+        '"""The shopping cart."""\n\nfrom dataclasses import dataclass, field\n\n\n@dataclass\n'
+        "class Item:\n    sku: str\n    price_cents: int\n    quantity: int = 1\n\n\n@dataclass\n"
+        "class Cart:\n    items: list[Item] = field(default_factory=list)\n\n"
+        "    def subtotal(self) -> int:\n"
+        "        return sum(item.price_cents * item.quantity for item in self.items)\n"
+    ),
+    "shop/checkout.py": (
+        '"""Turning a cart into an order total."""\n\nfrom shop.cart import Cart\n\n'
+        'MEMBER_DISCOUNT = 0.10\n"""Members save 10% on orders over the threshold."""\n'
+        "DISCOUNT_THRESHOLD_CENTS = 5_000\n\n\n"
+        "def total(cart: Cart, *, member: bool = False) -> int:\n"
+        '    """Order total in cents, after the member discount."""\n'
+        "    subtotal = cart.subtotal()\n"
+        "    if member and subtotal >= DISCOUNT_THRESHOLD_CENTS:\n"
+        "        # Round in the customer's favour.\n"
+        "        return int(subtotal * (1 - MEMBER_DISCOUNT))\n"
+        "    return subtotal\n"
+    ),
+    "tests/test_checkout.py": (
+        "from shop.cart import Cart, Item\nfrom shop.checkout import total\n\n\n"
+        "def test_member_discount_applies_over_threshold():\n"
+        '    cart = Cart([Item("book", 6_000)])\n'
+        "    assert total(cart, member=True) == 5_400\n"
+    ),
+    "server.log": "ignored by .gitignore, so not in the tree\n",
+}
+
+SCRIPT = [
+    {
+        "thinking": (
+            "The question is about the member discount at checkout. The logic is probably in "
+            "shop/checkout.py, so I will read that file before answering."
+        ),
+        "content": "",
+        "tool_calls": [{"name": "read_file", "args": {"path": "shop/checkout.py"}}],
+    },
+    {
+        "content": (
+            "`total()` in **shop/checkout.py** applies the discount only when both hold:\n\n"
+            "- the customer is a member (`member=True`), and\n"
+            "- the cart subtotal is at least `DISCOUNT_THRESHOLD_CENTS` (50.00).\n\n"
+            "It then takes 10% off and truncates to whole cents:\n\n"
+            "```python\nreturn int(subtotal * (1 - MEMBER_DISCOUNT))\n```\n\n"
+            "`tests/test_checkout.py` pins this: a 60.00 book costs a member 54.00."
+        )
+    },
+]
+
+
+def make_workspace(root: Path) -> Path:
+    """A small git repository with one commit and one ignored file."""
+    workspace = root / "shop"
+    for name, text in SAMPLE_FILES.items():
+        path = workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Arbor",
+        "GIT_AUTHOR_EMAIL": "arbor@example.com",
+        "GIT_COMMITTER_NAME": "Arbor",
+        "GIT_COMMITTER_EMAIL": "arbor@example.com",
+    }
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "Sample shop"]):
+        subprocess.run(command, cwd=workspace, env=env, check=True)
+    return workspace
+
+
+async def next_emission(signal: SignalInstance, timeout: float = TIMEOUT_S) -> tuple[Any, ...]:
+    """The arguments of the next emission of ``signal``."""
+    future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
+
+    def receive(*args: Any) -> None:
+        if not future.done():
+            future.set_result(args)
+
+    signal.connect(receive)
+    try:
+        return await asyncio.wait_for(future, timeout)
+    finally:
+        signal.disconnect(receive)
+
+
+async def capture(window: MainWindow, output: Path) -> None:
+    ready = asyncio.ensure_future(next_emission(window.bridge.sessionReady))
+    window.start()
+    await ready
+    finished = asyncio.ensure_future(next_emission(window.bridge.turnFinished))
+    window.send_prompt(QUESTION)
+    await finished
+    window.chat.flush()
+
+    for view in window.chat.views():
+        if isinstance(view, ThoughtView):
+            view.set_expanded(True)
+    tool = next(view for view in window.chat.views() if isinstance(view, ToolCallView))
+    highlighted = asyncio.ensure_future(next_emission(window.viewer.highlighted))
+    if tool.block.locations:
+        tool.locations.linkActivated.emit("0")
+    else:
+        window.viewer.show_file(window.workspace / "shop" / "checkout.py")
+    await highlighted
+    window.workspace_panel.select(window.workspace / "shop" / "checkout.py")
+    window.viewer.editor.go_to_line(13)
+    await asyncio.sleep(0.3)  # let the chat's scroll-to-bottom and the last layout pass land
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if not window.grab().save(str(output)):
+        raise RuntimeError(f"could not write {output}")
+
+
+def _quiet_offscreen(kind: QtMsgType, context: Any, message: str) -> None:
+    # The offscreen platform warns about window size hints it cannot honour; nothing else is hidden.
+    if "propagateSizeHints" not in message:
+        sys.stderr.write(message + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
+    args = parser.parse_args(argv)
+    width, height = (int(part) for part in args.size.lower().split("x"))
+
+    with tempfile.TemporaryDirectory(prefix="arbor-screenshot-") as temp:
+        root = Path(temp)
+        workspace = make_workspace(root)
+        script = root / "script.jsonl"
+        script.write_text("".join(json.dumps(line) + "\n" for line in SCRIPT))
+        backend_env = {
+            "ARBOR_MODEL": f"scripted:{script}",
+            "ARBOR_DATA_DIR": str(root / "data"),
+            "ARBOR_CONFIG_DIR": str(root / "config"),
+        }
+
+        qInstallMessageHandler(_quiet_offscreen)
+        app = QApplication([sys.argv[0]])
+        configure_application(app)
+        QCoreApplication.setOrganizationName("arbor-screenshot")
+        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
+        loop = qasync.QEventLoop(app)
+        asyncio.set_event_loop(loop)
+        window = MainWindow(workspace, backend_env=backend_env)
+        window.resize(width, height)
+        window.show()
+        with loop:
+            try:
+                loop.run_until_complete(capture(window, args.output))
+            finally:
+                window.close()
+                loop.run_until_complete(window.bridge.aclose())
+    print(args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
