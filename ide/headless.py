@@ -35,7 +35,23 @@ EXIT_CANCELLED = 130
 BACKEND_COMMAND = [sys.executable, "-m", "ide", "acp"]
 
 
-class TerminalClient:
+class ReadOnlyClient:
+    """An ACP client with no fs, terminal or permission support: what a plain viewer of a turn offers.
+
+    The agent must complete a turn for such a client; permission requests and extensions are refused.
+    """
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise RequestError.method_not_found("session/request_permission")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+
+class TerminalClient(ReadOnlyClient):
     """ACP client callbacks that print the turn as it streams."""
 
     def __init__(self, out: TextIO, err: TextIO) -> None:
@@ -62,15 +78,6 @@ class TerminalClient:
         elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
             self.err.write(f"[tool] {update.status}\n")
         self.err.flush()
-
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("session/request_permission")
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        return None
 
 
 async def run_task(

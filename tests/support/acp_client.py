@@ -10,15 +10,17 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, connect_to_agent
+from acp import PROTOCOL_VERSION, connect_to_agent
 from acp.core import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation, InitializeResponse
+
+from ide.headless import ReadOnlyClient
 
 BACKEND = [sys.executable, "-m", "ide", "acp"]
 
 
 @dataclass
-class RecordingClient:
+class RecordingClient(ReadOnlyClient):
     """Client callbacks: keeps updates in arrival order; the agent must not need fs or terminal."""
 
     updates: list[tuple[str, Any]] = field(default_factory=list)
@@ -27,15 +29,6 @@ class RecordingClient:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
         self.arrived.set()
-
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("session/request_permission")
-
-    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(method)
-
-    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        return None
 
     def kinds(self) -> list[str]:
         return [u.session_update for _, u in self.updates]
