@@ -46,6 +46,7 @@ closes.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -111,7 +112,7 @@ class FakeOllama:
 
     def start(self) -> FakeOllama:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _QuietServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         # A short poll interval keeps close() quick (shutdown waits for the next poll).
         self._thread = threading.Thread(
@@ -170,6 +171,15 @@ class FakeOllama:
     def _delay(self, milliseconds: float) -> None:
         if milliseconds > 0:
             self._closing.wait(min(milliseconds / 1000, MAX_DELAY_S))
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Clients hanging up mid-stream (timeouts, cancelled turns) are expected here: no traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
