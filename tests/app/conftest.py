@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Always offscreen, even on a desktop with a display: tests never pop up windows or need a screen.
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 import pytest
 import qasync
