@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ide.llm import HealthCheck, ModelError, parse_model_spec, probe_model
+from ide.llm import ROLES, HealthCheck, ModelError, ModelRouter, ModelSpec, probe_model
 from ide.settings import ResolvedSettings, to_toml_value
 
 LANGUAGE_SERVERS = [
@@ -79,20 +79,17 @@ def tool_checks() -> list[HealthCheck]:
 
 async def model_checks(resolved: ResolvedSettings) -> list[HealthCheck]:
     """Probe every distinct model the settings name (the default and each role that overrides it)."""
-    llm = resolved.settings.llm
-    specs = {llm.model}
-    for key, value, _source in resolved.rows():
-        if key.startswith("llm.") and key.count(".") >= 1 and isinstance(value, str) and ":" in value:
-            if key in ("llm.model", "llm.ollama_host", "llm.openai_base_url"):
-                continue
-            specs.add(value)
+    router = ModelRouter(resolved.settings)
     checks: list[HealthCheck] = []
-    for text in sorted(specs):
+    specs: dict[str, ModelSpec] = {}
+    for role in ROLES:
         try:
-            spec = parse_model_spec(text)
+            spec = router.spec_for(role)
         except ModelError as exc:
-            checks.append(HealthCheck(f"model {text}", False, exc.info.message, exc.info.fix))
+            checks.append(HealthCheck(f"model for role {role}", False, exc.info.message, exc.info.fix))
             continue
+        specs.setdefault(str(spec), spec)
+    for text, spec in sorted(specs.items()):
         for check in await probe_model(spec, resolved.settings):
             checks.append(HealthCheck(f"{text}: {check.name}", check.ok, check.detail, check.fix))
     return checks

@@ -90,6 +90,7 @@ class ArborAgent(Agent):
         self._sessions: dict[str, Session] = {}
         self._checkpointers: dict[Path, tuple[aiosqlite.Connection, AsyncSqliteSaver]] = {}
         self._base_settings: Settings | None = None
+        self._stores: dict[Path, SessionStore] = {}
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -100,7 +101,10 @@ class ArborAgent(Agent):
         return self._conn
 
     def _store(self, settings: Settings) -> SessionStore:
-        return SessionStore(settings.resolved_data_dir())
+        data_dir = settings.resolved_data_dir()
+        if data_dir not in self._stores:
+            self._stores[data_dir] = SessionStore(data_dir)
+        return self._stores[data_dir]
 
     async def initialize(
         self,

@@ -63,6 +63,7 @@ class SessionStore:
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
+        self._ready: set[Path] = set()
 
     def workspace_dir(self, cwd: str | Path) -> Path:
         path = self.data_dir / "workspaces" / workspace_key(cwd)
@@ -75,14 +76,19 @@ class SessionStore:
 
     @contextmanager
     def _db(self, cwd: str | Path) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.workspace_dir(cwd) / "sessions.sqlite", timeout=10)
+        path = self.workspace_dir(cwd) / "sessions.sqlite"
+        db = sqlite3.connect(path, timeout=10)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA foreign_keys=ON")
-            db.executescript(SCHEMA)
-            db.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
+            if path not in self._ready:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(SCHEMA)
+                db.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+                db.commit()
+                self._ready.add(path)
             with db:
                 yield db
         finally:
