@@ -152,16 +152,23 @@ async def run_task(
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
-        with contextlib.suppress(Exception):
-            await conn.close()
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), timeout=5)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
+        await close_backend(conn, proc)
         drain.cancel()
+
+
+async def close_backend(conn: Any, proc: asyncio.subprocess.Process, grace_s: float = 5.0) -> None:
+    """Close the connection, then stdin (the backend's cue to exit); kill it if it lingers."""
+    with contextlib.suppress(Exception):
+        await conn.close()
+    if proc.returncode is not None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), timeout=grace_s)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
 
 
 async def _drain(stream: asyncio.StreamReader, tail: deque[str]) -> None:

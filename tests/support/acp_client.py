@@ -14,7 +14,7 @@ from acp import PROTOCOL_VERSION, connect_to_agent
 from acp.core import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation, InitializeResponse
 
-from ide.headless import ReadOnlyClient
+from ide.headless import ReadOnlyClient, close_backend
 
 BACKEND = [sys.executable, "-m", "ide", "acp"]
 
@@ -78,12 +78,4 @@ async def acp_backend(env: dict[str, str] | None = None) -> AsyncIterator[Backen
         )
         yield Backend(conn, client, proc, init)
     finally:
-        with contextlib.suppress(Exception):
-            await conn.close()
-        if proc.returncode is None:
-            proc.stdin.close()
-            try:
-                await asyncio.wait_for(proc.wait(), timeout=5)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await close_backend(conn, proc)
