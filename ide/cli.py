@@ -11,7 +11,7 @@ from pathlib import Path
 from ide import __version__
 from ide.settings import SettingsError, load_settings
 
-COMMANDS = ("gui", "acp", "run", "doctor", "index", "symbols", "lsp", "mcp")
+COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "mcp")
 
 NOT_YET = {
     "index": "the code index (tree-sitter) is not built yet; it lands with the code-index issue",
@@ -41,7 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one task headless, streaming the answer to stdout")
     run.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
     run.add_argument("--mode", default=None, help="agent architecture (session mode), e.g. react")
+    run.add_argument(
+        "--apply", action="store_true", help="accept every hunk, apply and commit (default: print)"
+    )
     run.add_argument("task", help="what the agent should do")
+
+    rollback = sub.add_parser("rollback", help="roll back the last (or the named) applied batch")
+    rollback.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
+    rollback.add_argument("batch_id", nargs="?", default=None, help="batch id (default: the last applied)")
 
     doctor = sub.add_parser("doctor", help="print resolved settings with their sources, and check the setup")
     doctor.add_argument("--workspace", "-w", default=".", help="workspace whose .arbor/config.toml applies")
@@ -54,6 +61,27 @@ def _parser() -> argparse.ArgumentParser:
 def _fail(message: str) -> int:
     sys.stderr.write(f"arbor: {message}\n")
     return 2
+
+
+def _rollback(workspace: Path, batch_id: str | None) -> int:
+    from ide.backend.store import SessionStore
+    from ide.changes import BatchStore, ChangeError, rollback_batch
+
+    try:
+        settings = load_settings(workspace).settings
+    except SettingsError as exc:
+        return _fail(str(exc))
+    store = BatchStore(SessionStore(settings.resolved_data_dir()).workspace_dir(workspace))
+    try:
+        result = rollback_batch(workspace, store, batch_id)
+    except ChangeError as exc:
+        return _fail(str(exc))
+    for path in result.restored:
+        sys.stdout.write(f"restored {path}\n")
+    for refused in result.refused:
+        sys.stderr.write(f"arbor: not restored: {refused.path}: {refused.message}\n")
+    sys.stdout.write(f"rolled back batch {result.batch.id} ({result.batch.message.splitlines()[0]})\n")
+    return 1 if result.refused else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,7 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         workspace = Path(args.workspace).resolve()
         if not workspace.is_dir():
             return _fail(f"workspace {workspace} is not a directory")
-        return asyncio.run(run_task(workspace, args.task, mode=args.mode))
+        return asyncio.run(run_task(workspace, args.task, mode=args.mode, apply=args.apply))
+
+    if args.command == "rollback":
+        return _rollback(Path(args.workspace).resolve(), args.batch_id)
 
     if args.command == "doctor":
         from ide.doctor import run_doctor

@@ -27,6 +27,16 @@ from acp.schema import (
 
 from ide import __version__
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
+from ide.protocol.review import (
+    APPLY,
+    CHANGESET_NOTIFICATION,
+    DECIDE,
+    ApplyParams,
+    ApplyResult,
+    ChangeSetView,
+    DecideParams,
+    unified_diff,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -58,6 +68,11 @@ class TerminalClient(ReadOnlyClient):
         self.out = out
         self.err = err
         self._in_thought = False
+        self.changeset: ChangeSetView | None = None
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == CHANGESET_NOTIFICATION:
+            self.changeset = ChangeSetView.model_validate(params)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         if isinstance(update, AgentThoughtChunk):
@@ -85,11 +100,16 @@ async def run_task(
     task: str,
     *,
     mode: str | None = None,
+    apply: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     command: list[str] | None = None,
 ) -> int:
-    """Run one prompt turn in a new session on ``workspace`` (absolute); the exit code says how it ended."""
+    """Run one prompt turn in a new session on ``workspace`` (absolute); the exit code says how it ended.
+
+    The turn's change set is printed as a unified diff and nothing is written, unless ``apply``: then
+    every hunk is accepted and applied (checkpoint, writes, commit) exactly as the window's Apply all.
+    """
     proc = await asyncio.create_subprocess_exec(
         *(command or BACKEND_COMMAND),
         stdin=asyncio.subprocess.PIPE,
@@ -120,7 +140,7 @@ async def run_task(
     try:
         await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
+            client_capabilities=ClientCapabilities(field_meta={META_KEY: {"review": True}}),
             client_info=Implementation(name="arbor-run", version=__version__),
         )
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
@@ -139,6 +159,12 @@ async def run_task(
             )
         if response.stop_reason == "cancelled":
             return EXIT_CANCELLED
+        if client.changeset is not None and client.changeset.files:
+            if not apply:
+                out.write(unified_diff(client.changeset))
+                err.write("[review] nothing was written; run again with --apply to apply these changes\n")
+            elif not await _apply_all(conn, session_id, err):
+                return EXIT_FAILED
         return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
     except RequestError as exc:
         info = error_info_from_data(exc.data)
@@ -154,6 +180,22 @@ async def run_task(
             loop.remove_signal_handler(signal.SIGINT)
         await close_backend(conn, proc)
         drain.cancel()
+
+
+async def _apply_all(conn: Any, session_id: str, err: TextIO) -> bool:
+    """Accept every hunk and apply; False when some file could not be written."""
+    await conn.ext_method(
+        DECIDE, DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
+    )
+    result = ApplyResult.model_validate(
+        await conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
+    )
+    if result.batch is not None:
+        commit = f", commit {result.batch.commit[:12]}" if result.batch.commit else ""
+        err.write(f"[review] applied batch {result.batch.id}: {len(result.batch.paths)} file(s){commit}\n")
+    for conflict in result.conflicts:
+        err.write(f"[review] not written: {conflict.path}: {conflict.message}\n")
+    return not result.conflicts
 
 
 async def close_backend(conn: Any, proc: asyncio.subprocess.Process, grace_s: float = 5.0) -> None:

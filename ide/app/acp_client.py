@@ -25,15 +25,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from ide.app.background import run_blocking, spawn
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
+from ide.protocol.review import (
+    APPLY,
+    CHANGESET,
+    CHANGESET_NOTIFICATION,
+    DECIDE,
+    HISTORY,
+    ROLLBACK,
+    ApplyParams,
+    ApplyResult,
+    ChangeSetParams,
+    ChangeSetView,
+    DecideParams,
+    HistoryParams,
+    HistoryResult,
+    RollbackParams,
+    RollbackResult,
+)
 
 if TYPE_CHECKING:
     from acp import RequestError
     from acp.core import ClientSideConnection
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate, UserMessageChunk
+    from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +160,10 @@ class _ClientCallbacks:
         raise RequestError.method_not_found(f"_{method}")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        log.debug("ignoring extension notification _%s", method)
+        if method == CHANGESET_NOTIFICATION:
+            self._bridge._on_changeset(self._generation, params)
+        else:
+            log.debug("ignoring extension notification _%s", method)
 
 
 class BackendBridge(QObject):
@@ -172,6 +193,16 @@ class BackendBridge(QObject):
     """The process ended without being asked: exit code (negative: killed by that signal), stderr tail."""
     stopped = Signal()
     """The process is gone and reaped, whether it was asked to stop or died."""
+    changesetReceived = Signal(object)
+    """The session's :class:`ChangeSetView`: pushed after a turn, or the answer to a review request."""
+    applied = Signal(object)
+    """The :class:`ApplyResult` of :meth:`review_apply`."""
+    rolledBack = Signal(object)
+    """The :class:`RollbackResult` of :meth:`review_rollback`."""
+    historyReceived = Signal(object)
+    """The :class:`HistoryResult` of :meth:`review_history`."""
+    reviewFailed = Signal(str)
+    """A review request (its method) failed; :attr:`errorRaised` carries why. Views drop guesses."""
 
     def __init__(
         self,
@@ -230,6 +261,92 @@ class BackendBridge(QObject):
         """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""
         if self.state == BackendState.BUSY and self._conn is not None and self.session_id is not None:
             spawn(self._send_cancel(self._conn, self.session_id), name="cancel")
+
+    def supports(self, method: str) -> bool:
+        """Whether the backend advertised the ``_arbor/*`` extension ``method`` (without the underscore)."""
+        return self.agent_meta is not None and method in self.agent_meta.extensions
+
+    def review_decide(self, params: DecideParams) -> bool:
+        """Record decisions on hunks; the new state arrives as :attr:`changesetReceived`."""
+        return self._review_request(DECIDE, params, ChangeSetView, self.changesetReceived)
+
+    def review_apply(self, params: ApplyParams) -> bool:
+        """Write the accepted hunks; the outcome arrives as :attr:`applied`."""
+        return self._review_request(APPLY, params, ApplyResult, self.applied)
+
+    def review_rollback(self, params: RollbackParams) -> bool:
+        """Restore an applied batch's files; the outcome arrives as :attr:`rolledBack`."""
+        return self._review_request(ROLLBACK, params, RollbackResult, self.rolledBack)
+
+    def review_history(self, params: HistoryParams) -> bool:
+        """List applied batches; they arrive as :attr:`historyReceived`."""
+        return self._review_request(HISTORY, params, HistoryResult, self.historyReceived)
+
+    def review_changeset(self, session_id: str) -> bool:
+        """Ask for the session's current change set; it arrives as :attr:`changesetReceived`."""
+        return self._review_request(
+            CHANGESET, ChangeSetParams(session_id=session_id), ChangeSetView, self.changesetReceived
+        )
+
+    def _review_request(
+        self, method: str, params: BaseModel, result_type: type[BaseModel], done: SignalInstance
+    ) -> bool:
+        """Send ``_method`` if the backend serves it; False (nothing sent) otherwise."""
+        if self._conn is None or not self.supports(method):
+            return False
+        payload = params.model_dump(mode="json")
+        spawn(
+            self._ext_request(self._generation, self._conn, method, payload, result_type, done),
+            name=f"_{method}",
+        )
+        return True
+
+    async def _ext_request(
+        self,
+        generation: int,
+        conn: ClientSideConnection,
+        method: str,
+        payload: dict[str, Any],
+        result_type: type[BaseModel],
+        done: SignalInstance,
+    ) -> None:
+        from acp import RequestError
+
+        try:
+            raw = await conn.ext_method(method, payload)
+            result = result_type.model_validate(raw)
+        except RequestError as exc:
+            if generation == self._generation:
+                self.errorRaised.emit(error_from_request(exc))
+                self.reviewFailed.emit(method)
+            return
+        except ValidationError as exc:
+            if generation == self._generation:
+                log.warning("malformed answer to _%s: %s", method, exc)
+                self.reviewFailed.emit(method)
+                self.errorRaised.emit(
+                    ErrorInfo(
+                        kind="internal",
+                        message=f"The backend answered _{method} with data this window cannot read.",
+                        fix="The window and the backend may be different Arbor versions; reinstall both.",
+                    )
+                )
+            return
+        except ConnectionError:
+            return  # the watcher reports the backend's death
+        if generation == self._generation:
+            done.emit(result)
+
+    def _on_changeset(self, generation: int, params: dict[str, Any]) -> None:
+        if generation != self._generation:
+            return
+        try:
+            view = ChangeSetView.model_validate(params)
+        except ValidationError as exc:
+            log.warning("ignoring malformed _%s: %s", CHANGESET_NOTIFICATION, exc)
+            return
+        if view.session_id == self.session_id:
+            self.changesetReceived.emit(view)
 
     def kill(self) -> None:
         """SIGKILL the backend's process group at once (window teardown, no waiting)."""
@@ -327,7 +444,7 @@ class BackendBridge(QObject):
         init = await asyncio.wait_for(
             conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
+                client_capabilities=ClientCapabilities(field_meta={META_KEY: {"review": True}}),
                 client_info=Implementation(name="arbor", title="Arbor", version=client_version()),
             ),
             INITIALIZE_TIMEOUT_S,

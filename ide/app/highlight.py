@@ -61,7 +61,7 @@ def lex_lines(filename: str, text: str) -> list[list[Span]] | None:
 
 
 @cache
-def _format_for(token: _TokenType) -> QTextCharFormat:
+def format_for(token: _TokenType) -> QTextCharFormat:
     spec = get_style_by_name(STYLE).style_for_token(token)
     fmt = QTextCharFormat()
     if spec["color"]:
@@ -134,4 +134,4 @@ class PygmentsHighlighter(QSyntaxHighlighter):
         if number >= len(self._lines):
             return
         for start, length, token in self._lines[number]:
-            self.setFormat(start, length, _format_for(token))
+            self.setFormat(start, length, format_for(token))

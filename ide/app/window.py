@@ -12,10 +12,12 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QVBoxLayout, QWidget
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
 from ide.app.chat import ChatPanel, resolve_location
+from ide.app.review import ReviewPane
 from ide.app.status import BackendStatus
 from ide.app.viewer import CodeViewer
 from ide.app.workspace import WorkspacePanel
 from ide.protocol import ErrorInfo, TurnMeta
+from ide.protocol.review import APPLY, DECIDE, ApplyParams, DecideParams, HistoryParams, RollbackParams
 from ide.settings import Settings, SettingsError, load_settings
 
 DEFAULT_SIZE = (1280, 800)
@@ -23,7 +25,7 @@ DEFAULT_DOCK_WIDTHS = (270, 470)
 GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
 # Bump when docks are added or renamed so an old saved layout is not forced onto new panels.
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 STOP_REASONS = {
     "max_tokens": "The model hit its output token limit; the answer may be cut short.",
@@ -79,6 +81,10 @@ class MainWindow(QMainWindow):
         self.chat_dock = self._dock("Chat", "chatDock", self.chat)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.workspace_dock)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.chat_dock)
+        self.review = ReviewPane()
+        self.review_dock = self._dock("Review", "reviewDock", self.review)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.review_dock)
+        self.review_dock.hide()  # shown when there is something to review
 
         self.status = BackendStatus()
         self.statusBar().addPermanentWidget(self.status, 1)
@@ -122,6 +128,7 @@ class MainWindow(QMainWindow):
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self.workspace_dock.toggleViewAction())
         view_menu.addAction(self.chat_dock.toggleViewAction())
+        view_menu.addAction(self.review_dock.toggleViewAction())
 
         agent_menu = self.menuBar().addMenu("&Agent")
         self.stop_action = QAction("&Stop Turn", self)
@@ -148,6 +155,20 @@ class MainWindow(QMainWindow):
         self.chat.stopRequested.connect(bridge.cancel)
         self.chat.locationActivated.connect(self._open_location)
         self.workspace_panel.fileActivated.connect(self.viewer.show_file)
+
+        review = self.review
+        bridge.sessionUpdate.connect(review.apply_update)
+        bridge.changesetReceived.connect(review.set_changeset)
+        bridge.applied.connect(review.show_apply_result)
+        bridge.rolledBack.connect(review.show_rollback_result)
+        bridge.historyReceived.connect(review.set_history)
+        bridge.reviewFailed.connect(review.revert)
+        review.decideRequested.connect(self._review_decide)
+        review.applyRequested.connect(self._review_apply)
+        review.rollbackRequested.connect(self._review_rollback)
+        review.historyRequested.connect(self._review_history)
+        review.feedbackRequested.connect(self.send_prompt)
+        review.changesShown.connect(self._show_review)
 
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
@@ -176,6 +197,10 @@ class MainWindow(QMainWindow):
 
     def _on_session_ready(self, session_id: str, replayed: bool) -> None:
         self._show_agent()
+        self.review.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
+        self.review.set_session(session_id, str(self.workspace))
+        if self.review.interactive:
+            self.bridge.review_changeset(session_id)
         self._saved_updates = None
         if replayed:
             self.chat.flush()
@@ -183,6 +208,7 @@ class MainWindow(QMainWindow):
     def _on_replay_starting(self) -> None:
         # Keep what the chat showed: if the replay fails, the old transcript comes back.
         self._saved_updates = self.chat.clear()
+        self.review.clear()  # the replayed tool calls rebuild it
 
     def _on_replay_failed(self, message: str) -> None:
         if self._saved_updates is not None:
@@ -212,6 +238,35 @@ class MainWindow(QMainWindow):
         target = resolve_location(self.workspace, path)
         self.viewer.show_file(target, line or None)
         self.workspace_panel.select(target)
+
+    def _review_decide(self, params: DecideParams) -> None:
+        if not self.bridge.review_decide(params):
+            self.review.revert()
+            self._review_unavailable()
+
+    def _review_apply(self, params: ApplyParams) -> None:
+        if not self.bridge.review_apply(params):
+            self._review_unavailable()
+
+    def _review_rollback(self, params: RollbackParams) -> None:
+        if not self.bridge.review_rollback(params):
+            self._review_unavailable()
+
+    def _review_history(self, params: HistoryParams) -> None:
+        self.bridge.review_history(params)  # a refresh nobody asked for needs no banner
+
+    def _review_unavailable(self) -> None:
+        self.banner.show_notice(
+            "The review could not be sent: the backend is not running.",
+            "Restart it from the Agent menu; the change set is kept by the session.",
+        )
+
+    def _show_review(self, files: int) -> None:
+        if files and self.review_dock.isHidden():
+            self.review_dock.show()
+            self.resizeDocks([self.review_dock], [int(self.height() * 0.45)], Qt.Orientation.Vertical)
+        if files:
+            self.review_dock.raise_()
 
     def _restore_layout(self) -> None:
         store = QSettings()

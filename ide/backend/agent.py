@@ -10,14 +10,24 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import PROTOCOL_VERSION, Agent, Client, RequestError, text_block, update_user_message
+from acp import (
+    PROTOCOL_VERSION,
+    Agent,
+    Client,
+    RequestError,
+    text_block,
+    tool_diff_content,
+    update_user_message,
+)
 from acp.schema import (
     AgentCapabilities,
+    ClientCapabilities,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
+    PermissionOption,
     PromptCapabilities,
     PromptResponse,
     SessionCapabilities,
@@ -26,12 +36,16 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
     SessionNotification,
+    ToolCallUpdate,
 )
 from pydantic import BaseModel
 
 from ide import __version__
+from ide.backend.limits import DIFF_INLINE_CAP
 from ide.backend.store import SessionStore
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
+from ide.protocol import review as rv
+from ide.protocol.review import REVIEW_METHODS
 from ide.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -91,6 +105,7 @@ class ArborAgent(Agent):
         self._checkpointers: dict[Path, tuple[aiosqlite.Connection, AsyncSqliteSaver]] = {}
         self._base_settings: Settings | None = None
         self._stores: dict[Path, SessionStore] = {}
+        self._client_caps: ClientCapabilities | None = None
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -113,6 +128,7 @@ class ArborAgent(Agent):
         client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:
+        self._client_caps = client_capabilities
         try:
             self._base_settings = load_settings(None).settings
         except SettingsError as exc:
@@ -121,7 +137,7 @@ class ArborAgent(Agent):
             version=__version__,
             model=self._base_settings.llm.model,
             architectures=list(MODES),
-            extensions=[],
+            extensions=list(REVIEW_METHODS),
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
         return InitializeResponse(
@@ -163,9 +179,17 @@ class ArborAgent(Agent):
 
     async def _open(self, session_id: str, cwd: str, settings: Settings, mode: str) -> Session:
         from ide.backend.session import Session
+        from ide.changes import BatchStore
 
         store = self._store(settings)
-        session = Session(session_id, cwd, settings, await self._checkpointer(store, cwd), mode=mode)
+        session = Session(
+            session_id,
+            cwd,
+            settings,
+            await self._checkpointer(store, cwd),
+            batches=BatchStore(store.workspace_dir(cwd)),
+            mode=mode,
+        )
         self._sessions[session_id] = session
         return session
 
@@ -275,6 +299,8 @@ class ArborAgent(Agent):
         session.turn = asyncio.create_task(session.run_turn(text, emit))
         try:
             result = await session.turn
+            if session.changeset.changed_paths():
+                await self._offer_review(session)
         except asyncio.CancelledError:
             if not session.cancel_requested:
                 session.turn.cancel()  # the request itself was cancelled: the connection is closing
@@ -294,6 +320,65 @@ class ArborAgent(Agent):
             stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
         )
 
+    def _client_reviews(self) -> bool:
+        """True when the client said it reviews Arbor change sets (``_meta.arbor.review``)."""
+        meta = (self._client_caps.field_meta or {}) if self._client_caps else {}
+        return bool(isinstance(meta.get(META_KEY), dict) and meta[META_KEY].get("review"))
+
+    async def _offer_review(self, session: Session) -> None:
+        """At the end of a turn that edited files: hand the batch to the client for review.
+
+        Arbor's window (and `arbor run`) get the hunks in ``_arbor/changeset``. Any other client is asked
+        once, with the diffs, whether to apply the batch; yes writes through ``fs/write_text_file`` when
+        the client offers it, else through our own apply (checkpoint, atomic writes, commit).
+        """
+        view = session.review.view()
+        if self._client_reviews():
+            await self.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
+            return
+        diffs = []
+        for file in view.files:
+            old, new = session.changeset.diff_texts(file.path)
+            if len(old or "") + len(new or "") <= DIFF_INLINE_CAP:
+                diffs.append(tool_diff_content(str(Path(session.cwd) / file.path), new or "", old))
+        added = sum(f.additions for f in view.files)
+        removed = sum(f.deletions for f in view.files)
+        try:
+            response = await self.conn.request_permission(
+                session_id=session.id,
+                tool_call=ToolCallUpdate(
+                    tool_call_id=f"arbor-review-{uuid.uuid4().hex[:8]}",
+                    title=f"Apply changes to {len(view.files)} file(s) (+{added} −{removed})?",
+                    kind="edit",
+                    status="pending",
+                    content=diffs,
+                ),
+                options=[
+                    PermissionOption(option_id="apply", name="Apply all changes", kind="allow_once"),
+                    PermissionOption(option_id="discard", name="Discard the changes", kind="reject_once"),
+                ],
+            )
+        except RequestError as exc:
+            # A client that cannot be asked keeps the batch pending: nothing written, nothing lost.
+            log.info("client cannot review the change set (%s); it stays pending", exc)
+            return
+        outcome = response.outcome
+        approved = (
+            getattr(outcome, "outcome", None) == "selected" and getattr(outcome, "option_id", "") == "apply"
+        )
+        fs = self._client_caps.fs if self._client_caps else None
+        plain_writes = all(f.status in ("added", "modified") and not f.binary for f in view.files)
+        if approved and fs is not None and fs.write_text_file and plain_writes:
+            for file in view.files:
+                _old, new = session.changeset.diff_texts(file.path)
+                await self.conn.write_text_file(
+                    session_id=session.id, path=str(Path(session.cwd) / file.path), content=new or ""
+                )
+            approved = False  # written by the client: drop the batch from our change set
+        decision = "accepted" if approved else "rejected"
+        session.review.decide(rv.DecideParams(session_id=session.id, decision=decision, all=True))
+        await asyncio.to_thread(session.review.apply, None)
+
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
         if session is None or session.turn is None or session.turn.done():
@@ -302,7 +387,60 @@ class ArborAgent(Agent):
         session.turn.cancel()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        raise RequestError.method_not_found(f"_{method}")
+        from pydantic import ValidationError
+
+        from ide.changes import ChangeError
+
+        handler = {
+            rv.CHANGESET: self._review_changeset,
+            rv.DECIDE: self._review_decide,
+            rv.APPLY: self._review_apply,
+            rv.ROLLBACK: self._review_rollback,
+            rv.HISTORY: self._review_history,
+        }.get(method)
+        if handler is None:
+            raise RequestError.method_not_found(f"_{method}")
+        try:
+            result = await handler(params)
+        except ValidationError as exc:
+            raise RequestError.invalid_params({"errors": exc.errors(include_url=False)}) from None
+        except ChangeError as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from None
+        return result.model_dump(mode="json")
+
+    async def _review_changeset(self, params: dict[str, Any]) -> BaseModel:
+        request = rv.ChangeSetParams.model_validate(params)
+        return self._session(request.session_id).review.view()
+
+    async def _review_decide(self, params: dict[str, Any]) -> BaseModel:
+        request = rv.DecideParams.model_validate(params)
+        return self._session(request.session_id).review.decide(request)
+
+    async def _review_apply(self, params: dict[str, Any]) -> BaseModel:
+        request = rv.ApplyParams.model_validate(params)
+        session = self._session(request.session_id)
+        if session.turn is not None and not session.turn.done():
+            raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
+        return await asyncio.to_thread(session.review.apply, request.message)
+
+    def _batches(self, cwd: str) -> Any:
+        from ide.changes import BatchStore
+
+        cwd, settings = self._workspace(cwd)
+        return BatchStore(self._store(settings).workspace_dir(cwd))
+
+    async def _review_rollback(self, params: dict[str, Any]) -> BaseModel:
+        from ide.changes import rollback_batch
+
+        request = rv.RollbackParams.model_validate(params)
+        return await asyncio.to_thread(
+            rollback_batch, Path(request.cwd), self._batches(request.cwd), request.batch_id
+        )
+
+    async def _review_history(self, params: dict[str, Any]) -> BaseModel:
+        request = rv.HistoryParams.model_validate(params)
+        batches = self._batches(request.cwd).history(request.cwd, limit=request.limit)
+        return rv.HistoryResult(batches=batches)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring extension notification _%s", method)

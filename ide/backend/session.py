@@ -9,22 +9,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp import start_tool_call, text_block, update_agent_message, update_agent_thought, update_tool_call
+from acp import (
+    start_tool_call,
+    text_block,
+    tool_diff_content,
+    update_agent_message,
+    update_agent_thought,
+    update_tool_call,
+)
 from acp.schema import ContentToolCallContent, ToolCallLocation
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel
 
+from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
+from ide.changes import BatchStore, ChangeSet, Review
 from ide.llm import ContextTier, ModelError, ModelRouter
 from ide.protocol import TurnMeta
 from ide.search.events import cap_text
 from ide.search.react import build_react_graph, turn_ran_out_of_steps
 from ide.settings import Settings
-from ide.tools import Toolbox, read_toolbox
+from ide.tools import Toolbox, agent_toolbox
 
 log = logging.getLogger(__name__)
-
-RAW_IO_CAP = 4000
-"""Bytes of a tool's input or output put on the wire; long lines kill ACP stdio readers."""
 
 Emit = Callable[[BaseModel], Awaitable[None]]
 
@@ -43,15 +49,27 @@ class Session:
     cwd: str
     settings: Settings
     checkpointer: Any
+    batches: BatchStore
     mode: str = "react"
     router: ModelRouter = field(init=False)
+    changeset: ChangeSet = field(init=False)
+    review: Review = field(init=False)
     toolbox: Toolbox = field(init=False)
     turn: asyncio.Task[TurnResult] | None = None
     cancel_requested: bool = False
 
     def __post_init__(self) -> None:
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
-        self.toolbox = read_toolbox(Path(self.cwd), self.settings)
+        # Rule 3: the agent's edits go into this overlay; only the review writes the user's files.
+        self.changeset = ChangeSet(Path(self.cwd))
+        self.review = Review(
+            self.changeset,
+            session_id=self.id,
+            title=None,
+            store=self.batches,
+            commit_mode=self.settings.review.commit,
+        )
+        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset)
         self._graph: Any = None
 
     async def _observation_cap(self) -> int:
@@ -74,6 +92,8 @@ class Session:
 
     async def run_turn(self, text: str, emit: Emit) -> TurnResult:
         """Run one prompt turn, emitting ACP session updates as the graph streams events."""
+        if self.review.title is None:
+            self.review.title = text.strip().splitlines()[0][:72] if text.strip() else None
         graph = await self.graph()
         config = {
             "configurable": {"thread_id": self.id},
@@ -114,10 +134,16 @@ def translate_event(event: dict[str, Any]) -> BaseModel | None:
         )
     if kind == "tool_end":
         output = cap_text(event["output"], RAW_IO_CAP)
+        content: list[Any] = [ContentToolCallContent(type="content", content=text_block(output))]
+        content.extend(
+            tool_diff_content(diff.path, diff.new_text or "", diff.old_text)
+            for diff in event.get("diffs", ())
+            if len(diff.old_text or "") + len(diff.new_text or "") <= DIFF_INLINE_CAP
+        )
         return update_tool_call(
             event["id"],
             status="failed" if event["failed"] else "completed",
-            content=[ContentToolCallContent(type="content", content=text_block(output))],
+            content=content,
             raw_output={"output": output},
         )
     log.debug("ignoring graph event %r", kind)

@@ -24,10 +24,12 @@ from ide.tools import Toolbox
 ROLE = "react"
 
 SYSTEM_PROMPT = """You are Arbor, a coding agent working in the workspace at {root}.
-You can read it with your tools: read_file(path, start_line?, end_line?), list_dir(path) and
-grep(pattern, path?). Paths are relative to the workspace root. You cannot change files yet.
-Look before you answer: read the code that matters, then answer concisely in Markdown,
-citing files as path:line."""
+Read it with read_file(path, start_line?, end_line?), list_dir(path) and grep(pattern, path?).
+Change it with edit_file(path, old_text, new_text), write_file, create_file, delete_file and
+rename_file. Paths are relative to the workspace root. Your edits are proposals: the user reviews
+them hunk by hunk before anything is written, and your reads already see them.
+Look before you act: read the code that matters, make focused edits, then answer concisely in
+Markdown, citing files as path:line."""
 
 
 class ChatRouter(Protocol):
@@ -105,7 +107,15 @@ def build_react_graph(
             )
             outcome = await asyncio.to_thread(toolbox.call, call["name"], call["args"])
             output = cap_text(outcome.output, observation_cap)
-            writer({"type": "tool_end", "id": call_id, "failed": outcome.failed, "output": output})
+            writer(
+                {
+                    "type": "tool_end",
+                    "id": call_id,
+                    "failed": outcome.failed,
+                    "output": output,
+                    "diffs": outcome.diffs,
+                }
+            )
             results.append(
                 ToolMessage(
                     content=output,

@@ -27,14 +27,26 @@ class ToolSpec:
     run: Callable[[Workspace, ToolSettings, Any], str]
     title: Callable[[Any], str]
     location: Callable[[Any], tuple[str, int | None] | None]
+    touches: Callable[[Any], list[str]] | None = None
+    """Paths an editing tool changes; their diffs go to the client with the result."""
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """A proposed change of one file, as ACP diff content carries it (absolute path)."""
+
+    path: str
+    old_text: str | None
+    new_text: str | None
 
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """Result of one call: the observation for the model and whether the call failed."""
+    """Result of one call: the observation for the model, whether it failed, and the diffs it made."""
 
     output: str
     failed: bool
+    diffs: tuple[FileDiff, ...] = ()
 
 
 class Toolbox:
@@ -62,11 +74,23 @@ class Toolbox:
         """Run a tool call; tool errors become failed outcomes the model can read."""
         try:
             spec, parsed = self.parse(name, args)
-            return ToolOutcome(spec.run(self.workspace, self.settings, parsed), failed=False)
+            output = spec.run(self.workspace, self.settings, parsed)
+            return ToolOutcome(output, failed=False, diffs=self._diffs(spec, parsed))
         except ToolError as exc:
             return ToolOutcome(f"error: {exc}", failed=True)
         except OSError as exc:
             return ToolOutcome(f"error: {exc.strerror or exc}", failed=True)
+
+    def _diffs(self, spec: ToolSpec, args: BaseModel) -> tuple[FileDiff, ...]:
+        overlay = self.workspace.overlay
+        if spec.touches is None or overlay is None or not hasattr(overlay, "diff_texts"):
+            return ()
+        diffs = []
+        for path in spec.touches(args):
+            rel = self.workspace.relative(self.workspace.resolve(path))
+            old, new = overlay.diff_texts(rel)
+            diffs.append(FileDiff(str(self.workspace.root / rel), old, new))
+        return tuple(diffs)
 
     def describe(self, name: str, args: dict[str, Any]) -> tuple[str, ToolKind, list[tuple[str, int | None]]]:
         """Title, ACP kind and absolute locations of a call, for the client's tool-call card."""

@@ -34,9 +34,9 @@ class GrepArgs(BaseModel):
 
 def read_file(workspace: Workspace, settings: ToolSettings, args: ReadFileArgs) -> str:
     path = workspace.resolve(args.path)
-    if not path.exists():
+    if not workspace.exists(path):
         raise ToolError(f"{args.path} does not exist{_did_you_mean(workspace, args.path)}")
-    if path.is_dir():
+    if workspace.is_dir(path):
         raise ToolError(f"{args.path} is a directory; use list_dir")
     if workspace.is_ignored(path):
         raise ToolError(f"{args.path} is excluded from the workspace (.gitignore or workspace.exclude)")
@@ -60,13 +60,9 @@ def read_file(workspace: Workspace, settings: ToolSettings, args: ReadFileArgs) 
 
 def list_dir(workspace: Workspace, settings: ToolSettings, args: ListDirArgs) -> str:
     path = workspace.resolve(args.path)
-    if not path.is_dir():
+    if not workspace.is_dir(path):
         raise ToolError(f"{args.path} is not a directory{_did_you_mean(workspace, args.path)}")
-    entries = []
-    for child in sorted(path.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower())):
-        if workspace.is_ignored(child):
-            continue
-        entries.append(child.name + ("/" if child.is_dir() else ""))
+    entries = [name + ("/" if is_dir else "") for name, is_dir in workspace.children(path)]
     if not entries:
         return f"{workspace.relative(path)}/ is empty"
     return "\n".join(entries)
@@ -78,9 +74,9 @@ def grep(workspace: Workspace, settings: ToolSettings, args: GrepArgs) -> str:
     except re.error as exc:
         raise ToolError(f"invalid regular expression {args.pattern!r}: {exc}") from None
     start = workspace.resolve(args.path or ".")
-    if not start.exists():
+    if not workspace.exists(start):
         raise ToolError(f"{args.path} does not exist")
-    files = [start] if start.is_file() else workspace.walk(start)
+    files = workspace.walk(start) if workspace.is_dir(start) else [start]
     hits: list[str] = []
     for file in files:
         if len(hits) >= settings.grep_max_matches:
@@ -95,10 +91,12 @@ def grep(workspace: Workspace, settings: ToolSettings, args: GrepArgs) -> str:
 
 def _grep_file(workspace: Workspace, file: Path, regex: re.Pattern[str], limit: int) -> list[str]:
     try:
-        if file.stat().st_size > workspace.settings.max_file_bytes:
-            return []
-        data = file.read_bytes()
+        if file.exists() and file.stat().st_size > workspace.settings.max_file_bytes:
+            return []  # checked before reading: a huge file on disk is never loaded
+        data = workspace.read_bytes(file)
     except OSError:
+        return []
+    if len(data) > workspace.settings.max_file_bytes:
         return []
     if is_binary(data):
         return []

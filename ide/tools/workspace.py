@@ -6,12 +6,24 @@ import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from pathspec import GitIgnoreSpec
 
 from ide.settings import WorkspaceSettings
 
 ALWAYS_EXCLUDED = (".git/",)
+
+
+class Overlay(Protocol):
+    """The reads of a change set (ide.changes.ChangeSet): the workspace as the agent's edits left it."""
+
+    def exists(self, rel: str) -> bool: ...
+    def is_dir(self, rel: str) -> bool: ...
+    def read_bytes(self, rel: str) -> bytes: ...
+    def read_text(self, rel: str) -> str: ...
+    def listdir(self, rel: str) -> list[tuple[str, bool]]: ...
+    def changed_paths(self) -> list[str]: ...
 
 
 class ToolError(Exception):
@@ -24,9 +36,12 @@ class Workspace:
     Later the session's change set plugs in here: every read of the agent goes through ``read_text``.
     """
 
-    def __init__(self, root: Path, settings: WorkspaceSettings | None = None) -> None:
+    def __init__(
+        self, root: Path, settings: WorkspaceSettings | None = None, overlay: Overlay | None = None
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.settings = settings or WorkspaceSettings()
+        self.overlay = overlay
         self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude])
 
     def resolve(self, path: str) -> Path:
@@ -80,8 +95,20 @@ class Workspace:
         return bool(decision)
 
     def walk(self, start: Path | None = None) -> Iterator[Path]:
-        """Files under ``start`` (default: root) that are not ignored, in sorted order."""
+        """Files under ``start`` (default: root) that are not ignored, as the overlay leaves them."""
         start = start or self.root
+        if self.overlay is None:
+            yield from self._walk_disk(start)
+            return
+        changed = {self.root / rel for rel in self.overlay.changed_paths()}
+        files = {p for p in self._walk_disk(start) if p not in changed}
+        for path in changed:
+            inside = path == start or start in path.parents
+            if inside and self.overlay.exists(self.relative(path)) and not self.is_ignored(path):
+                files.add(path)
+        yield from sorted(files)
+
+    def _walk_disk(self, start: Path) -> Iterator[Path]:
         for dirpath, dirnames, filenames in os.walk(start):
             current = Path(dirpath)
             dirnames[:] = sorted(
@@ -102,8 +129,31 @@ class Workspace:
     def _rel(self, path: Path) -> PurePosixPath:
         return PurePosixPath(path.relative_to(self.root).as_posix())
 
+    def exists(self, path: Path) -> bool:
+        return self.overlay.exists(self.relative(path)) if self.overlay else path.exists()
+
+    def is_dir(self, path: Path) -> bool:
+        return self.overlay.is_dir(self.relative(path)) if self.overlay else path.is_dir()
+
+    def children(self, path: Path) -> list[tuple[str, bool]]:
+        """(name, is_dir) of a directory's entries that are not ignored, directories first."""
+        if self.overlay is not None:
+            entries = self.overlay.listdir(self.relative(path))
+        else:
+            entries = [(child.name, child.is_dir()) for child in path.iterdir()]
+        kept = [(name, is_dir) for name, is_dir in entries if not self.is_ignored(path / name)]
+        return sorted(kept, key=lambda entry: (not entry[1], entry[0].lower()))
+
+    def read_bytes(self, path: Path) -> bytes:
+        return self.overlay.read_bytes(self.relative(path)) if self.overlay else path.read_bytes()
+
     def read_text(self, path: Path) -> str:
-        """Text of a workspace file as the agent should see it (UTF-8, undecodable bytes replaced)."""
+        """Text of a workspace file as the agent should see it (through the overlay when there is one)."""
+        if self.overlay is not None:
+            data = self.overlay.read_bytes(self.relative(path))
+            if is_binary(data):
+                raise ToolError(f"{self.relative(path)} is a binary file")
+            return self.overlay.read_text(self.relative(path))
         size = path.stat().st_size
         if size > self.settings.max_file_bytes:
             raise ToolError(

@@ -38,3 +38,13 @@ def close_window(qtbot: Any, window: MainWindow) -> None:
 def wait_ready(qtbot: Any, window: MainWindow) -> None:
     """Wait until the window's backend has a session and is ready for a prompt."""
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=BACKEND_START_TIMEOUT_MS)
+
+
+REPO = Path(__file__).resolve().parents[2]
+REVIEW_AGENT = [sys.executable, str(Path(__file__).with_name("review_agent.py"))]
+"""The fake agent with Arbor's review extension; append ``--standard`` for one without it."""
+
+
+def review_agent_env(log: Path, **extra: str) -> dict[str, str]:
+    """Environment of the fake review agent: this checkout importable, requests logged to ``log``."""
+    return {"PYTHONPATH": str(REPO), "REVIEW_AGENT_LOG": str(log), **extra}

@@ -25,6 +25,25 @@ class RecordingClient(ReadOnlyClient):
 
     updates: list[tuple[str, Any]] = field(default_factory=list)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    notifications: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    permission_answer: str | None = None
+    """Option id to pick when the agent asks permission; None refuses the request like a bare client."""
+    permission_requests: list[Any] = field(default_factory=list)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        self.notifications.append((method, params))
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any:
+        from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+        self.permission_requests.append((tool_call, options))
+        if self.permission_answer is None:
+            return await super().request_permission(session_id, tool_call, options, **kwargs)
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=self.permission_answer)
+        )
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
@@ -54,7 +73,11 @@ class Backend:
 
 
 @contextlib.asynccontextmanager
-async def acp_backend(env: dict[str, str] | None = None) -> AsyncIterator[Backend]:
+async def acp_backend(
+    env: dict[str, str] | None = None,
+    capabilities: ClientCapabilities | None = None,
+    client: RecordingClient | None = None,
+) -> AsyncIterator[Backend]:
     """A real ``arbor acp`` subprocess, initialized by the SDK's own client connection."""
     proc = await asyncio.create_subprocess_exec(
         *BACKEND,
@@ -65,13 +88,13 @@ async def acp_backend(env: dict[str, str] | None = None) -> AsyncIterator[Backen
         limit=50 * 1024 * 1024,
     )
     assert proc.stdin is not None and proc.stdout is not None
-    client = RecordingClient()
+    client = client or RecordingClient()
     conn = connect_to_agent(client, proc.stdin, proc.stdout)
     try:
         init = await asyncio.wait_for(
             conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
+                client_capabilities=capabilities or ClientCapabilities(),
                 client_info=Implementation(name="arbor-tests", version="0"),
             ),
             timeout=30,

@@ -1,0 +1,154 @@
+"""Review pane benchmark: a 300-file / 3,000-hunk change set shown, a file switched to, a hunk stepped.
+
+    python bench/review_pane.py [--runs 5] [--files 300] [--hunks 10]
+
+Prints JSON: medians over the runs. "show" is ``ReviewPane.set_changeset`` plus the first paint of the
+diff view; the wire model's validation (what the bridge does with the notification, on the UI thread)
+is reported apart. The peer, measured in the same run, is a QPlainTextEdit given the whole change set as
+one unified diff (setPlainText plus its first paint). Offscreen; the target for "show" is 500 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication, QPlainTextEdit, QWidget
+
+from ide.app.diffs import local_file_change, unified_text
+from ide.app.review import ReviewPane
+from ide.app.theme import apply_theme
+from ide.protocol.review import ChangeSetView
+
+SHOW_TARGET_S = 0.5
+
+
+def synthetic_changeset(files: int, hunks: int) -> ChangeSetView:
+    """``files`` Python files of ``hunks * 10`` lines, every tenth line edited (one hunk each)."""
+    changes = []
+    for index in range(files):
+        old = [f"def f{n}(value):\n    return value * {n}  # step {n}\n" for n in range(hunks * 10)]
+        new = list(old)
+        for n in range(0, hunks * 10, 10):
+            new[n] = f"def f{n}(value, scale=1):\n    return value * scale * {n}  # step {n}\n"
+        changes.append(local_file_change(f"pkg/module_{index:03d}.py", "".join(old), "".join(new)))
+    return ChangeSetView(session_id="bench", cwd="/bench", title="bench", files=changes)
+
+
+class PaintWatch(QObject):
+    """Notes the first Paint event a widget receives after :meth:`arm`."""
+
+    def __init__(self, widget: QWidget) -> None:
+        super().__init__()
+        self.painted = False
+        widget.installEventFilter(self)
+
+    def arm(self) -> None:
+        self.painted = False
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            self.painted = True
+        return False
+
+
+def timed_until_painted(app: QApplication, watch: PaintWatch, action: Callable[[], None]) -> float:
+    watch.arm()
+    started = time.perf_counter()
+    action()
+    while not watch.painted:
+        app.processEvents()
+    return time.perf_counter() - started
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "median": round(statistics.median(samples), 4),
+        "min": round(min(samples), 4),
+        "max": round(max(samples), 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--files", type=int, default=300)
+    parser.add_argument("--hunks", type=int, default=10, help="hunks per file")
+    args = parser.parse_args(argv)
+
+    app = QApplication.instance() or QApplication(["bench"])
+    assert isinstance(app, QApplication)
+    apply_theme(app)
+    changeset = synthetic_changeset(args.files, args.hunks)
+    wire = changeset.model_dump(mode="json")
+    text = unified_text(changeset)
+
+    validate, show, switch, step, peer = [], [], [], [], []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        view = ChangeSetView.model_validate(wire)
+        validate.append(time.perf_counter() - started)
+
+        pane = ReviewPane()
+        pane.resize(1280, 700)
+        pane.set_session("bench", "/bench")
+        pane.set_interactive(True)
+        pane.show()
+        app.processEvents()
+        watch = PaintWatch(pane.unified.viewport())
+        show.append(timed_until_painted(app, watch, lambda pane=pane, view=view: pane.set_changeset(view)))
+        switch.append(timed_until_painted(app, watch, lambda pane=pane: pane.select_file(args.files // 2)))
+        step.append(timed_until_painted(app, watch, pane.next_hunk))
+        pane.close()
+        pane.deleteLater()
+
+        editor = QPlainTextEdit()
+        editor.resize(1280, 700)
+        editor.show()
+        app.processEvents()
+        editor_watch = PaintWatch(editor.viewport())
+        peer.append(timed_until_painted(app, editor_watch, lambda editor=editor: editor.setPlainText(text)))
+        editor.close()
+        editor.deleteLater()
+        app.processEvents()
+
+    from PySide6 import __version__ as pyside_version
+
+    hunks = sum(len(file.hunks) for file in changeset.files)
+    result = {
+        "runs": args.runs,
+        "change_set": {"files": len(changeset.files), "hunks": hunks, "diff_lines": text.count("\n") + 1},
+        "machine": {
+            "python": platform.python_version(),
+            "pyside6": pyside_version,
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "show_s": {
+            "review_pane": summary(show),
+            "peer_plaintextedit_whole_diff": summary(peer),
+            "ratio_median": round(statistics.median(show) / statistics.median(peer), 2),
+            "target_s": SHOW_TARGET_S,
+            "meets_target": statistics.median(show) + statistics.median(validate) <= SHOW_TARGET_S,
+        },
+        "wire_validate_s": summary(validate),
+        "switch_file_s": summary(switch),
+        "next_hunk_s": summary(step),
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,309 @@
+"""Diff arithmetic for the Review pane, free of Qt: local hunks, review states, display rows, intraline.
+
+Everything here is plain data so the pane only paints, and tests and the benchmark can call it directly.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView
+
+FileState = Literal["pending", "partly", "accepted", "rejected", "conflict"]
+RowKind = Literal["hunk", "context", "del", "add", "note", "pad"]
+
+CONTEXT_LINES = 3
+INTRALINE_MAX_CHARS = 500
+"""Longer lines are marked as changed as a whole: word matching them would cost more than it shows."""
+INTRALINE_MIN_RATIO = 0.3
+"""Below this similarity a pair of lines is a rewrite, and marking every word in it would be noise."""
+DECISION_TAGS = {"pending": "", "accepted": "  ✓ accepted", "rejected": "  ✗ rejected"}
+
+_WORD = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def stored_decision(hunk: HunkView) -> Decision:
+    return hunk.decision
+
+
+def stored_comment(hunk: HunkView) -> str | None:
+    return hunk.comment
+
+
+def file_state(
+    file: FileChangeView, decision_of: Callable[[HunkView], Decision] = stored_decision
+) -> FileState:
+    """What the file list shows for ``file``: a conflict wins, then the mix of its hunks' decisions."""
+    if file.conflict:
+        return "conflict"
+    decisions = {decision_of(hunk) for hunk in file.hunks}
+    if not decisions or decisions == {"pending"}:
+        return "pending"
+    if len(decisions) == 1:
+        return "accepted" if "accepted" in decisions else "rejected"
+    return "partly"
+
+
+def _split_keep_ends(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def local_hunks(path: str, old: str | None, new: str | None) -> list[HunkView]:
+    """Hunks of ``old`` → ``new`` computed here with difflib (for agents that send only ACP diffs).
+
+    Ids hash the path and the hunk's lines, so the same edit keeps its id when the diff is recomputed.
+    """
+    old_lines = _split_keep_ends(old or "")
+    new_lines = _split_keep_ends(new or "")
+    hunks: list[HunkView] = []
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for group in matcher.get_grouped_opcodes(CONTEXT_LINES):
+        first, last = group[0], group[-1]
+        old_start, old_end = first[1], last[2]
+        new_start, new_end = first[3], last[4]
+        lines: list[str] = []
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines.extend(_diff_lines(" ", old_lines[i1:i2]))
+                continue
+            if tag in ("replace", "delete"):
+                lines.extend(_diff_lines("-", old_lines[i1:i2]))
+            if tag in ("replace", "insert"):
+                lines.extend(_diff_lines("+", new_lines[j1:j2]))
+        old_count, new_count = old_end - old_start, new_end - new_start
+        # Unified-diff convention: an empty range starts at the line before it.
+        header = (
+            f"@@ -{old_start + 1 if old_count else old_start},{old_count} "
+            f"+{new_start + 1 if new_count else new_start},{new_count} @@"
+        )
+        digest = hashlib.sha1("\n".join([path, *lines]).encode("utf-8", "surrogatepass")).hexdigest()
+        hunks.append(
+            HunkView(
+                id=f"local-{digest[:16]}",
+                header=header,
+                old_start=old_start + 1 if old_count else old_start,
+                old_count=old_count,
+                new_start=new_start + 1 if new_count else new_start,
+                new_count=new_count,
+                lines=lines,
+            )
+        )
+    return hunks
+
+
+def _diff_lines(prefix: str, lines: list[str]) -> list[str]:
+    out: list[str] = []
+    for line in lines:
+        stripped = line.rstrip("\r\n")
+        out.append(prefix + stripped)
+        if stripped == line:
+            out.append("\\ No newline at end of file")
+    return out
+
+
+def local_file_change(path: str, old: str | None, new: str | None) -> FileChangeView:
+    """A :class:`FileChangeView` for one ACP ``diff`` (``old`` None: the agent created the file)."""
+    hunks = local_hunks(path, old, new)
+    additions = sum(1 for hunk in hunks for line in hunk.lines if line.startswith("+"))
+    deletions = sum(1 for hunk in hunks for line in hunk.lines if line.startswith("-"))
+    status = "added" if old is None else "modified"
+    return FileChangeView(path=path, status=status, additions=additions, deletions=deletions, hunks=hunks)
+
+
+@dataclass
+class StandardDiffs:
+    """The edits a non-Arbor agent proposed in a session, folded per path: first base, latest text."""
+
+    bases: dict[str, str | None] = field(default_factory=dict)
+    latest: dict[str, str] = field(default_factory=dict)
+
+    def add(self, path: str, old: str | None, new: str) -> None:
+        self.bases.setdefault(path, old)
+        self.latest[path] = new
+
+    def changeset(self, session_id: str, cwd: str) -> ChangeSetView:
+        files = [local_file_change(path, self.bases[path], self.latest[path]) for path in self.latest]
+        return ChangeSetView(session_id=session_id, cwd=cwd, files=[f for f in files if f.hunks])
+
+
+@dataclass(slots=True)
+class Row:
+    """One display line of a diff: what it is, its text, its hunk and its old/new line numbers."""
+
+    kind: RowKind
+    text: str
+    hunk: int = -1
+    old_no: int | None = None
+    new_no: int | None = None
+    intraline: list[tuple[int, int]] = field(default_factory=list)
+    """(start, length) in characters of ``text`` that changed within a paired -/+ line."""
+
+
+def intraline_spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Changed word ranges of a removed line and the added line that replaces it (empty if unrelated)."""
+    if len(old) > INTRALINE_MAX_CHARS or len(new) > INTRALINE_MAX_CHARS:
+        return [], []
+    a, b = _WORD.findall(old), _WORD.findall(new)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.ratio() < INTRALINE_MIN_RATIO:
+        return [], []
+    a_offsets = _offsets(a)
+    b_offsets = _offsets(b)
+    old_spans: list[tuple[int, int]] = []
+    new_spans: list[tuple[int, int]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        if i2 > i1:
+            old_spans.append((a_offsets[i1], a_offsets[i2] - a_offsets[i1]))
+        if j2 > j1:
+            new_spans.append((b_offsets[j1], b_offsets[j2] - b_offsets[j1]))
+    return old_spans, new_spans
+
+
+def _offsets(tokens: list[str]) -> list[int]:
+    offsets = [0]
+    for token in tokens:
+        offsets.append(offsets[-1] + len(token))
+    return offsets
+
+
+def _pair_runs(dels: list[Row], adds: list[Row]) -> None:
+    for old_row, new_row in zip(dels, adds, strict=False):
+        old_spans, new_spans = intraline_spans(old_row.text[1:], new_row.text[1:])
+        # Shift by one: unified rows keep their '-'/'+' prefix in column 0.
+        old_row.intraline = [(start + 1, length) for start, length in old_spans]
+        new_row.intraline = [(start + 1, length) for start, length in new_spans]
+
+
+def hunk_header_text(hunk: HunkView) -> str:
+    """The hunk's header row: the @@ line, its decision and its comment."""
+    return header_text(hunk, hunk.decision, hunk.comment)
+
+
+def header_text(hunk: HunkView, decision: Decision, comment: str | None) -> str:
+    note = f"  💬 {comment}" if comment else ""
+    return f"{hunk.header}{DECISION_TAGS[decision]}{note}"
+
+
+def unified_rows(file: FileChangeView, header: Callable[[HunkView], str] = hunk_header_text) -> list[Row]:
+    """The file's hunks as unified-diff rows, with intraline spans on paired -/+ runs."""
+    rows: list[Row] = []
+    for index, hunk in enumerate(file.hunks):
+        rows.append(Row("hunk", header(hunk), index))
+        old_no, new_no = hunk.old_start, hunk.new_start
+        dels: list[Row] = []
+        adds: list[Row] = []
+        for line in hunk.lines:
+            prefix = line[:1]
+            if prefix == "-":
+                row = Row("del", line, index, old_no=old_no)
+                old_no += 1
+                if adds:  # a '-' after '+' starts a new change run
+                    _pair_runs(dels, adds)
+                    dels, adds = [], []
+                dels.append(row)
+            elif prefix == "+":
+                row = Row("add", line, index, new_no=new_no)
+                new_no += 1
+                adds.append(row)
+            else:
+                _pair_runs(dels, adds)
+                dels, adds = [], []
+                if prefix == "\\":
+                    row = Row("note", line, index)
+                else:
+                    row = Row("context", line, index, old_no=old_no, new_no=new_no)
+                    old_no += 1
+                    new_no += 1
+            rows.append(row)
+        _pair_runs(dels, adds)
+    return rows
+
+
+def side_by_side_rows(rows: list[Row]) -> tuple[list[Row], list[Row]]:
+    """Split unified rows into aligned left (old) and right (new) columns, padding the shorter run."""
+    left: list[Row] = []
+    right: list[Row] = []
+    dels: list[Row] = []
+    adds: list[Row] = []
+
+    def flush() -> None:
+        for index in range(max(len(dels), len(adds))):
+            old = dels[index] if index < len(dels) else None
+            new = adds[index] if index < len(adds) else None
+            hunk = (old or new).hunk  # type: ignore[union-attr]
+            left.append(_strip(old) if old else Row("pad", "", hunk))
+            right.append(_strip(new) if new else Row("pad", "", hunk))
+        dels.clear()
+        adds.clear()
+
+    previous: RowKind = "context"
+    for row in rows:
+        if row.kind == "del":
+            if adds:
+                flush()
+            dels.append(row)
+        elif row.kind == "add":
+            adds.append(row)
+        else:
+            flush()
+            if row.kind == "note":
+                # The marker belongs to the side of the line before it.
+                left.append(_strip(row) if previous in ("del", "context") else Row("pad", "", row.hunk))
+                right.append(_strip(row) if previous in ("add", "context") else Row("pad", "", row.hunk))
+            elif row.kind == "hunk":
+                left.append(row)
+                right.append(row)
+            else:
+                left.append(_strip(row))
+                right.append(_strip(row))
+        previous = row.kind
+    flush()
+    return left, right
+
+
+def _strip(row: Row) -> Row:
+    """The row without its one-character diff prefix (side-by-side columns show no prefixes)."""
+    if row.kind == "note":
+        return Row(row.kind, row.text, row.hunk, row.old_no, row.new_no)
+    spans = [(start - 1, length) for start, length in row.intraline if start >= 1]
+    return Row(row.kind, row.text[1:], row.hunk, row.old_no, row.new_no, spans)
+
+
+def code_of(rows: list[Row], prefixed: bool) -> str:
+    """The rows' source text for the lexer: one line per row, header and pad rows blank."""
+    cut = 1 if prefixed else 0
+    return "\n".join("" if row.kind in ("hunk", "pad", "note") else row.text[cut:] for row in rows)
+
+
+def unified_text(changeset: ChangeSetView) -> str:
+    """The whole change set as one unified diff (the benchmark's peer renders this)."""
+    out: list[str] = []
+    for file in changeset.files:
+        out.append(f"--- a/{file.old_path or file.path}")
+        out.append(f"+++ b/{file.path}")
+        for hunk in file.hunks:
+            out.append(hunk.header)
+            out.extend(hunk.lines)
+    return "\n".join(out)
+
+
+def feedback_prompt(
+    changeset: ChangeSetView, comment_of: Callable[[HunkView], str | None] = stored_comment
+) -> str | None:
+    """A refinement prompt from the comments on the change set's hunks (None when there are none)."""
+    items = []
+    for file in changeset.files:
+        for hunk in file.hunks:
+            comment = (comment_of(hunk) or "").strip()
+            if comment:
+                items.append(f"- {file.path}:{hunk.header}: {comment}")
+    if not items:
+        return None
+    return "Feedback on your changes:\n" + "\n".join(items)

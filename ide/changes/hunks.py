@@ -1,0 +1,178 @@
+"""Unified-diff hunks between a file's base bytes and its proposed bytes, and applying any subset of them.
+
+Everything works on byte lines split after b"\\n" (so CRLF, a missing final newline and non-UTF-8 bytes
+survive untouched); applying a subset gives the same bytes as ``git apply`` of a patch of that subset.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass
+
+CONTEXT = 3
+NO_NEWLINE = b"\\ No newline at end of file"
+
+
+def is_binary(data: bytes) -> bool:
+    """Git's heuristic: a NUL byte in the first 8000 bytes."""
+    return b"\x00" in data[:8000]
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Lines of ``data``, each keeping its b"\\n" (the last one may have none)."""
+    lines = data.split(b"\n")
+    out = [line + b"\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk against the base: ``old_start`` is 1-based (the line before when ``old_count`` is 0)."""
+
+    id: str
+    path: str
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    lines: tuple[bytes, ...]  # prefix byte (' ', '-', '+') + line bytes with their own ending
+    kind: str = "text"  # "text" | "binary" | "rename"
+
+    @property
+    def header(self) -> str:
+        if self.kind == "binary":
+            return "Binary file changed"
+        if self.kind == "rename":
+            return "Rename"
+        return f"@@ -{_range(self.old_start, self.old_count)} +{_range(self.new_start, self.new_count)} @@"
+
+    @property
+    def removed(self) -> list[bytes]:
+        return [line[1:] for line in self.lines if line[:1] in (b" ", b"-")]
+
+    @property
+    def added(self) -> list[bytes]:
+        return [line[1:] for line in self.lines if line[:1] in (b" ", b"+")]
+
+    @property
+    def additions(self) -> int:
+        return sum(1 for line in self.lines if line[:1] == b"+")
+
+    @property
+    def deletions(self) -> int:
+        return sum(1 for line in self.lines if line[:1] == b"-")
+
+    def display_lines(self) -> list[str]:
+        """Lines for the review pane: prefix + text without ending, '\\' after a line lacking a newline."""
+        out: list[str] = []
+        for line in self.lines:
+            text = line.decode("utf-8", errors="replace")
+            if text.endswith("\n"):
+                text = text[:-1]
+                text = text.removesuffix("\r")
+                out.append(text)
+            else:
+                out.append(text)
+                out.append("\\ No newline at end of file")
+        return out
+
+
+def _range(start: int, count: int) -> str:
+    return str(start) if count == 1 else f"{start},{count}"
+
+
+def hunk_id(path: str, old_start: int, removed: list[bytes], added: list[bytes], salt: bytes = b"") -> str:
+    digest = hashlib.sha1(path.encode("utf-8", "surrogateescape") + b"\0" + salt)
+    digest.update(str(old_start).encode())
+    for line in removed:
+        digest.update(b"-" + line)
+    for line in added:
+        digest.update(b"+" + line)
+    return digest.hexdigest()[:16]
+
+
+def text_hunks(path: str, old: bytes, new: bytes) -> list[Hunk]:
+    """The unified diff of ``old`` → ``new`` with 3 lines of context, as hunks with stable ids."""
+    a, b = split_lines(old), split_lines(new)
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    hunks: list[Hunk] = []
+    for group in matcher.get_grouped_opcodes(CONTEXT):
+        i1, i2 = group[0][1], group[-1][2]
+        j1, j2 = group[0][3], group[-1][4]
+        lines: list[bytes] = []
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                lines.extend(b" " + line for line in a[a1:a2])
+                continue
+            lines.extend(b"-" + line for line in a[a1:a2])
+            lines.extend(b"+" + line for line in b[b1:b2])
+        old_count, new_count = i2 - i1, j2 - j1
+        old_start = i1 + 1 if old_count else i1
+        new_start = j1 + 1 if new_count else j1
+        removed = [line[1:] for line in lines if line[:1] == b"-"]
+        added = [line[1:] for line in lines if line[:1] == b"+"]
+        hunks.append(
+            Hunk(
+                hunk_id(path, old_start, removed, added),
+                path,
+                old_start,
+                old_count,
+                new_start,
+                new_count,
+                tuple(lines),
+            )
+        )
+    return hunks
+
+
+def binary_hunk(path: str, old: bytes | None, new: bytes | None) -> Hunk:
+    """The whole-file pseudo-hunk of a binary change."""
+    salt = hashlib.sha1(old or b"").digest() + hashlib.sha1(new or b"").digest()
+    return Hunk(hunk_id(path, 0, [], [], b"binary" + salt), path, 0, 0, 0, 0, (), "binary")
+
+
+def rename_hunk(old_path: str, new_path: str) -> Hunk:
+    """The pseudo-hunk that moves a file; its content hunks are separate."""
+    salt = b"rename\0" + old_path.encode("utf-8", "surrogateescape")
+    return Hunk(hunk_id(new_path, 0, [], [], salt), new_path, 0, 0, 0, 0, (), "rename")
+
+
+def apply_hunks(old: bytes, hunks: list[Hunk]) -> bytes:
+    """``old`` with exactly ``hunks`` (text hunks of one diff against ``old``) applied."""
+    a = split_lines(old)
+    out: list[bytes] = []
+    pos = 0  # 0-based index of the next base line to copy
+    for hunk in sorted(hunks, key=lambda h: h.old_start):
+        start = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+        out.extend(a[pos:start])
+        out.extend(hunk.added)
+        pos = start + hunk.old_count
+    out.extend(a[pos:])
+    return b"".join(out)
+
+
+def patch_text(path: str, hunks: list[Hunk]) -> bytes:
+    """A ``git apply``-able patch of exactly ``hunks`` (new starts recomputed for the subset)."""
+    name = path.encode("utf-8", "surrogateescape")
+    out = [
+        b"diff --git a/" + name + b" b/" + name + b"\n",
+        b"--- a/" + name + b"\n",
+        b"+++ b/" + name + b"\n",
+    ]
+    delta = 0
+    for hunk in sorted(hunks, key=lambda h: h.old_start):
+        new_start = hunk.old_start + delta
+        if hunk.old_count == 0:
+            new_start += 1
+        if hunk.new_count == 0:
+            new_start -= 1
+        out.append(
+            f"@@ -{_range(hunk.old_start, hunk.old_count)} +{_range(new_start, hunk.new_count)} @@\n".encode()
+        )
+        for line in hunk.lines:
+            out.append(line if line.endswith(b"\n") else line + b"\n" + NO_NEWLINE + b"\n")
+        delta += hunk.new_count - hunk.old_count
+    return b"".join(out)

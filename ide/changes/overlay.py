@@ -1,0 +1,357 @@
+"""The change set: an in-memory overlay of the agent's edits over a workspace, which it never writes."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ChangeError(Exception):
+    """An edit the agent got wrong, or an apply/rollback that cannot go on; the message says the fix."""
+
+
+@dataclass(frozen=True)
+class Base:
+    """What a path held on disk when the overlay first touched it (``data`` None: it did not exist)."""
+
+    data: bytes | None
+    mode: int | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Proposed state of a path: ``data`` None means deleted; ``origin``: the path it was renamed from."""
+
+    data: bytes | None
+    mode: int | None
+    origin: str | None = None
+
+
+DEFAULT_MODE = 0o644
+
+
+def decode(data: bytes) -> tuple[str, str]:
+    """(text with "\\n" endings, encoding): UTF-8, or latin-1 so undecodable bytes round-trip faithfully."""
+    try:
+        text, encoding = data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = data.decode("latin-1"), "latin-1"
+    return text.replace("\r\n", "\n"), encoding
+
+
+def encode_like(text: str, base: bytes | None, path: str = "") -> bytes:
+    """``text`` in ``base``'s encoding and line endings; lines that did not change keep their bytes."""
+    if base is None:
+        return text.encode("utf-8")
+    _, encoding = decode(base)
+    if b"\r\n" not in base:
+        # Nothing was normalised and both encodings are bijective: unchanged lines keep their bytes.
+        return _encode(text, encoding, path)
+    eol = "\r\n" if base.count(b"\r\n") * 2 > base.count(b"\n") else "\n"
+    old_bytes = _split(base, b"\n")
+    old_text = [line.decode(encoding).replace("\r\n", "\n") for line in old_bytes]
+    new_text = _split(text, "\n")
+    out: list[bytes] = []
+    matcher = difflib.SequenceMatcher(None, old_text, new_text, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(old_bytes[a1:a2])
+            continue
+        for line in new_text[b1:b2]:
+            if line.endswith("\n") and not line.endswith("\r\n"):
+                line = line[:-1] + eol
+            out.append(_encode(line, encoding, path))
+    return b"".join(out)
+
+
+def _encode(text: str, encoding: str, path: str) -> bytes:
+    try:
+        return text.encode(encoding)
+    except UnicodeEncodeError as err:
+        raise ChangeError(
+            f"{path} is {encoding}-encoded and cannot hold {text[err.start : err.end]!r}; "
+            "use characters that encoding has"
+        ) from err
+
+
+def _split(data, sep):  # type: ignore[no-untyped-def]
+    parts = data.split(sep)
+    out = [part + sep for part in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+class ChangeSet:
+    """Edits of one session (or one search branch) over the workspace at ``root``.
+
+    Paths are workspace-relative POSIX strings, already confined by the caller. The first time a path is
+    read or edited its disk bytes and mode become its base: hunks are made against it, and apply detects
+    "changed on disk since the agent read it" by comparing with it.
+    """
+
+    def __init__(self, root: Path, *, parent: ChangeSet | None = None) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.id = uuid.uuid4().hex
+        # A child copies the parent's dicts (references to immutable bytes): cheap, and isolated both ways.
+        self._base: dict[str, Base] = dict(parent._base) if parent else {}
+        self._entries: dict[str, Entry] = dict(parent._entries) if parent else {}
+
+    def child(self) -> ChangeSet:
+        """A copy-on-write child: it sees this set's edits so far; its own edits never show here."""
+        return ChangeSet(self.root, parent=self)
+
+    # -- base snapshot ----------------------------------------------------------------------------
+
+    def base(self, rel: str) -> Base:
+        """The recorded base of ``rel`` (recording it from disk on first touch)."""
+        found = self._base.get(rel)
+        if found is None:
+            found = self._base[rel] = _disk(self.root / rel)
+        return found
+
+    def rebase(self, rel: str, base: Base) -> None:
+        """Make ``base`` the base of ``rel`` (after an apply wrote part of the change)."""
+        self._base[rel] = base
+
+    def entry(self, rel: str) -> Entry | None:
+        return self._entries.get(rel)
+
+    def set_entry(self, rel: str, entry: Entry | None) -> None:
+        """Set (or with None, forget) the proposed state of ``rel``."""
+        if entry is None:
+            self._entries.pop(rel, None)
+        else:
+            self._entries[rel] = entry
+
+    # -- reads through the overlay ----------------------------------------------------------------
+
+    def _current(self, rel: str) -> tuple[bytes | None, int | None]:
+        entry = self._entries.get(rel)
+        if entry is not None:
+            return entry.data, entry.mode
+        if (self.root / rel).is_dir():
+            return None, None
+        base = self.base(rel)
+        return base.data, base.mode
+
+    def exists(self, rel: str) -> bool:
+        return self._current(rel)[0] is not None or self.is_dir(rel)
+
+    def is_dir(self, rel: str) -> bool:
+        rel = rel.strip("/")
+        if rel in ("", "."):
+            return True
+        prefix = rel + "/"
+        if any(p.startswith(prefix) and e.data is not None for p, e in self._entries.items()):
+            return True
+        if not (self.root / rel).is_dir():
+            return False
+        # A directory all of whose files the overlay deleted or moved away no longer exists.
+        removed = {p for p, e in self._entries.items() if e.data is None and p.startswith(prefix)}
+        if not removed:
+            return True
+        return any(
+            (Path(dirpath).relative_to(self.root) / name).as_posix() not in removed
+            for dirpath, _, files in os.walk(self.root / rel)
+            for name in files
+        )
+
+    def read_bytes(self, rel: str) -> bytes:
+        data, _ = self._current(rel)
+        if data is None:
+            raise FileNotFoundError(
+                f"{rel} does not exist" + (" (deleted in this change set)" if rel in self._entries else "")
+            )
+        return data
+
+    def read_text(self, rel: str) -> str:
+        """Text of ``rel`` with "\\n" line endings (latin-1 when it is not UTF-8)."""
+        return decode(self.read_bytes(rel))[0]
+
+    def mode(self, rel: str) -> int | None:
+        return self._current(rel)[1]
+
+    def listdir(self, rel: str) -> list[tuple[str, bool]]:
+        """(name, is_dir) of directory ``rel``, with the overlay's creates, deletes and renames merged in."""
+        rel = rel.strip("/")
+        rel = "" if rel == "." else rel
+        if not self.is_dir(rel):
+            raise NotADirectoryError(f"{rel or '.'} is not a directory")
+        names: dict[str, bool] = {}
+        directory = self.root / rel
+        if directory.is_dir():
+            for child in os.scandir(directory):
+                names[child.name] = child.is_dir()
+        prefix = rel + "/" if rel else ""
+        for path, entry in self._entries.items():
+            if not path.startswith(prefix):
+                continue
+            name, _, rest = path[len(prefix) :].partition("/")
+            if entry.data is not None:
+                names[name] = bool(rest)
+        out = []
+        for name, is_dir in sorted(names.items()):
+            child = prefix + name
+            if is_dir and self.is_dir(child):
+                out.append((name, True))
+            elif not is_dir and self.exists(child):
+                out.append((name, False))
+        return out
+
+    def changed_paths(self) -> list[str]:
+        """Paths whose proposed state differs from their base, sorted."""
+        return sorted(p for p, e in self._entries.items() if self._differs(p, e))
+
+    def _differs(self, rel: str, entry: Entry) -> bool:
+        base = self.base(rel)
+        return (
+            entry.data != base.data
+            or (entry.data is not None and entry.mode != base.mode)
+            or bool(entry.origin)
+        )
+
+    def diff_texts(self, rel: str) -> tuple[str | None, str | None]:
+        """(base text or None when new, proposed text or None when deleted), for ACP diff content."""
+        entry = self._entries.get(rel)
+        if entry is None:
+            text = self.read_text(rel)
+            return text, text
+        old = self.base(entry.origin or rel).data
+        return (
+            None if old is None else decode(old)[0],
+            None if entry.data is None else decode(entry.data)[0],
+        )
+
+    # -- edits ------------------------------------------------------------------------------------
+
+    def _set(self, rel: str, data: bytes | None, mode: int | None, origin: str | None = None) -> None:
+        self.base(rel)
+        previous = self._entries.get(rel)
+        if origin is None and previous is not None:
+            origin = previous.origin
+        self._entries[rel] = Entry(data, mode, origin)
+
+    def edit(self, rel: str, old_text: str, new_text: str) -> int:
+        """Replace the one exact occurrence of ``old_text``; returns the 1-based line where it starts."""
+        text = self._text_for_edit(rel)
+        old_text = old_text.replace("\r\n", "\n")
+        new_text = new_text.replace("\r\n", "\n")
+        if not old_text:
+            raise ChangeError(f"old_text is empty; to replace all of {rel} use write_file")
+        count = text.count(old_text)
+        if count == 0:
+            raise ChangeError(_no_match(rel, text, old_text))
+        if count > 1:
+            lines, start = [], 0
+            while (at := text.find(old_text, start)) >= 0:
+                lines.append(text.count("\n", 0, at) + 1)
+                start = at + 1
+            raise ChangeError(
+                f"old_text matches {len(lines)} places in {rel} (lines {', '.join(map(str, lines))}); "
+                "include more surrounding lines so it matches exactly one"
+            )
+        at = text.index(old_text)
+        self._write_text(rel, text[:at] + new_text + text[at + len(old_text) :])
+        return text.count("\n", 0, at) + 1
+
+    def write(self, rel: str, content: str) -> None:
+        """Create ``rel`` or replace all of its text."""
+        current, _ = self._current(rel)
+        if current is not None:
+            had_newline = current.endswith(b"\n")
+            if content and not had_newline and content.endswith("\n"):
+                content = content[:-1]
+            elif content and had_newline and not content.endswith("\n"):
+                content += "\n"
+        self._write_text(rel, content.replace("\r\n", "\n"))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Create ``rel`` or replace its bytes exactly (binary files, or content from elsewhere)."""
+        _, mode = self._current(rel)
+        self._set(rel, data, mode if mode is not None else DEFAULT_MODE)
+
+    def create(self, rel: str, content: str) -> None:
+        """Create a new file ``rel``; an error when it exists."""
+        if self.exists(rel):
+            raise ChangeError(f"{rel} already exists; use edit_file or write_file to change it")
+        self._write_text(rel, content.replace("\r\n", "\n"))
+
+    def delete(self, rel: str) -> None:
+        data, _ = self._current(rel)
+        if data is None:
+            raise ChangeError(f"{rel} does not exist, so it cannot be deleted")
+        if self.base(rel).data is None:
+            self._entries.pop(rel)  # created (or renamed here) in this change set: just forget it
+        else:
+            self._entries[rel] = Entry(None, None)
+
+    def rename(self, rel: str, new_rel: str) -> None:
+        """Move ``rel`` to ``new_rel``; an error when the target exists."""
+        data, mode = self._current(rel)
+        if data is None:
+            raise ChangeError(f"{rel} does not exist, so it cannot be renamed")
+        if self.exists(new_rel):
+            raise ChangeError(f"{new_rel} already exists; delete it first or choose another name")
+        entry = self._entries.get(rel)
+        origin = entry.origin if entry is not None and entry.origin else rel
+        if self.base(origin).data is None:
+            origin = None  # a file created in this change set just gets another name
+        self.delete(rel)
+        self.base(new_rel)
+        self._entries[new_rel] = Entry(data, mode, None if origin == new_rel else origin)
+
+    def _text_for_edit(self, rel: str) -> str:
+        try:
+            data = self.read_bytes(rel)
+        except FileNotFoundError as err:
+            raise ChangeError(f"{rel} does not exist; use create_file to make it") from err
+        if b"\x00" in data[:8000]:
+            raise ChangeError(f"{rel} is a binary file and cannot be edited as text")
+        return decode(data)[0]
+
+    def _write_text(self, rel: str, text: str) -> None:
+        current, mode = self._current(rel)
+        self._set(rel, encode_like(text, current, rel), mode if mode is not None else DEFAULT_MODE)
+
+
+def _disk(path: Path) -> Base:
+    try:
+        st = path.lstat()
+        if stat.S_ISDIR(st.st_mode):
+            return Base(None, None)
+        return Base(path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+    except (FileNotFoundError, NotADirectoryError):
+        return Base(None, None)
+
+
+def _no_match(rel: str, text: str, old_text: str) -> str:
+    lines = text.split("\n")
+    wanted = old_text.strip("\n").split("\n")
+    size = len(wanted)
+    best, best_at = 0.0, 0
+    target = "\n".join(wanted)
+    for at in range(max(1, len(lines) - size + 1)):
+        window = "\n".join(lines[at : at + size])
+        matcher = difflib.SequenceMatcher(None, window, target, autojunk=False)
+        if matcher.real_quick_ratio() <= best or matcher.quick_ratio() <= best:
+            continue
+        ratio = matcher.ratio()
+        if ratio > best:
+            best, best_at = ratio, at
+    message = f"old_text was not found in {rel}."
+    if best > 0.3:
+        shown = "\n".join(
+            f"{best_at + i + 1:>5}: {line}" for i, line in enumerate(lines[best_at : best_at + size])
+        )
+        message += (
+            f" The closest lines ({best:.0%} similar) are:\n{shown}\n"
+            "Copy old_text exactly from the file (read it again if it changed)."
+        )
+    else:
+        message += " Read the file again and copy old_text exactly."
+    return message

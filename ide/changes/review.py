@@ -1,0 +1,396 @@
+"""Review of a change set: its files and hunks, decisions, and apply (checkpoint, merge, write, commit)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from ide.changes.gitutil import (
+    Blobs,
+    atomic_write,
+    blob_id,
+    commit_paths,
+    find_repo,
+    merge3,
+    read_disk,
+    remove_file,
+    stage_paths,
+)
+from ide.changes.hunks import Hunk, apply_hunks, binary_hunk, is_binary, rename_hunk, text_hunks
+from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
+from ide.changes.store import BatchStore, FileCheckpoint
+from ide.protocol.review import (
+    ApplyResult,
+    ChangeSetView,
+    ConflictView,
+    DecideParams,
+    Decision,
+    FileChangeView,
+    HunkView,
+)
+
+COMMIT_MODES = ("commit", "stage", "none")
+
+
+@dataclass
+class FileChange:
+    """One file of the change set, diffed against its base."""
+
+    path: str
+    old_path: str | None
+    status: str
+    old: bytes | None
+    new: bytes | None
+    mode: int | None
+    binary: bool
+    hunks: list[Hunk] = field(default_factory=list)
+
+    @property
+    def text_hunks(self) -> list[Hunk]:
+        return [h for h in self.hunks if h.kind == "text"]
+
+    @property
+    def whole(self) -> bool:
+        """Decided as one piece: binary, added or deleted."""
+        return self.binary or self.status in ("added", "deleted")
+
+
+HunkCache = dict[tuple[str, str | None, bytes | None, bytes | None], list[Hunk]]
+
+
+def file_changes(changeset: ChangeSet, cache: HunkCache | None = None) -> list[FileChange]:
+    """The files ``changeset`` changes, sorted by path, with their hunks.
+
+    ``cache`` (filled and pruned here) keeps the hunks of files that did not change since the last call.
+    """
+    previous = dict(cache) if cache is not None else {}
+    if cache is not None:
+        cache.clear()
+    paths = changeset.changed_paths()
+    origins = {changeset.entry(p).origin for p in paths} - {None}  # type: ignore[union-attr]
+    out: list[FileChange] = []
+    for path in paths:
+        entry = changeset.entry(path)
+        assert entry is not None
+        if entry.data is None and path in origins:
+            continue  # shown as the rename's old side
+        source = entry.origin or path
+        old = changeset.base(source).data
+        if entry.origin:
+            status = "renamed"
+        elif entry.data is None:
+            status = "deleted"
+        elif old is None:
+            status = "added"
+        else:
+            status = "modified"
+        binary = any(data is not None and is_binary(data) for data in (old, entry.data))
+        change = FileChange(path, entry.origin, status, old, entry.data, entry.mode, binary)
+        key = (path, entry.origin, old, entry.data)
+        known = previous.get(key)
+        if known is not None:
+            change.hunks.extend(known)
+            out.append(change)
+            if cache is not None:
+                cache[key] = known
+            continue
+        if entry.origin:
+            change.hunks.append(rename_hunk(entry.origin, path))
+        if binary:
+            if old != entry.data:
+                change.hunks.append(binary_hunk(path, old, entry.data))
+        else:
+            found = text_hunks(path, old or b"", entry.data or b"")
+            if not found and status in ("added", "deleted"):
+                found = [binary_hunk(path, old, entry.data)]  # an empty file: one whole-file pseudo-hunk
+            change.hunks.extend(found)
+        if cache is not None:
+            cache[key] = list(change.hunks)
+        out.append(change)
+    return out
+
+
+class Review:
+    """Decisions on a change set's hunks, and applying the accepted ones to the workspace."""
+
+    def __init__(
+        self,
+        changeset: ChangeSet,
+        *,
+        session_id: str,
+        title: str | None,
+        store: BatchStore,
+        commit_mode: str = "commit",
+    ) -> None:
+        if commit_mode not in COMMIT_MODES:
+            raise ChangeError(f"review.commit must be one of {', '.join(COMMIT_MODES)}, not {commit_mode!r}")
+        self.changeset = changeset
+        self.session_id = session_id
+        self.title = title
+        self.store = store
+        self.commit_mode = commit_mode
+        self._decisions: dict[str, tuple[Decision, str | None]] = {}
+        self._conflicts: dict[str, str] = {}
+        self._hunk_cache: HunkCache = {}
+
+    def view(self) -> ChangeSetView:
+        return self._view(file_changes(self.changeset, self._hunk_cache))
+
+    def _view(self, files: list[FileChange]) -> ChangeSetView:
+        views = []
+        for change in files:
+            hunks = []
+            for hunk in change.hunks:
+                decision, comment = self._decisions.get(hunk.id, ("pending", None))
+                hunks.append(
+                    HunkView(
+                        id=hunk.id,
+                        header=hunk.header,
+                        old_start=hunk.old_start,
+                        old_count=hunk.old_count,
+                        new_start=hunk.new_start,
+                        new_count=hunk.new_count,
+                        lines=hunk.display_lines(),
+                        decision=decision,
+                        comment=comment,
+                    )
+                )
+            views.append(
+                FileChangeView(
+                    path=change.path,
+                    old_path=change.old_path,
+                    status=change.status,  # type: ignore[arg-type]
+                    binary=change.binary,
+                    additions=sum(h.additions for h in change.hunks),
+                    deletions=sum(h.deletions for h in change.hunks),
+                    hunks=hunks,
+                    conflict=self._conflicts.get(change.path),
+                )
+            )
+        return ChangeSetView(
+            session_id=self.session_id, cwd=str(self.changeset.root), title=self.title, files=views
+        )
+
+    def decide(self, params: DecideParams) -> ChangeSetView:
+        """Set the decision (and comment) of hunks by id, of every hunk of ``paths``, or of all."""
+        files = file_changes(self.changeset, self._hunk_cache)
+        by_id = {h.id: h for f in files for h in f.hunks}
+        by_path = {f.path: f for f in files}
+        chosen: list[str] = []
+        if params.all:
+            chosen = list(by_id)
+        for hunk_id in params.hunk_ids:
+            if hunk_id not in by_id:
+                raise ChangeError(f"no hunk {hunk_id} in the change set; it may have changed, fetch it again")
+            chosen.append(hunk_id)
+        for path in params.paths:
+            if path not in by_path:
+                raise ChangeError(f"{path} is not part of the change set")
+            chosen.extend(h.id for h in by_path[path].hunks)
+        for hunk_id in chosen:
+            comment = (
+                params.comment if params.comment is not None else self._decisions.get(hunk_id, ("", None))[1]
+            )
+            self._decisions[hunk_id] = (params.decision, comment)
+        return self._view(files)
+
+    def decision(self, hunk: Hunk) -> Decision:
+        return self._decisions.get(hunk.id, ("pending", None))[0]
+
+    # -- apply ------------------------------------------------------------------------------------
+
+    def apply(self, message: str | None = None) -> ApplyResult:
+        """Write exactly the accepted hunks: checkpoint, merge if the disk moved, atomic writes, commit."""
+        root = self.changeset.root
+        files = file_changes(self.changeset, self._hunk_cache)
+        plans: list[_Plan] = []
+        conflicts: list[ConflictView] = []
+        for change in files:
+            plan = self._plan(change)
+            if plan is None:
+                continue
+            conflict = self._merge_with_disk(plan)
+            if conflict is not None:
+                conflicts.append(conflict)
+                self._conflicts[change.path] = conflict.message
+                for hunk in change.hunks:
+                    if self.decision(hunk) == "accepted":
+                        self._decisions[hunk.id] = ("pending", self._decisions[hunk.id][1])
+                continue
+            self._conflicts.pop(change.path, None)
+            plans.append(plan)
+
+        writing = [p for p in plans if p.writes]
+        batch = None
+        if writing:
+            repo = find_repo(root)
+            blobs = Blobs(repo, self.store.blob_dir)
+            batch_id = uuid.uuid4().hex
+            text = message or self.title or "Apply reviewed changes"
+            full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
+            checkpoints = []
+            for plan in writing:
+                for rel, (data, mode) in plan.writes.items():
+                    pre, pre_mode = read_disk(root / rel)
+                    base = plan.bases.get(rel)
+                    # Only pre-images must be durable before writing; what we write is stored after.
+                    pre_id = blobs.put(pre) if pre is not None else None
+                    base_id = pre_id if base == pre else blobs.put(base) if base is not None else None
+                    post_id = blob_id(data) if data is not None else None
+                    checkpoints.append(
+                        FileCheckpoint(
+                            rel, pre_id, pre_mode, post_id, mode if data is not None else None, base_id
+                        )
+                    )
+            self.store.begin(
+                batch_id,
+                session_id=self.session_id,
+                cwd=str(root),
+                message=full_message,
+                commit_mode=self.commit_mode if repo else "none",
+                files=checkpoints,
+            )
+            paths = sorted(rel for plan in writing for rel in plan.writes)
+            for plan in writing:
+                for rel, (data, mode) in plan.writes.items():
+                    if data is None:
+                        remove_file(root / rel, root)
+                    else:
+                        atomic_write(root / rel, data, mode or 0o644)
+            commit = None
+            if repo is not None and self.commit_mode == "commit":
+                commit = commit_paths(repo, paths, full_message)
+            elif repo is not None and self.commit_mode == "stage":
+                stage_paths(repo, paths)
+            else:  # committing or staging stores the written blobs already
+                blobs.put_files([root / rel for rel in paths if (root / rel).is_file()])
+            self.store.finish(batch_id, state="applied", commit=commit)
+            batch = self.store.get(batch_id)
+        for plan in plans:
+            self._settle(plan)
+        return ApplyResult(batch=batch, conflicts=conflicts, changeset=self.view())
+
+    def _plan(self, change: FileChange) -> _Plan | None:
+        """What applying ``change``'s decisions writes, or None when it has no decided hunk."""
+        decisions = {h.id: self.decision(h) for h in change.hunks}
+        if all(d == "pending" for d in decisions.values()):
+            return None
+        accepted = [h for h in change.text_hunks if decisions[h.id] == "accepted"]
+        kept = [h for h in change.text_hunks if decisions[h.id] != "rejected"]
+        rename = next((h for h in change.hunks if h.kind == "rename"), None)
+        plan = _Plan(change, decisions)
+        old = change.old or b""
+        if change.whole:
+            # A binary rename is one piece too: accepted when all of it is, rejected when any of it is.
+            values = set(decisions.values())
+            decision: Decision = (
+                "rejected" if "rejected" in values else "pending" if "pending" in values else "accepted"
+            )
+            plan.whole_decision = decision
+            if decision == "accepted":
+                plan.writes[change.path] = (change.new, change.mode)
+                plan.bases[change.path] = change.old if change.old_path is None else None
+                if change.old_path:
+                    plan.writes[change.old_path] = (None, None)
+                    plan.bases[change.old_path] = change.old
+            return plan
+        content = apply_hunks(old, accepted)
+        plan.kept = apply_hunks(old, kept)
+        plan.accepted_content = content
+        moved = rename is not None and decisions[rename.id] == "accepted"
+        source = change.old_path or change.path
+        if moved:
+            plan.writes[source] = (None, None)
+            plan.writes[change.path] = (content, change.mode)
+            plan.bases[source] = change.old
+            plan.bases[change.path] = None
+        elif accepted:
+            plan.writes[source] = (content, change.mode)
+            plan.bases[source] = change.old
+        return plan
+
+    def _merge_with_disk(self, plan: _Plan) -> ConflictView | None:
+        """Fold in what the user changed on disk since the agent read each file; a conflict stops the file."""
+        root = self.changeset.root
+        for rel, (data, mode) in list(plan.writes.items()):
+            base = plan.bases.get(rel)
+            if (root / rel).is_symlink():
+                return ConflictView(
+                    path=plan.change.path,
+                    message=f"{rel} is a symbolic link on disk; Arbor does not write through links — "
+                    "change the file it points to instead",
+                )
+            disk, _ = read_disk(root / rel)
+            if disk == base:
+                continue
+            if disk is None or base is None or data is None or is_binary(disk) or is_binary(data):
+                what = "deleted" if disk is None else "changed"
+                return ConflictView(
+                    path=plan.change.path,
+                    message=f"{rel} was {what} on disk since the agent read it; "
+                    "review the agent's version against yours and apply again",
+                )
+            merged, clean = merge3(disk, base, data, ("yours (disk)", "base", "agent"))
+            if not clean:
+                return ConflictView(
+                    path=plan.change.path,
+                    message=f"{rel} was changed on disk since the agent read it and the changes overlap; "
+                    "it was not written — resolve the conflict or edit the file, then apply again",
+                    merged=merged.decode("utf-8", errors="replace"),
+                )
+            plan.writes[rel] = (merged, mode)
+            plan.merged = True
+        return None
+
+    def _settle(self, plan: _Plan) -> None:
+        """After a successful apply: written hunks leave the review, rejected ones are dropped."""
+        cs, change = self.changeset, plan.change
+        for rel, (data, mode) in plan.writes.items():
+            cs.rebase(rel, Base(data, mode if data is not None else None))
+            cs.set_entry(rel, None)
+        for hunk in change.hunks:
+            if plan.decisions[hunk.id] != "pending":
+                self._decisions.pop(hunk.id, None)
+        if change.whole:
+            if plan.whole_decision == "rejected":
+                cs.set_entry(change.path, None)
+                if change.old_path:
+                    cs.set_entry(change.old_path, None)
+            return
+        rename = next((h for h in change.hunks if h.kind == "rename"), None)
+        rename_decision = plan.decisions[rename.id] if rename else None
+        pending = [h for h in change.text_hunks if plan.decisions[h.id] == "pending"]
+        source = change.old_path or change.path
+        if rename_decision == "accepted" or rename is None:
+            target = change.path
+        elif rename_decision == "rejected":
+            cs.set_entry(change.path, None)
+            target = source
+        else:
+            target = change.path  # rename still pending: the content stays with it
+            cs.set_entry(source, Entry(None, None))
+        if not pending:
+            if rename_decision == "pending":
+                cs.set_entry(target, Entry(cs.base(source).data, change.mode, source))
+            elif target not in plan.writes:
+                cs.set_entry(target, None)
+            return
+        proposed = plan.kept
+        if plan.merged and plan.accepted_content is not None:
+            written = cs.base(target if target in plan.writes else source).data or b""
+            merged, clean = merge3(written, plan.accepted_content, plan.kept, ("disk", "accepted", "pending"))
+            proposed = merged if clean else plan.kept
+        origin = source if rename_decision == "pending" else None
+        cs.set_entry(target, Entry(proposed, change.mode, origin))
+
+
+@dataclass
+class _Plan:
+    change: FileChange
+    decisions: dict[str, Decision]
+    writes: dict[str, tuple[bytes | None, int | None]] = field(default_factory=dict)
+    bases: dict[str, bytes | None] = field(default_factory=dict)
+    kept: bytes = b""
+    accepted_content: bytes | None = None
+    whole_decision: Decision = "pending"
+    merged: bool = False

@@ -1,0 +1,117 @@
+"""Throwaway checkouts of a change set, where tests and linters can run against proposed changes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pathspec import GitIgnoreSpec
+
+from ide.changes.gitutil import find_repo, git
+from ide.changes.overlay import ChangeSet
+from ide.settings import WorkspaceSettings
+
+PREFIX = "arbor-scratch-"
+_NAME = re.compile(rf"^{PREFIX}(\d+)-")
+
+
+@contextmanager
+def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
+    """Yield a directory holding the workspace as the change set sees it; removed on exit.
+
+    In git: a detached worktree at HEAD, plus the user's uncommitted (and untracked, non-ignored) files,
+    plus the overlay. Outside git: a copy of the workspace without the default excludes, plus the overlay.
+    """
+    root = changeset.root
+    repo = find_repo(root)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    checkout = tmp / "tree"
+    worktree = False
+    try:
+        if repo is not None and repo.head():
+            git(repo.top, "worktree", "add", "--detach", "--quiet", str(checkout), "HEAD")
+            worktree = True
+            _copy_uncommitted(repo.top, checkout)
+            workdir = checkout / repo.prefix if repo.prefix else checkout
+        else:
+            _copy_tree(root, checkout)
+            workdir = checkout
+        for rel in changeset.changed_paths():
+            entry = changeset.entry(rel)
+            target = workdir / rel
+            if entry is None or entry.data is None:
+                target.unlink(missing_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(entry.data)
+            os.chmod(target, entry.mode or 0o644)
+        yield workdir
+    finally:
+        if worktree and repo is not None:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(checkout)],
+                cwd=repo.top,
+                capture_output=True,
+                check=False,
+            )
+        shutil.rmtree(tmp, ignore_errors=True)
+        if repo is not None:
+            subprocess.run(["git", "worktree", "prune"], cwd=repo.top, capture_output=True, check=False)
+
+
+def prune_stale_worktrees(root: Path) -> list[Path]:
+    """Remove scratch checkouts whose process died (call at start); returns what was removed."""
+    removed: list[Path] = []
+    for path in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        match = _NAME.match(path.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    repo = find_repo(root)
+    if repo is not None:
+        subprocess.run(["git", "worktree", "prune"], cwd=repo.top, capture_output=True, check=False)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _copy_uncommitted(top: Path, checkout: Path) -> None:
+    """Tracked modifications and deletions, and untracked files that are not ignored."""
+    changed = git(top, "diff", "--name-only", "-z", "HEAD").split(b"\0")
+    untracked = git(top, "ls-files", "--others", "--exclude-standard", "-z").split(b"\0")
+    for raw in filter(None, changed + untracked):
+        rel = os.fsdecode(raw)
+        source, target = top / rel, checkout / rel
+        if source.is_file() or source.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+        elif not source.exists():
+            target.unlink(missing_ok=True)
+
+
+def _copy_tree(root: Path, checkout: Path) -> None:
+    spec = GitIgnoreSpec.from_lines([".git/", *WorkspaceSettings().exclude])
+    for dirpath, dirnames, filenames in os.walk(root):
+        current = Path(dirpath)
+        rel_dir = current.relative_to(root)
+        dirnames[:] = [d for d in dirnames if not spec.match_file((rel_dir / d).as_posix() + "/")]
+        (checkout / rel_dir).mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            rel = (rel_dir / name).as_posix()
+            if not spec.match_file(rel):
+                shutil.copy2(current / name, checkout / rel, follow_symlinks=False)

@@ -1,0 +1,160 @@
+"""Wire models of batched review: the change set of a turn, decisions, apply, rollback and history.
+
+Methods (the SDK adds the leading underscore on the wire):
+
+- notification ``_arbor/changeset`` (agent → client, at the end of a turn that edited files):
+  :class:`ChangeSetView`.
+- request ``_arbor/review/decide``: :class:`DecideParams` → :class:`ChangeSetView`.
+- request ``_arbor/review/apply``: :class:`ApplyParams` → :class:`ApplyResult`.
+- request ``_arbor/review/rollback``: :class:`RollbackParams` → :class:`RollbackResult`.
+- request ``_arbor/review/history``: :class:`HistoryParams` → :class:`HistoryResult`.
+- request ``_arbor/review/changeset``: :class:`ChangeSetParams` → :class:`ChangeSetView` (current state).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+CHANGESET_NOTIFICATION = "arbor/changeset"
+DECIDE = "arbor/review/decide"
+APPLY = "arbor/review/apply"
+ROLLBACK = "arbor/review/rollback"
+HISTORY = "arbor/review/history"
+CHANGESET = "arbor/review/changeset"
+REVIEW_METHODS = [CHANGESET_NOTIFICATION, DECIDE, APPLY, ROLLBACK, HISTORY, CHANGESET]
+
+Decision = Literal["pending", "accepted", "rejected"]
+FileStatus = Literal["added", "modified", "deleted", "renamed"]
+
+
+class HunkView(BaseModel):
+    """One hunk of a file's unified diff against the base the agent read."""
+
+    id: str = Field(description="Stable id: the same edit against the same base keeps its id")
+    header: str = Field(description="@@ -old_start,old_count +new_start,new_count @@")
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    lines: list[str] = Field(
+        description="Diff lines with their prefix: ' ' context, '-' removed, '+' added, "
+        "'\\\\' for '\\\\ No newline at end of file'; text without the line ending"
+    )
+    decision: Decision = "pending"
+    comment: str | None = None
+
+
+class FileChangeView(BaseModel):
+    """A file the change set touches."""
+
+    path: str = Field(description="Workspace-relative POSIX path after the change")
+    old_path: str | None = Field(None, description="Path before a rename")
+    status: FileStatus
+    binary: bool = False
+    additions: int = 0
+    deletions: int = 0
+    hunks: list[HunkView] = Field(default_factory=list)
+    conflict: str | None = Field(None, description="Why the last apply could not write this file")
+
+
+class ChangeSetView(BaseModel):
+    """The pending change set of a session, as the review pane shows it."""
+
+    session_id: str
+    cwd: str
+    title: str | None = Field(None, description="The task that produced it")
+    files: list[FileChangeView] = Field(default_factory=list)
+
+
+class ChangeSetParams(BaseModel):
+    session_id: str
+
+
+class DecideParams(BaseModel):
+    """Decide hunks: by id, by file, or all of them."""
+
+    session_id: str
+    decision: Decision
+    hunk_ids: list[str] = Field(default_factory=list)
+    paths: list[str] = Field(default_factory=list)
+    all: bool = False
+    comment: str | None = Field(None, description="Feedback on the hunks, for a refinement turn")
+
+
+class BatchView(BaseModel):
+    """An applied batch: what was written, its checkpoint and commit."""
+
+    id: str
+    session_id: str
+    cwd: str
+    created_at: str
+    message: str
+    paths: list[str]
+    commit: str | None = None
+    rolled_back: bool = False
+
+
+class ConflictView(BaseModel):
+    """A file that was not written because the user changed it too."""
+
+    path: str
+    message: str
+    merged: str | None = Field(None, description="The three-way merge with conflict markers, for display")
+
+
+class ApplyParams(BaseModel):
+    session_id: str
+    message: str | None = Field(None, description="Commit message; default from the task")
+
+
+class ApplyResult(BaseModel):
+    batch: BatchView | None = Field(None, description="None when nothing accepted could be written")
+    conflicts: list[ConflictView] = Field(default_factory=list)
+    changeset: ChangeSetView = Field(description="What remains to review after the apply")
+
+
+class RollbackParams(BaseModel):
+    cwd: str
+    batch_id: str | None = Field(None, description="Default: the last applied batch not rolled back")
+
+
+class RollbackResult(BaseModel):
+    batch: BatchView
+    restored: list[str] = Field(default_factory=list)
+    refused: list[ConflictView] = Field(default_factory=list)
+
+
+class HistoryParams(BaseModel):
+    cwd: str
+    limit: int = 50
+
+
+class HistoryResult(BaseModel):
+    batches: list[BatchView] = Field(default_factory=list)
+
+
+def unified_diff(view: ChangeSetView) -> str:
+    """The change set as one git-style unified diff (what `arbor run` prints)."""
+    out: list[str] = []
+    for file in view.files:
+        old = file.old_path or file.path
+        out.append(f"diff --git a/{old} b/{file.path}")
+        if file.status == "added":
+            out.append("new file")
+        elif file.status == "deleted":
+            out.append("deleted file")
+        elif file.status == "renamed":
+            out.extend([f"rename from {old}", f"rename to {file.path}"])
+        if file.binary:
+            out.append(f"Binary files differ: {file.path}")
+            continue
+        if not file.hunks:
+            continue
+        out.append("--- /dev/null" if file.status == "added" else f"--- a/{old}")
+        out.append("+++ /dev/null" if file.status == "deleted" else f"+++ b/{file.path}")
+        for hunk in file.hunks:
+            out.append(hunk.header)
+            out.extend(hunk.lines)
+    return "\n".join(out) + ("\n" if out else "")

@@ -1,0 +1,86 @@
+"""The real thing: a scripted agent edits 50 files, the user reviews by keyboard, Apply makes one commit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+
+pytestmark = pytest.mark.window
+
+FILES = 50
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def fifty_files(git_workspace: Path) -> Path:
+    src = git_workspace / "src"
+    src.mkdir()
+    for n in range(FILES):
+        (src / f"mod_{n:02d}.py").write_text(f"VALUE = {n}\n\n\ndef value():\n    return VALUE\n")
+    git(git_workspace, "add", "-A")
+    git(git_workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "fifty modules")
+    return git_workspace
+
+
+def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
+    qtbot: Any, make_window: WindowFactory, fifty_files: Path, tmp_path: Path
+) -> None:
+    edits = [
+        {
+            "name": "edit_file",
+            "args": {
+                "path": f"src/mod_{n:02d}.py",
+                "old_text": f"VALUE = {n}",
+                "new_text": f"VALUE = {n + 100}",
+            },
+        }
+        for n in range(FILES)
+    ]
+    script = tmp_path / "edits.jsonl"
+    script.write_text(
+        json.dumps({"tool_calls": edits}) + "\n" + json.dumps({"content": "Scaled them."}) + "\n"
+    )
+    window = make_window(fifty_files, env={"ARBOR_MODEL": f"scripted:{script}"})
+    wait_ready(qtbot, window)
+    head = git(fifty_files, "rev-parse", "HEAD").strip()
+
+    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("Add a hundred to every VALUE")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    pane = window.review
+    assert pane.interactive
+    assert pane.files_model.rowCount() == FILES
+    assert (fifty_files / "src" / "mod_00.py").read_text().startswith("VALUE = 0\n"), "nothing written yet"
+
+    shift = Qt.KeyboardModifier.ShiftModifier
+    for _ in range(3):  # accept files 0, 1, 2
+        with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+            qtbot.keyClick(pane.unified, "A", shift)
+    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+        qtbot.keyClick(pane.unified, "R", shift)  # reject file 3
+    qtbot.waitUntil(lambda: pane.files_model.index(3, 3).data() == "rejected", timeout=TURN_TIMEOUT_MS)
+
+    with qtbot.waitSignal(window.bridge.applied, timeout=TURN_TIMEOUT_MS) as applied:
+        qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
+    result = applied.args[0]
+    assert result.conflicts == []
+    accepted = ["src/mod_00.py", "src/mod_01.py", "src/mod_02.py"]
+    assert sorted(result.batch.paths) == accepted
+
+    for n in range(FILES):
+        expected = n + 100 if n < 3 else n
+        assert (fifty_files / "src" / f"mod_{n:02d}.py").read_text().startswith(f"VALUE = {expected}\n")
+    assert git(fifty_files, "rev-parse", "HEAD~1").strip() == head
+    assert sorted(git(fifty_files, "show", "--name-only", "--format=", "HEAD").split()) == accepted
+    # the still-pending files stay in review; the rejected one is gone from it
+    qtbot.waitUntil(lambda: pane.files_model.rowCount() == FILES - 4, timeout=TURN_TIMEOUT_MS)

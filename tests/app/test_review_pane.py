@@ -1,0 +1,164 @@
+"""The Review pane on its own: a synthetic 50-file change set, keyboard review, views, feedback text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from ide.app.diffs import local_file_change, side_by_side_rows, unified_rows
+from ide.app.review import ReviewPane
+from ide.protocol.review import ChangeSetView, DecideParams
+from tests.app.review_agent import sample_file
+
+pytestmark = pytest.mark.window
+
+SESSION = "s1"
+
+
+def synthetic_changeset(files: int = 50) -> ChangeSetView:
+    changes = [local_file_change(*sample_file(index)) for index in range(files)]
+    return ChangeSetView(session_id=SESSION, cwd="/w", title="t", files=changes)
+
+
+@pytest.fixture
+def pane(qtbot: Any) -> ReviewPane:
+    widget = ReviewPane()
+    qtbot.addWidget(widget)
+    widget.resize(1100, 600)
+    widget.show()
+    widget.set_session(SESSION, "/w")
+    widget.set_interactive(True)
+    widget.set_changeset(synthetic_changeset())
+    return widget
+
+
+Keys = list[tuple[str, Qt.KeyboardModifier]]
+
+
+def decisions(qtbot: Any, pane: ReviewPane, keys: Keys) -> list[DecideParams]:
+    sent: list[DecideParams] = []
+    pane.decideRequested.connect(sent.append)
+    for key, modifier in keys:
+        qtbot.keyClick(pane.unified, key, modifier)
+    return sent
+
+
+def test_shows_fifty_files_with_counts_and_states(pane: ReviewPane):
+    model = pane.files_model
+    assert model.rowCount() == 50
+    assert model.index(0, 0).data() == "src/mod_000.py"
+    assert model.index(0, 2).data() == "+8 −8"
+    assert {model.index(row, 3).data() for row in range(50)} == {"pending"}
+    assert pane.summary.text() == "50 files · 200 hunks · 0 accepted · 0 rejected · 200 pending"
+    assert pane.hunk_label.text() == "Hunk 1/4 · pending"
+    assert pane.unified.toPlainText().startswith("@@ -1,5 +1,5 @@\n-def f0(x):\n")
+
+
+def test_keyboard_review_sends_the_right_decisions(qtbot: Any, pane: ReviewPane):
+    files = pane.changeset.files  # type: ignore[union-attr]
+    none = Qt.KeyboardModifier.NoModifier
+    shift = Qt.KeyboardModifier.ShiftModifier
+    sent = decisions(
+        qtbot,
+        pane,
+        [("a", none), ("r", none), ("j", none), ("k", none), ("a", none), ("j", none), ("A", shift)],
+    )
+    # a accepts hunk 1 and moves on; r rejects hunk 2 and moves on; j then k return to hunk 3, a accepts
+    # it; j moves past the last hunk into the next file; Shift+A accepts that whole file.
+    assert [(p.decision, p.hunk_ids, p.paths, p.all) for p in sent] == [
+        ("accepted", [files[0].hunks[0].id], [], False),
+        ("rejected", [files[0].hunks[1].id], [], False),
+        ("accepted", [files[0].hunks[2].id], [], False),
+        ("accepted", [], ["src/mod_001.py"], False),
+    ]
+    assert all(p.session_id == SESSION for p in sent)
+    model = pane.files_model
+    assert model.index(0, 3).data() == "partly"
+    assert model.index(1, 3).data() == "accepted"
+    assert pane.current_file == 2 and pane.current_hunk == 0  # Shift+A moves on to the next file
+
+    sent += decisions(qtbot, pane, [("R", shift)])
+    assert (sent[-1].decision, sent[-1].paths) == ("rejected", ["src/mod_002.py"])
+    assert model.index(2, 3).data() == "rejected"
+
+
+def test_backend_view_replaces_optimistic_decisions(qtbot: Any, pane: ReviewPane):
+    decisions(qtbot, pane, [("a", Qt.KeyboardModifier.NoModifier)])
+    assert pane.files_model.index(0, 3).data() == "partly"
+    pane.set_changeset(synthetic_changeset())  # the backend did not record it
+    assert pane.files_model.index(0, 3).data() == "pending"
+    assert pane.current_file == 0 and pane.current_hunk == 1  # the selection survives the re-render
+
+
+def test_revert_drops_unconfirmed_decisions(qtbot: Any, pane: ReviewPane):
+    pane.accept_all_button.click()
+    assert pane.summary.text().startswith("50 files · 200 hunks · 200 accepted")
+    pane.revert()
+    assert "0 accepted" in pane.summary.text()
+
+
+def test_accept_all_and_reject_all_buttons(qtbot: Any, pane: ReviewPane):
+    sent: list[DecideParams] = []
+    pane.decideRequested.connect(sent.append)
+    qtbot.mouseClick(pane.accept_all_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(pane.reject_all_button, Qt.MouseButton.LeftButton)
+    assert [(p.decision, p.all) for p in sent] == [("accepted", True), ("rejected", True)]
+
+
+def test_side_by_side_aligns_old_and_new_with_intraline_marks(pane: ReviewPane):
+    pane.view_toggle.click()
+    assert pane.diff_pages.currentWidget() is pane._split_page
+    left, right = pane.left.toPlainText().split("\n"), pane.right.toPlainText().split("\n")
+    assert len(left) == len(right)
+    assert left[1:3] == ["def f0(x):", "    return x + 0"]
+    assert right[1:3] == ["def f0(x, y=0):", "    return x + y + 0"]
+    changed = pane.right.rows[1]
+    assert [changed.text[s : s + n] for s, n in changed.intraline] == [", y=0"]
+
+
+def test_intraline_spans_mark_only_the_changed_words():
+    file = local_file_change("a.py", "total = price * qty\n", "total = price * quantity\n")
+    rows = unified_rows(file)
+    removed, added = rows[1], rows[2]
+    assert [removed.text[s : s + n] for s, n in removed.intraline] == ["qty"]
+    assert [added.text[s : s + n] for s, n in added.intraline] == ["quantity"]
+    left, right = side_by_side_rows(rows)
+    assert [row.kind for row in left] == ["hunk", "del"] and [row.kind for row in right] == ["hunk", "add"]
+
+
+def test_comment_then_send_feedback_builds_a_refinement_prompt(qtbot: Any, pane: ReviewPane):
+    sent: list[DecideParams] = []
+    pane.decideRequested.connect(sent.append)
+    assert not pane.feedback_button.isEnabled()
+    qtbot.keyClicks(pane.comment_edit, "keep the old signature")
+    qtbot.keyClick(pane.comment_edit, Qt.Key.Key_Return)
+    hunk = pane.changeset.files[0].hunks[0]  # type: ignore[union-attr]
+    assert [(p.hunk_ids, p.comment, p.decision) for p in sent] == [
+        ([hunk.id], "keep the old signature", "pending")
+    ]
+    assert "💬 keep the old signature" in pane.unified.toPlainText().splitlines()[0]
+    with qtbot.waitSignal(pane.feedbackRequested) as feedback:
+        qtbot.mouseClick(pane.feedback_button, Qt.MouseButton.LeftButton)
+    assert feedback.args[0] == (
+        "Feedback on your changes:\n- src/mod_000.py:@@ -1,5 +1,5 @@: keep the old signature"
+    )
+
+
+def test_typing_a_comment_does_not_decide_hunks(qtbot: Any, pane: ReviewPane):
+    sent: list[DecideParams] = []
+    pane.decideRequested.connect(sent.append)
+    qtbot.keyClicks(pane.comment_edit, "jar")
+    assert sent == [] and pane.current_hunk == 0
+    assert pane.comment_edit.text() == "jar"
+
+
+def test_read_only_mode_ignores_decisions(qtbot: Any, pane: ReviewPane):
+    pane.set_interactive(False)
+    assert pane.note.isVisible()
+    assert not pane.accept_button.isEnabled() and not pane.apply_button.isEnabled()
+    none = Qt.KeyboardModifier.NoModifier
+    sent = decisions(qtbot, pane, [("a", none), ("j", none)])
+    assert sent == []
+    assert pane.current_hunk == 1  # navigation still works

@@ -1,0 +1,201 @@
+"""Batched review over ACP: edits stay in the change set until the user decides, then land in one commit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import text_block
+from acp.schema import ClientCapabilities, FileEditToolCallContent, FileSystemCapabilities
+
+from ide.protocol import META_KEY
+from ide.protocol import review as rv
+from tests.support.acp_client import RecordingClient, acp_backend
+
+REVIEWER = ClientCapabilities(field_meta={META_KEY: {"review": True}})
+
+EDITS = [
+    {
+        "tool_calls": [
+            {
+                "name": "edit_file",
+                "args": {
+                    "path": "pkg/greet.py",
+                    "old_text": 'return f"Hello, {name}!"',
+                    "new_text": 'return f"Hi, {name}!"',
+                },
+            },
+            {
+                "name": "create_file",
+                "args": {"path": "pkg/farewell.py", "content": "def bye():\n    return 1\n"},
+            },
+        ]
+    },
+    {"tool_calls": [{"name": "read_file", "args": {"path": "pkg/greet.py"}}]},
+    {"content": "Changed the greeting and added `bye`."},
+]
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
+
+
+async def test_edits_wait_for_review_then_only_accepted_hunks_land_in_one_commit(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    (git_workspace / "notes.txt").write_text("the user's own unrelated change\n")
+    script = write_script(EDITS)
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, REVIEWER) as backend:
+        assert set(rv.REVIEW_METHODS) <= set(
+            backend.init.agent_capabilities.field_meta[META_KEY]["extensions"]
+        )
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        sid = session.session_id
+        response = await backend.conn.prompt(session_id=sid, prompt=[text_block("Make it friendlier")])
+        assert response.stop_reason == "end_turn"
+
+        # nothing written yet; the agent's own read saw its edit
+        assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+        assert not (git_workspace / "pkg" / "farewell.py").exists()
+        read_back = [u for _, u in backend.client.updates if u.session_update == "tool_call_update"][-1]
+        assert "Hi, {name}" in read_back.raw_output["output"]
+
+        diffs = [
+            c
+            for _, u in backend.client.updates
+            if u.session_update == "tool_call_update"
+            for c in (u.content or [])
+            if isinstance(c, FileEditToolCallContent)
+        ]
+        assert {Path(d.path).name for d in diffs} == {"greet.py", "farewell.py"}
+
+        [(method, params)] = backend.client.notifications
+        assert method == rv.CHANGESET_NOTIFICATION
+        view = rv.ChangeSetView.model_validate(params)
+        assert [(f.path, f.status) for f in view.files] == [
+            ("pkg/farewell.py", "added"),
+            ("pkg/greet.py", "modified"),
+        ]
+
+        farewell = view.files[0]
+        await backend.conn.ext_method(
+            rv.DECIDE, {"session_id": sid, "decision": "rejected", "paths": [farewell.path]}
+        )
+        await backend.conn.ext_method(
+            rv.DECIDE, {"session_id": sid, "decision": "accepted", "all": False, "paths": ["pkg/greet.py"]}
+        )
+        result = rv.ApplyResult.model_validate(await backend.conn.ext_method(rv.APPLY, {"session_id": sid}))
+        assert result.conflicts == []
+        assert result.batch is not None and result.batch.paths == ["pkg/greet.py"]
+
+        assert "Hi, {name}" in (git_workspace / "pkg" / "greet.py").read_text()
+        assert not (git_workspace / "pkg" / "farewell.py").exists()
+        assert git(git_workspace, "show", "--name-only", "--format=", "HEAD").split() == ["pkg/greet.py"]
+        assert f"Arbor-Session: {sid}" in git(git_workspace, "log", "-1", "--format=%B")
+        assert "notes.txt" in git(git_workspace, "status", "--porcelain")
+
+        history = rv.HistoryResult.model_validate(
+            await backend.conn.ext_method(rv.HISTORY, {"cwd": str(git_workspace)})
+        )
+        assert [b.id for b in history.batches] == [result.batch.id]
+
+        rolled = rv.RollbackResult.model_validate(
+            await backend.conn.ext_method(rv.ROLLBACK, {"cwd": str(git_workspace)})
+        )
+        assert rolled.batch.id == result.batch.id and rolled.refused == []
+        assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+        assert (git_workspace / "notes.txt").read_text() == "the user's own unrelated change\n"
+
+
+async def test_a_client_without_review_or_permission_gets_its_turn_and_nothing_is_written(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(EDITS)
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        response = await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+        assert response.stop_reason == "end_turn"
+        assert len(backend.client.permission_requests) == 1
+    assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+    assert not (git_workspace / "pkg" / "farewell.py").exists()
+
+
+@pytest.mark.parametrize("with_fs", [False, True])
+async def test_a_plain_acp_client_is_asked_once_and_approval_writes_the_batch(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path], with_fs: bool
+) -> None:
+    script = write_script(EDITS)
+    written: list[tuple[str, str]] = []
+
+    class WritingClient(RecordingClient):
+        async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> None:
+            written.append((path, content))
+            Path(path).write_text(content)
+
+    client = WritingClient(permission_answer="apply")
+    caps = ClientCapabilities(fs=FileSystemCapabilities(write_text_file=True)) if with_fs else None
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, caps, client) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+    [(tool_call, options)] = client.permission_requests
+    assert {o.option_id for o in options} == {"apply", "discard"}
+    assert any(isinstance(c, FileEditToolCallContent) for c in tool_call.content)
+    assert "Hi, {name}" in (git_workspace / "pkg" / "greet.py").read_text()
+    assert (git_workspace / "pkg" / "farewell.py").read_text() == "def bye():\n    return 1\n"
+    assert bool(written) == with_fs
+    if not with_fs:
+        assert "Arbor-Session:" in git(git_workspace, "log", "-1", "--format=%B")
+
+
+def test_arbor_run_prints_the_diff_then_apply_and_rollback(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(EDITS)
+    env = {**os.environ, "ARBOR_MODEL": f"scripted:{script}"}
+    arbor = [sys.executable, "-m", "ide"]
+    shown = subprocess.run(
+        [*arbor, "run", "-w", str(git_workspace), "go"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "+++ b/pkg/greet.py" in shown.stdout and '+    return f"Hi, {name}!"' in shown.stdout
+    assert "--- /dev/null" in shown.stdout
+    assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+    head = git(git_workspace, "rev-parse", "HEAD")
+
+    applied = subprocess.run(
+        [*arbor, "run", "-w", str(git_workspace), "--apply", "go"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert "[review] applied batch" in applied.stderr
+    assert (git_workspace / "pkg" / "farewell.py").exists()
+    assert git(git_workspace, "rev-parse", "HEAD~1") == head
+
+    back = subprocess.run(
+        [*arbor, "rollback", "-w", str(git_workspace)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert back.returncode == 0, back.stderr
+    assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+    assert not (git_workspace / "pkg" / "farewell.py").exists()
