@@ -140,7 +140,18 @@ class ChangeSet:
         return base.data, base.mode
 
     def exists(self, rel: str) -> bool:
-        return self._current(rel)[0] is not None or self.is_dir(rel)
+        entry = self._entries.get(rel)
+        if entry is not None and entry.data is not None:
+            return True
+        if entry is None:
+            base = self._base.get(rel)
+            # Without reading the file: a listing should not snapshot every file it sees.
+            if base is None:
+                if (self.root / rel).is_file():
+                    return True
+            elif base.data is not None:
+                return True
+        return self.is_dir(rel)
 
     def is_dir(self, rel: str) -> bool:
         rel = rel.strip("/")
@@ -197,9 +208,14 @@ class ChangeSet:
         out = []
         for name, is_dir in sorted(names.items()):
             child = prefix + name
-            if is_dir and self.is_dir(child):
-                out.append((name, True))
-            elif not is_dir and self.exists(child):
+            entry = self._entries.get(child)
+            if entry is not None and not is_dir:
+                if entry.data is not None:
+                    out.append((name, False))
+            elif is_dir:
+                if self.is_dir(child):
+                    out.append((name, True))
+            else:
                 out.append((name, False))
         return out
 

@@ -1,4 +1,4 @@
-"""The real thing: a scripted agent edits 50 files, the user reviews by keyboard, Apply makes one commit."""
+"""A scripted agent edits 50 files, reviewed by keyboard, applied as one commit, then rolled back."""
 
 from __future__ import annotations
 
@@ -70,7 +70,10 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
         qtbot.keyClick(pane.unified, "R", shift)  # reject file 3
     qtbot.waitUntil(lambda: pane.files_model.index(3, 3).data() == "rejected", timeout=TURN_TIMEOUT_MS)
 
-    with qtbot.waitSignal(window.bridge.applied, timeout=TURN_TIMEOUT_MS) as applied:
+    with (
+        qtbot.waitSignal(window.bridge.applied, timeout=TURN_TIMEOUT_MS) as applied,
+        qtbot.waitSignal(window.bridge.historyReceived, timeout=TURN_TIMEOUT_MS),
+    ):
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     result = applied.args[0]
     assert result.conflicts == []
@@ -84,3 +87,14 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
     assert sorted(git(fifty_files, "show", "--name-only", "--format=", "HEAD").split()) == accepted
     # the still-pending files stay in review; the rejected one is gone from it
     qtbot.waitUntil(lambda: pane.files_model.rowCount() == FILES - 4, timeout=TURN_TIMEOUT_MS)
+
+    # Roll back from the history: the three files are as before, in a commit of their own
+    assert pane.history_tree.topLevelItemCount() == 1
+    pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
+    with qtbot.waitSignal(window.bridge.rolledBack, timeout=TURN_TIMEOUT_MS) as rolled:
+        qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+    assert rolled.args[0].refused == []
+    for n in range(3):
+        assert (fifty_files / "src" / f"mod_{n:02d}.py").read_text().startswith(f"VALUE = {n}\n")
+    assert git(fifty_files, "rev-parse", "HEAD~2").strip() == head
+    assert git(fifty_files, "status", "--porcelain") == ""
