@@ -106,6 +106,7 @@ class ArborAgent(Agent):
         self._base_settings: Settings | None = None
         self._stores: dict[Path, SessionStore] = {}
         self._client_caps: ClientCapabilities | None = None
+        self._pruned: set[str] = set()
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -179,8 +180,12 @@ class ArborAgent(Agent):
 
     async def _open(self, session_id: str, cwd: str, settings: Settings, mode: str) -> Session:
         from ide.backend.session import Session
-        from ide.changes import BatchStore
+        from ide.changes import BatchStore, prune_stale_worktrees
 
+        if cwd not in self._pruned:
+            # Scratch checkouts left by a crashed backend are removed the first time we see the workspace.
+            self._pruned.add(cwd)
+            await asyncio.to_thread(prune_stale_worktrees, Path(cwd))
         store = self._store(settings)
         session = Session(
             session_id,

@@ -8,7 +8,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ide.changes import BatchStore, ChangeSet, Review, rollback_batch
@@ -24,7 +24,7 @@ CONTENT = (
 NAMES = ["a.txt", "b.sh", "dir/c.txt"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     use_git=st.booleans(),
     before=st.fixed_dictionaries({n: st.tuples(CONTENT, st.booleans()) for n in NAMES}),
@@ -65,6 +65,7 @@ def test_rollback_restores_bytes_and_exec_bit(
                 continue
             hunks = [h for h in text_hunks(name, content, new) if h.id in accepted]
             assert (root / name).read_bytes() == apply_hunks(content, hunks)
+        event(f"git={use_git} batch={result.batch is not None} files={len(view.files)}")
         if result.batch is None:
             return
         rolled = rollback_batch(root, review.store)
