@@ -11,6 +11,13 @@ from typing import Any
 
 import pytest
 
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Arbor Tests",
+    "GIT_AUTHOR_EMAIL": "tests@arbor.invalid",
+    "GIT_COMMITTER_NAME": "Arbor Tests",
+    "GIT_COMMITTER_EMAIL": "tests@arbor.invalid",
+}
+
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,6 +28,9 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARBOR_DATA_DIR", str(tmp_path / "data"))
     # Port 9 (discard) on loopback: a test that forgets to pick a model never reaches a real server.
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    # Commits made by tests (and by Arbor's Apply in them) must not depend on the machine's git config.
+    for name, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture

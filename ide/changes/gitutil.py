@@ -201,6 +201,19 @@ def commit_paths(repo: Repo, rels: list[str], message: str) -> str:
     return commit
 
 
+def ensure_identity(repo: Repo) -> None:
+    """Refuse before writing anything when git cannot name the author of a commit."""
+    for variable in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
+        try:
+            git(repo.top, "var", variable)
+        except ChangeError:
+            raise ChangeError(
+                "git does not know who you are, so Arbor cannot commit the reviewed changes; nothing was "
+                'written. Run git config --global user.name "Your Name" and git config --global '
+                'user.email you@example.com, or set review.commit = "stage" (ARBOR_REVIEW_COMMIT=stage).'
+            ) from None
+
+
 def stage_paths(repo: Repo, rels: list[str]) -> None:
     git(
         repo.top, "update-index", "--add", "--remove", "-z", "--stdin", input=_z([repo.path(r) for r in rels])

@@ -10,6 +10,7 @@ from ide.changes.gitutil import (
     atomic_write,
     blob_id,
     commit_paths,
+    ensure_identity,
     find_repo,
     merge3,
     read_disk,
@@ -224,6 +225,8 @@ class Review:
         batch = None
         if writing:
             repo = find_repo(root)
+            if repo is not None and self.commit_mode == "commit":
+                ensure_identity(repo)
             blobs = Blobs(repo, self.store.blob_dir)
             batch_id = uuid.uuid4().hex
             text = message or self.title or "Apply reviewed changes"
