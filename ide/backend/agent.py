@@ -227,7 +227,17 @@ class ArborAgent(Agent):
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "message": f"no session {session_id} for workspace {cwd}"}
             )
-        session = self._sessions.get(session_id) or await self._open(session_id, cwd, settings, record.mode)
+        session = self._sessions.get(session_id)
+        if session is None:
+            from ide.changes import ChangeError
+
+            session = await self._open(session_id, cwd, settings, record.mode)
+            snapshot = store.load_review(session_id, cwd)
+            if snapshot is not None:
+                try:
+                    session.restore_review(snapshot)
+                except ChangeError as exc:
+                    log.warning("could not restore the pending review of %s: %s", session_id, exc)
         for payload in store.events(session_id, cwd):
             notification = SessionNotification.model_validate({"sessionId": session_id, "update": payload})
             await self.conn.session_update(session_id=session_id, update=notification.update)
@@ -312,6 +322,7 @@ class ArborAgent(Agent):
                 raise
             return PromptResponse(stop_reason="cancelled")
         except ModelError as exc:
+            await self._save_review(session)
             log.warning("turn failed: %s", exc)
             raise arbor_error(exc.info) from None
         except Exception as exc:
@@ -321,9 +332,17 @@ class ArborAgent(Agent):
             ) from None
         finally:
             flush()
+        await self._save_review(session)
         return PromptResponse(
             stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
         )
+
+    async def _save_review(self, session: Session) -> None:
+        """Persist the session's pending review, so a restarted backend loses none of it."""
+        store = self._store(session.settings)
+        # Taken on the loop thread (snapshot() copies its state); the worker thread only writes it out.
+        snapshot = session.review_snapshot()
+        await asyncio.to_thread(store.save_review, session.id, session.cwd, snapshot)
 
     def _client_reviews(self) -> bool:
         """True when the client said it reviews Arbor change sets (``_meta.arbor.review``)."""
@@ -419,14 +438,19 @@ class ArborAgent(Agent):
 
     async def _review_decide(self, params: dict[str, Any]) -> BaseModel:
         request = rv.DecideParams.model_validate(params)
-        return self._session(request.session_id).review.decide(request)
+        session = self._session(request.session_id)
+        view = session.review.decide(request)
+        await self._save_review(session)
+        return view
 
     async def _review_apply(self, params: dict[str, Any]) -> BaseModel:
         request = rv.ApplyParams.model_validate(params)
         session = self._session(request.session_id)
         if session.turn is not None and not session.turn.done():
             raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
-        return await asyncio.to_thread(session.review.apply, request.message)
+        result = await asyncio.to_thread(session.review.apply, request.message)
+        await self._save_review(session)
+        return result
 
     def _batches(self, cwd: str) -> Any:
         from ide.changes import BatchStore

@@ -72,6 +72,17 @@ class Session:
         self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset)
         self._graph: Any = None
 
+    def restore_review(self, snapshot: dict[str, Any]) -> None:
+        """Bring back the pending change set and decisions saved before the backend restarted."""
+        self.review = Review.restore(snapshot, store=self.batches)
+        self.changeset = self.review.changeset
+        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset)
+        self._graph = None
+
+    def review_snapshot(self) -> dict[str, Any] | None:
+        """What to save so a restarted backend still has the pending review (None: nothing pending)."""
+        return self.review.snapshot() if self.changeset.changed_paths() else None
+
     async def _observation_cap(self) -> int:
         try:
             tier = await self.router.context_tier("react")

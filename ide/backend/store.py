@@ -34,6 +34,10 @@ CREATE TABLE IF NOT EXISTS events (
     payload TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
+CREATE TABLE IF NOT EXISTS pending_reviews (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    payload TEXT NOT NULL
+);
 """
 
 
@@ -161,6 +165,24 @@ class SessionStore:
                 rows.append((session_id, seq, turn, json.dumps(update, separators=(",", ":"))))
             db.executemany("INSERT INTO events (session_id, seq, turn, payload) VALUES (?, ?, ?, ?)", rows)
             db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id))
+
+    def save_review(self, session_id: str, cwd: str, snapshot: dict[str, Any] | None) -> None:
+        """Keep a session's pending change set and decisions (None: nothing pending)."""
+        with self._db(cwd) as db:
+            if snapshot is None:
+                db.execute("DELETE FROM pending_reviews WHERE session_id = ?", (session_id,))
+            else:
+                db.execute(
+                    "INSERT OR REPLACE INTO pending_reviews (session_id, payload) VALUES (?, ?)",
+                    (session_id, json.dumps(snapshot, separators=(",", ":"))),
+                )
+
+    def load_review(self, session_id: str, cwd: str) -> dict[str, Any] | None:
+        with self._db(cwd) as db:
+            row = db.execute(
+                "SELECT payload FROM pending_reviews WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return json.loads(row[0]) if row else None
 
     def events(self, session_id: str, cwd: str) -> list[dict[str, Any]]:
         with self._db(cwd) as db:

@@ -105,6 +105,24 @@ class ChangeSet:
         """A copy-on-write child: it sees this set's edits so far; its own edits never show here."""
         return ChangeSet(self.root, parent=self)
 
+    # -- persistence (see ide.changes.snapshot) ---------------------------------------------------
+
+    def recorded(self) -> tuple[dict[str, Base], dict[str, Entry]]:
+        """Copies of the recorded bases and the proposed entries, in insertion order."""
+        return dict(self._base), dict(self._entries)
+
+    @classmethod
+    def from_recorded(
+        cls, root: Path, bases: dict[str, Base], entries: dict[str, Entry], *, id: str | None = None
+    ) -> ChangeSet:
+        """A change set with exactly these bases and entries; nothing is read from disk."""
+        changeset = cls(root)
+        if id is not None:
+            changeset.id = id
+        changeset._base = dict(bases)
+        changeset._entries = dict(entries)
+        return changeset
+
     # -- base snapshot ----------------------------------------------------------------------------
 
     def base(self, rel: str) -> Base:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from ide.changes.gitutil import (
     Blobs,
@@ -19,6 +21,7 @@ from ide.changes.gitutil import (
 )
 from ide.changes.hunks import Hunk, apply_hunks, binary_hunk, is_binary, rename_hunk, text_hunks
 from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
+from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
 from ide.protocol.review import (
     ApplyResult,
@@ -133,6 +136,44 @@ class Review:
         self._decisions: dict[str, tuple[Decision, str | None]] = {}
         self._conflicts: dict[str, str] = {}
         self._hunk_cache: HunkCache = {}
+
+    # -- persistence ------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything needed to rebuild this review exactly, as JSON-safe data (ide.changes.snapshot).
+
+        Reads nothing from disk; the recorded bases go in as they are, so a restored review still
+        merges with what the user changed on disk since the agent read each file.
+        """
+        return encode_review(
+            self.changeset,
+            session_id=self.session_id,
+            title=self.title,
+            commit_mode=self.commit_mode,
+            decisions=dict(self._decisions),
+            conflicts=dict(self._conflicts),
+        )
+
+    @classmethod
+    def restore(cls, snapshot: dict[str, Any], *, store: BatchStore, root: Path | None = None) -> Review:
+        """The review ``snapshot`` was taken of, over ``root`` (default: the snapshot's workspace).
+
+        A ChangeError when the snapshot is malformed or of a version this code does not read.
+        """
+        state = decode_review(snapshot, COMMIT_MODES)
+        changeset = ChangeSet.from_recorded(
+            Path(state.root) if root is None else root, state.bases, state.entries, id=state.changeset_id
+        )
+        review = cls(
+            changeset,
+            session_id=state.session_id,
+            title=state.title,
+            store=store,
+            commit_mode=state.commit_mode,
+        )
+        review._decisions = dict(state.decisions)  # type: ignore[arg-type]
+        review._conflicts = dict(state.conflicts)
+        return review
 
     def view(self) -> ChangeSetView:
         return self._view(file_changes(self.changeset, self._hunk_cache))

@@ -199,3 +199,41 @@ def test_arbor_run_prints_the_diff_then_apply_and_rollback(
     assert back.returncode == 0, back.stderr
     assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
     assert not (git_workspace / "pkg" / "farewell.py").exists()
+
+
+async def test_pending_review_survives_a_backend_restart(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(EDITS)
+    env = {"ARBOR_MODEL": f"scripted:{script}"}
+    async with acp_backend(env, REVIEWER) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        sid = session.session_id
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("go")])
+        decided = rv.ChangeSetView.model_validate(
+            await backend.conn.ext_method(
+                rv.DECIDE,
+                {
+                    "session_id": sid,
+                    "decision": "rejected",
+                    "paths": ["pkg/farewell.py"],
+                    "comment": "not now",
+                },
+            )
+        )
+        backend.proc.kill()
+        await backend.proc.wait()
+
+    async with acp_backend(env, REVIEWER) as backend:
+        await backend.conn.load_session(cwd=str(git_workspace), session_id=sid, mcp_servers=[])
+        restored = rv.ChangeSetView.model_validate(
+            await backend.conn.ext_method(rv.CHANGESET, {"session_id": sid})
+        )
+        assert restored == decided
+        await backend.conn.ext_method(
+            rv.DECIDE, {"session_id": sid, "decision": "accepted", "paths": ["pkg/greet.py"]}
+        )
+        result = rv.ApplyResult.model_validate(await backend.conn.ext_method(rv.APPLY, {"session_id": sid}))
+    assert result.batch is not None and result.batch.paths == ["pkg/greet.py"]
+    assert "Hi, {name}" in (git_workspace / "pkg" / "greet.py").read_text()
+    assert not (git_workspace / "pkg" / "farewell.py").exists()
