@@ -5,13 +5,14 @@ Every edit lands in the overlay (ide.changes.ChangeSet); the user decides hunk b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ide.changes import ChangeError, ChangeSet
 from ide.settings import ToolSettings
-from ide.tools.base import ToolSpec
+from ide.tools.base import ToolKind, ToolSpec
 from ide.tools.workspace import ToolError, Workspace
 
 
@@ -58,77 +59,80 @@ def _run(action: Any) -> None:
         raise ToolError(str(exc)) from None
 
 
-def edit_file(workspace: Workspace, settings: ToolSettings, args: EditFileArgs) -> str:
-    rel = _target(workspace, args.path)
-    _run(lambda: _changes(workspace).edit(rel, args.old_text, args.new_text))
-    return f"edited {rel} (proposed; the user reviews it before it is written)"
+PROPOSED = "(proposed; the user reviews it before it is written)"
 
 
-def write_file(workspace: Workspace, settings: ToolSettings, args: WriteFileArgs) -> str:
-    rel = _target(workspace, args.path)
-    _run(lambda: _changes(workspace).write(rel, args.content))
-    return f"wrote {rel} (proposed; the user reviews it before it is written)"
+def _path_tool(
+    name: str,
+    description: str,
+    kind: ToolKind,
+    args_model: type[BaseModel],
+    title: str,
+    done: str,
+    change: Callable[[ChangeSet, str, Any], object],
+) -> ToolSpec:
+    """A tool that makes one change to the file at ``args.path`` in the session's change set."""
 
+    def run(workspace: Workspace, settings: ToolSettings, args: Any) -> str:
+        rel = _target(workspace, args.path)
+        _run(lambda: change(_changes(workspace), rel, args))
+        return f"{done} {rel} {PROPOSED}"
 
-def create_file(workspace: Workspace, settings: ToolSettings, args: WriteFileArgs) -> str:
-    rel = _target(workspace, args.path)
-    _run(lambda: _changes(workspace).create(rel, args.content))
-    return f"created {rel} (proposed; the user reviews it before it is written)"
-
-
-def delete_file(workspace: Workspace, settings: ToolSettings, args: DeleteFileArgs) -> str:
-    rel = _target(workspace, args.path)
-    _run(lambda: _changes(workspace).delete(rel))
-    return f"deleted {rel} (proposed; the user reviews it before it is written)"
+    return ToolSpec(
+        name=name,
+        description=description,
+        kind=kind,
+        args_model=args_model,
+        run=run,
+        title=lambda a: f"{title} {a.path}",
+        location=lambda a: (a.path, None),
+        touches=lambda a: [a.path],
+    )
 
 
 def rename_file(workspace: Workspace, settings: ToolSettings, args: RenameFileArgs) -> str:
     rel, new_rel = _target(workspace, args.path), _target(workspace, args.new_path)
     _run(lambda: _changes(workspace).rename(rel, new_rel))
-    return f"renamed {rel} to {new_rel} (proposed; the user reviews it before it is written)"
+    return f"renamed {rel} to {new_rel} {PROPOSED}"
 
 
 EDIT_TOOLS = (
-    ToolSpec(
-        name="edit_file",
-        description="Replace old_text with new_text in a file. old_text must match exactly once; "
+    _path_tool(
+        "edit_file",
+        "Replace old_text with new_text in a file. old_text must match exactly once; "
         "include enough surrounding lines to make it unique.",
-        kind="edit",
-        args_model=EditFileArgs,
-        run=edit_file,
-        title=lambda a: f"Edit {a.path}",
-        location=lambda a: (a.path, None),
-        touches=lambda a: [a.path],
+        "edit",
+        EditFileArgs,
+        "Edit",
+        "edited",
+        lambda changes, rel, a: changes.edit(rel, a.old_text, a.new_text),
     ),
-    ToolSpec(
-        name="write_file",
-        description="Write the whole content of a file, creating it if needed.",
-        kind="edit",
-        args_model=WriteFileArgs,
-        run=write_file,
-        title=lambda a: f"Write {a.path}",
-        location=lambda a: (a.path, None),
-        touches=lambda a: [a.path],
+    _path_tool(
+        "write_file",
+        "Write the whole content of a file, creating it if needed.",
+        "edit",
+        WriteFileArgs,
+        "Write",
+        "wrote",
+        lambda changes, rel, a: changes.write(rel, a.content),
     ),
-    ToolSpec(
-        name="create_file",
-        description="Create a new file with the given content (fails if it exists).",
-        kind="edit",
-        args_model=WriteFileArgs,
-        run=create_file,
-        title=lambda a: f"Create {a.path}",
-        location=lambda a: (a.path, None),
-        touches=lambda a: [a.path],
+    _path_tool(
+        "create_file",
+        "Create a new file with the given content (fails if it exists).",
+        "edit",
+        WriteFileArgs,
+        "Create",
+        "created",
+        lambda changes, rel, a: changes.create(rel, a.content),
     ),
-    ToolSpec(
-        name="delete_file",
-        description="Delete a file.",
-        kind="delete",
-        args_model=DeleteFileArgs,
-        run=delete_file,
-        title=lambda a: f"Delete {a.path}",
-        location=lambda a: (a.path, None),
-        touches=lambda a: [a.path],
+    _path_tool(
+        "delete_file",
+        "Delete a file.",
+        "delete",
+        DeleteFileArgs,
+        "Delete",
+        "deleted",
+        lambda changes, rel, a: changes.delete(rel),
     ),
     ToolSpec(
         name="rename_file",
