@@ -46,6 +46,7 @@ from ide.protocol.review import (
     RollbackParams,
     RollbackResult,
 )
+from ide.protocol.tree import TREE_NOTIFICATION, TreeEventBatch
 
 if TYPE_CHECKING:
     from acp import RequestError
@@ -162,6 +163,8 @@ class _ClientCallbacks:
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == CHANGESET_NOTIFICATION:
             self._bridge._on_changeset(self._generation, params)
+        elif method == TREE_NOTIFICATION:
+            self._bridge._on_tree(self._generation, params)
         else:
             log.debug("ignoring extension notification _%s", method)
 
@@ -203,6 +206,8 @@ class BackendBridge(QObject):
     """The :class:`HistoryResult` of :meth:`review_history`."""
     reviewFailed = Signal(str)
     """A review request (its method) failed; :attr:`errorRaised` carries why. Views drop guesses."""
+    treeEvents = Signal(object)
+    """A ``list[TreeEvent]`` of the current session's search tree (``_arbor/tree``), live or replayed."""
 
     def __init__(
         self,
@@ -348,6 +353,17 @@ class BackendBridge(QObject):
         if view.session_id == self.session_id:
             self.changesetReceived.emit(view)
 
+    def _on_tree(self, generation: int, params: dict[str, Any]) -> None:
+        if generation != self._generation:
+            return
+        try:
+            batch = TreeEventBatch.model_validate(params)
+        except ValidationError as exc:
+            log.warning("ignoring malformed _%s: %s", TREE_NOTIFICATION, exc)
+            return
+        if batch.session_id == self.session_id and batch.events:
+            self.treeEvents.emit(batch.events)
+
     def kill(self) -> None:
         """SIGKILL the backend's process group at once (window teardown, no waiting)."""
         self._stopping = True
@@ -444,7 +460,7 @@ class BackendBridge(QObject):
         init = await asyncio.wait_for(
             conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(field_meta={META_KEY: {"review": True}}),
+                client_capabilities=ClientCapabilities(field_meta={META_KEY: {"review": True, "tree": True}}),
                 client_info=Implementation(name="arbor", title="Arbor", version=client_version()),
             ),
             INITIALIZE_TIMEOUT_S,

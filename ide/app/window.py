@@ -7,17 +7,20 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QVBoxLayout, QWidget
 
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
 from ide.app.chat import ChatPanel, resolve_location
 from ide.app.review import ReviewPane
 from ide.app.status import BackendStatus
+from ide.app.tree_model import RunTree, TreeFileError
+from ide.app.tree_view import SearchTreeView
 from ide.app.viewer import CodeViewer
 from ide.app.workspace import WorkspacePanel
 from ide.protocol import ErrorInfo, TurnMeta
 from ide.protocol.review import APPLY, DECIDE, ApplyParams, DecideParams, HistoryParams, RollbackParams
+from ide.protocol.tree import TREE_FILE_SUFFIX, TreeEvent
 from ide.settings import Settings, SettingsError, load_settings
 
 DEFAULT_SIZE = (1280, 800)
@@ -25,7 +28,7 @@ DEFAULT_DOCK_WIDTHS = (270, 470)
 GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
 # Bump when docks are added or renamed so an old saved layout is not forced onto new panels.
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 STOP_REASONS = {
     "max_tokens": "The model hit its output token limit; the answer may be cut short.",
@@ -60,6 +63,8 @@ class MainWindow(QMainWindow):
                 settings = Settings()
         self.settings = settings
         self._saved_updates: list[Any] | None = None
+        self._saved_trees: dict[str, RunTree] | None = None
+        self._replaying = False
 
         self.bridge = BackendBridge(self.workspace, backend_command, backend_env, parent=self)
         self.banner = Banner()
@@ -85,6 +90,11 @@ class MainWindow(QMainWindow):
         self.review_dock = self._dock("Review", "reviewDock", self.review)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.review_dock)
         self.review_dock.hide()  # shown when there is something to review
+        self.tree_view = SearchTreeView()
+        self.tree_dock = self._dock("Search tree", "treeDock", self.tree_view)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.tree_dock)
+        self.tabifyDockWidget(self.review_dock, self.tree_dock)
+        self.tree_dock.hide()  # shown when a run starts
 
         self.status = BackendStatus()
         self.statusBar().addPermanentWidget(self.status, 1)
@@ -119,6 +129,9 @@ class MainWindow(QMainWindow):
         refresh.setShortcut(QKeySequence(QKeySequence.StandardKey.Refresh))
         refresh.triggered.connect(self.workspace_panel.refresh)
         file_menu.addAction(refresh)
+        open_tree = QAction("Open &Search Tree…", self)
+        open_tree.triggered.connect(self._open_tree_dialog)
+        file_menu.addAction(open_tree)
         file_menu.addSeparator()
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
@@ -129,6 +142,7 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.workspace_dock.toggleViewAction())
         view_menu.addAction(self.chat_dock.toggleViewAction())
         view_menu.addAction(self.review_dock.toggleViewAction())
+        view_menu.addAction(self.tree_dock.toggleViewAction())
 
         agent_menu = self.menuBar().addMenu("&Agent")
         self.stop_action = QAction("&Stop Turn", self)
@@ -170,6 +184,9 @@ class MainWindow(QMainWindow):
         review.feedbackRequested.connect(self.send_prompt)
         review.changesShown.connect(self._show_review)
 
+        bridge.treeEvents.connect(self._on_tree_events)
+        self.tree_view.runStarted.connect(self._on_run_started)
+
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
         if self.bridge.send_prompt(text):
@@ -202,6 +219,8 @@ class MainWindow(QMainWindow):
         if self.review.interactive:
             self.bridge.review_changeset(session_id)
         self._saved_updates = None
+        self._saved_trees = None
+        self._replaying = False
         if replayed:
             self.chat.flush()
 
@@ -209,12 +228,19 @@ class MainWindow(QMainWindow):
         # Keep what the chat showed: if the replay fails, the old transcript comes back.
         self._saved_updates = self.chat.clear()
         self.review.clear()  # the replayed tool calls rebuild it
+        self._saved_trees = self.tree_view.clear()  # so do the replayed tree events
+        self._replaying = True
 
     def _on_replay_failed(self, message: str) -> None:
         if self._saved_updates is not None:
             self.chat.clear()
             self.chat.replay(self._saved_updates)
             self._saved_updates = None
+        if self._saved_trees is not None:
+            self.tree_view.clear()
+            self.tree_view.restore(self._saved_trees)
+            self._saved_trees = None
+        self._replaying = False
         self.banner.show_notice(
             f"The previous conversation could not be restored: {message}",
             "A new session was started; the messages above are from the old one and the agent no longer "
@@ -267,6 +293,44 @@ class MainWindow(QMainWindow):
             self.resizeDocks([self.review_dock], [int(self.height() * 0.45)], Qt.Orientation.Vertical)
         if files:
             self.review_dock.raise_()
+
+    def _on_tree_events(self, events: list[TreeEvent]) -> None:
+        self.tree_view.add_events(events)
+
+    def _on_run_started(self, key: str) -> None:
+        # A restored session's runs come back quietly; a run that starts now is shown.
+        if not self._replaying:
+            self.show_tree()
+
+    def show_tree(self) -> None:
+        """Show and raise the search-tree dock."""
+        if self.tree_dock.isHidden():
+            self.tree_dock.show()
+            self.resizeDocks([self.tree_dock], [int(self.height() * 0.45)], Qt.Orientation.Vertical)
+        self.tree_dock.raise_()
+
+    def open_tree_file(self, path: Path) -> bool:
+        """Open a ``.arbor-tree.jsonl`` file in the search-tree dock; the banner explains a bad file."""
+        try:
+            self.tree_view.open_file(path)
+        except TreeFileError as exc:
+            self.banner.show_notice(
+                f"Cannot open the search tree: {exc}",
+                f"A {TREE_FILE_SUFFIX} file holds one tree event (JSON) per line, as Export writes them.",
+            )
+            return False
+        self.show_tree()
+        return True
+
+    def _open_tree_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            "Open search tree",
+            str(self.workspace),
+            f"Search trees (*{TREE_FILE_SUFFIX});;All files (*)",
+        )
+        if path:
+            self.open_tree_file(Path(path))
 
     def _restore_layout(self) -> None:
         store = QSettings()

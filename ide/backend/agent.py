@@ -46,6 +46,7 @@ from ide.backend.store import SessionStore
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
 from ide.protocol import review as rv
 from ide.protocol.review import REVIEW_METHODS
+from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
 from ide.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ MODES = {
 """Agent architectures offered as ACP session modes; LATS, ToT and plan/execute join them later."""
 
 LIST_PAGE = 50
+
+TREE_RECORD = "_arbor_tree"
+"""Key of a stored history entry holding a batch of search-tree events instead of a session update."""
 
 
 def arbor_error(info: ErrorInfo) -> RequestError:
@@ -138,7 +142,7 @@ class ArborAgent(Agent):
             version=__version__,
             model=self._base_settings.llm.model,
             architectures=list(MODES),
-            extensions=list(REVIEW_METHODS),
+            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
         return InitializeResponse(
@@ -239,6 +243,11 @@ class ArborAgent(Agent):
                 except ChangeError as exc:
                     log.warning("could not restore the pending review of %s: %s", session_id, exc)
         for payload in store.events(session_id, cwd):
+            if TREE_RECORD in payload:
+                if self._client_wants("tree"):
+                    params = {"session_id": session_id, "events": payload[TREE_RECORD]}
+                    await self.conn.ext_notification(TREE_NOTIFICATION, params)
+                continue
             notification = SessionNotification.model_validate({"sessionId": session_id, "update": payload})
             await self.conn.session_update(session_id=session_id, update=notification.update)
         return LoadSessionResponse(modes=self._modes(session.mode))
@@ -310,8 +319,16 @@ class ArborAgent(Agent):
                 flush()  # before the client hears of it, so what it saw is on disk
             await self.conn.session_update(session_id=session_id, update=update)
 
+        async def emit_tree(events: list[TreeEvent]) -> None:
+            batch = [event.model_dump(mode="json", exclude_defaults=True) for event in events]
+            recorded.append({TREE_RECORD: batch})
+            if self._client_wants("tree"):
+                await self.conn.ext_notification(
+                    TREE_NOTIFICATION, {"session_id": session_id, "events": batch}
+                )
+
         session.cancel_requested = False
-        session.turn = asyncio.create_task(session.run_turn(text, emit))
+        session.turn = asyncio.create_task(session.run_turn(text, emit, emit_tree))
         try:
             result = await session.turn
             if session.changeset.changed_paths():
@@ -344,10 +361,10 @@ class ArborAgent(Agent):
         snapshot = session.review_snapshot()
         await asyncio.to_thread(store.save_review, session.id, session.cwd, snapshot)
 
-    def _client_reviews(self) -> bool:
-        """True when the client said it reviews Arbor change sets (``_meta.arbor.review``)."""
+    def _client_wants(self, feature: str) -> bool:
+        """True when the client asked for an Arbor extension in ``_meta.arbor`` ("review", "tree")."""
         meta = (self._client_caps.field_meta or {}) if self._client_caps else {}
-        return bool(isinstance(meta.get(META_KEY), dict) and meta[META_KEY].get("review"))
+        return bool(isinstance(meta.get(META_KEY), dict) and meta[META_KEY].get(feature))
 
     async def _offer_review(self, session: Session) -> None:
         """At the end of a turn that edited files: hand the batch to the client for review.
@@ -357,7 +374,7 @@ class ArborAgent(Agent):
         the client offers it, else through our own apply (checkpoint, atomic writes, commit).
         """
         view = session.review.view()
-        if self._client_reviews():
+        if self._client_wants("review"):
             await self.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
             return
         diffs = []

@@ -25,14 +25,17 @@ from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
 from ide.changes import BatchStore, ChangeSet, Review
 from ide.llm import ContextTier, ModelError, ModelRouter
 from ide.protocol import TurnMeta
+from ide.protocol.tree import TreeEvent
 from ide.search.events import cap_text
-from ide.search.react import build_react_graph, turn_ran_out_of_steps
+from ide.search.react import ReactTree, build_react_graph, turn_ran_out_of_steps
 from ide.settings import Settings
 from ide.tools import Toolbox, agent_toolbox
 
 log = logging.getLogger(__name__)
 
 Emit = Callable[[BaseModel], Awaitable[None]]
+EmitTree = Callable[[list[TreeEvent]], Awaitable[None]]
+TREE_FLUSH_EVENTS = ("step_start", "step_end", "tool_start", "tool_end")
 
 
 @dataclass
@@ -101,8 +104,12 @@ class Session:
             )
         return self._graph
 
-    async def run_turn(self, text: str, emit: Emit) -> TurnResult:
-        """Run one prompt turn, emitting ACP session updates as the graph streams events."""
+    async def run_turn(self, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
+        """Run one prompt turn, emitting ACP session updates and search-tree events as the graph runs.
+
+        Tree events go out in batches: after every model step and tool call, and when the turn ends,
+        also when it is cancelled (the tree is kept and closed as terminated early).
+        """
         if self.review.title is None:
             self.review.title = text.strip().splitlines()[0][:72] if text.strip() else None
         graph = await self.graph()
@@ -110,18 +117,34 @@ class Session:
             "configurable": {"thread_id": self.id},
             "recursion_limit": 2 * self.settings.agent.max_steps + 4,
         }
-        steps = 0
-        async for event in graph.astream(
-            {"messages": [HumanMessage(text)], "steps": 0}, config=config, stream_mode="custom"
-        ):
-            update = translate_event(event)
-            if update is not None:
-                await emit(update)
-            if event.get("type") == "tool_start":
-                steps += 1
+        pending: list[TreeEvent] = []
+        tree = ReactTree(text, model=str(self.router.spec_for("react")), emit=pending.append)
+
+        async def flush_tree() -> None:
+            if pending:
+                batch = list(pending)
+                pending.clear()
+                await emit_tree(batch)
+
+        try:
+            async for event in graph.astream(
+                {"messages": [HumanMessage(text)], "steps": 0}, config=config, stream_mode="custom"
+            ):
+                update = translate_event(event)
+                if update is not None:
+                    await emit(update)
+                tree.on_event(event)
+                if event.get("type") in TREE_FLUSH_EVENTS:
+                    await flush_tree()
+        except asyncio.CancelledError:
+            tree.finish("cancelled")
+            await flush_tree()
+            raise
         state = await graph.aget_state(config)
         messages = state.values.get("messages", [])
         stop = "max_turn_requests" if turn_ran_out_of_steps(messages) else "end_turn"
+        tree.finish(stop)
+        await flush_tree()
         return TurnResult(
             stop, TurnMeta(usage=self.router.usage_snapshot(), steps=state.values.get("steps", 0))
         )

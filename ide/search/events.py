@@ -1,8 +1,10 @@
 """Progress events an architecture's graph streams while it runs (LangGraph custom stream mode).
 
+{"type": "step_start", "step": int}
+{"type": "step_end", "step": int, "input_tokens": int, "output_tokens": int, "latency_ms": float}
 {"type": "text" | "thought", "text": str}
 {"type": "tool_start", "id", "name", "args", "title", "kind", "locations": [(abs path, line | None)]}
-{"type": "tool_end", "id", "failed": bool, "output": str}
+{"type": "tool_end", "id", "failed": bool, "output": str, "diffs": (FileDiff, ...)}
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ into session updates; the conversation itself lives in the checkpointer under th
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Annotated, Any, Protocol, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
@@ -18,7 +20,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Checkpointer
 
+from ide.protocol.tree import ToolAction, TreeEvent
 from ide.search.events import cap_text
+from ide.search.tree import TreeRecorder
 from ide.tools import Toolbox
 
 ROLE = "react"
@@ -83,9 +87,22 @@ def build_react_graph(
         def on_chunk(kind: str, text: str) -> None:
             writer({"type": kind, "text": text})
 
+        step = state.get("steps", 0) + 1
+        writer({"type": "step_start", "step": step})
+        started = time.perf_counter()
         history = close_dangling_tool_calls(list(state.get("messages", [])))
         reply = await router.stream(ROLE, [system, *history], tools=lc_tools, on_chunk=on_chunk)
-        return {"messages": [reply], "steps": state.get("steps", 0) + 1}
+        usage = reply.usage_metadata or {}
+        writer(
+            {
+                "type": "step_end",
+                "step": step,
+                "input_tokens": usage.get("input_tokens", 0),
+                "output_tokens": usage.get("output_tokens", 0),
+                "latency_ms": (time.perf_counter() - started) * 1000,
+            }
+        )
+        return {"messages": [reply], "steps": step}
 
     async def tools(state: ReactState) -> dict[str, Any]:
         writer = get_stream_writer()
@@ -144,3 +161,92 @@ def build_react_graph(
 def turn_ran_out_of_steps(messages: list[AnyMessage]) -> bool:
     """True when the turn ended on tool calls it had no steps left to run."""
     return bool(messages) and isinstance(messages[-1], AIMessage) and bool(messages[-1].tool_calls)
+
+
+class ReactTree:
+    """Records a ReAct turn as a search tree: the prompt, then each model step and its tool calls.
+
+    The chain reads root → step → action → step → … → answer; it is fed the graph's stream events
+    (ide.search.events), so the tree is data derived from what the run really did.
+    """
+
+    def __init__(self, prompt: str, *, model: str, emit: Callable[[TreeEvent], None]) -> None:
+        self.recorder = TreeRecorder(architecture="react", emit=emit)
+        self.model = model
+        self.root = self.recorder.add(None, kind="root", label=_first_line(prompt), status="active")
+        self._tip = self.root
+        self._step: str | None = None
+        self._thought: list[str] = []
+        self._text: list[str] = []
+        self._actions: dict[str, str] = {}
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "step_start":
+            self._thought, self._text = [], []
+            self._step = self.recorder.add(
+                self._tip,
+                kind="thought",
+                label=f"step {event['step']}",
+                status="active",
+                role=ROLE,
+                model=self.model,
+            )
+            self._tip = self._step
+        elif kind == "thought":
+            self._thought.append(event["text"])
+        elif kind == "text":
+            self._text.append(event["text"])
+        elif kind == "step_end" and self._step is not None:
+            thought = "".join(self._thought).strip() or None
+            self.recorder.update(
+                self._step,
+                thought=thought,
+                label=_first_line(thought or "".join(self._text)) or f"step {event['step']}",
+                status="evaluated",
+                input_tokens=event.get("input_tokens", 0),
+                output_tokens=event.get("output_tokens", 0),
+                latency_ms=event.get("latency_ms", 0.0),
+            )
+        elif kind == "tool_start":
+            node = self.recorder.add(
+                self._tip if self._step is None else self._step,
+                kind="action",
+                label=event.get("title") or event["name"],
+                action=ToolAction(tool=event["name"], args=event.get("args") or {}),
+                status="active",
+            )
+            self._actions[event["id"]] = node
+            self._tip = node
+        elif kind == "tool_end" and event.get("id") in self._actions:
+            self.recorder.update(
+                self._actions[event["id"]],
+                observation=event.get("output"),
+                status="failed" if event.get("failed") else "evaluated",
+            )
+
+    def finish(self, stop_reason: str) -> None:
+        """Close the run: the answer node (if any) on the best path, and the run's figures."""
+        answer_text = "".join(self._text).strip()
+        tip = self._tip
+        if answer_text and stop_reason == "end_turn":
+            tip = self.recorder.add(
+                tip, kind="answer", label=_first_line(answer_text), thought=answer_text, status="solution"
+            )
+        elif stop_reason != "end_turn":
+            self.recorder.update(tip, status="terminated_early")
+        self.recorder.update(self.root, status="evaluated")
+        self.recorder.best_path(tip)
+        nodes = self.recorder.tree.nodes.values()
+        self.recorder.finish(
+            stop_reason=stop_reason,
+            steps=sum(1 for n in nodes if n.kind == "thought"),
+            tool_calls=sum(1 for n in nodes if n.kind == "action"),
+            input_tokens=sum(n.input_tokens for n in nodes),
+            output_tokens=sum(n.output_tokens for n in nodes),
+        )
+
+
+def _first_line(text: str, limit: int = 80) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,269 @@
+"""The search-tree dock: a big tree drawn and fitted, nodes inspected, replay, coalesced live events,
+open/export, and the whole path from a fake agent's ``_arbor/tree`` notifications through the bridge."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from ide.app.tree_model import RunTree, read_tree_file, synthetic_events, tidy_layout
+from ide.app.tree_view import SearchTreeView
+from ide.protocol.tree import TreeEvent, TreeNode
+from tests.app.support import REPO, TURN_TIMEOUT_MS, WindowFactory, wait_ready
+
+pytestmark = pytest.mark.window
+
+TREE_AGENT = [sys.executable, str(Path(__file__).with_name("tree_agent.py"))]
+
+
+@pytest.fixture
+def view(qtbot: Any, qsettings_dir: Path) -> SearchTreeView:
+    widget = SearchTreeView()
+    qtbot.addWidget(widget)
+    widget.resize(1100, 650)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+@pytest.fixture(scope="module")
+def big_run() -> list[TreeEvent]:
+    return synthetic_events(2000, run_id="big")
+
+
+def added(node_id: str, parent: str | None, seq: int, run_id: str = "r", **fields: Any) -> TreeEvent:
+    node = TreeNode(id=node_id, parent=parent, **fields)
+    return TreeEvent(run_id=run_id, seq=seq, kind="node_added", node=node)
+
+
+def test_layout_is_tidy_and_needs_no_recursion() -> None:
+    children = {"r": ["a", "b", "c"], "a": ["a1", "a2"], "c": ["c1"]}
+    layout = tidy_layout(["r"], children)
+    x = dict(zip(layout.ids, layout.x, strict=True))
+    assert x["r"] == pytest.approx((x["a"] + x["c"]) / 2)  # parents centred over their children
+    assert x["a"] == pytest.approx((x["a1"] + x["a2"]) / 2)
+    assert x["b"] - x["a"] >= 1 and x["c"] - x["b"] >= 1 and x["a2"] - x["a1"] >= 1
+    chain = {str(i): [str(i + 1)] for i in range(5000)}
+    deep = tidy_layout(["0"], chain)
+    assert max(deep.depth) == 5000 and set(deep.x) == {0.0}
+
+
+def test_a_2000_node_tree_renders_fits_and_culls(
+    qtbot: Any, view: SearchTreeView, big_run: list[TreeEvent]
+) -> None:
+    view.add_events(big_run)
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        pass
+    assert len(view.shown.nodes) == 2000
+    assert len(view.canvas.geometry) == 2000
+    assert view.scene.sceneRect().contains(view.canvas.boundingRect())
+    # fitted: the whole tree inside the viewport, so one paint draws every node
+    shown = view.graphics.mapFromScene(view.canvas.geometry.bounds).boundingRect()
+    assert view.graphics.viewport().rect().adjusted(-2, -2, 2, 2).contains(shown)
+    view.graphics.viewport().repaint()
+    assert view.canvas.last_painted == 2000
+    # zoomed in on one node: only what is exposed is painted
+    view.graphics.resetTransform()
+    view.graphics.zoom(2.0)
+    assert view.center_on("n1500")
+    view.graphics.viewport().repaint()
+    assert 0 < view.canvas.last_painted < 200
+    assert "2000 nodes" in view.summary.text() and "finished" in view.summary.text()
+    view.fit()
+    view.graphics.viewport().repaint()
+    assert view.canvas.last_painted == 2000
+
+
+def test_clicking_a_node_shows_it_in_the_inspector(qtbot: Any, view: SearchTreeView) -> None:
+    events = [
+        added("root", None, 1, kind="root", label="Fix the bug", status="evaluated"),
+        added(
+            "a1",
+            "root",
+            2,
+            kind="action",
+            label="read the file",
+            thought="Look at parse()",
+            action={"tool": "read_file", "args": {"path": "src/parse.py"}},
+            observation="def parse(): ...",
+            reflection="Promising",
+            reward_raw=7.5,
+            reward=0.75,
+            visits=3,
+            value=0.71,
+            role="expansion",
+            model="ollama:qwen3",
+            input_tokens=120,
+            output_tokens=45,
+            latency_ms=830,
+        ),
+    ]
+    view.add_events(events)
+    view.flush()
+    view.graphics.resetTransform()
+    view.center_on("a1")
+    point = view.graphics.mapFromScene(view.scene_pos("a1"))
+    with qtbot.waitSignal(view.nodeSelected) as picked:
+        qtbot.mouseClick(view.graphics.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert picked.args == ["a1"]
+    text = view.inspector.toPlainText()
+    for expected in (
+        "read the file", "Look at parse()", "read_file", "src/parse.py", "def parse(): ...", "Promising",
+        "7.5 / 10", "0.750", "0.710", "expansion", "ollama:qwen3", "120 in / 45 out", "830 ms",
+    ):  # fmt: skip
+        assert expected in text, expected
+    # an update to the selected node refreshes the inspector on the next drawing
+    view.add_events(
+        [TreeEvent(run_id="r", seq=3, kind="node_updated", node_id="a1", changes={"status": "solution"})]
+    )
+    view.flush()
+    assert "solution" in view.inspector.toPlainText()
+    # clicking empty space clears the selection
+    qtbot.mouseClick(view.graphics.viewport(), Qt.MouseButton.LeftButton, pos=point + point.__class__(0, 300))
+    assert view.selected_id is None and view.inspector.toPlainText() == ""
+
+
+def test_the_replay_slider_shows_the_state_after_k_events(
+    qtbot: Any, view: SearchTreeView, big_run: list[TreeEvent]
+) -> None:
+    events = big_run[:300]
+    view.add_events(events)
+    view.flush()
+    assert view.slider.maximum() == 300 and view.slider.value() == 300 and view.step is None
+    for k in (0, 1, 57, 150, 299):
+        with qtbot.waitSignal(view.relaid, timeout=2000):
+            view.slider.setValue(k)
+        expected = RunTree.replay("big", events[:k])
+        assert view.step == k
+        assert set(view.shown.nodes) == set(expected.nodes)
+        assert len(view.canvas.geometry) == len(expected.nodes)
+        assert view.step_label.text() == f"{k} / 300"
+    # stepping with the keyboard moves one event at a time
+    view.slider.setFocus()
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        qtbot.keyClick(view.slider, Qt.Key.Key_Right)
+    assert view.step is None and view.slider.value() == 300  # the last step is live again
+    view.replay_to(150)
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        qtbot.keyClick(view.slider, Qt.Key.Key_Right)
+    assert view.step == 151
+    # new live events do not move a replay, but extend the timeline
+    view.replay_to(10)
+    view.add_events(big_run[300:310])
+    assert view.step == 10 and view.slider.maximum() == 310
+    view.replay_to(310)
+    assert view.step is None and view.shown is view.runs["big"]
+
+
+def test_live_batches_coalesce_into_one_relayout(
+    qtbot: Any, view: SearchTreeView, big_run: list[TreeEvent]
+) -> None:
+    view.add_events(big_run[:1])
+    view.flush()
+    before = view.layout_count
+    for start in range(1, 1001, 20):  # 50 batches in one go
+        view.add_events(big_run[start : start + 20])
+    assert view.layout_count == before, "no re-layout per batch"
+    assert len(view.runs["big"].events) == 1001  # but the model has them all already
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        pass
+    assert view.layout_count == before + 1
+    assert len(view.canvas.geometry) == len(view.runs["big"].nodes)
+
+
+def test_hide_pruned(qtbot: Any, view: SearchTreeView, big_run: list[TreeEvent]) -> None:
+    view.add_events(big_run)
+    view.flush()
+    tree = view.runs["big"]
+    pruned = {i for i, n in tree.nodes.items() if n.status == "pruned"}
+    assert pruned
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        view.hide_pruned_box.setChecked(True)
+    drawn = set(view.canvas.geometry.ids)
+    assert not drawn & pruned and len(drawn) <= len(tree.nodes) - len(pruned)
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        view.hide_pruned_box.setChecked(False)
+    assert len(view.canvas.geometry) == len(tree.nodes)
+
+
+def test_export_png_svg_jsonl_and_open_it_back(
+    view: SearchTreeView, big_run: list[TreeEvent], tmp_path: Path
+) -> None:
+    view.add_events(big_run[:400])
+    view.flush()
+    png = view.export_png(tmp_path / "tree.png")
+    image = QImage(str(png))
+    assert not image.isNull() and image.width() > 100 and image.height() > 100
+    svg = view.export_svg(tmp_path / "tree.svg")
+    text = svg.read_text()
+    assert "<svg" in text and "root 0" in text
+    exported = view.export_jsonl(tmp_path / "run")
+    assert exported.name == "run.arbor-tree.jsonl"
+    assert read_tree_file(exported) == big_run[:400]
+
+    other = SearchTreeView()
+    key = other.open_file(exported)
+    other.flush()
+    assert other.current == key and len(other.shown.nodes) == len(view.runs["big"].nodes)
+    other.deleteLater()
+
+
+def test_a_bad_file_is_refused_with_file_and_line(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path, big_run: list[TreeEvent]
+) -> None:
+    window = make_window(tmp_path, command=TREE_AGENT, start=False)
+    bad = tmp_path / "bad.arbor-tree.jsonl"
+    lines = [event.model_dump_json() for event in big_run[:3]]
+    bad.write_text("\n".join([*lines[:2], '{"run_id": "x", "kind": "node_added"}', lines[2]]) + "\n")
+    assert not window.open_tree_file(bad)
+    assert window.banner.isVisible()
+    assert f"{bad}:3" in window.banner.title.text()
+    garbage = tmp_path / "garbage.arbor-tree.jsonl"
+    garbage.write_text("not json\n")
+    assert not window.open_tree_file(garbage)
+    assert f"{garbage}:1" in window.banner.title.text()
+
+    good = tmp_path / "good.arbor-tree.jsonl"
+    good.write_text("\n".join(event.model_dump_json() for event in big_run[:50]) + "\n")
+    assert window.open_tree_file(good)
+    assert window.tree_dock.isVisible()
+    window.tree_view.flush()
+    assert window.tree_view.current == "good.arbor-tree.jsonl · big"
+    assert len(window.tree_view.canvas.geometry) == len(RunTree.replay("big", big_run[:50]).nodes)
+
+
+def test_tree_notifications_reach_the_dock_live_and_on_session_load(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    env = {"PYTHONPATH": str(REPO), "TREE_AGENT_STORE": str(tmp_path / "store.json")}
+    window = make_window(tmp_path, command=TREE_AGENT, env=env)
+    wait_ready(qtbot, window)
+    assert window.tree_dock.isHidden()
+    received: list[int] = []
+    window.bridge.treeEvents.connect(lambda events: received.append(len(events)))
+    window.send_prompt("tree 300")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    view = window.tree_view
+    assert window.tree_dock.isVisible(), "shown when the run started"
+    assert len(received) > 1 and all(n <= 25 for n in received)  # batch by batch, other session ignored
+    assert len(view.runs) == 1
+    run = next(iter(view.runs.values()))
+    assert len(run.nodes) == 300 and run.finished and run.best_path
+    qtbot.waitUntil(lambda: len(view.canvas.geometry) == 300, timeout=2000)
+    assert view.layout_count < len(received), "live batches were coalesced"
+
+    # A restart restores the session: the replayed notifications rebuild the same tree
+    with qtbot.waitSignal(window.bridge.sessionReady, timeout=TURN_TIMEOUT_MS) as ready:
+        window.restart_backend()
+    assert ready.args[1] is True
+    assert len(view.runs) == 1
+    replayed = next(iter(view.runs.values()))
+    assert replayed is not run and replayed.run_id == run.run_id
+    assert [e.seq for e in replayed.events] == [e.seq for e in run.events]
+    assert json.dumps(sorted(replayed.nodes)) == json.dumps(sorted(run.nodes))
