@@ -32,6 +32,7 @@ def _parser() -> argparse.ArgumentParser:
 
     gui = sub.add_parser("gui", help="open the window (the default command)")
     gui.add_argument("path", nargs="?", default=".", help="workspace directory (default: .)")
+    gui.add_argument("--open", dest="open_tree", default=None, help="a .arbor-tree.jsonl search tree to show")
 
     acp = sub.add_parser(
         "acp", help="serve the agent over ACP on stdio (for the window, Zed, any ACP client)"
@@ -87,7 +88,11 @@ def _rollback(workspace: Path, batch_id: str | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     # `arbor PATH` is the window; only a known command name or an option switches to the parser's commands.
-    if not args_list or (args_list[0] not in COMMANDS and not args_list[0].startswith("-")):
+    if (
+        not args_list
+        or args_list[0] == "--open"
+        or (args_list[0] not in COMMANDS and not args_list[0].startswith("-"))
+    ):
         args_list = ["gui", *args_list]
     if args_list[0] in NOT_YET:
         return _fail(f"'{args_list[0]}' is not available yet: {NOT_YET[args_list[0]]}")
@@ -129,4 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ide.app.main import run_gui
     except ImportError as exc:
         return _fail(f"the window cannot start: {exc}")
-    return run_gui(workspace)
+    open_tree = getattr(args, "open_tree", None)
+    if open_tree is not None and not Path(open_tree).is_file():
+        return _fail(f"{open_tree} is not a file")
+    return run_gui(workspace, Path(open_tree).resolve() if open_tree else None)

@@ -114,3 +114,9 @@ def test_help_lists_the_commands() -> None:
     assert done.returncode == 0
     for command in ("acp", "run", "doctor"):
         assert command in done.stdout
+
+
+def test_open_names_a_missing_tree_file(tmp_path: Path) -> None:
+    done = arbor("--open", str(tmp_path / "run.arbor-tree.jsonl"))
+    assert done.returncode == 2
+    assert "run.arbor-tree.jsonl is not a file" in done.stderr

@@ -36,8 +36,11 @@ def _version() -> str:
     return client_version()
 
 
-def run_gui(workspace: Path) -> int:
-    """Open the window on ``workspace`` and run until it closes; returns the process exit code."""
+def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
+    """Open the window on ``workspace`` and run until it closes; returns the process exit code.
+
+    ``open_tree`` is a ``.arbor-tree.jsonl`` file shown in the search-tree dock at start.
+    """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "arbor"])
     assert isinstance(app, QApplication)
@@ -52,6 +55,8 @@ def run_gui(workspace: Path) -> int:
 
     window = MainWindow(workspace)
     window.show()
+    if open_tree is not None:
+        QTimer.singleShot(0, lambda: window.open_tree_file(open_tree))
     # Started from inside the loop: the first tasks need it running, and the first paint comes sooner.
     QTimer.singleShot(0, window.start)
     with loop:
