@@ -161,12 +161,7 @@ class _ClientCallbacks:
         raise RequestError.method_not_found(f"_{method}")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
-        if method == CHANGESET_NOTIFICATION:
-            self._bridge._on_changeset(self._generation, params)
-        elif method == TREE_NOTIFICATION:
-            self._bridge._on_tree(self._generation, params)
-        else:
-            log.debug("ignoring extension notification _%s", method)
+        self._bridge._on_notification(self._generation, method, params)
 
 
 class BackendBridge(QObject):
@@ -342,27 +337,28 @@ class BackendBridge(QObject):
         if generation == self._generation:
             done.emit(result)
 
-    def _on_changeset(self, generation: int, params: dict[str, Any]) -> None:
+    def _on_notification(self, generation: int, method: str, params: dict[str, Any]) -> None:
+        """An ``_arbor/*`` notification of the current backend and session, validated, as a signal."""
+        if method == CHANGESET_NOTIFICATION:
+            model: type[ChangeSetView | TreeEventBatch] = ChangeSetView
+        elif method == TREE_NOTIFICATION:
+            model = TreeEventBatch
+        else:
+            log.debug("ignoring extension notification _%s", method)
+            return
         if generation != self._generation:
             return
         try:
-            view = ChangeSetView.model_validate(params)
+            message = model.model_validate(params)
         except ValidationError as exc:
-            log.warning("ignoring malformed _%s: %s", CHANGESET_NOTIFICATION, exc)
+            log.warning("ignoring malformed _%s: %s", method, exc)
             return
-        if view.session_id == self.session_id:
-            self.changesetReceived.emit(view)
-
-    def _on_tree(self, generation: int, params: dict[str, Any]) -> None:
-        if generation != self._generation:
+        if message.session_id != self.session_id:
             return
-        try:
-            batch = TreeEventBatch.model_validate(params)
-        except ValidationError as exc:
-            log.warning("ignoring malformed _%s: %s", TREE_NOTIFICATION, exc)
-            return
-        if batch.session_id == self.session_id and batch.events:
-            self.treeEvents.emit(batch.events)
+        if isinstance(message, ChangeSetView):
+            self.changesetReceived.emit(message)
+        elif message.events:
+            self.treeEvents.emit(message.events)
 
     def kill(self) -> None:
         """SIGKILL the backend's process group at once (window teardown, no waiting)."""
