@@ -11,12 +11,7 @@ from typing import Any
 
 import pytest
 
-GIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "Arbor Tests",
-    "GIT_AUTHOR_EMAIL": "tests@arbor.invalid",
-    "GIT_COMMITTER_NAME": "Arbor Tests",
-    "GIT_COMMITTER_EMAIL": "tests@arbor.invalid",
-}
+from tests.support.git import GIT_IDENTITY
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +10,11 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.git import git
 
 pytestmark = pytest.mark.window
 
 FILES = 50
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from acp.schema import ClientCapabilities, FileEditToolCallContent, FileSystemCa
 from ide.protocol import META_KEY
 from ide.protocol import review as rv
 from tests.support.acp_client import RecordingClient, acp_backend
+from tests.support.git import git
 
 REVIEWER = ClientCapabilities(field_meta={META_KEY: {"review": True}})
 
@@ -39,10 +40,6 @@ EDITS = [
     {"tool_calls": [{"name": "read_file", "args": {"path": "pkg/greet.py"}}]},
     {"content": "Changed the greeting and added `bye`."},
 ]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'

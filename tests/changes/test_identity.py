@@ -8,13 +8,13 @@ import pytest
 
 from ide.changes import BatchStore, ChangeError, ChangeSet, Review
 from ide.protocol.review import DecideParams
-from tests.changes.conftest import GIT_ENV
+from tests.support.git import GIT_IDENTITY
 
 
 def test_apply_without_a_git_identity_writes_nothing_and_says_how_to_fix_it(
     git_workspace: Path, store: BatchStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in GIT_ENV:
+    for name in GIT_IDENTITY:
         monkeypatch.delenv(name)
     home = tmp_path / "home"
     home.mkdir()
