@@ -106,8 +106,9 @@ class LlmSettings(_Section):
 class AgentSettings(_Section):
     """How the agent runs a prompt turn."""
 
-    architecture: Literal["react", "lats", "tot", "plan"] = Field(
-        "react", description="Agent architecture (session mode) for new sessions"
+    architecture: Literal["react", "lats", "tot", "plan", "auto"] = Field(
+        "react",
+        description="Agent architecture (session mode) for new sessions; auto lets the orchestrator pick",
     )
     max_steps: int = Field(25, ge=1, description="Model calls allowed in one ReAct turn")
     observation_cap_bytes: int = Field(
@@ -125,6 +126,32 @@ class LatsSettings(_Section):
     solution_threshold: float = Field(7.0, ge=0, le=10)
     beam_width: int = Field(3, ge=1)
     time_limit_s: float = Field(600.0, gt=0)
+    max_tokens: int = Field(400_000, ge=1, description="Model tokens (in + out) one LATS run may spend")
+    test_command: str | None = Field(
+        None,
+        description="Shell command run in a scratch worktree holding a branch's edits (e.g. 'pytest -q'); "
+        "its exit status joins the evaluator's score",
+    )
+    test_timeout_s: float = Field(120.0, gt=0)
+
+
+class TotSettings(_Section):
+    """Tree of Thoughts (seed 004): how wide and deep the coordinator explores, and what it synthesises."""
+
+    max_depth: int = Field(3, ge=1)
+    max_thoughts: int = Field(3, ge=1, description="Thoughts the planner may propose per active node")
+    max_nodes: int = Field(40, ge=2)
+    score_threshold: float = Field(7.0, ge=0, le=10, description="Nodes at or over it join the synthesis")
+    top_n: int = Field(3, ge=1, description="Nodes synthesised when none reaches the threshold")
+    time_limit_s: float = Field(600.0, gt=0)
+
+
+class PlanSettings(_Section):
+    """Plan / execute / replan (seed 002)."""
+
+    max_tasks: int = Field(8, ge=1, description="Tasks a plan may hold")
+    max_replans: int = Field(3, ge=0)
+    executor_max_steps: int = Field(12, ge=1, description="Model calls the executor may make per task")
 
 
 class ToolSettings(_Section):
@@ -172,6 +199,8 @@ class Settings(_Section):
     llm: LlmSettings = Field(default_factory=LlmSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     lats: LatsSettings = Field(default_factory=LatsSettings)
+    tot: TotSettings = Field(default_factory=TotSettings)
+    plan: PlanSettings = Field(default_factory=PlanSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)

@@ -105,6 +105,21 @@ class ChangeSet:
         """A copy-on-write child: it sees this set's edits so far; its own edits never show here."""
         return ChangeSet(self.root, parent=self)
 
+    def adopt(self, other: ChangeSet) -> None:
+        """Take ``other``'s bases and proposed entries as this set's own (a search's chosen branch).
+
+        ``other`` must be over the same workspace, normally a descendant made by :meth:`child`, so it
+        already holds this set's edits; what it does not propose is dropped here too.
+        """
+        if other.root != self.root:
+            raise ChangeError(f"cannot adopt a change set of {other.root} into one of {self.root}")
+        self._base = {**self._base, **other._base}
+        self._entries = dict(other._entries)
+
+    def state_key(self) -> frozenset[tuple[str, Entry]]:
+        """A hashable value equal for two sets that propose the same entries (the tool-call cache's key)."""
+        return frozenset(self._entries.items())
+
     # -- persistence (see ide.changes.snapshot) ---------------------------------------------------
 
     def recorded(self) -> tuple[dict[str, Base], dict[str, Entry]]:

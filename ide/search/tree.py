@@ -1,186 +1,45 @@
-"""The search tree of one run, built only from its events, and the recorder architectures write it with.
+"""The recorder architectures write their search trees with.
 
-:class:`SearchTree` is state derived from :class:`~ide.protocol.tree.TreeEvent` objects: applying the
-same events in the same order always gives the same tree, whether they come live from a
-:class:`TreeRecorder`, from the session store or from a ``.arbor-tree.jsonl`` file.
+The tree itself (:class:`SearchTree`, built only from events) and the ``.arbor-tree.jsonl`` reader and
+writer live in :mod:`ide.protocol.tree`, so the window replays runs with the same code; they are
+re-exported here for the backend.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import os
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
-from ide.protocol.tree import OBSERVATION_CAP, TREE_FILE_SUFFIX, TreeEvent, TreeNode
+from ide.protocol.tree import (
+    FIXED_FIELDS,
+    OBSERVATION_CAP,
+    SearchTree,
+    TreeError,
+    TreeEvent,
+    TreeFileError,
+    TreeNode,
+    first_error,
+    read_jsonl,
+    updated_node,
+    write_jsonl,
+)
 from ide.search.events import cap_text
 
-FIXED_FIELDS = frozenset({"id", "parent", "depth", "created_at"})
-"""Fields set when a node is added; a ``node_updated`` may not change them."""
-
-
-class TreeError(ValueError):
-    """An event or update that does not fit the tree it is applied to."""
-
-
-class TreeFileError(TreeError):
-    """A ``.arbor-tree.jsonl`` file that cannot be read; the message names file:line and the fault."""
-
-
-class SearchTree:
-    """The tree of one run: ``nodes`` by id, children in the order they were added, best path, figures.
-
-    It changes only through :meth:`apply`, which checks each event against the tree so far (one run,
-    ``seq`` 1, 2, 3…, known parents, fields of :class:`TreeNode`) and raises :class:`TreeError` without
-    changing anything when one does not fit. Node records are replaced, never mutated, on update.
-    """
-
-    def __init__(self, events: Iterable[TreeEvent] = ()) -> None:
-        self.run_id: str | None = None
-        self.architecture: str | None = None
-        self.nodes: dict[str, TreeNode] = {}
-        self.root: str | None = None
-        self.best_path: list[str] = []
-        self.finished = False
-        self.figures: dict[str, Any] = {}
-        self.events: list[TreeEvent] = []
-        self._children: dict[str, list[str]] = {}
-        for event in events:
-            self.apply(event)
-
-    @property
-    def seq(self) -> int:
-        """The ``seq`` of the last event applied, 0 for an empty tree."""
-        return len(self.events)
-
-    def children(self, node_id: str) -> list[str]:
-        """Ids of the node's children, in the order they were added."""
-        if node_id not in self.nodes:
-            raise TreeError(f"no node {node_id!r} in run {self.run_id}")
-        return list(self._children[node_id])
-
-    def path_to(self, node_id: str) -> list[str]:
-        """Ids from the root down to ``node_id``."""
-        if node_id not in self.nodes:
-            raise TreeError(f"no node {node_id!r} in run {self.run_id}")
-        path: list[str] = []
-        current: str | None = node_id
-        while current is not None:
-            path.append(current)
-            current = self.nodes[current].parent
-        path.reverse()
-        return path
-
-    def at(self, seq: int) -> SearchTree:
-        """The tree as it stood after its first ``seq`` events (0: empty), for stepping through a replay."""
-        if not 0 <= seq <= self.seq:
-            raise ValueError(f"seq {seq} is outside this run's 0…{self.seq}")
-        return SearchTree(self.events[:seq])
-
-    def apply(self, event: TreeEvent) -> None:
-        """Grow the tree by one event; raise :class:`TreeError` (tree unchanged) if it does not fit."""
-        if self.finished:
-            raise TreeError(f"run {self.run_id} has finished; event seq {event.seq} came after it")
-        if self.run_id is not None and event.run_id != self.run_id:
-            raise TreeError(f"event of run {event.run_id} applied to the tree of run {self.run_id}")
-        if event.seq != self.seq + 1:
-            raise TreeError(f"run {event.run_id}: expected event seq {self.seq + 1}, got {event.seq}")
-        if event.kind == "node_added":
-            self._add(event)
-        elif event.kind == "node_updated":
-            self._update(event)
-        elif event.kind == "best_path":
-            self._check_path(event.path)
-            self.best_path = list(event.path)
-        else:
-            self.finished = True
-            self.figures = dict(event.figures)
-        self.run_id = event.run_id
-        if self.architecture is None:
-            self.architecture = event.architecture
-        self.events.append(event)
-
-    def _add(self, event: TreeEvent) -> None:
-        node = event.node
-        if node is None:
-            raise TreeError(f"node_added seq {event.seq} carries no node")
-        if node.id in self.nodes:
-            raise TreeError(f"node_added seq {event.seq}: node {node.id!r} already exists")
-        if node.parent is None:
-            if self.root is not None:
-                raise TreeError(
-                    f"node_added seq {event.seq}: a second root {node.id!r} (root is {self.root!r})"
-                )
-            depth = 0
-        elif node.parent not in self.nodes:
-            raise TreeError(f"node_added seq {event.seq}: parent {node.parent!r} of {node.id!r} is unknown")
-        else:
-            depth = self.nodes[node.parent].depth + 1
-        if node.depth != depth:
-            raise TreeError(
-                f"node_added seq {event.seq}: {node.id!r} has depth {node.depth}, expected {depth}"
-            )
-        self.nodes[node.id] = node
-        self._children[node.id] = []
-        if node.parent is None:
-            self.root = node.id
-        else:
-            self._children[node.parent].append(node.id)
-
-    def _update(self, event: TreeEvent) -> None:
-        node_id = event.node_id
-        if node_id is None or node_id not in self.nodes:
-            raise TreeError(f"node_updated seq {event.seq}: unknown node {node_id!r}")
-        self.nodes[node_id] = updated_node(self.nodes[node_id], event.changes)
-
-    def _check_path(self, path: list[str]) -> None:
-        if not path:
-            raise TreeError("best_path is empty")
-        if path[0] != self.root:
-            raise TreeError(f"best_path starts at {path[0]!r}, not at the root {self.root!r}")
-        for parent, child in itertools.pairwise(path):
-            if child not in self.nodes or self.nodes[child].parent != parent:
-                raise TreeError(f"best_path: {child!r} is not a child of {parent!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SearchTree):
-            return NotImplemented
-        return (
-            self.run_id == other.run_id
-            and self.architecture == other.architecture
-            and self.nodes == other.nodes
-            and self._children == other._children
-            and self.best_path == other.best_path
-            and self.finished == other.finished
-            and self.figures == other.figures
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"SearchTree(run_id={self.run_id!r}, nodes={len(self.nodes)}, seq={self.seq})"
-
-
-def updated_node(node: TreeNode, changes: dict[str, Any]) -> TreeNode:
-    """``node`` with ``changes`` applied and validated; :class:`TreeError` names a bad field or value."""
-    unknown = sorted(set(changes) - set(TreeNode.model_fields))
-    if unknown:
-        raise TreeError(f"node {node.id!r}: TreeNode has no field {', '.join(unknown)}")
-    fixed = sorted(set(changes) & FIXED_FIELDS)
-    if fixed:
-        raise TreeError(f"node {node.id!r}: {', '.join(fixed)} are set when a node is added, not updated")
-    try:
-        return TreeNode.model_validate({**node.model_dump(), **changes})
-    except ValidationError as exc:
-        raise TreeError(f"node {node.id!r}: {_first_error(exc)}") from None
+__all__ = [
+    "SearchTree",
+    "TreeError",
+    "TreeFileError",
+    "TreeRecorder",
+    "read_jsonl",
+    "updated_node",
+    "write_jsonl",
+]
 
 
 class TreeRecorder:
@@ -241,7 +100,7 @@ class TreeRecorder:
                     **{"updated_at": now, **fields},
                 )
             except ValidationError as exc:
-                raise TreeError(f"new node under {parent!r}: {_first_error(exc)}") from None
+                raise TreeError(f"new node under {parent!r}: {first_error(exc)}") from None
             self._record(
                 kind="node_added",
                 node=node,
@@ -298,60 +157,3 @@ class TreeRecorder:
         self.tree.apply(recorded)
         if self._emit is not None:
             self._emit(recorded)
-
-
-def write_jsonl(events: Iterable[TreeEvent], path: str | os.PathLike[str]) -> Path:
-    """Write events as a ``.arbor-tree.jsonl`` file (suffix added if missing), atomically; return its path."""
-    target = Path(path)
-    if not target.name.endswith(TREE_FILE_SUFFIX):
-        target = target.with_name(target.name + TREE_FILE_SUFFIX)
-    lines = [event.model_dump_json(exclude_defaults=True) + "\n" for event in events]
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.writelines(lines)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return target
-
-
-def read_jsonl(path: str | os.PathLike[str]) -> list[TreeEvent]:
-    """Read a ``.arbor-tree.jsonl`` file: its events, checked to replay into trees (one per run).
-
-    Blank lines are skipped. Any fault raises :class:`TreeFileError` naming ``file:line`` and what is
-    wrong with that line.
-    """
-    source = Path(path)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise TreeFileError(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    events: list[TreeEvent] = []
-    trees: dict[str, SearchTree] = {}
-    # Split on "\n" only: str.splitlines() would also break JSON strings holding U+2028 and friends.
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        where = f"{source}:{number}"
-        try:
-            event = TreeEvent.model_validate_json(line)
-        except ValidationError as exc:
-            if any(error["type"] == "json_invalid" for error in exc.errors()):
-                raise TreeFileError(f"{where}: not JSON ({exc.errors()[0]['msg']})") from None
-            raise TreeFileError(f"{where}: not a tree event: {_first_error(exc)}") from None
-        try:
-            trees.setdefault(event.run_id, SearchTree()).apply(event)
-        except TreeError as exc:
-            raise TreeFileError(f"{where}: {exc}") from None
-        events.append(event)
-    return events
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    location = ".".join(str(part) for part in error["loc"]) or "value"
-    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{location}: {error['msg']}{more}"
