@@ -305,3 +305,14 @@ def first_error(exc: ValidationError) -> str:
     location = ".".join(str(part) for part in error["loc"]) or "value"
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{location}: {error['msg']}{more}"
+
+
+BRANCH_DIFF = "arbor/tree/branch"
+"""Extension method: the proposed changes of one search branch (a node's ``changeset_id``), as a
+read-only :class:`~ide.protocol.review.ChangeSetView`. Served for the runs of the backend's live
+sessions; a run opened from a file has no change sets to show."""
+
+
+class BranchDiffParams(BaseModel):
+    session_id: str
+    changeset_id: str
