@@ -46,7 +46,7 @@ from ide.backend.store import SessionStore
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
 from ide.protocol import review as rv
 from ide.protocol.review import REVIEW_METHODS
-from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
+from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEvent
 from ide.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -66,8 +66,31 @@ MODES = {
         name="ReAct",
         description="Think, call a tool, read the result, repeat until the answer is found",
     ),
+    "lats": SessionMode(
+        id="lats",
+        name="LATS tree search",
+        description="Try several actions in parallel branches, score them, search on from the best "
+        "(UCT), learn from failures; you review the best branch's changes",
+    ),
+    "tot": SessionMode(
+        id="tot",
+        name="Tree of Thoughts",
+        description="Planner, researcher, analyzer and critic explore approaches; the synthesizer "
+        "answers from the best ones (read-only)",
+    ),
+    "plan": SessionMode(
+        id="plan",
+        name="Plan / execute / replan",
+        description="A planner writes tasks, an executor does them one by one, a replanner revises the "
+        "plan after each",
+    ),
+    "auto": SessionMode(
+        id="auto",
+        name="Auto",
+        description="The orchestrator model picks ReAct for simple questions and LATS for multi-step changes",
+    ),
 }
-"""Agent architectures offered as ACP session modes; LATS, ToT and plan/execute join them later."""
+"""Agent architectures offered as ACP session modes."""
 
 LIST_PAGE = 50
 
@@ -142,7 +165,7 @@ class ArborAgent(Agent):
             version=__version__,
             model=self._base_settings.llm.model,
             architectures=list(MODES),
-            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION],
+            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION, BRANCH_DIFF],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
         return InitializeResponse(
@@ -275,7 +298,7 @@ class ArborAgent(Agent):
             raise RequestError.invalid_params(
                 {
                     "modeId": mode_id,
-                    "message": f"mode {mode_id!r} is not available yet; modes: {', '.join(MODES)}",
+                    "message": f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}",
                 }
             )
         session.mode = mode_id
@@ -438,6 +461,7 @@ class ArborAgent(Agent):
             rv.APPLY: self._review_apply,
             rv.ROLLBACK: self._review_rollback,
             rv.HISTORY: self._review_history,
+            BRANCH_DIFF: self._branch_diff,
         }.get(method)
         if handler is None:
             raise RequestError.method_not_found(f"_{method}")
@@ -487,6 +511,23 @@ class ArborAgent(Agent):
         request = rv.HistoryParams.model_validate(params)
         batches = self._batches(request.cwd).history(request.cwd, limit=request.limit)
         return rv.HistoryResult(batches=batches)
+
+    async def _branch_diff(self, params: dict[str, Any]) -> BaseModel:
+        """The proposed changes of one search branch, read-only (for the tree view's inspector)."""
+        from ide.changes import Review
+
+        request = BranchDiffParams.model_validate(params)
+        session = self._session(request.session_id)
+        branch = session.branch(request.changeset_id)
+        if branch is None:
+            raise RequestError.invalid_params(
+                {
+                    "message": f"branch {request.changeset_id} is not held by this backend: it keeps the "
+                    "branches of a live session's last runs only"
+                }
+            )
+        view = Review(branch, session_id=session.id, title="branch", store=session.batches)
+        return await asyncio.to_thread(view.view)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring extension notification _%s", method)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +20,7 @@ from acp import (
     update_tool_call,
 )
 from acp.schema import ContentToolCallContent, ToolCallLocation
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
@@ -26,8 +28,10 @@ from ide.changes import BatchStore, ChangeSet, Review
 from ide.llm import ContextTier, ModelError, ModelRouter
 from ide.protocol import TurnMeta
 from ide.protocol.tree import TreeEvent
+from ide.search.base import RunContext
 from ide.search.events import cap_text
 from ide.search.react import ReactTree, build_react_graph, turn_ran_out_of_steps
+from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import Toolbox, agent_toolbox
 
@@ -36,6 +40,12 @@ log = logging.getLogger(__name__)
 Emit = Callable[[BaseModel], Awaitable[None]]
 EmitTree = Callable[[list[TreeEvent]], Awaitable[None]]
 TREE_FLUSH_EVENTS = ("step_start", "step_end", "tool_start", "tool_end")
+TREE_FLUSH_S = 0.1
+"""How often a tree search's events go to the client while it runs (they are batched in between)."""
+KEPT_RUNS = 3
+"""Runs whose branch change sets a session keeps, so the window can show any node's branch diff."""
+HISTORY_FOR_SEARCH = 8
+"""Recent conversation messages a tree search is given as context."""
 
 
 @dataclass
@@ -60,6 +70,8 @@ class Session:
     toolbox: Toolbox = field(init=False)
     turn: asyncio.Task[TurnResult] | None = None
     cancel_requested: bool = False
+    runs: OrderedDict[str, dict[str, ChangeSet]] = field(default_factory=OrderedDict)
+    """Branch change sets of the last KEPT_RUNS tree searches, by run id, then change-set id."""
 
     def __post_init__(self) -> None:
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
@@ -104,19 +116,133 @@ class Session:
             )
         return self._graph
 
+    def _config(self) -> dict[str, Any]:
+        return {
+            "configurable": {"thread_id": self.id},
+            "recursion_limit": 2 * self.settings.agent.max_steps + 4,
+        }
+
+    def branch(self, changeset_id: str) -> ChangeSet | None:
+        """A branch change set of one of the session's last tree searches (or its own change set)."""
+        if changeset_id == self.changeset.id:
+            return self.changeset
+        for branches in self.runs.values():
+            if changeset_id in branches:
+                return branches[changeset_id]
+        return None
+
     async def run_turn(self, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
-        """Run one prompt turn, emitting ACP session updates and search-tree events as the graph runs.
+        """Run one prompt turn in the session's mode, emitting ACP updates and search-tree events.
+
+        ``auto`` asks the orchestrator model first (react for simple questions, lats for multi-step
+        changes) and says what it chose as a thought.
+        """
+        if self.review.title is None:
+            self.review.title = text.strip().splitlines()[0][:72] if text.strip() else None
+        mode = self.mode
+        if mode == "auto":
+            from ide.search.architectures import choose_architecture
+
+            mode, reason = await choose_architecture(self.router, text, await self._history())
+            await emit(update_agent_thought(text_block(f"Auto mode: {mode} — {reason}\n")))
+        if mode == "react":
+            return await self._run_react(text, emit, emit_tree)
+        return await self._run_search(mode, text, emit, emit_tree)
+
+    async def _history(self) -> list[BaseMessage]:
+        """The conversation's recent questions and answers (from the ReAct thread in the checkpointer)."""
+        graph = await self.graph()
+        state = await graph.aget_state(self._config())
+        messages = state.values.get("messages", []) if state else []
+        said = [m for m in messages if isinstance(m, HumanMessage) or (isinstance(m, AIMessage) and m.text)]
+        return said[-HISTORY_FOR_SEARCH:]
+
+    async def _run_search(self, mode: str, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
+        """Run a tree search (LATS, ToT, plan/execute) on a RunContext; adopt its chosen branch.
+
+        Its tree events are flushed to the client every TREE_FLUSH_S while it runs and when it ends,
+        whether it finishes, fails or is cancelled (the tree is closed with the best result so far).
+        """
+        from ide.search.architectures import load_architecture
+
+        pending: list[TreeEvent] = []
+        recorder = TreeRecorder(architecture=mode, emit=pending.append)
+
+        async def flush_tree() -> None:
+            if pending:
+                batch = list(pending)
+                pending.clear()
+                await emit_tree(batch)
+
+        async def ticker() -> None:
+            while True:
+                await asyncio.sleep(TREE_FLUSH_S)
+                await flush_tree()
+
+        async def progress(event: dict[str, Any]) -> None:
+            update = translate_event(event)
+            if update is not None:
+                await emit(update)
+
+        ctx = RunContext(
+            task=text,
+            settings=self.settings,
+            router=self.router,
+            changeset=self.changeset,
+            recorder=recorder,
+            progress=progress,
+            session_id=self.id,
+            checkpointer=self.checkpointer,
+            thread_id=self.id,
+            history=await self._history(),
+            observation_cap=await self._observation_cap(),
+        )
+        self.runs[recorder.run_id] = ctx.branches
+        while len(self.runs) > KEPT_RUNS:
+            self.runs.popitem(last=False)
+        flusher = asyncio.create_task(ticker())
+        try:
+            outcome = await load_architecture(mode).run(ctx)
+        except BaseException as exc:
+            if not recorder.tree.finished and recorder.tree.root is not None:
+                ctx.finish_tree("cancelled" if isinstance(exc, asyncio.CancelledError) else "error")
+            raise
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
+            await flush_tree()
+        if outcome.changeset is not None and outcome.changeset is not self.changeset:
+            self.changeset.adopt(outcome.changeset)
+        if outcome.answer and not outcome.answered:
+            await emit(update_agent_message(text_block(outcome.answer)))
+        if not recorder.tree.finished and recorder.tree.root is not None:
+            ctx.finish_tree(outcome.stop_reason)
+            await flush_tree()
+        # The question and answer join the session's conversation, so later turns (any mode) see them.
+        graph = await self.graph()
+        await graph.aupdate_state(
+            self._config(), {"messages": [HumanMessage(text), AIMessage(outcome.answer)]}, as_node="agent"
+        )
+        figures = outcome.figures or recorder.tree.figures
+        return TurnResult(
+            outcome.stop_reason,
+            TurnMeta(
+                usage=self.router.usage_snapshot(),
+                steps=int(figures.get("iterations") or figures.get("model_calls") or 0),
+                architecture=mode,
+                figures=figures,
+            ),
+        )
+
+    async def _run_react(self, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
+        """One ReAct turn on the session's graph.
 
         Tree events go out in batches: after every model step and tool call, and when the turn ends,
         also when it is cancelled (the tree is kept and closed as terminated early).
         """
-        if self.review.title is None:
-            self.review.title = text.strip().splitlines()[0][:72] if text.strip() else None
         graph = await self.graph()
-        config = {
-            "configurable": {"thread_id": self.id},
-            "recursion_limit": 2 * self.settings.agent.max_steps + 4,
-        }
+        config = self._config()
         pending: list[TreeEvent] = []
         tree = ReactTree(text, model=str(self.router.spec_for("react")), emit=pending.append)
 
@@ -146,7 +272,13 @@ class Session:
         tree.finish(stop)
         await flush_tree()
         return TurnResult(
-            stop, TurnMeta(usage=self.router.usage_snapshot(), steps=state.values.get("steps", 0))
+            stop,
+            TurnMeta(
+                usage=self.router.usage_snapshot(),
+                steps=state.values.get("steps", 0),
+                architecture="react",
+                figures=tree.recorder.tree.figures,
+            ),
         )
 
 

@@ -6,7 +6,7 @@ in ``_meta["arbor"]`` of standard messages or in ``_arbor/*`` extension methods,
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -71,6 +71,10 @@ class TurnMeta(BaseModel):
     usage: dict[str, RoleUsage] = Field(default_factory=dict)
     steps: int = 0
     error: ErrorInfo | None = None
+    architecture: str | None = Field(None, description="The architecture that ran the turn (auto resolved)")
+    figures: dict[str, Any] = Field(
+        default_factory=dict, description="The run's figures: calls and tokens per role, wall time, …"
+    )
 
 
 def error_data(info: ErrorInfo) -> dict[str, object]:

@@ -36,7 +36,7 @@ async def test_prompt_turn_streams_thoughts_tool_calls_and_answer_in_order(
         assert caps is not None and caps.load_session is True
         meta = AgentMeta.model_validate(caps.field_meta[META_KEY])
         assert meta.model == f"scripted:{script}"
-        assert meta.architectures == ["react"]
+        assert meta.architectures == ["react", "lats", "tot", "plan", "auto"]
 
         session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
         assert session.modes is not None and session.modes.current_mode_id == "react"
@@ -167,12 +167,15 @@ async def test_unreachable_model_is_a_classified_error_with_the_fix(
     assert "ollama serve" in (info.fix or "")
 
 
-async def test_modes_other_than_react_are_refused_plainly(git_workspace: Path) -> None:
+async def test_unknown_modes_are_refused_plainly(git_workspace: Path) -> None:
     async with acp_backend() as backend:
         session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        assert session.modes is not None
+        assert [m.id for m in session.modes.available_modes] == ["react", "lats", "tot", "plan", "auto"]
+        await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
         with pytest.raises(RequestError) as caught:
-            await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
-    assert "not available yet" in str(caught.value.data)
+            await backend.conn.set_session_mode(session_id=session.session_id, mode_id="mcts")
+    assert "there is no mode 'mcts'; modes: react, lats, tot, plan, auto" in str(caught.value.data)
 
 
 async def test_bad_workspace_settings_are_reported_with_file_and_line(git_workspace: Path) -> None:

@@ -1,0 +1,69 @@
+"""The architectures a session can run, by mode name, and ``auto``: the orchestrator model picks one.
+
+ReAct runs as the session's own LangGraph graph (``ide.search.react``); the tree searches are
+:class:`~ide.search.base.RunContext` architectures, imported when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from ide.search.base import Router, RunContext, RunOutcome, StructuredOutputError, ask_structured
+
+SEARCHES: dict[str, tuple[str, str]] = {
+    "lats": ("ide.search.lats", "LatsSearch"),
+    "tot": ("ide.search.tot", "TotSearch"),
+    "plan": ("ide.search.plan", "PlanExecute"),
+}
+"""Mode → (module, class) of the architectures that run on a RunContext."""
+
+AUTO_CHOICES = ("react", "lats")
+
+AUTO_PROMPT = """You route a coding agent's task to an agent architecture.
+Answer "react" for questions and simple, single-step work: explaining code, finding where something is,
+a one-line fix in a named place. Answer "lats" for multi-step changes where several approaches could be
+tried and checked: bug fixes whose cause is unknown, refactors across files, features that need tests."""
+
+
+class Architecture(Protocol):
+    name: str
+
+    async def run(self, ctx: RunContext) -> RunOutcome: ...
+
+
+class AutoChoice(BaseModel):
+    architecture: Literal["react", "lats"] = Field(description="react or lats")
+    reason: str = Field("", description="one short sentence")
+
+
+def load_architecture(mode: str) -> Architecture:
+    """A new instance of the architecture for ``mode`` (one of :data:`SEARCHES`)."""
+    if mode not in SEARCHES:
+        raise ValueError(f"no tree-search architecture {mode!r}; there are {', '.join(SEARCHES)}")
+    module, name = SEARCHES[mode]
+    cls: Any = getattr(importlib.import_module(module), name)
+    return cls()
+
+
+async def choose_architecture(
+    router: Router, task: str, history: Sequence[BaseMessage] = ()
+) -> tuple[str, str]:
+    """``auto`` mode: ask the orchestrator role which architecture fits ``task``; (mode, reason).
+
+    An answer that stays malformed after one repair falls back to ReAct, saying so in the reason.
+    """
+    recent = [m for m in history if m.type in ("human", "ai")][-4:]
+    context = "\n".join(f"{m.type}: {m.text[:300]}" for m in recent)
+    prompt = f"Earlier in this conversation:\n{context}\n\nTask:\n{task}" if context else f"Task:\n{task}"
+    try:
+        choice, _reply = await ask_structured(
+            router, "orchestrator", [SystemMessage(AUTO_PROMPT), HumanMessage(prompt)], AutoChoice
+        )
+    except StructuredOutputError as exc:
+        return "react", f"the orchestrator's answer was unusable ({exc}); using ReAct"
+    return choice.architecture, choice.reason.strip() or f"the orchestrator chose {choice.architecture}"

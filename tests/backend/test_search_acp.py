@@ -1,0 +1,61 @@
+"""Session modes over real subprocess ACP: auto picks an architecture, tree searches stream their trees."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from acp import text_block
+
+from tests.backend.test_acp import READ_THEN_ANSWER
+from tests.backend.test_tree_acp import WANTS_TREE, build, tree_events
+from tests.support.acp_client import acp_backend
+
+
+def orchestrator(architecture: str, reason: str) -> dict[str, Any]:
+    return {"role": "orchestrator", "content": json.dumps({"architecture": architecture, "reason": reason})}
+
+
+async def test_auto_mode_lets_the_orchestrator_pick_react_and_says_so(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script([orchestrator("react", "a question about one function"), *READ_THEN_ANSWER])
+    env = {"ARBOR_MODEL": f"scripted:{script}", "ARBOR_AGENT_ARCHITECTURE": "auto"}
+    async with acp_backend(env, WANTS_TREE) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        assert session.modes is not None and session.modes.current_mode_id == "auto"
+        response = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("What does greet return?")]
+        )
+    assert response.stop_reason == "end_turn"
+    assert "Auto mode: react — a question about one function" in backend.client.text("agent_thought_chunk")
+    assert "Hello, NAME!" in backend.client.text()
+    meta = response.field_meta["arbor"]
+    assert meta["architecture"] == "react"
+    assert meta["usage"]["orchestrator"]["calls"] == 1
+    tree = build(tree_events(backend.client))
+    assert tree.architecture == "react" and tree.finished
+
+
+async def test_auto_mode_falls_back_to_react_when_the_orchestrator_answer_is_unusable(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    lines = [
+        {"role": "orchestrator", "content": "LATS, definitely"},
+        {"role": "orchestrator", "content": '{"architecture": "mcts"}'},
+        *READ_THEN_ANSWER,
+    ]
+    script = write_script(lines)
+    env = {"ARBOR_MODEL": f"scripted:{script}", "ARBOR_AGENT_ARCHITECTURE": "auto"}
+    async with acp_backend(env) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        response = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("What does greet return?")]
+        )
+    assert response.stop_reason == "end_turn"
+    thoughts = backend.client.text("agent_thought_chunk")
+    assert "Auto mode: react — the orchestrator's answer was unusable" in thoughts
+    assert "architecture" in thoughts  # names the field that was wrong after the repair
+    assert "Hello, NAME!" in backend.client.text()
