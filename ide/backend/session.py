@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from acp import (
+    plan_entry,
     start_tool_call,
     text_block,
     tool_diff_content,
     update_agent_message,
     update_agent_thought,
+    update_plan,
     update_tool_call,
 )
 from acp.schema import ContentToolCallContent, ToolCallLocation
@@ -289,6 +291,16 @@ def translate_event(event: dict[str, Any]) -> BaseModel | None:
         return update_agent_message(text_block(event["text"]))
     if kind == "thought":
         return update_agent_thought(text_block(event["text"]))
+    if kind == "plan":
+        # ACP plan statuses are pending / in_progress / completed; a failed task is shown as completed
+        # with the failure said in its text.
+        return update_plan(
+            plan_entry(
+                entry["content"] if entry["status"] != "failed" else f"{entry['content']} — failed",
+                status="completed" if entry["status"] == "failed" else entry["status"],
+            )
+            for entry in event["entries"]
+        )
     if kind == "tool_start":
         return start_tool_call(
             event["id"],

@@ -5,6 +5,7 @@
 {"type": "text" | "thought", "text": str}
 {"type": "tool_start", "id", "name", "args", "title", "kind", "locations": [(abs path, line | None)]}
 {"type": "tool_end", "id", "failed": bool, "output": str, "diffs": (FileDiff, ...)}
+{"type": "plan", "entries": [{"content": str, "status": "pending" | "in_progress" | "completed" | "failed"}]}
 """
 
 from __future__ import annotations

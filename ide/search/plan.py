@@ -1,0 +1,669 @@
+"""Plan / execute / replan (seed 002): three ReAct agents taking turns in one conversation thread.
+
+    START → start_plan → planner ⇄ planner_tools → make_plan ─(tasks)→ start_task
+                                                            └─(no usable plan)→ END
+    start_task → executor ⇄ executor_tools → finish_task ─(done, tasks queued)→ start_task
+                                                          └─(failed, or queue empty)→ start_review
+    start_review → replanner ⇄ replanner_tools → review ─(revised tasks)→ start_task
+                                                        └─(done, plan.max_replans reached, unusable)→ END
+
+The three agents share the graph's ``messages`` (one LangGraph thread, ``<session thread>:plan``, kept in
+the session's checkpointer), so the executor sees what the planner read and the replanner sees every
+task's work — no context is passed by hand. Each agent gets its own system prompt, tools and model role.
+
+Model calls, in order (what a ``scripted:`` file must hold); every agent may make at most
+``plan.executor_max_steps`` calls per visit, a reply with tool calls asking for another:
+
+1. ``plan.planner`` with the read-only tools (read_file, list_dir, grep): its last reply (no tool calls)
+   is the plan, a numbered list or ``{"tasks": [...]}`` of at most ``plan.max_tasks`` tasks. If it is
+   unusable, one repair call of ``plan.planner`` with no tools; unusable again ends the run, saying why.
+2. Per task, ``plan.executor`` with read and edit tools over the session's change set; its last reply
+   (no tool calls) ends with ``{"status": "done" | "failed", "summary": "..."}``. A reply without that
+   object counts as done, with its text as the summary. Running out of calls fails the task.
+3. After a failed task, and when the queue is empty (never after a task that went well while others
+   wait), ``plan.replanner`` with the read-only tools: its last reply is ``{"done": true, "answer": ...}``
+   or ``{"tasks": [...]}`` (the new queue, which after a failure must differ from the one left). If it is
+   unusable, one repair call with no tools; unusable again ends the run with what was done. New tasks
+   when ``plan.max_replans`` replans were already made end the run (stop reason ``max_turn_requests``).
+
+The tree: root → ``plan`` node (its tasks as ``step`` children, each step's tool calls as ``action``
+children) → each replanner visit as a node under the plan it reviews (kind ``plan`` when it revises the
+queue, ``evaluation`` otherwise) → the ``answer`` on the best path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from pydantic import BaseModel, Field
+
+from ide.protocol.tree import ToolAction
+from ide.search.base import RunContext, RunOutcome, parse_structured, schema_hint
+from ide.search.react import _first_line, close_dangling_tool_calls, turn_ran_out_of_steps
+
+PLANNER = "plan.planner"
+EXECUTOR = "plan.executor"
+REPLANNER = "plan.replanner"
+
+AGENT_NAMES = {PLANNER: "planner", EXECUTOR: "executor", REPLANNER: "replanner"}
+"""The ``name`` each agent's replies carry in the shared thread."""
+
+PLANNER_PROMPT = """You are the planner of Arbor, a coding agent working in the workspace at {root}.
+Plan the user's last request as a short list of tasks that another agent, the executor, will carry out
+one at a time with file reading and editing tools. You may first look at the workspace with
+read_file(path, start_line?, end_line?), list_dir(path) and grep(pattern, path?); paths are relative
+to the workspace root. Do not change anything yourself.
+Then reply with the plan and nothing else: a numbered list ("1. ...") or a JSON object {schema}, at most
+{max_tasks} tasks, each one concrete, checkable step naming the files it touches."""
+
+EXECUTOR_PROMPT = """You are the executor of Arbor, a coding agent working in the workspace at {root}.
+The conversation so far holds the user's request, the planner's plan and the work on earlier tasks.
+Carry out only the task you are given now. Read with read_file, list_dir and grep; change files with
+edit_file(path, old_text, new_text), write_file, create_file, delete_file and rename_file. Paths are
+relative to the workspace root. Your edits are proposals the user reviews; your reads already see them.
+When the task is done, or you find it cannot be done, stop calling tools and end your reply with a JSON
+object {schema}."""
+
+REPLANNER_PROMPT = """You are the replanner of Arbor, a coding agent working in the workspace at {root}.
+The conversation holds the user's request, the plan and the work on each task so far. You may look at
+the workspace with read_file, list_dir and grep. Decide what happens next and reply with only a JSON
+object {schema}:
+- {{"done": true, "answer": "..."}} when the request is complete (or cannot be completed): the answer
+  is the final message to the user, in Markdown, saying what was changed and citing files as path:line;
+- {{"tasks": ["...", ...]}} otherwise: the tasks still to do, in order, at most {max_tasks}. After a
+  failed task, change the plan: retry it another way, split it, or drop it."""
+
+
+class PastStep(TypedDict):
+    """A task the executor ran: what it was, what came of it, and whether it succeeded."""
+
+    task: str
+    result: str
+    ok: bool
+
+
+class PlanState(TypedDict, total=False):
+    """The graph's state; ``messages`` is the thread the three agents share."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    steps: int
+    """Model calls of the agent now running, in this visit."""
+    tasks: list[str]
+    """The queue: tasks not started yet."""
+    current: str | None
+    past_steps: list[PastStep]
+    replans: int
+    answer: str | None
+    stop_reason: str
+
+
+class PlanReply(BaseModel):
+    tasks: list[str] = Field(description="the tasks, in order")
+
+
+class TaskReport(BaseModel):
+    status: Literal["done", "failed"] = Field(description='"done" or "failed"')
+    summary: str = Field("", description="what was done or why it failed, one or two sentences")
+
+
+class ReplanReply(BaseModel):
+    done: bool = Field(False, description="true when the request is complete or cannot be completed")
+    answer: str = Field("", description="when done: the final answer to the user")
+    tasks: list[str] = Field(default_factory=list, description="when not done: the tasks still to do")
+
+
+_NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*]?\s*(?:step|task)\s+\d+[.:)])\s+(.+?)\s*$", re.IGNORECASE)
+
+
+def parse_plan(text: str, max_tasks: int) -> list[str]:
+    """The tasks of a planner's reply: ``{"tasks": [...]}`` or a numbered list.
+
+    Raises ``ValueError`` with a reason the model can act on (no tasks, empty tasks, too many).
+    """
+    try:
+        tasks = parse_structured(text, PlanReply).tasks
+    except ValueError as exc:
+        tasks = [m.group(1) for m in map(_NUMBERED.match, text.splitlines()) if m]
+        if not tasks:
+            raise ValueError(f"no numbered list of tasks and no JSON plan ({exc})") from None
+    return check_tasks(tasks, max_tasks)
+
+
+def check_tasks(tasks: Sequence[str], max_tasks: int) -> list[str]:
+    """``tasks`` stripped, or ``ValueError`` when there are none, one is empty, or there are too many."""
+    cleaned = [task.strip() for task in tasks]
+    if not cleaned:
+        raise ValueError("tasks: the plan has no tasks")
+    if not all(cleaned):
+        raise ValueError("tasks: a task is empty")
+    if len(cleaned) > max_tasks:
+        raise ValueError(f"tasks: {len(cleaned)} tasks, but a plan may hold at most {max_tasks}; merge some")
+    return cleaned
+
+
+def parse_replan(text: str, max_tasks: int, *, left: Sequence[str], after_failure: bool) -> ReplanReply:
+    """The replanner's decision; ``ValueError`` when it is unusable (or, after a failure, keeps the queue
+    ``left`` exactly as it was)."""
+    reply = parse_structured(text, ReplanReply)
+    if reply.done:
+        if not reply.answer.strip():
+            raise ValueError('answer: "done" needs the answer for the user')
+        return reply
+    reply.tasks = check_tasks(reply.tasks, max_tasks)
+    if after_failure and reply.tasks == list(left):
+        raise ValueError("tasks: unchanged after a failed task; retry it another way, split it or drop it")
+    return reply
+
+
+def task_report(text: str) -> TaskReport:
+    """The executor's report at the end of its last reply; without one the task counts as done."""
+    try:
+        return parse_structured(text, TaskReport)
+    except ValueError:
+        return TaskReport(status="done", summary=text.strip() or "finished without a summary")
+
+
+def numbered(tasks: Sequence[str]) -> str:
+    return "\n".join(f"{i}. {task}" for i, task in enumerate(tasks, start=1))
+
+
+def progress_text(past: Sequence[PastStep]) -> str:
+    return "\n".join(
+        f"{i}. [{'done' if step['ok'] else 'FAILED'}] {step['task']} — {step['result']}"
+        for i, step in enumerate(past, start=1)
+    )
+
+
+class PlanTree:
+    """Records a plan/execute/replan run as a search tree (see the module docstring for its shape).
+
+    ``phase`` is the node the running agent's model calls are charged to and its tool calls hang under:
+    the plan node while planning, the step node while executing, the review node while replanning.
+    """
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.recorder = ctx.recorder
+        self.tip = ""
+        self.root = self._add(
+            None, kind="root", label=_first_line(ctx.task) or "task", thought=ctx.task, status="active"
+        )
+        self.plan: str | None = None
+        self.phase = self.root
+        self.queued: list[str] = []
+        """Step nodes of the queued tasks, in queue order."""
+        self.tasks_run = 0
+        self.tasks_failed = 0
+        self.replans = 0
+
+    def _add(self, parent: str | None, **fields: Any) -> str:
+        self.tip = self.recorder.add(parent, **fields)
+        return self.tip
+
+    def _model_fields(self, role: str) -> dict[str, Any]:
+        return {"role": role, "model": self.ctx.model_name(role)}
+
+    def begin_plan(self) -> None:
+        self.plan = self.phase = self._add(
+            self.root, kind="plan", label="planning", status="active", **self._model_fields(PLANNER)
+        )
+
+    def begin_review(self) -> None:
+        self.phase = self._add(
+            self.plan or self.root,
+            kind="evaluation",
+            label="reviewing progress",
+            status="active",
+            **self._model_fields(REPLANNER),
+        )
+
+    def set_plan(self, tasks: Sequence[str]) -> None:
+        """The phase node becomes the current plan; its tasks are queued as steps, earlier ones pruned."""
+        node = self.phase
+        for step in self.queued:
+            self.recorder.update(step, status="pruned")
+        if self.plan is not None and self.plan != node:
+            self.recorder.update(self.plan, status="evaluated")
+        self.recorder.update(
+            node,
+            kind="plan",
+            label=f"plan: {len(tasks)} task{'s' * (len(tasks) != 1)}",
+            thought=numbered(tasks),
+        )
+        self.plan = node
+        self.queued = [
+            self._add(
+                node, kind="step", label=_first_line(task), thought=task, **self._model_fields(EXECUTOR)
+            )
+            for task in tasks
+        ]
+
+    def start_step(self) -> None:
+        self.phase = self.queued.pop(0)
+        self.recorder.update(self.phase, status="active")
+
+    def end_step(self, ok: bool, result: str) -> None:
+        self.tasks_run += 1
+        self.tasks_failed += not ok
+        self.recorder.update(self.phase, status="evaluated" if ok else "failed", reflection=result)
+
+    def end_phase(self, status: str, label: str | None = None, reflection: str | None = None) -> None:
+        changes: dict[str, Any] = {"status": status}
+        if label is not None:
+            changes["label"] = label
+        if reflection is not None:
+            changes["reflection"] = reflection
+        self.recorder.update(self.phase, **changes)
+
+    def charge(self, reply: AIMessage, latency_ms: float) -> None:
+        """Add one model call's tokens and latency to the phase node."""
+        node = self.recorder.tree.nodes[self.phase]
+        usage = reply.usage_metadata or {}
+        self.recorder.update(
+            self.phase,
+            input_tokens=node.input_tokens + usage.get("input_tokens", 0),
+            output_tokens=node.output_tokens + usage.get("output_tokens", 0),
+            latency_ms=round(node.latency_ms + latency_ms, 1),
+        )
+
+    def start_action(self, name: str, args: dict[str, Any], *, read_only: bool) -> str:
+        title = self.ctx.toolbox(read_only=read_only).describe(name, args)[0]
+        return self._add(
+            self.phase, kind="action", label=title, action=ToolAction(tool=name, args=args), status="active"
+        )
+
+    def end_action(self, node: str, observation: str, failed: bool) -> None:
+        self.recorder.update(node, observation=observation, status="failed" if failed else "evaluated")
+
+    def answer(self, text: str, *, solution: bool) -> str:
+        return self._add(
+            self.phase,
+            kind="answer",
+            label=_first_line(text) or "answer",
+            thought=text,
+            status="solution" if solution else "terminated_early",
+        )
+
+    def close(self, status: str) -> None:
+        """Every node still active ends with ``status`` (evaluated at the end, terminated_early on cancel)."""
+        with self.recorder.lock:
+            active = [n.id for n in self.recorder.tree.nodes.values() if n.status == "active"]
+            for node in active:
+                self.recorder.update(node, status=status)
+
+
+class PlanExecute:
+    """Plan / execute / replan: a planner, an executor and a replanner continuing one thread."""
+
+    name = "plan"
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        """Plan the task, run the tasks one by one in the session's change set, replan as needed.
+
+        The edits stay in ``ctx.changeset`` (the outcome's change set is None). On cancellation or a model
+        error the tree is closed at the last node reached and the exception propagates.
+        """
+        tree = PlanTree(ctx)
+        run = _PlanRun(ctx, tree)
+        checkpointer = ctx.checkpointer if ctx.checkpointer is not None else InMemorySaver()
+        graph = run.build().compile(checkpointer=checkpointer)
+        plan = ctx.settings.plan
+        # Supersteps: per visit two per model call plus the visit's start and end nodes.
+        visits = 1 + plan.max_tasks * (plan.max_replans + 1) + plan.max_replans + 1
+        config = {
+            "configurable": {"thread_id": f"{ctx.thread_id}:plan"},
+            "recursion_limit": visits * (2 * plan.executor_max_steps + 4) + 10,
+        }
+        fresh: PlanState = {
+            "messages": [HumanMessage(ctx.task)],
+            "steps": 0,
+            "tasks": [],
+            "current": None,
+            "past_steps": [],
+            "replans": 0,
+            "answer": None,
+            "stop_reason": "end_turn",
+        }
+        try:
+            state: PlanState = await graph.ainvoke(fresh, config)
+        except asyncio.CancelledError:
+            tree.close("terminated_early")
+            ctx.finish_tree("cancelled", tree.tip, **run.figures())
+            raise
+        except Exception:
+            tree.close("terminated_early")
+            ctx.finish_tree("error", tree.tip, **run.figures())
+            raise
+        tree.close("evaluated")
+        stop_reason = state.get("stop_reason", "end_turn")
+        answer = state.get("answer") or ""
+        figures = ctx.finish_tree(stop_reason, tree.tip, **run.figures())
+        return RunOutcome(stop_reason, answer=answer, changeset=None, figures=figures, answered=False)
+
+
+class _PlanRun:
+    """The graph's nodes for one run: model calls, tool calls and the tree, over one RunContext."""
+
+    def __init__(self, ctx: RunContext, tree: PlanTree) -> None:
+        self.ctx = ctx
+        self.tree = tree
+        self.plan = ctx.settings.plan
+        self.max_steps = self.plan.executor_max_steps
+        root = ctx.changeset.root
+        self.prompts = {
+            PLANNER: PLANNER_PROMPT.format(
+                root=root, schema=schema_hint(PlanReply), max_tasks=self.plan.max_tasks
+            ),
+            EXECUTOR: EXECUTOR_PROMPT.format(root=root, schema=schema_hint(TaskReport)),
+            REPLANNER: REPLANNER_PROMPT.format(
+                root=root, schema=schema_hint(ReplanReply), max_tasks=self.plan.max_tasks
+            ),
+        }
+        self.tools: dict[str, list[BaseTool]] = {
+            PLANNER: ctx.tools_for(read_only=True),
+            EXECUTOR: ctx.tools_for(),
+            REPLANNER: ctx.tools_for(read_only=True),
+        }
+
+    def figures(self) -> dict[str, Any]:
+        """The run's own figures: tasks run and failed, replans, the model each role used."""
+        return {
+            "tasks": self.tree.tasks_run,
+            "tasks_failed": self.tree.tasks_failed,
+            "replans": self.tree.replans,
+            "roles": {role: usage["model"] for role, usage in self.ctx.usage().items()},
+        }
+
+    def build(self) -> StateGraph:
+        graph = StateGraph(PlanState)
+        graph.add_node("start_plan", self.start_plan)
+        graph.add_node("planner", self.agent(PLANNER))
+        graph.add_node("planner_tools", self.tool_node(read_only=True))
+        graph.add_node("make_plan", self.make_plan)
+        graph.add_node("start_task", self.start_task)
+        graph.add_node("executor", self.agent(EXECUTOR))
+        graph.add_node("executor_tools", self.tool_node(read_only=False))
+        graph.add_node("finish_task", self.finish_task)
+        graph.add_node("start_review", self.start_review)
+        graph.add_node("replanner", self.agent(REPLANNER))
+        graph.add_node("replanner_tools", self.tool_node(read_only=True))
+        graph.add_node("review", self.review)
+        graph.add_edge(START, "start_plan")
+        graph.add_edge("start_plan", "planner")
+        for agent, tools, after in (
+            ("planner", "planner_tools", "make_plan"),
+            ("executor", "executor_tools", "finish_task"),
+            ("replanner", "replanner_tools", "review"),
+        ):
+            graph.add_conditional_edges(agent, self.route_after(tools, after), [tools, after])
+            graph.add_edge(tools, agent)
+        graph.add_conditional_edges("make_plan", self.after_plan, ["start_task", END])
+        graph.add_edge("start_task", "executor")
+        graph.add_conditional_edges("finish_task", self.after_task, ["start_task", "start_review"])
+        graph.add_edge("start_review", "replanner")
+        graph.add_conditional_edges("review", self.after_plan, ["start_task", END])
+        return graph
+
+    # -- routing -------------------------------------------------------------------------------------
+
+    def route_after(self, tools: str, after: str) -> Any:
+        """Run the tool calls while the agent has model calls left; otherwise go on to ``after``."""
+
+        def route(state: PlanState) -> str:
+            last = state["messages"][-1]
+            if isinstance(last, AIMessage) and last.tool_calls and state.get("steps", 0) < self.max_steps:
+                return tools
+            return after
+
+        return route
+
+    def after_plan(self, state: PlanState) -> str:
+        return "start_task" if state.get("answer") is None and state.get("tasks") else END
+
+    def after_task(self, state: PlanState) -> str:
+        past = state.get("past_steps", [])
+        if past and past[-1]["ok"] and state.get("tasks"):
+            return "start_task"
+        return "start_review"
+
+    # -- agents --------------------------------------------------------------------------------------
+
+    def agent(self, role: str) -> Any:
+        """The node of one ReAct step of ``role``: a model call with the role's tools bound."""
+
+        async def step(state: PlanState) -> dict[str, Any]:
+            reply = await self.ask(role, state["messages"], self.tools[role])
+            return {"messages": [reply], "steps": state.get("steps", 0) + 1}
+
+        return step
+
+    async def ask(
+        self, role: str, messages: Sequence[AnyMessage], tools: Sequence[BaseTool] = ()
+    ) -> AIMessage:
+        """One model call of ``role`` over the shared thread; its reasoning and text stream as thoughts."""
+        streamed = False
+
+        async def on_chunk(_kind: str, text: str) -> None:
+            nonlocal streamed
+            streamed = True
+            await self.ctx.progress({"type": "thought", "text": text})
+
+        history = close_dangling_tool_calls(list(messages))
+        started = time.perf_counter()
+        reply = await self.ctx.router.stream(
+            role, [SystemMessage(self.prompts[role]), *history], tools=tools, on_chunk=on_chunk
+        )
+        self.tree.charge(reply, (time.perf_counter() - started) * 1000)
+        if streamed:
+            await self.ctx.think("")
+        reply.name = AGENT_NAMES[role]
+        return reply
+
+    def tool_node(self, *, read_only: bool) -> Any:
+        """The node running the last reply's tool calls (announced to the user, recorded as actions)."""
+
+        async def run_tools(state: PlanState) -> dict[str, Any]:
+            last = state["messages"][-1]
+            results = []
+            for call in last.tool_calls:
+                call_id = call.get("id") or ""
+                node = self.tree.start_action(call["name"], call["args"], read_only=read_only)
+                outcome = await self.ctx.call_tool(
+                    call["name"], call["args"], read_only=read_only, announce=True, call_id=call_id or None
+                )
+                self.tree.end_action(node, outcome.output, outcome.failed)
+                results.append(
+                    ToolMessage(
+                        content=outcome.output,
+                        tool_call_id=call_id,
+                        name=call["name"],
+                        status="error" if outcome.failed else "success",
+                    )
+                )
+            return {"messages": results}
+
+        return run_tools
+
+    async def repair(self, role: str, messages: list[AnyMessage], reason: str, schema: str) -> AIMessage:
+        """The one repair call (no tools): the reply could not be used, say why, ask again."""
+        request = HumanMessage(f"That reply could not be used: {reason}. Answer again with only {schema}.")
+        messages.append(request)
+        reply = await self.ask(role, messages)
+        messages.append(reply)
+        return reply
+
+    def unrun_calls(self, messages: list[AnyMessage]) -> list[AnyMessage]:
+        """Answers for the tool calls of a reply made with no calls left, so the thread stays well-formed."""
+        if not turn_ran_out_of_steps(messages):
+            return []
+        note = f"not run: this agent used all {self.max_steps} model calls (plan.executor_max_steps)"
+        return [
+            ToolMessage(content=note, tool_call_id=call.get("id") or "", name=call["name"], status="error")
+            for call in messages[-1].tool_calls
+        ]
+
+    # -- planning ------------------------------------------------------------------------------------
+
+    async def start_plan(self, state: PlanState) -> dict[str, Any]:
+        self.tree.begin_plan()
+        return {"steps": 0}
+
+    async def make_plan(self, state: PlanState) -> dict[str, Any]:
+        """Parse the planner's plan (one repair call if unusable) and queue its tasks."""
+        messages = list(state["messages"])
+        added = self.unrun_calls(messages)
+        messages += added
+        try:
+            if added:
+                raise ValueError("it ran out of model calls before giving a plan")
+            tasks = parse_plan(messages[-1].text, self.plan.max_tasks)
+        except ValueError as exc:
+            reason = str(exc)
+            before = len(messages)
+            wanted = f"a numbered list or the JSON object {schema_hint(PlanReply)}"
+            reply = await self.repair(PLANNER, messages, reason, wanted)
+            added += messages[before:]
+            try:
+                tasks = parse_plan(reply.text, self.plan.max_tasks)
+            except ValueError as again:
+                problem = f"{reason}; after one repair: {again}"
+                self.tree.end_phase("failed", label="no usable plan", reflection=problem)
+                answer = (
+                    "I could not make a usable plan for this task, so nothing was changed. "
+                    f"The planner's answer was malformed twice ({problem}). Try rephrasing the request, "
+                    "or use another mode (react or lats)."
+                )
+                self.tree.answer(answer, solution=False)
+                return {"messages": added, "answer": answer, "tasks": [], "steps": 0}
+        self.tree.set_plan(tasks)
+        await self.ctx.think(f"Plan:\n{numbered(tasks)}")
+        await self.show_plan([], None, tasks)
+        return {"messages": added, "tasks": tasks, "steps": 0}
+
+    async def show_plan(self, past: Sequence[PastStep], current: str | None, queued: Sequence[str]) -> None:
+        """The task list as the user's plan view shows it (ACP plan update): done, running, queued."""
+        entries = [
+            {"content": step["task"], "status": "completed" if step["ok"] else "failed"} for step in past
+        ]
+        if current is not None:
+            entries.append({"content": current, "status": "in_progress"})
+        entries += [{"content": task, "status": "pending"} for task in queued]
+        await self.ctx.progress({"type": "plan", "entries": entries})
+
+    # -- execution -----------------------------------------------------------------------------------
+
+    async def start_task(self, state: PlanState) -> dict[str, Any]:
+        """Take the next task off the queue and hand it to the executor in the thread."""
+        task, *rest = state["tasks"]
+        number = len(state.get("past_steps", [])) + 1
+        self.tree.start_step()
+        await self.ctx.think(f"Task {number}: {task}")
+        await self.show_plan(state.get("past_steps", []), task, rest)
+        queued = f" ({len(rest)} more queued after it)" if rest else " (the last one queued)"
+        prompt = f"Execute task {number}{queued}: {task}"
+        return {"messages": [HumanMessage(prompt)], "tasks": rest, "current": task, "steps": 0}
+
+    async def finish_task(self, state: PlanState) -> dict[str, Any]:
+        """Read the executor's report: done, failed, or out of model calls (failed)."""
+        messages = list(state["messages"])
+        added = self.unrun_calls(messages)
+        if added:
+            ok, result = False, f"ran out of model calls ({self.max_steps}, plan.executor_max_steps)"
+        else:
+            report = task_report(messages[-1].text)
+            ok, result = report.status == "done", report.summary.strip() or report.status
+        self.tree.end_step(ok, result)
+        if not ok:
+            await self.ctx.think(f"Task failed: {result}")
+        past = [*state.get("past_steps", []), PastStep(task=state.get("current") or "", result=result, ok=ok)]
+        await self.show_plan(past, None, state.get("tasks", []))
+        return {"messages": added, "past_steps": past, "current": None, "steps": 0}
+
+    # -- replanning ----------------------------------------------------------------------------------
+
+    async def start_review(self, state: PlanState) -> dict[str, Any]:
+        """Hand the thread to the replanner: after a failure, or when every queued task has run."""
+        self.tree.begin_review()
+        past = state.get("past_steps", [])
+        left = state.get("tasks", [])
+        if past and not past[-1]["ok"]:
+            why = f"Task {len(past)} failed: {past[-1]['result']}"
+            queue = f"Still queued:\n{numbered(left)}" if left else "Nothing else is queued."
+            ask = "Revise the plan, or finish if the request cannot be completed."
+        else:
+            why = "Every planned task has run."
+            queue = ""
+            ask = "Finish with the answer for the user, or give the tasks still needed."
+        text = "\n\n".join(part for part in (why, f"Progress:\n{progress_text(past)}", queue, ask) if part)
+        return {"messages": [HumanMessage(text)], "steps": 0}
+
+    async def review(self, state: PlanState) -> dict[str, Any]:
+        """Apply the replanner's decision: the answer, or a revised queue (within plan.max_replans)."""
+        messages = list(state["messages"])
+        added = self.unrun_calls(messages)
+        messages += added
+        past = state.get("past_steps", [])
+        left = state.get("tasks", [])
+        after_failure = bool(past) and not past[-1]["ok"]
+
+        def parse(text: str) -> ReplanReply:
+            return parse_replan(text, self.plan.max_tasks, left=left, after_failure=after_failure)
+
+        try:
+            if added:
+                raise ValueError("it ran out of model calls before deciding")
+            decision = parse(messages[-1].text)
+        except ValueError as exc:
+            reason = str(exc)
+            before = len(messages)
+            reply = await self.repair(
+                REPLANNER, messages, reason, f"the JSON object {schema_hint(ReplanReply)}"
+            )
+            added += messages[before:]
+            try:
+                decision = parse(reply.text)
+            except ValueError as again:
+                problem = f"{reason}; after one repair: {again}"
+                self.tree.end_phase("failed", label="no usable decision", reflection=problem)
+                answer = self.summary(
+                    past, f"I stopped because the replanner's answer was malformed twice ({problem})."
+                )
+                self.tree.answer(answer, solution=False)
+                return {"messages": added, "answer": answer, "tasks": [], "steps": 0}
+        if decision.done:
+            self.tree.end_phase("evaluated", label="done")
+            self.tree.answer(decision.answer.strip(), solution=True)
+            return {"messages": added, "answer": decision.answer.strip(), "tasks": [], "steps": 0}
+        replans = state.get("replans", 0)
+        if replans >= self.plan.max_replans:
+            self.tree.end_phase(
+                "terminated_early",
+                label=f"over the limit of {self.plan.max_replans} replans",
+                reflection=numbered(decision.tasks),
+            )
+            answer = self.summary(
+                past,
+                f"I stopped after {replans} replans (the limit, plan.max_replans). Still to do:\n"
+                + numbered(decision.tasks),
+            )
+            self.tree.answer(answer, solution=False)
+            return {"messages": added, "answer": answer, "stop_reason": "max_turn_requests", "steps": 0}
+        self.tree.set_plan(decision.tasks)
+        self.tree.replans += 1
+        await self.ctx.think(f"Revised plan:\n{numbered(decision.tasks)}")
+        await self.show_plan(past, None, decision.tasks)
+        return {"messages": added, "tasks": decision.tasks, "replans": replans + 1, "steps": 0}
+
+    def summary(self, past: Sequence[PastStep], why: str) -> str:
+        """The answer when the run ends without the replanner's: why, then what each task came to."""
+        done = progress_text(past) if past else "No task was run."
+        return f"{why}\n\nWhat was done:\n{done}\n\nThe edits made so far are in the change set for review."
