@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from acp import text_block
+from acp.schema import ClientCapabilities
 
+from ide.protocol import META_KEY
+from ide.protocol.review import CHANGESET_NOTIFICATION
 from tests.backend.test_acp import READ_THEN_ANSWER
 from tests.backend.test_tree_acp import WANTS_TREE, build, tree_events
 from tests.support.acp_client import acp_backend
@@ -59,3 +62,40 @@ async def test_auto_mode_falls_back_to_react_when_the_orchestrator_answer_is_unu
     assert "Auto mode: react — the orchestrator's answer was unusable" in thoughts
     assert "architecture" in thoughts  # names the field that was wrong after the repair
     assert "Hello, NAME!" in backend.client.text()
+
+
+async def test_plan_mode_over_acp_shows_the_plan_offers_the_edits_for_review_and_remembers_the_turn(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    from tests.search.test_plan import GREET, two_task_script
+
+    lines = [
+        *two_task_script(),
+        {"content": "You asked me to change the greeting; it now says Hi."},  # a later ReAct turn
+    ]
+    script = write_script(lines)
+    caps = ClientCapabilities(field_meta={META_KEY: {"tree": True, "review": True}})
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, caps) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        await backend.conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+        response = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("Say Hi instead of Hello, README too")]
+        )
+        assert response.stop_reason == "end_turn"
+        plans = [u for _, u in backend.client.updates if u.session_update == "plan"]
+        assert [e.status for e in plans[-1].entries] == ["completed", "completed"]
+        assert "greet now says Hi" in backend.client.text()
+        changesets = [p for m, p in backend.client.notifications if m == CHANGESET_NOTIFICATION]
+        assert [f["path"] for f in changesets[-1]["files"]] == ["README.md", "pkg/greet.py"]
+        assert (git_workspace / "pkg" / "greet.py").read_text() == GREET  # nothing written before review
+        tree = build(tree_events(backend.client))
+        assert tree.architecture == "plan" and tree.finished
+        assert response.field_meta["arbor"]["figures"]["tasks"] == 2
+
+        await backend.conn.set_session_mode(session_id=session.session_id, mode_id="react")
+        # A ReAct turn after it runs on the same conversation thread, which now holds the plan turn.
+        again = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("What did I ask?")]
+        )
+    assert again.stop_reason == "end_turn"
+    assert "it now says Hi" in backend.client.text()
