@@ -18,3 +18,9 @@ def cap_text(text: str, limit_bytes: int) -> str:
         return text
     kept = data[:limit_bytes].decode("utf-8", errors="ignore")
     return f"{kept}\n… ({len(data) - len(kept.encode('utf-8'))} more bytes not shown)"
+
+
+def first_line(text: str, limit: int = 80) -> str:
+    """The first non-blank line of ``text``, cut to ``limit`` characters (node labels, titles)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"

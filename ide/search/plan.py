@@ -48,7 +48,8 @@ from pydantic import BaseModel, Field
 
 from ide.protocol.tree import ToolAction
 from ide.search.base import RunContext, RunOutcome, parse_structured, schema_hint
-from ide.search.react import _first_line, close_dangling_tool_calls, turn_ran_out_of_steps
+from ide.search.events import first_line
+from ide.search.react import close_dangling_tool_calls, turn_ran_out_of_steps
 
 PLANNER = "plan.planner"
 EXECUTOR = "plan.executor"
@@ -195,7 +196,7 @@ class PlanTree:
         self.recorder = ctx.recorder
         self.tip = ""
         self.root = self._add(
-            None, kind="root", label=_first_line(ctx.task) or "task", thought=ctx.task, status="active"
+            None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
         )
         self.plan: str | None = None
         self.phase = self.root
@@ -241,9 +242,7 @@ class PlanTree:
         )
         self.plan = node
         self.queued = [
-            self._add(
-                node, kind="step", label=_first_line(task), thought=task, **self._model_fields(EXECUTOR)
-            )
+            self._add(node, kind="step", label=first_line(task), thought=task, **self._model_fields(EXECUTOR))
             for task in tasks
         ]
 
@@ -288,7 +287,7 @@ class PlanTree:
         return self._add(
             self.phase,
             kind="answer",
-            label=_first_line(text) or "answer",
+            label=first_line(text) or "answer",
             thought=text,
             status="solution" if solution else "terminated_early",
         )

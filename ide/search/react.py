@@ -21,7 +21,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Checkpointer
 
 from ide.protocol.tree import ToolAction, TreeEvent
-from ide.search.events import cap_text
+from ide.search.events import cap_text, first_line
 from ide.search.tree import TreeRecorder
 from ide.tools import Toolbox
 
@@ -173,7 +173,7 @@ class ReactTree:
     def __init__(self, prompt: str, *, model: str, emit: Callable[[TreeEvent], None]) -> None:
         self.recorder = TreeRecorder(architecture="react", emit=emit)
         self.model = model
-        self.root = self.recorder.add(None, kind="root", label=_first_line(prompt), status="active")
+        self.root = self.recorder.add(None, kind="root", label=first_line(prompt), status="active")
         self._tip = self.root
         self._step: str | None = None
         self._thought: list[str] = []
@@ -202,7 +202,7 @@ class ReactTree:
             self.recorder.update(
                 self._step,
                 thought=thought,
-                label=_first_line(thought or "".join(self._text)) or f"step {event['step']}",
+                label=first_line(thought or "".join(self._text)) or f"step {event['step']}",
                 status="evaluated",
                 input_tokens=event.get("input_tokens", 0),
                 output_tokens=event.get("output_tokens", 0),
@@ -231,7 +231,7 @@ class ReactTree:
         tip = self._tip
         if answer_text and stop_reason == "end_turn":
             tip = self.recorder.add(
-                tip, kind="answer", label=_first_line(answer_text), thought=answer_text, status="solution"
+                tip, kind="answer", label=first_line(answer_text), thought=answer_text, status="solution"
             )
         elif stop_reason != "end_turn":
             self.recorder.update(tip, status="terminated_early")
@@ -245,8 +245,3 @@ class ReactTree:
             input_tokens=sum(n.input_tokens for n in nodes),
             output_tokens=sum(n.output_tokens for n in nodes),
         )
-
-
-def _first_line(text: str, limit: int = 80) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -64,7 +64,7 @@ from ide.search.base import (
     schema_hint,
     trajectory_text,
 )
-from ide.search.react import _first_line
+from ide.search.events import first_line
 from ide.settings import TotSettings
 
 COORDINATOR = "tot.coordinator"
@@ -332,7 +332,7 @@ class _TotRun:
         self.synthesis: dict[str, Any] = {"mode": "none", "nodes": []}
         self.notes: list[str] = []
         self.root = self.recorder.add(
-            None, kind="root", label=_first_line(ctx.task) or "task", thought=ctx.task, status="active"
+            None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
         )
 
     # -- the run ----------------------------------------------------------------------------------------
@@ -453,7 +453,7 @@ class _TotRun:
             node = self.recorder.add(
                 parent,
                 kind="thought",
-                label=_first_line(title),
+                label=first_line(title),
                 thought=f"{title}\n\n{detail}" if detail else title,
                 status="generated",
                 role=PLANNER,
