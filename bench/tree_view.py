@@ -10,11 +10,19 @@ follows on the timer, at most every 100 ms) and "wire_validate_100" the bridge's
 such a batch. "relayout_tick_5000" is that timer's work on the 5,000-node tree. The peer, measured in the
 same run, is 5,000 plain ``QGraphicsEllipseItem`` (positions from the same layout) added to a scene and
 painted once, with no layout, labels or culling of its own. Targets: 150 ms and 10 ms.
+
+"live_run_2000" feeds a 2,000-node synthetic LATS run to a shown view as the bridge does (each batch of
+20 events validated as a ``TreeEventBatch`` then given to ``add_events``), one batch per 10 ms timer tick,
+while a 5 ms heartbeat timer records when it runs: the longest gap between two beats is the longest the
+event loop stalled (layout, geometry and painting included). Target: 50 ms. "median_tick" is the median
+coalesced redraw (``SearchTreeView.flush``) during that run.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import itertools
 import json
 import os
 import platform
@@ -27,7 +35,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QEventLoop, QObject, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QPainter
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QWidget
 
@@ -38,6 +46,11 @@ from ide.protocol.tree import TreeEvent, TreeEventBatch
 
 FIRST_PAINT_TARGET_S = 0.150
 BATCH_TARGET_S = 0.010
+LIVE_STALL_TARGET_S = 0.050
+LIVE_NODES = 2000
+LIVE_BATCH = 20
+LIVE_FEED_MS = 10
+HEARTBEAT_MS = 5
 
 
 class PaintWatch(QObject):
@@ -77,15 +90,18 @@ def new_view(app: QApplication) -> tuple[SearchTreeView, PaintWatch]:
     return view, PaintWatch(view.graphics.viewport())
 
 
-def extra_batch(run_id: str, first_seq: int, nodes: int) -> list[TreeEvent]:
+def extra_batch(events: list[TreeEvent], run_id: str, nodes: int) -> list[TreeEvent]:
     """100 live events on the big tree: 50 new nodes under existing ones, each then evaluated."""
-    events = synthetic_events(nodes + 50, run_id=run_id, seed=11)
-    added = [e for e in events if e.kind == "node_added"][nodes : nodes + 50]
+    depth = {e.node.id: e.node.depth for e in events if e.node is not None}
+    first_seq = len(events) - 1  # before the run's finished event: a finished run takes no more
+    more = synthetic_events(nodes + 50, run_id=run_id, seed=11)
+    added = [e for e in more if e.kind == "node_added"][nodes : nodes + 50]
     out: list[TreeEvent] = []
     for event in added:
         assert event.node is not None
+        parent = f"n{len(out) * 37 % nodes}"
         node = event.node.model_copy(
-            update={"id": f"x{event.node.id}", "parent": f"n{len(out) * 37 % nodes}"}
+            update={"id": f"x{event.node.id}", "parent": parent, "depth": depth[parent] + 1}
         )
         out.append(TreeEvent(run_id=run_id, seq=first_seq + len(out) + 1, kind="node_added", node=node))
         out.append(
@@ -100,6 +116,89 @@ def extra_batch(run_id: str, first_seq: int, nodes: int) -> list[TreeEvent]:
     return out
 
 
+def live_run(app: QApplication, nodes: int = LIVE_NODES) -> dict[str, float]:
+    """Feed a live run batch by batch with a heartbeat running; the longest gap between beats."""
+    events = synthetic_events(nodes, run_id="live")
+    wire = [
+        {"session_id": "s", "events": [e.model_dump(mode="json", exclude_defaults=True) for e in chunk]}
+        for chunk in (events[i : i + LIVE_BATCH] for i in range(0, len(events), LIVE_BATCH))
+    ]
+    view, _watch = new_view(app)
+    beats: list[float] = []
+    ticks: list[float] = []
+    view.relaid.connect(lambda: ticks.append(view.last_flush_s))
+    pauses: list[float] = []
+    gc_started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_started[0] = time.perf_counter()
+        elif info["generation"] == 2:
+            pauses.append(time.perf_counter() - gc_started[0])
+
+    gc.callbacks.append(on_gc)
+    loop = QEventLoop()
+    heartbeat = QTimer()
+    heartbeat.setTimerType(Qt.TimerType.PreciseTimer)
+    heartbeat.timeout.connect(lambda: beats.append(time.perf_counter()))
+    feeder = QTimer()
+    feeder.setTimerType(Qt.TimerType.PreciseTimer)
+    pending = list(reversed(wire))
+
+    def feed() -> None:
+        view.add_events(TreeEventBatch.model_validate(pending.pop()).events)
+        if not pending:
+            feeder.stop()
+
+    def caught_up() -> None:
+        if not feeder.isActive() and len(view.canvas.geometry) == nodes and view.shown.finished:
+            loop.quit()
+
+    feeder.timeout.connect(feed)
+    view.relaid.connect(caught_up)
+    started = time.perf_counter()
+    beats.append(started)
+    heartbeat.start(HEARTBEAT_MS)
+    feeder.start(LIVE_FEED_MS)
+    loop.exec()
+    heartbeat.stop()
+    gc.callbacks.remove(on_gc)
+    beats.append(time.perf_counter())
+    gaps = [b - a for a, b in itertools.pairwise(beats)]
+    view.close()
+    view.deleteLater()
+    app.processEvents()
+    return {
+        "longest_stall": max(gaps),
+        "median_tick": statistics.median(ticks),
+        "longest_tick": max(ticks),
+        "longest_full_gc": max(pauses, default=0.0),
+        "ticks": len(ticks),
+        "batches": len(wire),
+        "duration": beats[-1] - started,
+    }
+
+
+def live_summary(live: list[dict[str, float]]) -> dict[str, object]:
+    return {
+        "nodes": LIVE_NODES,
+        "events": len(synthetic_events(LIVE_NODES, run_id="live")),
+        "batch_events": LIVE_BATCH,
+        "feed_every_ms": LIVE_FEED_MS,
+        "heartbeat_ms": HEARTBEAT_MS,
+        "longest_stall_s": {
+            **summary([r["longest_stall"] for r in live]),
+            "target_s": LIVE_STALL_TARGET_S,
+            "meets_target": statistics.median(r["longest_stall"] for r in live) <= LIVE_STALL_TARGET_S,
+        },
+        "median_tick_s": summary([r["median_tick"] for r in live]),
+        "longest_tick_s": summary([r["longest_tick"] for r in live]),
+        "longest_full_gc_s": summary([r["longest_full_gc"] for r in live]),
+        "redraws": round(statistics.median(r["ticks"] for r in live)),
+        "run_duration_s": summary([r["duration"] for r in live]),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -109,18 +208,21 @@ def main(argv: list[str] | None = None) -> int:
     assert isinstance(app, QApplication)
     apply_theme(app)
     events = synthetic_events(args.nodes, run_id="bench")
-    batch = extra_batch("bench", len(events), args.nodes)
+    batch = extra_batch(events, "bench", args.nodes)
     wire = {"session_id": "s", "events": [e.model_dump(mode="json", exclude_defaults=True) for e in batch]}
 
     first_paint, opened, apply100, validate100, tick, peer, painted = [], [], [], [], [], [], []
+    live: list[dict[str, float]] = []
     for _ in range(args.runs):
+        live.append(live_run(app))
         view, watch = new_view(app)
-        view.add_events(events)
+        view.add_events(events[:-1])
         first_paint.append(until_painted(app, watch, view.flush))
         painted.append(view.canvas.last_painted)
         started = time.perf_counter()
         view.add_events(batch)
         apply100.append(time.perf_counter() - started)
+        assert len(view.shown.nodes) == args.nodes + 50, view.faults
         tick.append(until_painted(app, watch, view.flush))
         view.close()
         view.deleteLater()
@@ -188,7 +290,16 @@ def main(argv: list[str] | None = None) -> int:
         },
         "wire_validate_100_s": summary(validate100),
         "relayout_tick_after_batch_s": summary(tick),
+        "live_run_2000": live_summary(live),
     }
+    # The view's own work, without Python's full collections (which walk every object in the process,
+    # the SDK's and the trees' alike, and cost what the heap costs, wherever they happen to fall).
+    gc.collect()
+    gc.disable()
+    try:
+        result["live_run_2000_without_full_gc"] = live_summary([live_run(app) for _ in range(args.runs)])
+    finally:
+        gc.enable()
     print(json.dumps(result, indent=2))
     return 0
 

@@ -46,7 +46,7 @@ from ide.protocol.review import (
     RollbackParams,
     RollbackResult,
 )
-from ide.protocol.tree import TREE_NOTIFICATION, TreeEventBatch
+from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEventBatch
 
 if TYPE_CHECKING:
     from acp import RequestError
@@ -201,8 +201,14 @@ class BackendBridge(QObject):
     """The :class:`HistoryResult` of :meth:`review_history`."""
     reviewFailed = Signal(str)
     """A review request (its method) failed; :attr:`errorRaised` carries why. Views drop guesses."""
+    modeChanged = Signal(str)
+    """The session's mode (agent architecture) is now this id."""
     treeEvents = Signal(object)
     """A ``list[TreeEvent]`` of the current session's search tree (``_arbor/tree``), live or replayed."""
+    branchDiffReceived = Signal(object, object)
+    """The :class:`BranchDiffParams` of :meth:`branch_diff` and the branch's :class:`ChangeSetView`."""
+    branchDiffFailed = Signal(object, str)
+    """The :class:`BranchDiffParams` of a failed :meth:`branch_diff` and what to tell the user."""
 
     def __init__(
         self,
@@ -220,6 +226,8 @@ class BackendBridge(QObject):
         self.agent_name: str | None = None
         self.session_id: str | None = None
         self.mode: str | None = None
+        self.modes: list[tuple[str, str, str]] = []
+        """The agent's session modes: (id, name, description)."""
         self.can_load_session = False
         self.process: asyncio.subprocess.Process | None = None
         self.stderr = StderrTail()
@@ -287,6 +295,39 @@ class BackendBridge(QObject):
         return self._review_request(
             CHANGESET, ChangeSetParams(session_id=session_id), ChangeSetView, self.changesetReceived
         )
+
+    def branch_diff(self, params: BranchDiffParams) -> bool:
+        """Ask for one search branch's changes (``_arbor/tree/branch``); they arrive as
+        :attr:`branchDiffReceived`, a refusal as :attr:`branchDiffFailed`. False (nothing sent) when the
+        backend is not running or does not serve it."""
+        if self._conn is None or not self.supports(BRANCH_DIFF):
+            return False
+        spawn(self._branch_diff(self._generation, self._conn, params), name=f"_{BRANCH_DIFF}")
+        return True
+
+    async def _branch_diff(
+        self, generation: int, conn: ClientSideConnection, params: BranchDiffParams
+    ) -> None:
+        from acp import RequestError
+
+        try:
+            raw = await conn.ext_method(BRANCH_DIFF, params.model_dump(mode="json"))
+            view = ChangeSetView.model_validate(raw)
+        except RequestError as exc:
+            if generation == self._generation:
+                self.branchDiffFailed.emit(params, error_from_request(exc).message)
+            return
+        except ValidationError as exc:
+            if generation == self._generation:
+                log.warning("malformed answer to _%s: %s", BRANCH_DIFF, exc)
+                self.branchDiffFailed.emit(
+                    params, f"The backend answered _{BRANCH_DIFF} with data this window cannot read."
+                )
+            return
+        except ConnectionError:
+            return  # the watcher reports the backend's death
+        if generation == self._generation:
+            self.branchDiffReceived.emit(params, view)
 
     def _review_request(
         self, method: str, params: BaseModel, result_type: type[BaseModel], done: SignalInstance
@@ -482,14 +523,49 @@ class BackendBridge(QObject):
                 except RequestError as exc:
                     self.replayFailed.emit(error_from_request(exc).message)
                 else:
-                    self.mode = loaded.modes.current_mode_id if loaded and loaded.modes else self.mode
+                    if loaded and loaded.modes:
+                        self._take_modes(loaded.modes)
                     self._ready(generation, resume, replayed=True)
                     return
             else:
                 self.replayFailed.emit("The agent cannot restore sessions (no loadSession capability).")
         created = await conn.new_session(cwd=cwd, mcp_servers=[])
-        self.mode = created.modes.current_mode_id if created.modes else None
+        self.mode, self.modes = None, []
+        if created.modes:
+            self._take_modes(created.modes)
         self._ready(generation, created.session_id, replayed=False)
+
+    def _take_modes(self, state: Any) -> None:
+        self.mode = state.current_mode_id
+        self.modes = [(m.id, m.name, m.description or "") for m in state.available_modes]
+
+    def set_mode(self, mode_id: str) -> bool:
+        """Switch the session's mode (agent architecture) for the next turns; False unless ready.
+
+        ``modeChanged`` follows when the agent accepted it; a refusal comes as ``errorRaised``.
+        """
+        if self.state != BackendState.READY or self._conn is None or self.session_id is None:
+            return False
+        spawn(self._set_mode(self._generation, self._conn, self.session_id, mode_id), name="set-mode")
+        return True
+
+    async def _set_mode(
+        self, generation: int, conn: ClientSideConnection, session_id: str, mode_id: str
+    ) -> None:
+        from acp import RequestError
+
+        try:
+            await conn.set_session_mode(session_id=session_id, mode_id=mode_id)
+        except RequestError as exc:
+            if generation == self._generation:
+                self.errorRaised.emit(error_from_request(exc))
+                self.modeChanged.emit(self.mode or "")
+            return
+        except ConnectionError:
+            return
+        if generation == self._generation:
+            self.mode = mode_id
+            self.modeChanged.emit(mode_id)
 
     def _ready(self, generation: int, session_id: str, *, replayed: bool) -> None:
         if generation != self._generation:
@@ -550,6 +626,7 @@ class BackendBridge(QObject):
             return
         if getattr(update, "session_update", None) == "current_mode_update":
             self.mode = update.current_mode_id
+            self.modeChanged.emit(self.mode)
         self.sessionUpdate.emit(update)
 
     @staticmethod

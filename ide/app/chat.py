@@ -29,6 +29,7 @@ from PySide6.QtGui import (
     QWheelEvent,
 )
 from PySide6.QtWidgets import (
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -399,6 +400,8 @@ class ChatPanel(QWidget):
     """A file location in a tool call was clicked: path (as the agent sent it) and 1-based line (0: none)."""
     rendered = Signal()
     """Pending re-renders were flushed to the screen."""
+    modeChosen = Signal(str)
+    """The user picked another agent architecture (ACP session mode id) in the mode box."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -445,9 +448,15 @@ class ChatPanel(QWidget):
         self.stop_button.clicked.connect(self.stopRequested)
         self._hint = QLabel()
         self._hint.setObjectName("mutedLabel")
+        self.mode_box = QComboBox()
+        self.mode_box.setObjectName("modeBox")
+        self.mode_box.setToolTip("Agent architecture for the next prompt")
+        self.mode_box.setEnabled(False)
+        self.mode_box.activated.connect(self._on_mode_activated)
 
         buttons = QHBoxLayout()
         buttons.setContentsMargins(0, 0, 0, 0)
+        buttons.addWidget(self.mode_box)
         buttons.addWidget(self._hint, 1)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.send_button)
@@ -466,6 +475,28 @@ class ChatPanel(QWidget):
         layout.addWidget(separator)
         layout.addLayout(bottom)
         self._update_buttons()
+
+    def set_modes(self, modes: list[tuple[str, str, str]], current: str | None) -> None:
+        """Offer the agent's session modes (id, name, description) with ``current`` selected."""
+        self.mode_box.blockSignals(True)
+        self.mode_box.clear()
+        for mode_id, name, description in modes:
+            self.mode_box.addItem(name, mode_id)
+            self.mode_box.setItemData(self.mode_box.count() - 1, description, Qt.ItemDataRole.ToolTipRole)
+        index = self.mode_box.findData(current)
+        if index >= 0:
+            self.mode_box.setCurrentIndex(index)
+        self.mode_box.blockSignals(False)
+        self._update_buttons()
+
+    def current_mode(self) -> str | None:
+        data = self.mode_box.currentData()
+        return data if isinstance(data, str) else None
+
+    def _on_mode_activated(self, index: int) -> None:
+        mode = self.mode_box.itemData(index)
+        if isinstance(mode, str):
+            self.modeChosen.emit(mode)
 
     def set_backend_state(self, state: str) -> None:
         """Enable Send only when the backend is ready and Stop only while a turn runs."""
@@ -561,6 +592,9 @@ class ChatPanel(QWidget):
         self.send_button.setEnabled(ready and bool(self.prompt.toPlainText().strip()))
         self.stop_button.setEnabled(self._state == BackendState.BUSY)
         self.stop_button.setVisible(self._state == BackendState.BUSY)
+        # The mode changes between turns only, and only when the agent offers more than one.
+        self.mode_box.setEnabled(ready and self.mode_box.count() > 1)
+        self.mode_box.setVisible(self.mode_box.count() > 0)
         hints = {
             BackendState.STARTING: "Starting the backend…",
             BackendState.BUSY: "The agent is working…",

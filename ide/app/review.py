@@ -343,6 +343,10 @@ class ReviewPane(QWidget):
         self.side_by_side = False
         self._decisions: dict[str, Decision] = {}
         self._comments: dict[str, str] = {}
+        self.branch: ChangeSetView | None = None
+        """A search branch's changes shown read-only instead of the pending review (None: the review)."""
+        self._pending: ChangeSetView | None = None
+        self._pending_interactive = False
         self._standard = StandardDiffs()
         self._standard_timer = QTimer(self)
         self._standard_timer.setSingleShot(True)
@@ -355,6 +359,19 @@ class ReviewPane(QWidget):
         self.note = QLabel(STANDARD_NOTE)
         self.note.setObjectName("mutedLabel")
         self.note.setWordWrap(True)
+        self.branch_label = QLabel("")
+        self.branch_label.setObjectName("branchHeader")
+        self.branch_label.setWordWrap(True)
+        self.back_button = QPushButton("Back to the review")
+        self.back_button.setToolTip("Show the session's pending changes again")
+        self.back_button.clicked.connect(self.show_pending)
+        branch_bar = QHBoxLayout()
+        branch_bar.setContentsMargins(6, 4, 6, 0)
+        branch_bar.addWidget(self.branch_label, 1)
+        branch_bar.addWidget(self.back_button)
+        self.branch_bar = QWidget()
+        self.branch_bar.setLayout(branch_bar)
+        self.branch_bar.hide()
         self.summary = QLabel("No changes to review.")
         self.summary.setObjectName("mutedLabel")
         self.view_toggle = QPushButton("Side by side")
@@ -472,6 +489,7 @@ class ReviewPane(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
         layout.addWidget(self.note)
+        layout.addWidget(self.branch_bar)
         layout.addLayout(top)
         layout.addWidget(self.result_label)
         layout.addWidget(self.conflict_list)
@@ -519,12 +537,51 @@ class ReviewPane(QWidget):
 
     def set_interactive(self, interactive: bool) -> None:
         """True when the backend serves ``_arbor/review/*``; False shows standard ACP diffs read-only."""
+        if self.branch is not None:
+            self._pending_interactive = interactive  # for when the review comes back
+            return
         self.interactive = interactive
         self.note.setVisible(not interactive)
         self._update_actions()
 
+    def show_branch(self, changeset: ChangeSetView, header: str) -> None:
+        """Show a search branch's changes read-only under ``header`` (no decisions, apply or feedback),
+        until :meth:`show_pending` brings back the session's pending review."""
+        if self.branch is None:
+            self._pending = self.changeset
+            self._pending_interactive = self.interactive
+        self.branch = changeset
+        self.interactive = False
+        self.note.hide()
+        self.branch_label.setText(header)
+        self.branch_bar.show()
+        self.result_label.hide()
+        self.conflict_list.hide()
+        self._show_changeset(changeset)
+
+    def show_pending(self) -> None:
+        """Leave a branch shown by :meth:`show_branch`: the pending review, as it is now."""
+        if self.branch is None:
+            return
+        self.branch = None
+        self.branch_bar.hide()
+        self.interactive = self._pending_interactive
+        self.note.setVisible(not self.interactive)
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._show_changeset(pending)
+        else:
+            self.changeset = None
+            self.files_model.set_files([], [])
+            self.current_file = self.current_hunk = -1
+            self._show_message("Select a file to see its changes.")
+            self._update_actions()
+
     def clear(self) -> None:
         """Show nothing (a new session, or a replay about to rebuild the view)."""
+        if self.branch is not None:
+            self._pending = None
+            self.show_pending()
         self._standard = StandardDiffs()
         self._standard_timer.stop()
         self.changeset = None
@@ -540,7 +597,15 @@ class ReviewPane(QWidget):
         self._update_actions()
 
     def set_changeset(self, changeset: ChangeSetView) -> None:
-        """Show ``changeset`` as the truth, keeping the selected file and hunk where they still exist."""
+        """Show ``changeset`` as the truth, keeping the selected file and hunk where they still exist.
+
+        While a branch is shown, it is kept for when the review comes back."""
+        if self.branch is not None:
+            self._pending = changeset
+            return
+        self._show_changeset(changeset)
+
+    def _show_changeset(self, changeset: ChangeSetView) -> None:
         previous_path = self._current_file_view().path if self._current_file_view() else None
         previous_hunk = self.current_hunk
         self.changeset = changeset
@@ -814,7 +879,7 @@ class ReviewPane(QWidget):
         """Attach the comment box's text to the current hunk (and record it with the backend)."""
         hunk = self.current_hunk_view()
         text = self.comment_edit.text().strip()
-        if hunk is None or self.changeset is None or not text:
+        if hunk is None or self.changeset is None or not text or self.branch is not None:
             return
         self._comments[hunk.id] = text
         self.comment_edit.clear()
@@ -838,7 +903,7 @@ class ReviewPane(QWidget):
 
     def send_feedback(self) -> None:
         text = self.feedback_text()
-        if text is not None:
+        if text is not None and self.branch is None:
             self.feedbackRequested.emit(text)
 
     def apply(self) -> None:
@@ -878,9 +943,10 @@ class ReviewPane(QWidget):
             button.setEnabled(self.interactive and file is not None)
         for button in (self.accept_all_button, self.reject_all_button, self.apply_button):
             button.setEnabled(self.interactive and has_changes)
-        self.comment_edit.setEnabled(hunk is not None)
-        self.comment_button.setEnabled(hunk is not None)
-        self.feedback_button.setEnabled(self.feedback_text() is not None)
+        commentable = hunk is not None and self.branch is None
+        self.comment_edit.setEnabled(commentable)
+        self.comment_button.setEnabled(commentable)
+        self.feedback_button.setEnabled(self.branch is None and self.feedback_text() is not None)
         row = self.history_tree.indexOfTopLevelItem(self.history_tree.currentItem())
         can_roll_back = 0 <= row < len(self.batches.batches) and not self.batches.batches[row].rolled_back
         self.rollback_button.setEnabled(self.interactive and can_roll_back)
@@ -894,6 +960,12 @@ class ReviewPane(QWidget):
         self.summary.setText(self._summary())
 
     def _summary(self) -> str:
+        if self.branch is not None:
+            files = self.branch.files
+            hunks = sum(len(file.hunks) for file in files)
+            return (
+                f"{len(files)} files · {hunks} hunks · read-only" if files else "This branch changed nothing."
+            )
         if self.changeset is None or not self.changeset.files:
             return "No changes to review."
         counts = {"pending": 0, "accepted": 0, "rejected": 0}

@@ -1,6 +1,6 @@
-"""The window's own copy of a search tree: TreeEvents applied to flat records, and a tidy-tree layout.
+"""Drawing a search tree: which nodes to lay out, and a tidy-tree layout of them. No Qt here.
 
-No Qt here. :class:`RunTree` holds one run (its events in order, the nodes they built, the best path);
+The tree itself is :class:`ide.protocol.tree.SearchTree`, the one replay shared with the backend.
 :func:`tidy_layout` places a forest with Buchheim, Jünger and Leipert's O(n) version of Walker's
 algorithm (Reingold–Tilford aesthetics: parents centred over children, isomorphic subtrees drawn alike,
 subtrees packed as close as their contours allow). It is iterative, so a ReAct chain thousands of
@@ -9,97 +9,11 @@ steps deep does not hit Python's recursion limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from ide.protocol.tree import TREE_FILE_SUFFIX, ToolAction, TreeEvent, TreeNode
-
-NODE_FIELDS = frozenset(TreeNode.model_fields)
-
-
-class TreeFileError(ValueError):
-    """A ``.arbor-tree.jsonl`` file that cannot be read; the message names ``file:line``."""
-
-
-class RunTree:
-    """One run's tree, built by applying its events in order (see :meth:`apply`)."""
-
-    def __init__(self, run_id: str) -> None:
-        self.run_id = run_id
-        self.events: list[TreeEvent] = []
-        self.nodes: dict[str, TreeNode] = {}
-        self.children: dict[str, list[str]] = {}
-        self.order: list[str] = []
-        """Node ids in the order they were added (children lists keep this order too)."""
-        self.best_path: list[str] = []
-        self.architecture: str | None = None
-        self.finished = False
-        self.figures: dict[str, Any] = {}
-        self.last_seq = 0
-
-    def __len__(self) -> int:
-        return len(self.nodes)
-
-    def apply(self, event: TreeEvent, *, record: bool = True) -> bool:
-        """Apply one event; True when the tree's shape changed (a node added, or a status that may hide
-        it changed). Events at or below the last applied ``seq`` are duplicates and are ignored."""
-        if event.seq and event.seq <= self.last_seq:
-            return False
-        if event.seq:
-            self.last_seq = event.seq
-        if record:
-            self.events.append(event)
-        if event.architecture:
-            self.architecture = event.architecture
-        kind = event.kind
-        if kind == "node_added" and event.node is not None:
-            node = event.node.model_copy()
-            known = node.id in self.nodes
-            self.nodes[node.id] = node
-            if not known:
-                self.order.append(node.id)
-                self.children.setdefault(node.id, [])
-                if node.parent is not None:
-                    self.children.setdefault(node.parent, []).append(node.id)
-            return True
-        if kind == "node_updated" and event.node_id is not None:
-            target = self.nodes.get(event.node_id)
-            if target is None:
-                return False
-            shape = False
-            for key, value in event.changes.items():
-                if key not in NODE_FIELDS or key in ("id", "parent"):
-                    continue
-                if key == "action" and isinstance(value, dict):
-                    value = ToolAction.model_validate(value)
-                elif key == "status":
-                    shape = shape or (value == "pruned") != (target.status == "pruned")
-                setattr(target, key, value)
-            return shape
-        if kind == "best_path":
-            self.best_path = list(event.path)
-        elif kind == "finished":
-            self.finished = True
-            self.figures = dict(event.figures)
-        return False
-
-    def roots(self) -> list[str]:
-        """Nodes without a (known) parent, in the order they were added."""
-        return [
-            i for i in self.order if self.nodes[i].parent is None or self.nodes[i].parent not in self.nodes
-        ]
-
-    @classmethod
-    def replay(cls, run_id: str, events: Sequence[TreeEvent]) -> RunTree:
-        """The tree as it was after ``events`` (a prefix of a run's events)."""
-        tree = cls(run_id)
-        for event in events:
-            tree.apply(event)
-        return tree
+from ide.protocol.tree import SearchTree, ToolAction, TreeEvent, TreeNode
 
 
 @dataclass
@@ -116,17 +30,17 @@ class Layout:
         return len(self.ids)
 
 
-def visible_ids(tree: RunTree, *, hide_pruned: bool) -> tuple[list[str], dict[str, list[str]]]:
+def visible_ids(tree: SearchTree, *, hide_pruned: bool) -> tuple[list[str], dict[str, list[str]]]:
     """Roots and children lists to lay out: everything, or without pruned nodes and their subtrees."""
-    roots = tree.roots()
-    if not hide_pruned:
-        return roots, tree.children
     nodes = tree.nodes
-    kept = [r for r in roots if nodes[r].status != "pruned"]
-    children = {
-        key: [c for c in kids if nodes[c].status != "pruned"] for key, kids in tree.children.items() if kids
-    }
-    return kept, children
+    children: dict[str, list[str]] = {node_id: [] for node_id in nodes}
+    for node_id, node in nodes.items():  # insertion order: children keep the order they were added in
+        if node.parent is not None and not (hide_pruned and node.status == "pruned"):
+            children[node.parent].append(node_id)
+    root = tree.root
+    if root is None or (hide_pruned and nodes[root].status == "pruned"):
+        return [], children
+    return [root], children
 
 
 def tidy_layout(roots: Sequence[str], children: dict[str, list[str]], gap: float = 1.0) -> Layout:
@@ -270,41 +184,12 @@ def tidy_layout(roots: Sequence[str], children: dict[str, list[str]], gap: float
     )
 
 
-def read_tree_file(path: Path) -> list[TreeEvent]:
-    """The events of a ``.arbor-tree.jsonl`` file; :class:`TreeFileError` names the first bad line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TreeFileError(f"{path}: cannot read: {exc}") from exc
-    events: list[TreeEvent] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            events.append(TreeEvent.model_validate_json(line))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first.get("loc", ())) or "line"
-            raise TreeFileError(f"{path}:{number}: not a tree event ({where}: {first['msg']})") from exc
-    if not events:
-        raise TreeFileError(f"{path}:1: no tree events in the file")
-    return events
-
-
-def write_tree_file(path: Path, events: Iterable[TreeEvent]) -> Path:
-    """Write ``events`` as JSON lines; adds the ``.arbor-tree.jsonl`` suffix when it is missing."""
-    if not path.name.endswith(TREE_FILE_SUFFIX):
-        path = path.with_name(path.name + TREE_FILE_SUFFIX)
-    lines = [event.model_dump_json(exclude_defaults=True) for event in events]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def synthetic_events(
     nodes: int, *, run_id: str = "synthetic", branching: int = 5, seed: int = 7
 ) -> list[TreeEvent]:
     """A LATS-shaped run of ``nodes`` nodes for tests, benchmarks and demos: every node is added, most
-    are evaluated (``node_updated`` with a reward and visits), some pruned, one best path at the end."""
+    are evaluated (``node_updated`` with a reward and visits), some pruned, one best path at the end.
+    Action nodes carry a change set id (``cs-<node id>``), as a branch that edited files would."""
     import random
 
     rng = random.Random(seed)
@@ -343,6 +228,7 @@ def synthetic_events(
             status="active",
             model="scripted:bench",
             role="expansion",
+            changeset_id=f"cs-{node_id}" if kind == "action" else None,
         )
         emit(kind="node_added", node=node, architecture="lats" if index == 0 else None)
         frontier.append(node_id)

@@ -5,21 +5,27 @@ index (a tidy layout puts each depth on its own row, so the visible nodes are a 
 with levels of detail: coloured squares when nodes are a few pixels wide, shapes and outlines when
 they are larger, labels and edge labels (the action's tool) only when the text would be legible.
 
-Live events are applied to the model at once (cheap) and drawn on a coalescing timer: at most one
-re-layout per :data:`RELAYOUT_MS`, however many batches arrive in between.
+Live events are applied to the model at once (cheap) and drawn on a coalescing timer. An update restyles
+its node where it stands (colour, size, status: O(changed)); only a new node, or a pruned subtree hidden,
+needs a new layout, and those are paced to at most one per :data:`RELAYOUT_MS` and to a bounded share of
+the time (:data:`RELAYOUT_SPACING`), however many batches arrive in between. Duplicated live events are
+ignored, early ones held until the gap fills, and an event that does not fit stops its run with a line in
+the dock. A corner overview shows the whole tree and the visible part, and pans the view on a click.
 """
 
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import math
+import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QLineF, QPoint, QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRectF, QSize, QSizeF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -28,8 +34,11 @@ from PySide6.QtGui import (
     QImage,
     QMouseEvent,
     QPainter,
+    QPaintEvent,
     QPen,
     QPolygonF,
+    QResizeEvent,
+    QShowEvent,
     QWheelEvent,
 )
 from PySide6.QtWidgets import (
@@ -42,6 +51,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMenu,
+    QPushButton,
     QSlider,
     QSplitter,
     QStyleOptionGraphicsItem,
@@ -52,21 +62,28 @@ from PySide6.QtWidgets import (
 )
 
 from ide.app.theme import ACCENT
-from ide.app.tree_model import (
-    Layout,
-    RunTree,
+from ide.app.tree_model import Layout, tidy_layout, visible_ids
+from ide.protocol.tree import (
+    TREE_FILE_SUFFIX,
+    SearchTree,
+    TreeError,
+    TreeEvent,
     TreeFileError,
-    read_tree_file,
-    tidy_layout,
-    visible_ids,
-    write_tree_file,
+    TreeNode,
+    read_jsonl,
+    write_jsonl,
 )
-from ide.protocol.tree import TREE_FILE_SUFFIX, TreeEvent, TreeNode
 
-__all__ = ["SearchTreeView", "TreeCanvas", "TreeFileError", "TreeGraphicsView"]
+__all__ = ["SearchTreeView", "TreeCanvas", "TreeFileError", "TreeGraphicsView", "TreeOverview"]
 
 RELAYOUT_MS = 100
 """Longest a live event waits before it is drawn; also the shortest time between two re-layouts."""
+RELAYOUT_SPACING = 4.0
+"""A live re-layout waits at least this many times the last one's cost after it (at most ~20 % busy)."""
+HELD_EVENTS_MAX = 10_000
+"""Events of one run kept while waiting for an earlier one that has not arrived."""
+EXPLORATION = 1.414
+"""The default UCT exploration constant c, as the backend's LATS uses it."""
 H_UNIT = 48.0
 """Scene pixels between sibling centres."""
 V_UNIT = 80.0
@@ -140,9 +157,33 @@ POLYGONS: dict[str, list[tuple[float, float]]] = {
 """Unit shapes by node kind; thought is a circle, action a square, step a rounded square, root a ring."""
 
 
+NodeStyle = tuple[float, str, str, str, str, str]
+"""Radius, fill colour, kind, status, label and edge label (the action's tool) of a drawn node."""
+
+_COLOURS: dict[float, str] = {}
+
+
+def node_style(node: TreeNode) -> NodeStyle:
+    """How ``node`` is drawn: size by visits, colour by value (status colour until scored), shape by kind."""
+    score = node_score(node)
+    if score is None:
+        fill = STATUS_COLOURS.get(node.status, "#c3c8d1")
+    else:
+        fill = _COLOURS.get(score) or _COLOURS.setdefault(score, value_colour(score))
+    tool = node.action.tool if node.action is not None else ""
+    return node_radius(node), fill, node.kind, node.status, node.label or node.kind, tool
+
+
+EdgeRow = tuple[list[QLineF], list[float], list[float], list[bool]]
+
+
 @dataclass
 class Geometry:
-    """What the canvas paints, precomputed after a layout: scene positions, styles and a row index."""
+    """What the canvas paints, precomputed after a layout: scene positions, styles and a row index.
+
+    Styles change in place (:meth:`restyle`, :meth:`set_best`) when nodes are updated; only a change of
+    shape (a node added, a pruned node hidden) needs a new layout and a new Geometry.
+    """
 
     ids: list[str] = field(default_factory=list)
     cx: list[float] = field(default_factory=list)
@@ -158,68 +199,82 @@ class Geometry:
     index: dict[str, int] = field(default_factory=dict)
     rows: list[tuple[list[float], list[int]]] = field(default_factory=list)
     """Per depth: the nodes' x (sorted) and their indices."""
-    edges: list[tuple[list[QLineF], list[float], list[float], list[bool]]] = field(default_factory=list)
-    """Per depth: lines from parents to the nodes of that row, their x extent and best-path flags."""
+    edges: list[EdgeRow | None] = field(default_factory=list)
+    """Per depth, built when first painted: lines from parents to the row's nodes, x extents, best flags."""
     bounds: QRectF = field(default_factory=QRectF)
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    def edge_row(self, depth: int) -> EdgeRow:
+        row = self.edges[depth]
+        if row is None:
+            cx, cy, parent, best = self.cx, self.cy, self.parent, self.best
+            lines, lo, hi, flags = [], [], [], []
+            for i in self.rows[depth][1]:
+                p = parent[i]
+                if p < 0:
+                    continue
+                lines.append(QLineF(cx[p], cy[p], cx[i], cy[i]))
+                lo.append(min(cx[p], cx[i]))
+                hi.append(max(cx[p], cx[i]))
+                flags.append(best[i] and best[p])
+            row = self.edges[depth] = (lines, lo, hi, flags)
+        return row
 
-def build_geometry(tree: RunTree, layout: Layout) -> Geometry:
+    def restyle(self, index: int, node: TreeNode) -> None:
+        """Take the updated ``node``'s style (drawn at ``index``) without a new layout."""
+        style = node_style(node)
+        self.r[index], self.fill[index], self.kind[index], self.status[index] = style[:4]
+        self.label[index], self.edge_label[index] = style[4], style[5]
+
+    def set_best(self, path: Iterable[str]) -> None:
+        """Mark the best path (edges along it are rebuilt when next painted)."""
+        on = set(path)
+        self.best = [node_id in on for node_id in self.ids]
+        self.edges = [None] * len(self.rows)
+
+
+def build_geometry(tree: SearchTree, layout: Layout) -> Geometry:
     """Scene coordinates and styles of ``layout``'s nodes, and the per-row index used for culling."""
     nodes = tree.nodes
     geo = Geometry()
-    n = len(layout)
-    if n == 0:
+    if len(layout) == 0:
         return geo
-    best = set(tree.best_path)
     ids = layout.ids
     geo.ids = ids
-    geo.cx = [x * H_UNIT for x in layout.x]
+    geo.cx = cx = [x * H_UNIT for x in layout.x]
     geo.cy = [d * V_UNIT for d in layout.depth]
     geo.parent = layout.parent
     geo.index = {node_id: i for i, node_id in enumerate(ids)}
-    radius, fill, kinds, statuses, labels, edge_labels, on_best = [], [], [], [], [], [], []
-    colour_cache: dict[float, str] = {}
-    for node_id in ids:
-        node = nodes[node_id]
-        radius.append(node_radius(node))
-        score = node_score(node)
-        if score is None:
-            fill.append(STATUS_COLOURS.get(node.status, "#c3c8d1"))
-        else:
-            colour = colour_cache.get(score)
-            if colour is None:
-                colour = colour_cache[score] = value_colour(score)
-            fill.append(colour)
-        kinds.append(node.kind)
-        statuses.append(node.status)
-        labels.append(node.label or node.kind)
-        edge_labels.append(node.action.tool if node.action is not None else "")
-        on_best.append(node_id in best)
-    geo.r, geo.fill, geo.kind, geo.status = radius, fill, kinds, statuses
-    geo.label, geo.edge_label, geo.best = labels, edge_labels, on_best
-    depth_count = max(layout.depth) + 1
-    row_members: list[list[int]] = [[] for _ in range(depth_count)]
+    styles = [node_style(nodes[node_id]) for node_id in ids]
+    if styles:
+        r, fill, kind, status, label, edge_label = (list(column) for column in zip(*styles, strict=True))
+        geo.r, geo.fill, geo.kind, geo.status, geo.label, geo.edge_label = (
+            r,
+            fill,
+            kind,
+            status,
+            label,
+            edge_label,
+        )
+    best = set(tree.best_path)
+    geo.best = [node_id in best for node_id in ids]
+    row_members: list[list[int]] = [[] for _ in range(max(layout.depth) + 1)]
     for i, d in enumerate(layout.depth):
-        row_members[d].append(i)
-    cx, cy, parent = geo.cx, geo.cy, geo.parent
+        row_members[d].append(i)  # layout order is preorder: each row comes out left to right
     for members in row_members:
-        members.sort(key=cx.__getitem__)
-        geo.rows.append(([cx[i] for i in members], members))
-        lines, lo, hi, flags = [], [], [], []
-        for i in members:
-            p = parent[i]
-            if p < 0:
-                continue
-            lines.append(QLineF(cx[p], cy[p], cx[i], cy[i]))
-            lo.append(min(cx[p], cx[i]))
-            hi.append(max(cx[p], cx[i]))
-            flags.append(on_best[i] and on_best[p])
-        geo.edges.append((lines, lo, hi, flags))
+        xs = [cx[i] for i in members]
+        if any(a > b for a, b in itertools.pairwise(xs)):
+            members.sort(key=cx.__getitem__)
+            xs = [cx[i] for i in members]
+        geo.rows.append((xs, members))
+    geo.edges = [None] * len(row_members)
     margin = MAX_R + H_UNIT / 2
-    geo.bounds = QRectF(min(cx) - margin, -margin, max(cx) - min(cx) + 2 * margin, max(cy) + 2 * margin)
+    left, right = min(cx), max(cx)
+    geo.bounds = QRectF(
+        left - margin, -margin, right - left + 2 * margin, (len(row_members) - 1) * V_UNIT + 2 * margin
+    )
     return geo
 
 
@@ -240,6 +295,10 @@ class TreeCanvas(QGraphicsItem):
         self._elided: dict[int, str] = {}
         self._brushes: dict[str, QBrush] = {}
         self._pens: dict[tuple[str, float], QPen] = {}
+
+    def forget_label(self, index: int) -> None:
+        """Node ``index``'s label changed: elide it again when next painted."""
+        self._elided.pop(index, None)
 
     def set_geometry(self, geometry: Geometry) -> None:
         self.prepareGeometryChange()
@@ -318,7 +377,7 @@ class TreeCanvas(QGraphicsItem):
         normal: list[QLineF] = []
         best: list[QLineF] = []
         for d in range(max(1, int(d0)), d1 + 1):
-            lines, lo, hi, flags = geo.edges[d]
+            lines, lo, hi, flags = geo.edge_row(d)
             if not lines:
                 continue
             if lo and min(lo) >= x0 and max(hi) <= x1 and not any(flags):
@@ -448,6 +507,8 @@ class TreeGraphicsView(QGraphicsView):
     """Scene position of a click."""
     userMoved = Signal()
     """The user zoomed or panned: stop fitting the tree to the view as it grows."""
+    viewChanged = Signal()
+    """The visible part of the scene moved or changed size (the overview redraws its rectangle)."""
 
     def __init__(self, scene: QGraphicsScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
@@ -462,6 +523,19 @@ class TreeGraphicsView(QGraphicsView):
         scale = self.transform().m11()
         factor = min(max(factor, 0.0005 / scale), 8.0 / scale)
         self.scale(factor, factor)
+        self.viewChanged.emit()
+
+    def visible_scene_rect(self) -> QRectF:
+        """The part of the scene the viewport shows."""
+        return self.mapToScene(self.viewport().rect()).boundingRect()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        super().scrollContentsBy(dx, dy)
+        self.viewChanged.emit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.viewChanged.emit()
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         steps = event.angleDelta().y() / 120
@@ -485,8 +559,139 @@ class TreeGraphicsView(QGraphicsView):
             self.userMoved.emit()
 
 
-def inspector_html(node: TreeNode) -> str:
-    """The inspector's text for ``node``: every field a person reads to judge a step."""
+class TreeOverview(QWidget):
+    """A small picture of the whole tree in the view's corner, with the visible part outlined.
+
+    Clicking or dragging in it centres the main view on that point. The picture is drawn once per new
+    layout (into an image) and the rectangle on every move, so panning costs only a blit.
+    """
+
+    panned = Signal()
+    """The user moved the main view from the overview."""
+
+    SIZE = QSize(180, 110)
+
+    def __init__(self, view: TreeGraphicsView, canvas: TreeCanvas) -> None:
+        super().__init__(view)
+        self.setObjectName("treeOverview")
+        self.setFixedSize(self.SIZE)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip("Overview: click or drag to move the view")
+        self._view = view
+        self._canvas = canvas
+        self._image: QImage | None = None
+        self._scale = 1.0
+        self._offset = QPointF()
+        view.viewChanged.connect(self.update)
+
+    def invalidate(self) -> None:
+        """The tree changed: draw its picture again when next shown."""
+        self._image = None
+        self.update()
+
+    def place(self) -> None:
+        """Keep to the bottom-right corner of the viewport."""
+        viewport = self._view.viewport().geometry()
+        self.move(viewport.right() - self.width() - 6, viewport.bottom() - self.height() - 6)
+
+    def _fit(self) -> QRectF:
+        bounds = self._canvas.geometry.bounds
+        inner = QRectF(self.rect()).adjusted(4, 4, -4, -4)
+        if bounds.isEmpty():
+            self._scale, self._offset = 1.0, QPointF()
+            return bounds
+        self._scale = min(inner.width() / bounds.width(), inner.height() / bounds.height())
+        drawn = QSizeF(bounds.width() * self._scale, bounds.height() * self._scale)
+        self._offset = QPointF(
+            inner.left() + (inner.width() - drawn.width()) / 2 - bounds.left() * self._scale,
+            inner.top() + (inner.height() - drawn.height()) / 2 - bounds.top() * self._scale,
+        )
+        return bounds
+
+    def to_scene(self, point: QPointF) -> QPointF:
+        """The scene point under ``point`` of this widget."""
+        self._fit()
+        return QPointF(
+            (point.x() - self._offset.x()) / self._scale, (point.y() - self._offset.y()) / self._scale
+        )
+
+    def from_scene(self, rect: QRectF) -> QRectF:
+        self._fit()
+        return QRectF(
+            rect.left() * self._scale + self._offset.x(),
+            rect.top() * self._scale + self._offset.y(),
+            rect.width() * self._scale,
+            rect.height() * self._scale,
+        )
+
+    def _picture(self) -> QImage:
+        image = QImage(self.size(), QImage.Format.Format_ARGB32_Premultiplied)
+        image.fill(QColor(255, 255, 255, 225))
+        geo = self._canvas.geometry
+        self._fit()
+        painter = QPainter(image)
+        painter.setPen(QPen(QColor("#c9ced6"), 1.0))
+        painter.drawRect(QRectF(image.rect()).adjusted(0, 0, -1, -1))
+        groups: dict[str, list[QRectF]] = {}
+        s, ox, oy = self._scale, self._offset.x(), self._offset.y()
+        for x, y, colour in zip(geo.cx, geo.cy, geo.fill, strict=True):
+            groups.setdefault(colour, []).append(QRectF(x * s + ox - 1, y * s + oy - 1, 2, 2))
+        painter.setPen(Qt.PenStyle.NoPen)
+        for colour, rects in groups.items():
+            painter.setBrush(QColor(colour))
+            painter.drawRects(rects)
+        painter.end()
+        return image
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if self._image is None or self._image.size() != self.size():
+            self._image = self._picture()
+        painter = QPainter(self)
+        painter.drawImage(0, 0, self._image)
+        if not self._canvas.geometry.bounds.isEmpty():
+            painter.setPen(QPen(QColor(SELECT_COLOUR), 1.5))
+            painter.setBrush(QColor(255, 106, 0, 30))
+            shown = self.from_scene(self._view.visible_scene_rect()).intersected(QRectF(self.rect()))
+            painter.drawRect(shown.adjusted(0.5, 0.5, -0.5, -0.5))
+        painter.end()
+
+    def _pan(self, event: QMouseEvent) -> None:
+        if not self._canvas.geometry.bounds.isEmpty():
+            self._view.centerOn(self.to_scene(event.position()))
+            self.panned.emit()
+        event.accept()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._pan(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if event.buttons() & Qt.MouseButton.LeftButton:
+            self._pan(event)
+
+
+def uct_terms(node: TreeNode, parent: TreeNode, c: float) -> tuple[float, float, float]:
+    """Value, exploration term ``c·√(ln N_parent / n)`` and their sum (UCT) of a child; unvisited: ∞."""
+    if node.visits <= 0:
+        return node.value, math.inf, math.inf
+    if parent.visits <= 0:
+        return node.value, 0.0, node.value
+    exploration = c * math.sqrt(math.log(parent.visits) / node.visits)
+    return node.value, exploration, node.value + exploration
+
+
+def exploration_constant(figures: dict[str, object]) -> float:
+    """The run's UCT constant c if its figures name it, else the default 1.414."""
+    for key in ("exploration_constant", "exploration_weight", "c"):
+        value = figures.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+            return float(value)
+    return EXPLORATION
+
+
+def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EXPLORATION) -> str:
+    """The inspector's text for ``node``: every field a person reads to judge a step, and, for a child,
+    the UCT terms its selection was scored by."""
     e = html.escape
     rows: list[tuple[str, str]] = [
         ("Label", e(node.label)),
@@ -510,6 +715,20 @@ def inspector_html(node: TreeNode) -> str:
     rows.append(("Id", e(node.id)))
     table = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
     parts = [f"<table cellspacing='2'>{table}</table>"]
+    if parent is not None:
+        value, exploration, total = uct_terms(node, parent, c)
+
+        def number(x: float) -> str:
+            return "∞" if math.isinf(x) else f"{x:.3f}"
+
+        uct_rows = [
+            ("Value", f"{value:.3f}"),
+            ("Exploration", f"{number(exploration)} = {c:g}·√(ln {parent.visits} / {node.visits})"),
+            ("UCT", number(total)),
+            ("Visits", f"{node.visits} of the parent's {parent.visits}"),
+        ]
+        uct = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in uct_rows)
+        parts.append(f"<h4>UCT (c = {c:g})</h4><table cellspacing='2'>{uct}</table>")
 
     def section(title: str, text: str | None, pre: bool = False) -> None:
         if text:
@@ -526,33 +745,49 @@ def inspector_html(node: TreeNode) -> str:
 
 
 class SearchTreeView(QWidget):
-    """The dock's content: toolbar, the tree, the node inspector and the replay timeline."""
+    """The dock's content: toolbar, message line, the tree with its overview, the node inspector and the
+    replay timeline."""
 
     relaid = Signal()
     """The drawing caught up with the model (after a coalesced re-layout)."""
     runStarted = Signal(str)
     """A live run not seen before sent its first events (its key)."""
     nodeSelected = Signal(str)
+    branchDiffRequested = Signal(str, str, str)
+    """Show branch diff: the node's change set id, the node id and the run id."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.runs: dict[str, RunTree] = {}
+        self.runs: dict[str, SearchTree] = {}
         self.file_runs: set[str] = set()
+        self.stale_runs: set[str] = set()
+        """Runs kept from an earlier session (its restore failed): the backend no longer has them."""
+        self.faults: dict[str, str] = {}
+        """Runs whose events stopped fitting, and what the dock's message line says about them."""
         self.current: str | None = None
-        self.shown: RunTree | None = None
+        self.shown: SearchTree | None = None
         """The tree drawn: the current run, or its state at the replay step."""
         self.step: int | None = None
         """Events of the current run shown, or None to follow it live."""
         self.layout_count = 0
         self.hide_pruned = False
         self.selected_id: str | None = None
+        self.branch_diff_supported = False
+        self.last_flush_s = 0.0
+        """How long the last redraw (:meth:`flush`) took; the bench reads it."""
+        self._held: dict[str, dict[int, TreeEvent]] = {}
         self._layout: Layout | None = None
         self._structure_dirty = False
-        self._style_dirty = False
+        self._restyle: set[str] = set()
+        self._best_dirty = False
+        self._relayout_cost = 0.0
+        self._relayout_done = 0.0
         self._auto_fit = True
+        self._urgent = False
+        self._fault_shown = False
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
-        self._timer.timeout.connect(self.flush)
+        self._timer.timeout.connect(self._on_timer)
 
         self.scene = QGraphicsScene(self)
         self.scene.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
@@ -562,6 +797,9 @@ class SearchTreeView(QWidget):
         self.graphics.setObjectName("treeGraphics")
         self.graphics.nodeClicked.connect(self._on_click)
         self.graphics.userMoved.connect(self._stop_auto_fit)
+        self.overview = TreeOverview(self.graphics, self.canvas)
+        self.overview.panned.connect(self._stop_auto_fit)
+        self.graphics.viewChanged.connect(self.overview.place)
 
         self.run_combo = QComboBox()
         self.run_combo.setMinimumContentsLength(18)
@@ -571,6 +809,12 @@ class SearchTreeView(QWidget):
         self.fit_button.clicked.connect(self.fit)
         self.hide_pruned_box = QCheckBox("Hide pruned")
         self.hide_pruned_box.toggled.connect(self.set_hide_pruned)
+        self.overview_button = QToolButton()
+        self.overview_button.setText("Overview")
+        self.overview_button.setCheckable(True)
+        self.overview_button.setChecked(True)
+        self.overview_button.setToolTip("Show a map of the whole tree in the corner")
+        self.overview_button.toggled.connect(self.overview.setVisible)
         self.export_button = QToolButton()
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -586,16 +830,31 @@ class SearchTreeView(QWidget):
         bar.addWidget(self.run_combo)
         bar.addWidget(self.fit_button)
         bar.addWidget(self.hide_pruned_box)
+        bar.addWidget(self.overview_button)
         bar.addWidget(self.export_button)
         bar.addWidget(self.summary, 1)
+        self.message = QLabel()
+        self.message.setObjectName("treeMessage")
+        self.message.setContentsMargins(6, 0, 6, 0)
+        self.message.hide()
 
         self.inspector = QTextBrowser()
         self.inspector.setObjectName("treeInspector")
         self.inspector.setOpenLinks(False)
         self.inspector.setPlaceholderText("Click a node to inspect it.")
+        self.branch_button = QPushButton("Show branch diff")
+        self.branch_button.setObjectName("branchDiffButton")
+        self.branch_button.clicked.connect(self._request_branch_diff)
+        self.branch_button.hide()
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.setSpacing(2)
+        side_layout.addWidget(self.inspector, 1)
+        side_layout.addWidget(self.branch_button)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.graphics)
-        splitter.addWidget(self.inspector)
+        splitter.addWidget(side)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([3000, 1000])
@@ -618,6 +877,7 @@ class SearchTreeView(QWidget):
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
         column.addLayout(bar)
+        column.addWidget(self.message)
         column.addWidget(splitter, 1)
         column.addLayout(timeline)
         self._set_enabled()
@@ -625,27 +885,29 @@ class SearchTreeView(QWidget):
     # -- events in ---------------------------------------------------------------------------------
 
     def add_events(self, events: Iterable[TreeEvent], *, source: str | None = None) -> None:
-        """Apply live (or opened) events; the drawing follows on the coalescing timer."""
+        """Apply live (or opened) events; the drawing follows on the coalescing timer.
+
+        A live event already applied (a replayed session sends them again) is ignored; one that arrives
+        early is held until the events before it come. An event that does not fit its run (unknown
+        parent, a second root…) stops that run where it was, with a line in the dock saying so.
+        """
         touched_current = False
         for event in events:
             key = event.run_id if source is None else f"{source} · {event.run_id}"
             tree = self.runs.get(key)
             if tree is None:
-                tree = self.runs[key] = RunTree(event.run_id)
+                tree = self.runs[key] = SearchTree()
                 if source is not None:
                     self.file_runs.add(key)
-                self._add_run_item(key, tree)
+                self._add_run_item(key, event.run_id)
                 if source is None:
                     self.runStarted.emit(key)
                 if source is not None or self.current is None or self.step is None:
                     self._select_run(key)
-            shape = tree.apply(event)
-            if key == self.current and self.step is None:
-                touched_current = True
-                if shape:
-                    self._structure_dirty = True
-                else:
-                    self._style_dirty = True
+            for applied in self._feed(key, tree, event):
+                if key == self.current and self.step is None:
+                    touched_current = True
+                    self._note_change(tree, applied)
         tree = self.runs.get(self.current) if self.current is not None else None
         if tree is not None:
             following = self.step is None
@@ -655,70 +917,181 @@ class SearchTreeView(QWidget):
                 self.slider.setValue(len(tree.events))
             self.slider.blockSignals(False)
             self._show_step()
+        self._show_faults()
         if touched_current:
             self._schedule()
+
+    def _feed(self, key: str, tree: SearchTree, event: TreeEvent) -> list[TreeEvent]:
+        """Apply ``event`` (and held events it unblocks) to ``tree``; the events applied."""
+        if key in self.faults and key not in self._held:
+            return []  # stopped for good: an event did not fit
+        if event.seq <= tree.seq:
+            return []  # a duplicate
+        held = self._held.setdefault(key, {})
+        if event.seq > tree.seq + 1:
+            if len(held) < HELD_EVENTS_MAX:
+                held.setdefault(event.seq, event)
+            self.faults[key] = (
+                f"run {tree.run_id or event.run_id}: events out of order after seq {tree.seq}; "
+                "showing the tree up to there"
+            )
+            return []
+        applied: list[TreeEvent] = []
+        next_event: TreeEvent | None = event
+        while next_event is not None:
+            try:
+                tree.apply(next_event)
+            except TreeError as exc:
+                self._held.pop(key, None)
+                self.faults[key] = f"{exc}; showing the tree up to seq {tree.seq}"
+                return applied
+            applied.append(next_event)
+            next_event = held.pop(tree.seq + 1, None)
+        if held:
+            self.faults[key] = (
+                f"run {tree.run_id}: events out of order after seq {tree.seq}; showing the tree up to there"
+            )
+        else:
+            del self._held[key]
+            self.faults.pop(key, None)
+        return applied
+
+    def _note_change(self, tree: SearchTree, event: TreeEvent) -> None:
+        """Remember what ``event`` changed in the drawing of the live tree: its shape, or styles only."""
+        if event.kind == "node_added":
+            self._structure_dirty = True
+        elif event.kind == "node_updated" and event.node_id is not None:
+            if self.hide_pruned and "status" in event.changes:
+                self._structure_dirty = True  # may hide or show a subtree
+            self._restyle.add(event.node_id)
+        elif event.kind == "best_path":
+            self._best_dirty = True
+        else:
+            self._restyle.add("")  # nothing to restyle, but the summary changes
+
+    def show_message(self, text: str) -> None:
+        """Show one line above the tree (empty text hides it)."""
+        self._fault_shown = False
+        self.message.setText(text)
+        self.message.setToolTip(text)
+        self.message.setVisible(bool(text))
+
+    def _show_faults(self) -> None:
+        """The message line follows the current run's fault (another message stays until replaced)."""
+        fault = self.faults.get(self.current) if self.current is not None else None
+        if fault is not None:
+            self.show_message(fault)
+            self._fault_shown = True
+        elif self._fault_shown:
+            self.show_message("")
 
     def open_file(self, path: Path) -> str:
         """Load a ``.arbor-tree.jsonl`` file as runs of their own; returns the first run's key.
 
         Raises :class:`TreeFileError` (message ``file:line: …``) on a file that is not tree events.
         """
-        events = read_tree_file(path)
+        events = read_jsonl(path)
+        if not events:
+            raise TreeFileError(f"{path}:1: no tree events in the file")
         self.add_events(events, source=path.name)
         key = f"{path.name} · {events[0].run_id}"
         self._select_run(key)
         return key
 
-    def clear(self, *, keep_files: bool = True) -> dict[str, RunTree]:
+    def clear(self, *, keep_files: bool = True) -> dict[str, SearchTree]:
         """Forget the live runs (a session replay rebuilds them); returns what was removed."""
         removed = {k: t for k, t in self.runs.items() if not (keep_files and k in self.file_runs)}
         for key in removed:
             del self.runs[key]
             self.file_runs.discard(key)
+            self.stale_runs.discard(key)
+            self.faults.pop(key, None)
+            self._held.pop(key, None)
             self.run_combo.removeItem(self.run_combo.findData(key))
         if self.current in removed:
             self.current = None
             self._select_run(next(iter(self.runs), None))
+        self._show_faults()
         return removed
 
-    def restore(self, runs: dict[str, RunTree]) -> None:
-        """Put back runs :meth:`clear` removed (a replay that failed)."""
+    def restore(self, runs: dict[str, SearchTree]) -> None:
+        """Put back runs :meth:`clear` removed (a replay that failed): shown, but of an ended session."""
         for key, tree in runs.items():
             if key not in self.runs:
                 self.runs[key] = tree
-                self._add_run_item(key, tree)
+                self.stale_runs.add(key)
+                self._add_run_item(key, tree.run_id or key)
         if self.current is None and self.runs:
             self._select_run(next(reversed(self.runs)))
 
     # -- drawing -----------------------------------------------------------------------------------
 
     def _schedule(self, *, soon: bool = False) -> None:
-        if not self._timer.isActive():
-            self._timer.start(0 if soon else RELAYOUT_MS)
+        if soon:
+            self._urgent = True  # the user asked for it: no pacing
+            self._timer.start(0)
+        elif not self._timer.isActive():
+            self._timer.start(RELAYOUT_MS)
+
+    def _on_timer(self) -> None:
+        # A new layout costs O(n): pace them so they take a bounded share of the time, however fast
+        # events come; meanwhile updated nodes are restyled where they stand.
+        wait = self._relayout_done + RELAYOUT_SPACING * self._relayout_cost - time.perf_counter()
+        if self._structure_dirty and self._layout is not None and not self._urgent and wait > 0.005:
+            self._restyle_in_place()
+            self._timer.start(math.ceil(wait * 1000))
+            return
+        self.flush()
 
     def flush(self) -> None:
         """Bring the drawing up to date now (the timer calls this; tests and exports may too)."""
+        started = time.perf_counter()
         self._timer.stop()
+        self._urgent = False
         tree = self.shown
         if tree is None:
             self._layout = None
             self.canvas.set_geometry(Geometry())
-        else:
-            if self._structure_dirty or self._layout is None:
-                roots, children = visible_ids(tree, hide_pruned=self.hide_pruned)
-                self._layout = tidy_layout(roots, children)
+            self.overview.invalidate()
+        elif self._structure_dirty or self._layout is None:
+            roots, children = visible_ids(tree, hide_pruned=self.hide_pruned)
+            self._layout = tidy_layout(roots, children)
             geometry = build_geometry(tree, self._layout)
             self.canvas.set_geometry(geometry)
             self.canvas.selected = geometry.index.get(self.selected_id, -1) if self.selected_id else -1
             self.scene.setSceneRect(geometry.bounds)
+            self.overview.invalidate()
             if self._auto_fit:
                 self.fit(keep_following=True)
-        self._structure_dirty = self._style_dirty = False
+            self._relayout_done = time.perf_counter()
+            self._relayout_cost = self._relayout_done - started
+        else:
+            self._restyle_in_place()
+        self._structure_dirty = self._best_dirty = False
+        self._restyle.clear()
         self.layout_count += 1
         self._update_summary()
         if self.selected_id is not None:
             self._show_inspector()
+        self.last_flush_s = time.perf_counter() - started
         self.relaid.emit()
+
+    def _restyle_in_place(self) -> None:
+        """Updated nodes take their new colour, size and status where they are drawn (no new layout)."""
+        tree, geometry = self.shown, self.canvas.geometry
+        if tree is None or not (self._restyle or self._best_dirty):
+            return
+        for node_id in self._restyle:
+            index = geometry.index.get(node_id)
+            if index is not None:
+                geometry.restyle(index, tree.nodes[node_id])
+                self.canvas.forget_label(index)
+        if self._best_dirty:
+            geometry.set_best(tree.best_path)
+        self._restyle.clear()
+        self._best_dirty = False
+        self.canvas.update()
+        self.overview.invalidate()
 
     def fit(self, keep_following: bool = False) -> None:
         """Fit the whole tree in the view (and follow it as it grows, until the user zooms or pans)."""
@@ -731,6 +1104,7 @@ class SearchTreeView(QWidget):
         if self.graphics.transform().m11() > 1.5:  # a small tree: do not blow it up
             self.graphics.resetTransform()
             self.graphics.centerOn(rect.center())
+        self.graphics.viewChanged.emit()
 
     def _stop_auto_fit(self) -> None:
         self._auto_fit = False
@@ -741,6 +1115,10 @@ class SearchTreeView(QWidget):
             self.hide_pruned_box.setChecked(hide)
             self._structure_dirty = True
             self._schedule(soon=True)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.overview.place()
 
     # -- selection and inspector -------------------------------------------------------------------
 
@@ -772,19 +1150,58 @@ class SearchTreeView(QWidget):
         index = geometry.index.get(node_id)
         return None if index is None else QPointF(geometry.cx[index], geometry.cy[index])
 
-    def _show_inspector(self) -> None:
+    def _selected_node(self) -> TreeNode | None:
         tree = self.shown
-        node = tree.nodes.get(self.selected_id) if tree is not None and self.selected_id else None
-        if node is None:
+        return tree.nodes.get(self.selected_id) if tree is not None and self.selected_id else None
+
+    def _show_inspector(self) -> None:
+        node = self._selected_node()
+        tree = self.shown
+        if node is None or tree is None:
             self.inspector.clear()
+        else:
+            parent = tree.nodes.get(node.parent) if node.parent is not None else None
+            self.inspector.setHtml(inspector_html(node, parent, exploration_constant(tree.figures)))
+        self._update_branch_button(node)
+
+    def set_branch_diff_supported(self, supported: bool) -> None:
+        """Whether the backend serves ``_arbor/tree/branch`` for this session's runs."""
+        self.branch_diff_supported = supported
+        self._update_branch_button(self._selected_node())
+
+    def branch_diff_unavailable(self) -> str | None:
+        """Why the selected node's branch diff cannot be shown (None: it can)."""
+        key = self.current
+        if key in self.file_runs:
+            return "This run was opened from a file: its change sets are not in the backend's session."
+        if key in self.stale_runs:
+            return "This run is from an earlier session that could not be restored."
+        if not self.branch_diff_supported:
+            return "The backend does not serve branch diffs (_arbor/tree/branch)."
+        return None
+
+    def _update_branch_button(self, node: TreeNode | None) -> None:
+        button = self.branch_button
+        if node is None or not node.changeset_id:
+            button.hide()
             return
-        self.inspector.setHtml(inspector_html(node))
+        why = self.branch_diff_unavailable()
+        button.setEnabled(why is None)
+        button.setToolTip(why or f"Show the changes of branch {node.id} (change set {node.changeset_id})")
+        button.show()
+
+    def _request_branch_diff(self) -> None:
+        node = self._selected_node()
+        tree = self.shown
+        if node is None or not node.changeset_id or tree is None or self.branch_diff_unavailable():
+            return
+        self.branchDiffRequested.emit(node.changeset_id, node.id, tree.run_id or "")
 
     # -- runs and the timeline ---------------------------------------------------------------------
 
-    def _add_run_item(self, key: str, tree: RunTree) -> None:
+    def _add_run_item(self, key: str, run_id: str) -> None:
         self.run_combo.blockSignals(True)
-        self.run_combo.addItem(key if key in self.file_runs else f"run {tree.run_id[:12]}", key)
+        self.run_combo.addItem(key if key in self.file_runs else f"run {run_id[:12]}", key)
         self.run_combo.blockSignals(False)
 
     def _select_run(self, key: str | None) -> None:
@@ -805,6 +1222,7 @@ class SearchTreeView(QWidget):
         self.slider.blockSignals(False)
         self._show_step()
         self._show_inspector()
+        self._show_faults()
         self._structure_dirty = True
         self._set_enabled()
         self._schedule(soon=True)
@@ -830,7 +1248,7 @@ class SearchTreeView(QWidget):
             self.shown = tree
         else:
             self.step = count
-            self.shown = RunTree.replay(tree.run_id, tree.events[:count])
+            self.shown = tree.at(count)
         self._show_step()
         self._structure_dirty = True
         self._schedule(soon=True)
@@ -912,4 +1330,4 @@ class SearchTreeView(QWidget):
     def export_jsonl(self, path: Path) -> Path:
         """Every event of the current run (whatever the replay step) as ``.arbor-tree.jsonl``."""
         tree = self.runs.get(self.current) if self.current is not None else None
-        return write_tree_file(path, tree.events if tree is not None else [])
+        return write_jsonl(tree.events if tree is not None else [], path)

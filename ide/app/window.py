@@ -14,13 +14,27 @@ from ide.app.banner import Banner
 from ide.app.chat import ChatPanel, resolve_location
 from ide.app.review import ReviewPane
 from ide.app.status import BackendStatus
-from ide.app.tree_model import RunTree, TreeFileError
 from ide.app.tree_view import SearchTreeView
 from ide.app.viewer import CodeViewer
 from ide.app.workspace import WorkspacePanel
 from ide.protocol import ErrorInfo, TurnMeta
-from ide.protocol.review import APPLY, DECIDE, ApplyParams, DecideParams, HistoryParams, RollbackParams
-from ide.protocol.tree import TREE_FILE_SUFFIX, TreeEvent
+from ide.protocol.review import (
+    APPLY,
+    DECIDE,
+    ApplyParams,
+    ChangeSetView,
+    DecideParams,
+    HistoryParams,
+    RollbackParams,
+)
+from ide.protocol.tree import (
+    BRANCH_DIFF,
+    TREE_FILE_SUFFIX,
+    BranchDiffParams,
+    SearchTree,
+    TreeEvent,
+    TreeFileError,
+)
 from ide.settings import Settings, SettingsError, load_settings
 
 DEFAULT_SIZE = (1280, 800)
@@ -63,7 +77,9 @@ class MainWindow(QMainWindow):
                 settings = Settings()
         self.settings = settings
         self._saved_updates: list[Any] | None = None
-        self._saved_trees: dict[str, RunTree] | None = None
+        self._saved_trees: dict[str, SearchTree] | None = None
+        self._branch_requests: dict[str, tuple[str, str]] = {}
+        """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
         self._replaying = False
 
         self.bridge = BackendBridge(self.workspace, backend_command, backend_env, parent=self)
@@ -166,6 +182,8 @@ class MainWindow(QMainWindow):
         bridge.backendDied.connect(self._on_backend_died)
         self.banner.restartRequested.connect(self.restart_backend)
         self.chat.promptSubmitted.connect(self.send_prompt)
+        self.chat.modeChosen.connect(self.bridge.set_mode)
+        bridge.modeChanged.connect(self._on_mode_changed)
         self.chat.stopRequested.connect(bridge.cancel)
         self.chat.locationActivated.connect(self._open_location)
         self.workspace_panel.fileActivated.connect(self.viewer.show_file)
@@ -186,6 +204,9 @@ class MainWindow(QMainWindow):
 
         bridge.treeEvents.connect(self._on_tree_events)
         self.tree_view.runStarted.connect(self._on_run_started)
+        self.tree_view.branchDiffRequested.connect(self.request_branch_diff)
+        bridge.branchDiffReceived.connect(self._show_branch_diff)
+        bridge.branchDiffFailed.connect(self._branch_diff_failed)
 
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
@@ -204,6 +225,8 @@ class MainWindow(QMainWindow):
         self.chat.set_backend_state(state)
         stopped = state == BackendState.STOPPED
         self.stop_action.setEnabled(state == BackendState.BUSY)
+        if stopped:
+            self.tree_view.set_branch_diff_supported(False)
         if self.banner.isVisible():
             self.banner.set_restartable(stopped)
         if state == BackendState.READY and self.banner.kind == "died":
@@ -212,10 +235,16 @@ class MainWindow(QMainWindow):
     def _show_agent(self, *_: Any) -> None:
         self.status.set_agent(self.bridge.agent_meta, self.bridge.agent_name, self.bridge.mode)
 
+    def _on_mode_changed(self, _mode: str) -> None:
+        self.chat.set_modes(self.bridge.modes, self.bridge.mode)
+        self._show_agent()
+
     def _on_session_ready(self, session_id: str, replayed: bool) -> None:
         self._show_agent()
+        self.chat.set_modes(self.bridge.modes, self.bridge.mode)
         self.review.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
         self.review.set_session(session_id, str(self.workspace))
+        self.tree_view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
         if self.review.interactive:
             self.bridge.review_changeset(session_id)
         self._saved_updates = None
@@ -308,6 +337,33 @@ class MainWindow(QMainWindow):
             self.tree_dock.show()
             self.resizeDocks([self.tree_dock], [int(self.height() * 0.45)], Qt.Orientation.Vertical)
         self.tree_dock.raise_()
+
+    def request_branch_diff(self, changeset_id: str, node_id: str, run_id: str) -> None:
+        """Ask the backend for a search branch's changes, to show read-only in the review pane."""
+        session_id = self.bridge.session_id
+        if session_id is None or not self.bridge.branch_diff(
+            BranchDiffParams(session_id=session_id, changeset_id=changeset_id)
+        ):
+            self.tree_view.show_message("Cannot show the branch diff: the backend is not running.")
+            return
+        self._branch_requests[changeset_id] = (node_id, run_id)
+
+    def _show_branch_diff(self, params: BranchDiffParams, changeset: ChangeSetView) -> None:
+        node_id, run_id = self._branch_requests.pop(params.changeset_id, (params.changeset_id, "?"))
+        if params.session_id != self.bridge.session_id:
+            return  # asked in a session that has ended since
+        self.review.show_branch(
+            changeset,
+            f"Branch {node_id} of run {run_id[:12]} — read-only; the run's chosen branch is what you review",
+        )
+        if self.review_dock.isHidden():
+            self.review_dock.show()
+            self.resizeDocks([self.review_dock], [int(self.height() * 0.45)], Qt.Orientation.Vertical)
+        self.review_dock.raise_()
+
+    def _branch_diff_failed(self, params: BranchDiffParams, message: str) -> None:
+        node_id, _run = self._branch_requests.pop(params.changeset_id, (params.changeset_id, ""))
+        self.tree_view.show_message(f"Branch diff of {node_id}: {message}")
 
     def open_tree_file(self, path: Path) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the search-tree dock; the banner explains a bad file."""

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QRectF, QSizeF, Qt
 from PySide6.QtGui import QImage
 
-from ide.app.tree_model import RunTree, read_tree_file, synthetic_events, tidy_layout
-from ide.app.tree_view import SearchTreeView
-from ide.protocol.tree import TreeEvent, TreeNode
+from ide.app.tree_model import synthetic_events, tidy_layout
+from ide.app.tree_view import SearchTreeView, value_colour
+from ide.app.window import MainWindow
+from ide.protocol.tree import BranchDiffParams, SearchTree, TreeEvent, TreeNode, read_jsonl
 from tests.app.support import REPO, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -82,11 +83,12 @@ def test_a_2000_node_tree_renders_fits_and_culls(
 
 def test_clicking_a_node_shows_it_in_the_inspector(qtbot: Any, view: SearchTreeView) -> None:
     events = [
-        added("root", None, 1, kind="root", label="Fix the bug", status="evaluated"),
+        added("root", None, 1, kind="root", label="Fix the bug", status="evaluated", visits=10),
         added(
             "a1",
             "root",
             2,
+            depth=1,
             kind="action",
             label="read the file",
             thought="Look at parse()",
@@ -102,6 +104,7 @@ def test_clicking_a_node_shows_it_in_the_inspector(qtbot: Any, view: SearchTreeV
             input_tokens=120,
             output_tokens=45,
             latency_ms=830,
+            changeset_id="cs-a1",
         ),
     ]
     view.add_events(events)
@@ -115,9 +118,15 @@ def test_clicking_a_node_shows_it_in_the_inspector(qtbot: Any, view: SearchTreeV
     text = view.inspector.toPlainText()
     for expected in (
         "read the file", "Look at parse()", "read_file", "src/parse.py", "def parse(): ...", "Promising",
-        "7.5 / 10", "0.750", "0.710", "expansion", "ollama:qwen3", "120 in / 45 out", "830 ms",
+        "7.5 / 10", "0.750", "0.710", "expansion", "ollama:qwen3", "120 in / 45 out", "830 ms", "cs-a1",
+        # UCT terms: c·√(ln N_parent / n) = 1.414·√(ln 10 / 3) = 1.239; value + exploration = 1.949
+        "UCT (c = 1.414)", "1.239 = 1.414·√(ln 10 / 3)", "1.949", "3 of the parent's 10",
     ):  # fmt: skip
         assert expected in text, expected
+    # the root has no parent, so no UCT terms
+    view.select_node("root")
+    assert "UCT" not in view.inspector.toPlainText()
+    view.select_node("a1")
     # an update to the selected node refreshes the inspector on the next drawing
     view.add_events(
         [TreeEvent(run_id="r", seq=3, kind="node_updated", node_id="a1", changes={"status": "solution"})]
@@ -125,7 +134,7 @@ def test_clicking_a_node_shows_it_in_the_inspector(qtbot: Any, view: SearchTreeV
     view.flush()
     assert "solution" in view.inspector.toPlainText()
     # clicking empty space clears the selection
-    qtbot.mouseClick(view.graphics.viewport(), Qt.MouseButton.LeftButton, pos=point + point.__class__(0, 300))
+    qtbot.mouseClick(view.graphics.viewport(), Qt.MouseButton.LeftButton, pos=point + QPoint(0, 300))
     assert view.selected_id is None and view.inspector.toPlainText() == ""
 
 
@@ -139,7 +148,7 @@ def test_the_replay_slider_shows_the_state_after_k_events(
     for k in (0, 1, 57, 150, 299):
         with qtbot.waitSignal(view.relaid, timeout=2000):
             view.slider.setValue(k)
-        expected = RunTree.replay("big", events[:k])
+        expected = SearchTree(events[:k])
         assert view.step == k
         assert set(view.shown.nodes) == set(expected.nodes)
         assert len(view.canvas.geometry) == len(expected.nodes)
@@ -159,6 +168,77 @@ def test_the_replay_slider_shows_the_state_after_k_events(
     assert view.step == 10 and view.slider.maximum() == 310
     view.replay_to(310)
     assert view.step is None and view.shown is view.runs["big"]
+
+
+def test_duplicates_are_ignored_and_out_of_order_events_reported(
+    qtbot: Any, view: SearchTreeView, big_run: list[TreeEvent]
+) -> None:
+    view.add_events(big_run[:50])
+    view.flush()
+    tree = view.runs["big"]
+    nodes = set(tree.nodes)
+    view.add_events(big_run[10:30])  # a replayed session sends them again
+    assert tree.seq == 50 and set(tree.nodes) == nodes and view.message.isHidden()
+
+    view.add_events(big_run[60:70])  # seq 51-60 have not come
+    assert tree.seq == 50 and set(tree.nodes) == nodes
+    assert view.message.isVisible()
+    assert view.message.text() == "run big: events out of order after seq 50; showing the tree up to there"
+    view.add_events(big_run[50:60])  # they come late: all twenty fit now
+    assert tree.seq == 70 and tree.events == big_run[:70]
+    assert view.message.isHidden()
+
+    stray = added("stray", "nowhere", 71, run_id="big", depth=1)
+    view.add_events([stray, *big_run[70:80]])
+    assert tree.seq == 70, "nothing after the event that does not fit"
+    assert "parent 'nowhere' of 'stray' is unknown" in view.message.text()
+    assert view.message.text().endswith("showing the tree up to seq 70")
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        pass
+    assert len(view.canvas.geometry) == len(tree.nodes) == len(SearchTree(big_run[:70]).nodes)
+
+
+def test_updates_restyle_nodes_without_a_new_layout(
+    qtbot: Any, view: SearchTreeView, big_run: list[TreeEvent]
+) -> None:
+    events = big_run[:200]
+    view.add_events(events)
+    view.flush()
+    layout = view._layout
+    target = next(e.node.id for e in events if e.node is not None and e.node.kind != "root")
+    index = view.canvas.geometry.index[target]
+    radius = view.canvas.geometry.r[index]
+    update = TreeEvent(
+        run_id="big", seq=201, kind="node_updated", node_id=target, changes={"visits": 60, "value": 1.0}
+    )
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        view.add_events([update])
+    assert view._layout is layout, "no new layout for an update"
+    assert view.canvas.geometry.r[index] > radius
+    assert view.canvas.geometry.fill[index] == value_colour(1.0)
+
+
+def test_the_overview_pans_the_view(qtbot: Any, view: SearchTreeView, big_run: list[TreeEvent]) -> None:
+    view.add_events(big_run)
+    view.flush()
+    overview = view.overview
+    assert overview.isVisible()
+    view.graphics.resetTransform()
+    assert view.center_on("n0")
+    target = view.scene_pos("n1999")
+    assert target is not None
+    before = view.graphics.visible_scene_rect()
+    assert not before.contains(target)
+    spot = overview.from_scene(QRectF(target, QSizeF(0, 0))).topLeft().toPoint()
+    qtbot.mouseClick(overview, Qt.MouseButton.LeftButton, pos=spot)
+    after = view.graphics.visible_scene_rect()
+    assert after.contains(target), "the view moved to where the overview was clicked"
+    assert not view._auto_fit, "a tree that grows no longer refits the view"
+    # the overview outlines what the view shows now
+    outline = overview.from_scene(after)
+    assert outline.contains(QRectF(spot, QSizeF(1, 1)).center())
+    view.overview_button.setChecked(False)
+    assert overview.isHidden()
 
 
 def test_live_batches_coalesce_into_one_relayout(
@@ -205,7 +285,7 @@ def test_export_png_svg_jsonl_and_open_it_back(
     assert "<svg" in text and "root 0" in text
     exported = view.export_jsonl(tmp_path / "run")
     assert exported.name == "run.arbor-tree.jsonl"
-    assert read_tree_file(exported) == big_run[:400]
+    assert read_jsonl(exported) == big_run[:400]
 
     other = SearchTreeView()
     key = other.open_file(exported)
@@ -235,7 +315,7 @@ def test_a_bad_file_is_refused_with_file_and_line(
     assert window.tree_dock.isVisible()
     window.tree_view.flush()
     assert window.tree_view.current == "good.arbor-tree.jsonl · big"
-    assert len(window.tree_view.canvas.geometry) == len(RunTree.replay("big", big_run[:50]).nodes)
+    assert len(window.tree_view.canvas.geometry) == len(SearchTree(big_run[:50]).nodes)
 
 
 def test_tree_notifications_reach_the_dock_live_and_on_session_load(
@@ -267,3 +347,76 @@ def test_tree_notifications_reach_the_dock_live_and_on_session_load(
     assert replayed is not run and replayed.run_id == run.run_id
     assert [e.seq for e in replayed.events] == [e.seq for e in run.events]
     assert json.dumps(sorted(replayed.nodes)) == json.dumps(sorted(run.nodes))
+
+
+def branch_node(window: MainWindow) -> str:
+    tree = window.tree_view.shown
+    assert tree is not None
+    return next(node.id for node in tree.nodes.values() if node.changeset_id)
+
+
+def test_branch_diff_shows_in_the_review_pane_read_only(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    window = make_window(tmp_path, command=TREE_AGENT, env={"PYTHONPATH": str(REPO)})
+    wait_ready(qtbot, window)
+    window.send_prompt("tree 60")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    view, review = window.tree_view, window.review
+    view.flush()
+    node_id = branch_node(window)
+    view.select_node(node_id)
+    button = view.branch_button
+    assert button.isVisible() and button.isEnabled()
+    with qtbot.waitSignal(window.bridge.branchDiffReceived, timeout=TURN_TIMEOUT_MS):
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert window.review_dock.isVisible()
+    assert review.branch is not None and review.branch_bar.isVisible()
+    run_id = view.shown.run_id
+    assert review.branch_label.text() == (
+        f"Branch {node_id} of run {run_id[:12]} — read-only; the run's chosen branch is what you review"
+    )
+    assert review.files_model.files[0].path == f"src/{node_id}.py"
+    assert review.current_hunk_view() is not None
+    for control in (
+        review.accept_button, review.reject_button, review.accept_file_button, review.reject_file_button,
+        review.accept_all_button, review.reject_all_button, review.apply_button, review.comment_edit,
+        review.feedback_button,
+    ):  # fmt: skip
+        assert not control.isEnabled(), control
+    decided: list[object] = []
+    review.decideRequested.connect(decided.append)
+    qtbot.keyClick(review.file_list, Qt.Key.Key_A)
+    assert decided == [] and review.current_hunk_view().decision == "pending"
+    qtbot.mouseClick(review.back_button, Qt.MouseButton.LeftButton)
+    assert review.branch is None and review.branch_bar.isHidden() and review.changeset is None
+
+    # a change set the backend does not know: its error in the dock's message line
+    with qtbot.waitSignal(window.bridge.branchDiffFailed, timeout=TURN_TIMEOUT_MS):
+        window.request_branch_diff("cs-nope", "n1", run_id)
+    assert view.message.isVisible() and "no change set cs-nope in this session" in view.message.text()
+
+    # the same run opened from a file: no session to ask
+    exported = view.export_jsonl(tmp_path / "run")
+    assert window.open_tree_file(exported)
+    view.flush()
+    view.select_node(node_id)
+    assert view.current == f"run.arbor-tree.jsonl · {run_id}"
+    assert button.isVisible() and not button.isEnabled()
+    assert "opened from a file" in button.toolTip()
+
+
+def test_branch_diff_button_is_disabled_when_the_backend_lacks_it(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    env = {"PYTHONPATH": str(REPO), "TREE_AGENT_NO_BRANCH": "1"}
+    window = make_window(tmp_path, command=TREE_AGENT, env=env)
+    wait_ready(qtbot, window)
+    window.send_prompt("tree 60")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    view = window.tree_view
+    view.flush()
+    view.select_node(branch_node(window))
+    assert view.branch_button.isVisible() and not view.branch_button.isEnabled()
+    assert "does not serve branch diffs" in view.branch_button.toolTip()
+    assert not window.bridge.branch_diff(BranchDiffParams(session_id="s", changeset_id="cs-n1"))

@@ -4,6 +4,10 @@ A prompt ``tree N`` sends a synthetic N-node run in batches of 25 events (and on
 session, which the window must ignore), then answers. Tree notifications go only to a client that asked
 for them (``_meta.arbor.tree``), as the real backend does. ``session/load`` replays the batches kept in
 the JSON file ``$TREE_AGENT_STORE`` (so a restarted agent process still has them).
+
+It serves ``_arbor/tree/branch`` (unless ``$TREE_AGENT_NO_BRANCH`` is set): a change set id ``cs-<node>``
+of one of its sessions' runs answers with a one-file ChangeSetView; any other id is refused with a
+JSON-RPC error whose message names it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from acp import update_agent_message as agent_message
 from acp.schema import AgentCapabilities, Implementation
 
 from ide.app.tree_model import synthetic_events
-from ide.protocol.tree import TREE_NOTIFICATION
+from ide.protocol.review import ChangeSetView, FileChangeView, HunkView
+from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams
 
 BATCH = 25
 
@@ -49,10 +54,15 @@ class TreeAgent:
         meta = (client_capabilities.field_meta or {}) if client_capabilities is not None else {}
         self.wants_tree = bool((meta.get("arbor") or {}).get("tree"))
         arbor = {"version": "0.0-test", "model": "fake:tree", "architectures": ["react"]}
+        extensions = (
+            [TREE_NOTIFICATION]
+            if os.environ.get("TREE_AGENT_NO_BRANCH")
+            else [TREE_NOTIFICATION, BRANCH_DIFF]
+        )
         return InitializeResponse(
             protocol_version=protocol_version,
             agent_capabilities=AgentCapabilities(
-                load_session=True, field_meta={"arbor": {**arbor, "extensions": [TREE_NOTIFICATION]}}
+                load_session=True, field_meta={"arbor": {**arbor, "extensions": extensions}}
             ),
             agent_info=Implementation(name="tree-fake", version="1"),
         )
@@ -94,6 +104,38 @@ class TreeAgent:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         return None
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from acp import RequestError
+
+        if method != BRANCH_DIFF or os.environ.get("TREE_AGENT_NO_BRANCH"):
+            raise RequestError.method_not_found(f"_{method}")
+        asked = BranchDiffParams.model_validate(params)
+        known = {
+            event["node"].get("changeset_id")
+            for batch in self.batches.get(asked.session_id, [])
+            for event in batch["events"]
+            if event.get("node")
+        }
+        if asked.changeset_id not in known:
+            raise RequestError.invalid_params(
+                {"message": f"no change set {asked.changeset_id} in this session"}
+            )
+        node = asked.changeset_id.removeprefix("cs-")
+        hunk = HunkView(
+            id=f"h-{node}",
+            header="@@ -1,1 +1,1 @@",
+            old_start=1,
+            old_count=1,
+            new_start=1,
+            new_count=1,
+            lines=["-x = 1", f"+x = 2  # {node}"],
+        )
+        file = FileChangeView(
+            path=f"src/{node}.py", status="modified", additions=1, deletions=1, hunks=[hunk]
+        )
+        view = ChangeSetView(session_id=asked.session_id, cwd="/", title=f"branch {node}", files=[file])
+        return view.model_dump(mode="json")
 
 
 if __name__ == "__main__":

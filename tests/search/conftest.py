@@ -38,9 +38,7 @@ class Run:
 
 
 @pytest.fixture
-def make_run(
-    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
-) -> Callable[..., Run]:
+def make_run(git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]) -> Callable[..., Run]:
     """``make_run(script_lines, architecture="lats", task="…", **section_overrides)`` → :class:`Run`.
 
     Section overrides are dicts merged into Settings, e.g. ``lats={"max_iterations": 2}``,

@@ -1,0 +1,44 @@
+"""The chat's mode box switches the session's agent architecture; a plan turn shows its plan and tree."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.search.test_plan import two_task_script
+
+pytestmark = pytest.mark.window
+
+
+def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "plan.jsonl"
+    script.write_text("".join(json.dumps(line) + "\n" for line in two_task_script()))
+    window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
+    wait_ready(qtbot, window)
+    box = window.chat.mode_box
+    modes = [box.itemData(i) for i in range(box.count())]
+    assert modes == ["react", "lats", "tot", "plan", "auto"]
+    assert box.isEnabled() and window.chat.current_mode() == "react"
+
+    with qtbot.waitSignal(window.bridge.modeChanged, timeout=TURN_TIMEOUT_MS) as changed:
+        box.setCurrentIndex(modes.index("plan"))
+        box.activated.emit(modes.index("plan"))
+    assert changed.args == ["plan"]
+    assert window.bridge.mode == "plan"
+
+    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("Say Hi instead of Hello, README too")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    window.chat.flush()
+    text = "\n".join(view.plain_text() for view in window.chat.views())
+    assert "Change the greeting in pkg/greet.py to Hi" in text  # the plan view
+    assert "greet now says Hi" in text
+    assert window.review.files_model.rowCount() == 2
+    runs = window.tree_view.runs
+    assert any(tree.architecture == "plan" and tree.finished for tree in runs.values())
