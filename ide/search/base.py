@@ -16,6 +16,7 @@ calls and tokens of one run).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import time
@@ -298,6 +299,7 @@ def usage_delta(before: dict[str, RoleUsage], after: dict[str, RoleUsage]) -> di
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
+@functools.cache
 def schema_hint(schema: type[BaseModel]) -> str:
     """A compact description of the JSON object ``schema`` expects, for prompts."""
     props = schema.model_json_schema().get("properties", {})

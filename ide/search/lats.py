@@ -1,0 +1,768 @@
+"""LATS (Language Agent Tree Search, seed 000): a UCT-guided search over tool-calling trajectories.
+
+One iteration::
+
+    select     UCT descent to an expandable leaf; with ≥ 2 leaves in the beam the selection model picks
+    expand     expansion_width candidates at once, each one tool call (run in its own branch change set)
+               or a final answer
+    evaluate   the evaluation model scores each new node 0–10, joined with real signals: Python syntax of
+               the branch's changed files, and the test command's exit status for answers
+    backprop   rewards up the tree (UCT visits and values); failed trajectories yield lessons that later
+               expansion prompts carry
+
+The run stops at a solution (an answer scoring at least ``solution_threshold``), when no leaf is left to
+expand, or at the iteration, time or token limit. The tree is the record: every candidate, score and
+lesson is a node or a node field, and the best path is marked whenever the best node changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel, Field
+
+from ide.changes import ChangeSet, scratch_worktree
+from ide.changes.hunks import patch_text, text_hunks
+from ide.protocol.tree import ToolAction, TreeNode
+from ide.search.base import (
+    RunContext,
+    RunOutcome,
+    StructuredOutputError,
+    ask_structured,
+    trajectory_text,
+)
+from ide.search.events import cap_text, first_line
+from ide.search.uct import UNSELECTABLE, backpropagate, normalise_reward, uct_score
+from ide.tools import ToolError
+
+SELECTION = "lats.selection"
+EXPANSION = "lats.expansion"
+EVALUATION = "lats.evaluation"
+BACKPROP = "lats.backprop"
+PHASES = {"selection": SELECTION, "expansion": EXPANSION, "evaluation": EVALUATION, "backprop": BACKPROP}
+
+SYNTAX_CAP = 2.0
+"""The highest score a node whose branch holds a Python syntax error can get."""
+LESSONS_IN_PROMPT = 8
+"""The most recent lessons an expansion prompt carries."""
+DIFF_CAP = 4000
+"""Bytes of a branch's diff shown to the evaluator."""
+TEST_OUTPUT_CAP = 300
+
+EXPANSION_PROMPT = """You are Arbor, a coding agent. You are one branch of a search for the best way to do the
+user's task in the workspace at {root}.
+Tools: {tools}. Paths are relative to the workspace root. Your edits are proposals in this branch only;
+the user reviews the chosen branch before anything is written, and your reads already see your edits.
+Take ONE next step: call one tool, or, when the task is done, answer without a tool call: a concise
+summary in Markdown of what you found or changed, citing files as path:line.{lessons}"""
+
+EVALUATION_PROMPT = """You score one step of a coding agent's search by how likely its trajectory is to
+complete the task correctly: 0 = wrong or useless, 5 = plausible progress, 10 = the task is done correctly.
+Judge the changes themselves, not the agent's claims. For a final answer set is_solution to true only when
+the answer and the branch's changes fully complete the task. The reflection says in one or two sentences
+what is good or wrong."""
+
+SELECTION_PROMPT = """You choose which partial trajectory of a coding agent's tree search to continue.
+The candidates are listed best-first by UCT (value = mean evaluator reward 0–1, plus an exploration bonus
+for rarely visited nodes). Prefer the candidate most likely to lead to a correct, complete solution."""
+
+REFLECTION_PROMPT = """A coding agent's attempt at a task failed. State one lesson for the next attempts in
+one or two sentences: what to do differently, naming the files, functions or tools concerned. Reply with
+only the lesson."""
+
+T = TypeVar("T")
+
+
+class Selection(BaseModel):
+    node_id: str = Field(description="id of the chosen candidate, e.g. n7")
+    reason: str = Field("", description="one short sentence")
+
+
+class Evaluation(BaseModel):
+    score: float = Field(ge=0, le=10, description="0 to 10")
+    reflection: str = Field("", description="one or two sentences")
+    is_solution: bool = Field(False, description="true only if the task is fully and correctly done")
+
+
+@dataclass
+class _Verdict:
+    """What the evaluation phase concluded about one node (for the progress line)."""
+
+    node_id: str
+    score: float | None
+    status: str
+
+
+@dataclass
+class _State:
+    """The bookkeeping of one run besides the tree: branches, conversations, lessons, counters."""
+
+    root: str
+    branches: dict[str, ChangeSet]
+    steps: dict[str, tuple[AIMessage, ToolMessage]] = field(default_factory=dict)
+    """Per action node: the model's tool call and its observation (the conversation is rebuilt from these)."""
+    lessons: list[str] = field(default_factory=list)
+    iterations: int = 0
+    nodes_per_iteration: list[int] = field(default_factory=list)
+    selection_fallbacks: int = 0
+    best: str | None = None
+    stop_note: str = ""
+    syntax_errors: dict[tuple[str, Any], str | None] = field(default_factory=dict)
+
+
+class LatsSearch:
+    """Language Agent Tree Search over a :class:`~ide.search.base.RunContext` (see the module docstring)."""
+
+    name = "lats"
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        """Search until a solution, an exhausted tree or a limit; return the best branch and its answer."""
+        return await _LatsRun(ctx).run()
+
+
+class _LatsRun:
+    """One LATS run: the loop of phases over ``ctx.recorder``'s tree."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.limits = ctx.settings.lats
+        self.tree = ctx.recorder.tree
+        root = ctx.recorder.add(None, kind="root", label=first_line(ctx.task) or "task", status="active")
+        self.state = _State(root=root, branches={root: ctx.changeset})
+        # Schemas and argument checks do not depend on the branch: one toolbox serves every candidate.
+        self.toolbox = ctx.toolbox()
+        self.tools = ctx.tools_for()
+        self.expansion_model = ctx.model_name(EXPANSION)
+
+    async def run(self) -> RunOutcome:
+        ctx, state = self.ctx, self.state
+        try:
+            stop_reason = await self._search()
+        except asyncio.CancelledError:
+            self._close("cancelled")
+            raise
+        except Exception:
+            # ModelError (and anything unexpected): the tree still closes, with the best so far.
+            self._close("error")
+            raise
+        self._update_best()
+        ctx.recorder.update(state.root, status="evaluated")
+        best = state.best or state.root
+        figures = self._close(stop_reason)
+        node = self.tree.nodes[best]
+        branch = state.branches.get(best)
+        changed = branch is not None and bool(branch.changed_paths())
+        return RunOutcome(
+            stop_reason,
+            answer=self._answer(node),
+            changeset=branch if changed else None,
+            figures=figures,
+        )
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    async def _search(self) -> str:
+        ctx, limits, state = self.ctx, self.limits, self.state
+        while True:
+            top, beam = self._frontier()
+            if top is None:
+                state.stop_note = "every branch was explored"
+                return "end_turn"
+            if state.iterations >= limits.max_iterations:
+                state.stop_note = f"the iteration limit ({limits.max_iterations}) was reached"
+                return "max_turn_requests"
+            if ctx.elapsed() >= limits.time_limit_s:
+                state.stop_note = f"the time limit ({limits.time_limit_s:g} s) was reached"
+                return "max_turn_requests"
+            if ctx.tokens_used() >= limits.max_tokens:
+                state.stop_note = f"the token budget ({limits.max_tokens}) was spent"
+                return "max_tokens"
+            state.iterations += 1
+            selected = await self._select(top, beam)
+            new = await self._expand(selected)
+            state.nodes_per_iteration.append(len(new))
+            verdicts = await _all(self._evaluate(node_id) for node_id in new)
+            self._update_best()
+            await self._think_evaluation(new, verdicts)
+            await self._backpropagate(new)
+            self._update_best()
+            if state.best is not None and self.tree.nodes[state.best].status == "solution":
+                state.stop_note = "a solution was found"
+                return "end_turn"
+
+    def _close(self, stop_reason: str) -> dict[str, Any]:
+        """Mark the best path and finish the tree (once) with the run's figures; return the figures."""
+        state = self.state
+        if self.tree.finished:
+            return dict(self.tree.figures)
+        if stop_reason in ("cancelled", "error"):
+            self._update_best()
+        best = state.best or state.root
+        best_node = self.tree.nodes[best]
+        return self.ctx.finish_tree(
+            stop_reason,
+            best,
+            iterations=state.iterations,
+            nodes_per_iteration=list(state.nodes_per_iteration),
+            solution_found=any(n.status == "solution" for n in self.tree.nodes.values()),
+            best_node=best,
+            best_score=best_node.reward_raw,
+            reflections=len(state.lessons),
+            selection_fallbacks=state.selection_fallbacks,
+            phases=self._phases(),
+        )
+
+    def _phases(self) -> dict[str, dict[str, int]]:
+        usage = self.ctx.usage()
+        phases = {}
+        for phase, role in PHASES.items():
+            used = usage.get(role, {})
+            phases[phase] = {
+                "calls": int(used.get("calls", 0)),
+                "input_tokens": int(used.get("input_tokens", 0)),
+                "output_tokens": int(used.get("output_tokens", 0)),
+            }
+        return phases
+
+    # -- selection ----------------------------------------------------------------------------------
+
+    def _frontier(self) -> tuple[str | None, list[str]]:
+        """The UCT descent's leaf and the beam (that leaf first, then other expandable leaves by UCT).
+
+        A leaf is expandable when it is the root or an evaluated action/thought above the depth limit
+        with no selectable child (so a node whose candidates all failed is tried again). The descent
+        only enters subtrees that still hold an expandable leaf.
+        """
+        nodes = self.tree.nodes
+        parents_of_live = {n.parent for n in nodes.values() if n.status not in UNSELECTABLE}
+        expandable: list[str] = []
+        alive: set[str] = set()
+        for node in reversed(nodes.values()):  # children come after their parents
+            can_expand = (
+                node.id not in parents_of_live
+                and node.status in ("active", "evaluated")
+                and node.kind != "answer"
+                and node.depth < self.limits.max_depth
+            )
+            if can_expand:
+                expandable.append(node.id)
+            if can_expand or node.id in alive:
+                alive.add(node.id)
+                if node.parent is not None:
+                    alive.add(node.parent)
+        if self.state.root not in alive:
+            return None, []
+        current = self.state.root
+        c = self.limits.exploration_constant
+        while True:
+            children = [child for child in self.tree.children(current) if child in alive]
+            if not children:
+                break
+            visits = nodes[current].visits
+            scores = {kid: uct_score(nodes[kid].value, nodes[kid].visits, visits, c) for kid in children}
+            current = max(children, key=scores.__getitem__)  # max keeps the earliest of equals
+        others = sorted(
+            (leaf for leaf in reversed(expandable) if leaf != current),
+            key=lambda leaf: -self._uct(leaf)[0],
+        )
+        return current, [current, *others][: self.limits.beam_width]
+
+    def _uct(self, node_id: str) -> tuple[float, float]:
+        """(UCT score, exploration part) of a node against its parent's visits; the root scores inf."""
+        node = self.tree.nodes[node_id]
+        if node.parent is None:
+            return float("inf"), 0.0
+        parent_visits = self.tree.nodes[node.parent].visits
+        score = uct_score(node.value, node.visits, parent_visits, self.limits.exploration_constant)
+        return score, score - node.value
+
+    def _describe_uct(self, node_id: str) -> str:
+        node = self.tree.nodes[node_id]
+        if node.parent is None:
+            return "the root"
+        score, exploration = self._uct(node_id)
+        if node.visits == 0:
+            return "unvisited"
+        return f"UCT {score:.2f}: value {node.value:.2f} + exploration {exploration:.2f}"
+
+    async def _select(self, top: str, beam: list[str]) -> str:
+        """The node to expand: ``top``, or the selection model's pick when the beam has a choice."""
+        ctx, state = self.ctx, self.state
+        chosen, how = top, "the only candidate"
+        if len(beam) >= 2:
+            messages = [SystemMessage(SELECTION_PROMPT), HumanMessage(self._selection_brief(beam))]
+            try:
+                pick, _reply = await ask_structured(ctx.router, SELECTION, messages, Selection)
+            except StructuredOutputError:
+                pick = None
+            picked = pick.node_id.strip() if pick is not None else ""
+            if picked in beam:
+                chosen = picked
+                how = f"by the selection model from {len(beam)} candidates"
+                if pick is not None and pick.reason.strip():
+                    how += f" ({first_line(pick.reason, 120)})"
+            else:
+                state.selection_fallbacks += 1
+                why = "a malformed answer" if pick is None else f"{picked or 'no id'}, not a candidate"
+                how = f"by UCT from {len(beam)} candidates (the selection model gave {why})"
+        elif top == state.root and not self.tree.children(top):
+            how = "the first step"
+        await ctx.think(
+            f"Iteration {state.iterations}/{self.limits.max_iterations}: selected {chosen} "
+            f"({self._describe_uct(chosen)}) {how}; expanding {self.limits.expansion_width} candidates"
+        )
+        return chosen
+
+    def _selection_brief(self, beam: list[str]) -> str:
+        nodes = self.tree.nodes
+        lines = [f"Task:\n{self.ctx.task}\n", "Candidates:"]
+        for node_id in beam:
+            node = nodes[node_id]
+            path = " → ".join(nodes[n].label for n in self.tree.path_to(node_id)[1:]) or "(start)"
+            uct = self._describe_uct(node_id)
+            lines.append(f"- {node_id} ({uct}; visits {node.visits}; depth {node.depth}): {path}")
+            if node.reflection:
+                lines.append(f"  evaluation: {first_line(node.reflection, 200)}")
+        return "\n".join(lines)
+
+    # -- expansion ----------------------------------------------------------------------------------
+
+    def _expansion_messages(self, parent: str) -> list[BaseMessage]:
+        """System prompt (with lessons), earlier turns, the task, then the path as tool-calling history."""
+        ctx, state = self.ctx, self.state
+        lessons = state.lessons[-LESSONS_IN_PROMPT:]
+        lesson_text = (
+            "\n\nLessons from attempts that failed:\n" + "\n".join(f"- {lesson}" for lesson in lessons)
+            if lessons
+            else ""
+        )
+        system = EXPANSION_PROMPT.format(
+            root=ctx.changeset.root, tools=", ".join(self.toolbox.specs), lessons=lesson_text
+        )
+        messages: list[BaseMessage] = [SystemMessage(system), *ctx.history, HumanMessage(ctx.task)]
+        for node_id in self.tree.path_to(parent)[1:]:
+            step = state.steps.get(node_id)
+            if step is not None:
+                messages.extend(step)
+        return messages
+
+    async def _expand(self, parent: str) -> list[str]:
+        """``expansion_width`` candidates under ``parent``, concurrently; their node ids in order made."""
+        messages = self._expansion_messages(parent)
+        seen: dict[str, str] = {}
+        made: list[str] = []
+        await _all(self._expand_one(parent, messages, seen, made) for _ in range(self.limits.expansion_width))
+        return sorted(made, key=lambda node_id: int(node_id[1:]))
+
+    def _malformed(self, reply: AIMessage) -> str | None:
+        """Why the reply's first tool call cannot be run, or None when it can (or there is none)."""
+        if reply.invalid_tool_calls:
+            bad = reply.invalid_tool_calls[0]
+            name = bad.get("name") or "a tool"
+            return f"the call of {name} could not be parsed: {bad.get('error') or 'arguments are not JSON'}"
+        if reply.tool_calls:
+            call = reply.tool_calls[0]
+            try:
+                self.toolbox.parse(call["name"], call["args"])
+            except ToolError as exc:
+                return str(exc)
+        return None
+
+    async def _expand_one(
+        self, parent: str, messages: list[BaseMessage], seen: dict[str, str], made: list[str]
+    ) -> None:
+        """One candidate: ask for the next step (one repair for a malformed call), record it, run its tool."""
+        ctx, state = self.ctx, self.state
+        branch = ctx.branch(state.branches[parent])
+        started = time.perf_counter()
+        reply = await ctx.router.stream(EXPANSION, messages, tools=self.tools)
+        tokens = _tokens(reply)
+        error = self._malformed(reply)
+        if error is not None:
+            repair = [
+                *messages,
+                AIMessage(reply.text),
+                HumanMessage(
+                    f"That step could not be run: {error}. Take the step again: one tool call with valid "
+                    "arguments, or an answer with no tool call."
+                ),
+            ]
+            reply = await ctx.router.stream(EXPANSION, repair, tools=self.tools)
+            tokens = (tokens[0] + _tokens(reply)[0], tokens[1] + _tokens(reply)[1])
+        fields: dict[str, Any] = {
+            "role": EXPANSION,
+            "model": self.expansion_model,
+            "input_tokens": tokens[0],
+            "output_tokens": tokens[1],
+            "latency_ms": round((time.perf_counter() - started) * 1000, 1),
+            "changeset_id": branch.id,
+        }
+        reasoning = reply.additional_kwargs.get("reasoning_content")
+        thought = reply.text.strip() or (reasoning.strip() if isinstance(reasoning, str) else "") or None
+        second_error = self._malformed(reply) if error is not None else None
+        if second_error is not None:
+            bad = (reply.tool_calls or reply.invalid_tool_calls)[0]
+            args = bad.get("args")
+            node_id = ctx.recorder.add(
+                parent,
+                kind="action",
+                label=f"{bad.get('name') or 'tool'}: malformed call",
+                thought=thought,
+                action=ToolAction(tool=bad.get("name") or "?", args=args if isinstance(args, dict) else {}),
+                status="failed",
+                reflection=f"Malformed tool call, also after one repair: {second_error}",
+                **fields,
+            )
+            self._made(node_id, branch, made)
+            return
+        if not reply.tool_calls:
+            text = reply.text.strip()
+            node_id = ctx.recorder.add(
+                parent, kind="answer", label=first_line(text) or "(empty answer)", thought=text, **fields
+            )
+            self._made(node_id, branch, made)
+            return
+        call = reply.tool_calls[0]
+        name, args = call["name"], dict(call["args"])
+        key = json.dumps([name, args], sort_keys=True, default=str)
+        title = self.toolbox.describe(name, args)[0]
+        action = ToolAction(tool=name, args=args)
+        duplicate = seen.get(key)
+        if duplicate is not None:
+            node_id = ctx.recorder.add(
+                parent,
+                kind="action",
+                label=title,
+                thought=thought,
+                action=action,
+                status="pruned",
+                reflection=f"Same tool call as its sibling {duplicate}; not run again.",
+                **fields,
+            )
+            self._made(node_id, branch, made)
+            return
+        node_id = ctx.recorder.add(
+            parent, kind="action", label=title, thought=thought, action=action, **fields
+        )
+        seen[key] = node_id
+        self._made(node_id, branch, made)
+        call_id = call.get("id") or f"{node_id}-call"
+        outcome = await ctx.call_tool(name, args, branch)
+        state.steps[node_id] = (
+            AIMessage(reply.content, tool_calls=[{**call, "id": call_id}]),
+            ToolMessage(
+                outcome.output,
+                tool_call_id=call_id,
+                name=name,
+                status="error" if outcome.failed else "success",
+            ),
+        )
+        ctx.recorder.update(node_id, observation=outcome.output)
+
+    def _made(self, node_id: str, branch: ChangeSet, made: list[str]) -> None:
+        self.state.branches[node_id] = branch
+        made.append(node_id)
+
+    # -- evaluation ---------------------------------------------------------------------------------
+
+    async def _evaluate(self, node_id: str) -> _Verdict:
+        """Score a new node: the evaluation model, capped by syntax errors, joined with the tests."""
+        ctx, limits = self.ctx, self.limits
+        node = self.tree.nodes[node_id]
+        if node.status in UNSELECTABLE:
+            return _Verdict(node_id, None, node.status)
+        branch = self.state.branches[node_id]
+        changed = branch.changed_paths()
+        messages = [SystemMessage(EVALUATION_PROMPT), HumanMessage(self._evaluation_brief(node, changed))]
+        try:
+            verdict, _reply = await ask_structured(ctx.router, EVALUATION, messages, Evaluation)
+        except StructuredOutputError as exc:
+            ctx.recorder.update(node_id, status="failed", reflection=f"Evaluation failed: {exc}")
+            return _Verdict(node_id, None, "failed")
+        score = verdict.score
+        notes = [verdict.reflection.strip()] if verdict.reflection.strip() else []
+        passed: bool | None = None
+        if limits.test_command and node.kind == "answer" and changed:
+            passed, summary = await self._run_tests(branch, limits.test_command)
+            score = (score + (10.0 if passed else 0.0)) / 2
+            notes.append(f"Tests {'passed' if passed else 'failed'} ({summary}).")
+        syntax = self._syntax_error(branch, changed)
+        if syntax is not None:
+            score = min(score, SYNTAX_CAP)
+            notes.append(f"Syntax error in {syntax}; score capped at {SYNTAX_CAP:g}.")
+        status = "evaluated"
+        if node.kind == "answer":
+            if score >= limits.solution_threshold and (verdict.is_solution or passed is True):
+                status = "solution"
+        elif node.depth >= limits.max_depth:
+            status = "terminated_early"
+        ctx.recorder.update(
+            node_id,
+            reward_raw=round(score, 3),
+            reward=normalise_reward(score),
+            reflection="\n".join(notes) or None,
+            status=status,
+        )
+        return _Verdict(node_id, score, status)
+
+    def _evaluation_brief(self, node: TreeNode, changed: list[str]) -> str:
+        steps = self._steps(node.id)
+        branch = self.state.branches[node.id]
+        diffs = []
+        for rel in changed:
+            old, new = branch.diff_texts(rel)
+            hunks = text_hunks(rel, (old or "").encode(), (new or "").encode())
+            diffs.append(patch_text(rel, hunks).decode("utf-8", errors="replace"))
+        diff = cap_text("".join(diffs), DIFF_CAP) if diffs else "(none)"
+        last = (
+            "The last step is the agent's final answer."
+            if node.kind == "answer"
+            else "The last step is an intermediate step: score how promising the trajectory is."
+        )
+        return (
+            f"Task:\n{self.ctx.task}\n\nTrajectory:\n{trajectory_text(steps)}\n\n"
+            f"Changes proposed in this branch:\n{diff}\n\n{last}"
+        )
+
+    def _syntax_error(self, branch: ChangeSet, changed: list[str]) -> str | None:
+        """``path:line: message`` of the first changed Python file that does not parse, else None."""
+        for rel in changed:
+            if not rel.endswith(".py"):
+                continue
+            entry = branch.entry(rel)
+            if entry is None or entry.data is None:
+                continue
+            key = (rel, entry)
+            if key not in self.state.syntax_errors:
+                try:
+                    ast.parse(branch.read_text(rel), filename=rel)
+                    self.state.syntax_errors[key] = None
+                except (SyntaxError, ValueError) as exc:
+                    line = getattr(exc, "lineno", None)
+                    message = getattr(exc, "msg", None) or str(exc)
+                    self.state.syntax_errors[key] = (
+                        f"{rel}:{line}: {message}" if line else f"{rel}: {message}"
+                    )
+            error = self.state.syntax_errors[key]
+            if error is not None:
+                return error
+        return None
+
+    async def _run_tests(self, branch: ChangeSet, command: str) -> tuple[bool, str]:
+        """Run the test command in a scratch worktree holding ``branch``; (passed, one-line summary)."""
+        timeout = self.limits.test_timeout_s
+        worktree = scratch_worktree(branch)
+        entering = asyncio.ensure_future(asyncio.to_thread(worktree.__enter__))
+        try:
+            workdir = await asyncio.shield(entering)
+        except asyncio.CancelledError:
+            # The checkout goes on in its thread; remove it once it is there.
+            entering.add_done_callback(
+                lambda done: done.exception() is None and worktree.__exit__(None, None, None)
+            )
+            raise
+        try:
+            process = await asyncio.create_subprocess_shell(
+                command,
+                cwd=workdir,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+            try:
+                async with asyncio.timeout(timeout):
+                    output, _ = await process.communicate()
+            except TimeoutError:
+                return False, f"timed out after {timeout:g} s"
+            finally:
+                if process.returncode is None:
+                    _kill_group(process)
+                    await process.wait()
+            tail = _last_line(output.decode("utf-8", errors="replace"))
+            summary = f"exit status {process.returncode}" + (f": {tail}" if tail else "")
+            return process.returncode == 0, summary
+        finally:
+            await asyncio.to_thread(worktree.__exit__, None, None, None)
+
+    async def _think_evaluation(self, new: list[str], verdicts: list[_Verdict]) -> None:
+        nodes = self.tree.nodes
+        kinds = [nodes[n].kind for n in new]
+        statuses = [nodes[n].status for n in new]
+        scored = [v for v in verdicts if v.score is not None]
+        scores = ", ".join(f"{v.node_id} {v.score:.1f}" for v in scored) or "none"
+        best = self.state.best
+        best_text = (
+            f"{best} ({nodes[best].reward_raw:.1f})" if best and nodes[best].reward_raw is not None else "-"
+        )
+        await self.ctx.think(
+            f"Iteration {self.state.iterations}: {len(new)} new nodes ({kinds.count('action')} actions, "
+            f"{kinds.count('answer')} answers, {statuses.count('failed')} failed, "
+            f"{statuses.count('pruned')} pruned); scores: {scores}; best so far {best_text}"
+        )
+
+    # -- backpropagation and reflection -------------------------------------------------------------
+
+    async def _backpropagate(self, new: list[str]) -> None:
+        """Rewards up the tree for every scored or failed node; lessons from failed trajectories."""
+        nodes = self.tree.nodes
+        failures: list[tuple[str, str]] = []
+        for node_id in new:
+            node = nodes[node_id]
+            if node.status == "pruned":
+                continue
+            if node.status == "failed":
+                backpropagate(self.ctx.recorder, node_id, 0.0)
+                failures.append((node_id, node.reflection or "the step failed"))
+                continue
+            if node.reward is None:
+                continue
+            backpropagate(self.ctx.recorder, node_id, node.reward)
+            if node.kind == "answer" and node.status != "solution":
+                failures.append(
+                    (
+                        node_id,
+                        f"its final answer scored {node.reward_raw:.1f}/10, below the bar of "
+                        f"{self.limits.solution_threshold:g}: {node.reflection or 'no reason given'}",
+                    )
+                )
+            elif node.status == "terminated_early":
+                failures.append((node_id, f"it reached the depth limit of {self.limits.max_depth} steps"))
+        lessons = await _all(self._lesson(node_id, why) for node_id, why in failures)
+        learnt = 0
+        for (node_id, _why), lesson in zip(failures, lessons, strict=True):
+            if not lesson:
+                continue
+            reflection = nodes[node_id].reflection
+            self.ctx.recorder.update(
+                node_id, reflection=f"{reflection}\nLesson: {lesson}" if reflection else f"Lesson: {lesson}"
+            )
+            self.state.lessons.append(lesson)
+            learnt += 1
+        await self.ctx.think(
+            f"Iteration {self.state.iterations}: backpropagated "
+            f"{sum(1 for n in new if nodes[n].status != 'pruned' and nodes[n].visits)} rewards; "
+            f"{learnt} new lessons ({len(self.state.lessons)} in all)"
+        )
+
+    async def _lesson(self, node_id: str, why: str) -> str:
+        steps = self._steps(node_id)
+        messages: list[BaseMessage] = [
+            SystemMessage(REFLECTION_PROMPT),
+            HumanMessage(
+                f"Task:\n{self.ctx.task}\n\nAttempt:\n{trajectory_text(steps)}\n\nWhy it failed: {why}"
+            ),
+        ]
+        reply = await self.ctx.router.stream(BACKPROP, messages)
+        return cap_text(" ".join(reply.text.split()), 500)
+
+    def _steps(self, node_id: str) -> list[tuple[str, str]]:
+        """(label, text) of each step from the root's first child down to ``node_id``, for prompts."""
+        nodes = self.tree.nodes
+        return [(nodes[i].label, _step_text(nodes[i])) for i in self.tree.path_to(node_id)[1:]]
+
+    # -- result -------------------------------------------------------------------------------------
+
+    def _update_best(self) -> None:
+        """The solution, else the best-scored answer, else the highest-valued leaf; marked when it changes."""
+        nodes = self.tree.nodes
+        best: TreeNode | None = None
+        answers = [n for n in nodes.values() if n.kind == "answer" and n.reward_raw is not None]
+        solutions = [n for n in answers if n.status == "solution"]
+        pool = solutions or [n for n in answers if n.status not in UNSELECTABLE]
+        if pool:
+            best = max(pool, key=lambda n: n.reward_raw or 0.0)  # max keeps the earliest of equals
+        else:
+            parents = {n.parent for n in nodes.values() if n.status not in UNSELECTABLE}
+            leaves = [
+                n
+                for n in nodes.values()
+                if n.parent is not None and n.status not in UNSELECTABLE and n.id not in parents and n.visits
+            ]
+            if leaves:
+                best = max(leaves, key=lambda n: n.value)
+        if best is not None and best.id != self.state.best:
+            self.state.best = best.id
+            self.ctx.recorder.best_path(best.id)
+
+    def _answer(self, node: TreeNode) -> str:
+        state, limits = self.state, self.limits
+        if node.kind == "answer":
+            text = node.thought or node.label
+            if node.status != "solution" and node.reward_raw is not None:
+                text += (
+                    f"\n\n(No answer met the bar of {limits.solution_threshold:g}/10; this, the best, "
+                    f"scored {node.reward_raw:.1f}. LATS stopped: {state.stop_note}.)"
+                )
+            return text
+        lines = [
+            f"LATS stopped after {state.iterations} iteration{'s' if state.iterations != 1 else ''} "
+            f"without a solution: {state.stop_note}."
+        ]
+        path = self.tree.path_to(node.id)[1:]
+        if path:
+            lines.append("\nBest trajectory:")
+            for number, node_id in enumerate(path, start=1):
+                step = self.tree.nodes[node_id]
+                score = f" (score {step.reward_raw:.1f}/10)" if step.reward_raw is not None else ""
+                lines.append(f"{number}. {step.label}{score}")
+        if state.lessons:
+            lines.append("\nLessons learnt:")
+            lines.extend(f"- {lesson}" for lesson in state.lessons)
+        return "\n".join(lines)
+
+
+async def _all(awaitables: Iterable[Awaitable[T]]) -> list[T]:
+    """Run ``awaitables`` concurrently, started in order; if one fails or the caller is cancelled, cancel
+    and wait for the rest before raising (no task outlives its phase)."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _tokens(reply: AIMessage) -> tuple[int, int]:
+    usage = reply.usage_metadata or {}
+    return int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+
+
+def _step_text(node: TreeNode) -> str:
+    parts = []
+    if node.thought and node.kind != "answer":
+        parts.append(cap_text(node.thought, 300))
+    if node.action is not None:
+        parts.append(f"{node.action.tool}({json.dumps(node.action.args, default=str)[:300]})")
+    if node.observation:
+        parts.append("→ " + cap_text(node.observation, 600))
+    if node.kind == "answer" and node.thought:
+        parts.append("answer: " + cap_text(node.thought, 1500))
+    if node.status in ("failed", "pruned") and node.reflection:
+        parts.append(f"[{node.status}: {first_line(node.reflection, 200)}]")
+    return " ".join(parts) or node.label
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return cap_text(lines[-1].strip(), TEST_OUTPUT_CAP) if lines else ""
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """Kill the test command and anything it started (it runs in its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
