@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import text_block
 from acp.schema import ClientCapabilities
 
@@ -99,3 +100,77 @@ async def test_plan_mode_over_acp_shows_the_plan_offers_the_edits_for_review_and
         )
     assert again.stop_reason == "end_turn"
     assert "it now says Hi" in backend.client.text()
+
+
+def lats_script() -> list[dict[str, Any]]:
+    """Two candidates (an edit, a read), then an answer on each; the edit's branch is the solution."""
+    from tests.search.test_lats import EDIT_HI, READ, answer, evaluate
+
+    return [
+        EDIT_HI,
+        READ,
+        evaluate(6),
+        evaluate(3),
+        answer("Changed the greeting to Hi."),
+        answer("Greeting now says Hi."),
+        evaluate(9, solution=True),
+        evaluate(8, solution=True),
+    ]
+
+
+LATS_ENV = {"ARBOR_LATS_EXPANSION_WIDTH": "2", "ARBOR_LATS_BEAM_WIDTH": "1"}
+
+
+async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_branch_diffs(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    from acp import RequestError
+
+    from ide.protocol.review import ChangeSetView
+    from ide.protocol.tree import BRANCH_DIFF
+    from tests.search.test_lats import GREETING
+
+    script = write_script(lats_script())
+    env = {"ARBOR_MODEL": f"scripted:{script}", **LATS_ENV}
+    caps = ClientCapabilities(field_meta={META_KEY: {"tree": True, "review": True}})
+    async with acp_backend(env, caps) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
+        response = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("Make greet say Hi")]
+        )
+        assert response.stop_reason == "end_turn"
+        assert backend.client.text() == "Changed the greeting to Hi."
+        assert "Iteration 1/" in backend.client.text("agent_thought_chunk")
+        figures = response.field_meta["arbor"]["figures"]
+        assert figures["solution_found"] is True and figures["phases"]["expansion"]["calls"] == 4
+
+        events = tree_events(backend.client)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))  # live flushes, in order
+        tree = build(events)
+        assert tree.architecture == "lats" and tree.finished
+        assert tree.best_path == ["n1", "n2", "n4"] and tree.nodes["n4"].status == "solution"
+
+        # The best branch is what the user reviews; nothing is on disk yet.
+        changesets = [p for m, p in backend.client.notifications if m == CHANGESET_NOTIFICATION]
+        assert [f["path"] for f in changesets[-1]["files"]] == ["pkg/greet.py"]
+        assert (git_workspace / "pkg" / "greet.py").read_text() == GREETING
+
+        # Any node's branch can be looked at: the read-only sibling proposes nothing.
+        edited = await backend.conn.ext_method(
+            BRANCH_DIFF,
+            {"session_id": session.session_id, "changeset_id": tree.nodes["n2"].changeset_id},
+        )
+        view = ChangeSetView.model_validate(edited)
+        assert [f.path for f in view.files] == ["pkg/greet.py"]
+        assert '+    return f"Hi, {name}!"' in view.files[0].hunks[0].lines
+        sibling = await backend.conn.ext_method(
+            BRANCH_DIFF,
+            {"session_id": session.session_id, "changeset_id": tree.nodes["n3"].changeset_id},
+        )
+        assert ChangeSetView.model_validate(sibling).files == []
+        with pytest.raises(RequestError) as refused:
+            await backend.conn.ext_method(
+                BRANCH_DIFF, {"session_id": session.session_id, "changeset_id": "nope"}
+            )
+        assert "not held by this backend" in str(refused.value.data)
