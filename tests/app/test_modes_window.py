@@ -42,3 +42,42 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
     assert window.review.files_model.rowCount() == 2
     runs = window.tree_view.runs
     assert any(tree.architecture == "plan" and tree.finished for tree in runs.values())
+
+
+def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
+) -> None:
+    from tests.backend.test_search_acp import LATS_ENV, lats_script
+
+    script = tmp_path / "lats.jsonl"
+    script.write_text("".join(json.dumps(line) + "\n" for line in lats_script()))
+    env = {"ARBOR_MODEL": f"scripted:{script}", "ARBOR_AGENT_ARCHITECTURE": "lats", **LATS_ENV}
+    window = make_window(git_workspace, env=env)
+    wait_ready(qtbot, window)
+    assert window.chat.current_mode() == "lats"
+
+    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("Make greet say Hi")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    view = window.tree_view
+    (tree,) = [t for t in view.runs.values() if t.architecture == "lats"]
+    qtbot.waitUntil(lambda: tree.finished, timeout=TURN_TIMEOUT_MS)
+    assert tree.best_path == ["n1", "n2", "n4"]
+    pane = window.review
+    assert pane.interactive and pane.files_model.rowCount() == 1  # the best branch, for review
+
+    view.select_node("n3")  # the sibling that only read the file
+    assert "read_file" in view.inspector.toPlainText()
+    assert view.branch_button.isVisible() and view.branch_button.isEnabled()
+    with qtbot.waitSignal(window.bridge.branchDiffReceived, timeout=TURN_TIMEOUT_MS):
+        view.branch_button.click()
+    assert pane.branch is not None and not pane.interactive
+    assert pane.files_model.rowCount() == 0  # that branch proposes nothing
+    assert "read-only" in pane.branch_label.text()
+
+    view.select_node("n2")
+    with qtbot.waitSignal(window.bridge.branchDiffReceived, timeout=TURN_TIMEOUT_MS):
+        view.branch_button.click()
+    assert pane.files_model.rowCount() == 1 and not pane.interactive
+    pane.back_button.click()
+    assert pane.branch is None and pane.interactive and pane.files_model.rowCount() == 1
