@@ -13,6 +13,16 @@ One iteration::
 The run stops at a solution (an answer scoring at least ``solution_threshold``), when no leaf is left to
 expand, or at the iteration, time or token limit. The tree is the record: every candidate, score and
 lesson is a node or a node field, and the best path is marked whenever the best node changes.
+
+Model calls, in order (what a ``scripted:`` file must hold), per iteration:
+
+1. ``lats.selection`` once, only when the beam holds two or more leaves: ``{"node_id", "reason"}``.
+2. ``lats.expansion`` × ``expansion_width``, with the tools bound, in candidate order. A malformed tool
+   call is re-asked once (its repair call comes after every candidate's first call has started).
+3. ``lats.evaluation`` × each new node that was not pruned or failed, in node order:
+   ``{"score": 0-10, "reflection", "is_solution"}``; a malformed answer's repair follows the first calls.
+4. ``lats.backprop`` × each failed trajectory of this iteration (a failed node, an answer under the bar,
+   a leaf at the depth limit), in node order: a short plain-text lesson.
 """
 
 from __future__ import annotations
