@@ -360,6 +360,12 @@ class ArborAgent(Agent):
             if not session.cancel_requested:
                 session.turn.cancel()  # the request itself was cancelled: the connection is closing
                 raise
+            # What the agent proposed before the user stopped it (a search's best branch so far) is
+            # offered for review like any turn's edits, never dropped and never written unasked.
+            flush()
+            if session.changeset.changed_paths():
+                await self._offer_review(session)
+            await self._save_review(session)
             return PromptResponse(stop_reason="cancelled")
         except ModelError as exc:
             await self._save_review(session)

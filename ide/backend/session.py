@@ -208,6 +208,8 @@ class Session:
         except BaseException as exc:
             if not recorder.tree.finished and recorder.tree.root is not None:
                 ctx.finish_tree("cancelled" if isinstance(exc, asyncio.CancelledError) else "error")
+            if isinstance(exc, asyncio.CancelledError):
+                self._adopt_best_so_far(ctx)
             raise
         finally:
             flusher.cancel()
@@ -236,6 +238,14 @@ class Session:
                 figures=figures,
             ),
         )
+
+    def _adopt_best_so_far(self, ctx: RunContext) -> None:
+        """After a cancelled search: the best branch so far (the tree's best path) goes up for review."""
+        best = ctx.recorder.tree.best_path
+        node = ctx.recorder.tree.nodes.get(best[-1]) if best else None
+        branch = ctx.branches.get(node.changeset_id) if node and node.changeset_id else None
+        if branch is not None and branch is not self.changeset and branch.changed_paths():
+            self.changeset.adopt(branch)
 
     async def _run_react(self, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
         """One ReAct turn on the session's graph.

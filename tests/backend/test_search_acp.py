@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -174,3 +175,29 @@ async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_bran
                 BRANCH_DIFF, {"session_id": session.session_id, "changeset_id": "nope"}
             )
         assert "not held by this backend" in str(refused.value.data)
+
+
+async def test_stopping_a_lats_run_keeps_its_tree_and_offers_the_best_branch_so_far(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    from tests.search.test_lats import EDIT_HI, READ, evaluate
+
+    slow = {"latency_ms": 60000}
+    script = write_script([EDIT_HI, READ, evaluate(6), evaluate(3), {**READ, **slow}, {**READ, **slow}])
+    env = {"ARBOR_MODEL": f"scripted:{script}", **LATS_ENV}
+    caps = ClientCapabilities(field_meta={META_KEY: {"tree": True, "review": True}})
+    async with acp_backend(env, caps) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
+        turn = asyncio.ensure_future(
+            backend.conn.prompt(session_id=session.session_id, prompt=[text_block("Make greet say Hi")])
+        )
+        await backend.client.wait_until(lambda: "Iteration 2/" in backend.client.text("agent_thought_chunk"))
+        await backend.conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(turn, timeout=10)
+        assert response.stop_reason == "cancelled"
+        tree = build(tree_events(backend.client))
+        assert tree.finished and tree.figures["stop_reason"] == "cancelled"
+        assert tree.best_path == ["n1", "n2"]  # the edit scored 6, the read 3
+        changesets = [p for m, p in backend.client.notifications if m == CHANGESET_NOTIFICATION]
+        assert [f["path"] for f in changesets[-1]["files"]] == ["pkg/greet.py"]

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ class RecordingClient(ReadOnlyClient):
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         self.notifications.append((method, params))
+        self.arrived.set()
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
@@ -56,8 +57,13 @@ class RecordingClient(ReadOnlyClient):
         return "".join(getattr(u.content, "text", "") for _, u in self.updates if u.session_update == kind)
 
     async def wait_for(self, kind: str, timeout: float = 20) -> None:
+        await self.wait_until(lambda: kind in self.kinds(), timeout)
+
+    async def wait_until(self, condition: Callable[[], bool], timeout: float = 20) -> None:
+        """Wait until ``condition()`` holds, checking it whenever an update or notification arrives."""
+
         async def _wait() -> None:
-            while kind not in self.kinds():
+            while not condition():
                 self.arrived.clear()
                 await self.arrived.wait()
 
