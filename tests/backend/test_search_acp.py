@@ -201,3 +201,30 @@ async def test_stopping_a_lats_run_keeps_its_tree_and_offers_the_best_branch_so_
         assert tree.best_path == ["n1", "n2"]  # the edit scored 6, the read 3
         changesets = [p for m, p in backend.client.notifications if m == CHANGESET_NOTIFICATION]
         assert [f["path"] for f in changesets[-1]["files"]] == ["pkg/greet.py"]
+
+
+async def test_tot_mode_streams_the_synthesis_once_and_records_the_thought_tree(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    from tests.search.test_tot import depth_lines, plan, synthesise
+
+    answer = "Change `Hello` to `Hi` in pkg/greet.py:2."
+    script = write_script(
+        [
+            plan("Read greet", "Guess the cause"),
+            *depth_lines((8, 9, False), (4, 3, False)),
+            synthesise(answer),
+        ]
+    )
+    env = {"ARBOR_MODEL": f"scripted:{script}", "ARBOR_AGENT_ARCHITECTURE": "tot", "ARBOR_TOT_MAX_DEPTH": "1"}
+    async with acp_backend(env, WANTS_TREE) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        response = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("Why does greet say Hello?")]
+        )
+    assert response.stop_reason == "end_turn"
+    assert backend.client.text() == answer  # streamed by the synthesizer, not repeated by the session
+    tree = build(tree_events(backend.client))
+    assert tree.architecture == "tot" and tree.finished
+    assert tree.nodes[tree.best_path[-1]].kind == "synthesis"
+    assert response.field_meta["arbor"]["figures"]["synthesis"] == {"mode": "threshold", "nodes": ["n2"]}
