@@ -41,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one task headless, streaming the answer to stdout")
     run.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
-    run.add_argument("--mode", default=None, help="agent architecture (session mode), e.g. react")
+    run.add_argument(
+        "--mode", default=None, help="agent architecture (session mode): react, lats, tot, plan or auto"
+    )
     run.add_argument(
         "--apply", action="store_true", help="accept every hunk, apply and commit (default: print)"
     )
