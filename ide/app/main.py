@@ -13,6 +13,7 @@ import qasync
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
+from ide.app.gcpolicy import settle_heap, settle_run
 from ide.app.theme import apply_theme
 from ide.app.window import MainWindow
 
@@ -55,6 +56,10 @@ def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
 
     window = MainWindow(workspace)
     window.show()
+    # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is
+    # alive for good: freeze it, so the collector never walks it again during a live run.
+    window.bridge.sessionReady.connect(lambda *_: settle_heap())
+    window.tree_view.runFinished.connect(lambda *_: settle_run())
     if open_tree is not None:
         QTimer.singleShot(0, lambda: window.open_tree_file(open_tree))
     # Started from inside the loop: the first tasks need it running, and the first paint comes sooner.

@@ -751,6 +751,8 @@ class SearchTreeView(QWidget):
     relaid = Signal()
     """The drawing caught up with the model (after a coalesced re-layout)."""
     runStarted = Signal(str)
+    runFinished = Signal(str)
+    """A run's ``finished`` event was applied (live or from a file): its tree will not change again."""
     """A live run not seen before sent its first events (its key)."""
     nodeSelected = Signal(str)
     branchDiffRequested = Signal(str, str, str)
@@ -892,6 +894,7 @@ class SearchTreeView(QWidget):
         parent, a second root…) stops that run where it was, with a line in the dock saying so.
         """
         touched_current = False
+        finished: list[str] = []
         for event in events:
             key = event.run_id if source is None else f"{source} · {event.run_id}"
             tree = self.runs.get(key)
@@ -908,6 +911,8 @@ class SearchTreeView(QWidget):
                 if key == self.current and self.step is None:
                     touched_current = True
                     self._note_change(tree, applied)
+                if applied.kind == "finished":
+                    finished.append(key)
         tree = self.runs.get(self.current) if self.current is not None else None
         if tree is not None:
             following = self.step is None
@@ -920,6 +925,8 @@ class SearchTreeView(QWidget):
         self._show_faults()
         if touched_current:
             self._schedule()
+        for key in finished:
+            self.runFinished.emit(key)
 
     def _feed(self, key: str, tree: SearchTree, event: TreeEvent) -> list[TreeEvent]:
         """Apply ``event`` (and held events it unblocks) to ``tree``; the events applied."""
