@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
@@ -42,6 +43,8 @@ ROLES: tuple[str, ...] = (
 """Every model role a router answers for."""
 
 SHOW_TIMEOUT_S = 5.0
+BOUND_CACHE = 32
+"""Tool-bound models a router keeps for reuse."""
 
 
 class ModelRouter:
@@ -59,6 +62,7 @@ class ModelRouter:
         self._scripts: dict[str, Script] = {}
         self._usage: dict[str, RoleUsage] = {}
         self._context_windows: dict[str, int] = {}
+        self._bound: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
 
     def spec_for(self, role: str) -> ModelSpec:
         """The model spec for ``role``: its own setting if set, else ``llm.model``."""
@@ -110,7 +114,7 @@ class ModelRouter:
             model = self.chat_model(role)
         except Exception as exc:
             raise classify_error(exc, spec, llm) from exc
-        runnable = model.bind_tools(list(tools)) if tools else model
+        runnable = self._bind(model, tools) if tools else model
         gate = provider_gate(
             spec.provider,
             self._endpoint(spec),
@@ -243,6 +247,21 @@ class ModelRouter:
 
     async def context_tier(self, role: str) -> ContextTier:
         return ContextTier.from_context_window(await self.context_window(role))
+
+    def _bind(self, model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
+        """``model.bind_tools(tools)``, reused while the same tool objects come back (a search binds one
+        tool list for hundreds of calls; converting the schemas each time cost ~1.6 ms a call)."""
+        key = (id(model), *map(id, tools))
+        found = self._bound.get(key)
+        # The cache holds the tools themselves, so their ids cannot be reused by other objects meanwhile.
+        if found is not None and all(a is b for a, b in zip(found[0], (model, *tools), strict=True)):
+            self._bound.move_to_end(key)
+            return found[1]
+        runnable = model.bind_tools(list(tools))
+        self._bound[key] = ((model, *tools), runnable)
+        if len(self._bound) > BOUND_CACHE:
+            self._bound.popitem(last=False)
+        return runnable
 
     def _endpoint(self, spec: ModelSpec) -> str:
         llm = self.settings.llm
