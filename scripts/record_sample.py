@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,14 @@ RECORDED = SAMPLE.parent / "lats-bugfix.arbor-tree.jsonl"
 TASK = "mean() in stats.py returns the wrong value; fix it so check_stats.py passes"
 LATS = {"expansion_width": 3, "max_iterations": 4, "test_command": f"{sys.executable} check_stats.py"}
 GIT = ["git", "-c", "user.name=Arbor sample", "-c", "user.email=sample@arbor.invalid"]
+EPOCH = 1767258000.0
+"""2026-01-01 09:00 UTC: the recorded run's first timestamp, so re-recording changes only the deltas."""
+
+
+def sample_clock(epoch: float = EPOCH) -> Callable[[], float]:
+    """A wall clock for the recorder that starts at ``epoch`` and advances with real elapsed time."""
+    start = time.monotonic()
+    return lambda: epoch + (time.monotonic() - start)
 
 
 def git_copy(target: Path) -> Path:
@@ -61,7 +71,9 @@ async def record() -> list[TreeEvent]:
             settings=settings,
             router=ModelRouter(settings, base_dir=workspace),
             changeset=ChangeSet(workspace),
-            recorder=TreeRecorder(architecture="lats", run_id="lats-bugfix-sample", emit=events.append),
+            recorder=TreeRecorder(
+                architecture="lats", run_id="lats-bugfix-sample", emit=events.append, clock=sample_clock()
+            ),
             progress=progress,
         )
         await LatsSearch().run(ctx)
@@ -81,6 +93,7 @@ def shape(events: list[TreeEvent]) -> dict[str, Any]:
 
 
 def summary(events: list[TreeEvent]) -> dict[str, Any]:
+    """The run at a glance: node count, stop reason, best path labels, statuses and the run's figures."""
     tree = SearchTree(events)
     figures = tree.figures
     return {
@@ -90,11 +103,13 @@ def summary(events: list[TreeEvent]) -> dict[str, Any]:
         "iterations": figures.get("iterations"),
         "best_path": [f"{i}: {tree.nodes[i].label}" for i in tree.best_path],
         "statuses": {s: sum(1 for n in tree.nodes.values() if n.status == s) for s in ("solution", "pruned")},
-        "model_calls": figures.get("model_calls"),
+        "lessons": sum(1 for n in tree.nodes.values() if "Lesson:" in (n.reflection or "")),
+        "figures": {key: value for key, value in figures.items() if key != "by_role"},
     }
 
 
 def main() -> int:
+    """Record (or with ``--check`` compare) the sample; the exit status is 1 only for a stale sample."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the recorded file, write nothing")
     args = parser.parse_args()
