@@ -19,7 +19,9 @@ coalesced redraw (``SearchTreeView.flush``) during that run. It runs first, afte
 (ide/app/gcpolicy.py) — the garbage-collector policy the window applies once its first session is
 ready — so Python's full collections, which fall inside the run, cost what the app's would. The runs go
 one after another into one dock that keeps them all, as a session's runs do, and each finished run is
-frozen (``settle_run``, as ide.app.main arranges).
+frozen (``settle_run``, as ide.app.main arranges). The collector's thresholds are Python's defaults, as
+in the app; "longest_full_gc" is the longest full collection that fell inside a run. "peak_rss_mb" is
+the process's peak resident memory once those runs are over (all of them kept, as in the dock).
 "live_run_2000_without_full_gc" repeats it with the collector off: the view's own work alone.
 """
 
@@ -207,6 +209,16 @@ def live_run(app: QApplication, nodes: int = LIVE_NODES) -> dict[str, float]:
     }
 
 
+def peak_rss_mb() -> float | None:
+    """The process's peak resident memory so far, in MB (None where ``resource`` is missing: Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
 def live_summary(live: list[dict[str, float]]) -> dict[str, object]:
     return {
         "nodes": LIVE_NODES,
@@ -240,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     new_view(app)[0].close()
     settle_heap()
     live = [live_run(app) for _ in range(args.runs)]
+    live_peak_rss_mb = peak_rss_mb()
     events = synthetic_events(args.nodes, run_id="bench")
     batch = extra_batch(events, "bench", args.nodes)
     wire = {"session_id": "s", "events": [e.model_dump(mode="json", exclude_defaults=True) for e in batch]}
@@ -321,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "wire_validate_100_s": summary(validate100),
         "relayout_tick_after_batch_s": summary(tick),
-        "live_run_2000": live_summary(live),
+        "live_run_2000": {**live_summary(live), "peak_rss_mb": live_peak_rss_mb},
     }
     # The view's own work, without Python's full collections (which walk every object in the process,
     # the SDK's and the trees' alike, and cost what the heap costs, wherever they happen to fall).

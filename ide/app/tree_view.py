@@ -751,9 +751,9 @@ class SearchTreeView(QWidget):
     relaid = Signal()
     """The drawing caught up with the model (after a coalesced re-layout)."""
     runStarted = Signal(str)
+    """A live run not seen before sent its first events (its key)."""
     runFinished = Signal(str)
     """A run's ``finished`` event was applied (live or from a file): its tree will not change again."""
-    """A live run not seen before sent its first events (its key)."""
     nodeSelected = Signal(str)
     branchDiffRequested = Signal(str, str, str)
     """Show branch diff: the node's change set id, the node id and the run id."""

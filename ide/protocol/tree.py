@@ -119,6 +119,8 @@ class SearchTree:
         self.finished = False
         self.figures: dict[str, Any] = {}
         self.events: list[TreeEvent] = []
+        # Only nodes that have children get a list: most nodes of a search tree are leaves, and every
+        # list is one more object for the cycle collector to walk while a live run grows.
         self._children: dict[str, list[str]] = {}
         for event in events:
             self.apply(event)
@@ -132,7 +134,7 @@ class SearchTree:
         """Ids of the node's children, in the order they were added."""
         if node_id not in self.nodes:
             raise TreeError(f"no node {node_id!r} in run {self.run_id}")
-        return list(self._children[node_id])
+        return list(self._children.get(node_id, ()))
 
     def path_to(self, node_id: str) -> list[str]:
         """Ids from the root down to ``node_id``."""
@@ -196,11 +198,10 @@ class SearchTree:
                 f"node_added seq {event.seq}: {node.id!r} has depth {node.depth}, expected {depth}"
             )
         self.nodes[node.id] = node
-        self._children[node.id] = []
         if node.parent is None:
             self.root = node.id
         else:
-            self._children[node.parent].append(node.id)
+            self._children.setdefault(node.parent, []).append(node.id)
 
     def _update(self, event: TreeEvent) -> None:
         node_id = event.node_id
@@ -236,6 +237,9 @@ class SearchTree:
         return f"SearchTree(run_id={self.run_id!r}, nodes={len(self.nodes)}, seq={self.seq})"
 
 
+_NODE_VALIDATOR = TreeNode.__pydantic_validator__
+
+
 def updated_node(node: TreeNode, changes: dict[str, Any]) -> TreeNode:
     """``node`` with ``changes`` applied and validated; :class:`TreeError` names a bad field or value."""
     unknown = sorted(set(changes) - set(TreeNode.model_fields))
@@ -244,10 +248,20 @@ def updated_node(node: TreeNode, changes: dict[str, Any]) -> TreeNode:
     fixed = sorted(set(changes) & FIXED_FIELDS)
     if fixed:
         raise TreeError(f"node {node.id!r}: {', '.join(fixed)} are set when a node is added, not updated")
+    # A shallow copy with only the changed fields validated: the unchanged values (an action and its
+    # arguments among them) are shared with the old record instead of rebuilt, so an update costs less
+    # and leaves fewer objects for the cycle collector than re-validating the whole node.
+    new = node.model_copy()
     try:
-        return TreeNode.model_validate({**node.model_dump(), **changes})
-    except ValidationError as exc:
-        raise TreeError(f"node {node.id!r}: {first_error(exc)}") from None
+        for name, value in changes.items():
+            _NODE_VALIDATOR.validate_assignment(new, name, value)
+    except ValidationError:
+        # The whole-record validation names every bad field at once: the message the caller gets.
+        try:
+            return TreeNode.model_validate({**node.model_dump(), **changes})
+        except ValidationError as exc:
+            raise TreeError(f"node {node.id!r}: {first_error(exc)}") from None
+    return new
 
 
 def write_jsonl(events: Iterable[TreeEvent], path: str | os.PathLike[str]) -> Path:
