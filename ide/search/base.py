@@ -38,6 +38,7 @@ from ide.tools import Toolbox, ToolOutcome, Workspace
 from ide.tools.read import READ_TOOLS
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 """Receives progress events in the format of ``ide.search.events`` (text, thought, tool_start…)."""
@@ -292,6 +293,23 @@ def usage_delta(before: dict[str, RoleUsage], after: dict[str, RoleUsage]) -> di
             "latency_ms": round(now.latency_ms - (then.latency_ms if then else 0.0), 1),
         }
     return delta
+
+
+async def gather_in_order(awaitables: Iterable[Awaitable[R]]) -> list[R]:
+    """Run ``awaitables`` concurrently, started in the order given; their results in that order.
+
+    If one fails, or the caller is cancelled, the rest are cancelled and awaited before the exception is
+    raised as it is: nothing of a search phase keeps running after the run has closed its tree. Started
+    in order, concurrent calls take ``scripted:`` lines in that order.
+    """
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 # -- structured output ------------------------------------------------------------------------------

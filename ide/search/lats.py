@@ -34,9 +34,8 @@ import json
 import os
 import signal
 import time
-from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field
@@ -49,6 +48,7 @@ from ide.search.base import (
     RunOutcome,
     StructuredOutputError,
     ask_structured,
+    gather_in_order,
     trajectory_text,
 )
 from ide.search.events import cap_text, first_line
@@ -89,8 +89,6 @@ for rarely visited nodes). Prefer the candidate most likely to lead to a correct
 REFLECTION_PROMPT = """A coding agent's attempt at a task failed. State one lesson for the next attempts in
 one or two sentences: what to do differently, naming the files, functions or tools concerned. Reply with
 only the lesson."""
-
-T = TypeVar("T")
 
 
 class Selection(BaseModel):
@@ -201,7 +199,7 @@ class _LatsRun:
             selected = await self._select(top, beam)
             new = await self._expand(selected)
             state.nodes_per_iteration.append(len(new))
-            verdicts = await _all(self._evaluate(node_id) for node_id in new)
+            verdicts = await gather_in_order(self._evaluate(node_id) for node_id in new)
             self._update_best()
             await self._think_evaluation(new, verdicts)
             await self._backpropagate(new)
@@ -371,7 +369,9 @@ class _LatsRun:
         messages = self._expansion_messages(parent)
         seen: dict[str, str] = {}
         made: list[str] = []
-        await _all(self._expand_one(parent, messages, seen, made) for _ in range(self.limits.expansion_width))
+        await gather_in_order(
+            self._expand_one(parent, messages, seen, made) for _ in range(self.limits.expansion_width)
+        )
         return sorted(made, key=lambda node_id: int(node_id[1:]))
 
     def _malformed(self, reply: AIMessage) -> str | None:
@@ -647,7 +647,7 @@ class _LatsRun:
                 )
             elif node.status == "terminated_early":
                 failures.append((node_id, f"it reached the depth limit of {self.limits.max_depth} steps"))
-        lessons = await _all(self._lesson(node_id, why) for node_id, why in failures)
+        lessons = await gather_in_order(self._lesson(node_id, why) for node_id, why in failures)
         learnt = 0
         for (node_id, _why), lesson in zip(failures, lessons, strict=True):
             if not lesson:
@@ -729,19 +729,6 @@ class _LatsRun:
             lines.append("\nLessons learnt:")
             lines.extend(f"- {lesson}" for lesson in state.lessons)
         return "\n".join(lines)
-
-
-async def _all(awaitables: Iterable[Awaitable[T]]) -> list[T]:
-    """Run ``awaitables`` concurrently, started in order; if one fails or the caller is cancelled, cancel
-    and wait for the rest before raising (no task outlives its phase)."""
-    tasks = [asyncio.ensure_future(a) for a in awaitables]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 def _tokens(reply: AIMessage) -> tuple[int, int]:

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -60,6 +60,7 @@ from ide.search.base import (
     RunOutcome,
     StructuredOutputError,
     ask_structured,
+    gather_in_order,
     parse_structured,
     schema_hint,
     trajectory_text,
@@ -80,7 +81,6 @@ RESEARCH_CALLS = 3
 FINDINGS_CAP = 4000
 """Characters of a node's findings shown to the other agents."""
 
-R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
 
 PLANNER_PROMPT = """You are the planner of a Tree-of-Thoughts search run by Arbor, a coding agent working
@@ -186,28 +186,6 @@ class Answer(Generic[M]):
     error: str | None = None
 
 
-async def run_in_order(coroutines: Iterable[Awaitable[R]]) -> list[R]:
-    """Run ``coroutines`` concurrently, started in the order given; their results in that order.
-
-    On the first failure the others are cancelled (and awaited) and that exception is raised as it is, so
-    nothing of a failed phase keeps running after the run has closed its tree.
-    """
-    tasks: list[asyncio.Task[R]] = []
-    try:
-        async with asyncio.TaskGroup() as group:
-            tasks = [group.create_task(_awaited(c)) for c in coroutines]
-    except BaseExceptionGroup as errors:
-        first: BaseException = errors
-        while isinstance(first, BaseExceptionGroup):
-            first = first.exceptions[0]
-        raise first from None
-    return [task.result() for task in tasks]
-
-
-async def _awaited(awaitable: Awaitable[R]) -> R:
-    return await awaitable
-
-
 async def ask_structured_together(router: Any, asks: Sequence[Ask[Any]]) -> list[Answer[Any]]:
     """:func:`~ide.search.base.ask_structured` for several questions at once, with a fixed call order.
 
@@ -222,7 +200,7 @@ async def ask_structured_together(router: Any, asks: Sequence[Ask[Any]]) -> list
         ]
         for ask in asks
     ]
-    firsts = await run_in_order(
+    firsts = await gather_in_order(
         router.stream(ask.role, conversation) for ask, conversation in zip(asks, conversations, strict=True)
     )
     answers: list[Answer[Any]] = []
@@ -232,7 +210,7 @@ async def ask_structured_together(router: Any, asks: Sequence[Ask[Any]]) -> list
         except ValueError as exc:
             answers.append(Answer(None, [reply], str(exc)))
     broken = [i for i, answer in enumerate(answers) if answer.value is None]
-    seconds = await run_in_order(
+    seconds = await gather_in_order(
         router.stream(
             asks[i].role,
             [
@@ -543,7 +521,7 @@ class _TotRun:
                     conversations[node].append(
                         HumanMessage("You have no tool calls left. Write your findings now.")
                     )
-            replies = await run_in_order(
+            replies = await gather_in_order(
                 self.ctx.router.stream(RESEARCHER, conversations[node], tools=() if last else tools)
                 for node in pending
             )
@@ -566,7 +544,7 @@ class _TotRun:
                         calls.append((node, action, {**call, "id": call.get("id") or f"{node}-{index}"}))
                 else:
                     self.thoughts[node].findings = reply.text.strip() or "(the researcher found nothing)"
-            outcomes = await run_in_order(
+            outcomes = await gather_in_order(
                 self.ctx.call_tool(
                     call["name"], call["args"], read_only=True, announce=True, call_id=f"tot-{action}"
                 )
