@@ -47,10 +47,11 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
 def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
     qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
 ) -> None:
-    from tests.backend.test_search_acp import LATS_ENV, lats_script
+    from tests.backend.test_search_acp import LATS_ENV
+    from tests.search.test_lats import EDIT_WINS
 
     script = tmp_path / "lats.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lats_script()))
+    script.write_text("".join(json.dumps(line) + "\n" for line in EDIT_WINS))
     env = {"ARBOR_MODEL": f"scripted:{script}", "ARBOR_AGENT_ARCHITECTURE": "lats", **LATS_ENV}
     window = make_window(git_workspace, env=env)
     wait_ready(qtbot, window)

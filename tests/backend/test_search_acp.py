@@ -103,23 +103,8 @@ async def test_plan_mode_over_acp_shows_the_plan_offers_the_edits_for_review_and
     assert "it now says Hi" in backend.client.text()
 
 
-def lats_script() -> list[dict[str, Any]]:
-    """Two candidates (an edit, a read), then an answer on each; the edit's branch is the solution."""
-    from tests.search.test_lats import EDIT_HI, READ, answer, evaluate
-
-    return [
-        EDIT_HI,
-        READ,
-        evaluate(6),
-        evaluate(3),
-        answer("Changed the greeting to Hi."),
-        answer("Greeting now says Hi."),
-        evaluate(9, solution=True),
-        evaluate(8, solution=True),
-    ]
-
-
 LATS_ENV = {"ARBOR_LATS_EXPANSION_WIDTH": "2", "ARBOR_LATS_BEAM_WIDTH": "1"}
+"""The settings under which tests.search.test_lats.EDIT_WINS makes the edit's branch the solution."""
 
 
 async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_branch_diffs(
@@ -129,9 +114,9 @@ async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_bran
 
     from ide.protocol.review import ChangeSetView
     from ide.protocol.tree import BRANCH_DIFF
-    from tests.search.test_lats import GREETING
+    from tests.search.test_lats import EDIT_WINS, GREETING
 
-    script = write_script(lats_script())
+    script = write_script(EDIT_WINS)
     env = {"ARBOR_MODEL": f"scripted:{script}", **LATS_ENV}
     caps = ClientCapabilities(field_meta={META_KEY: {"tree": True, "review": True}})
     async with acp_backend(env, caps) as backend:

@@ -54,6 +54,19 @@ GREP = expand("grep", {"pattern": "greet"})
 EDIT_HI = expand("edit_file", {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hi"})
 EDIT_HEY = expand("edit_file", {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hey"})
 
+EDIT_WINS = [
+    EDIT_HI,
+    READ,
+    evaluate(6),
+    evaluate(3),
+    answer("Changed the greeting to Hi."),
+    answer("Greeting now says Hi."),
+    evaluate(9, solution=True),
+    evaluate(8, solution=True),
+]
+"""Two candidates (an edit, a read), then an answer on each; with width 2 and beam 1 the edit's branch
+is the solution (n1 → n2 → n4)."""
+
 
 def record_calls(run: Run) -> list[tuple[str, list[BaseMessage]]]:
     """Wrap the router's ``stream`` so the test sees every call's role and messages, in call order."""
@@ -247,19 +260,7 @@ async def test_expansion_runs_candidates_concurrently_up_to_the_provider_limit(
 async def test_edits_stay_in_their_branch_and_the_best_branch_is_the_outcome(
     make_run: Callable[..., Run],
 ) -> None:
-    run = make_run(
-        [
-            EDIT_HI,
-            READ,
-            evaluate(6),
-            evaluate(3),
-            answer("Changed the greeting to Hi."),
-            answer("Greeting now says Hi."),
-            evaluate(9, solution=True),
-            evaluate(8, solution=True),
-        ],
-        lats={"expansion_width": 2, "beam_width": 1, "max_iterations": 5},
-    )
+    run = make_run(EDIT_WINS, lats={"expansion_width": 2, "beam_width": 1, "max_iterations": 5})
     outcome = await search(run)
     ctx = run.ctx
 
