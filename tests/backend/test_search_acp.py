@@ -14,8 +14,9 @@ from acp.schema import ClientCapabilities
 
 from ide.protocol import META_KEY
 from ide.protocol.review import CHANGESET_NOTIFICATION
+from ide.protocol.tree import SearchTree
 from tests.backend.test_acp import READ_THEN_ANSWER
-from tests.backend.test_tree_acp import WANTS_TREE, build, tree_events
+from tests.backend.test_tree_acp import WANTS_TREE, tree_events
 from tests.support.acp_client import acp_backend
 
 
@@ -40,7 +41,7 @@ async def test_auto_mode_lets_the_orchestrator_pick_react_and_says_so(
     meta = response.field_meta["arbor"]
     assert meta["architecture"] == "react"
     assert meta["usage"]["orchestrator"]["calls"] == 1
-    tree = build(tree_events(backend.client))
+    tree = SearchTree(tree_events(backend.client))
     assert tree.architecture == "react" and tree.finished
 
 
@@ -90,7 +91,7 @@ async def test_plan_mode_over_acp_shows_the_plan_offers_the_edits_for_review_and
         changesets = [p for m, p in backend.client.notifications if m == CHANGESET_NOTIFICATION]
         assert [f["path"] for f in changesets[-1]["files"]] == ["README.md", "pkg/greet.py"]
         assert (git_workspace / "pkg" / "greet.py").read_text() == GREET  # nothing written before review
-        tree = build(tree_events(backend.client))
+        tree = SearchTree(tree_events(backend.client))
         assert tree.architecture == "plan" and tree.finished
         assert response.field_meta["arbor"]["figures"]["tasks"] == 2
 
@@ -133,7 +134,7 @@ async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_bran
 
         events = tree_events(backend.client)
         assert [e.seq for e in events] == list(range(1, len(events) + 1))  # live flushes, in order
-        tree = build(events)
+        tree = SearchTree(events)
         assert tree.architecture == "lats" and tree.finished
         assert tree.best_path == ["n1", "n2", "n4"] and tree.nodes["n4"].status == "solution"
 
@@ -181,7 +182,7 @@ async def test_stopping_a_lats_run_keeps_its_tree_and_offers_the_best_branch_so_
         await backend.conn.cancel(session_id=session.session_id)
         response = await asyncio.wait_for(turn, timeout=10)
         assert response.stop_reason == "cancelled"
-        tree = build(tree_events(backend.client))
+        tree = SearchTree(tree_events(backend.client))
         assert tree.finished and tree.figures["stop_reason"] == "cancelled"
         assert tree.best_path == ["n1", "n2"]  # the edit scored 6, the read 3
         changesets = [p for m, p in backend.client.notifications if m == CHANGESET_NOTIFICATION]
@@ -209,7 +210,7 @@ async def test_tot_mode_streams_the_synthesis_once_and_records_the_thought_tree(
         )
     assert response.stop_reason == "end_turn"
     assert backend.client.text() == answer  # streamed by the synthesizer, not repeated by the session
-    tree = build(tree_events(backend.client))
+    tree = SearchTree(tree_events(backend.client))
     assert tree.architecture == "tot" and tree.finished
     assert tree.nodes[tree.best_path[-1]].kind == "synthesis"
     assert response.field_meta["arbor"]["figures"]["synthesis"] == {"mode": "threshold", "nodes": ["n2"]}

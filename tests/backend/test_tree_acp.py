@@ -28,13 +28,6 @@ def tree_events(client: RecordingClient) -> list[TreeEvent]:
     ]
 
 
-def build(events: list[TreeEvent]) -> SearchTree:
-    tree = SearchTree()
-    for event in events:
-        tree.apply(event)
-    return tree
-
-
 async def test_a_react_turn_streams_its_chain_as_a_tree_and_load_replays_it(
     git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
 ) -> None:
@@ -48,7 +41,7 @@ async def test_a_react_turn_streams_its_chain_as_a_tree_and_load_replays_it(
         live = tree_events(backend.client)
 
     assert [e.seq for e in live] == list(range(1, len(live) + 1))
-    tree = build(live)
+    tree = SearchTree(live)
     path = [tree.nodes[i] for i in tree.best_path]
     assert [n.kind for n in path] == ["root", "thought", "action", "thought", "answer"]
     assert path[0].label == "What does greet return?"
@@ -97,7 +90,7 @@ async def test_cancel_keeps_the_tree_and_closes_it(
         assert (await asyncio.wait_for(turn, 5)).stop_reason == "cancelled"
         events = tree_events(backend.client)
     assert events[-1].kind == "finished" and events[-1].figures["stop_reason"] == "cancelled"
-    tree = build(events)
+    tree = SearchTree(events)
     assert tree.nodes[tree.best_path[-1]].status == "terminated_early"
     [action] = [n for n in tree.nodes.values() if n.kind == "action"]
     assert action.action is not None and action.action.tool == "list_dir"
