@@ -12,15 +12,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Annotated, Any, Protocol, TypedDict
+from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Checkpointer
 
 from ide.protocol.tree import ToolAction, TreeEvent
+from ide.search.base import Router
 from ide.search.events import cap_text, first_line
 from ide.search.tree import TreeRecorder
 from ide.tools import Toolbox
@@ -34,14 +35,6 @@ rename_file. Paths are relative to the workspace root. Your edits are proposals:
 them hunk by hunk before anything is written, and your reads already see them.
 Look before you act: read the code that matters, make focused edits, then answer concisely in
 Markdown, citing files as path:line."""
-
-
-class ChatRouter(Protocol):
-    """The part of ide.llm.ModelRouter the graph needs."""
-
-    async def stream(
-        self, role: str, messages: list[BaseMessage], tools: Any = (), on_chunk: Any = None
-    ) -> AIMessage: ...
 
 
 class ReactState(TypedDict, total=False):
@@ -70,7 +63,7 @@ def close_dangling_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
 
 
 def build_react_graph(
-    router: ChatRouter,
+    router: Router,
     toolbox: Toolbox,
     *,
     max_steps: int,
