@@ -50,6 +50,22 @@ HISTORY_FOR_SEARCH = 8
 """Recent conversation messages a tree search is given as context."""
 
 
+class TreeBuffer:
+    """Collects a run's tree events as the recorder makes them; :meth:`flush` sends them as one batch."""
+
+    def __init__(self, emit_tree: EmitTree) -> None:
+        self._emit_tree = emit_tree
+        self._pending: list[TreeEvent] = []
+
+    def append(self, event: TreeEvent) -> None:
+        self._pending.append(event)
+
+    async def flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            await self._emit_tree(batch)
+
+
 @dataclass
 class TurnResult:
     stop_reason: str
@@ -167,14 +183,9 @@ class Session:
         """
         from ide.search.architectures import load_architecture
 
-        pending: list[TreeEvent] = []
-        recorder = TreeRecorder(architecture=mode, emit=pending.append)
-
-        async def flush_tree() -> None:
-            if pending:
-                batch = list(pending)
-                pending.clear()
-                await emit_tree(batch)
+        buffer = TreeBuffer(emit_tree)
+        recorder = TreeRecorder(architecture=mode, emit=buffer.append)
+        flush_tree = buffer.flush
 
         async def ticker() -> None:
             while True:
@@ -255,14 +266,9 @@ class Session:
         """
         graph = await self.graph()
         config = self._config()
-        pending: list[TreeEvent] = []
-        tree = ReactTree(text, model=str(self.router.spec_for("react")), emit=pending.append)
-
-        async def flush_tree() -> None:
-            if pending:
-                batch = list(pending)
-                pending.clear()
-                await emit_tree(batch)
+        buffer = TreeBuffer(emit_tree)
+        tree = ReactTree(text, model=str(self.router.spec_for("react")), emit=buffer.append)
+        flush_tree = buffer.flush
 
         try:
             async for event in graph.astream(
