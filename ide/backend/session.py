@@ -158,14 +158,16 @@ class Session:
         if self.review.title is None:
             self.review.title = text.strip().splitlines()[0][:72] if text.strip() else None
         mode = self.mode
+        history: list[BaseMessage] | None = None
         if mode == "auto":
             from ide.search.architectures import choose_architecture
 
-            mode, reason = await choose_architecture(self.router, text, await self._history())
+            history = await self._history()
+            mode, reason = await choose_architecture(self.router, text, history)
             await emit(update_agent_thought(text_block(f"Auto mode: {mode} — {reason}\n")))
         if mode == "react":
             return await self._run_react(text, emit, emit_tree)
-        return await self._run_search(mode, text, emit, emit_tree)
+        return await self._run_search(mode, text, emit, emit_tree, history)
 
     async def _history(self) -> list[BaseMessage]:
         """The conversation's recent questions and answers (from the ReAct thread in the checkpointer)."""
@@ -175,7 +177,14 @@ class Session:
         said = [m for m in messages if isinstance(m, HumanMessage) or (isinstance(m, AIMessage) and m.text)]
         return said[-HISTORY_FOR_SEARCH:]
 
-    async def _run_search(self, mode: str, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
+    async def _run_search(
+        self,
+        mode: str,
+        text: str,
+        emit: Emit,
+        emit_tree: EmitTree,
+        history: list[BaseMessage] | None = None,
+    ) -> TurnResult:
         """Run a tree search (LATS, ToT, plan/execute) on a RunContext; adopt its chosen branch.
 
         Its tree events are flushed to the client every TREE_FLUSH_S while it runs and when it ends,
@@ -207,7 +216,7 @@ class Session:
             session_id=self.id,
             checkpointer=self.checkpointer,
             thread_id=self.id,
-            history=await self._history(),
+            history=history if history is not None else await self._history(),
             observation_cap=await self._observation_cap(),
         )
         self.runs[recorder.run_id] = ctx.branches
