@@ -14,8 +14,6 @@ from ide.settings import SettingsError, load_settings
 COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "mcp")
 
 NOT_YET = {
-    "index": "the code index (tree-sitter) is not built yet; it lands with the code-index issue",
-    "symbols": "symbol search needs the code index, which is not built yet",
     "lsp": "language-server queries are not available yet; they land with the language-server issue",
     "mcp": "the MCP server is not available yet; it lands with the memory and MCP issue",
 }
@@ -55,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="print resolved settings with their sources, and check the setup")
     doctor.add_argument("--workspace", "-w", default=".", help="workspace whose .arbor/config.toml applies")
+
+    index = sub.add_parser("index", help="index a directory's code (tree-sitter), only what changed")
+    index.add_argument("path", nargs="?", default=".", help="directory (default: .)")
+    index.add_argument("--stats", action="store_true", help="print figures as JSON")
+
+    symbols = sub.add_parser("symbols", help="search the code index for definitions")
+    symbols.add_argument("path", help="indexed directory")
+    symbols.add_argument(
+        "query", nargs="?", default=None, help="part of a name (fuzzy), or words of a docstring"
+    )
+    symbols.add_argument("--all", dest="every", action="store_true", help="every definition (with --json)")
+    symbols.add_argument("--json", dest="as_json", action="store_true", help="print JSON (absolute paths)")
+    symbols.add_argument("--limit", type=int, default=30, help="hits to show (default: 30)")
 
     for name, why in NOT_YET.items():
         sub.add_parser(name, help=f"(not available yet) {why}", add_help=False)
@@ -119,6 +130,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "rollback":
         return _rollback(Path(args.workspace).resolve(), args.batch_id)
+
+    if args.command in ("index", "symbols"):
+        from ide.codeintel.cli import run_index, run_symbols
+
+        root = Path(args.path).resolve()
+        if not root.is_dir():
+            return _fail(f"{root} is not a directory")
+        if args.command == "index":
+            return run_index(root, args.stats)
+        return run_symbols(root, args.query, args.every, args.as_json, args.limit)
 
     if args.command == "doctor":
         from ide.doctor import run_doctor

@@ -6,6 +6,7 @@ print it, and every bad value is reported with its file and line (or variable), 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -185,6 +186,15 @@ class WorkspaceSettings(_Section):
     max_file_bytes: int = Field(1_000_000, ge=1, description="Files larger than this are skipped")
 
 
+class IndexSettings(_Section):
+    """The code index (tree-sitter + SQLite FTS5); which files it reads comes from [workspace]."""
+
+    workers: int = Field(0, ge=0, description="Parser processes for a full pass (0: one per CPU)")
+    watch: bool = Field(True, description="Keep the index current while a window or session is open")
+    debounce_ms: int = Field(150, ge=10, le=5000, description="Quiet time before file changes are indexed")
+    repo_map_tokens: int = Field(1024, ge=64, description="Token budget of the repo map given to agents")
+
+
 class ReviewSettings(_Section):
     """What happens when the user applies reviewed hunks."""
 
@@ -203,11 +213,25 @@ class Settings(_Section):
     plan: PlanSettings = Field(default_factory=PlanSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     def resolved_data_dir(self) -> Path:
         """The data directory, defaulting to the platform's user data dir."""
         return self.data_dir or Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+    def workspace_data_dir(self, cwd: str | Path) -> Path:
+        """Where this workspace's sessions, checkpoints and index live (created on first use)."""
+        path = self.resolved_data_dir() / "workspaces" / workspace_key(cwd)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def workspace_key(cwd: str | Path) -> str:
+    """A readable, collision-free directory name for a workspace: its name plus a hash of its real path."""
+    real = os.path.realpath(cwd)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(real).name)[:40] or "root"
+    return f"{name}-{hashlib.sha1(real.encode()).hexdigest()[:12]}"
 
 
 class SettingsError(ValueError):

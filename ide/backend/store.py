@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -14,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from ide.settings import workspace_key
 
 SCHEMA_VERSION = 1
 
@@ -53,13 +52,6 @@ class SessionRecord:
     @property
     def updated_iso(self) -> str:
         return datetime.fromtimestamp(self.updated_at, tz=UTC).isoformat()
-
-
-def workspace_key(cwd: str | Path) -> str:
-    """Directory name for a workspace: readable name plus a hash of its real path."""
-    real = os.path.realpath(cwd)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(real).name)[:40] or "root"
-    return f"{name}-{hashlib.sha1(real.encode()).hexdigest()[:12]}"
 
 
 class SessionStore:

@@ -1,0 +1,126 @@
+"""``arbor index`` and ``arbor symbols``: build the code index of a directory and search it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from ide.codeintel.index import CodeIndex, IndexStats, Symbol
+from ide.settings import SettingsError, load_settings
+
+STATS_KEYS = ("files", "skipped", "failed", "symbols", "references", "seconds", "db_bytes")
+
+
+def _open(path: Path) -> CodeIndex:
+    return CodeIndex.open(load_settings(path).settings, path)
+
+
+class _Bar:
+    """A one-line progress bar on a terminal; silent when stderr is not one."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.active = stream.isatty()
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.active or (now - self._last < 0.1 and done < total):
+            return
+        self._last = now
+        width = 30
+        filled = width * done // total if total else width
+        self.stream.write(f"\rindexing [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} files")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.active:
+            self.stream.write("\r" + " " * 72 + "\r")
+            self.stream.flush()
+
+
+def run_index(path: Path, stats: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Index ``path`` (only what changed since the last pass) and report."""
+    try:
+        index = _open(path)
+    except SettingsError as exc:
+        err.write(f"arbor: {exc}\n")
+        return 2
+    bar = _Bar(err)
+    try:
+        result = index.refresh(progress=bar)
+    finally:
+        bar.close()
+        index.close()
+    if stats:
+        figures = result.as_dict()
+        out.write(json.dumps({**{key: figures[key] for key in STATS_KEYS}, **figures}) + "\n")
+    else:
+        out.write(_summary(result, index.db_path) + "\n")
+    return 0
+
+
+def _summary(result: IndexStats, db_path: Path) -> str:
+    return (
+        f"{result.files:,} files indexed ({result.parsed:,} parsed, {result.unchanged:,} unchanged, "
+        f"{result.removed:,} removed; {result.skipped:,} skipped, {result.failed:,} with errors): "
+        f"{result.symbols:,} symbols, {result.references:,} references in {result.seconds:.2f} s "
+        f"→ {db_path}"
+    )
+
+
+def run_symbols(
+    path: Path,
+    query: str | None,
+    every: bool,
+    as_json: bool,
+    limit: int,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """Search the index of ``path`` (building it first if there is none)."""
+    if not every and not query:
+        err.write("arbor: give a QUERY, or --all for every definition\n")
+        return 2
+    try:
+        index = _open(path)
+    except SettingsError as exc:
+        err.write(f"arbor: {exc}\n")
+        return 2
+    try:
+        if index.stats().files == 0:
+            bar = _Bar(err)
+            try:
+                index.refresh(progress=bar)
+            finally:
+                bar.close()
+        hits = list(index.definitions()) if every else index.search(query or "", limit)
+    finally:
+        index.close()
+    if as_json:
+        out.write(json.dumps([_hit(index.root, hit, every) for hit in hits]) + "\n")
+        return 0
+    if not hits:
+        err.write(f"no symbol matches {query!r} (run 'arbor index {path}' if the code changed)\n")
+        return 1
+    for hit in hits:
+        out.write(f"{hit.kind:<9} {hit.qualname}  {hit.path}:{hit.line}  {hit.signature}\n")
+    return 0
+
+
+def _hit(root: Path, symbol: Symbol, every: bool) -> dict[str, object]:
+    hit: dict[str, object] = {
+        "name": symbol.name,
+        "qualname": symbol.qualname,
+        "kind": symbol.kind,
+        "path": str(root / symbol.path),
+        "line": symbol.line,
+        "end_line": symbol.end_line,
+        "signature": symbol.signature,
+    }
+    if not every:
+        hit["score"] = symbol.score
+    return hit

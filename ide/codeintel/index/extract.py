@@ -1,0 +1,203 @@
+"""Parse one file with tree-sitter and pull out its definitions, imports and references.
+
+Runs in the indexer's worker processes and, for a handful of files, in the calling process; every
+function here is pure and its results pickle cheaply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import tree_sitter_language_pack as pack
+from tree_sitter import Node, Parser, Query, QueryCursor
+
+from ide.codeintel.index.languages import TAGGED, query_source
+from ide.codeintel.index.model import Definition, FileSymbols
+
+SIGNATURE_CAP = 240
+DOC_CAP = 160
+NAME_CAP = 200
+CONTAINERS = frozenset({"class", "struct", "interface", "trait", "enum", "union"})
+_SPACE = re.compile(r"\s+")
+_COMMENT_MARK = re.compile(r"^\s*(?:///?!?|/\*\*?|\*+/?|#+|--|;+)\s?")
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    parser: Parser
+    definitions: Query
+    references: Query | None
+
+
+@cache
+def _grammar(language: str) -> _Grammar:
+    lang = pack.get_language(language)  # type: ignore[arg-type]
+    refs_source = ""
+    with contextlib.suppress(FileNotFoundError):
+        refs_source = query_source(language, "refs")
+    return _Grammar(
+        parser=Parser(lang),
+        definitions=Query(lang, query_source(language)),
+        references=Query(lang, refs_source) if refs_source.strip() else None,
+    )
+
+
+def extract(source: bytes, language: str) -> FileSymbols:
+    """Definitions, imports and references of ``source``; syntax errors give a partial result."""
+    lines = source.count(b"\n") + (1 if source and not source.endswith(b"\n") else 0)
+    if language not in TAGGED:
+        return FileSymbols(language=language, status="skipped", note="no tag queries", lines=lines)
+    grammar = _grammar(language)
+    tree = grammar.parser.parse(source)
+    root = tree.root_node
+    result = FileSymbols(language=language, lines=lines)
+    if root.has_error:
+        result.status = "partial"
+        result.note = "syntax errors; indexed what parsed"
+    _definitions(grammar.definitions, root, source, language, result)
+    if grammar.references is not None:
+        references = result.references
+        for node in QueryCursor(grammar.references).captures(root).get("reference", ()):
+            name = _text(source, node)
+            if name:
+                references.setdefault(name, []).append(node.start_point[0] + 1)
+    return result
+
+
+def _text(source: bytes, node: Node, cap: int = NAME_CAP) -> str:
+    return source[node.start_byte : min(node.end_byte, node.start_byte + cap * 4)].decode("utf-8", "replace")[
+        :cap
+    ]
+
+
+def _one_line(text: str, cap: int) -> str:
+    text = _SPACE.sub(" ", text).strip()
+    return text if len(text) <= cap else text[: cap - 1] + "…"
+
+
+def _definitions(query: Query, root: Node, source: bytes, language: str, result: FileSymbols) -> None:
+    # (start, -end, kind, name, node); scopes (kind "") qualify names without being definitions.
+    found: list[tuple[int, int, str, str, Node]] = []
+    seen: set[tuple[int, int]] = set()
+    for _index, captures in QueryCursor(query).matches(root):
+        imports = captures.get("import")
+        if imports:
+            result.imports.extend(_text(source, node).strip("\"'<>`") for node in imports)
+            continue
+        names = captures.get("name")
+        if not names:
+            continue
+        for capture, nodes in captures.items():
+            if capture.startswith("definition."):
+                kind = capture.split(".", 1)[1]
+            elif capture == "scope":
+                kind = ""
+            else:
+                continue
+            node = nodes[0]
+            key = (node.start_byte, node.end_byte if kind else -node.end_byte)
+            if key in seen:
+                break
+            seen.add(key)
+            found.append((node.start_byte, -node.end_byte, kind, _text(source, names[0]), node))
+            break
+    found.sort(key=lambda item: (item[0], item[1]))
+    stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind) of open containers
+    for start, neg_end, kind, name, node in found:
+        while stack and stack[-1][0] <= start:
+            stack.pop()
+        parent_qual, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
+        qualname = f"{parent_qual}.{name}" if parent_qual else name
+        stack.append((-neg_end, qualname, kind or "scope"))
+        if not kind:
+            continue
+        if kind == "function" and parent_kind in (*CONTAINERS, "scope"):
+            kind = "method"
+        result.definitions.append(_definition(node, source, language, name, qualname, kind, parent_qual))
+
+
+def _definition(
+    node: Node, source: bytes, language: str, name: str, qualname: str, kind: str, parent: str
+) -> Definition:
+    body = node.child_by_field_name("body")
+    head_end = body.start_byte if body is not None else node.end_byte
+    head = source[node.start_byte : min(head_end, node.start_byte + SIGNATURE_CAP * 4)]
+    signature = head.decode("utf-8", "replace")
+    if body is None:
+        signature = signature.split("\n", 1)[0] if kind not in ("function", "method") else signature
+    signature = _one_line(signature.rstrip().rstrip(":{").rstrip(), SIGNATURE_CAP)
+    params_node = _find_field(node, "parameters")
+    returns_node = _returns(node, kind)
+    return Definition(
+        name=name,
+        qualname=qualname,
+        kind=kind,
+        line=node.start_point[0] + 1,
+        end_line=node.end_point[0] + 1,
+        signature=signature,
+        params=_one_line(_text(source, params_node, SIGNATURE_CAP), SIGNATURE_CAP) if params_node else "",
+        returns=_one_line(_text(source, returns_node, 120), 120) if returns_node else "",
+        doc=_doc(node, body, source, language),
+        parent=parent,
+    )
+
+
+def _find_field(node: Node, field: str) -> Node | None:
+    """``field`` of the node or of its declarator chain (C and C++ nest parameters in declarators)."""
+    current: Node | None = node
+    for _ in range(5):
+        if current is None:
+            return None
+        found = current.child_by_field_name(field)
+        if found is not None:
+            return found
+        current = current.child_by_field_name("declarator") or current.child_by_field_name("value")
+    return None
+
+
+def _returns(node: Node, kind: str) -> Node | None:
+    for field in ("return_type", "result"):
+        found = node.child_by_field_name(field)
+        if found is not None:
+            return found
+    if kind in ("function", "method") and node.child_by_field_name("declarator") is not None:
+        return node.child_by_field_name("type")  # C, C++ and Java put the return type first
+    if kind == "method" and node.type == "method_declaration":
+        return node.child_by_field_name("type")
+    return None
+
+
+def _doc(node: Node, body: Node | None, source: bytes, language: str) -> str:
+    if language == "python" and body is not None:
+        string = body.named_child(0) if body.named_child_count else None
+        if string is not None and string.type == "expression_statement" and string.named_child_count:
+            string = string.named_child(0)
+        if string is not None and string.type == "string":
+            text = _text(source, string, DOC_CAP * 4).lstrip("rRbBuUfF").strip("\"'")
+            return _first_line(text)
+        return ""
+    comment = node.prev_named_sibling
+    if comment is None or "comment" not in comment.type or comment.end_point[0] < node.start_point[0] - 1:
+        return ""
+    # Walk up a block of line comments to its first line.
+    while True:
+        previous = comment.prev_named_sibling
+        if (
+            previous is None
+            or "comment" not in previous.type
+            or previous.end_point[0] < comment.start_point[0] - 1
+        ):
+            break
+        comment = previous
+    return _first_line(_text(source, comment, DOC_CAP * 4))
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = _COMMENT_MARK.sub("", line).strip().rstrip("*/").strip()
+        if line:
+            return _one_line(line, DOC_CAP)
+    return ""

@@ -1,0 +1,386 @@
+"""Keep a workspace's index current: walk, find what changed, parse it in worker processes, store it.
+
+A pass compares each file's size and mtime with the index, hashes the ones that differ (a touched but
+unchanged file costs a read, not a parse), parses the rest with tree-sitter in a process pool and writes
+the results while the workers go on. ``update_paths`` does the same for a few paths the watcher reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ide.codeintel.index import store
+from ide.codeintel.index.languages import EXTENSIONS, FILENAMES, TAGGED, detect_language
+from ide.codeintel.index.model import FileSymbols
+from ide.settings import Settings, WorkspaceSettings
+from ide.tools.workspace import Workspace, is_binary
+
+IN_PROCESS_MAX = 24
+"""Passes with fewer files to parse than this skip the process pool (starting it costs ~0.3 s)."""
+BULK_MIN = 500
+"""Passes that write this many files rebuild the search table once instead of updating it per row."""
+BATCH_BYTES = 1_500_000
+COMMIT_EVERY = 500
+
+Progress = Callable[[int, int], None]
+"""Called with (files examined, files to examine) while a pass runs."""
+
+
+@dataclass
+class IndexStats:
+    """What the index holds after a pass, and what the pass did."""
+
+    files: int = 0
+    skipped: int = 0
+    failed: int = 0
+    partial: int = 0
+    symbols: int = 0
+    references: int = 0
+    seconds: float = 0.0
+    db_bytes: int = 0
+    parsed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+
+    def as_dict(self) -> dict[str, int | float]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    rel: str
+    language: str | None
+    known_hash: str
+
+
+# (rel, size, mtime_ns, hash, symbols or None when the content hash is unchanged)
+_Result = tuple[str, int, int, str, FileSymbols | None]
+
+
+def index_path(settings: Settings, root: Path) -> Path:
+    """Where the index of ``root`` lives: the workspace's directory in the user data dir."""
+    return settings.workspace_data_dir(root) / "index.sqlite"
+
+
+class CodeIndex:
+    """The index of one workspace: passes and updates write, queries read (from any thread)."""
+
+    def __init__(
+        self, root: Path, db_path: Path, workspace: WorkspaceSettings | None = None, workers: int = 0
+    ) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.db_path = db_path
+        self.workspace = Workspace(self.root, workspace or WorkspaceSettings())
+        self.workers = workers or os.cpu_count() or 1
+        self.generation = 0
+        """Bumped whenever a pass or update changes the index (caches such as the repo map key on it)."""
+        self._write_lock = threading.Lock()
+        self._local = threading.local()
+        self._writer = store.connect(db_path)
+
+    @classmethod
+    def open(cls, settings: Settings, root: Path) -> CodeIndex:
+        """The index of ``root`` in the user data dir, with the workspace and index settings."""
+        return cls(root, index_path(settings, root), settings.workspace, settings.index.workers)
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._writer.close()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's read connection (WAL: reads never wait for a running pass)."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.db_path, timeout=30, check_same_thread=False)
+            db.execute("PRAGMA query_only=1")
+            self._local.db = db
+        return db
+
+    # Writing
+
+    def refresh(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexStats:
+        """Bring the whole index up to date with the workspace on disk."""
+        started = time.perf_counter()
+        with self._write_lock:
+            known = store.known_files(self._writer)
+            jobs: list[_Job] = []
+            stats: dict[str, os.stat_result] = {}
+            seen: set[str] = set()
+            unknown = 0
+            for rel, entry in self.workspace.scan():
+                language = _language_by_name(rel)
+                if language is None:
+                    unknown += 1
+                    continue
+                seen.add(rel)
+                try:
+                    stat = entry.stat()
+                except OSError:
+                    continue
+                old = known.get(rel)
+                if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
+                    continue
+                stats[rel] = stat
+                jobs.append(_Job(rel, language or None, old[3] if old else ""))
+            gone = [known[rel][0] for rel in known.keys() - seen]
+            store.delete_files(self._writer, gone)
+            self._writer.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('unknown_files', ?)", (str(unknown),)
+            )
+            self._writer.commit()
+            parsed, unchanged = self._run(jobs, known, stats, progress, cancel)
+            if parsed or gone:
+                self.generation += 1
+            result = self.stats()
+        result.seconds = round(time.perf_counter() - started, 3)
+        result.parsed, result.removed, result.unchanged = parsed, len(gone), unchanged
+        return result
+
+    def update_paths(self, paths: Iterable[str | Path]) -> IndexStats:
+        """Re-index the given files or directories (absolute or relative): changed, new, renamed, deleted."""
+        started = time.perf_counter()
+        with self._write_lock:
+            known = store.known_files(self._writer)
+            jobs: list[_Job] = []
+            stats: dict[str, os.stat_result] = {}
+            gone: list[int] = []
+            for path in dict.fromkeys(Path(p) if Path(p).is_absolute() else self.root / p for p in paths):
+                if not self.workspace.contains(path.parent) or path == self.root:
+                    continue
+                rel = path.relative_to(self.root).as_posix() if path.is_absolute() else str(path)
+                present = self._present(path, rel)
+                for old_rel in _under(known, rel):
+                    if old_rel not in present:
+                        gone.append(known[old_rel][0])
+                for file_rel, stat in present.items():
+                    old = known.get(file_rel)
+                    if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
+                        continue
+                    stats[file_rel] = stat
+                    jobs.append(_Job(file_rel, _language_by_name(file_rel) or None, old[3] if old else ""))
+            store.delete_files(self._writer, gone)
+            self._writer.commit()
+            parsed, unchanged = self._run(jobs, known, stats, None, None)
+            if parsed or gone:
+                self.generation += 1
+            result = self.stats()
+        result.seconds = round(time.perf_counter() - started, 3)
+        result.parsed, result.removed, result.unchanged = parsed, len(gone), unchanged
+        return result
+
+    def _present(self, path: Path, rel: str) -> dict[str, os.stat_result]:
+        """Indexable files at ``path`` now: the file itself, or every file under a directory."""
+        if path.is_dir() and not path.is_symlink():
+            found = {}
+            for file_rel, entry in self.workspace.scan(path):
+                if _language_by_name(file_rel) is not None:
+                    try:
+                        found[file_rel] = entry.stat()
+                    except OSError:
+                        continue
+            return found
+        if not path.is_file() or self.workspace.is_ignored(path) or _language_by_name(rel) is None:
+            return {}
+        try:
+            return {rel: path.stat()}
+        except OSError:
+            return {}
+
+    def _run(
+        self,
+        jobs: list[_Job],
+        known: dict[str, tuple[int, int, int, str]],
+        stats: dict[str, os.stat_result],
+        progress: Progress | None,
+        cancel: threading.Event | None,
+    ) -> tuple[int, int]:
+        if len(jobs) >= BULK_MIN:
+            with store.bulk(self._writer):
+                return self._write_all(jobs, known, stats, progress, cancel)
+        return self._write_all(jobs, known, stats, progress, cancel)
+
+    def _write_all(
+        self,
+        jobs: list[_Job],
+        known: dict[str, tuple[int, int, int, str]],
+        stats: dict[str, os.stat_result],
+        progress: Progress | None,
+        cancel: threading.Event | None,
+    ) -> tuple[int, int]:
+        parsed = unchanged = done = 0
+        total = len(jobs)
+        if progress is not None:
+            progress(0, total)
+        max_bytes = self.workspace.settings.max_file_bytes
+        big = [job for job in jobs if stats[job.rel].st_size > max_bytes]
+        for job in big:
+            stat = stats[job.rel]
+            old = known.get(job.rel)
+            note = f"over {max_bytes} bytes (workspace.max_file_bytes)"
+            symbols = FileSymbols(language=job.language, status="skipped", note=note)
+            store.write_file(
+                self._writer, job.rel, stat.st_size, stat.st_mtime_ns, "", symbols, old and old[0]
+            )
+        done += len(big)
+        small = [job for job in jobs if stats[job.rel].st_size <= max_bytes]
+        for results in self._parse(small, stats, cancel):
+            for rel, size, mtime_ns, digest, symbols in results:
+                old = known.get(rel)
+                if symbols is None and old is not None:
+                    store.touch_file(self._writer, old[0], size, mtime_ns)
+                    unchanged += 1
+                elif symbols is not None:
+                    store.write_file(self._writer, rel, size, mtime_ns, digest, symbols, old and old[0])
+                    parsed += 1
+            before, done = done, done + len(results)
+            if done // COMMIT_EVERY != before // COMMIT_EVERY:
+                self._writer.commit()
+            if progress is not None:
+                progress(done, total)
+        self._writer.commit()
+        return parsed, unchanged
+
+    def _parse(
+        self, jobs: list[_Job], stats: dict[str, os.stat_result], cancel: threading.Event | None
+    ) -> Iterator[list[_Result]]:
+        root = str(self.root)
+        batches = list(_batches(jobs, stats))
+        if len(jobs) < IN_PROCESS_MAX or self.workers == 1:
+            for batch in batches:
+                if cancel is not None and cancel.is_set():
+                    return
+                yield index_batch(root, batch)
+            return
+        context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
+        with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
+            pending: set[Future[list[_Result]]] = set()
+            queue = iter(batches)
+            try:
+                while True:
+                    while len(pending) < self.workers * 2:
+                        batch = next(queue, None)
+                        if batch is None:
+                            break
+                        pending.add(pool.submit(index_batch, root, batch))
+                    if not pending:
+                        return
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        yield future.result()
+                    if cancel is not None and cancel.is_set():
+                        return
+            finally:
+                for future in pending:
+                    future.cancel()
+
+    # Reading
+
+    def stats(self) -> IndexStats:
+        counts = store.counts(self._writer if self._write_lock.locked() else self.db)
+        unknown = self.db.execute("SELECT value FROM meta WHERE key = 'unknown_files'").fetchone()
+        return IndexStats(
+            files=counts["files"] - counts.get("skipped", 0),
+            skipped=counts.get("skipped", 0) + int(unknown[0] if unknown else 0),
+            failed=counts.get("failed", 0) + counts.get("partial", 0),
+            partial=counts.get("partial", 0),
+            symbols=counts["symbols"],
+            references=counts["references"],
+            db_bytes=sum(
+                os.path.getsize(f"{self.db_path}{suffix}")
+                for suffix in ("", "-wal")
+                if os.path.exists(f"{self.db_path}{suffix}")
+            ),
+        )
+
+    def search(self, query: str, limit: int = 50) -> list[store.Symbol]:
+        return store.search(self.db, query, limit)
+
+    def outline(self, rel: str) -> list[store.Symbol]:
+        return store.outline(self.db, rel)
+
+    def file(self, rel: str) -> store.FileRow | None:
+        return store.file_row(self.db, rel)
+
+    def definitions(self, name: str | None = None) -> Iterator[store.Symbol]:
+        return store.definitions(self.db, name)
+
+    def references(self, name: str, limit: int = 200) -> list[tuple[str, int]]:
+        return store.references(self.db, name, limit)
+
+
+def _language_by_name(rel: str) -> str | None:
+    """The language by file name; "" for a file with no suffix (its #! line decides), None to skip it."""
+    name = rel.rsplit("/", 1)[-1]
+    if name in FILENAMES:
+        return FILENAMES[name]
+    dot = name.rfind(".")
+    if dot <= 0:
+        return ""
+    return EXTENSIONS.get(name[dot:].lower())
+
+
+def _under(known: dict[str, tuple[int, int, int, str]], rel: str) -> list[str]:
+    prefix = rel.rstrip("/") + "/"
+    return [path for path in known if path == rel or path.startswith(prefix)]
+
+
+def _batches(jobs: list[_Job], stats: dict[str, os.stat_result]) -> Iterator[list[_Job]]:
+    batch: list[_Job] = []
+    size = 0
+    for job in jobs:
+        batch.append(job)
+        size += stats[job.rel].st_size
+        if size >= BATCH_BYTES or len(batch) >= 64:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def index_batch(root: str, jobs: list[_Job]) -> list[_Result]:
+    """Read, hash and parse some files (in a worker process); never raises for a bad file."""
+    results: list[_Result] = []
+    for job in jobs:
+        path = os.path.join(root, job.rel)
+        try:
+            stat = os.stat(path)
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            symbols = FileSymbols(language=job.language, status="failed", note=f"unreadable: {exc.strerror}")
+            results.append((job.rel, 0, 0, "", symbols))
+            continue
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        if digest == job.known_hash:
+            results.append((job.rel, stat.st_size, stat.st_mtime_ns, digest, None))
+            continue
+        results.append((job.rel, stat.st_size, stat.st_mtime_ns, digest, _symbols(job, data)))
+    return results
+
+
+def _symbols(job: _Job, data: bytes) -> FileSymbols:
+    from ide.codeintel.index.extract import extract
+
+    language = job.language or detect_language(job.rel, data[:256])
+    if is_binary(data):
+        return FileSymbols(language=language, status="skipped", note="binary")
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    if language is None:
+        return FileSymbols(language=None, status="skipped", note="unknown language", lines=lines)
+    if language not in TAGGED:
+        return FileSymbols(language=language, note="file-level entry", lines=lines)
+    try:
+        return extract(data, language)
+    except Exception as exc:  # a parser or query bug must not stop the pass
+        return FileSymbols(language=language, status="failed", note=f"parser error: {exc}", lines=lines)

@@ -1,0 +1,378 @@
+"""The index's SQLite file: schema, writes of extracted files, and the queries every surface uses.
+
+One file per workspace (``<data dir>/workspaces/<key>/index.sqlite``), WAL so readers never wait for the
+indexer. Definitions are searchable through an FTS5 trigram table (substrings of names, qualified names,
+signatures and docstrings, bm25-ranked).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ide.codeintel.index.model import FileSymbols
+
+SCHEMA_VERSION = 1
+"""Bump when the schema or what extraction produces changes: an older file is rebuilt from scratch."""
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    language TEXT,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    lines INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE defs (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    qualname TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    signature TEXT NOT NULL,
+    params TEXT NOT NULL,
+    returns TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    parent TEXT NOT NULL
+);
+CREATE INDEX defs_file ON defs (file_id);
+CREATE INDEX defs_name ON defs (name COLLATE NOCASE);
+CREATE TABLE refs (file_id INTEGER NOT NULL, name TEXT NOT NULL, lines TEXT NOT NULL, count INTEGER NOT NULL);
+CREATE INDEX refs_name ON refs (name);
+CREATE INDEX refs_file ON refs (file_id);
+CREATE TABLE imports (file_id INTEGER NOT NULL, module TEXT NOT NULL);
+CREATE INDEX imports_file ON imports (file_id);
+CREATE VIRTUAL TABLE defs_fts USING fts5(
+    name, qualname, signature, doc, content='defs', content_rowid='id', tokenize='trigram'
+);
+"""
+
+TRIGGERS = """
+CREATE TRIGGER defs_ai AFTER INSERT ON defs BEGIN
+    INSERT INTO defs_fts (rowid, name, qualname, signature, doc)
+    VALUES (new.id, new.name, new.qualname, new.signature, new.doc);
+END;
+CREATE TRIGGER defs_ad AFTER DELETE ON defs BEGIN
+    INSERT INTO defs_fts (defs_fts, rowid, name, qualname, signature, doc)
+    VALUES ('delete', old.id, old.name, old.qualname, old.signature, old.doc);
+END;
+"""
+
+DEF_COLUMNS = ", ".join(
+    f"d.{c}" if c != "path" else "f.path"
+    for c in (
+        "name",
+        "qualname",
+        "kind",
+        "path",
+        "line",
+        "end_line",
+        "signature",
+        "params",
+        "returns",
+        "doc",
+        "parent",
+    )
+)
+KIND_WEIGHT = {"class": 3.0, "interface": 3.0, "struct": 3.0, "trait": 3.0, "enum": 2.5, "function": 2.5}
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(slots=True)
+class Symbol:
+    """A definition as the surfaces show it; ``path`` is relative to the workspace root (POSIX)."""
+
+    name: str
+    qualname: str
+    kind: str
+    path: str
+    line: int
+    end_line: int
+    signature: str = ""
+    params: str = ""
+    returns: str = ""
+    doc: str = ""
+    parent: str = ""
+    score: float = 0.0
+
+
+@dataclass(slots=True)
+class FileRow:
+    path: str
+    language: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    status: str
+    note: str
+    lines: int
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating or rebuilding when the schema version differs) the index file at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = _open(path)
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version != SCHEMA_VERSION:
+        has_tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if has_tables:
+            db.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            db = _open(path)
+        db.executescript(SCHEMA + TRIGGERS)
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.commit()
+    return db
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA cache_size=-65536")
+    return db
+
+
+@contextmanager
+def bulk(db: sqlite3.Connection) -> Iterator[None]:
+    """Write many files without keeping the search table current row by row, then rebuild it once
+    (several times faster than the triggers for a full pass)."""
+    db.execute("DROP TRIGGER IF EXISTS defs_ai")
+    db.execute("DROP TRIGGER IF EXISTS defs_ad")
+    db.commit()
+    try:
+        yield
+    finally:
+        db.execute("INSERT INTO defs_fts (defs_fts) VALUES ('rebuild')")
+        db.executescript(TRIGGERS)
+        db.commit()
+
+
+def known_files(db: sqlite3.Connection) -> dict[str, tuple[int, int, int, str]]:
+    """path → (id, size, mtime_ns, hash) of every file in the index."""
+    return {row[0]: row[1:] for row in db.execute("SELECT path, id, size, mtime_ns, hash FROM files")}
+
+
+def delete_files(db: sqlite3.Connection, file_ids: Iterable[int]) -> None:
+    ids = [(file_id,) for file_id in file_ids]
+    db.executemany("DELETE FROM defs WHERE file_id = ?", ids)
+    db.executemany("DELETE FROM refs WHERE file_id = ?", ids)
+    db.executemany("DELETE FROM imports WHERE file_id = ?", ids)
+    db.executemany("DELETE FROM files WHERE id = ?", ids)
+
+
+def touch_file(db: sqlite3.Connection, file_id: int, size: int, mtime_ns: int) -> None:
+    """Same content, new stat (a checkout or `touch`): remember the stat so the next pass skips the file."""
+    db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
+
+
+def write_file(
+    db: sqlite3.Connection,
+    rel: str,
+    size: int,
+    mtime_ns: int,
+    digest: str,
+    symbols: FileSymbols,
+    old_id: int | None,
+) -> None:
+    """Replace what the index holds for ``rel`` with ``symbols``."""
+    if old_id is not None:
+        delete_files(db, [old_id])
+    cursor = db.execute(
+        "INSERT INTO files (path, language, size, mtime_ns, hash, status, note, lines) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (rel, symbols.language, size, mtime_ns, digest, symbols.status, symbols.note, symbols.lines),
+    )
+    file_id = cursor.lastrowid
+    if symbols.definitions:
+        db.executemany(
+            "INSERT INTO defs (file_id, name, qualname, kind, line, end_line, signature, params, returns, "
+            "doc, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    file_id, d.name, d.qualname, d.kind, d.line, d.end_line,
+                    d.signature, d.params, d.returns, d.doc, d.parent,
+                )
+                for d in symbols.definitions
+            ],
+        )  # fmt: skip
+    if symbols.references:
+        db.executemany(
+            "INSERT INTO refs (file_id, name, lines, count) VALUES (?, ?, ?, ?)",
+            [
+                (file_id, name, ",".join(map(str, lines)), len(lines))
+                for name, lines in symbols.references.items()
+            ],
+        )
+    if symbols.imports:
+        db.executemany(
+            "INSERT INTO imports (file_id, module) VALUES (?, ?)",
+            [(file_id, module) for module in dict.fromkeys(symbols.imports)],
+        )
+
+
+def counts(db: sqlite3.Connection) -> dict[str, int]:
+    """Files, symbols and reference occurrences in the index, and files by status."""
+    files, symbols = db.execute("SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM defs)").fetchone()
+    references = db.execute("SELECT coalesce(sum(count), 0) FROM refs").fetchone()[0]
+    by_status = dict(db.execute("SELECT status, count(*) FROM files GROUP BY status").fetchall())
+    return {"files": files, "symbols": symbols, "references": references, **by_status}
+
+
+def file_row(db: sqlite3.Connection, rel: str) -> FileRow | None:
+    row = db.execute(
+        "SELECT path, language, size, mtime_ns, hash, status, note, lines FROM files WHERE path = ?", (rel,)
+    ).fetchone()
+    return FileRow(*row) if row else None
+
+
+def outline(db: sqlite3.Connection, rel: str) -> list[Symbol]:
+    """Definitions of one file in source order."""
+    rows = db.execute(
+        f"SELECT {DEF_COLUMNS} FROM defs d JOIN files f ON f.id = d.file_id WHERE f.path = ? "
+        "ORDER BY d.line, d.id",
+        (rel,),
+    )
+    return [Symbol(*row) for row in rows]
+
+
+def definitions(db: sqlite3.Connection, name: str | None = None) -> Iterator[Symbol]:
+    """Every definition (by path and line), or those named exactly ``name``."""
+    where, args = ("WHERE d.name = ?", (name,)) if name is not None else ("", ())
+    rows = db.execute(
+        f"SELECT {DEF_COLUMNS} FROM defs d JOIN files f ON f.id = d.file_id {where} ORDER BY f.path, d.line",
+        args,
+    )
+    for row in rows:
+        yield Symbol(*row)
+
+
+def references(db: sqlite3.Connection, name: str, limit: int) -> list[tuple[str, int]]:
+    """(path, line) of the uses of ``name`` the index recorded, by path and line, at most ``limit``."""
+    found: list[tuple[str, int]] = []
+    rows = db.execute(
+        "SELECT f.path, r.lines FROM refs r JOIN files f ON f.id = r.file_id "
+        "WHERE r.name = ? ORDER BY f.path",
+        (name,),
+    )
+    for path, lines in rows:
+        for line in lines.split(","):
+            found.append((path, int(line)))
+            if len(found) >= limit:
+                return found
+    return found
+
+
+def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
+    """Definitions matching ``query``, best first (``score`` is higher for better hits).
+
+    Cheap tiers first, each only while the earlier ones found too few: exact name, name prefix (both
+    through the name index), substring of a name or qualified name (FTS5 trigram), words of
+    signatures and docstrings (bm25), then a fuzzy subsequence of the name starting at its first letter.
+    """
+    words = _WORD.findall(query)
+    if not words:
+        return []
+    head = words[0]
+    pool = max(limit * 2, 50)
+    candidates: dict[tuple[str, int, str], Symbol] = {}
+    select = f"SELECT {DEF_COLUMNS} FROM defs d JOIN files f ON f.id = d.file_id "
+    fts = (
+        f"SELECT {DEF_COLUMNS} FROM defs_fts "
+        "JOIN defs d ON d.id = defs_fts.rowid JOIN files f ON f.id = d.file_id "
+    )
+
+    def add(sql: str, args: tuple[object, ...], base: float) -> None:
+        for row in db.execute(sql, args):
+            symbol = Symbol(*row)
+            key = (symbol.path, symbol.line, symbol.qualname)
+            if key not in candidates:
+                symbol.score = base
+                candidates[key] = symbol
+
+    if len(words) == 1:
+        add(select + "WHERE d.name = ? COLLATE NOCASE LIMIT ?", (head, pool), 0.0)
+        if len(candidates) < pool:
+            low, high = _prefix_range(head)
+            add(
+                select + "WHERE d.name >= ? COLLATE NOCASE AND d.name < ? COLLATE NOCASE LIMIT ?",
+                (low, high, pool),
+                0.0,
+            )
+        if len(candidates) < pool and len(head) >= 3:  # trigrams need three characters
+            add(fts + "WHERE defs_fts MATCH ? LIMIT ?", ("{name qualname} : " + _phrase(head), pool), 0.0)
+    if len(candidates) < limit and all(len(w) >= 3 for w in words):
+        match = "{signature doc} : " + " AND ".join(_phrase(w) for w in words)
+        add(fts + "WHERE defs_fts MATCH ? ORDER BY bm25(defs_fts) LIMIT ?", (match, limit), -5.0)
+    if len(candidates) < limit and len(words) == 1 and len(head) >= 2:
+        low, high = _prefix_range(head[0])
+        pattern = "".join(_like_escape(ch) + "%" for ch in head)
+        add(
+            select + "WHERE d.name >= ? COLLATE NOCASE AND d.name < ? COLLATE NOCASE "
+            "AND d.name LIKE ? ESCAPE '\\' LIMIT ?",
+            (low, high, pattern, pool),
+            -10.0,
+        )
+    hits = list(candidates.values())
+    for hit in hits:
+        hit.score = round(hit.score + _name_bonus(hit.name, head) + KIND_WEIGHT.get(hit.kind, 1.0), 3)
+    hits.sort(key=lambda h: (-h.score, h.path.count("/"), h.path, h.line))
+    return hits[:limit]
+
+
+def _phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
+
+
+def _prefix_range(prefix: str) -> tuple[str, str]:
+    """Bounds of the names starting with ``prefix`` (case-insensitively, as the NOCASE index orders them)."""
+    return prefix, prefix + "\U0010ffff"
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _name_bonus(name: str, query: str) -> float:
+    """How well the name itself matches: exact, prefix, word start, substring, then fuzzy subsequence."""
+    if name == query:
+        return 100.0
+    lower, q = name.lower(), query.lower()
+    if lower == q:
+        return 95.0
+    extra = min(len(name) - len(query), 20)
+    if lower.startswith(q):
+        return 80.0 - extra
+    at = lower.find(q)
+    if at > 0:
+        word_start = name[at - 1] in "_-.$" or (name[at].isupper() and name[at - 1].islower())
+        return (60.0 if word_start else 40.0) - extra
+    return _fuzzy(name, q)
+
+
+def _fuzzy(name: str, query: str) -> float:
+    """Score of ``query`` as a subsequence of ``name``; letters that start words count most."""
+    score, at = 0.0, 0
+    lower = name.lower()
+    for ch in query:
+        found = lower.find(ch, at)
+        if found < 0:
+            return 0.0
+        starts_word = (
+            found == 0 or name[found - 1] in "_-.$" or (name[found].isupper() and name[found - 1].islower())
+        )
+        score += 3.0 if starts_word else (1.5 if found == at else 0.5)
+        at = found + 1
+    return min(score, 35.0) - min(len(name) - len(query), 20) * 0.2

@@ -1,0 +1,81 @@
+"""Wire models of the code index extensions (``_arbor/index/*``): status, a file's outline, symbol search.
+
+Paths on the wire are absolute; lines are 1-based, as editors show them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+INDEX_STATUS = "arbor/index/status"
+INDEX_OUTLINE = "arbor/index/outline"
+INDEX_SEARCH = "arbor/index/search"
+INDEX_METHODS = (INDEX_STATUS, INDEX_OUTLINE, INDEX_SEARCH)
+
+IndexState = Literal["indexing", "ready", "failed"]
+
+
+class IndexStatusParams(BaseModel):
+    """Asking for the status also starts indexing ``cwd`` (and watching it) if nothing has yet."""
+
+    cwd: str = Field(description="Absolute path of the workspace")
+
+
+class IndexStatus(BaseModel):
+    state: IndexState
+    files_done: int = Field(0, description="Files examined so far in the current (or last) pass")
+    files_total: int = Field(0, description="Files to examine in the current (or last) pass")
+    files: int = Field(0, description="Files in the index")
+    symbols: int = 0
+    references: int = 0
+    skipped: int = 0
+    failed: int = 0
+    seconds: float = Field(0.0, description="Duration of the last completed pass")
+    message: str | None = Field(None, description="Why indexing failed, or what it is doing")
+
+
+class OutlineParams(BaseModel):
+    cwd: str
+    path: str = Field(description="File path, absolute or relative to cwd")
+
+
+class OutlineSymbol(BaseModel):
+    name: str
+    qualname: str
+    kind: str
+    line: int
+    end_line: int
+    signature: str = ""
+    doc: str = ""
+    depth: int = Field(0, description="Nesting depth: 0 for top-level definitions")
+
+
+class OutlineResult(BaseModel):
+    path: str
+    language: str | None = None
+    symbols: list[OutlineSymbol] = Field(default_factory=list)
+    message: str | None = Field(None, description="Why there is no outline (not indexed yet, excluded, …)")
+
+
+class SymbolSearchParams(BaseModel):
+    cwd: str
+    query: str
+    limit: int = Field(50, ge=1, le=500)
+
+
+class SymbolHit(BaseModel):
+    name: str
+    qualname: str
+    kind: str
+    path: str = Field(description="Absolute path")
+    line: int
+    signature: str = ""
+    score: float = Field(description="Higher is better")
+
+
+class SymbolSearchResult(BaseModel):
+    hits: list[SymbolHit] = Field(default_factory=list)
+    state: IndexState = "ready"
+    message: str | None = None
