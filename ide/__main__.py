@@ -2,4 +2,6 @@
 
 from ide.cli import main
 
-raise SystemExit(main())
+# Guarded: the index's worker processes (forkserver/spawn) import the main module as __mp_main__.
+if __name__ == "__main__":
+    raise SystemExit(main())

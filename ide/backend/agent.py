@@ -44,6 +44,7 @@ from ide import __version__
 from ide.backend.limits import DIFF_INLINE_CAP
 from ide.backend.store import SessionStore
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
+from ide.protocol import index as ix
 from ide.protocol import review as rv
 from ide.protocol.review import REVIEW_METHODS
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEvent
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from ide.backend.session import Session
+    from ide.codeintel.index.service import IndexService
 
 # LangGraph, LangChain and the model layer are imported when the first session opens, not at start:
 # they cost about a second, and `initialize` should answer before that.
@@ -134,6 +136,7 @@ class ArborAgent(Agent):
         self._stores: dict[Path, SessionStore] = {}
         self._client_caps: ClientCapabilities | None = None
         self._pruned: set[str] = set()
+        self._indexes: dict[str, IndexService] = {}
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -165,7 +168,7 @@ class ArborAgent(Agent):
             version=__version__,
             model=self._base_settings.llm.model,
             architectures=list(MODES),
-            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION, BRANCH_DIFF],
+            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION, BRANCH_DIFF, *ix.INDEX_METHODS],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
         return InitializeResponse(
@@ -221,9 +224,21 @@ class ArborAgent(Agent):
             await self._checkpointer(store, cwd),
             batches=BatchStore(store.workspace_dir(cwd)),
             mode=mode,
+            index=self._index(cwd, settings).index,
         )
         self._sessions[session_id] = session
         return session
+
+    def _index(self, cwd: str, settings: Settings) -> IndexService:
+        """The workspace's index service, started (a pass in the background, then watching) on first use."""
+        from ide.codeintel.index.service import IndexService
+
+        real = os.path.realpath(cwd)
+        service = self._indexes.get(real)
+        if service is None:
+            service = self._indexes[real] = IndexService(Path(real), settings)
+            service.start()
+        return service
 
     @staticmethod
     def _modes(current: str) -> SessionModeState:
@@ -468,6 +483,9 @@ class ArborAgent(Agent):
             rv.ROLLBACK: self._review_rollback,
             rv.HISTORY: self._review_history,
             BRANCH_DIFF: self._branch_diff,
+            ix.INDEX_STATUS: self._index_status,
+            ix.INDEX_OUTLINE: self._index_outline,
+            ix.INDEX_SEARCH: self._index_search,
         }.get(method)
         if handler is None:
             raise RequestError.method_not_found(f"_{method}")
@@ -535,6 +553,25 @@ class ArborAgent(Agent):
         view = Review(branch, session_id=session.id, title="branch", store=session.batches)
         return await asyncio.to_thread(view.view)
 
+    async def _index_status(self, params: dict[str, Any]) -> BaseModel:
+        request = ix.IndexStatusParams.model_validate(params)
+        cwd, settings = self._workspace(request.cwd)
+        return self._index(cwd, settings).status()
+
+    async def _index_outline(self, params: dict[str, Any]) -> BaseModel:
+        """The definitions of one file, as the index holds them (the window's Outline dock)."""
+        request = ix.OutlineParams.model_validate(params)
+        cwd, settings = self._workspace(request.cwd)
+        try:
+            return await asyncio.to_thread(self._index(cwd, settings).outline, request.path)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from None
+
+    async def _index_search(self, params: dict[str, Any]) -> BaseModel:
+        request = ix.SymbolSearchParams.model_validate(params)
+        cwd, settings = self._workspace(request.cwd)
+        return await asyncio.to_thread(self._index(cwd, settings).search, request.query, request.limit)
+
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring extension notification _%s", method)
 
@@ -544,6 +581,9 @@ class ArborAgent(Agent):
             if session.turn is not None and not session.turn.done():
                 session.cancel_requested = True
                 session.turn.cancel()
+        for service in self._indexes.values():
+            await service.close()
+        self._indexes.clear()
         for conn, _saver in self._checkpointers.values():
             with contextlib.suppress(Exception):
                 await conn.close()

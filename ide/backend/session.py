@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import (
     plan_entry,
@@ -36,6 +36,9 @@ from ide.search.react import ReactTree, build_react_graph, turn_ran_out_of_steps
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import Toolbox, agent_toolbox
+
+if TYPE_CHECKING:
+    from ide.codeintel.index import CodeIndex
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +85,8 @@ class Session:
     checkpointer: Any
     batches: BatchStore
     mode: str = "react"
+    index: CodeIndex | None = None
+    """The workspace's code index (shared by its sessions), for the agent's index tools."""
     router: ModelRouter = field(init=False)
     changeset: ChangeSet = field(init=False)
     review: Review = field(init=False)
@@ -102,14 +107,14 @@ class Session:
             store=self.batches,
             commit_mode=self.settings.review.commit,
         )
-        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset)
+        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index)
         self._graph: Any = None
 
     def restore_review(self, snapshot: dict[str, Any]) -> None:
         """Bring back the pending change set and decisions saved before the backend restarted."""
         self.review = Review.restore(snapshot, store=self.batches)
         self.changeset = self.review.changeset
-        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset)
+        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index)
         self._graph = None
 
     def review_snapshot(self) -> dict[str, Any] | None:
@@ -217,6 +222,7 @@ class Session:
             checkpointer=self.checkpointer,
             thread_id=self.id,
             history=history if history is not None else await self._history(),
+            index=self.index,
             observation_cap=await self._observation_cap(),
         )
         self.runs[recorder.run_id] = ctx.branches

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
@@ -36,6 +36,9 @@ from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import Toolbox, ToolOutcome, Workspace
 from ide.tools.read import READ_TOOLS
+
+if TYPE_CHECKING:
+    from ide.codeintel.index import CodeIndex
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -137,6 +140,8 @@ class RunContext:
     history: list[BaseMessage] = field(default_factory=list)
     """Earlier turns of the conversation (for architectures that do not use the checkpointer)."""
     observation_cap: int = 8000
+    index: CodeIndex | None = None
+    """The workspace's code index for the index tools (find_symbol, file_outline, …), when open."""
     cache: ToolCache = field(default_factory=ToolCache)
     branches: dict[str, ChangeSet] = field(default_factory=dict)
     """Every branch change set made in this run, by id (the window asks for a node's branch diff)."""
@@ -167,10 +172,12 @@ class RunContext:
             root = Path(target.root)
             if read_only:
                 self._toolboxes[key] = Toolbox(
-                    Workspace(root, self.settings.workspace, target), self.settings.tools, READ_TOOLS
+                    Workspace(root, self.settings.workspace, target, self.index),
+                    self.settings.tools,
+                    READ_TOOLS,
                 )
             else:
-                self._toolboxes[key] = agent_toolbox(root, self.settings, target)
+                self._toolboxes[key] = agent_toolbox(root, self.settings, target, self.index)
         return self._toolboxes[key]
 
     async def call_tool(

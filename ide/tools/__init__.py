@@ -1,11 +1,17 @@
 """The agent's tools, each a typed function over the session's workspace."""
 
+from __future__ import annotations
+
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ide.settings import Settings
 from ide.tools.base import FileDiff, Toolbox, ToolKind, ToolOutcome, ToolSpec
 from ide.tools.read import READ_TOOLS
 from ide.tools.workspace import Overlay, ToolError, Workspace
+
+if TYPE_CHECKING:
+    from ide.codeintel.index import CodeIndex
 
 __all__ = [
     "READ_TOOLS",
@@ -22,13 +28,16 @@ __all__ = [
 ]
 
 
-def read_toolbox(root: Path, settings: Settings) -> Toolbox:
-    """The read-only tools (read_file, list_dir, grep) over ``root``."""
-    return Toolbox(Workspace(root, settings.workspace), settings.tools, READ_TOOLS)
+def read_toolbox(root: Path, settings: Settings, index: CodeIndex | None = None) -> Toolbox:
+    """The read-only tools (read_file, list_dir, grep, and the index's tools) over ``root``."""
+    return Toolbox(Workspace(root, settings.workspace, index=index), settings.tools, READ_TOOLS)
 
 
-def agent_toolbox(root: Path, settings: Settings, overlay: Overlay) -> Toolbox:
+def agent_toolbox(
+    root: Path, settings: Settings, overlay: Overlay, index: CodeIndex | None = None
+) -> Toolbox:
     """Read and edit tools over ``root`` as the session's change set ``overlay`` leaves it."""
     from ide.tools.edit import EDIT_TOOLS
 
-    return Toolbox(Workspace(root, settings.workspace, overlay), settings.tools, (*READ_TOOLS, *EDIT_TOOLS))
+    workspace = Workspace(root, settings.workspace, overlay, index)
+    return Toolbox(workspace, settings.tools, (*READ_TOOLS, *EDIT_TOOLS))

@@ -6,11 +6,14 @@ import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pathspec import GitIgnoreSpec
 
 from ide.settings import WorkspaceSettings
+
+if TYPE_CHECKING:
+    from ide.codeintel.index import CodeIndex
 
 ALWAYS_EXCLUDED = (".git/",)
 
@@ -37,11 +40,17 @@ class Workspace:
     """
 
     def __init__(
-        self, root: Path, settings: WorkspaceSettings | None = None, overlay: Overlay | None = None
+        self,
+        root: Path,
+        settings: WorkspaceSettings | None = None,
+        overlay: Overlay | None = None,
+        index: CodeIndex | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.settings = settings or WorkspaceSettings()
         self.overlay = overlay
+        self.index = index
+        """The workspace's code index (as on disk; the overlay's changed files are not in it), if open."""
         self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude])
 
     def resolve(self, path: str) -> Path:

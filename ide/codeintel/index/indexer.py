@@ -148,7 +148,11 @@ class CodeIndex:
         return result
 
     def update_paths(self, paths: Iterable[str | Path]) -> IndexStats:
-        """Re-index the given files or directories (absolute or relative): changed, new, renamed, deleted."""
+        """Re-index the given files or directories (absolute or relative): changed, new, renamed, deleted.
+
+        Returns what the update did (parsed, removed, unchanged, seconds), not the index totals: counting
+        them costs more than a one-file update.
+        """
         started = time.perf_counter()
         with self._write_lock:
             known = store.known_files(self._writer)
@@ -174,10 +178,8 @@ class CodeIndex:
             parsed, unchanged = self._run(jobs, known, stats, None, None)
             if parsed or gone:
                 self.generation += 1
-            result = self.stats()
-        result.seconds = round(time.perf_counter() - started, 3)
-        result.parsed, result.removed, result.unchanged = parsed, len(gone), unchanged
-        return result
+        seconds = round(time.perf_counter() - started, 3)
+        return IndexStats(seconds=seconds, parsed=parsed, removed=len(gone), unchanged=unchanged)
 
     def _present(self, path: Path, rel: str) -> dict[str, os.stat_result]:
         """Indexable files at ``path`` now: the file itself, or every file under a directory."""
@@ -302,6 +304,19 @@ class CodeIndex:
                 if os.path.exists(f"{self.db_path}{suffix}")
             ),
         )
+
+    def why_not_indexed(self, rel: str, state: str = "ready") -> str:
+        """Why ``rel`` has no entry, in words for the window."""
+        path = self.root / rel
+        if not path.is_file():
+            return f"{rel} is not a file on disk"
+        if self.workspace.is_ignored(path):
+            return f"{rel} is excluded (.gitignore or workspace.exclude)"
+        if _language_by_name(rel) is None:
+            return f"{rel} is not in a language the index reads"
+        if state == "indexing":
+            return f"{rel} is not indexed yet"
+        return f"{rel} is not indexed yet; it is picked up on the next change or pass"
 
     def search(self, query: str, limit: int = 50) -> list[store.Symbol]:
         return store.search(self.db, query, limit)

@@ -1,0 +1,170 @@
+"""A workspace's index kept current inside the backend: one full pass in a thread, then a file watcher."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+from ide.codeintel.index.indexer import CodeIndex, IndexStats
+from ide.protocol.index import (
+    IndexState,
+    IndexStatus,
+    OutlineResult,
+    OutlineSymbol,
+    SymbolHit,
+    SymbolSearchResult,
+)
+from ide.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class IndexService:
+    """Owns the CodeIndex of one workspace for as long as a window or session has it open."""
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.root = root
+        self.settings = settings
+        self.index = CodeIndex.open(settings, root)
+        self.state: IndexState = "indexing"
+        self.done = 0
+        self.total = 0
+        self.message: str | None = "starting"
+        self.last: IndexStats | None = None
+        self.watching = False
+        self.updated = asyncio.Event()
+        """Set after every pass or update that changed the index (tests and the window wait on it)."""
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._cancel = threading.Event()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"index {self.root}")
+
+    async def _run(self) -> None:
+        watcher = asyncio.create_task(self._watch()) if self.settings.index.watch else None
+        try:
+            self.message = "scanning the workspace"
+            self.last = await asyncio.to_thread(self.index.refresh, self._progress, self._cancel)
+            self.state, self.message = "ready", None
+            self.updated.set()
+            log.info("indexed %s: %s", self.root, self.last)
+        except Exception as exc:  # reported through status; the backend goes on without an index
+            log.exception("indexing %s failed", self.root)
+            self.state, self.message = "failed", f"indexing failed: {exc}"
+        if watcher is not None:
+            await watcher
+
+    def _progress(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        self.message = f"indexing {done:,} / {total:,} files"
+
+    async def _watch(self) -> None:
+        try:
+            from watchfiles import awatch
+        except ImportError:  # pragma: no cover - a dependency; only a broken install lacks it
+            self.message = "not watching files: watchfiles is not installed"
+            return
+        try:
+            async for changes in awatch(
+                self.root,
+                debounce=self.settings.index.debounce_ms,
+                step=min(50, self.settings.index.debounce_ms),
+                stop_event=self._stop,
+                watch_filter=self._relevant,
+                recursive=True,
+                ignore_permission_denied=True,
+            ):
+                self.watching = True
+                paths = sorted({path for _change, path in changes})
+                started = time.perf_counter()
+                update = await asyncio.to_thread(self.index.update_paths, paths)
+                if update.parsed or update.removed:
+                    log.debug("index update of %d paths in %.3f s", len(paths), time.perf_counter() - started)
+                    if self.state == "ready":
+                        totals = await asyncio.to_thread(self.index.stats)
+                        totals.seconds = self.last.seconds if self.last else 0.0
+                        self.last = totals
+                    self.updated.set()
+        except Exception as exc:  # e.g. out of inotify watches: the index stays, only live updates stop
+            log.warning("not watching %s: %s", self.root, exc)
+            self.message = f"not watching files for changes: {exc}"
+
+    def _relevant(self, _change: object, path: str) -> bool:
+        parts = Path(path).parts
+        return ".git" not in parts and "__pycache__" not in parts
+
+    def status(self) -> IndexStatus:
+        stats = self.last if self.last is not None else IndexStats()
+        return IndexStatus(
+            state=self.state,
+            files_done=self.done,
+            files_total=self.total,
+            files=stats.files,
+            symbols=stats.symbols,
+            references=stats.references,
+            skipped=stats.skipped,
+            failed=stats.failed,
+            seconds=stats.seconds,
+            message=self.message,
+        )
+
+    def outline(self, path: str) -> OutlineResult:
+        """The definitions of one file (absolute or workspace-relative), nested by depth."""
+        root = self.index.root
+        real = Path(os.path.realpath(root / path))
+        if root not in real.parents:
+            raise ValueError(f"{path} is outside the workspace {root}")
+        rel = real.relative_to(root).as_posix()
+        row = self.index.file(rel)
+        if row is None:
+            return OutlineResult(path=str(real), message=self.index.why_not_indexed(rel, self.state))
+        depth: dict[str, int] = {}
+        symbols = []
+        for symbol in self.index.outline(rel):
+            depth[symbol.qualname] = depth.get(symbol.parent, -1) + 1 if symbol.parent else 0
+            symbols.append(
+                OutlineSymbol(
+                    name=symbol.name,
+                    qualname=symbol.qualname,
+                    kind=symbol.kind,
+                    line=symbol.line,
+                    end_line=symbol.end_line,
+                    signature=symbol.signature,
+                    doc=symbol.doc,
+                    depth=depth[symbol.qualname],
+                )
+            )
+        message = None if symbols else row.note or "no definitions in this file"
+        return OutlineResult(path=str(real), language=row.language, symbols=symbols, message=message)
+
+    def search(self, query: str, limit: int) -> SymbolSearchResult:
+        """Symbol search for the window (absolute paths), with the index's state."""
+        hits = [
+            SymbolHit(
+                name=hit.name,
+                qualname=hit.qualname,
+                kind=hit.kind,
+                path=str(self.index.root / hit.path),
+                line=hit.line,
+                signature=hit.signature,
+                score=hit.score,
+            )
+            for hit in self.index.search(query, limit)
+        ]
+        return SymbolSearchResult(hits=hits, state=self.state, message=self.message)
+
+    async def close(self) -> None:
+        self._stop.set()
+        self._cancel.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        await asyncio.to_thread(self.index.close)

@@ -1,0 +1,95 @@
+"""The code index over ACP: status while indexing, outlines, symbol search, and the file watcher."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from acp import RequestError
+
+from ide.protocol import META_KEY
+from ide.protocol import index as ix
+from tests.support.acp_client import Backend, acp_backend
+
+
+async def poll(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 15.0) -> None:
+    """Ask until ``check`` holds; bounded, so a broken watcher fails the test instead of hanging it."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def status(backend: Backend, cwd: Path) -> ix.IndexStatus:
+    return ix.IndexStatus.model_validate(await backend.conn.ext_method(ix.INDEX_STATUS, {"cwd": str(cwd)}))
+
+
+async def search(backend: Backend, cwd: Path, query: str) -> list[ix.SymbolHit]:
+    params = {"cwd": str(cwd), "query": query, "limit": 10}
+    return ix.SymbolSearchResult.model_validate(await backend.conn.ext_method(ix.INDEX_SEARCH, params)).hits
+
+
+async def outline(backend: Backend, cwd: Path, path: str) -> ix.OutlineResult:
+    params = {"cwd": str(cwd), "path": path}
+    return ix.OutlineResult.model_validate(await backend.conn.ext_method(ix.INDEX_OUTLINE, params))
+
+
+async def ready(backend: Backend, cwd: Path) -> ix.IndexStatus:
+    async def is_ready() -> bool:
+        return (await status(backend, cwd)).state == "ready"
+
+    await poll(is_ready, "the first pass")
+    return await status(backend, cwd)
+
+
+async def test_status_outline_and_search(git_workspace: Path) -> None:
+    async with acp_backend() as backend:
+        assert set(ix.INDEX_METHODS) <= set(
+            backend.init.agent_capabilities.field_meta[META_KEY]["extensions"]
+        )
+        done = await ready(backend, git_workspace)
+        assert (done.files, done.symbols, done.failed) == (3, 1, 0)  # __init__.py, greet.py, README.md
+
+        greet = await outline(backend, git_workspace, "pkg/greet.py")
+        assert greet.language == "python" and greet.message is None
+        assert [(s.name, s.kind, s.line, s.depth) for s in greet.symbols] == [("greet", "function", 1, 0)]
+        assert greet.symbols[0].signature == "def greet(name)"
+
+        readme = await outline(backend, git_workspace, str(git_workspace / "README.md"))
+        assert (readme.language, readme.symbols, readme.message) == ("markdown", [], "file-level entry")
+        ignored = await outline(backend, git_workspace, "debug.log")
+        assert ignored.message == "debug.log is excluded (.gitignore or workspace.exclude)"
+        with pytest.raises(RequestError) as refused:
+            await outline(backend, git_workspace, "../elsewhere.py")
+        assert "outside the workspace" in refused.value.data["message"]
+
+        hits = await search(backend, git_workspace, "gre")
+        assert [(h.name, h.path, h.line) for h in hits] == [("greet", str(git_workspace / "pkg/greet.py"), 1)]
+
+
+async def test_edits_renames_and_deletions_reach_the_index_while_it_watches(git_workspace: Path) -> None:
+    async with acp_backend() as backend:
+        await ready(backend, git_workspace)
+        greet = git_workspace / "pkg" / "greet.py"
+        greet.write_text(greet.read_text() + "\n\ndef wave(name):\n    return name\n")
+
+        async def has(name: str, path: str) -> bool:
+            return any(
+                h.name == name and h.path.endswith(path) for h in await search(backend, git_workspace, name)
+            )
+
+        await poll(lambda: has("wave", "pkg/greet.py"), "the edit")
+        greet.rename(git_workspace / "pkg" / "hello.py")
+        await poll(lambda: has("wave", "pkg/hello.py"), "the rename")
+        assert not await has("wave", "pkg/greet.py")
+
+        (git_workspace / "pkg" / "hello.py").unlink()
+
+        async def gone() -> bool:
+            return await search(backend, git_workspace, "wave") == []
+
+        await poll(gone, "the deletion")
+        assert (await outline(backend, git_workspace, "pkg/hello.py")).message.endswith("not a file on disk")
