@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ide.codeintel.index.model import FileSymbols
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump when the schema or what extraction produces changes: an older file is rebuilt from scratch."""
 
 SCHEMA = """
@@ -54,18 +54,21 @@ CREATE INDEX refs_file ON refs (file_id);
 CREATE TABLE imports (file_id INTEGER NOT NULL, module TEXT NOT NULL);
 CREATE INDEX imports_file ON imports (file_id);
 CREATE VIRTUAL TABLE defs_fts USING fts5(
-    name, qualname, signature, doc, content='defs', content_rowid='id', tokenize='trigram'
+    name, qualname, content='defs', content_rowid='id', tokenize='trigram'
+);
+CREATE VIRTUAL TABLE text_fts USING fts5(
+    signature, doc, content='defs', content_rowid='id', tokenize="unicode61 tokenchars '_'"
 );
 """
 
 TRIGGERS = """
 CREATE TRIGGER defs_ai AFTER INSERT ON defs BEGIN
-    INSERT INTO defs_fts (rowid, name, qualname, signature, doc)
-    VALUES (new.id, new.name, new.qualname, new.signature, new.doc);
+    INSERT INTO defs_fts (rowid, name, qualname) VALUES (new.id, new.name, new.qualname);
+    INSERT INTO text_fts (rowid, signature, doc) VALUES (new.id, new.signature, new.doc);
 END;
 CREATE TRIGGER defs_ad AFTER DELETE ON defs BEGIN
-    INSERT INTO defs_fts (defs_fts, rowid, name, qualname, signature, doc)
-    VALUES ('delete', old.id, old.name, old.qualname, old.signature, old.doc);
+    INSERT INTO defs_fts (defs_fts, rowid, name, qualname) VALUES ('delete', old.id, old.name, old.qualname);
+    INSERT INTO text_fts (text_fts, rowid, signature, doc) VALUES ('delete', old.id, old.signature, old.doc);
 END;
 """
 
@@ -156,6 +159,7 @@ def bulk(db: sqlite3.Connection) -> Iterator[None]:
         yield
     finally:
         db.execute("INSERT INTO defs_fts (defs_fts) VALUES ('rebuild')")
+        db.execute("INSERT INTO text_fts (text_fts) VALUES ('rebuild')")
         db.executescript(TRIGGERS)
         db.commit()
 
@@ -280,7 +284,8 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
 
     Cheap tiers first, each only while the earlier ones found too few: exact name, name prefix (both
     through the name index), substring of a name or qualified name (FTS5 trigram), words of
-    signatures and docstrings (bm25), then a fuzzy subsequence of the name starting at its first letter.
+    signatures and docstrings (FTS5 words, bm25), then a fuzzy subsequence of the name that starts
+    at its first letter.
     """
     words = _WORD.findall(query)
     if not words:
@@ -289,9 +294,10 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
     pool = max(limit * 2, 50)
     candidates: dict[tuple[str, int, str], Symbol] = {}
     select = f"SELECT {DEF_COLUMNS} FROM defs d JOIN files f ON f.id = d.file_id "
-    fts = (
-        f"SELECT {DEF_COLUMNS} FROM defs_fts "
-        "JOIN defs d ON d.id = defs_fts.rowid JOIN files f ON f.id = d.file_id "
+    fts, text = (
+        f"SELECT {DEF_COLUMNS} FROM {table} JOIN defs d ON d.id = {table}.rowid "
+        "JOIN files f ON f.id = d.file_id "
+        for table in ("defs_fts", "text_fts")
     )
 
     def add(sql: str, args: tuple[object, ...], base: float) -> None:
@@ -312,10 +318,10 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
                 0.0,
             )
         if len(candidates) < pool and len(head) >= 3:  # trigrams need three characters
-            add(fts + "WHERE defs_fts MATCH ? LIMIT ?", ("{name qualname} : " + _phrase(head), pool), 0.0)
-    if len(candidates) < limit and all(len(w) >= 3 for w in words):
-        match = "{signature doc} : " + " AND ".join(_phrase(w) for w in words)
-        add(fts + "WHERE defs_fts MATCH ? ORDER BY bm25(defs_fts) LIMIT ?", (match, limit), -5.0)
+            add(fts + "WHERE defs_fts MATCH ? LIMIT ?", (_phrase(head), pool), 0.0)
+    if len(candidates) < limit:
+        match = " AND ".join(_phrase(w) + "*" for w in words)  # words starting so
+        add(text + "WHERE text_fts MATCH ? ORDER BY bm25(text_fts, 1.0, 2.0) LIMIT ?", (match, limit), -5.0)
     if len(candidates) < limit and len(words) == 1 and len(head) >= 2:
         low, high = _prefix_range(head[0])
         pattern = "".join(_like_escape(ch) + "%" for ch in head)

@@ -1,0 +1,177 @@
+"""Benchmark of the code index on real code: the standard library plus a virtualenv's site-packages.
+
+In one run, side by side: a cold full index (fresh SQLite file) vs ``ctags -R`` over the same tree, a
+re-open with nothing changed, one edited file reflected in search, symbol-query latency (p50/p95 over
+queries made from real names: exact, prefix, substring and fuzzy), database size and peak RSS. The
+corpus is a hard-link tree (a copy where linking fails) in a temp dir, so nothing is written near the
+real files. Prints JSON; medians over ``--runs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ide.codeintel.index import CodeIndex
+from ide.settings import WorkspaceSettings
+
+
+def mirror(source: Path, target: Path, skip: set[str]) -> None:
+    """Hard-link every file of ``source`` under ``target`` (copy when linking is not possible)."""
+    for dirpath, dirnames, filenames in os.walk(source):
+        dirnames[:] = [d for d in dirnames if d not in skip]
+        here = target / Path(dirpath).relative_to(source)
+        here.mkdir(parents=True, exist_ok=True)
+        for name in filenames:
+            src = Path(dirpath) / name
+            if src.is_symlink() or not src.is_file():
+                continue
+            try:
+                os.link(src, here / name)
+            except OSError:
+                shutil.copy2(src, here / name)
+
+
+def build_corpus(root: Path, site_packages: Path) -> dict[str, int | str]:
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    mirror(stdlib, root / "stdlib", {"site-packages", "__pycache__"})
+    mirror(site_packages, root / "site-packages", {"__pycache__"})
+    files = sum(len(f) for _, _, f in os.walk(root))
+    size = sum((Path(d) / f).stat().st_size for d, _, fs in os.walk(root) for f in fs)
+    return {"stdlib": str(stdlib), "site_packages": str(site_packages), "files": files, "bytes": size}
+
+
+def timed(fn, *args):  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - started, result
+
+
+def queries(index: CodeIndex, count: int, seed: int = 7) -> list[str]:
+    """Real names cut four ways: whole, a prefix, an inner substring, and a fuzzy subsequence."""
+    rng = random.Random(seed)
+    names = [row[0] for row in index.db.execute("SELECT name FROM defs WHERE length(name) >= 6")]
+    made = []
+    for name in rng.sample(names, count):
+        cut = rng.randrange(4)
+        if cut == 0:
+            made.append(name)
+        elif cut == 1:
+            made.append(name[: rng.randint(3, len(name) - 1)])
+        elif cut == 2:
+            start = rng.randint(1, len(name) - 4)
+            made.append(name[start : start + rng.randint(3, len(name) - start)])
+        else:
+            made.append(name[0] + "".join(ch for ch in name[1:] if rng.random() < 0.5)[:5])
+    return made
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--site-packages",
+        default=sysconfig.get_paths()["purelib"],
+        help="site-packages of a virtualenv with Arbor's dependencies (default: this interpreter's)",
+    )
+    parser.add_argument("--workers", type=int, default=0, help="parser processes (default: one per CPU)")
+    parser.add_argument("--queries", type=int, default=400)
+    args = parser.parse_args()
+    if shutil.which("ctags") is None:
+        sys.exit("bench/index.py needs universal-ctags on PATH (the peer it is measured against)")
+
+    with tempfile.TemporaryDirectory(prefix="arbor-bench-index-") as tmp:
+        corpus = Path(tmp) / "corpus"
+        info = build_corpus(corpus, Path(args.site_packages))
+        settings = WorkspaceSettings(exclude=["__pycache__/", ".git/"])
+        cold, ctags, reopen, edits = [], [], [], []
+        stats = None
+        for run in range(args.runs):
+            db = Path(tmp) / f"index{run}.sqlite"
+            index = CodeIndex(corpus, db, settings, args.workers)
+            seconds, stats = timed(index.refresh)
+            cold.append(seconds)
+            seconds, again = timed(index.refresh)
+            assert again.parsed == 0, again
+            reopen.append(seconds)
+            target = corpus / "stdlib" / "json" / "encoder.py"
+            original = target.read_text()
+            target.unlink()  # break the hard link first: the edits must not reach the real stdlib
+            target.write_text(original)
+            index.update_paths([target])
+            for attempt in range(3):
+                name = f"bench_marker_{run}_{attempt}"
+                target.write_text(original + f"\n\ndef {name}():\n    pass\n")
+                started = time.perf_counter()
+                index.update_paths([target])
+                found = index.search(name, 1)
+                edits.append(time.perf_counter() - started)
+                assert found and found[0].name == name
+            target.write_text(original)
+            index.update_paths([target])
+            index.close()
+            tags = Path(tmp) / "tags"
+            started = time.perf_counter()
+            # ctags exits 1 after warnings about odd files (null tags in minified JS); the tags are written.
+            subprocess.run(["ctags", "-R", "-f", str(tags), str(corpus)], check=False, capture_output=True)
+            ctags.append(time.perf_counter() - started)
+            assert tags.stat().st_size > 0
+
+        index = CodeIndex(corpus, Path(tmp) / "index0.sqlite", settings)
+        latencies = []
+        made = queries(index, args.queries)
+        for query in made:
+            started = time.perf_counter()
+            index.search(query, 30)
+            latencies.append((time.perf_counter() - started) * 1000)
+        index.close()
+
+    cold_median, ctags_median = statistics.median(cold), statistics.median(ctags)
+    print(
+        json.dumps(
+            {
+                "corpus": info,
+                "workers": args.workers or os.cpu_count(),
+                "index": stats.as_dict() if stats else None,
+                "cold_full_index_s": round(cold_median, 2),
+                "cold_runs_s": [round(s, 2) for s in cold],
+                "ctags_R_s": round(ctags_median, 2),
+                "ctags_runs_s": [round(s, 2) for s in ctags],
+                "cold_vs_ctags": round(cold_median / ctags_median, 2),
+                "reopen_unchanged_s": round(statistics.median(reopen), 3),
+                "one_edit_reflected_ms": round(statistics.median(edits) * 1000, 1),
+                "symbols_query_ms": {
+                    "queries": len(latencies),
+                    "p50": round(percentile(latencies, 50), 2),
+                    "p95": round(percentile(latencies, 95), 2),
+                    "max": round(max(latencies), 2),
+                },
+                "db_bytes": stats.db_bytes if stats else None,
+                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "peak_rss_worker_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
