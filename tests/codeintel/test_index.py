@@ -221,3 +221,22 @@ def test_cli_index_stats_and_symbols(workspace: Path, capsys: pytest.CaptureFixt
     assert "pkg/util.py:1" in capsys.readouterr().out
     assert main(["symbols", str(workspace), "zzzqqq"]) == 1
     assert "no symbol matches" in capsys.readouterr().err
+
+
+def test_a_pass_killed_in_bulk_mode_is_repaired_on_open(
+    index: CodeIndex, workspace: Path, tmp_path: Path
+) -> None:
+    index.refresh()
+    index.close()
+    db = sqlite3.connect(tmp_path / "data" / "index.sqlite")
+    db.executescript(
+        "DROP TRIGGER defs_ai; DROP TRIGGER defs_ad; DROP INDEX defs_name; DELETE FROM defs_fts;"
+    )
+    db.close()
+    reopened = CodeIndex(workspace, tmp_path / "data" / "index.sqlite")
+    found = [hit.name for hit in reopened.search("atalo", 5)]
+    assert found[:2] == ["Catalog", "build_catalog"]  # the trigram table is back
+    (workspace / "pkg" / "util.py").write_text("def unslug(text):\n    return text\n")
+    reopened.update_paths(["pkg/util.py"])
+    assert [hit.name for hit in reopened.search("nslu", 5)] == ["unslug"]  # and kept current again
+    reopened.close()

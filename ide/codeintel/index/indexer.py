@@ -30,7 +30,7 @@ IN_PROCESS_MAX = 24
 BULK_MIN = 500
 """Passes that write this many files rebuild the search table once instead of updating it per row."""
 BATCH_BYTES = 1_500_000
-COMMIT_EVERY = 500
+COMMIT_EVERY = 2000
 
 Progress = Callable[[int, int], None]
 """Called with (files examined, files to examine) while a pass runs."""

@@ -47,9 +47,7 @@ CREATE TABLE defs (
     parent TEXT NOT NULL
 );
 CREATE INDEX defs_file ON defs (file_id);
-CREATE INDEX defs_name ON defs (name COLLATE NOCASE);
 CREATE TABLE refs (file_id INTEGER NOT NULL, name TEXT NOT NULL, lines TEXT NOT NULL, count INTEGER NOT NULL);
-CREATE INDEX refs_name ON refs (name);
 CREATE INDEX refs_file ON refs (file_id);
 CREATE TABLE imports (file_id INTEGER NOT NULL, module TEXT NOT NULL);
 CREATE INDEX imports_file ON imports (file_id);
@@ -61,12 +59,19 @@ CREATE VIRTUAL TABLE text_fts USING fts5(
 );
 """
 
+NAME_INDEXES = """
+CREATE INDEX IF NOT EXISTS defs_name ON defs (name COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS refs_name ON refs (name);
+"""
+"""Lookups by name; dropped during a bulk pass and built again once at its end (one sort, not a
+b-tree insert per row)."""
+
 TRIGGERS = """
-CREATE TRIGGER defs_ai AFTER INSERT ON defs BEGIN
+CREATE TRIGGER IF NOT EXISTS defs_ai AFTER INSERT ON defs BEGIN
     INSERT INTO defs_fts (rowid, name, qualname) VALUES (new.id, new.name, new.qualname);
     INSERT INTO text_fts (rowid, signature, doc) VALUES (new.id, new.signature, new.doc);
 END;
-CREATE TRIGGER defs_ad AFTER DELETE ON defs BEGIN
+CREATE TRIGGER IF NOT EXISTS defs_ad AFTER DELETE ON defs BEGIN
     INSERT INTO defs_fts (defs_fts, rowid, name, qualname) VALUES ('delete', old.id, old.name, old.qualname);
     INSERT INTO text_fts (text_fts, rowid, signature, doc) VALUES ('delete', old.id, old.signature, old.doc);
 END;
@@ -134,9 +139,11 @@ def connect(path: Path) -> sqlite3.Connection:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{path}{suffix}").unlink(missing_ok=True)
             db = _open(path)
-        db.executescript(SCHEMA + TRIGGERS)
+        db.executescript(SCHEMA + NAME_INDEXES + TRIGGERS)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.commit()
+    elif db.execute("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0] < 2:
+        _finish_bulk(db)  # a bulk pass was killed before its end: build what it had dropped
     return db
 
 
@@ -150,18 +157,23 @@ def _open(path: Path) -> sqlite3.Connection:
 
 @contextmanager
 def bulk(db: sqlite3.Connection) -> Iterator[None]:
-    """Write many files without keeping the search table current row by row, then rebuild it once
-    (several times faster than the triggers for a full pass)."""
-    db.execute("DROP TRIGGER IF EXISTS defs_ai")
-    db.execute("DROP TRIGGER IF EXISTS defs_ad")
-    db.commit()
+    """Write many files without keeping the search tables and name indexes current row by row, then
+    build them once (several times faster than triggers and b-tree inserts for a full pass)."""
+    db.executescript(
+        "DROP TRIGGER IF EXISTS defs_ai; DROP TRIGGER IF EXISTS defs_ad; "
+        "DROP INDEX IF EXISTS defs_name; DROP INDEX IF EXISTS refs_name;"
+    )
     try:
         yield
     finally:
-        db.execute("INSERT INTO defs_fts (defs_fts) VALUES ('rebuild')")
-        db.execute("INSERT INTO text_fts (text_fts) VALUES ('rebuild')")
-        db.executescript(TRIGGERS)
-        db.commit()
+        _finish_bulk(db)
+
+
+def _finish_bulk(db: sqlite3.Connection) -> None:
+    db.execute("INSERT INTO defs_fts (defs_fts) VALUES ('rebuild')")
+    db.execute("INSERT INTO text_fts (text_fts) VALUES ('rebuild')")
+    db.executescript(NAME_INDEXES + TRIGGERS)
+    db.commit()
 
 
 def known_files(db: sqlite3.Connection) -> dict[str, tuple[int, int, int, str]]:
