@@ -28,8 +28,8 @@ _COMMENT_MARK = re.compile(r"^\s*(?:///?!?|/\*\*?|\*+/?|#+|--|;+)\s?")
 @dataclass(frozen=True)
 class _Grammar:
     parser: Parser
-    definitions: Query
-    references: Query | None
+    tags: Query
+    """Definitions, scopes, imports and references in one query: one walk over the tree, not two."""
 
 
 @cache
@@ -38,11 +38,7 @@ def _grammar(language: str) -> _Grammar:
     refs_source = ""
     with contextlib.suppress(FileNotFoundError):
         refs_source = query_source(language, "refs")
-    return _Grammar(
-        parser=Parser(lang),
-        definitions=Query(lang, query_source(language)),
-        references=Query(lang, refs_source) if refs_source.strip() else None,
-    )
+    return _Grammar(parser=Parser(lang), tags=Query(lang, query_source(language) + "\n" + refs_source))
 
 
 def extract(source: bytes, language: str) -> FileSymbols:
@@ -57,13 +53,7 @@ def extract(source: bytes, language: str) -> FileSymbols:
     if root.has_error:
         result.status = "partial"
         result.note = "syntax errors; indexed what parsed"
-    _definitions(grammar.definitions, root, source, language, result)
-    if grammar.references is not None:
-        references = result.references
-        for node in QueryCursor(grammar.references).captures(root).get("reference", ()):
-            name = _text(source, node)
-            if name:
-                references.setdefault(name, []).append(node.start_point[0] + 1)
+    _tags(grammar.tags, root, source, language, result)
     return result
 
 
@@ -78,11 +68,22 @@ def _one_line(text: str, cap: int) -> str:
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
-def _definitions(query: Query, root: Node, source: bytes, language: str, result: FileSymbols) -> None:
+def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSymbols) -> None:
     # (start, -end, kind, name, node); scopes (kind "") qualify names without being definitions.
     found: list[tuple[int, int, str, str, Node]] = []
     seen: set[tuple[int, int]] = set()
+    references = result.references
     for _index, captures in QueryCursor(query).matches(root):
+        used = captures.get("reference")
+        if used is not None:
+            for node in used:
+                name = _text(source, node)
+                if name:
+                    lines = references.setdefault(name, [])
+                    line = node.start_point[0] + 1
+                    if not lines or lines[-1] != line:  # lines where the name is used, once each
+                        lines.append(line)
+            continue
         imports = captures.get("import")
         if imports:
             result.imports.extend(_text(source, node).strip("\"'<>`") for node in imports)

@@ -64,7 +64,7 @@ class _Job:
 
 
 # (rel, size, mtime_ns, hash, symbols or None when the content hash is unchanged)
-_Result = tuple[str, int, int, str, FileSymbols | None]
+_Result = tuple[str, int, int, str, store.FileRows | None]
 
 
 def index_path(settings: Settings, root: Path) -> Path:
@@ -230,7 +230,7 @@ class CodeIndex:
             stat = stats[job.rel]
             old = known.get(job.rel)
             note = f"over {max_bytes} bytes (workspace.max_file_bytes)"
-            symbols = FileSymbols(language=job.language, status="skipped", note=note)
+            symbols = store.file_rows(FileSymbols(language=job.language, status="skipped", note=note))
             store.write_file(
                 self._writer, job.rel, stat.st_size, stat.st_mtime_ns, "", symbols, old and old[0]
             )
@@ -373,14 +373,18 @@ def index_batch(root: str, jobs: list[_Job]) -> list[_Result]:
             with open(path, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
-            symbols = FileSymbols(language=job.language, status="failed", note=f"unreadable: {exc.strerror}")
+            symbols = store.file_rows(
+                FileSymbols(language=job.language, status="failed", note=f"unreadable: {exc.strerror}")
+            )
             results.append((job.rel, 0, 0, "", symbols))
             continue
         digest = hashlib.blake2b(data, digest_size=16).hexdigest()
         if digest == job.known_hash:
             results.append((job.rel, stat.st_size, stat.st_mtime_ns, digest, None))
             continue
-        results.append((job.rel, stat.st_size, stat.st_mtime_ns, digest, _symbols(job, data)))
+        results.append(
+            (job.rel, stat.st_size, stat.st_mtime_ns, digest, store.file_rows(_symbols(job, data)))
+        )
     return results
 
 

@@ -194,49 +194,77 @@ def touch_file(db: sqlite3.Connection, file_id: int, size: int, mtime_ns: int) -
     db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
 
 
+FileRows = tuple[
+    str | None,  # language
+    str,  # status
+    str,  # note
+    int,  # lines
+    list[tuple[str, str, str, int, int, str, str, str, str, str]],  # defs rows without file_id
+    list[tuple[str, str, int]],  # refs rows: name, "line,line,…", count
+    list[str],  # imported modules
+]
+"""One file's extraction as the rows the tables take: plain tuples pickle ~10× faster than dataclasses."""
+
+
+def file_rows(symbols: FileSymbols) -> FileRows:
+    """The rows of ``symbols`` (made in the worker process, so the writer only inserts)."""
+    return (
+        symbols.language,
+        symbols.status,
+        symbols.note,
+        symbols.lines,
+        [
+            (
+                d.name,
+                d.qualname,
+                d.kind,
+                d.line,
+                d.end_line,
+                d.signature,
+                d.params,
+                d.returns,
+                d.doc,
+                d.parent,
+            )
+            for d in symbols.definitions
+        ],
+        [(name, ",".join(map(str, lines)), len(lines)) for name, lines in symbols.references.items()],
+        list(dict.fromkeys(symbols.imports)),
+    )
+
+
 def write_file(
     db: sqlite3.Connection,
     rel: str,
     size: int,
     mtime_ns: int,
     digest: str,
-    symbols: FileSymbols,
+    rows: FileRows,
     old_id: int | None,
 ) -> None:
-    """Replace what the index holds for ``rel`` with ``symbols``."""
+    """Replace what the index holds for ``rel`` with ``rows``."""
     if old_id is not None:
         delete_files(db, [old_id])
+    language, status, note, lines, defs, refs, imports = rows
     cursor = db.execute(
         "INSERT INTO files (path, language, size, mtime_ns, hash, status, note, lines) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (rel, symbols.language, size, mtime_ns, digest, symbols.status, symbols.note, symbols.lines),
+        (rel, language, size, mtime_ns, digest, status, note, lines),
     )
     file_id = cursor.lastrowid
-    if symbols.definitions:
+    if defs:
         db.executemany(
             "INSERT INTO defs (file_id, name, qualname, kind, line, end_line, signature, params, returns, "
             "doc, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    file_id, d.name, d.qualname, d.kind, d.line, d.end_line,
-                    d.signature, d.params, d.returns, d.doc, d.parent,
-                )
-                for d in symbols.definitions
-            ],
-        )  # fmt: skip
-    if symbols.references:
+            [(file_id, *row) for row in defs],
+        )
+    if refs:
         db.executemany(
             "INSERT INTO refs (file_id, name, lines, count) VALUES (?, ?, ?, ?)",
-            [
-                (file_id, name, ",".join(map(str, lines)), len(lines))
-                for name, lines in symbols.references.items()
-            ],
+            [(file_id, *r) for r in refs],
         )
-    if symbols.imports:
-        db.executemany(
-            "INSERT INTO imports (file_id, module) VALUES (?, ?)",
-            [(file_id, module) for module in dict.fromkeys(symbols.imports)],
-        )
+    if imports:
+        db.executemany("INSERT INTO imports (file_id, module) VALUES (?, ?)", [(file_id, m) for m in imports])
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:
