@@ -21,6 +21,10 @@ SIGNATURE_CAP = 240
 DOC_CAP = 160
 NAME_CAP = 200
 CONTAINERS = frozenset({"class", "struct", "interface", "trait", "enum", "union"})
+LEAVES = frozenset({"type", "constant"})
+WEAK = LEAVES
+"""Kinds a more specific pattern on the same node overrides (a Go type spec of a struct is a struct)."""
+"""Kinds that never hold definitions (a C typedef wraps its struct; the struct is not its member)."""
 _SPACE = re.compile(r"\s+")
 _COMMENT_MARK = re.compile(r"^\s*(?:///?!?|/\*\*?|\*+/?|#+|--|;+)\s?")
 
@@ -69,20 +73,21 @@ def _one_line(text: str, cap: int) -> str:
 
 
 def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSymbols) -> None:
-    # (start, -end, kind, name, node); scopes (kind "") qualify names without being definitions.
-    found: list[tuple[int, int, str, str, Node]] = []
-    seen: set[tuple[int, int]] = set()
+    # (start, -end, kind, name, owner, node); scopes (kind "") qualify names without being definitions.
+    found: list[tuple[int, int, str, str, str, Node]] = []
+    seen: dict[tuple[int, int], int] = {}  # node range → index in found
     references = result.references
     for _index, captures in QueryCursor(query).matches(root):
         used = captures.get("reference")
         if used is not None:
             for node in used:
-                name = _text(source, node)
-                if name:
-                    lines = references.setdefault(name, [])
-                    line = node.start_point[0] + 1
-                    if not lines or lines[-1] != line:  # lines where the name is used, once each
-                        lines.append(line)
+                name = source[node.start_byte : node.end_byte].decode("utf-8", "replace")[:NAME_CAP]
+                line = node.start_point[0] + 1
+                lines = references.get(name)
+                if lines is None:
+                    references[name] = [line]
+                elif lines[-1] != line:  # lines where the name is used, once each
+                    lines.append(line)
             continue
         imports = captures.get("import")
         if imports:
@@ -91,6 +96,7 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
         names = captures.get("name")
         if not names:
             continue
+        receiver = captures.get("receiver")
         for capture, nodes in captures.items():
             if capture.startswith("definition."):
                 kind = capture.split(".", 1)[1]
@@ -100,19 +106,26 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
                 continue
             node = nodes[0]
             key = (node.start_byte, node.end_byte if kind else -node.end_byte)
-            if key in seen:
-                break
-            seen.add(key)
-            found.append((node.start_byte, -node.end_byte, kind, _text(source, names[0]), node))
+            owner = _text(source, receiver[0]) if receiver else ""
+            entry = (node.start_byte, -node.end_byte, kind, _text(source, names[0]), owner, node)
+            at = seen.get(key)
+            if at is None:
+                seen[key] = len(found)
+                found.append(entry)
+            elif found[at][2] in WEAK and kind not in WEAK:  # `const f = () => …` is a function
+                found[at] = entry
             break
     found.sort(key=lambda item: (item[0], item[1]))
     stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind) of open containers
-    for start, neg_end, kind, name, node in found:
+    for start, neg_end, kind, name, owner, node in found:
         while stack and stack[-1][0] <= start:
             stack.pop()
         parent_qual, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
+        if owner:  # Go receivers and C++ out-of-line definitions name their type: Foo.bar
+            parent_qual, parent_kind = (f"{parent_qual}.{owner}" if parent_qual else owner), "scope"
         qualname = f"{parent_qual}.{name}" if parent_qual else name
-        stack.append((-neg_end, qualname, kind or "scope"))
+        if kind not in LEAVES:
+            stack.append((-neg_end, qualname, kind or "scope"))
         if not kind:
             continue
         if kind == "function" and parent_kind in (*CONTAINERS, "scope"):
@@ -124,6 +137,9 @@ def _definition(
     node: Node, source: bytes, language: str, name: str, qualname: str, kind: str, parent: str
 ) -> Definition:
     body = node.child_by_field_name("body")
+    if body is None:  # const f = () => {…}: the body belongs to the value
+        value = node.child_by_field_name("value")
+        body = value.child_by_field_name("body") if value is not None else None
     head_end = body.start_byte if body is not None else node.end_byte
     head = source[node.start_byte : min(head_end, node.start_byte + SIGNATURE_CAP * 4)]
     signature = head.decode("utf-8", "replace")
@@ -140,7 +156,7 @@ def _definition(
         end_line=node.end_point[0] + 1,
         signature=signature,
         params=_one_line(_text(source, params_node, SIGNATURE_CAP), SIGNATURE_CAP) if params_node else "",
-        returns=_one_line(_text(source, returns_node, 120), 120) if returns_node else "",
+        returns=_one_line(_text(source, returns_node, 120).lstrip(":").strip(), 120) if returns_node else "",
         doc=_doc(node, body, source, language),
         parent=parent,
     )

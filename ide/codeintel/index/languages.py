@@ -60,6 +60,11 @@ def detect_language(path: str | PurePosixPath, head: bytes = b"") -> str | None:
     return None
 
 
+QUERY_ALIASES = {"tsx": "typescript"}
+"""Languages whose grammar extends another's closely enough to share its queries."""
+
+
 def query_source(language: str, kind: str = "") -> str:
     """Text of ``<language>.scm`` (definitions, scopes, imports) or ``<language>.<kind>.scm``."""
+    language = QUERY_ALIASES.get(language, language)
     return (QUERY_DIR / (f"{language}.{kind}.scm" if kind else f"{language}.scm")).read_text("utf-8")

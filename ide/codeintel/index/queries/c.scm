@@ -1,0 +1,12 @@
+; Definitions: @definition.<kind> on the whole node, @name on its name.
+(function_definition declarator: (function_declarator declarator: (identifier) @name)) @definition.function
+(function_definition
+  declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))) @definition.function
+(struct_specifier name: (type_identifier) @name body: (_)) @definition.struct
+(union_specifier name: (type_identifier) @name body: (_)) @definition.union
+(enum_specifier name: (type_identifier) @name body: (_)) @definition.enum
+(type_definition declarator: (type_identifier) @name) @definition.type
+(preproc_def name: (identifier) @name) @definition.constant
+(preproc_function_def name: (identifier) @name) @definition.function
+
+(preproc_include path: (_) @import)

@@ -1,0 +1,5 @@
+(call_expression function: (identifier) @reference)
+(call_expression function: (field_expression field: (field_identifier) @reference))
+(call_expression function: (qualified_identifier name: (identifier) @reference))
+(base_class_clause (type_identifier) @reference)
+(parameter_declaration type: (type_identifier) @reference)

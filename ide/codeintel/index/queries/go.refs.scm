@@ -1,0 +1,5 @@
+(call_expression function: (identifier) @reference)
+(call_expression function: (selector_expression field: (field_identifier) @reference))
+(composite_literal type: (type_identifier) @reference)
+(parameter_declaration type: (type_identifier) @reference)
+(qualified_type name: (type_identifier) @reference)

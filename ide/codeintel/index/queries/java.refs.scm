@@ -1,0 +1,5 @@
+(method_invocation name: (identifier) @reference)
+(object_creation_expression type: (type_identifier) @reference)
+(superclass (type_identifier) @reference)
+(super_interfaces (type_list (type_identifier) @reference))
+(formal_parameter type: (type_identifier) @reference)

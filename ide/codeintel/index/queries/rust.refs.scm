@@ -1,0 +1,7 @@
+(call_expression function: (identifier) @reference)
+(call_expression function: (field_expression field: (field_identifier) @reference))
+(call_expression function: (scoped_identifier name: (identifier) @reference))
+(macro_invocation macro: (identifier) @reference)
+(struct_expression name: (type_identifier) @reference)
+(impl_item trait: (type_identifier) @reference)
+(parameter type: (type_identifier) @reference)

@@ -1,0 +1,6 @@
+(call_expression function: (identifier) @reference)
+(call_expression function: (member_expression property: (property_identifier) @reference))
+(new_expression constructor: (identifier) @reference)
+(type_annotation (type_identifier) @reference)
+(extends_clause value: (identifier) @reference)
+(implements_clause (type_identifier) @reference)
