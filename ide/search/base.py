@@ -34,8 +34,7 @@ from ide.protocol import RoleUsage
 from ide.search.events import cap_text
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
-from ide.tools import Toolbox, ToolOutcome, Workspace
-from ide.tools.read import READ_TOOLS
+from ide.tools import Toolbox, ToolOutcome, Workspace, read_tools
 
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
@@ -174,7 +173,7 @@ class RunContext:
                 self._toolboxes[key] = Toolbox(
                     Workspace(root, self.settings.workspace, target, self.index),
                     self.settings.tools,
-                    READ_TOOLS,
+                    read_tools(self.index),
                 )
             else:
                 self._toolboxes[key] = agent_toolbox(root, self.settings, target, self.index)

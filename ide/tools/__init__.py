@@ -25,12 +25,23 @@ __all__ = [
     "Workspace",
     "agent_toolbox",
     "read_toolbox",
+    "read_tools",
 ]
 
 
+def read_tools(index: CodeIndex | None) -> tuple[ToolSpec, ...]:
+    """read_file, list_dir and grep, plus find_symbol, file_outline, find_references and repo_map
+    when the workspace's code index is open."""
+    if index is None:
+        return READ_TOOLS
+    from ide.tools.index import INDEX_TOOLS
+
+    return (*READ_TOOLS, *INDEX_TOOLS)
+
+
 def read_toolbox(root: Path, settings: Settings, index: CodeIndex | None = None) -> Toolbox:
-    """The read-only tools (read_file, list_dir, grep, and the index's tools) over ``root``."""
-    return Toolbox(Workspace(root, settings.workspace, index=index), settings.tools, READ_TOOLS)
+    """The read-only tools over ``root``."""
+    return Toolbox(Workspace(root, settings.workspace, index=index), settings.tools, read_tools(index))
 
 
 def agent_toolbox(
@@ -40,4 +51,4 @@ def agent_toolbox(
     from ide.tools.edit import EDIT_TOOLS
 
     workspace = Workspace(root, settings.workspace, overlay, index)
-    return Toolbox(workspace, settings.tools, (*READ_TOOLS, *EDIT_TOOLS))
+    return Toolbox(workspace, settings.tools, (*read_tools(index), *EDIT_TOOLS))

@@ -8,14 +8,16 @@ the results while the workers go on. ``update_paths`` does the same for a few pa
 from __future__ import annotations
 
 import hashlib
+import logging
 import multiprocessing
 import os
 import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,6 +26,8 @@ from ide.codeintel.index.languages import EXTENSIONS, FILENAMES, TAGGED, detect_
 from ide.codeintel.index.model import FileSymbols
 from ide.settings import Settings, WorkspaceSettings
 from ide.tools.workspace import Workspace, is_binary
+
+log = logging.getLogger(__name__)
 
 IN_PROCESS_MAX = 24
 """Passes with fewer files to parse than this skip the process pool (starting it costs ~0.3 s)."""
@@ -258,33 +262,41 @@ class CodeIndex:
     ) -> Iterator[list[_Result]]:
         root = str(self.root)
         batches = list(_batches(jobs, stats))
-        if len(jobs) < IN_PROCESS_MAX or self.workers == 1:
-            for batch in batches:
-                if cancel is not None and cancel.is_set():
-                    return
-                yield index_batch(root, batch)
-            return
+        if len(jobs) >= IN_PROCESS_MAX and self.workers > 1:
+            batches = yield from self._parse_in_pool(root, batches, cancel)
+        for batch in batches:
+            if cancel is not None and cancel.is_set():
+                return
+            yield index_batch(root, batch)
+
+    def _parse_in_pool(
+        self, root: str, batches: list[list[_Job]], cancel: threading.Event | None
+    ) -> Generator[list[_Result], None, list[list[_Job]]]:
+        """Parse in worker processes; returns the batches left to parse here if the pool broke
+        (workers cannot start when the main module cannot be imported again, e.g. a script on stdin)."""
         context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
+        pending: dict[Future[list[_Result]], list[_Job]] = {}
+        queue = list(reversed(batches))
         with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
-            pending: set[Future[list[_Result]]] = set()
-            queue = iter(batches)
             try:
-                while True:
-                    while len(pending) < self.workers * 2:
-                        batch = next(queue, None)
-                        if batch is None:
-                            break
-                        pending.add(pool.submit(index_batch, root, batch))
-                    if not pending:
-                        return
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                while queue or pending:
+                    while queue and len(pending) < self.workers * 2:
+                        batch = queue.pop()
+                        pending[pool.submit(index_batch, root, batch)] = batch
+                    finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        yield future.result()
+                        results = future.result()  # raises BrokenProcessPool with its batch still pending
+                        del pending[future]
+                        yield results
                     if cancel is not None and cancel.is_set():
-                        return
+                        return []
+            except BrokenProcessPool:
+                log.warning("index worker processes failed to start; parsing in this process")
+                return [*pending.values(), *reversed(queue)]
             finally:
                 for future in pending:
                     future.cancel()
+        return []
 
     # Reading
 

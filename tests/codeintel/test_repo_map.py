@@ -1,0 +1,65 @@
+"""The repo map: PageRank over who-uses-whom, personalised to the task, within a token budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ide.codeintel.index import CodeIndex
+from ide.codeintel.index.repomap import pagerank, repo_map, task_focus
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> CodeIndex:
+    root = tmp_path / "ws"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "core.py").write_text(
+        "class Engine:\n    def start(self) -> None:\n        pass\n\n    def stop(self):\n        pass\n\n"
+        "def make_engine(power: int) -> Engine:\n    return Engine()\n"
+    )
+    for n in range(5):
+        (root / "app" / f"user{n}.py").write_text(
+            f"from app.core import make_engine\n\n\ndef use{n}():\n    return make_engine({n})\n"
+        )
+    (root / "app" / "lonely.py").write_text("def forgotten_helper(x):\n    return x\n")
+    built = CodeIndex(root, tmp_path / "index.sqlite")
+    built.refresh()
+    yield built
+    built.close()
+
+
+def test_pagerank_favours_the_node_everyone_points_at() -> None:
+    rank = pagerank([1, 2, 3, 4], {1: {4: 1.0}, 2: {4: 1.0}, 3: {4: 1.0}}, {})
+    assert max(rank, key=rank.get) == 4
+    assert sum(rank.values()) == pytest.approx(1.0)
+    focused = pagerank([1, 2, 3, 4], {1: {4: 1.0}, 2: {4: 1.0}, 3: {4: 1.0}}, {2: 1.0})
+    assert focused[2] > rank[2]
+
+
+def test_the_used_module_comes_first_with_methods_under_their_class(index: CodeIndex) -> None:
+    text = repo_map(index, budget_tokens=1024)
+    lines = text.splitlines()
+    assert lines[:5] == [
+        "app/core.py:",
+        "  class Engine",
+        "    def start(self) -> None",
+        "    def stop(self)",
+        "  def make_engine(power: int) -> Engine",
+    ]
+    assert text.index("app/core.py:") < text.index("app/lonely.py:")
+    assert "  imports: app.core" in text
+
+
+def test_the_budget_holds(index: CodeIndex) -> None:
+    small = repo_map(index, budget_tokens=30)
+    assert len(small) <= 30 * 4
+    assert small.startswith("app/core.py:")
+    assert len(repo_map(index, budget_tokens=64)) < len(repo_map(index, budget_tokens=1024))
+
+
+def test_a_task_naming_a_file_or_identifier_pulls_it_up(index: CodeIndex) -> None:
+    files, names = task_focus(index, "Why is forgotten_helper slow? See lonely.py")
+    assert (files, names) == (["app/lonely.py"], ["forgotten_helper"])
+    text = repo_map(index, budget_tokens=1024, focus_files=files, focus_names=names)
+    assert text.splitlines()[0] == "app/lonely.py:"
