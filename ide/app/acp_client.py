@@ -29,6 +29,14 @@ from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from ide.app.background import run_blocking, spawn
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
+from ide.protocol.index import (
+    INDEX_OUTLINE,
+    INDEX_SEARCH,
+    INDEX_STATUS,
+    IndexStatus,
+    OutlineResult,
+    SymbolSearchResult,
+)
 from ide.protocol.review import (
     APPLY,
     CHANGESET,
@@ -208,6 +216,15 @@ class BackendBridge(QObject):
     branchDiffReceived = Signal(object, object)
     """The :class:`BranchDiffParams` of :meth:`branch_diff` and the branch's :class:`ChangeSetView`."""
     branchDiffFailed = Signal(object, str)
+    """(BranchDiffParams, message) when the backend could not give the branch's changes."""
+    indexStatus = Signal(object)
+    """IndexStatus of the workspace's code index (``_arbor/index/status``)."""
+    outlineReceived = Signal(object)
+    """OutlineResult of one file (``_arbor/index/outline``)."""
+    symbolsFound = Signal(object, object)
+    """(SymbolSearchParams, SymbolSearchResult) of a Ctrl+T search (``_arbor/index/search``)."""
+    indexFailed = Signal(str, str)
+    """(method, message) when an index request was refused or answered with unreadable data."""
     """The :class:`BranchDiffParams` of a failed :meth:`branch_diff` and what to tell the user."""
 
     def __init__(
@@ -328,6 +345,47 @@ class BackendBridge(QObject):
             return  # the watcher reports the backend's death
         if generation == self._generation:
             self.branchDiffReceived.emit(params, view)
+
+    def index_request(self, method: str, params: BaseModel) -> bool:
+        """Ask the code index (status, outline or search); the answer arrives as :attr:`indexStatus`,
+        :attr:`outlineReceived` or :attr:`symbolsFound`. False (nothing sent) when the backend is not
+        running or has no index."""
+        if self._conn is None or not self.supports(method):
+            return False
+        spawn(self._index_call(self._generation, self._conn, method, params), name=f"_{method}")
+        return True
+
+    async def _index_call(
+        self, generation: int, conn: ClientSideConnection, method: str, params: BaseModel
+    ) -> None:
+        from acp import RequestError
+
+        result_type, done = {
+            INDEX_STATUS: (IndexStatus, self.indexStatus),
+            INDEX_OUTLINE: (OutlineResult, self.outlineReceived),
+            INDEX_SEARCH: (SymbolSearchResult, self.symbolsFound),
+        }[method]
+        try:
+            result = result_type.model_validate(await conn.ext_method(method, params.model_dump(mode="json")))
+        except RequestError as exc:
+            if generation == self._generation:
+                self.indexFailed.emit(method, error_from_request(exc).message)
+            return
+        except ValidationError as exc:
+            if generation == self._generation:
+                log.warning("malformed answer to _%s: %s", method, exc)
+                self.indexFailed.emit(
+                    method, f"The backend answered _{method} with data this window cannot read."
+                )
+            return
+        except ConnectionError:
+            return  # the watcher reports the backend's death
+        if generation != self._generation:
+            return
+        if method == INDEX_SEARCH:
+            done.emit(params, result)
+        else:
+            done.emit(result)
 
     def _review_request(
         self, method: str, params: BaseModel, result_type: type[BaseModel], done: SignalInstance

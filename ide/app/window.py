@@ -5,19 +5,32 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QVBoxLayout, QWidget
 
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
 from ide.app.chat import ChatPanel, resolve_location
+from ide.app.outline import OutlinePanel
 from ide.app.review import ReviewPane
 from ide.app.status import BackendStatus
+from ide.app.symbols import IndexProgress, SymbolSearch
 from ide.app.tree_view import SearchTreeView
 from ide.app.viewer import CodeViewer
 from ide.app.workspace import WorkspacePanel
 from ide.protocol import ErrorInfo, TurnMeta
+from ide.protocol.index import (
+    INDEX_OUTLINE,
+    INDEX_SEARCH,
+    INDEX_STATUS,
+    IndexStatus,
+    IndexStatusParams,
+    OutlineParams,
+    OutlineResult,
+    SymbolSearchParams,
+    SymbolSearchResult,
+)
 from ide.protocol.review import (
     APPLY,
     DECIDE,
@@ -42,7 +55,9 @@ DEFAULT_DOCK_WIDTHS = (270, 470)
 GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
 # Bump when docks are added or renamed so an old saved layout is not forced onto new panels.
-STATE_VERSION = 3
+STATE_VERSION = 4
+INDEX_POLL_MS = 300
+"""How often the status bar asks for the index's progress while it is being built."""
 
 STOP_REASONS = {
     "max_tokens": "The model hit its output token limit; the answer may be cut short.",
@@ -112,7 +127,20 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.review_dock, self.tree_dock)
         self.tree_dock.hide()  # shown when a run starts
 
+        self.outline = OutlinePanel()
+        self.outline_dock = self._dock("Outline", "outlineDock", self.outline)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.outline_dock)
+        self.splitDockWidget(self.workspace_dock, self.outline_dock, Qt.Orientation.Vertical)
+        self.symbol_search = SymbolSearch(self.workspace, self)
+        self.index_progress = IndexProgress()
+        self._index_poll = QTimer(self)
+        self._index_poll.setSingleShot(True)
+        self._index_poll.setInterval(INDEX_POLL_MS)
+        self._index_poll.timeout.connect(self.request_index_status)
+        self._index_state: str | None = None
+
         self.status = BackendStatus()
+        self.statusBar().addPermanentWidget(self.index_progress)
         self.statusBar().addPermanentWidget(self.status, 1)
         self.statusBar().setSizeGripEnabled(False)
         self._build_menus()
@@ -159,6 +187,13 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.chat_dock.toggleViewAction())
         view_menu.addAction(self.review_dock.toggleViewAction())
         view_menu.addAction(self.tree_dock.toggleViewAction())
+        view_menu.addAction(self.outline_dock.toggleViewAction())
+
+        go_menu = self.menuBar().addMenu("&Go")
+        self.symbol_action = QAction("Go to &Symbol…", self)
+        self.symbol_action.setShortcut(QKeySequence("Ctrl+T"))
+        self.symbol_action.triggered.connect(self.open_symbol_search)
+        go_menu.addAction(self.symbol_action)
 
         agent_menu = self.menuBar().addMenu("&Agent")
         self.stop_action = QAction("&Stop Turn", self)
@@ -201,6 +236,15 @@ class MainWindow(QMainWindow):
         review.historyRequested.connect(self._review_history)
         review.feedbackRequested.connect(self.send_prompt)
         review.changesShown.connect(self._show_review)
+
+        self.viewer.fileShown.connect(self.request_outline)
+        self.outline.lineActivated.connect(self._open_location)
+        self.symbol_search.queryChanged.connect(self._search_symbols)
+        self.symbol_search.symbolChosen.connect(self._open_location)
+        bridge.indexStatus.connect(self._on_index_status)
+        bridge.outlineReceived.connect(self._on_outline)
+        bridge.symbolsFound.connect(self._on_symbols)
+        bridge.indexFailed.connect(self._on_index_failed)
 
         bridge.treeEvents.connect(self._on_tree_events)
         self.tree_view.runStarted.connect(self._on_run_started)
@@ -252,6 +296,65 @@ class MainWindow(QMainWindow):
         self._replaying = False
         if replayed:
             self.chat.flush()
+        self.request_index_status()
+        if self.viewer.current_path is not None:
+            self.request_outline(str(self.viewer.current_path))
+
+    # -- code index: status bar progress, Outline dock, Ctrl+T ---------------------------------------
+
+    def request_index_status(self) -> None:
+        """Ask for the index's state (this starts indexing the workspace if nothing has)."""
+        if not self.bridge.index_request(INDEX_STATUS, IndexStatusParams(cwd=str(self.workspace))):
+            self.index_progress.label.setText("")
+            if not self.bridge.supports(INDEX_STATUS) and self.bridge.state != BackendState.STOPPED:
+                self.outline.show_message("This agent has no code index: no outline or symbol search.")
+
+    def _on_index_status(self, status: IndexStatus) -> None:
+        self.index_progress.set_status(status)
+        was, self._index_state = self._index_state, status.state
+        if status.state == "indexing":
+            self._index_poll.start()
+        elif was == "indexing" and self.viewer.current_path is not None:
+            self.request_outline(str(self.viewer.current_path))  # the outline may have waited for it
+
+    def request_outline(self, path: str) -> None:
+        """Ask for the outline of ``path`` (the file the viewer shows)."""
+        sent = self.bridge.index_request(INDEX_OUTLINE, OutlineParams(cwd=str(self.workspace), path=path))
+        if not sent and self.bridge.supports(INDEX_OUTLINE):
+            self.outline.show_message("The outline appears when the backend is running.")
+
+    def _on_outline(self, result: OutlineResult) -> None:
+        current = self.viewer.current_path
+        if current is not None and Path(result.path) == current.resolve():
+            self.outline.set_outline(result)
+
+    def open_symbol_search(self) -> None:
+        """Ctrl+T: the symbol search popup."""
+        if not self.bridge.supports(INDEX_SEARCH):
+            self.banner.show_notice(
+                "Symbol search needs Arbor's code index, which this backend does not serve."
+                if self.bridge.state != BackendState.STOPPED
+                else "Symbol search needs the backend, which is not running."
+            )
+            return
+        self.symbol_search.open_search()
+
+    def _search_symbols(self, query: str) -> None:
+        params = SymbolSearchParams(cwd=str(self.workspace), query=query, limit=50)
+        if not self.bridge.index_request(INDEX_SEARCH, params):
+            self.symbol_search.show_error("The backend is not running.")
+
+    def _on_symbols(self, params: SymbolSearchParams, result: SymbolSearchResult) -> None:
+        self.symbol_search.set_results(params.query, result)
+
+    def _on_index_failed(self, method: str, message: str) -> None:
+        if method == INDEX_OUTLINE:
+            self.outline.show_message(message)
+        elif method == INDEX_SEARCH:
+            self.symbol_search.show_error(message)
+        else:
+            self.index_progress.label.setText("Index unavailable")
+            self.index_progress.label.setToolTip(message)
 
     def _on_replay_starting(self) -> None:
         # Keep what the chat showed: if the replay fails, the old transcript comes back.
@@ -291,7 +394,10 @@ class MainWindow(QMainWindow):
 
     def _open_location(self, path: str, line: int) -> None:
         target = resolve_location(self.workspace, path)
-        self.viewer.show_file(target, line or None)
+        if self.viewer.current_path == target and line and self.viewer.message is None:
+            self.viewer.editor.go_to_line(line)  # already on screen: just move
+        else:
+            self.viewer.show_file(target, line or None)
         self.workspace_panel.select(target)
 
     def _review_decide(self, params: DecideParams) -> None:

@@ -1,0 +1,168 @@
+"""Ctrl+T symbol search over the backend's code index, and the index's progress in the status bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ide.protocol.index import IndexStatus, SymbolSearchResult
+
+TYPING_PAUSE_MS = 60
+"""Keystrokes are coalesced: a query goes out once typing pauses this long."""
+
+
+class SymbolSearch(QDialog):
+    """A query line over a result list. Interface: :attr:`queryChanged` out, :meth:`set_results` in,
+    :attr:`symbolChosen` when the user picks a hit (Enter or double-click)."""
+
+    queryChanged = Signal(str)
+    symbolChosen = Signal(str, int)
+    """(absolute path, 1-based line)."""
+
+    def __init__(self, workspace: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("symbolSearch")
+        self.setWindowTitle("Go to Symbol")
+        self.workspace = workspace
+        self.edit = QLineEdit()
+        self.edit.setObjectName("symbolQuery")
+        self.edit.setPlaceholderText("Symbol name, part of it, or initials (fuzzy)")
+        self.list = QListWidget()
+        self.list.setObjectName("symbolResults")
+        self.list.setUniformItemSizes(True)
+        self.state = QLabel()
+        self.state.setObjectName("symbolState")
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.edit)
+        layout.addWidget(self.list, 1)
+        layout.addWidget(self.state)
+        self.resize(640, 420)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(TYPING_PAUSE_MS)
+        self._timer.timeout.connect(self._send)
+        self.edit.textChanged.connect(lambda _text: self._timer.start())
+        self.list.itemActivated.connect(self._choose)
+        self.edit.installEventFilter(self)
+
+    def open_search(self) -> None:
+        """Show the dialog with the last query selected, ready to type over."""
+        self.show()
+        self.raise_()
+        self.activateWindow()
+        self.edit.setFocus()
+        self.edit.selectAll()
+
+    def _send(self) -> None:
+        query = self.edit.text().strip()
+        if query:
+            self.queryChanged.emit(query)
+        else:
+            self.list.clear()
+            self.state.setText("")
+
+    def set_results(self, query: str, result: SymbolSearchResult) -> None:
+        """Show the hits of ``query`` unless the user has typed on since (a stale answer)."""
+        if query != self.edit.text().strip():
+            return
+        self.list.clear()
+        for hit in result.hits:
+            try:
+                where = Path(hit.path).relative_to(self.workspace).as_posix()
+            except ValueError:
+                where = hit.path
+            item = QListWidgetItem(f"{hit.name}    {hit.kind} · {where}:{hit.line}")
+            item.setToolTip(hit.signature or hit.qualname)
+            item.setData(Qt.ItemDataRole.UserRole, (hit.path, hit.line))
+            self.list.addItem(item)
+        if result.hits:
+            self.list.setCurrentRow(0)
+        notes = [f"{len(result.hits)} symbols" if result.hits else f"no symbol matches {query!r}"]
+        if result.state != "ready":
+            notes.append(result.message or "the index is still being built")
+        self.state.setText(" — ".join(notes))
+
+    def show_error(self, message: str) -> None:
+        self.list.clear()
+        self.state.setText(message)
+
+    def eventFilter(self, watched: object, event: object) -> bool:
+        # Up/Down move in the list and Enter opens, while the focus stays in the query line.
+        if watched is self.edit and isinstance(event, QKeyEvent) and event.type() == QKeyEvent.Type.KeyPress:
+            key = event.key()
+            if key in (Qt.Key.Key_Down, Qt.Key.Key_Up) and self.list.count():
+                step = 1 if key == Qt.Key.Key_Down else -1
+                self.list.setCurrentRow(max(0, min(self.list.count() - 1, self.list.currentRow() + step)))
+                return True
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                if self._timer.isActive():  # typed and pressed Enter at once: search first
+                    self._timer.stop()
+                    self._send()
+                    return True
+                item = self.list.currentItem()
+                if item is not None:
+                    self._choose(item)
+                return True
+        return super().eventFilter(watched, event)  # type: ignore[arg-type]
+
+    def _choose(self, item: QListWidgetItem) -> None:
+        path, line = item.data(Qt.ItemDataRole.UserRole)
+        self.hide()
+        self.symbolChosen.emit(path, line)
+
+
+class IndexProgress(QWidget):
+    """The code index's state in the status bar: a progress bar while indexing, then a short summary."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("indexProgress")
+        self.label = QLabel()
+        self.label.setObjectName("indexLabel")
+        self.bar = QProgressBar()
+        self.bar.setObjectName("indexBar")
+        self.bar.setMaximumWidth(140)
+        self.bar.setMaximumHeight(14)
+        self.bar.setTextVisible(False)
+        self.bar.hide()
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.label)
+        layout.addWidget(self.bar)
+        self.status: IndexStatus | None = None
+
+    def set_status(self, status: IndexStatus) -> None:
+        self.status = status
+        if status.state == "indexing":
+            self.bar.setVisible(status.files_total > 0)
+            self.bar.setRange(0, max(status.files_total, 1))
+            self.bar.setValue(status.files_done)
+            done = f"{status.files_done:,} / {status.files_total:,} files" if status.files_total else ""
+            self.label.setText(f"Indexing {done}".strip() if done else "Indexing: scanning the workspace")
+            self.label.setToolTip(status.message or "")
+        elif status.state == "ready":
+            self.bar.hide()
+            self.label.setText(f"Index: {status.files:,} files · {status.symbols:,} symbols")
+            self.label.setToolTip(
+                f"{status.references:,} references · {status.skipped:,} skipped · {status.failed:,} with "
+                f"errors · last full pass {status.seconds:.1f} s"
+                + (f"\n{status.message}" if status.message else "")
+            )
+        else:
+            self.bar.hide()
+            self.label.setText("Index unavailable")
+            self.label.setToolTip(status.message or "")

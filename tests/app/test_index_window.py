@@ -1,0 +1,94 @@
+"""The code index in the window: progress in the status bar, the Outline dock, Ctrl+T symbol search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+
+pytestmark = pytest.mark.window
+
+SHAPES = '''"""Shapes."""
+
+
+class Circle:
+    """A round shape."""
+
+    def area(self) -> float:
+        return 3.14 * self.r * self.r
+
+    def grow(self, by: float) -> None:
+        self.r += by
+
+
+def make_circle(r: float) -> Circle:
+    return Circle()
+'''
+
+
+@pytest.fixture
+def workspace(git_workspace: Path) -> Path:
+    (git_workspace / "pkg" / "shapes.py").write_text(SHAPES)
+    return git_workspace
+
+
+def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory, workspace: Path) -> None:
+    window = make_window(workspace)
+    wait_ready(qtbot, window)
+    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    assert window.index_progress.label.text() == "Index: 4 files · 5 symbols"
+
+    shapes = workspace / "pkg" / "shapes.py"
+    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shapes)
+    rows = [item.text(0) for item in window.outline.items()]
+    assert rows == ["C  Circle", "m  area", "m  grow", "ƒ  make_circle"]
+    circle = window.outline.tree.topLevelItem(0)
+    assert circle.childCount() == 2
+    assert "A round shape." in circle.toolTip(0)
+    assert window.outline.message.isHidden()
+
+    grow = circle.child(1)
+    window.outline.tree.itemClicked.emit(grow, 0)
+    qtbot.waitUntil(
+        lambda: window.viewer.editor.textCursor().blockNumber() + 1 == 10, timeout=TURN_TIMEOUT_MS
+    )
+
+    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(workspace / "README.md")
+    assert window.outline.message.text() == "file-level entry"
+
+    window.symbol_action.trigger()
+    dialog = window.symbol_search
+    assert dialog.isVisible()
+    with qtbot.waitSignal(window.bridge.symbolsFound, timeout=TURN_TIMEOUT_MS):
+        qtbot.keyClicks(dialog.edit, "mkcirc")  # fuzzy: initials of make_circle
+    qtbot.waitUntil(lambda: dialog.list.count() > 0, timeout=TURN_TIMEOUT_MS)
+    assert dialog.list.item(0).text().startswith("make_circle    function · pkg/shapes.py:14")
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
+        qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
+    assert shown.args == [str(shapes)]
+    assert not dialog.isVisible()
+    assert window.viewer.editor.textCursor().blockNumber() + 1 == 14
+
+
+def test_a_stale_answer_does_not_replace_what_the_user_typed_since(
+    qtbot: Any, make_window: WindowFactory, workspace: Path
+) -> None:
+    from ide.protocol.index import SymbolHit, SymbolSearchResult
+
+    window = make_window(workspace)
+    dialog = window.symbol_search
+    dialog.edit.setText("circle")
+    hit = SymbolHit(name="greet", qualname="greet", kind="function", path=str(workspace), line=1, score=1)
+    dialog.set_results("gre", SymbolSearchResult(hits=[hit]))
+    assert dialog.list.count() == 0
+    dialog.set_results(
+        "circle", SymbolSearchResult(hits=[hit], state="indexing", message="indexing 3 / 9 files")
+    )
+    assert dialog.list.count() == 1
+    assert dialog.state.text() == "1 symbols — indexing 3 / 9 files"
