@@ -1,17 +1,38 @@
-"""The agent's tools, each a typed function over the session's workspace."""
+"""The agent's tools, each a typed function over the session's workspace.
+
+The tool classes load LangChain (half a second), so they are imported on first use: ``arbor symbols``
+and the indexer's worker processes need only :class:`Workspace`.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ide.settings import Settings
-from ide.tools.base import FileDiff, Toolbox, ToolKind, ToolOutcome, ToolSpec
-from ide.tools.read import READ_TOOLS
 from ide.tools.workspace import Overlay, ToolError, Workspace
 
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
+    from ide.tools.base import FileDiff, Toolbox, ToolKind, ToolOutcome, ToolSpec
+    from ide.tools.read import READ_TOOLS
+
+_LAZY = {
+    "FileDiff": "ide.tools.base",
+    "Toolbox": "ide.tools.base",
+    "ToolKind": "ide.tools.base",
+    "ToolOutcome": "ide.tools.base",
+    "ToolSpec": "ide.tools.base",
+    "READ_TOOLS": "ide.tools.read",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ide.tools' has no attribute {name!r}")
+
 
 __all__ = [
     "READ_TOOLS",
@@ -32,6 +53,8 @@ __all__ = [
 def read_tools(index: CodeIndex | None) -> tuple[ToolSpec, ...]:
     """read_file, list_dir and grep, plus find_symbol, file_outline, find_references and repo_map
     when the workspace's code index is open."""
+    from ide.tools.read import READ_TOOLS
+
     if index is None:
         return READ_TOOLS
     from ide.tools.index import INDEX_TOOLS
@@ -41,6 +64,8 @@ def read_tools(index: CodeIndex | None) -> tuple[ToolSpec, ...]:
 
 def read_toolbox(root: Path, settings: Settings, index: CodeIndex | None = None) -> Toolbox:
     """The read-only tools over ``root``."""
+    from ide.tools.base import Toolbox
+
     return Toolbox(Workspace(root, settings.workspace, index=index), settings.tools, read_tools(index))
 
 
@@ -48,6 +73,7 @@ def agent_toolbox(
     root: Path, settings: Settings, overlay: Overlay, index: CodeIndex | None = None
 ) -> Toolbox:
     """Read and edit tools over ``root`` as the session's change set ``overlay`` leaves it."""
+    from ide.tools.base import Toolbox
     from ide.tools.edit import EDIT_TOOLS
 
     workspace = Workspace(root, settings.workspace, overlay, index)

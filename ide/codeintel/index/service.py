@@ -27,10 +27,10 @@ log = logging.getLogger(__name__)
 class IndexService:
     """Owns the CodeIndex of one workspace for as long as a window or session has it open."""
 
-    def __init__(self, root: Path, settings: Settings) -> None:
+    def __init__(self, root: Path, settings: Settings, index: CodeIndex | None = None) -> None:
         self.root = root
         self.settings = settings
-        self.index = CodeIndex.open(settings, root)
+        self.index = index or CodeIndex.open(settings, root)
         self.state: IndexState = "indexing"
         self.done = 0
         self.total = 0
