@@ -203,7 +203,8 @@ def main() -> None:
                 },
                 "db_bytes": stats.db_bytes if stats else None,
                 "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                "peak_rss_worker_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+                # Largest waited-for child: ctags or the forkserver (parser workers are its children).
+                "peak_rss_child_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
             },
             indent=2,
         )
