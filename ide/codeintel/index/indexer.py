@@ -159,20 +159,20 @@ class CodeIndex:
         """
         started = time.perf_counter()
         with self._write_lock:
-            known = store.known_files(self._writer)
+            known: dict[str, tuple[int, int, int, str]] = {}
             jobs: list[_Job] = []
             stats: dict[str, os.stat_result] = {}
             gone: list[int] = []
             for path in dict.fromkeys(Path(p) if Path(p).is_absolute() else self.root / p for p in paths):
                 if not self.workspace.contains(path.parent) or path == self.root:
                     continue
-                rel = path.relative_to(self.root).as_posix() if path.is_absolute() else str(path)
+                rel = path.relative_to(self.root).as_posix()
+                indexed = store.files_at(self._writer, rel)  # the file, or all below a directory
+                known.update(indexed)
                 present = self._present(path, rel)
-                for old_rel in _under(known, rel):
-                    if old_rel not in present:
-                        gone.append(known[old_rel][0])
+                gone.extend(row[0] for old_rel, row in indexed.items() if old_rel not in present)
                 for file_rel, stat in present.items():
-                    old = known.get(file_rel)
+                    old = indexed.get(file_rel)
                     if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
                         continue
                     stats[file_rel] = stat
@@ -355,11 +355,6 @@ def _language_by_name(rel: str) -> str | None:
     if dot <= 0:
         return ""
     return EXTENSIONS.get(name[dot:].lower())
-
-
-def _under(known: dict[str, tuple[int, int, int, str]], rel: str) -> list[str]:
-    prefix = rel.rstrip("/") + "/"
-    return [path for path in known if path == rel or path.startswith(prefix)]
 
 
 def _batches(jobs: list[_Job], stats: dict[str, os.stat_result]) -> Iterator[list[_Job]]:

@@ -181,6 +181,16 @@ def known_files(db: sqlite3.Connection) -> dict[str, tuple[int, int, int, str]]:
     return {row[0]: row[1:] for row in db.execute("SELECT path, id, size, mtime_ns, hash FROM files")}
 
 
+def files_at(db: sqlite3.Connection, rel: str) -> dict[str, tuple[int, int, int, str]]:
+    """path → (id, size, mtime_ns, hash) of ``rel`` and every indexed file below it (a directory)."""
+    prefix = rel.rstrip("/") + "/"
+    rows = db.execute(
+        "SELECT path, id, size, mtime_ns, hash FROM files WHERE path = ? OR (path >= ? AND path < ?)",
+        (rel, prefix, prefix[:-1] + chr(ord("/") + 1)),
+    )
+    return {row[0]: row[1:] for row in rows}
+
+
 def delete_files(db: sqlite3.Connection, file_ids: Iterable[int]) -> None:
     ids = [(file_id,) for file_id in file_ids]
     db.executemany("DELETE FROM defs WHERE file_id = ?", ids)
