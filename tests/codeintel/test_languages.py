@@ -350,3 +350,12 @@ def test_invalid_utf8_and_a_huge_minified_line_are_handled() -> None:
     found = extract(minified, "javascript")
     assert found.lines == 1 and len(found.definitions) == 2000
     assert all(len(d.signature) <= 240 and len(d.name) <= 200 for d in found.definitions)
+
+
+def test_a_parameter_list_over_several_lines_reads_as_one() -> None:
+    source = b"def run(\n    path: list[\n        int\n    ],\n    query: str,\n) -> int:\n    pass\n"
+    (found,) = extract(source, "python").definitions
+    assert (found.signature, found.params) == (
+        "def run(path: list[int], query: str) -> int",
+        "(path: list[int], query: str)",
+    )

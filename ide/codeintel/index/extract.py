@@ -26,6 +26,8 @@ WEAK = LEAVES
 """Kinds a more specific pattern on the same node overrides (a Go type spec of a struct is a struct)."""
 """Kinds that never hold definitions (a C typedef wraps its struct; the struct is not its member)."""
 _SPACE = re.compile(r"\s+")
+_OPEN = re.compile(r"([(\[]) ")
+_CLOSE = re.compile(r",? ([)\]])")
 _COMMENT_MARK = re.compile(r"^\s*(?:///?!?|/\*\*?|\*+/?|#+|--|;+)\s?")
 
 
@@ -69,6 +71,8 @@ def _text(source: bytes, node: Node, cap: int = NAME_CAP) -> str:
 
 def _one_line(text: str, cap: int) -> str:
     text = _SPACE.sub(" ", text).strip()
+    # A parameter list spread over lines ("def f(\n    a,\n)") reads as one ("def f(a)").
+    text = _CLOSE.sub(r"\1", _OPEN.sub(r"\1", text))
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 

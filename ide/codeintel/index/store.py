@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ide.codeintel.index.model import FileSymbols
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump when the schema or what extraction produces changes: an older file is rebuilt from scratch."""
 
 SCHEMA = """
