@@ -144,6 +144,10 @@ async def capture(window: MainWindow, output: Path) -> None:
     await highlighted
     window.workspace_panel.select(window.workspace / "shop" / "checkout.py")
     window.viewer.editor.go_to_line(13)
+    for _ in range(100):  # the Outline dock fills once the sample's index is ready (bounded: 5 s)
+        if window.outline.items():
+            break
+        await asyncio.sleep(0.05)
     await asyncio.sleep(0.3)  # let the chat's scroll-to-bottom and the last layout pass land
 
     output.parent.mkdir(parents=True, exist_ok=True)
