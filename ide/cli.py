@@ -14,7 +14,6 @@ from ide.settings import SettingsError, load_settings
 COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "mcp")
 
 NOT_YET = {
-    "lsp": "language-server queries are not available yet; they land with the language-server issue",
     "mcp": "the MCP server is not available yet; it lands with the memory and MCP issue",
 }
 
@@ -66,6 +65,16 @@ def _parser() -> argparse.ArgumentParser:
     symbols.add_argument("--all", dest="every", action="store_true", help="every definition (with --json)")
     symbols.add_argument("--json", dest="as_json", action="store_true", help="print JSON (absolute paths)")
     symbols.add_argument("--limit", type=int, default=30, help="hits to show (default: 30)")
+
+    lsp = sub.add_parser("lsp", help="ask a language server: definition, references or hover at a position")
+    lsp.add_argument("path", help="workspace directory")
+    lsp.add_argument("query", choices=("definition", "references", "hover"))
+    lsp.add_argument(
+        "position", help="FILE:LINE:COL, FILE relative to PATH or absolute, 1-based line and column"
+    )
+    lsp.add_argument(
+        "--json", dest="as_json", action="store_true", help="print JSON (absolute paths, 1-based)"
+    )
 
     for name, why in NOT_YET.items():
         sub.add_parser(name, help=f"(not available yet) {why}", add_help=False)
@@ -140,6 +149,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "index":
             return run_index(root, args.stats)
         return run_symbols(root, args.query, args.every, args.as_json, args.limit)
+
+    if args.command == "lsp":
+        from ide.codeintel.cli import run_lsp
+
+        root = Path(args.path).resolve()
+        if not root.is_dir():
+            return _fail(f"{root} is not a directory")
+        return run_lsp(root, args.query, args.position, args.as_json)
 
     if args.command == "doctor":
         from ide.doctor import run_doctor

@@ -195,6 +195,28 @@ class IndexSettings(_Section):
     repo_map_tokens: int = Field(1024, ge=64, description="Token budget of the repo map given to agents")
 
 
+class LspServerSettings(_Section):
+    """One language server: the command to start it and what to send in initialize."""
+
+    command: list[str] | None = Field(None, description="Program and arguments (default: the registry's)")
+    initialization_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class LspSettings(_Section):
+    """Language servers, started on the first query that needs them."""
+
+    python: Literal["jedi", "pyright", "basedpyright"] = Field(
+        "jedi", description="Python server: jedi-language-server (installed with Arbor) or pyright"
+    )
+    request_timeout_s: float = Field(10.0, gt=0, description="A query that takes longer is cancelled")
+    start_timeout_s: float = Field(30.0, gt=0, description="Time a server may take to answer initialize")
+    idle_shutdown_s: float = Field(600.0, gt=0, description="Servers unused this long are shut down")
+    max_servers: int = Field(4, ge=1, description="Live servers at most; the least recently used goes")
+    servers: dict[str, LspServerSettings] = Field(
+        default_factory=dict, description="Per-server overrides by name: jedi, pyright, typescript, clangd, …"
+    )
+
+
 class ReviewSettings(_Section):
     """What happens when the user applies reviewed hunks."""
 
@@ -214,6 +236,7 @@ class Settings(_Section):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    lsp: LspSettings = Field(default_factory=LspSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     def resolved_data_dir(self) -> Path:

@@ -102,7 +102,7 @@ def test_doctor_reports_a_bad_setting_plainly(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("command", ["lsp", "mcp"])
+@pytest.mark.parametrize("command", ["mcp"])
 def test_commands_not_built_yet_say_so(command: str) -> None:
     done = arbor(command)
     assert done.returncode == 2

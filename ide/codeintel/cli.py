@@ -42,8 +42,9 @@ class _Bar:
             self.stream.flush()
 
 
-def run_index(path: Path, stats: bool, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_index(path: Path, stats: bool, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Index ``path`` (only what changed since the last pass) and report."""
+    out, err = out or sys.stdout, err or sys.stderr
     try:
         index = _open(path)
     except SettingsError as exc:
@@ -78,10 +79,11 @@ def run_symbols(
     every: bool,
     as_json: bool,
     limit: int,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """Search the index of ``path`` (building it first if there is none)."""
+    out, err = out or sys.stdout, err or sys.stderr
     if not every and not query:
         err.write("arbor: give a QUERY, or --all for every definition\n")
         return 2
@@ -124,3 +126,63 @@ def _hit(root: Path, symbol: Symbol, every: bool) -> dict[str, object]:
     if not every:
         hit["score"] = symbol.score
     return hit
+
+
+LSP_QUERIES = ("definition", "references", "hover")
+
+
+def run_lsp(
+    path: Path, query: str, position: str, as_json: bool, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """``arbor lsp PATH QUERY FILE:LINE:COL``: ask the language server, print editor positions."""
+    out, err = out or sys.stdout, err or sys.stderr
+    import asyncio
+
+    from ide.codeintel.lsp import LspError, LspPool, LspUnavailable
+
+    try:
+        file_part, line_part, column_part = position.rsplit(":", 2)
+        line, column = int(line_part), int(column_part)
+    except ValueError:
+        err.write(f"arbor: expected FILE:LINE:COL (1-based, as editors show them), got {position!r}\n")
+        return 2
+    target = Path(file_part)
+    target = (target if target.is_absolute() else path / target).resolve()
+    if not target.is_file():
+        err.write(f"arbor: {target} is not a file\n")
+        return 2
+    try:
+        settings = load_settings(path).settings
+    except SettingsError as exc:
+        err.write(f"arbor: {exc}\n")
+        return 2
+
+    async def ask() -> object:
+        pool = LspPool(settings.lsp)
+        try:
+            if query == "hover":
+                return await pool.hover(path, target, line, column)
+            if query == "definition":
+                return await pool.definition(path, target, line, column)
+            return await pool.references(path, target, line, column)
+        finally:
+            await pool.close()
+
+    try:
+        answer = asyncio.run(ask())
+    except (LspUnavailable, LspError) as exc:
+        err.write(f"arbor: {exc}\n")
+        return 1
+    if isinstance(answer, str):
+        out.write((json.dumps({"hover": answer}) if as_json else answer or "(no information)") + "\n")
+        return 0
+    locations = list(answer)  # type: ignore[call-overload]
+    if as_json:
+        out.write(json.dumps([location.as_dict() for location in locations]) + "\n")
+    elif not locations:
+        err.write(f"no {query} found at {position}\n")
+        return 1
+    else:
+        for location in locations:
+            out.write(f"{location.path}:{location.line}:{location.column}\n")
+    return 0

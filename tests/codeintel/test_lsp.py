@@ -1,0 +1,173 @@
+"""Language servers for real: jedi-language-server on a fixture package, crashes, shutdown, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from ide.codeintel.lsp.pool import Location, LspError, LspPool
+from ide.codeintel.lsp.registry import LspUnavailable
+from ide.settings import LspServerSettings, LspSettings
+
+UTIL = '''def slugify(text: str, sep: str = "-") -> str:
+    """Lower-case words joined by ``sep``."""
+    return sep.join(text.lower().split())
+'''
+MODELS = """from shop.text.util import slugify
+
+
+class Product:
+    def __init__(self, name: str) -> None:
+        self.slug = slugify(name)
+
+    def label(self) -> str:
+        return self.slug.upper()
+"""
+APP = """from shop.models import Product
+
+item = Product("Blue Mug")
+print(item.label(), item.slug)
+"""
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "shop" / "text").mkdir(parents=True)
+    (root / "shop" / "__init__.py").write_text("")
+    (root / "shop" / "text" / "__init__.py").write_text("")
+    (root / "shop" / "text" / "util.py").write_text(UTIL)
+    (root / "shop" / "models.py").write_text(MODELS)
+    (root / "app.py").write_text(APP)
+    return root.resolve()
+
+
+async def group_gone(pgid: int) -> bool:
+    """Whether the process group ``pgid`` is empty within 5 s (a killed orphan is a zombie until init
+    reaps it, which takes a moment)."""
+    for _ in range(100):
+        if not _group_alive(pgid):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while any process of the process group ``pgid`` exists (zombies included)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:
+                return True
+    return False
+
+
+async def test_definitions_references_hover_and_signature_across_packages(shop: Path) -> None:
+    pool = LspPool(LspSettings())
+    try:
+        assert await pool.definition(shop, shop / "app.py", 3, 9) == [
+            Location(shop / "shop" / "models.py", 4, 7)
+        ]
+        found = await pool.definition(shop, shop / "shop" / "models.py", 6, 22)
+        assert found == [Location(shop / "shop" / "text" / "util.py", 1, 5)]
+        refs = await pool.references(shop, shop / "shop" / "text" / "util.py", 1, 6)
+        assert {(r.path.name, r.line) for r in refs} == {("util.py", 1), ("models.py", 1), ("models.py", 6)}
+        hover = await pool.hover(shop, shop / "shop" / "models.py", 6, 22)
+        assert 'def slugify(text: str, sep: str="-") -> str' in hover  # jedi's own rendering
+        assert "Lower-case words" in hover
+        signature = await pool.signature(shop, shop / "shop" / "models.py", 6, 29)
+        assert signature.startswith('def slugify(text: str, sep: str="-") -> str')
+        symbols = await pool.document_symbols(shop, shop / "shop" / "models.py")
+        assert ("Product", "class", 4) in symbols and ("label", "method", 8) in symbols
+    finally:
+        await pool.close()
+
+
+async def test_edits_that_exist_only_in_the_change_set_are_seen(shop: Path) -> None:
+    added = "\n\ndef titlecase(text: str) -> str:\n    return text.title()\n\n\ntitlecase('x')\n"
+    proposed = {shop / "app.py": APP + added}
+    pool = LspPool(LspSettings())
+    try:
+        await pool.definition(shop, shop / "app.py", 3, 9)  # opened with the text on disk first
+        found = await pool.definition(shop, shop / "app.py", 11, 2, proposed)
+        assert found == [Location(shop / "app.py", 7, 5)]
+        assert "titlecase" not in (shop / "app.py").read_text()  # nothing written
+        broken = {shop / "app.py": "item = (\n"}
+        (diagnostic,) = await pool.diagnostics(shop, shop / "app.py", broken)
+        assert diagnostic.severity == "error" and "never closed" in diagnostic.message
+    finally:
+        await pool.close()
+
+
+async def test_a_killed_server_is_restarted_and_shutdown_leaves_no_process(shop: Path) -> None:
+    pool = LspPool(LspSettings())
+    try:
+        await pool.definition(shop, shop / "app.py", 3, 9)
+        (server,) = pool.servers.values()
+        first = server.pid
+        os.kill(first, signal.SIGKILL)
+        await server.process.wait()
+        assert await pool.definition(shop, shop / "app.py", 3, 9) == [
+            Location(shop / "shop" / "models.py", 4, 7)
+        ]
+        (restarted,) = pool.servers.values()
+        assert restarted.pid != first
+        assert await group_gone(first)  # jedi's own helper process went with it
+    finally:
+        await pool.close()
+    assert await group_gone(restarted.pid)
+
+
+async def test_a_request_that_takes_too_long_is_cancelled(shop: Path, tmp_path: Path) -> None:
+    log = tmp_path / "slow.log"
+    script = Path(__file__).parents[1] / "support" / "slow_lsp.py"
+    settings = LspSettings(
+        request_timeout_s=0.5, servers={"jedi": LspServerSettings(command=[sys.executable, str(script)])}
+    )
+    os.environ["SLOW_LSP_LOG"] = str(log)
+    pool = LspPool(settings)
+    try:
+        with pytest.raises(
+            LspError, match=r"did not answer textDocument/definition within 0.5 s \(cancelled\)"
+        ):
+            await pool.definition(shop, shop / "app.py", 3, 9)
+        for _ in range(100):  # bounded: 5 s for the server to see the cancel
+            if log.exists():
+                break
+            await asyncio.sleep(0.05)
+        assert log.read_text() == "cancelled"
+    finally:
+        del os.environ["SLOW_LSP_LOG"]
+        await pool.close()
+
+
+async def test_a_missing_server_says_how_to_install_it(shop: Path) -> None:
+    pool = LspPool(LspSettings())
+    (shop / "main.go").write_text("package main\n")
+    settings_missing = LspSettings(servers={"gopls": LspServerSettings(command=["no-such-gopls"])})
+    with pytest.raises(LspUnavailable, match="no-such-gopls"):
+        await LspPool(settings_missing).definition(shop, shop / "main.go", 1, 1)
+    with pytest.raises(LspUnavailable, match="no language server is known for markdown"):
+        await pool.definition(shop, shop / "README.md", 1, 1)
+
+
+def test_cli_prints_editor_positions(shop: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ide.cli import main
+
+    assert main(["lsp", str(shop), "definition", "app.py:3:9", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [
+        {"path": str(shop / "shop" / "models.py"), "line": 4, "column": 7}
+    ]
+    assert main(["lsp", str(shop), "definition", f"{shop / 'shop' / 'models.py'}:6:22"]) == 0
+    assert capsys.readouterr().out == f"{shop / 'shop' / 'text' / 'util.py'}:1:5\n"
+    assert main(["lsp", str(shop), "hover", "app.py:3"]) == 2
+    assert "FILE:LINE:COL" in capsys.readouterr().err

@@ -1,0 +1,29 @@
+"""A tiny language server for tests: initialize works, textDocument/definition never answers.
+
+When the client cancels the request ($/cancelRequest), the handler writes "cancelled" to the file named
+by SLOW_LSP_LOG, so a test can see the cancel arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+server = LanguageServer("slow-lsp", "1")
+
+
+@server.feature(types.TEXT_DOCUMENT_DEFINITION)
+async def definition(params: types.DefinitionParams) -> None:
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        Path(os.environ["SLOW_LSP_LOG"]).write_text("cancelled")
+        raise
+
+
+if __name__ == "__main__":
+    server.start_io()
