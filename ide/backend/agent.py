@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from ide.backend.session import Session
     from ide.codeintel.index.service import IndexService
+    from ide.codeintel.lsp import LspBridge
 
 # LangGraph, LangChain and the model layer are imported when the first session opens, not at start:
 # they cost about a second, and `initialize` should answer before that.
@@ -137,6 +138,7 @@ class ArborAgent(Agent):
         self._client_caps: ClientCapabilities | None = None
         self._pruned: set[str] = set()
         self._indexes: dict[str, IndexService] = {}
+        self._lsp: LspBridge | None = None
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -225,6 +227,7 @@ class ArborAgent(Agent):
             batches=BatchStore(store.workspace_dir(cwd)),
             mode=mode,
             index=self._index(cwd, settings).index,
+            lsp=self._lsp_bridge(settings),
         )
         self._sessions[session_id] = session
         return session
@@ -239,6 +242,14 @@ class ArborAgent(Agent):
             service = self._indexes[real] = IndexService(Path(real), settings)
             service.start()
         return service
+
+    def _lsp_bridge(self, settings: Settings) -> LspBridge:
+        """The backend's language-server pool (servers start on the first query that needs them)."""
+        from ide.codeintel.lsp import LspBridge, LspPool
+
+        if self._lsp is None:
+            self._lsp = LspBridge(LspPool(settings.lsp), asyncio.get_running_loop())
+        return self._lsp
 
     @staticmethod
     def _modes(current: str) -> SessionModeState:
@@ -583,6 +594,8 @@ class ArborAgent(Agent):
                 session.turn.cancel()
         for service in self._indexes.values():
             await service.close()
+        if self._lsp is not None:
+            await self._lsp.pool.close()
         self._indexes.clear()
         for conn, _saver in self._checkpointers.values():
             with contextlib.suppress(Exception):

@@ -39,6 +39,7 @@ from ide.tools import Toolbox, agent_toolbox
 
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
+    from ide.codeintel.lsp import LspBridge
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,8 @@ class Session:
     mode: str = "react"
     index: CodeIndex | None = None
     """The workspace's code index (shared by its sessions), for the agent's index tools."""
+    lsp: LspBridge | None = None
+    """The backend's language servers, for the agent's lsp_* tools."""
     router: ModelRouter = field(init=False)
     changeset: ChangeSet = field(init=False)
     review: Review = field(init=False)
@@ -107,14 +110,14 @@ class Session:
             store=self.batches,
             commit_mode=self.settings.review.commit,
         )
-        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index)
+        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index, self.lsp)
         self._graph: Any = None
 
     def restore_review(self, snapshot: dict[str, Any]) -> None:
         """Bring back the pending change set and decisions saved before the backend restarted."""
         self.review = Review.restore(snapshot, store=self.batches)
         self.changeset = self.review.changeset
-        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index)
+        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index, self.lsp)
         self._graph = None
 
     def review_snapshot(self) -> dict[str, Any] | None:
@@ -223,6 +226,7 @@ class Session:
             thread_id=self.id,
             history=history if history is not None else await self._history(),
             index=self.index,
+            lsp=self.lsp,
             observation_cap=await self._observation_cap(),
         )
         self.runs[recorder.run_id] = ctx.branches

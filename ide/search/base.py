@@ -38,6 +38,7 @@ from ide.tools import Toolbox, ToolOutcome, Workspace, read_tools
 
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
+    from ide.codeintel.lsp import LspBridge
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -141,6 +142,8 @@ class RunContext:
     observation_cap: int = 8000
     index: CodeIndex | None = None
     """The workspace's code index for the index tools (find_symbol, file_outline, …), when open."""
+    lsp: LspBridge | None = None
+    """Language servers for the lsp_* tools, when the backend has them."""
     cache: ToolCache = field(default_factory=ToolCache)
     branches: dict[str, ChangeSet] = field(default_factory=dict)
     """Every branch change set made in this run, by id (the window asks for a node's branch diff)."""
@@ -171,12 +174,12 @@ class RunContext:
             root = Path(target.root)
             if read_only:
                 self._toolboxes[key] = Toolbox(
-                    Workspace(root, self.settings.workspace, target, self.index),
+                    Workspace(root, self.settings.workspace, target, self.index, self.lsp),
                     self.settings.tools,
-                    read_tools(self.index),
+                    read_tools(self.index, self.lsp),
                 )
             else:
-                self._toolboxes[key] = agent_toolbox(root, self.settings, target, self.index)
+                self._toolboxes[key] = agent_toolbox(root, self.settings, target, self.index, self.lsp)
         return self._toolboxes[key]
 
     async def call_tool(

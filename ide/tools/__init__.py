@@ -15,6 +15,7 @@ from ide.tools.workspace import Overlay, ToolError, Workspace
 
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
+    from ide.codeintel.lsp import LspBridge
     from ide.tools.base import FileDiff, Toolbox, ToolKind, ToolOutcome, ToolSpec
     from ide.tools.read import READ_TOOLS
 
@@ -50,16 +51,21 @@ __all__ = [
 ]
 
 
-def read_tools(index: CodeIndex | None) -> tuple[ToolSpec, ...]:
+def read_tools(index: CodeIndex | None, lsp: LspBridge | None = None) -> tuple[ToolSpec, ...]:
     """read_file, list_dir and grep, plus find_symbol, file_outline, find_references and repo_map
-    when the workspace's code index is open."""
+    when the workspace's code index is open, plus the lsp_* tools when language servers are."""
     from ide.tools.read import READ_TOOLS
 
-    if index is None:
-        return READ_TOOLS
-    from ide.tools.index import INDEX_TOOLS
+    tools: tuple[ToolSpec, ...] = READ_TOOLS
+    if index is not None:
+        from ide.tools.index import INDEX_TOOLS
 
-    return (*READ_TOOLS, *INDEX_TOOLS)
+        tools = (*tools, *INDEX_TOOLS)
+    if lsp is not None:
+        from ide.tools.lsp import LSP_TOOLS
+
+        tools = (*tools, *LSP_TOOLS)
+    return tools
 
 
 def read_toolbox(root: Path, settings: Settings, index: CodeIndex | None = None) -> Toolbox:
@@ -70,11 +76,15 @@ def read_toolbox(root: Path, settings: Settings, index: CodeIndex | None = None)
 
 
 def agent_toolbox(
-    root: Path, settings: Settings, overlay: Overlay, index: CodeIndex | None = None
+    root: Path,
+    settings: Settings,
+    overlay: Overlay,
+    index: CodeIndex | None = None,
+    lsp: LspBridge | None = None,
 ) -> Toolbox:
     """Read and edit tools over ``root`` as the session's change set ``overlay`` leaves it."""
     from ide.tools.base import Toolbox
     from ide.tools.edit import EDIT_TOOLS
 
-    workspace = Workspace(root, settings.workspace, overlay, index)
-    return Toolbox(workspace, settings.tools, (*read_tools(index), *EDIT_TOOLS))
+    workspace = Workspace(root, settings.workspace, overlay, index, lsp)
+    return Toolbox(workspace, settings.tools, (*read_tools(index, lsp), *EDIT_TOOLS))

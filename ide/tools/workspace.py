@@ -14,6 +14,7 @@ from ide.settings import WorkspaceSettings
 
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
+    from ide.codeintel.lsp import LspBridge
 
 ALWAYS_EXCLUDED = (".git/",)
 
@@ -45,12 +46,15 @@ class Workspace:
         settings: WorkspaceSettings | None = None,
         overlay: Overlay | None = None,
         index: CodeIndex | None = None,
+        lsp: LspBridge | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.settings = settings or WorkspaceSettings()
         self.overlay = overlay
         self.index = index
         """The workspace's code index (as on disk; the overlay's changed files are not in it), if open."""
+        self.lsp = lsp
+        """Language servers (on the backend's loop), when the session has them."""
         self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude])
 
     def resolve(self, path: str) -> Path:

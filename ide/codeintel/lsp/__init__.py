@@ -1,7 +1,7 @@
 """Language servers on demand (pygls client): definitions, references, types, signatures, diagnostics."""
 
-from ide.codeintel.lsp.pool import Diagnostic, Location, LspPool
+from ide.codeintel.lsp.pool import Diagnostic, Location, LspBridge, LspPool
 from ide.codeintel.lsp.registry import LspUnavailable
 from ide.codeintel.lsp.server import LspError
 
-__all__ = ["Diagnostic", "Location", "LspError", "LspPool", "LspUnavailable"]
+__all__ = ["Diagnostic", "Location", "LspBridge", "LspError", "LspPool", "LspUnavailable"]

@@ -21,7 +21,7 @@ from lsprotocol import types as lsp
 
 from ide.codeintel.index.languages import detect_language
 from ide.codeintel.lsp.positions import from_lsp_character, to_lsp_character
-from ide.codeintel.lsp.registry import LspUnavailable, server_for
+from ide.codeintel.lsp.registry import server_for
 from ide.codeintel.lsp.server import LanguageServer, LspError, ServerDied, path_of
 from ide.settings import LspSettings
 
@@ -316,4 +316,18 @@ def _exit_code(server: LanguageServer) -> int | None:
     return server.process.returncode if server.process is not None else None
 
 
-__all__ = ["Diagnostic", "Location", "LspError", "LspPool", "LspUnavailable"]
+class LspBridge:
+    """Lets the agent's tools, which run in worker threads, query the pool that lives on the backend's
+    event loop."""
+
+    def __init__(self, pool: LspPool, loop: asyncio.AbstractEventLoop) -> None:
+        self.pool = pool
+        self.loop = loop
+
+    def run(self, call: Callable[[LspPool], Awaitable[T]]) -> T:
+        """Run ``call(pool)`` on the loop and wait for it (from a thread other than the loop's)."""
+        with contextlib.suppress(RuntimeError):
+            if asyncio.get_running_loop() is self.loop:
+                raise RuntimeError("LspBridge.run would block the event loop; await the pool instead")
+        limit = self.pool.settings.start_timeout_s + self.pool.settings.request_timeout_s + 5
+        return asyncio.run_coroutine_threadsafe(call(self.pool), self.loop).result(timeout=limit)

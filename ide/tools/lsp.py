@@ -1,0 +1,239 @@
+"""The agent's language-server tools: precise definitions, references, types, signatures, diagnostics.
+
+Positions are 1-based line and column as editors show them. A symbol may be given by name instead;
+the code index finds where it is defined. Files the session's change set modifies reach the server
+with their proposed text. A missing or broken server is a plain observation with the install command.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field, model_validator
+
+from ide.codeintel.lsp import Location, LspBridge, LspError, LspPool, LspUnavailable
+from ide.settings import ToolSettings
+from ide.tools.base import ToolSpec
+from ide.tools.workspace import ToolError, Workspace
+
+T = TypeVar("T")
+LOCATION_CAP = 60
+
+
+class PositionArgs(BaseModel):
+    path: str | None = Field(None, description="File relative to the workspace root")
+    line: int | None = Field(None, ge=1, description="1-based line")
+    column: int | None = Field(None, ge=1, description="1-based column of the symbol (default: its start)")
+    symbol: str | None = Field(None, description="A name to look up instead of a position")
+
+    @model_validator(mode="after")
+    def _position_or_symbol(self) -> PositionArgs:
+        if self.symbol is None and (self.path is None or self.line is None):
+            raise ValueError("give path and line (and column), or symbol")
+        return self
+
+
+class DiagnosticsArgs(BaseModel):
+    path: str = Field(description="File relative to the workspace root")
+
+
+def _bridge(workspace: Workspace) -> LspBridge:
+    if workspace.lsp is None:
+        raise ToolError("language servers are not available in this session; use find_symbol and grep")
+    return workspace.lsp
+
+
+def _documents(workspace: Workspace) -> dict[Path, str]:
+    """The change set's files as proposed, for the server to see instead of the disk."""
+    overlay = workspace.overlay
+    if overlay is None:
+        return {}
+    return {
+        workspace.root / rel: overlay.read_text(rel)
+        for rel in overlay.changed_paths()
+        if overlay.exists(rel) and not overlay.is_dir(rel)
+    }
+
+
+def _ask(workspace: Workspace, call: Callable[[LspPool], Awaitable[T]]) -> T:
+    try:
+        return _bridge(workspace).run(call)
+    except (LspUnavailable, LspError) as exc:
+        raise ToolError(str(exc)) from None
+    except TimeoutError:
+        raise ToolError("the language server did not answer in time; try again or use grep") from None
+
+
+def _positions(workspace: Workspace, args: PositionArgs) -> list[tuple[Path, int, int]]:
+    """(absolute path, line, column) the arguments point at: the position, or the symbol's definitions."""
+    if args.path is not None and args.line is not None:
+        path = workspace.resolve(args.path)
+        if not workspace.exists(path):
+            raise ToolError(f"{args.path} does not exist")
+        column = args.column or _column_of(workspace, path, args.line, args.symbol)
+        return [(path, args.line, column)]
+    name = args.symbol or ""
+    if workspace.index is None:
+        raise ToolError("give path and line: the code index that finds symbols by name is not open")
+    found = [s for s in workspace.index.definitions(name.rsplit(".", 1)[-1]) if s.qualname.endswith(name)]
+    if not found:
+        raise ToolError(f"no definition named {name!r} in the index; try find_symbol with part of the name")
+    return [
+        (workspace.root / s.path, s.line, _column_of(workspace, workspace.root / s.path, s.line, s.name))
+        for s in found[:5]
+    ]
+
+
+def _column_of(workspace: Workspace, path: Path, line: int, name: str | None) -> int:
+    """Column of ``name`` on ``line`` (or of its first non-blank character)."""
+    lines = workspace.read_text(path).splitlines()
+    if not 1 <= line <= len(lines):
+        raise ToolError(f"{workspace.relative(path)} has {len(lines)} lines; line {line} is outside it")
+    text = lines[line - 1]
+    if name:
+        match = re.search(rf"(?<![\w$]){re.escape(name.rsplit('.', 1)[-1])}(?![\w$])", text)
+        if match:
+            return match.start() + 1
+    return len(text) - len(text.lstrip()) + 1
+
+
+def _where(workspace: Workspace, location: Location) -> str:
+    try:
+        rel = workspace.relative(location.path)
+    except ValueError:
+        rel = str(location.path)  # outside the workspace: the standard library, site-packages
+    line = ""
+    try:
+        lines = location.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        line = lines[location.line - 1].strip()[:160] if location.line <= len(lines) else ""
+    except OSError:
+        pass
+    return f"{rel}:{location.line}:{location.column}: {line}"
+
+
+def _locations(workspace: Workspace, found: list[Location], what: str) -> str:
+    if not found:
+        return f"the language server found no {what}"
+    lines = [_where(workspace, location) for location in found[:LOCATION_CAP]]
+    if len(found) > LOCATION_CAP:
+        lines.append(f"(… {len(found) - LOCATION_CAP} more)")
+    return "\n".join(lines)
+
+
+def find_definition(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    documents = _documents(workspace)
+    found: list[Location] = []
+    for path, line, column in _positions(workspace, args):
+        found.extend(
+            _ask(
+                workspace,
+                lambda pool, p=path, ln=line, c=column: pool.definition(workspace.root, p, ln, c, documents),
+            )
+        )
+    return _locations(workspace, sorted(set(found), key=lambda loc: (str(loc.path), loc.line)), "definition")
+
+
+def get_references(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    documents = _documents(workspace)
+    found: list[Location] = []
+    for path, line, column in _positions(workspace, args):
+        found.extend(
+            _ask(
+                workspace,
+                lambda pool, p=path, ln=line, c=column: pool.references(workspace.root, p, ln, c, documents),
+            )
+        )
+    return _locations(workspace, sorted(set(found), key=lambda loc: (str(loc.path), loc.line)), "references")
+
+
+def _text_query(workspace: Workspace, args: PositionArgs, query: str, empty: str) -> str:
+    documents = _documents(workspace)
+    answers = []
+    for path, line, column in _positions(workspace, args):
+        text: Any = _ask(
+            workspace,
+            lambda pool, p=path, ln=line, c=column: getattr(pool, query)(workspace.root, p, ln, c, documents),
+        )
+        if text:
+            answers.append(f"{workspace.relative(path)}:{line}:{column}\n{text}")
+    return "\n\n".join(answers) if answers else empty
+
+
+def get_type(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    return _text_query(workspace, args, "hover", "the language server has no type information there")
+
+
+def get_signature(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    return _text_query(
+        workspace, args, "signature", "no call signature there (put the position inside a call)"
+    )
+
+
+def diagnostics(workspace: Workspace, settings: ToolSettings, args: DiagnosticsArgs) -> str:
+    path = workspace.resolve(args.path)
+    if not workspace.exists(path):
+        raise ToolError(f"{args.path} does not exist")
+    documents = _documents(workspace)
+    found = _ask(workspace, lambda pool: pool.diagnostics(workspace.root, path, documents))
+    if not found:
+        return f"no problems reported in {workspace.relative(path)}"
+    rel = workspace.relative(path)
+    return "\n".join(f"{rel}:{d.line}:{d.column}: {d.severity}: {d.message}" for d in found)
+
+
+def _at(args: PositionArgs) -> str:
+    return args.symbol or f"{args.path}:{args.line}" + (f":{args.column}" if args.column else "")
+
+
+LSP_TOOLS = (
+    ToolSpec(
+        name="lsp_find_definition",
+        description="Where a symbol is defined, resolved by the language server (imports followed, across "
+        "packages). Give path + line (+ column) of a use, or symbol.",
+        kind="search",
+        args_model=PositionArgs,
+        run=find_definition,
+        title=lambda a: f"Definition of {_at(a)}",
+        location=lambda a: (a.path, a.line) if a.path else None,
+    ),
+    ToolSpec(
+        name="lsp_get_references",
+        description="Every reference to a symbol, resolved by the language server. Give path + line "
+        "(+ column) or symbol.",
+        kind="search",
+        args_model=PositionArgs,
+        run=get_references,
+        title=lambda a: f"References of {_at(a)}",
+        location=lambda a: (a.path, a.line) if a.path else None,
+    ),
+    ToolSpec(
+        name="lsp_get_type",
+        description="The type and documentation of the symbol at a position (hover), or of a named symbol.",
+        kind="read",
+        args_model=PositionArgs,
+        run=get_type,
+        title=lambda a: f"Type of {_at(a)}",
+        location=lambda a: (a.path, a.line) if a.path else None,
+    ),
+    ToolSpec(
+        name="lsp_get_signature",
+        description="The signature of the function called at a position (inside the call's parentheses).",
+        kind="read",
+        args_model=PositionArgs,
+        run=get_signature,
+        title=lambda a: f"Signature at {_at(a)}",
+        location=lambda a: (a.path, a.line) if a.path else None,
+    ),
+    ToolSpec(
+        name="lsp_diagnostics",
+        description="Errors and warnings the language server reports for a file, as your changes leave it.",
+        kind="read",
+        args_model=DiagnosticsArgs,
+        run=diagnostics,
+        title=lambda a: f"Diagnostics of {a.path}",
+        location=lambda a: (a.path, None),
+    ),
+)
