@@ -37,6 +37,14 @@ from ide.protocol.index import (
     OutlineResult,
     SymbolSearchResult,
 )
+from ide.protocol.lsp import (
+    LSP_DEFINITION,
+    LSP_HOVER,
+    LSP_METHODS,
+    LSP_REFERENCES,
+    HoverResult,
+    LocationsResult,
+)
 from ide.protocol.review import (
     APPLY,
     CHANGESET,
@@ -224,7 +232,9 @@ class BackendBridge(QObject):
     symbolsFound = Signal(object, object)
     """(SymbolSearchParams, SymbolSearchResult) of a Ctrl+T search (``_arbor/index/search``)."""
     indexFailed = Signal(str, str)
-    """(method, message) when an index request was refused or answered with unreadable data."""
+    """(method, message) when an index or language-server request was refused or unreadable."""
+    lspAnswered = Signal(str, object, object)
+    """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
     """The :class:`BranchDiffParams` of a failed :meth:`branch_diff` and what to tell the user."""
 
     def __init__(
@@ -347,9 +357,9 @@ class BackendBridge(QObject):
             self.branchDiffReceived.emit(params, view)
 
     def index_request(self, method: str, params: BaseModel) -> bool:
-        """Ask the code index (status, outline or search); the answer arrives as :attr:`indexStatus`,
-        :attr:`outlineReceived` or :attr:`symbolsFound`. False (nothing sent) when the backend is not
-        running or has no index."""
+        """Ask the code index (status, outline or search) or a language server (definition, references,
+        hover); the answer arrives as :attr:`indexStatus`, :attr:`outlineReceived`, :attr:`symbolsFound`
+        or :attr:`lspAnswered`. False (nothing sent) when the backend is not running or lacks it."""
         if self._conn is None or not self.supports(method):
             return False
         spawn(self._index_call(self._generation, self._conn, method, params), name=f"_{method}")
@@ -364,6 +374,9 @@ class BackendBridge(QObject):
             INDEX_STATUS: (IndexStatus, self.indexStatus),
             INDEX_OUTLINE: (OutlineResult, self.outlineReceived),
             INDEX_SEARCH: (SymbolSearchResult, self.symbolsFound),
+            LSP_DEFINITION: (LocationsResult, self.lspAnswered),
+            LSP_REFERENCES: (LocationsResult, self.lspAnswered),
+            LSP_HOVER: (HoverResult, self.lspAnswered),
         }[method]
         try:
             result = result_type.model_validate(await conn.ext_method(method, params.model_dump(mode="json")))
@@ -382,7 +395,9 @@ class BackendBridge(QObject):
             return  # the watcher reports the backend's death
         if generation != self._generation:
             return
-        if method == INDEX_SEARCH:
+        if method in LSP_METHODS:
+            done.emit(method, params, result)
+        elif method == INDEX_SEARCH:
             done.emit(params, result)
         else:
             done.emit(result)

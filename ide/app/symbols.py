@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from ide.protocol.index import IndexStatus, SymbolSearchResult
+from ide.protocol.lsp import LspLocation
 
 TYPING_PAUSE_MS = 60
 """Keystrokes are coalesced: a query goes out once typing pauses this long."""
@@ -166,3 +167,48 @@ class IndexProgress(QWidget):
             self.bar.hide()
             self.label.setText("Index unavailable")
             self.label.setToolTip(status.message or "")
+
+
+class LocationPicker(QDialog):
+    """A list of places (Shift+F12 references, or several definitions): Enter or double-click opens one.
+    Interface: :meth:`show_locations`, :attr:`locationChosen`."""
+
+    locationChosen = Signal(str, int, int)
+    """(absolute path, 1-based line, 1-based column)."""
+
+    def __init__(self, workspace: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("locationPicker")
+        self.workspace = workspace
+        self.title = QLabel()
+        self.list = QListWidget()
+        self.list.setObjectName("locationList")
+        self.list.setUniformItemSizes(True)
+        self.list.itemActivated.connect(self._choose)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addWidget(self.list, 1)
+        self.resize(720, 360)
+
+    def show_locations(self, title: str, locations: list[LspLocation]) -> None:
+        self.setWindowTitle(title)
+        self.title.setText(f"{title}: {len(locations)}")
+        self.list.clear()
+        for location in locations:
+            try:
+                where = Path(location.path).relative_to(self.workspace).as_posix()
+            except ValueError:
+                where = location.path
+            item = QListWidgetItem(f"{where}:{location.line}:{location.column}    {location.text}")
+            item.setData(Qt.ItemDataRole.UserRole, (location.path, location.line, location.column))
+            self.list.addItem(item)
+        if locations:
+            self.list.setCurrentRow(0)
+        self.show()
+        self.raise_()
+        self.list.setFocus()
+
+    def _choose(self, item: QListWidgetItem) -> None:
+        path, line, column = item.data(Qt.ItemDataRole.UserRole)
+        self.hide()
+        self.locationChosen.emit(path, line, column)

@@ -6,8 +6,17 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFontDatabase, QPainter, QPaintEvent, QResizeEvent, QTextCursor, QTextFormat
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFontDatabase,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QResizeEvent,
+    QTextCursor,
+    QTextFormat,
+)
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QStackedWidget, QTextEdit, QVBoxLayout, QWidget
 
 from ide.app.background import run_blocking, spawn
@@ -29,11 +38,24 @@ class _LineNumberArea(QWidget):
         self._editor.paint_line_numbers(event)
 
 
+HOVER_PAUSE_MS = 450
+"""The mouse rests this long over a word before its type is asked for."""
+
+
 class CodeEditor(QPlainTextEdit):
     """A read-only monospace text view with a line-number gutter."""
 
+    hoverRequested = Signal(int, int, QPoint)
+    """(1-based line, 1-based column, global position) where the mouse rested over text."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.viewport().setMouseTracking(True)
+        self._hover_at = QPoint()
+        self._hover_timer = QTimer(self)
+        self._hover_timer.setSingleShot(True)
+        self._hover_timer.setInterval(HOVER_PAUSE_MS)
+        self._hover_timer.timeout.connect(self._hover)
         self.setReadOnly(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setTextInteractionFlags(
@@ -85,6 +107,37 @@ class CodeEditor(QPlainTextEdit):
             top = bottom
             number += 1
         painter.end()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        super().mouseMoveEvent(event)
+        self._hover_at = event.position().toPoint()
+        self._hover_timer.start()
+
+    def leaveEvent(self, event: QEvent) -> None:
+        self._hover_timer.stop()
+        super().leaveEvent(event)
+
+    def _hover(self) -> None:
+        cursor = self.cursorForPosition(self._hover_at)
+        text = cursor.block().text()
+        column = cursor.positionInBlock()
+        if column < len(text) and (text[column].isalnum() or text[column] == "_"):
+            global_pos = self.viewport().mapToGlobal(self._hover_at)
+            self.hoverRequested.emit(cursor.blockNumber() + 1, column + 1, global_pos)
+
+    def position(self) -> tuple[int, int]:
+        """(1-based line, 1-based column) of the text cursor."""
+        cursor = self.textCursor()
+        return cursor.blockNumber() + 1, cursor.positionInBlock() + 1
+
+    def go_to(self, line: int, column: int) -> None:
+        """Move the cursor to ``line``:``column`` (1-based), scrolled into view and marked."""
+        self.go_to_line(line)
+        cursor = self.textCursor()
+        cursor.movePosition(
+            QTextCursor.MoveOperation.Right, QTextCursor.MoveMode.MoveAnchor, max(column - 1, 0)
+        )
+        self.setTextCursor(cursor)
 
     def go_to_line(self, line: int) -> None:
         """Scroll ``line`` (1-based) into the middle of the view and mark it."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QPoint, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QToolTip, QVBoxLayout, QWidget
 
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
@@ -15,7 +15,7 @@ from ide.app.chat import ChatPanel, resolve_location
 from ide.app.outline import OutlinePanel
 from ide.app.review import ReviewPane
 from ide.app.status import BackendStatus
-from ide.app.symbols import IndexProgress, SymbolSearch
+from ide.app.symbols import IndexProgress, LocationPicker, SymbolSearch
 from ide.app.tree_view import SearchTreeView
 from ide.app.viewer import CodeViewer
 from ide.app.workspace import WorkspacePanel
@@ -30,6 +30,14 @@ from ide.protocol.index import (
     OutlineResult,
     SymbolSearchParams,
     SymbolSearchResult,
+)
+from ide.protocol.lsp import (
+    LSP_DEFINITION,
+    LSP_HOVER,
+    LSP_REFERENCES,
+    HoverResult,
+    LocationsResult,
+    PositionParams,
 )
 from ide.protocol.review import (
     APPLY,
@@ -132,6 +140,8 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.outline_dock)
         self.splitDockWidget(self.workspace_dock, self.outline_dock, Qt.Orientation.Vertical)
         self.symbol_search = SymbolSearch(self.workspace, self)
+        self.location_picker = LocationPicker(self.workspace, self)
+        self._hover_pos: dict[tuple[str, int, int], QPoint] = {}
         self.index_progress = IndexProgress()
         self._index_poll = QTimer(self)
         self._index_poll.setSingleShot(True)
@@ -194,6 +204,14 @@ class MainWindow(QMainWindow):
         self.symbol_action.setShortcut(QKeySequence("Ctrl+T"))
         self.symbol_action.triggered.connect(self.open_symbol_search)
         go_menu.addAction(self.symbol_action)
+        self.definition_action = QAction("Go to &Definition", self)
+        self.definition_action.setShortcut(QKeySequence("F12"))
+        self.definition_action.triggered.connect(lambda: self.ask_language_server(LSP_DEFINITION))
+        go_menu.addAction(self.definition_action)
+        self.references_action = QAction("Find &References", self)
+        self.references_action.setShortcut(QKeySequence("Shift+F12"))
+        self.references_action.triggered.connect(lambda: self.ask_language_server(LSP_REFERENCES))
+        go_menu.addAction(self.references_action)
 
         agent_menu = self.menuBar().addMenu("&Agent")
         self.stop_action = QAction("&Stop Turn", self)
@@ -245,6 +263,9 @@ class MainWindow(QMainWindow):
         bridge.outlineReceived.connect(self._on_outline)
         bridge.symbolsFound.connect(self._on_symbols)
         bridge.indexFailed.connect(self._on_index_failed)
+        bridge.lspAnswered.connect(self._on_lsp_answer)
+        self.location_picker.locationChosen.connect(self._open_at)
+        self.viewer.editor.hoverRequested.connect(self._request_hover)
 
         bridge.treeEvents.connect(self._on_tree_events)
         self.tree_view.runStarted.connect(self._on_run_started)
@@ -355,6 +376,66 @@ class MainWindow(QMainWindow):
         else:
             self.index_progress.label.setText("Index unavailable")
             self.index_progress.label.setToolTip(message)
+
+    # -- language servers: F12, Shift+F12, hover -----------------------------------------------------
+
+    def ask_language_server(self, method: str, line: int | None = None, column: int | None = None) -> bool:
+        """Definition or references at the viewer's cursor (or the given position)."""
+        path = self.viewer.current_path
+        if path is None or self.viewer.message is not None:
+            self.statusBar().showMessage("Open a file and put the cursor on a name first.", 4000)
+            return False
+        if line is None or column is None:
+            line, column = self.viewer.editor.position()
+        params = PositionParams(
+            cwd=str(self.workspace),
+            path=str(path.resolve()),
+            line=line,
+            column=column,
+            session_id=self.bridge.session_id,
+        )
+        if not self.bridge.index_request(method, params):
+            self.statusBar().showMessage(
+                "Language servers need Arbor's backend, which is not available.", 4000
+            )
+            return False
+        return True
+
+    def _request_hover(self, line: int, column: int, global_pos: QPoint) -> None:
+        path = self.viewer.current_path
+        if path is None:
+            return
+        self._hover_pos = {(str(path.resolve()), line, column): global_pos}
+        self.ask_language_server(LSP_HOVER, line, column)
+
+    def _on_lsp_answer(
+        self, method: str, params: PositionParams, result: LocationsResult | HoverResult
+    ) -> None:
+        if isinstance(result, HoverResult):
+            where = self._hover_pos.pop((params.path, params.line, params.column), None)
+            if where is not None and (result.text or result.message):
+                QToolTip.showText(where, result.text or result.message or "", self.viewer.editor)
+            return
+        if result.message:
+            self.statusBar().showMessage(result.message, 8000)
+        elif not result.locations:
+            what = "definition" if method == LSP_DEFINITION else "references"
+            self.statusBar().showMessage(f"No {what} found at {params.line}:{params.column}.", 4000)
+        elif method == LSP_DEFINITION and len(result.locations) == 1:
+            (only,) = result.locations
+            self._open_at(only.path, only.line, only.column)
+        else:
+            title = "Definitions" if method == LSP_DEFINITION else "References"
+            self.location_picker.show_locations(title, result.locations)
+
+    def _open_at(self, path: str, line: int, column: int) -> None:
+        target = Path(path)
+        if self.viewer.current_path == target and self.viewer.message is None:
+            self.viewer.editor.go_to(line, column)
+        else:
+            self.viewer.show_file(target, line)
+        if self.workspace in target.parents:
+            self.workspace_panel.select(target)
 
     def _on_replay_starting(self) -> None:
         # Keep what the chat showed: if the replay fails, the old transcript comes back.

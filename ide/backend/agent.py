@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import uuid
@@ -45,6 +46,7 @@ from ide.backend.limits import DIFF_INLINE_CAP
 from ide.backend.store import SessionStore
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
 from ide.protocol import index as ix
+from ide.protocol import lsp as lp
 from ide.protocol import review as rv
 from ide.protocol.review import REVIEW_METHODS
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEvent
@@ -126,6 +128,22 @@ def _prompt_text(blocks: list[Any]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+def _line_texts(places: list[tuple[Path, int]], documents: dict[Path, str]) -> list[str]:
+    """The text of each (path, line), for a references list (proposed text for changed files)."""
+    cache: dict[Path, list[str]] = {}
+    texts = []
+    for path, line in places:
+        if path not in cache:
+            try:
+                text = documents.get(path) or path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            cache[path] = text.splitlines()
+        lines = cache[path]
+        texts.append(lines[line - 1].strip()[:200] if 0 < line <= len(lines) else "")
+    return texts
+
+
 class ArborAgent(Agent):
     """Serves ACP for any client: Arbor's window, Zed, or the SDK's example client."""
 
@@ -170,7 +188,7 @@ class ArborAgent(Agent):
             version=__version__,
             model=self._base_settings.llm.model,
             architectures=list(MODES),
-            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION, BRANCH_DIFF, *ix.INDEX_METHODS],
+            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION, BRANCH_DIFF, *ix.INDEX_METHODS, *lp.LSP_METHODS],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
         return InitializeResponse(
@@ -497,6 +515,7 @@ class ArborAgent(Agent):
             ix.INDEX_STATUS: self._index_status,
             ix.INDEX_OUTLINE: self._index_outline,
             ix.INDEX_SEARCH: self._index_search,
+            **{name: functools.partial(self._lsp_query, name) for name in lp.LSP_METHODS},
         }.get(method)
         if handler is None:
             raise RequestError.method_not_found(f"_{method}")
@@ -582,6 +601,40 @@ class ArborAgent(Agent):
         request = ix.SymbolSearchParams.model_validate(params)
         cwd, settings = self._workspace(request.cwd)
         return await asyncio.to_thread(self._index(cwd, settings).search, request.query, request.limit)
+
+    async def _lsp_query(self, method: str, params: dict[str, Any]) -> BaseModel:
+        """F12, Shift+F12 and hover for the window; a missing server is a message, not an error."""
+        from ide.codeintel.lsp import LspError, LspUnavailable
+
+        request = lp.PositionParams.model_validate(params)
+        cwd, settings = self._workspace(request.cwd)
+        root, path = Path(cwd), Path(request.path)
+        session = self._sessions.get(request.session_id or "")
+        documents = {}
+        if session is not None:
+            documents = {
+                root / rel: session.changeset.read_text(rel)
+                for rel in session.changeset.changed_paths()
+                if session.changeset.exists(rel)
+            }
+        pool = self._lsp_bridge(settings).pool
+        try:
+            if method == lp.LSP_HOVER:
+                return lp.HoverResult(
+                    text=await pool.hover(root, path, request.line, request.column, documents)
+                )
+            query = pool.definition if method == lp.LSP_DEFINITION else pool.references
+            found = await query(root, path, request.line, request.column, documents)
+        except (LspUnavailable, LspError) as exc:
+            empty = lp.HoverResult if method == lp.LSP_HOVER else lp.LocationsResult
+            return empty(message=str(exc))
+        texts = await asyncio.to_thread(_line_texts, [(loc.path, loc.line) for loc in found], documents)
+        return lp.LocationsResult(
+            locations=[
+                lp.LspLocation(path=str(loc.path), line=loc.line, column=loc.column, text=text)
+                for loc, text in zip(found, texts, strict=True)
+            ]
+        )
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring extension notification _%s", method)

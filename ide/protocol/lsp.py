@@ -1,0 +1,36 @@
+"""Wire models of the language-server extensions (``_arbor/lsp/*``) the window uses for F12, Shift+F12
+and hover. Paths are absolute; lines and columns 1-based, as editors show them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+LSP_DEFINITION = "arbor/lsp/definition"
+LSP_REFERENCES = "arbor/lsp/references"
+LSP_HOVER = "arbor/lsp/hover"
+LSP_METHODS = (LSP_DEFINITION, LSP_REFERENCES, LSP_HOVER)
+
+
+class PositionParams(BaseModel):
+    cwd: str = Field(description="Absolute path of the workspace")
+    path: str = Field(description="Absolute path of the file")
+    line: int = Field(ge=1)
+    column: int = Field(ge=1)
+    session_id: str | None = Field(None, description="Answer as this session's change set leaves the files")
+
+
+class LspLocation(BaseModel):
+    path: str
+    line: int
+    column: int
+    text: str = Field("", description="The line at the location, for a references list")
+
+
+class LocationsResult(BaseModel):
+    locations: list[LspLocation] = Field(default_factory=list)
+    message: str | None = Field(None, description="Why there is no answer (no server, install command, …)")
+
+
+class HoverResult(BaseModel):
+    text: str = ""
+    message: str | None = None

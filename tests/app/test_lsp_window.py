@@ -1,0 +1,48 @@
+"""F12, Shift+F12 and hover in the window, answered by jedi-language-server through the backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import QToolTip
+
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.codeintel.test_lsp import shop  # noqa: F401  (the fixture package)
+
+pytestmark = pytest.mark.window
+
+
+def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_the_type(
+    qtbot: Any,
+    make_window: WindowFactory,
+    shop: Path,  # noqa: F811
+) -> None:
+    window = make_window(shop)
+    wait_ready(qtbot, window)
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shop / "app.py")
+    window.viewer.editor.go_to(3, 9)  # item = Product("Blue Mug")
+    assert window.viewer.editor.position() == (3, 9)
+
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
+        window.definition_action.trigger()
+    assert shown.args == [str(shop / "shop" / "models.py")]
+    assert window.viewer.editor.position()[0] == 4  # class Product:
+
+    window.viewer.editor.go_to(4, 8)
+    with qtbot.waitSignal(window.bridge.lspAnswered, timeout=TURN_TIMEOUT_MS):
+        window.references_action.trigger()
+    picker = window.location_picker
+    rows = [picker.list.item(i).text() for i in range(picker.list.count())]
+    assert [row.split("    ")[0] for row in rows] == ["app.py:1:25", "app.py:3:8", "shop/models.py:4:7"]
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
+        picker.list.itemActivated.emit(picker.list.item(1))
+    assert shown.args == [str(shop / "app.py")]
+    assert window.viewer.editor.position()[0] == 3
+
+    with qtbot.waitSignal(window.bridge.lspAnswered, timeout=TURN_TIMEOUT_MS):
+        window.viewer.editor.hoverRequested.emit(3, 9, QPoint(20, 20))
+    assert "class Product" in QToolTip.text()
