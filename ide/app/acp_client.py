@@ -235,7 +235,6 @@ class BackendBridge(QObject):
     """(method, message) when an index or language-server request was refused or unreadable."""
     lspAnswered = Signal(str, object, object)
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
-    """The :class:`BranchDiffParams` of a failed :meth:`branch_diff` and what to tell the user."""
 
     def __init__(
         self,

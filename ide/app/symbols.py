@@ -23,6 +23,8 @@ from ide.protocol.lsp import LspLocation
 
 TYPING_PAUSE_MS = 60
 """Keystrokes are coalesced: a query goes out once typing pauses this long."""
+FAILURE_CHARS = 80
+"""How much of an indexing failure the status bar shows; the tooltip has all of it."""
 
 
 class SymbolSearch(QDialog):
@@ -85,7 +87,8 @@ class SymbolSearch(QDialog):
                 where = Path(hit.path).relative_to(self.workspace).as_posix()
             except ValueError:
                 where = hit.path
-            item = QListWidgetItem(f"{hit.name}    {hit.kind} · {where}:{hit.line}")
+            row = f"{hit.name}    {hit.kind} · {where}:{hit.line}"
+            item = QListWidgetItem(f"{row}    {hit.signature}" if hit.signature else row)
             item.setToolTip(hit.signature or hit.qualname)
             item.setData(Qt.ItemDataRole.UserRole, (hit.path, hit.line))
             self.list.addItem(item)
@@ -164,9 +167,14 @@ class IndexProgress(QWidget):
                 + (f"\n{status.message}" if status.message else "")
             )
         else:
-            self.bar.hide()
-            self.label.setText("Index unavailable")
-            self.label.setToolTip(status.message or "")
+            self.show_failure(status.message or "the index could not be built")
+
+    def show_failure(self, message: str) -> None:
+        """Why there is no index: the start of ``message`` on the bar, all of it as the tooltip."""
+        self.bar.hide()
+        short = message if len(message) <= FAILURE_CHARS else message[: FAILURE_CHARS - 1] + "…"
+        self.label.setText(f"Index failed: {short}")
+        self.label.setToolTip(message)
 
 
 class LocationPicker(QDialog):

@@ -373,9 +373,10 @@ class MainWindow(QMainWindow):
             self.outline.show_message(message)
         elif method == INDEX_SEARCH:
             self.symbol_search.show_error(message)
-        else:
-            self.index_progress.label.setText("Index unavailable")
-            self.index_progress.label.setToolTip(message)
+        elif method == INDEX_STATUS:
+            self.index_progress.show_failure(message)
+        else:  # a language-server request (F12, Shift+F12, hover)
+            self.statusBar().showMessage(message, 8000)
 
     # -- language servers: F12, Shift+F12, hover -----------------------------------------------------
 

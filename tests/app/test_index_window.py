@@ -61,6 +61,10 @@ def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory
     with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(workspace / "README.md")
     assert window.outline.message.text() == "file-level entry"
+    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(workspace / "debug.log")  # ignored by .gitignore
+    assert window.outline.message.text() == "debug.log is excluded (.gitignore or workspace.exclude)"
+    assert window.outline.items() == []
 
     window.symbol_action.trigger()
     dialog = window.symbol_search
@@ -68,12 +72,20 @@ def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory
     with qtbot.waitSignal(window.bridge.symbolsFound, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClicks(dialog.edit, "mkcirc")  # fuzzy: initials of make_circle
     qtbot.waitUntil(lambda: dialog.list.count() > 0, timeout=TURN_TIMEOUT_MS)
-    assert dialog.list.item(0).text().startswith("make_circle    function · pkg/shapes.py:14")
+    assert dialog.list.item(0).text() == (
+        "make_circle    function · pkg/shapes.py:14    def make_circle(r: float) -> Circle"
+    )
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
         qtbot.keyClick(dialog.edit, Qt.Key.Key_Return)
     assert shown.args == [str(shapes)]
     assert not dialog.isVisible()
     assert window.viewer.editor.textCursor().blockNumber() + 1 == 14
+
+    window.symbol_action.trigger()
+    assert dialog.isVisible()
+    assert dialog.edit.selectedText() == "mkcirc"  # the last query, ready to type over
+    qtbot.keyClick(dialog.edit, Qt.Key.Key_Escape)
+    assert not dialog.isVisible()
 
 
 def test_a_stale_answer_does_not_replace_what_the_user_typed_since(
@@ -92,3 +104,28 @@ def test_a_stale_answer_does_not_replace_what_the_user_typed_since(
     )
     assert dialog.list.count() == 1
     assert dialog.state.text() == "1 symbols — indexing 3 / 9 files"
+
+
+def test_the_status_bar_shows_indexing_progress_then_the_totals_or_why_it_failed(qtbot: Any) -> None:
+    from ide.app.symbols import IndexProgress
+    from ide.protocol.index import IndexStatus
+
+    progress = IndexProgress()
+    qtbot.addWidget(progress)
+    progress.show()
+    progress.set_status(IndexStatus(state="indexing", files_done=1234, files_total=15000))
+    assert progress.label.text() == "Indexing 1,234 / 15,000 files"
+    assert progress.bar.isVisible()
+    assert (progress.bar.value(), progress.bar.maximum()) == (1234, 15000)
+
+    progress.set_status(IndexStatus(state="ready", files=15000, symbols=210345, references=900000))
+    assert progress.label.text() == "Index: 15,000 files · 210,345 symbols"
+    assert not progress.bar.isVisible()
+
+    progress.set_status(IndexStatus(state="failed", message="the index database is locked"))
+    assert progress.label.text() == "Index failed: the index database is locked"
+    assert not progress.bar.isVisible()
+    long = "cannot create /ro/.arbor/index.db: read-only file system " * 3
+    progress.set_status(IndexStatus(state="failed", message=long))
+    assert progress.label.text().endswith("…")
+    assert progress.label.toolTip() == long
