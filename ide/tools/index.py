@@ -177,7 +177,7 @@ def repo_map_tool(workspace: Workspace, settings: ToolSettings, args: RepoMapArg
         budget_tokens=args.max_tokens,
         focus_files=files,
         focus_names=names,
-        overlay=overlay_symbols(workspace),
+        overlay_symbols=overlay_symbols(workspace),
     )
 
 

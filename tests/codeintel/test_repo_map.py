@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ide.codeintel.index import CodeIndex
+from ide.codeintel.index.extract import extract
 from ide.codeintel.index.repomap import pagerank, repo_map, task_focus
 
 
@@ -63,3 +64,41 @@ def test_a_task_naming_a_file_or_identifier_pulls_it_up(index: CodeIndex) -> Non
     assert (files, names) == (["app/lonely.py"], ["forgotten_helper"])
     text = repo_map(index, budget_tokens=1024, focus_files=files, focus_names=names)
     assert text.splitlines()[0] == "app/lonely.py:"
+
+
+@pytest.fixture
+def ranked(tmp_path: Path) -> CodeIndex:
+    """One module whose functions are used unevenly, one of them private."""
+    root = tmp_path / "ws"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "util.py").write_text(
+        "def aaa_rarely(x):\n    return x\n\n\ndef zzz_popular(x):\n    return x\n\n\n"
+        "def _hidden(x):\n    return x\n"
+    )
+    for n in range(4):
+        (root / "lib" / f"caller{n}.py").write_text(
+            f"from lib.util import zzz_popular, _hidden\n\n\ndef call{n}():\n"
+            f"    return zzz_popular({n}) + _hidden({n})\n"
+        )
+    built = CodeIndex(root, tmp_path / "index.sqlite")
+    built.refresh()
+    yield built
+    built.close()
+
+
+def test_the_used_definition_beats_its_unused_neighbour_in_a_small_budget(ranked: CodeIndex) -> None:
+    assert repo_map(ranked, budget_tokens=10).splitlines() == ["lib/util.py:", "  def zzz_popular(x)"]
+    # A private name counts a tenth, but used it still beats the unused one.
+    assert repo_map(ranked, budget_tokens=16).splitlines() == [
+        "lib/util.py:",
+        "  def zzz_popular(x)",
+        "  def _hidden(x)",
+    ]
+
+
+def test_a_new_file_of_the_change_set_is_ranked_by_who_uses_it(ranked: CodeIndex) -> None:
+    source = b"def zzz_popular(x):\n    return -x\n"
+    overlay = {"lib/util.py": None, "lib/fresh.py": extract(source, "python")}
+    text = repo_map(ranked, budget_tokens=1024, overlay_symbols=overlay)
+    assert text.splitlines()[:2] == ["lib/fresh.py:", "  def zzz_popular(x)"]
+    assert "lib/util.py" not in text

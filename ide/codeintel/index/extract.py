@@ -22,10 +22,28 @@ DOC_CAP = 160
 NAME_CAP = 200
 CONTAINERS = frozenset({"class", "struct", "interface", "trait", "enum", "union"})
 LEAVES = frozenset({"type", "constant"})
+"""Kinds that never hold definitions (a C typedef wraps its struct; the struct is not its member)."""
 WEAK = LEAVES
 """Kinds a more specific pattern on the same node overrides (a Go type spec of a struct is a struct)."""
-"""Kinds that never hold definitions (a C typedef wraps its struct; the struct is not its member)."""
+WRAPPERS = frozenset(
+    {
+        "export_statement",  # JS/TS: export function f() {}
+        "lexical_declaration",  # JS/TS: const f = () => {}
+        "variable_declaration",
+        "expression_statement",  # JS: Foo.prototype.bar = function () {}
+        "ambient_declaration",  # TS: declare function f(): void
+        "template_declaration",  # C++: template <typename T> class X {}
+        "type_declaration",  # Go: type X struct {}
+        "const_declaration",
+        "var_declaration",
+    }
+)
+"""Nodes around a definition that its doc comment precedes instead of the definition itself."""
+ATTRIBUTES = frozenset({"attribute_item", "decorator", "annotation", "marker_annotation"})
+"""Siblings between a doc comment and its definition (Rust #[derive], decorators)."""
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _SPACE = re.compile(r"\s+")
+_TRAILING_COMMENT = re.compile(r"(?<=[:{])\s*(?:#|//)[^\n]*$")
 _OPEN = re.compile(r"([(\[]) ")
 _CLOSE = re.compile(r",? ([)\]])")
 _COMMENT_MARK = re.compile(r"^\s*(?:///?!?|/\*\*?|\*+/?|#+|--|;+)\s?")
@@ -86,6 +104,8 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
         if used is not None:
             for node in used:
                 name = source[node.start_byte : node.end_byte].decode("utf-8", "replace")[:NAME_CAP]
+                if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
+                    name = name.rsplit("::", 1)[1].split("<", 1)[0]
                 line = node.start_point[0] + 1
                 lines = references.get(name)
                 if lines is None:
@@ -111,7 +131,12 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
             node = nodes[0]
             key = (node.start_byte, node.end_byte if kind else -node.end_byte)
             owner = _text(source, receiver[0]) if receiver else ""
-            entry = (node.start_byte, -node.end_byte, kind, _text(source, names[0]), owner, node)
+            name = _text(source, names[0])
+            if "::" in name:  # C++ out-of-line members and nested namespaces: Foo<T>::bar, a::b
+                scope, name = name.rsplit("::", 1)
+                scope = _qualify(scope)
+                owner = f"{owner}.{scope}" if owner else scope
+            entry = (node.start_byte, -node.end_byte, kind, name, owner, node)
             at = seen.get(key)
             if at is None:
                 seen[key] = len(found)
@@ -121,17 +146,21 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
             break
     found.sort(key=lambda item: (item[0], item[1]))
     stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind) of open containers
+    namespaces: set[str] = set()  # a C++ `void ns::f() {}` is a function, `void Foo::f() {}` a method
     for start, neg_end, kind, name, owner, node in found:
         while stack and stack[-1][0] <= start:
             stack.pop()
         parent_qual, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
         if owner:  # Go receivers and C++ out-of-line definitions name their type: Foo.bar
-            parent_qual, parent_kind = (f"{parent_qual}.{owner}" if parent_qual else owner), "scope"
+            parent_qual = f"{parent_qual}.{owner}" if parent_qual else owner
+            parent_kind = "namespace" if parent_qual in namespaces else "scope"
         qualname = f"{parent_qual}.{name}" if parent_qual else name
         if kind not in LEAVES:
             stack.append((-neg_end, qualname, kind or "scope"))
         if not kind:
             continue
+        if kind == "namespace":
+            namespaces.add(qualname)
         if kind == "function" and parent_kind in (*CONTAINERS, "scope"):
             kind = "method"
         result.definitions.append(_definition(node, source, language, name, qualname, kind, parent_qual))
@@ -141,17 +170,20 @@ def _definition(
     node: Node, source: bytes, language: str, name: str, qualname: str, kind: str, parent: str
 ) -> Definition:
     body = node.child_by_field_name("body")
+    value = None
     if body is None:  # const f = () => {…}: the body belongs to the value
-        value = node.child_by_field_name("value")
+        value = node.child_by_field_name("value") or node.child_by_field_name("right")
         body = value.child_by_field_name("body") if value is not None else None
     head_end = body.start_byte if body is not None else node.end_byte
     head = source[node.start_byte : min(head_end, node.start_byte + SIGNATURE_CAP * 4)]
     signature = head.decode("utf-8", "replace")
     if body is None:
         signature = signature.split("\n", 1)[0] if kind not in ("function", "method") else signature
+    signature = _TRAILING_COMMENT.sub("", signature.rstrip())  # class X:  # note → class X:
     signature = _one_line(signature.rstrip().rstrip(":{").rstrip(), SIGNATURE_CAP)
-    params_node = _find_field(node, "parameters")
-    returns_node = _returns(node, kind)
+    leaf = kind in LEAVES
+    params_node = None if leaf else _find_field(node, "parameters")
+    returns_node = None if leaf else _returns(node, kind) or (_returns(value, kind) if value else None)
     return Definition(
         name=name,
         qualname=qualname,
@@ -175,7 +207,14 @@ def _find_field(node: Node, field: str) -> Node | None:
         found = current.child_by_field_name(field)
         if found is not None:
             return found
-        current = current.child_by_field_name("declarator") or current.child_by_field_name("value")
+        following = (
+            current.child_by_field_name("declarator")
+            or current.child_by_field_name("value")
+            or current.child_by_field_name("right")
+        )
+        if following is None and current.type.endswith("_declarator") and current.named_child_count:
+            following = current.named_child(0)  # C++ reference_declarator has no declarator field
+        current = following
     return None
 
 
@@ -201,6 +240,16 @@ def _doc(node: Node, body: Node | None, source: bytes, language: str) -> str:
             return _first_line(text)
         return ""
     comment = node.prev_named_sibling
+    while comment is not None and comment.type in ATTRIBUTES:  # #[derive(…)] between doc and item
+        node, comment = comment, comment.prev_named_sibling
+    parent = node.parent
+    while (
+        (comment is None or "comment" not in comment.type) and parent is not None and parent.type in WRAPPERS
+    ):
+        node, comment = parent, parent.prev_named_sibling  # the doc precedes `export`, `template <…>`
+        while comment is not None and comment.type in ATTRIBUTES:
+            node, comment = comment, comment.prev_named_sibling
+        parent = node.parent
     if comment is None or "comment" not in comment.type or comment.end_point[0] < node.start_point[0] - 1:
         return ""
     # Walk up a block of line comments to its first line.
@@ -214,6 +263,16 @@ def _doc(node: Node, body: Node | None, source: bytes, language: str) -> str:
             break
         comment = previous
     return _first_line(_text(source, comment, DOC_CAP * 4))
+
+
+def _qualify(scope: str) -> str:
+    """``ns::Foo<T>`` → ``ns.Foo``."""
+    while "<" in scope:
+        stripped = _TEMPLATE_ARGS.sub("", scope)
+        if stripped == scope:
+            break
+        scope = stripped
+    return scope.replace("::", ".").replace(" ", "")
 
 
 def _first_line(text: str) -> str:

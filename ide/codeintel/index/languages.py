@@ -61,10 +61,18 @@ def detect_language(path: str | PurePosixPath, head: bytes = b"") -> str | None:
 
 
 QUERY_ALIASES = {"tsx": "typescript"}
-"""Languages whose grammar extends another's closely enough to share its queries."""
+"""Languages whose grammar extends another's closely enough to share its queries; their own files, where
+present, add patterns for what only they have (TSX's JSX elements)."""
 
 
 def query_source(language: str, kind: str = "") -> str:
-    """Text of ``<language>.scm`` (definitions, scopes, imports) or ``<language>.<kind>.scm``."""
-    language = QUERY_ALIASES.get(language, language)
-    return (QUERY_DIR / (f"{language}.{kind}.scm" if kind else f"{language}.scm")).read_text("utf-8")
+    """Text of ``<language>.scm`` (definitions, scopes, imports) or ``<language>.<kind>.scm``, after the
+    text of the language it extends; FileNotFoundError when neither exists."""
+    texts = []
+    for name in (QUERY_ALIASES.get(language), language):
+        path = QUERY_DIR / (f"{name}.{kind}.scm" if kind else f"{name}.scm") if name else None
+        if path is not None and path.is_file():
+            texts.append(path.read_text("utf-8"))
+    if not texts:
+        raise FileNotFoundError(f"no {kind or 'tag'} queries for {language}")
+    return "\n".join(texts)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ide.codeintel.index.model import FileSymbols
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bump when the schema or what extraction produces changes: an older file is rebuilt from scratch."""
 
 SCHEMA = """
@@ -61,6 +61,7 @@ CREATE VIRTUAL TABLE text_fts USING fts5(
 
 NAME_INDEXES = """
 CREATE INDEX IF NOT EXISTS defs_name ON defs (name COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS defs_name_exact ON defs (name);
 CREATE INDEX IF NOT EXISTS refs_name ON refs (name);
 """
 """Lookups by name; dropped during a bulk pass and built again once at its end (one sort, not a
@@ -161,7 +162,8 @@ def bulk(db: sqlite3.Connection) -> Iterator[None]:
     build them once (several times faster than triggers and b-tree inserts for a full pass)."""
     db.executescript(
         "DROP TRIGGER IF EXISTS defs_ai; DROP TRIGGER IF EXISTS defs_ad; "
-        "DROP INDEX IF EXISTS defs_name; DROP INDEX IF EXISTS refs_name;"
+        "DROP INDEX IF EXISTS defs_name; DROP INDEX IF EXISTS defs_name_exact; "
+        "DROP INDEX IF EXISTS refs_name;"
     )
     try:
         yield

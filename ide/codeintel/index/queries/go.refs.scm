@@ -1,5 +1,11 @@
+; References: calls, composite literals and type names in signatures, fields and variables.
 (call_expression function: (identifier) @reference)
 (call_expression function: (selector_expression field: (field_identifier) @reference))
 (composite_literal type: (type_identifier) @reference)
 (parameter_declaration type: (type_identifier) @reference)
+(pointer_type (type_identifier) @reference)
 (qualified_type name: (type_identifier) @reference)
+(field_declaration type: (type_identifier) @reference)
+(var_spec type: (type_identifier) @reference)
+(function_declaration result: (type_identifier) @reference)
+(method_declaration result: (type_identifier) @reference)

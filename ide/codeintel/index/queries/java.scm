@@ -6,8 +6,14 @@
 (enum_declaration name: (identifier) @name) @definition.enum
 (method_declaration name: (identifier) @name) @definition.method
 (constructor_declaration name: (identifier) @name) @definition.method
+
+; Constants: static final fields (in either order) and interface fields (implicitly static final).
 (field_declaration
   (modifiers "static" "final")
   declarator: (variable_declarator name: (identifier) @name)) @definition.constant
+(field_declaration
+  (modifiers "final" "static")
+  declarator: (variable_declarator name: (identifier) @name)) @definition.constant
+(constant_declaration declarator: (variable_declarator name: (identifier) @name)) @definition.constant
 
 (import_declaration [(scoped_identifier) (identifier)] @import)

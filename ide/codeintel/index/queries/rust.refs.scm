@@ -1,7 +1,16 @@
+; References: calls (also through a path: Foo::new uses Foo and new), macros, struct literals, traits
+; implemented and type names in signatures, fields and lets.
 (call_expression function: (identifier) @reference)
 (call_expression function: (field_expression field: (field_identifier) @reference))
-(call_expression function: (scoped_identifier name: (identifier) @reference))
+(call_expression function: (scoped_identifier path: (identifier) @reference name: (identifier) @reference))
+(call_expression function: (scoped_identifier path: (scoped_identifier name: (identifier) @reference)))
 (macro_invocation macro: (identifier) @reference)
 (struct_expression name: (type_identifier) @reference)
 (impl_item trait: (type_identifier) @reference)
 (parameter type: (type_identifier) @reference)
+(reference_type type: (type_identifier) @reference)
+(generic_type type: (type_identifier) @reference)
+(type_arguments (type_identifier) @reference)
+(function_item return_type: (type_identifier) @reference)
+(field_declaration type: (type_identifier) @reference)
+(let_declaration type: (type_identifier) @reference)
