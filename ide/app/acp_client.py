@@ -30,9 +30,11 @@ from PySide6.QtCore import QObject, Signal, SignalInstance
 from ide.app.background import run_blocking, spawn
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
 from ide.protocol.index import (
+    INDEX_CHANGED,
     INDEX_OUTLINE,
     INDEX_SEARCH,
     INDEX_STATUS,
+    IndexChanged,
     IndexStatus,
     OutlineResult,
     SymbolSearchResult,
@@ -233,6 +235,8 @@ class BackendBridge(QObject):
     """(SymbolSearchParams, SymbolSearchResult) of a Ctrl+T search (``_arbor/index/search``)."""
     indexFailed = Signal(str, str)
     """(method, message) when an index or language-server request was refused or unreadable."""
+    indexChanged = Signal(object)
+    """IndexChanged: the backend re-indexed files (a pass finished, or the watcher saw edits)."""
     lspAnswered = Signal(str, object, object)
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
 
@@ -452,6 +456,13 @@ class BackendBridge(QObject):
 
     def _on_notification(self, generation: int, method: str, params: dict[str, Any]) -> None:
         """An ``_arbor/*`` notification of the current backend and session, validated, as a signal."""
+        if method == INDEX_CHANGED:
+            if generation == self._generation:
+                try:
+                    self.indexChanged.emit(IndexChanged.model_validate(params))
+                except ValidationError as exc:
+                    log.warning("ignoring malformed _%s: %s", method, exc)
+            return
         if method == CHANGESET_NOTIFICATION:
             model: type[ChangeSetView | TreeEventBatch] = ChangeSetView
         elif method == TREE_NOTIFICATION:

@@ -24,6 +24,7 @@ from ide.protocol.index import (
     INDEX_OUTLINE,
     INDEX_SEARCH,
     INDEX_STATUS,
+    IndexChanged,
     IndexStatus,
     IndexStatusParams,
     OutlineParams,
@@ -260,6 +261,7 @@ class MainWindow(QMainWindow):
         self.symbol_search.queryChanged.connect(self._search_symbols)
         self.symbol_search.symbolChosen.connect(self._open_location)
         bridge.indexStatus.connect(self._on_index_status)
+        bridge.indexChanged.connect(self._on_index_changed)
         bridge.outlineReceived.connect(self._on_outline)
         bridge.symbolsFound.connect(self._on_symbols)
         bridge.indexFailed.connect(self._on_index_failed)
@@ -337,6 +339,14 @@ class MainWindow(QMainWindow):
             self._index_poll.start()
         elif was == "indexing" and self.viewer.current_path is not None:
             self.request_outline(str(self.viewer.current_path))  # the outline may have waited for it
+
+    def _on_index_changed(self, change: IndexChanged) -> None:
+        if Path(change.cwd) != self.workspace:
+            return
+        self._on_index_status(change.status)
+        current = self.viewer.current_path
+        if current is not None and str(current.resolve()) in change.paths:
+            self.request_outline(str(current))  # the open file was edited (or the agent's change applied)
 
     def request_outline(self, path: str) -> None:
         """Ask for the outline of ``path`` (the file the viewer shows)."""

@@ -188,7 +188,14 @@ class ArborAgent(Agent):
             version=__version__,
             model=self._base_settings.llm.model,
             architectures=list(MODES),
-            extensions=[*REVIEW_METHODS, TREE_NOTIFICATION, BRANCH_DIFF, *ix.INDEX_METHODS, *lp.LSP_METHODS],
+            extensions=[
+                *REVIEW_METHODS,
+                TREE_NOTIFICATION,
+                BRANCH_DIFF,
+                *ix.INDEX_METHODS,
+                ix.INDEX_CHANGED,
+                *lp.LSP_METHODS,
+            ],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
         return InitializeResponse(
@@ -258,6 +265,12 @@ class ArborAgent(Agent):
         service = self._indexes.get(real)
         if service is None:
             service = self._indexes[real] = IndexService(Path(real), settings)
+
+            async def changed(paths: list[str], service: IndexService = service) -> None:
+                note = ix.IndexChanged(cwd=real, paths=paths, status=service.status())
+                await self.conn.ext_notification(ix.INDEX_CHANGED, note.model_dump(mode="json"))
+
+            service.on_change = changed
             service.start()
         return service
 

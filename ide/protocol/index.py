@@ -12,6 +12,8 @@ from pydantic import BaseModel, Field
 INDEX_STATUS = "arbor/index/status"
 INDEX_OUTLINE = "arbor/index/outline"
 INDEX_SEARCH = "arbor/index/search"
+INDEX_CHANGED = "arbor/index/changed"
+"""Notification from the backend: files were re-indexed (a pass finished, or the watcher saw edits)."""
 INDEX_METHODS = (INDEX_STATUS, INDEX_OUTLINE, INDEX_SEARCH)
 
 IndexState = Literal["indexing", "ready", "failed"]
@@ -79,3 +81,11 @@ class SymbolSearchResult(BaseModel):
     hits: list[SymbolHit] = Field(default_factory=list)
     state: IndexState = "ready"
     message: str | None = None
+
+
+class IndexChanged(BaseModel):
+    """``_arbor/index/changed``: which files' entries changed, and the index's status after it."""
+
+    cwd: str
+    paths: list[str] = Field(default_factory=list, description="Absolute paths re-indexed or removed")
+    status: IndexStatus

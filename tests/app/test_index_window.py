@@ -129,3 +129,20 @@ def test_the_status_bar_shows_indexing_progress_then_the_totals_or_why_it_failed
     progress.set_status(IndexStatus(state="failed", message=long))
     assert progress.label.text().endswith("…")
     assert progress.label.toolTip() == long
+
+
+def test_the_outline_follows_edits_to_the_open_file(
+    qtbot: Any, make_window: WindowFactory, workspace: Path
+) -> None:
+    window = make_window(workspace)
+    wait_ready(qtbot, window)
+    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    shapes = workspace / "pkg" / "shapes.py"
+    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shapes)
+    assert len(window.outline.items()) == 4
+
+    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+        shapes.write_text(SHAPES + "\n\ndef make_square(side: float) -> float:\n    return side * side\n")
+    assert [item.text(0) for item in window.outline.items()][-1] == "ƒ  make_square"
+    assert window.index_progress.label.text() == "Index: 4 files · 6 symbols"

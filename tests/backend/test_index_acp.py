@@ -82,6 +82,13 @@ async def test_edits_renames_and_deletions_reach_the_index_while_it_watches(git_
             )
 
         await poll(lambda: has("wave", "pkg/greet.py"), "the edit")
+        changes = [
+            ix.IndexChanged.model_validate(p)
+            for m, p in backend.client.notifications
+            if m == ix.INDEX_CHANGED
+        ]
+        assert any(str(greet) in change.paths for change in changes)  # the window refreshes its outline
+        assert changes[-1].status.state == "ready" and changes[-1].status.symbols == 2
         greet.rename(git_workspace / "pkg" / "hello.py")
         await poll(lambda: has("wave", "pkg/hello.py"), "the rename")
         assert not await has("wave", "pkg/greet.py")

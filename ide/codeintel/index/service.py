@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ide.codeintel.index.indexer import CodeIndex, IndexStats
@@ -39,6 +40,8 @@ class IndexService:
         self.watching = False
         self.updated = asyncio.Event()
         """Set after every pass or update that changed the index (tests and the window wait on it)."""
+        self.on_change: Callable[[list[str]], Awaitable[None]] | None = None
+        """Called after a pass or a watcher update changed the index, with the absolute paths it saw."""
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self._cancel = threading.Event()
@@ -54,12 +57,20 @@ class IndexService:
             self.last = await asyncio.to_thread(self.index.refresh, self._progress, self._cancel)
             self.state, self.message = "ready", None
             self.updated.set()
+            await self._changed([])
             log.info("indexed %s: %s", self.root, self.last)
         except Exception as exc:  # reported through status; the backend goes on without an index
             log.exception("indexing %s failed", self.root)
             self.state, self.message = "failed", f"indexing failed: {exc}"
         if watcher is not None:
             await watcher
+
+    async def _changed(self, paths: list[str]) -> None:
+        if self.on_change is not None:
+            try:
+                await self.on_change(paths)
+            except Exception:  # a client that went away must not stop the watcher
+                log.debug("index change notification failed", exc_info=True)
 
     def _progress(self, done: int, total: int) -> None:
         self.done, self.total = done, total
@@ -92,6 +103,7 @@ class IndexService:
                         totals.seconds = self.last.seconds if self.last else 0.0
                         self.last = totals
                     self.updated.set()
+                    await self._changed(paths)
         except Exception as exc:  # e.g. out of inotify watches: the index stays, only live updates stop
             log.warning("not watching %s: %s", self.root, exc)
             self.message = f"not watching files for changes: {exc}"
