@@ -15,6 +15,7 @@ from acp.schema import ClientCapabilities, FileEditToolCallContent, FileSystemCa
 
 from ide.protocol import META_KEY
 from ide.protocol import review as rv
+from ide.protocol.index import INDEX_CHANGED
 from tests.support.acp_client import RecordingClient, acp_backend
 from tests.support.git import git
 
@@ -74,7 +75,8 @@ async def test_edits_wait_for_review_then_only_accepted_hunks_land_in_one_commit
         ]
         assert {Path(d.path).name for d in diffs} == {"greet.py", "farewell.py"}
 
-        [(method, params)] = backend.client.notifications
+        session_notes = [(m, p) for m, p in backend.client.notifications if m != INDEX_CHANGED]
+        [(method, params)] = session_notes  # one change set for the turn
         assert method == rv.CHANGESET_NOTIFICATION
         view = rv.ChangeSetView.model_validate(params)
         assert [(f.path, f.status) for f in view.files] == [
