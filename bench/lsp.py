@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import re
 import statistics
@@ -27,6 +26,7 @@ import jedi
 from ide.codeintel.index import CodeIndex
 from ide.codeintel.lsp import LspPool
 from ide.settings import LspSettings, WorkspaceSettings
+from tests.support.procs import group_alive  # /proc reading shared with the tests
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,18 +59,6 @@ def call_sites(count: int, seed: int = 11) -> list[tuple[Path, int, int]]:
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))], 2)
-
-
-def group_alive(pgid: int) -> bool:
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid:
-                return True
-    return False
 
 
 async def measure(sites: list[tuple[Path, int, int]], runs: int, cycles: int) -> dict[str, object]:

@@ -266,7 +266,7 @@ class MainWindow(QMainWindow):
         bridge.symbolsFound.connect(self._on_symbols)
         bridge.indexFailed.connect(self._on_index_failed)
         bridge.lspAnswered.connect(self._on_lsp_answer)
-        self.location_picker.locationChosen.connect(self._open_at)
+        self.location_picker.locationChosen.connect(self._open_location)
         self.viewer.editor.hoverRequested.connect(self._request_hover)
 
         bridge.treeEvents.connect(self._on_tree_events)
@@ -434,19 +434,10 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"No {what} found at {params.line}:{params.column}.", 4000)
         elif method == LSP_DEFINITION and len(result.locations) == 1:
             (only,) = result.locations
-            self._open_at(only.path, only.line, only.column)
+            self._open_location(only.path, only.line, only.column)
         else:
             title = "Definitions" if method == LSP_DEFINITION else "References"
             self.location_picker.show_locations(title, result.locations)
-
-    def _open_at(self, path: str, line: int, column: int) -> None:
-        target = Path(path)
-        if self.viewer.current_path == target and self.viewer.message is None:
-            self.viewer.editor.go_to(line, column)
-        else:
-            self.viewer.show_file(target, line)
-        if self.workspace in target.parents:
-            self.workspace_panel.select(target)
 
     def _on_replay_starting(self) -> None:
         # Keep what the chat showed: if the replay fails, the old transcript comes back.
@@ -484,10 +475,10 @@ class MainWindow(QMainWindow):
     def _on_error(self, info: ErrorInfo) -> None:
         self.banner.show_error(info, restartable=self.bridge.state == BackendState.STOPPED)
 
-    def _open_location(self, path: str, line: int) -> None:
+    def _open_location(self, path: str, line: int, column: int = 1) -> None:
         target = resolve_location(self.workspace, path)
         if self.viewer.current_path == target and line and self.viewer.message is None:
-            self.viewer.editor.go_to_line(line)  # already on screen: just move
+            self.viewer.editor.go_to(line, column)  # already on screen: just move
         else:
             self.viewer.show_file(target, line or None)
         self.workspace_panel.select(target)

@@ -618,18 +618,13 @@ class ArborAgent(Agent):
     async def _lsp_query(self, method: str, params: dict[str, Any]) -> BaseModel:
         """F12, Shift+F12 and hover for the window; a missing server is a message, not an error."""
         from ide.codeintel.lsp import LspError, LspUnavailable
+        from ide.tools.lsp import proposed_documents
 
         request = lp.PositionParams.model_validate(params)
         cwd, settings = self._workspace(request.cwd)
         root, path = Path(cwd), Path(request.path)
         session = self._sessions.get(request.session_id or "")
-        documents = {}
-        if session is not None:
-            documents = {
-                root / rel: session.changeset.read_text(rel)
-                for rel in session.changeset.changed_paths()
-                if session.changeset.exists(rel)
-            }
+        documents = proposed_documents(root, session.changeset if session is not None else None)
         pool = self._lsp_bridge(settings).pool
         try:
             if method == lp.LSP_HOVER:

@@ -15,6 +15,7 @@ from ide.codeintel.index import CodeIndex, FileSymbols, Symbol
 from ide.codeintel.index.extract import extract
 from ide.codeintel.index.languages import TAGGED, detect_language
 from ide.codeintel.index.repomap import repo_map, task_focus
+from ide.codeintel.index.store import nesting
 from ide.settings import ToolSettings
 from ide.tools.base import ToolSpec
 from ide.tools.workspace import ToolError, Workspace, is_binary
@@ -71,22 +72,7 @@ def overlay_symbols(workspace: Workspace) -> dict[str, FileSymbols | None]:
 
 
 def _symbols(rel: str, symbols: FileSymbols) -> list[Symbol]:
-    return [
-        Symbol(
-            d.name,
-            d.qualname,
-            d.kind,
-            rel,
-            d.line,
-            d.end_line,
-            d.signature,
-            d.params,
-            d.returns,
-            d.doc,
-            d.parent,
-        )
-        for d in symbols.definitions
-    ]
+    return [Symbol.of(rel, d) for d in symbols.definitions]
 
 
 def find_symbol(workspace: Workspace, settings: ToolSettings, args: FindSymbolArgs) -> str:
@@ -122,12 +108,10 @@ def file_outline(workspace: Workspace, settings: ToolSettings, args: FileOutline
         outline = index.outline(rel)
     if not outline:
         return f"{rel} has no definitions the index recognises"
-    depth: dict[str, int] = {}
     lines = []
-    for symbol in outline:
-        depth[symbol.qualname] = depth.get(symbol.parent, -1) + 1 if symbol.parent else 0
+    for symbol, level in zip(outline, nesting(outline), strict=True):
         doc = f"  — {symbol.doc}" if symbol.doc else ""
-        lines.append(f"{'  ' * depth[symbol.qualname]}{symbol.line}: {symbol.signature or symbol.name}{doc}")
+        lines.append(f"{'  ' * level}{symbol.line}: {symbol.signature or symbol.name}{doc}")
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from ide.codeintel.lsp import Location, LspBridge, LspError, LspPool, LspUnavailable
 from ide.settings import ToolSettings
 from ide.tools.base import ToolSpec
-from ide.tools.workspace import ToolError, Workspace
+from ide.tools.workspace import Overlay, ToolError, Workspace
 
 T = TypeVar("T")
 LOCATION_CAP = 60
@@ -47,12 +47,15 @@ def _bridge(workspace: Workspace) -> LspBridge:
 
 
 def _documents(workspace: Workspace) -> dict[Path, str]:
-    """The change set's files as proposed, for the server to see instead of the disk."""
-    overlay = workspace.overlay
+    return proposed_documents(workspace.root, workspace.overlay)
+
+
+def proposed_documents(root: Path, overlay: Overlay | None) -> dict[Path, str]:
+    """The change set's files as proposed (absolute path → text), for servers to see instead of the disk."""
     if overlay is None:
         return {}
     return {
-        workspace.root / rel: overlay.read_text(rel)
+        root / rel: overlay.read_text(rel)
         for rel in overlay.changed_paths()
         if overlay.exists(rel) and not overlay.is_dir(rel)
     }
@@ -123,43 +126,39 @@ def _locations(workspace: Workspace, found: list[Location], what: str) -> str:
     return "\n".join(lines)
 
 
-def find_definition(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
-    documents = _documents(workspace)
-    found: list[Location] = []
-    for path, line, column in _positions(workspace, args):
-        found.extend(
-            _ask(
-                workspace,
-                lambda pool, p=path, ln=line, c=column: pool.definition(workspace.root, p, ln, c, documents),
-            )
-        )
-    return _locations(workspace, sorted(set(found), key=lambda loc: (str(loc.path), loc.line)), "definition")
-
-
-def get_references(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
-    documents = _documents(workspace)
-    found: list[Location] = []
-    for path, line, column in _positions(workspace, args):
-        found.extend(
-            _ask(
-                workspace,
-                lambda pool, p=path, ln=line, c=column: pool.references(workspace.root, p, ln, c, documents),
-            )
-        )
-    return _locations(workspace, sorted(set(found), key=lambda loc: (str(loc.path), loc.line)), "references")
-
-
-def _text_query(workspace: Workspace, args: PositionArgs, query: str, empty: str) -> str:
+def _ask_each(workspace: Workspace, args: PositionArgs, query: str) -> list[tuple[Path, int, int, Any]]:
+    """(path, line, column, answer) of pool.``query`` at each place the arguments point at."""
     documents = _documents(workspace)
     answers = []
     for path, line, column in _positions(workspace, args):
-        text: Any = _ask(
+        answer = _ask(
             workspace,
             lambda pool, p=path, ln=line, c=column: getattr(pool, query)(workspace.root, p, ln, c, documents),
         )
-        if text:
-            answers.append(f"{workspace.relative(path)}:{line}:{column}\n{text}")
+        answers.append((path, line, column, answer))
+    return answers
+
+
+def _location_query(workspace: Workspace, args: PositionArgs, query: str, what: str) -> str:
+    found = {location for *_place, locations in _ask_each(workspace, args, query) for location in locations}
+    return _locations(workspace, sorted(found, key=lambda loc: (str(loc.path), loc.line)), what)
+
+
+def _text_query(workspace: Workspace, args: PositionArgs, query: str, empty: str) -> str:
+    answers = [
+        f"{workspace.relative(path)}:{line}:{column}\n{text}"
+        for path, line, column, text in _ask_each(workspace, args, query)
+        if text
+    ]
     return "\n\n".join(answers) if answers else empty
+
+
+def find_definition(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    return _location_query(workspace, args, "definition", "definition")
+
+
+def get_references(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    return _location_query(workspace, args, "references", "references")
 
 
 def get_type(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:

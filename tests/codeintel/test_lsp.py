@@ -14,6 +14,7 @@ import pytest
 from ide.codeintel.lsp.pool import Location, LspError, LspPool
 from ide.codeintel.lsp.registry import LspUnavailable
 from ide.settings import LspServerSettings, LspSettings
+from tests.support.procs import group_alive
 
 UTIL = '''def slugify(text: str, sep: str = "-") -> str:
     """Lower-case words joined by ``sep``."""
@@ -52,22 +53,9 @@ async def group_gone(pgid: int) -> bool:
     """Whether the process group ``pgid`` is empty within 5 s (a killed orphan is a zombie until init
     reaps it, which takes a moment)."""
     for _ in range(100):
-        if not _group_alive(pgid):
+        if not group_alive(pgid):
             return True
         await asyncio.sleep(0.05)
-    return False
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while any process of the process group ``pgid`` exists (zombies included)."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid:
-                return True
     return False
 
 

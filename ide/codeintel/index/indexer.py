@@ -7,6 +7,7 @@ the results while the workers go on. ``update_paths`` does the same for a few pa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import multiprocessing
@@ -211,51 +212,40 @@ class CodeIndex:
         progress: Progress | None,
         cancel: threading.Event | None,
     ) -> tuple[int, int]:
-        if len(jobs) >= BULK_MIN:
-            with store.bulk(self._writer):
-                return self._write_all(jobs, known, stats, progress, cancel)
-        return self._write_all(jobs, known, stats, progress, cancel)
-
-    def _write_all(
-        self,
-        jobs: list[_Job],
-        known: dict[str, tuple[int, int, int, str]],
-        stats: dict[str, os.stat_result],
-        progress: Progress | None,
-        cancel: threading.Event | None,
-    ) -> tuple[int, int]:
-        parsed = unchanged = done = 0
-        total = len(jobs)
-        if progress is not None:
-            progress(0, total)
-        max_bytes = self.workspace.settings.max_file_bytes
-        big = [job for job in jobs if stats[job.rel].st_size > max_bytes]
-        for job in big:
-            stat = stats[job.rel]
-            old = known.get(job.rel)
-            note = f"over {max_bytes} bytes (workspace.max_file_bytes)"
-            symbols = store.file_rows(FileSymbols(language=job.language, status="skipped", note=note))
-            store.write_file(
-                self._writer, job.rel, stat.st_size, stat.st_mtime_ns, "", symbols, old and old[0]
-            )
-        done += len(big)
-        small = [job for job in jobs if stats[job.rel].st_size <= max_bytes]
-        for results in self._parse(small, stats, cancel):
-            for rel, size, mtime_ns, digest, symbols in results:
-                old = known.get(rel)
-                if symbols is None and old is not None:
-                    store.touch_file(self._writer, old[0], size, mtime_ns)
-                    unchanged += 1
-                elif symbols is not None:
-                    store.write_file(self._writer, rel, size, mtime_ns, digest, symbols, old and old[0])
-                    parsed += 1
-            before, done = done, done + len(results)
-            if done // COMMIT_EVERY != before // COMMIT_EVERY:
-                self._writer.commit()
+        # A big pass rebuilds the search tables once at its end instead of row by row.
+        with store.bulk(self._writer) if len(jobs) >= BULK_MIN else contextlib.nullcontext():
+            parsed = unchanged = done = 0
+            total = len(jobs)
             if progress is not None:
-                progress(done, total)
-        self._writer.commit()
-        return parsed, unchanged
+                progress(0, total)
+            max_bytes = self.workspace.settings.max_file_bytes
+            big = [job for job in jobs if stats[job.rel].st_size > max_bytes]
+            for job in big:
+                stat = stats[job.rel]
+                old = known.get(job.rel)
+                note = f"over {max_bytes} bytes (workspace.max_file_bytes)"
+                symbols = store.file_rows(FileSymbols(language=job.language, status="skipped", note=note))
+                store.write_file(
+                    self._writer, job.rel, stat.st_size, stat.st_mtime_ns, "", symbols, old and old[0]
+                )
+            done += len(big)
+            small = [job for job in jobs if stats[job.rel].st_size <= max_bytes]
+            for results in self._parse(small, stats, cancel):
+                for rel, size, mtime_ns, digest, symbols in results:
+                    old = known.get(rel)
+                    if symbols is None and old is not None:
+                        store.touch_file(self._writer, old[0], size, mtime_ns)
+                        unchanged += 1
+                    elif symbols is not None:
+                        store.write_file(self._writer, rel, size, mtime_ns, digest, symbols, old and old[0])
+                        parsed += 1
+                before, done = done, done + len(results)
+                if done // COMMIT_EVERY != before // COMMIT_EVERY:
+                    self._writer.commit()
+                if progress is not None:
+                    progress(done, total)
+            self._writer.commit()
+            return parsed, unchanged
 
     def _parse(
         self, jobs: list[_Job], stats: dict[str, os.stat_result], cancel: threading.Event | None

@@ -41,6 +41,13 @@ class Definition:
     doc: str = ""
     parent: str = ""
 
+    def row(self) -> tuple[str, str, str, int, int, str, str, str, str, str]:
+        """The fields in declaration order (the order of the index's ``defs`` columns)."""
+        return (
+            self.name, self.qualname, self.kind, self.line, self.end_line,
+            self.signature, self.params, self.returns, self.doc, self.parent,
+        )  # fmt: skip
+
 
 @dataclass(slots=True)
 class FileSymbols:

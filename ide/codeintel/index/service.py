@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ide.codeintel.index.indexer import CodeIndex, IndexStats
+from ide.codeintel.index.store import nesting
 from ide.protocol.index import (
     IndexState,
     IndexStatus,
@@ -137,22 +138,20 @@ class IndexService:
         row = self.index.file(rel)
         if row is None:
             return OutlineResult(path=str(real), message=self.index.why_not_indexed(rel, self.state))
-        depth: dict[str, int] = {}
-        symbols = []
-        for symbol in self.index.outline(rel):
-            depth[symbol.qualname] = depth.get(symbol.parent, -1) + 1 if symbol.parent else 0
-            symbols.append(
-                OutlineSymbol(
-                    name=symbol.name,
-                    qualname=symbol.qualname,
-                    kind=symbol.kind,
-                    line=symbol.line,
-                    end_line=symbol.end_line,
-                    signature=symbol.signature,
-                    doc=symbol.doc,
-                    depth=depth[symbol.qualname],
-                )
+        found = self.index.outline(rel)
+        symbols = [
+            OutlineSymbol(
+                name=symbol.name,
+                qualname=symbol.qualname,
+                kind=symbol.kind,
+                line=symbol.line,
+                end_line=symbol.end_line,
+                signature=symbol.signature,
+                doc=symbol.doc,
+                depth=level,
             )
+            for symbol, level in zip(found, nesting(found), strict=True)
+        ]
         message = None if symbols else row.note or "no definitions in this file"
         return OutlineResult(path=str(real), language=row.language, symbols=symbols, message=message)
 

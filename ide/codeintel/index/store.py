@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ide.codeintel.index.model import FileSymbols
+from ide.codeintel.index.model import Definition, FileSymbols
 
 SCHEMA_VERSION = 4
 """Bump when the schema or what extraction produces changes: an older file is rebuilt from scratch."""
@@ -114,6 +114,23 @@ class Symbol:
     doc: str = ""
     parent: str = ""
     score: float = 0.0
+
+    @classmethod
+    def of(cls, path: str, definition: Definition) -> Symbol:
+        """``definition`` (extracted, not yet stored) as found in the file at ``path``."""
+        name, qualname, kind, *rest = definition.row()
+        return cls(name, qualname, kind, path, *rest)
+
+
+def nesting(symbols: Iterable[Symbol]) -> list[int]:
+    """Depth of each of one file's symbols (0 for top level), from their parents, in the given order."""
+    depth: dict[str, int] = {}
+    levels = []
+    for symbol in symbols:
+        level = depth.get(symbol.parent, -1) + 1 if symbol.parent else 0
+        depth[symbol.qualname] = level
+        levels.append(level)
+    return levels
 
 
 @dataclass(slots=True)
@@ -225,21 +242,7 @@ def file_rows(symbols: FileSymbols) -> FileRows:
         symbols.status,
         symbols.note,
         symbols.lines,
-        [
-            (
-                d.name,
-                d.qualname,
-                d.kind,
-                d.line,
-                d.end_line,
-                d.signature,
-                d.params,
-                d.returns,
-                d.doc,
-                d.parent,
-            )
-            for d in symbols.definitions
-        ],
+        [d.row() for d in symbols.definitions],
         [(name, ",".join(map(str, lines)), len(lines)) for name, lines in symbols.references.items()],
         list(dict.fromkeys(symbols.imports)),
     )
