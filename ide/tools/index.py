@@ -121,14 +121,15 @@ def find_references(workspace: Workspace, settings: ToolSettings, args: FindRefe
         raise ToolError(f"{args.name!r} is not an identifier; give one name, e.g. 'parse_config'")
     scope = workspace.relative(workspace.resolve(args.path)) if args.path else None
     changed = overlay_symbols(workspace)
+    # Definitions of files the change set touches come from their proposed text, not the index.
+    definitions = {(s.path, s.line) for s in index.definitions(args.name) if s.path not in changed}
     paths = {path for path, _line in index.references(args.name, 10_000)}
-    paths.update(s.path for s in index.definitions(args.name))
+    paths.update(path for path, _line in definitions)
     paths.difference_update(changed)
     paths.update(rel for rel, symbols in changed.items() if symbols is not None)
     if scope not in (None, "."):
         paths = {p for p in paths if p == scope or p.startswith(scope.rstrip("/") + "/")}
     word = re.compile(rf"(?<![\w$]){re.escape(args.name)}(?![\w$])")
-    definitions = {(s.path, s.line) for s in index.definitions(args.name)}
     for rel, symbols in changed.items():
         if symbols is not None:
             definitions.update((rel, d.line) for d in symbols.definitions if d.name == args.name)
