@@ -8,7 +8,7 @@ import pytest
 
 from ide.codeintel.index import CodeIndex
 from ide.codeintel.index.extract import extract
-from ide.codeintel.index.repomap import pagerank, repo_map, task_focus
+from ide.codeintel.index.repomap import _graph, _personal_rank, repo_map, task_focus
 
 
 @pytest.fixture
@@ -30,12 +30,14 @@ def index(tmp_path: Path) -> CodeIndex:
     built.close()
 
 
-def test_pagerank_favours_the_node_everyone_points_at() -> None:
-    rank = pagerank([1, 2, 3, 4], {1: {4: 1.0}, 2: {4: 1.0}, 3: {4: 1.0}}, {})
-    assert max(rank, key=rank.get) == 4
+def test_pagerank_favours_the_node_everyone_points_at(index: CodeIndex) -> None:
+    graph = _graph(index)  # the map's own ranking: app/core.py is used by the five user modules
+    rank = dict(zip(graph.paths, graph.base_rank, strict=True))
+    assert max(rank, key=rank.__getitem__) == "app/core.py"
     assert sum(rank.values()) == pytest.approx(1.0)
-    focused = pagerank([1, 2, 3, 4], {1: {4: 1.0}, 2: {4: 1.0}, 3: {4: 1.0}}, {2: 1.0})
-    assert focused[2] > rank[2]
+    lonely = graph.by_path["app/lonely.py"]
+    focused = _personal_rank(graph, {lonely: 1.0}, {})
+    assert focused[lonely] > rank["app/lonely.py"]
 
 
 def test_the_used_module_comes_first_with_methods_under_their_class(index: CodeIndex) -> None:

@@ -166,39 +166,6 @@ def _pagerank(graph: _Graph, previous: _Graph | None, tolerance: float = 1e-4) -
     return rank
 
 
-def pagerank(
-    nodes: Iterable[int],
-    edges: dict[int, dict[int, float]],
-    personal: dict[int, float],
-    damping: float = DAMPING,
-) -> dict[int, float]:
-    """Weighted PageRank of a small graph given as dicts; ``personal`` (normalised here) is where random
-    jumps land, everywhere alike when empty. The map itself uses the dense forms below."""
-    ids = list(nodes)
-    if not ids:
-        return {}
-    total = sum(personal.values())
-    jump = {n: w / total for n, w in personal.items()} if total else {n: 1 / len(ids) for n in ids}
-    out_weight = {n: sum(targets.values()) for n, targets in edges.items()}
-    rank = dict.fromkeys(ids, 1 / len(ids))
-    for _ in range(100):
-        fresh = {n: (1 - damping) * jump.get(n, 0.0) for n in ids}
-        dangling = sum(r for n, r in rank.items() if not out_weight.get(n))
-        for n, share in jump.items():
-            fresh[n] += damping * dangling * share
-        for source, targets in edges.items():
-            if out_weight.get(source) and source in rank:
-                flow = damping * rank[source] / out_weight[source]
-                for target, w in targets.items():
-                    if target in fresh:
-                        fresh[target] += flow * w
-        delta = sum(abs(fresh[n] - rank[n]) for n in ids)
-        rank = fresh
-        if delta < 1e-9:
-            break
-    return rank
-
-
 def _focus_edges(index: CodeIndex, graph: _Graph, names: set[str]) -> dict[int, dict[int, float]]:
     """Extra raw weight (×FOCUS_WEIGHT in all) on the edges that come from using a focus name."""
     extra: dict[int, dict[int, float]] = defaultdict(dict)
