@@ -399,9 +399,7 @@ def _entries(rows: Iterable[tuple[str, str, str, str, int, str, str]], focus: se
 
 
 def _one_line(signature: str, kind: str, name: str) -> str:
-    text = " ".join(signature.split()) or f"{kind} {name}"
-    if kind in ("class", "struct", "interface", "trait", "enum"):
-        text = re.sub(r":\s*#.*$", "", text)  # a comment opening the body is not the signature
+    text = " ".join(signature.split()) or f"{kind} {name}"  # extract already dropped trailing comments
     return text if len(text) <= SIGNATURE_CAP else text[: SIGNATURE_CAP - 1] + "…"
 
 
