@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal, SignalInstance
@@ -65,6 +65,8 @@ from ide.protocol.review import (
     RollbackResult,
 )
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEventBatch
+
+T = TypeVar("T", bound="BaseModel")
 
 if TYPE_CHECKING:
     from acp import RequestError
@@ -335,29 +337,42 @@ class BackendBridge(QObject):
         spawn(self._branch_diff(self._generation, self._conn, params), name=f"_{BRANCH_DIFF}")
         return True
 
+    async def _ask(
+        self,
+        generation: int,
+        conn: ClientSideConnection,
+        method: str,
+        params: BaseModel,
+        result_type: type[T],
+    ) -> T | ErrorInfo | None:
+        """Call ``_method`` and read its answer: the result, an ErrorInfo for a refusal or an unreadable
+        answer, or None when the answer no longer matters (backend died or was restarted meanwhile)."""
+        from acp import RequestError
+
+        answer: T | ErrorInfo
+        try:
+            answer = result_type.model_validate(await conn.ext_method(method, params.model_dump(mode="json")))
+        except RequestError as exc:
+            answer = error_from_request(exc)
+        except ValidationError as exc:
+            log.warning("malformed answer to _%s: %s", method, exc)
+            answer = ErrorInfo(
+                kind="internal",
+                message=f"The backend answered _{method} with data this window cannot read.",
+                fix="The window and the backend may be different Arbor versions; reinstall both.",
+            )
+        except ConnectionError:
+            return None  # the watcher reports the backend's death
+        return answer if generation == self._generation else None
+
     async def _branch_diff(
         self, generation: int, conn: ClientSideConnection, params: BranchDiffParams
     ) -> None:
-        from acp import RequestError
-
-        try:
-            raw = await conn.ext_method(BRANCH_DIFF, params.model_dump(mode="json"))
-            view = ChangeSetView.model_validate(raw)
-        except RequestError as exc:
-            if generation == self._generation:
-                self.branchDiffFailed.emit(params, error_from_request(exc).message)
-            return
-        except ValidationError as exc:
-            if generation == self._generation:
-                log.warning("malformed answer to _%s: %s", BRANCH_DIFF, exc)
-                self.branchDiffFailed.emit(
-                    params, f"The backend answered _{BRANCH_DIFF} with data this window cannot read."
-                )
-            return
-        except ConnectionError:
-            return  # the watcher reports the backend's death
-        if generation == self._generation:
-            self.branchDiffReceived.emit(params, view)
+        answer = await self._ask(generation, conn, BRANCH_DIFF, params, ChangeSetView)
+        if isinstance(answer, ErrorInfo):
+            self.branchDiffFailed.emit(params, answer.message)
+        elif answer is not None:
+            self.branchDiffReceived.emit(params, answer)
 
     def index_request(self, method: str, params: BaseModel) -> bool:
         """Ask the code index (status, outline or search) or a language server (definition, references,
@@ -371,8 +386,6 @@ class BackendBridge(QObject):
     async def _index_call(
         self, generation: int, conn: ClientSideConnection, method: str, params: BaseModel
     ) -> None:
-        from acp import RequestError
-
         result_type, done = {
             INDEX_STATUS: (IndexStatus, self.indexStatus),
             INDEX_OUTLINE: (OutlineResult, self.outlineReceived),
@@ -381,29 +394,17 @@ class BackendBridge(QObject):
             LSP_REFERENCES: (LocationsResult, self.lspAnswered),
             LSP_HOVER: (HoverResult, self.lspAnswered),
         }[method]
-        try:
-            result = result_type.model_validate(await conn.ext_method(method, params.model_dump(mode="json")))
-        except RequestError as exc:
-            if generation == self._generation:
-                self.indexFailed.emit(method, error_from_request(exc).message)
+        answer = await self._ask(generation, conn, method, params, result_type)
+        if isinstance(answer, ErrorInfo):
+            self.indexFailed.emit(method, answer.message)
+        elif answer is None:
             return
-        except ValidationError as exc:
-            if generation == self._generation:
-                log.warning("malformed answer to _%s: %s", method, exc)
-                self.indexFailed.emit(
-                    method, f"The backend answered _{method} with data this window cannot read."
-                )
-            return
-        except ConnectionError:
-            return  # the watcher reports the backend's death
-        if generation != self._generation:
-            return
-        if method in LSP_METHODS:
-            done.emit(method, params, result)
+        elif method in LSP_METHODS:
+            done.emit(method, params, answer)
         elif method == INDEX_SEARCH:
-            done.emit(params, result)
+            done.emit(params, answer)
         else:
-            done.emit(result)
+            done.emit(answer)
 
     def _review_request(
         self, method: str, params: BaseModel, result_type: type[BaseModel], done: SignalInstance
@@ -411,9 +412,8 @@ class BackendBridge(QObject):
         """Send ``_method`` if the backend serves it; False (nothing sent) otherwise."""
         if self._conn is None or not self.supports(method):
             return False
-        payload = params.model_dump(mode="json")
         spawn(
-            self._ext_request(self._generation, self._conn, method, payload, result_type, done),
+            self._ext_request(self._generation, self._conn, method, params, result_type, done),
             name=f"_{method}",
         )
         return True
@@ -423,36 +423,16 @@ class BackendBridge(QObject):
         generation: int,
         conn: ClientSideConnection,
         method: str,
-        payload: dict[str, Any],
+        params: BaseModel,
         result_type: type[BaseModel],
         done: SignalInstance,
     ) -> None:
-        from acp import RequestError
-
-        try:
-            raw = await conn.ext_method(method, payload)
-            result = result_type.model_validate(raw)
-        except RequestError as exc:
-            if generation == self._generation:
-                self.errorRaised.emit(error_from_request(exc))
-                self.reviewFailed.emit(method)
-            return
-        except ValidationError as exc:
-            if generation == self._generation:
-                log.warning("malformed answer to _%s: %s", method, exc)
-                self.reviewFailed.emit(method)
-                self.errorRaised.emit(
-                    ErrorInfo(
-                        kind="internal",
-                        message=f"The backend answered _{method} with data this window cannot read.",
-                        fix="The window and the backend may be different Arbor versions; reinstall both.",
-                    )
-                )
-            return
-        except ConnectionError:
-            return  # the watcher reports the backend's death
-        if generation == self._generation:
-            done.emit(result)
+        answer = await self._ask(generation, conn, method, params, result_type)
+        if isinstance(answer, ErrorInfo):
+            self.errorRaised.emit(answer)
+            self.reviewFailed.emit(method)
+        elif answer is not None:
+            done.emit(answer)
 
     def _on_notification(self, generation: int, method: str, params: dict[str, Any]) -> None:
         """An ``_arbor/*`` notification of the current backend and session, validated, as a signal."""
