@@ -11,7 +11,7 @@ from pathlib import Path
 from ide import __version__
 from ide.settings import SettingsError, load_settings
 
-COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "mcp")
+COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "workflows", "mcp")
 
 NOT_YET = {
     "mcp": "the MCP server is not available yet; it lands with the memory and MCP issue",
@@ -44,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--apply", action="store_true", help="accept every hunk, apply and commit (default: print)"
     )
+    run.add_argument(
+        "--workflow", default=None, help="run the task with this workflow (see arbor workflows list)"
+    )
+    run.add_argument(
+        "--allow-tests",
+        action="store_true",
+        help="let workflow test stages run the test command without asking",
+    )
     run.add_argument("task", help="what the agent should do")
 
     rollback = sub.add_parser("rollback", help="roll back the last (or the named) applied batch")
@@ -75,6 +83,16 @@ def _parser() -> argparse.ArgumentParser:
     lsp.add_argument(
         "--json", dest="as_json", action="store_true", help="print JSON (absolute paths, 1-based)"
     )
+
+    workflows = sub.add_parser("workflows", help="list, check and describe YAML workflows")
+    wsub = workflows.add_subparsers(dest="action", metavar="ACTION", required=True)
+    wlist = wsub.add_parser("list", help="the workflows a workspace can run, and files that do not load")
+    wlist.add_argument("--workspace", "-w", default=".", help="workspace whose .arbor/workflows apply")
+    wlist.add_argument("--json", dest="as_json", action="store_true", help="print JSON")
+    validate = wsub.add_parser("validate", help="check workflow or agent-profile files (FILE:LINE on errors)")
+    validate.add_argument("paths", nargs="+", help="YAML files or folders")
+    schema = wsub.add_parser("schema", help="print the JSON Schema of workflow files (for editors)")
+    schema.add_argument("--agent", action="store_true", help="the schema of agent-profile files instead")
 
     for name, why in NOT_YET.items():
         sub.add_parser(name, help=f"(not available yet) {why}", add_help=False)
@@ -135,7 +153,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         workspace = Path(args.workspace).resolve()
         if not workspace.is_dir():
             return _fail(f"workspace {workspace} is not a directory")
-        return asyncio.run(run_task(workspace, args.task, mode=args.mode, apply=args.apply))
+        return asyncio.run(
+            run_task(
+                workspace,
+                args.task,
+                mode=args.mode,
+                apply=args.apply,
+                workflow=args.workflow,
+                allow_tests=args.allow_tests,
+            )
+        )
 
     if args.command == "rollback":
         return _rollback(Path(args.workspace).resolve(), args.batch_id)
@@ -157,6 +184,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not root.is_dir():
             return _fail(f"{root} is not a directory")
         return run_lsp(root, args.query, args.position, args.as_json)
+
+    if args.command == "workflows":
+        from ide.workflows.cli import run_workflows
+
+        return run_workflows(args)
 
     if args.command == "doctor":
         from ide.doctor import run_doctor

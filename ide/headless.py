@@ -19,8 +19,11 @@ from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AllowedOutcome,
     ClientCapabilities,
+    DeniedOutcome,
     Implementation,
+    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
 )
@@ -64,11 +67,25 @@ class ReadOnlyClient:
 class TerminalClient(ReadOnlyClient):
     """ACP client callbacks that print the turn as it streams."""
 
-    def __init__(self, out: TextIO, err: TextIO) -> None:
+    def __init__(self, out: TextIO, err: TextIO, *, allow_tests: bool = False) -> None:
         self.out = out
         self.err = err
+        self.allow_tests = allow_tests
         self._in_thought = False
         self.changeset: ChangeSetView | None = None
+
+    async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        """Test runs of a workflow are allowed with --allow-tests; anything else is refused."""
+        allowed = self.allow_tests and getattr(tool_call, "kind", None) == "execute"
+        choice = next((o for o in options if o.kind == "allow_once"), None) if allowed else None
+        self.err.write(
+            f"\n[permission] {tool_call.title}: {'allowed' if choice else 'refused (see --allow-tests)'}\n"
+        )
+        if choice is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=choice.option_id)
+        )
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == CHANGESET_NOTIFICATION:
@@ -101,6 +118,8 @@ async def run_task(
     *,
     mode: str | None = None,
     apply: bool = False,
+    workflow: str | None = None,
+    allow_tests: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     command: list[str] | None = None,
@@ -122,7 +141,7 @@ async def run_task(
     # The backend's log is shown only when it dies; drained continuously so it can never block.
     log_tail: deque[str] = deque(maxlen=20)
     drain = asyncio.ensure_future(_drain(proc.stderr, log_tail))
-    client = TerminalClient(out, err)
+    client = TerminalClient(out, err, allow_tests=allow_tests)
     conn = connect_to_agent(client, proc.stdin, proc.stdout)  # type: ignore[arg-type]
     loop = asyncio.get_running_loop()
     session_id: str | None = None
@@ -147,7 +166,8 @@ async def run_task(
         session_id = session.session_id
         if mode and mode != (session.modes.current_mode_id if session.modes else None):
             await conn.set_session_mode(session_id=session_id, mode_id=mode)
-        response = await conn.prompt(session_id=session_id, prompt=[text_block(task)])
+        text = f"/workflow {workflow} {task}" if workflow else task
+        response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
         out.write("\n")
         meta = (response.field_meta or {}).get(META_KEY)
         if meta:

@@ -93,6 +93,11 @@ class LlmSettings(_Section):
     lats: LatsModels = Field(default_factory=LatsModels)
     tot: TotModels = Field(default_factory=TotModels)
     plan: PlanModels = Field(default_factory=PlanModels)
+    agents: dict[str, str] = Field(
+        default_factory=dict,
+        description="Models of workflow agent profiles by profile name (code, test, security…); "
+        "unset ones use the default model",
+    )
 
     @field_validator("ollama_host")
     @classmethod
@@ -107,7 +112,7 @@ class LlmSettings(_Section):
 class AgentSettings(_Section):
     """How the agent runs a prompt turn."""
 
-    architecture: Literal["react", "lats", "tot", "plan", "auto"] = Field(
+    architecture: Literal["react", "lats", "tot", "plan", "auto", "workflow"] = Field(
         "react",
         description="Agent architecture (session mode) for new sessions; auto lets the orchestrator pick",
     )
@@ -217,6 +222,56 @@ class LspSettings(_Section):
     )
 
 
+class SourceSettings(_Section):
+    """A pluggable retrieval source (web search, CVE database…): a command that answers queries."""
+
+    command: list[str] = Field(
+        description="Program and arguments; the query is appended as the last argument and the program "
+        'prints JSON lines {"location": URL or id, "title": ..., "text": ...}'
+    )
+    timeout_s: float = Field(20.0, gt=0)
+
+
+class WorkflowSettings(_Section):
+    """YAML workflows (the orchestrator mode): tests, retries, retrieval and reranking."""
+
+    default: str = Field(
+        "auto",
+        description="Workflow for the workflow mode: a workflow name, or auto (the orchestrator picks)",
+    )
+    test_command: str | None = Field(
+        None,
+        description="Test command of test stages (default: detected — pytest, npm test, go test, cargo test)",
+    )
+    test_timeout_s: float = Field(300.0, gt=0)
+    max_enrichments: int = Field(
+        2, ge=0, description="Adaptive-retrieval retries a failed stage gets before its failure route"
+    )
+    max_stage_runs: int = Field(
+        12, ge=1, description="Stage runs one workflow may make in all (routing loops end in ABORT)"
+    )
+    agent_max_steps: int = Field(16, ge=1, description="Model calls one stage agent may make")
+    retrieval_queries: Literal["heuristic", "model"] = Field(
+        "heuristic",
+        description="Who writes retrieval queries: terms taken from the task and failure (fast, no model "
+        "call) or the retrieval model",
+    )
+    reranker: str | None = Field(
+        None, description="Cross-encoder for context fusion, e.g. cross-encoder:BAAI/bge-reranker-base"
+    )
+    embedding_model: str | None = Field(
+        None,
+        description="Embedding model for context fusion without a reranker, e.g. ollama:nomic-embed-text",
+    )
+    default_token_budget: int = Field(
+        8000, ge=100, description="Context tokens a stage gets when its workflow sets no budget for it"
+    )
+    sources: dict[str, SourceSettings] = Field(
+        default_factory=dict,
+        description="Pluggable sources by name (web_search, cve_database); unset ones are reported missing",
+    )
+
+
 class ReviewSettings(_Section):
     """What happens when the user applies reviewed hunks."""
 
@@ -238,6 +293,7 @@ class Settings(_Section):
     index: IndexSettings = Field(default_factory=IndexSettings)
     lsp: LspSettings = Field(default_factory=LspSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
+    workflows: WorkflowSettings = Field(default_factory=WorkflowSettings)
 
     def resolved_data_dir(self) -> Path:
         """The data directory, defaulting to the platform's user data dir."""

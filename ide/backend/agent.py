@@ -18,6 +18,7 @@ from acp import (
     RequestError,
     text_block,
     tool_diff_content,
+    update_agent_message,
     update_user_message,
 )
 from acp.schema import (
@@ -48,6 +49,7 @@ from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
 from ide.protocol import index as ix
 from ide.protocol import lsp as lp
 from ide.protocol import review as rv
+from ide.protocol import workflow as wf
 from ide.protocol.review import REVIEW_METHODS
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEvent
 from ide.settings import Settings, SettingsError, load_settings
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     from ide.backend.session import Session
     from ide.codeintel.index.service import IndexService
     from ide.codeintel.lsp import LspBridge
+    from ide.workflows.mode import ActiveRun
 
 # LangGraph, LangChain and the model layer are imported when the first session opens, not at start:
 # they cost about a second, and `initialize` should answer before that.
@@ -88,6 +91,12 @@ MODES = {
         name="Plan / execute / replan",
         description="A planner writes tasks, an executor does them one by one, a replanner revises the "
         "plan after each",
+    ),
+    "workflow": SessionMode(
+        id="workflow",
+        name="Workflow",
+        description="The orchestrator picks a YAML workflow (feature, bugfix, refactor, investigate…) and "
+        "its optional stages; stages get retrieved context, tests and routing on failure (/workflow NAME)",
     ),
     "auto": SessionMode(
         id="auto",
@@ -195,6 +204,7 @@ class ArborAgent(Agent):
                 *ix.INDEX_METHODS,
                 ix.INDEX_CHANGED,
                 *lp.LSP_METHODS,
+                *wf.WORKFLOW_METHODS,
             ],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
@@ -254,8 +264,51 @@ class ArborAgent(Agent):
             index=self._index(cwd, settings).index,
             lsp=self._lsp_bridge(settings),
         )
+        session.ask_permission = functools.partial(self._ask_test_permission, session)
+        session.remember_workflow = functools.partial(self._remember_workflow, session)
+        active = store.load_workflow(session_id, cwd)
+        if active is not None:
+            from ide.workflows.mode import ActiveRun
+
+            run = ActiveRun.model_validate(active)
+            session.interrupted = run if run.resumable else None
         self._sessions[session_id] = session
         return session
+
+    async def _remember_workflow(self, session: Session, active: ActiveRun) -> None:
+        store = self._store(session.settings)
+        await asyncio.to_thread(store.save_workflow, session.id, session.cwd, active.model_dump(mode="json"))
+
+    async def _ask_test_permission(self, session: Session, title: str, command: str) -> bool:
+        """Ask the client before a workflow runs the tests (allow once, allow always, or no)."""
+        if session.tests_allowed:
+            return True
+        try:
+            response = await self.conn.request_permission(
+                session_id=session.id,
+                tool_call=ToolCallUpdate(
+                    tool_call_id=f"arbor-tests-{uuid.uuid4().hex[:8]}",
+                    title=title,
+                    kind="execute",
+                    status="pending",
+                    raw_input={
+                        "command": command,
+                        "where": "a scratch git worktree with the proposed changes",
+                    },
+                ),
+                options=[
+                    PermissionOption(option_id="allow", name="Run the tests", kind="allow_once"),
+                    PermissionOption(option_id="always", name="Always run the tests", kind="allow_always"),
+                    PermissionOption(option_id="deny", name="Do not run them", kind="reject_once"),
+                ],
+            )
+        except RequestError as exc:
+            log.info("client cannot be asked to run the tests (%s): not running them", exc)
+            return False
+        choice = getattr(response.outcome, "option_id", None)
+        if choice == "always":
+            session.tests_allowed = True
+        return choice in ("allow", "always")
 
     def _index(self, cwd: str, settings: Settings) -> IndexService:
         """The workspace's index service, started (a pass in the background, then watching) on first use."""
@@ -330,7 +383,26 @@ class ArborAgent(Agent):
                 continue
             notification = SessionNotification.model_validate({"sessionId": session_id, "update": payload})
             await self.conn.session_update(session_id=session_id, update=notification.update)
+        await self._offer_commands(session)
+        if session.interrupted is not None and (session.turn is None or session.turn.done()):
+            run = session.interrupted
+            note = (
+                f"The workflow {run.workflow} for “{run.task[:80]}” stopped before it finished. "
+                "Send /resume to go on from its last finished step."
+            )
+            await self.conn.session_update(
+                session_id=session_id, update=update_agent_message(text_block(note))
+            )
         return LoadSessionResponse(modes=self._modes(session.mode))
+
+    async def _offer_commands(self, session: Session) -> None:
+        """Tell the client our slash commands (once per session and connection)."""
+        if session.commands_sent:
+            return
+        from ide.backend.session import commands_update
+
+        session.commands_sent = True
+        await self.conn.session_update(session_id=session.id, update=commands_update())
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -407,7 +479,9 @@ class ArborAgent(Agent):
                     TREE_NOTIFICATION, {"session_id": session_id, "events": batch}
                 )
 
+        await self._offer_commands(session)
         session.cancel_requested = False
+        mode_before = session.mode
         session.turn = asyncio.create_task(session.run_turn(text, emit, emit_tree))
         try:
             result = await session.turn
@@ -435,6 +509,8 @@ class ArborAgent(Agent):
             ) from None
         finally:
             flush()
+            if session.mode != mode_before:
+                store.update(session_id, session.cwd, mode=session.mode)
         await self._save_review(session)
         return PromptResponse(
             stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
@@ -529,6 +605,8 @@ class ArborAgent(Agent):
             ix.INDEX_OUTLINE: self._index_outline,
             ix.INDEX_SEARCH: self._index_search,
             **{name: functools.partial(self._lsp_query, name) for name in lp.LSP_METHODS},
+            wf.WORKFLOWS_LIST: self._workflows_list,
+            wf.WORKFLOWS_SELECT: self._workflows_select,
         }.get(method)
         if handler is None:
             raise RequestError.method_not_found(f"_{method}")
@@ -539,6 +617,56 @@ class ArborAgent(Agent):
         except ChangeError as exc:
             raise RequestError.invalid_params({"message": str(exc)}) from None
         return result.model_dump(mode="json")
+
+    async def _workflows_list(self, params: dict[str, Any]) -> BaseModel:
+        request = wf.WorkflowsParams.model_validate(params)
+        return await self._workflow_list(self._session(request.session_id))
+
+    async def _workflows_select(self, params: dict[str, Any]) -> BaseModel:
+        """The picker's choice: the same as ``/workflow NAME`` (and the session goes to the workflow mode)."""
+        request = wf.SelectWorkflowParams.model_validate(params)
+        session = self._session(request.session_id)
+        listing = await self._workflow_list(session)
+        if request.name != wf.AUTO and request.name not in {w.name for w in listing.workflows}:
+            known = ", ".join(w.name for w in listing.workflows)
+            raise RequestError.invalid_params(
+                {"message": f"there is no workflow {request.name!r}; there are: {known}"}
+            )
+        session.workflow = request.name
+        if session.mode != "workflow":
+            session.mode = "workflow"
+            self._store(session.settings).update(session.id, session.cwd, mode="workflow")
+        return listing.model_copy(update={"selected": session.workflow, "mode": session.mode})
+
+    async def _workflow_list(self, session: Session) -> wf.WorkflowList:
+        from ide.workflows.fusion import describe_reranker
+        from ide.workflows.loader import load_catalog
+
+        catalog = await asyncio.to_thread(load_catalog, Path(session.cwd))
+        return wf.WorkflowList(
+            workflows=[
+                wf.WorkflowInfo(
+                    name=w.name,
+                    description=w.metadata.description,
+                    workflow_type=w.metadata.workflow_type,
+                    path=str(catalog.origins[w.name]),
+                    stages=[
+                        wf.StageInfo(
+                            id=s.key,
+                            name=s.name,
+                            required=s.required,
+                            agents=[a.agent for a in s.parallel_agents],
+                        )
+                        for s in w.stages
+                    ],
+                )
+                for w in catalog.workflows.values()
+            ],
+            selected=session.workflow,
+            mode=session.mode,
+            problems=[str(problem) for problem in catalog.problems],
+            reranker=describe_reranker(session.settings),
+        )
 
     async def _review_changeset(self, params: dict[str, Any]) -> BaseModel:
         request = rv.ChangeSetParams.model_validate(params)

@@ -21,7 +21,14 @@ from acp import (
     update_plan,
     update_tool_call,
 )
-from acp.schema import ContentToolCallContent, ToolCallLocation
+from acp.schema import (
+    AvailableCommand,
+    AvailableCommandsUpdate,
+    ContentToolCallContent,
+    CurrentModeUpdate,
+    ToolCallLocation,
+    UnstructuredCommandInput,
+)
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel
 
@@ -40,6 +47,8 @@ from ide.tools import Toolbox, agent_toolbox
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
     from ide.codeintel.lsp import LspBridge
+    from ide.search.architectures import Architecture
+    from ide.workflows.mode import ActiveRun
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +61,35 @@ KEPT_RUNS = 3
 """Runs whose branch change sets a session keeps, so the window can show any node's branch diff."""
 HISTORY_FOR_SEARCH = 8
 """Recent conversation messages a tree search is given as context."""
+
+COMMANDS = (
+    AvailableCommand(
+        name="workflow",
+        description="Run a YAML workflow: /workflow lists them, /workflow NAME picks one for this session "
+        "(auto: the orchestrator picks), /workflow NAME TASK runs TASK with it once",
+        input=UnstructuredCommandInput(hint="NAME [task]"),
+    ),
+    AvailableCommand(
+        name="resume", description="Go on with an interrupted workflow from its last finished step"
+    ),
+)
+"""Slash commands the agent offers (ACP available_commands_update)."""
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """``("workflow", rest)`` or ``("resume", rest)`` for a prompt that is one of our slash commands."""
+    stripped = text.strip()
+    for command in COMMANDS:
+        word = "/" + command.name
+        if stripped == word or stripped.startswith(word + " ") or stripped.startswith(word + "\n"):
+            return command.name, stripped[len(word) :].strip()
+    return None
+
+
+def commands_update() -> AvailableCommandsUpdate:
+    return AvailableCommandsUpdate(
+        session_update="available_commands_update", available_commands=list(COMMANDS)
+    )
 
 
 class TreeBuffer:
@@ -98,6 +136,17 @@ class Session:
     cancel_requested: bool = False
     runs: OrderedDict[str, dict[str, ChangeSet]] = field(default_factory=OrderedDict)
     """Branch change sets of the last KEPT_RUNS tree searches, by run id, then change-set id."""
+    workflow: str = "auto"
+    """The workflow the workflow mode runs (auto: the orchestrator picks)."""
+    ask_permission: Callable[[str, str], Awaitable[bool]] | None = None
+    """Asks the client whether a test command may run (set by the ACP agent)."""
+    remember_workflow: Callable[[ActiveRun], Awaitable[None]] | None = None
+    """Keeps the current workflow run in the session store (set by the ACP agent)."""
+    interrupted: ActiveRun | None = None
+    tests_allowed: bool = False
+    """The user answered "always" when asked to run the tests."""
+    commands_sent: bool = False
+    """A workflow run stopped before it finished (cancelled, or the backend was killed): /resume."""
 
     def __post_init__(self) -> None:
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
@@ -163,6 +212,9 @@ class Session:
         ``auto`` asks the orchestrator model first (react for simple questions, lats for multi-step
         changes) and says what it chose as a thought.
         """
+        command = parse_command(text)
+        if command is not None:
+            return await self._run_command(*command, emit, emit_tree)
         if self.review.title is None:
             self.review.title = text.strip().splitlines()[0][:72] if text.strip() else None
         mode = self.mode
@@ -175,7 +227,69 @@ class Session:
             await emit(update_agent_thought(text_block(f"Auto mode: {mode} — {reason}\n")))
         if mode == "react":
             return await self._run_react(text, emit, emit_tree)
+        if mode == "workflow":
+            return await self._run_search(mode, text, emit, emit_tree, history, self._workflow_mode())
         return await self._run_search(mode, text, emit, emit_tree, history)
+
+    def _workflow_mode(self, chosen: str | None = None, resume: ActiveRun | None = None) -> Architecture:
+        from ide.workflows.mode import WorkflowMode
+
+        async def remember(active: ActiveRun) -> None:
+            self.interrupted = active if active.status == "cancelled" else None
+            if self.remember_workflow is not None:
+                await self.remember_workflow(active)
+
+        return WorkflowMode(
+            chosen=chosen or self.workflow,
+            ask_permission=self.ask_permission,
+            remember=remember,
+            resume=resume,
+        )
+
+    async def _run_command(self, name: str, rest: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
+        """``/workflow [NAME [TASK]]`` and ``/resume``; answers that need no model are said directly."""
+        from ide.workflows.loader import load_catalog
+        from ide.workflows.mode import AUTO
+
+        async def say(message: str) -> TurnResult:
+            await emit(update_agent_message(text_block(message)))
+            return TurnResult(
+                "end_turn", TurnMeta(usage=self.router.usage_snapshot(), architecture=self.mode)
+            )
+
+        if name == "resume":
+            if self.interrupted is None or not self.interrupted.resumable:
+                return await say("There is no interrupted workflow in this session to resume.")
+            active = self.interrupted
+            return await self._run_search(
+                "workflow", active.task, emit, emit_tree, None, self._workflow_mode(resume=active)
+            )
+        catalog = await asyncio.to_thread(load_catalog, Path(self.cwd))
+        if not rest:
+            lines = [
+                f"- **{w.name}** ({w.metadata.workflow_type}): {w.metadata.description}"
+                for w in catalog.workflows.values()
+            ]
+            lines += [f"- could not load {problem}" for problem in catalog.problems]
+            current = "the orchestrator picks" if self.workflow == AUTO else self.workflow
+            return await say(
+                f"Workflows (now: {current}; `/workflow NAME` picks one, `/workflow auto` lets the "
+                "orchestrator pick):\n" + "\n".join(lines)
+            )
+        chosen, _, task = rest.partition(" ")
+        if chosen != AUTO and chosen not in catalog.workflows:
+            known = ", ".join(sorted(catalog.workflows))
+            return await say(f"There is no workflow {chosen!r}. The workflows are: {known}.")
+        if task.strip():
+            return await self._run_search(
+                "workflow", task.strip(), emit, emit_tree, None, self._workflow_mode(chosen=chosen)
+            )
+        self.workflow = chosen
+        if self.mode != "workflow":
+            self.mode = "workflow"
+            await emit(CurrentModeUpdate(session_update="current_mode_update", current_mode_id="workflow"))
+        picked = "the orchestrator picks the workflow" if chosen == AUTO else f"the workflow is {chosen}"
+        return await say(f"Workflow mode: {picked} for the next prompts.")
 
     async def _history(self) -> list[BaseMessage]:
         """The conversation's recent questions and answers (from the ReAct thread in the checkpointer)."""
@@ -192,8 +306,9 @@ class Session:
         emit: Emit,
         emit_tree: EmitTree,
         history: list[BaseMessage] | None = None,
+        architecture: Architecture | None = None,
     ) -> TurnResult:
-        """Run a tree search (LATS, ToT, plan/execute) on a RunContext; adopt its chosen branch.
+        """Run a tree search (LATS, ToT, plan/execute) or a workflow on a RunContext; adopt its chosen branch.
 
         Its tree events are flushed to the client every TREE_FLUSH_S while it runs and when it ends,
         whether it finishes, fails or is cancelled (the tree is closed with the best result so far).
@@ -234,7 +349,7 @@ class Session:
             self.runs.popitem(last=False)
         flusher = asyncio.create_task(ticker())
         try:
-            outcome = await load_architecture(mode).run(ctx)
+            outcome = await (architecture or load_architecture(mode)).run(ctx)
         except BaseException as exc:
             if not recorder.tree.finished and recorder.tree.root is not None:
                 ctx.finish_tree("cancelled" if isinstance(exc, asyncio.CancelledError) else "error")

@@ -176,6 +176,23 @@ class SessionStore:
             ).fetchone()
         return json.loads(row[0]) if row else None
 
+    def save_workflow(self, session_id: str, cwd: str, run: dict[str, Any] | None) -> None:
+        """Keep the session's current workflow run (what ``/resume`` needs after a restart)."""
+        key = f"workflow:{session_id}"
+        with self._db(cwd) as db:
+            if run is None:
+                db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    (key, json.dumps(run, separators=(",", ":"))),
+                )
+
+    def load_workflow(self, session_id: str, cwd: str) -> dict[str, Any] | None:
+        with self._db(cwd) as db:
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (f"workflow:{session_id}",)).fetchone()
+        return json.loads(row[0]) if row else None
+
     def events(self, session_id: str, cwd: str) -> list[dict[str, Any]]:
         with self._db(cwd) as db:
             rows = db.execute(

@@ -22,6 +22,7 @@ import base64
 import binascii
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
@@ -55,6 +56,25 @@ def encode_review(
     decisions: dict[str, tuple[str, str | None]],
     conflicts: dict[str, str],
 ) -> dict[str, Any]:
+    return {
+        "version": VERSION,
+        "kind": KIND,
+        "root": str(changeset.root),
+        "changeset_id": changeset.id,
+        "session_id": session_id,
+        "title": title,
+        "commit_mode": commit_mode,
+        "files": encode_files(changeset),
+        "decisions": {
+            hunk_id: {"decision": decision, "comment": comment}
+            for hunk_id, (decision, comment) in decisions.items()
+        },
+        "conflicts": dict(conflicts),
+    }
+
+
+def encode_files(changeset: ChangeSet) -> list[dict[str, Any]]:
+    """The ``files`` list of a snapshot: every proposed path, rename source and path recorded absent."""
     bases, entries = changeset.recorded()
     keep = list(entries)
     keep += [e.origin for e in entries.values() if e.origin and e.origin not in entries]
@@ -78,21 +98,52 @@ def encode_review(
                 else {"data": _b64(entry.data), "mode": entry.mode, "origin": entry.origin},
             }
         )
-    return {
-        "version": VERSION,
-        "kind": KIND,
-        "root": str(changeset.root),
-        "changeset_id": changeset.id,
-        "session_id": session_id,
-        "title": title,
-        "commit_mode": commit_mode,
-        "files": files,
-        "decisions": {
-            hunk_id: {"decision": decision, "comment": comment}
-            for hunk_id, (decision, comment) in decisions.items()
-        },
-        "conflicts": dict(conflicts),
-    }
+    return files
+
+
+def decode_files(raw_files: Any, where_root: str = "files") -> tuple[dict[str, Base], dict[str, Entry]]:
+    """Bases and entries from a ``files`` list; a ChangeError naming the first problem."""
+    if not isinstance(raw_files, list):
+        raise _bad(f"{where_root} is not a list")
+    bases: dict[str, Base] = {}
+    entries: dict[str, Entry] = {}
+    for i, item in enumerate(raw_files):
+        where = f"{where_root}[{i}]"
+        if not isinstance(item, dict):
+            raise _bad(f"{where} is not an object")
+        path = _path(_field(item, "path", str, where=where), f"{where}.path")
+        if path in bases:
+            raise _bad(f"{where}: {path} is listed twice")
+        raw_base = _field(item, "base", dict, where=where)
+        bases[path] = Base(
+            _unb64(raw_base, f"{where}.base"), _mode(raw_base.get("mode"), f"{where}.base.mode")
+        )
+        raw_entry = _field(item, "entry", dict, optional=True, where=where)
+        if raw_entry is not None:
+            origin = _field(raw_entry, "origin", str, optional=True, where=f"{where}.entry")
+            entries[path] = Entry(
+                _unb64(raw_entry, f"{where}.entry"),
+                _mode(raw_entry.get("mode"), f"{where}.entry.mode"),
+                None if origin is None else _path(origin, f"{where}.entry.origin"),
+            )
+    for path, entry in entries.items():
+        if entry.origin is not None and entry.origin not in bases:
+            raise _bad(f"{path} was renamed from {entry.origin}, whose base is missing")
+    return bases, entries
+
+
+def encode_changeset(changeset: ChangeSet) -> dict[str, Any]:
+    """A change set alone as JSON-safe data (a workflow keeps its work in its checkpoints this way)."""
+    return {"root": str(changeset.root), "id": changeset.id, "files": encode_files(changeset)}
+
+
+def decode_changeset(data: Any) -> ChangeSet:
+    """The change set :func:`encode_changeset` gave ``data`` for; nothing is read from disk."""
+    if not isinstance(data, dict):
+        raise _bad(f"expected a JSON object, got {type(data).__name__}")
+    bases, entries = decode_files(data.get("files"))
+    root = _field(data, "root", str)
+    return ChangeSet.from_recorded(Path(root), bases, entries, id=_field(data, "id", str, optional=True))
 
 
 def decode_review(snapshot: Any, commit_modes: tuple[str, ...]) -> ReviewState:
@@ -119,30 +170,7 @@ def decode_review(snapshot: Any, commit_modes: tuple[str, ...]) -> ReviewState:
     if commit_mode not in commit_modes:
         raise _bad(f"commit_mode {commit_mode!r} is not one of {', '.join(commit_modes)}")
 
-    bases: dict[str, Base] = {}
-    entries: dict[str, Entry] = {}
-    for i, item in enumerate(_field(snapshot, "files", list)):
-        where = f"files[{i}]"
-        if not isinstance(item, dict):
-            raise _bad(f"{where} is not an object")
-        path = _path(_field(item, "path", str, where=where), f"{where}.path")
-        if path in bases:
-            raise _bad(f"{where}: {path} is listed twice")
-        raw_base = _field(item, "base", dict, where=where)
-        bases[path] = Base(
-            _unb64(raw_base, f"{where}.base"), _mode(raw_base.get("mode"), f"{where}.base.mode")
-        )
-        raw_entry = _field(item, "entry", dict, optional=True, where=where)
-        if raw_entry is not None:
-            origin = _field(raw_entry, "origin", str, optional=True, where=f"{where}.entry")
-            entries[path] = Entry(
-                _unb64(raw_entry, f"{where}.entry"),
-                _mode(raw_entry.get("mode"), f"{where}.entry.mode"),
-                None if origin is None else _path(origin, f"{where}.entry.origin"),
-            )
-    for path, entry in entries.items():
-        if entry.origin is not None and entry.origin not in bases:
-            raise _bad(f"{path} was renamed from {entry.origin}, whose base is missing")
+    bases, entries = decode_files(_field(snapshot, "files", list))
 
     decisions: dict[str, tuple[str, str | None]] = {}
     for hunk_id, raw in _field(snapshot, "decisions", dict).items():

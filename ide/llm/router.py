@@ -40,7 +40,10 @@ ROLES: tuple[str, ...] = (
     *(f"tot.{name}" for name in TotModels.model_fields),
     *(f"plan.{name}" for name in PlanModels.model_fields),
 )
-"""Every model role a router answers for."""
+"""Every fixed model role a router answers for; workflow agents add ``agent.<profile>`` roles."""
+
+AGENT_ROLE_PREFIX = "agent."
+"""Roles of workflow agent profiles: ``agent.code`` uses ``llm.agents.code``, else the default model."""
 
 SHOW_TIMEOUT_S = 5.0
 BOUND_CACHE = 32
@@ -75,8 +78,14 @@ class ModelRouter:
         elif role in ROLES:
             section, name = role.split(".", 1)
             value = getattr(getattr(llm, section), name)
+        elif role.startswith(AGENT_ROLE_PREFIX) and len(role) > len(AGENT_ROLE_PREFIX):
+            value = llm.agents.get(role[len(AGENT_ROLE_PREFIX) :])
         else:
-            raise ModelError("internal", f"Unknown model role {role!r}", f"Use one of: {', '.join(ROLES)}.")
+            raise ModelError(
+                "internal",
+                f"Unknown model role {role!r}",
+                f"Use one of: {', '.join(ROLES)}, or agent.<profile>.",
+            )
         return parse_model_spec(value or llm.model, base_dir=self.base_dir)
 
     def chat_model(self, role: str) -> BaseChatModel:

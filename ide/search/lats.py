@@ -29,10 +29,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import contextlib
 import json
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,8 +37,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field
 
-from ide.changes import ChangeSet, scratch_worktree
+from ide.changes import ChangeSet
 from ide.changes.hunks import patch_text, text_hunks
+from ide.changes.testrun import run_tests
 from ide.protocol.tree import ToolAction, TreeNode
 from ide.search.base import (
     RunContext,
@@ -570,39 +568,8 @@ class _LatsRun:
 
     async def _run_tests(self, branch: ChangeSet, command: str) -> tuple[bool, str]:
         """Run the test command in a scratch worktree holding ``branch``; (passed, one-line summary)."""
-        timeout = self.limits.test_timeout_s
-        worktree = scratch_worktree(branch)
-        entering = asyncio.ensure_future(asyncio.to_thread(worktree.__enter__))
-        try:
-            workdir = await asyncio.shield(entering)
-        except asyncio.CancelledError:
-            # The checkout goes on in its thread; remove it once it is there.
-            entering.add_done_callback(
-                lambda done: done.exception() is None and worktree.__exit__(None, None, None)
-            )
-            raise
-        try:
-            process = await asyncio.create_subprocess_shell(
-                command,
-                cwd=workdir,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                async with asyncio.timeout(timeout):
-                    output, _ = await process.communicate()
-            except TimeoutError:
-                return False, f"timed out after {timeout:g} s"
-            finally:
-                if process.returncode is None:
-                    _kill_group(process)
-                    await process.wait()
-            tail = _last_line(output.decode("utf-8", errors="replace"))
-            summary = f"exit status {process.returncode}" + (f": {tail}" if tail else "")
-            return process.returncode == 0, summary
-        finally:
-            await asyncio.to_thread(worktree.__exit__, None, None, None)
+        run = await run_tests(branch, command, self.limits.test_timeout_s)
+        return run.passed, cap_text(run.summary, TEST_OUTPUT_CAP)
 
     async def _think_evaluation(self, new: list[str], verdicts: list[_Verdict]) -> None:
         nodes = self.tree.nodes
@@ -749,17 +716,3 @@ def _step_text(node: TreeNode) -> str:
     if node.status in ("failed", "pruned") and node.reflection:
         parts.append(f"[{node.status}: {first_line(node.reflection, 200)}]")
     return " ".join(parts) or node.label
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return cap_text(lines[-1].strip(), TEST_OUTPUT_CAP) if lines else ""
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """Kill the test command and anything it started (it runs in its own session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if hasattr(os, "killpg"):
-            os.killpg(process.pid, signal.SIGKILL)
-        else:
-            process.kill()

@@ -69,6 +69,11 @@ class TreeRecorder:
         self._nodes_made = 0
 
     @property
+    def emitter(self) -> Callable[[TreeEvent], None] | None:
+        """Where this recorder's events go (a nested run records its own tree to the same place)."""
+        return self._emit
+
+    @property
     def seq(self) -> int:
         """The ``seq`` of the last event recorded."""
         return self.tree.seq

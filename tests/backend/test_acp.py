@@ -36,7 +36,7 @@ async def test_prompt_turn_streams_thoughts_tool_calls_and_answer_in_order(
         assert caps is not None and caps.load_session is True
         meta = AgentMeta.model_validate(caps.field_meta[META_KEY])
         assert meta.model == f"scripted:{script}"
-        assert meta.architectures == ["react", "lats", "tot", "plan", "auto"]
+        assert meta.architectures == ["react", "lats", "tot", "plan", "workflow", "auto"]
 
         session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
         assert session.modes is not None and session.modes.current_mode_id == "react"
@@ -46,7 +46,9 @@ async def test_prompt_turn_streams_thoughts_tool_calls_and_answer_in_order(
 
     assert response.stop_reason == "end_turn"
     kinds = backend.client.kinds()
-    # thoughts, then the tool call and its result, then more thoughts, then the streamed answer
+    # the slash commands on the session's first turn, then thoughts, the tool call and its result, more
+    # thoughts, then the streamed answer
+    assert kinds.pop(0) == "available_commands_update"
     first_tool = kinds.index("tool_call")
     assert set(kinds[:first_tool]) == {"agent_thought_chunk"}
     assert kinds[first_tool + 1] == "tool_call_update"
@@ -120,7 +122,12 @@ async def test_load_replays_history_and_continues_the_conversation(
                 cwd=str(git_workspace), session_id=session.session_id, mcp_servers=[]
             )
             assert loaded is not None
-            assert backend.client.kinds() == ["user_message_chunk", "agent_message_chunk"]
+            # the history, then the slash commands the agent offers
+            assert backend.client.kinds() == [
+                "user_message_chunk",
+                "agent_message_chunk",
+                "available_commands_update",
+            ]
             assert backend.client.text("user_message_chunk") == "First question"
             assert backend.client.text() == "First answer."
 
@@ -171,7 +178,14 @@ async def test_unknown_modes_are_refused_plainly(git_workspace: Path) -> None:
     async with acp_backend() as backend:
         session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
         assert session.modes is not None
-        assert [m.id for m in session.modes.available_modes] == ["react", "lats", "tot", "plan", "auto"]
+        assert [m.id for m in session.modes.available_modes] == [
+            "react",
+            "lats",
+            "tot",
+            "plan",
+            "workflow",
+            "auto",
+        ]
         await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
         with pytest.raises(RequestError) as caught:
             await backend.conn.set_session_mode(session_id=session.session_id, mode_id="mcts")
@@ -245,5 +259,10 @@ async def test_a_backend_killed_mid_turn_still_replays_the_question_and_finished
 
     async with acp_backend(env) as backend:
         await backend.conn.load_session(cwd=str(git_workspace), session_id=session.session_id, mcp_servers=[])
-        assert backend.client.kinds() == ["user_message_chunk", "tool_call", "tool_call_update"]
+        assert backend.client.kinds() == [
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "available_commands_update",
+        ]
         assert backend.client.text("user_message_chunk") == "Summarise the README"

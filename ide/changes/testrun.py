@@ -1,0 +1,119 @@
+"""Run a workspace's tests against a change set, in a scratch worktree, with a timeout.
+
+The command runs in its own process session (so a timeout or a cancel kills everything it started), its
+output is captured, and the worktree is removed afterwards — also when the caller is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from ide.changes.overlay import ChangeSet
+from ide.changes.worktree import scratch_worktree
+
+OUTPUT_CAP = 64_000
+"""Bytes of test output kept (the tail: that is where failures are summarised)."""
+
+
+@dataclass
+class TestRun:
+    __test__ = False  # not a pytest class
+
+    command: str
+    passed: bool
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+    seconds: float = 0.0
+
+    @property
+    def summary(self) -> str:
+        """One line: exit status or timeout, plus the output's last line."""
+        if self.timed_out:
+            return f"timed out after {self.seconds:g} s"
+        lines = [line.strip() for line in self.output.strip().splitlines() if line.strip()]
+        tail = lines[-1][:300] if lines else ""
+        return f"exit status {self.exit_code}" + (f": {tail}" if tail else "")
+
+
+def detect_test_command(root: Path) -> str | None:
+    """The test command a workspace most likely uses, or None: pytest, npm test, go test, cargo test."""
+    root = Path(root)
+    pyproject = root / "pyproject.toml"
+    has_py_tests = any((root / d).is_dir() for d in ("tests", "test")) or any(root.glob("test_*.py"))
+    if (pyproject.is_file() and "pytest" in pyproject.read_text(errors="replace")) or (
+        has_py_tests and any(root.glob("**/*.py"))
+    ):
+        return "python -m pytest -q"
+    if (root / "setup.cfg").is_file() or (root / "tox.ini").is_file() or (root / "pytest.ini").is_file():
+        return "python -m pytest -q"
+    package = root / "package.json"
+    if package.is_file():
+        with contextlib.suppress(ValueError, OSError):
+            scripts = json.loads(package.read_text()).get("scripts", {})
+            if isinstance(scripts, dict) and scripts.get("test"):
+                return "npm test --silent"
+    if (root / "go.mod").is_file():
+        return "go test ./..."
+    if (root / "Cargo.toml").is_file():
+        return "cargo test"
+    return None
+
+
+async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> TestRun:
+    """Run ``command`` in a scratch worktree holding ``changeset``; cancellation kills it and cleans up."""
+    worktree = scratch_worktree(changeset)
+    entering = asyncio.ensure_future(asyncio.to_thread(worktree.__enter__))
+    try:
+        workdir = await asyncio.shield(entering)
+    except asyncio.CancelledError:
+        # The checkout goes on in its thread; remove it once it is there.
+        entering.add_done_callback(
+            lambda done: done.exception() is None and worktree.__exit__(None, None, None)
+        )
+        raise
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        process = await asyncio.create_subprocess_shell(
+            command,
+            cwd=workdir,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            async with asyncio.timeout(timeout_s):
+                output, _ = await process.communicate()
+        except TimeoutError:
+            return TestRun(command, False, None, "", timed_out=True, seconds=timeout_s)
+        finally:
+            if process.returncode is None:
+                kill_group(process)
+                await process.wait()
+        text = output.decode("utf-8", errors="replace")[-OUTPUT_CAP:]
+        return TestRun(
+            command,
+            process.returncode == 0,
+            process.returncode,
+            text,
+            seconds=round(loop.time() - started, 3),
+        )
+    finally:
+        await asyncio.to_thread(worktree.__exit__, None, None, None)
+
+
+def kill_group(process: asyncio.subprocess.Process) -> None:
+    """Kill a command and anything it started (it runs in its own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if hasattr(os, "killpg"):
+            os.killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()

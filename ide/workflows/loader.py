@@ -1,0 +1,197 @@
+"""Find and read workflow and agent-profile YAML files; every error names its file, line and field.
+
+Workflows come from three places, later ones replacing earlier ones of the same name: the ones shipped
+with Arbor (``ide/workflows/builtin``), the user's (``<config dir>/arbor/workflows``) and the
+workspace's (``<workspace>/.arbor/workflows``). Agent profiles live beside them in ``agents/`` folders,
+one profile per file, replaced the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import platformdirs
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ide.settings import APP_NAME, WORKSPACE_DIR
+from ide.workflows.schema import AgentProfile, Workflow
+
+T = TypeVar("T", bound=BaseModel)
+
+BUILTIN_DIR = Path(__file__).parent / "builtin"
+AGENTS_DIR = "agents"
+SUFFIXES = (".yaml", ".yml")
+
+
+class WorkflowError(ValueError):
+    """A workflow or profile file that cannot be used; ``str()`` is ``FILE:LINE: field: problem``."""
+
+    def __init__(self, path: Path, line: int | None, where: str, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.where = where
+        self.problem = problem
+        place = f"{path}:{line}" if line else str(path)
+        super().__init__(f"{place}: {where + ': ' if where else ''}{problem}")
+
+
+@dataclass
+class Catalog:
+    """The workflows and agent profiles found, and the files that could not be read."""
+
+    workflows: dict[str, Workflow] = field(default_factory=dict)
+    profiles: dict[str, AgentProfile] = field(default_factory=dict)
+    origins: dict[str, Path] = field(default_factory=dict)
+    """Workflow name → the file it came from."""
+    problems: list[WorkflowError] = field(default_factory=list)
+
+    def get(self, name: str) -> Workflow:
+        if name not in self.workflows:
+            known = ", ".join(sorted(self.workflows)) or "none"
+            raise KeyError(f"there is no workflow {name!r}; there are: {known}")
+        return self.workflows[name]
+
+
+def search_dirs(workspace: Path | None) -> list[Path]:
+    """Where workflows are looked for, weakest first."""
+    dirs = [BUILTIN_DIR, Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "workflows"]
+    if workspace is not None:
+        dirs.append(Path(workspace) / WORKSPACE_DIR / "workflows")
+    return dirs
+
+
+def load_catalog(workspace: Path | None = None, dirs: Iterable[Path] | None = None) -> Catalog:
+    """Every workflow and profile in ``dirs`` (default :func:`search_dirs`), checked against each other."""
+    catalog = Catalog()
+    for folder in dirs if dirs is not None else search_dirs(workspace):
+        for path in _yaml_files(folder / AGENTS_DIR):
+            try:
+                profile = load_file(path, AgentProfile)
+            except WorkflowError as exc:
+                catalog.problems.append(exc)
+                continue
+            catalog.profiles[profile.name] = profile
+        for path in _yaml_files(folder):
+            try:
+                workflow = load_file(path, Workflow)
+            except WorkflowError as exc:
+                catalog.problems.append(exc)
+                continue
+            catalog.workflows[workflow.name] = workflow
+            catalog.origins[workflow.name] = path
+    for name, workflow in list(catalog.workflows.items()):
+        problem = missing_profile(workflow, catalog.profiles)
+        if problem is not None:
+            catalog.problems.append(located(catalog.origins[name], problem[0], problem[1]))
+            del catalog.workflows[name]
+    return catalog
+
+
+def missing_profile(
+    workflow: Workflow, profiles: dict[str, AgentProfile]
+) -> tuple[tuple[Any, ...], str] | None:
+    """The first stage agent with no profile: (its field path, the problem), or None."""
+    for index, stage in enumerate(workflow.stages):
+        for position, ref in enumerate(stage.parallel_agents):
+            if ref.profile not in profiles:
+                known = ", ".join(f"{name}_agent" for name in sorted(profiles))
+                return (
+                    ("stages", index, "parallel_agents", position, "agent"),
+                    f"no agent profile {ref.agent!r}; there are: {known}",
+                )
+    return None
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in SUFFIXES and p.is_file())
+
+
+def load_file(path: Path, model: type[T]) -> T:
+    """Read one YAML file as ``model``; a problem raises :class:`WorkflowError` with its line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorkflowError(path, None, "", f"cannot be read ({exc})") from None
+    return parse_text(text, path, model)
+
+
+def parse_text(text: str, path: Path, model: type[T]) -> T:
+    """``text`` (the contents of ``path``) as ``model``."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise WorkflowError(path, line, "", f"not valid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise WorkflowError(path, None, "", f"not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise WorkflowError(
+            path, 1, "", f"expected a mapping of keys at the top, found {type(data).__name__}"
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = tuple(error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        # A model-level check names its field in the message ("stages.1.routing…: …").
+        if not loc and ": " in message and message.split(": ", 1)[0].startswith("stages."):
+            dotted, message = message.split(": ", 1)
+            loc = tuple(int(p) if p.isdigit() else p for p in dotted.split("."))
+        if error["type"] == "extra_forbidden":
+            message = f"unknown field (allowed: {', '.join(_allowed(model, loc[:-1]))})"
+        raise WorkflowError(path, _line_of(node, loc), ".".join(str(p) for p in loc), message) from None
+
+
+def located(path: Path, loc: tuple[Any, ...], problem: str) -> WorkflowError:
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, yaml.YAMLError):
+        node = None
+    return WorkflowError(path, _line_of(node, loc), ".".join(str(p) for p in loc), problem)
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the deepest YAML node on ``loc`` (a key's line for mapping fields)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.value == str(part):
+                    line = key.start_mark.line + 1
+                    node = value
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _allowed(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """Field names allowed at ``loc`` inside ``model`` (best effort, for the message)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = getattr(current, "model_fields", {}).get(part)
+        if info is None:
+            return []
+        annotation = info.annotation
+        args = getattr(annotation, "__args__", ())
+        candidates = [annotation, *args]
+        current = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if current is None:
+            return []
+    return sorted(getattr(current, "model_fields", {}))

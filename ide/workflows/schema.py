@@ -1,0 +1,241 @@
+"""The workflow file format (seed 003) and agent profiles, as pydantic models.
+
+A workflow is YAML: ``metadata`` (what it is for and when to pick it), ``retrieval_strategy_config``
+(which sources the retrieval agent uses and how much context each stage gets) and ``stages`` (who runs
+each stage, when an optional stage is worth including, and where to go on success and on failure).
+Unknown keys are errors, so a typo is reported with its file and line instead of being ignored.
+``arbor workflows schema`` prints :func:`workflow_json_schema` for editors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DONE = "DONE"
+ABORT = "ABORT"
+TERMINALS = (DONE, ABORT)
+
+Architecture = Literal["react", "lats", "tot", "plan"]
+Aggregation = Literal["any", "all", "majority"]
+StageTarget = int | str
+"""A stage id, ``DONE`` or ``ABORT``."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SelectionCriteria(_Strict):
+    applicable_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions of tasks this workflow fits (a hint to the model)",
+    )
+    agents_required: list[str] = Field(default_factory=list)
+    agents_optional: list[str] = Field(default_factory=list)
+
+
+class Metadata(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", description="Unique name; /workflow NAME")
+    description: str = Field(min_length=1)
+    version: str = "1.0"
+    workflow_type: str = Field(
+        description="What the workflow works on: code_implementation, code_fix, code_refactor, "
+        "code_question, text_analysis…; types starting with code_ use the code index and LSP"
+    )
+    selection_criteria: SelectionCriteria = Field(default_factory=SelectionCriteria)
+
+    @property
+    def is_code(self) -> bool:
+        return self.workflow_type.startswith("code")
+
+
+class AstParsing(_Strict):
+    enabled: bool = True
+    model: str = "tree_sitter"
+    index_level: Literal["function", "file"] = "function"
+    upfront_execution: bool = True
+    reason: str | None = None
+
+
+class LspIntegration(_Strict):
+    enabled: bool = True
+    execution: Literal["on_demand"] = "on_demand"
+    tools: list[str] = Field(default_factory=list, description="get_signature, find_definition, …")
+    reason: str | None = None
+
+
+class RagSource(_Strict):
+    name: str = Field(
+        description="codebase_semantic_search, lsp_tools, doc_retrieval, document_semantic_search, "
+        "decision_log_search, specification_search, git_history, memory, web_search, cve_database"
+    )
+    priority: str = "MEDIUM"
+    indexing: str | None = None
+    execution_timing: str | None = None
+    trigger_stages: list[str] = Field(
+        default_factory=list, description="Stage names this source serves (empty: every stage)"
+    )
+
+    @property
+    def weight(self) -> float:
+        """HIGH 1.0, MEDIUM 0.7, LOW 0.4 (``HIGH_if_triggered`` counts as HIGH)."""
+        level = self.priority.upper()
+        return 1.0 if level.startswith("HIGH") else 0.4 if level.startswith("LOW") else 0.7
+
+
+class RagStrategy(_Strict):
+    chunk_strategy: str = "semantic_functions"
+    sources: list[RagSource] = Field(default_factory=list)
+
+
+class RetrievalHints(_Strict):
+    focus_on: list[str] = Field(default_factory=list)
+    avoid: list[str] = Field(default_factory=list)
+    token_budget: dict[str, int] = Field(
+        default_factory=dict, description="Context tokens per stage name (or stage type)"
+    )
+
+
+class RetrievalStrategy(_Strict):
+    enabled: bool = True
+    strategy_name: str = "code_domain_ast_lsp"
+    pattern_applied: str | None = None
+    allows_enrichment: bool = Field(
+        True, description="A failed stage may be retried after adaptive retrieval"
+    )
+    ast_parsing: AstParsing = Field(default_factory=AstParsing)
+    lsp_integration: LspIntegration = Field(default_factory=LspIntegration)
+    rag_strategy: RagStrategy = Field(default_factory=RagStrategy)
+    retrieval_hints: RetrievalHints = Field(default_factory=RetrievalHints)
+
+
+class AgentRef(_Strict):
+    agent: str = Field(description="An agent profile: code_agent, test_agent, security_agent…")
+    mcp_tools: list[str] = Field(
+        default_factory=list, description="Extra tools for this stage on top of the profile's"
+    )
+
+    @property
+    def profile(self) -> str:
+        """The profile name: ``code_agent`` → ``code``."""
+        return self.agent.removesuffix("_agent")
+
+
+class ParallelConfig(_Strict):
+    failure_aggregation: Aggregation = Field(
+        "any", description="The stage fails when any, all, or a majority of its agents fail"
+    )
+
+
+class Routing(_Strict):
+    next_stage_on_success: StageTarget
+    next_stage_on_failure: StageTarget = ABORT
+    max_attempts: int = Field(1, ge=1, description="Runs of the stage before its failure route is taken")
+
+
+class FailureCriteria(_Strict):
+    agent_defined: bool = Field(True, description="An agent that reports failure fails the stage")
+    tests_must_pass: bool = Field(
+        False,
+        description="After the agents, run the tests in a scratch worktree; failing tests fail the stage",
+    )
+
+
+class Stage(_Strict):
+    stage_id: int | str
+    name: str = Field(pattern=r"^[A-Za-z0-9_]+$")
+    description: str = ""
+    type: str | None = Field(None, description="code_generation, test, security, format, analysis…")
+    required: bool = True
+    read_only: bool = Field(False, description="Agents of this stage only read (questions, reviews)")
+    parallel_agents: list[AgentRef] = Field(
+        default_factory=list, description="Agents run in parallel; none for a stage that only runs the tests"
+    )
+    parallel_config: ParallelConfig = Field(default_factory=ParallelConfig)
+    reasoning_guidance: str | None = Field(
+        None, description="For optional stages: when the orchestrator should include the stage"
+    )
+    retrieval_guidance: str | None = None
+    routing: Routing
+    failure_criteria: FailureCriteria = Field(default_factory=FailureCriteria)
+
+    @model_validator(mode="after")
+    def _has_work(self) -> Stage:
+        if not self.parallel_agents and not self.failure_criteria.tests_must_pass:
+            raise ValueError("a stage needs parallel_agents, or failure_criteria.tests_must_pass: true")
+        return self
+
+    @field_validator("stage_id")
+    @classmethod
+    def _not_terminal(cls, value: int | str) -> int | str:
+        if str(value).upper() in TERMINALS:
+            raise ValueError(f"{value} is a routing target, not a stage id")
+        return value
+
+    @property
+    def key(self) -> str:
+        return str(self.stage_id)
+
+
+class Workflow(_Strict):
+    metadata: Metadata
+    retrieval_strategy_config: RetrievalStrategy = Field(default_factory=RetrievalStrategy)
+    stages: list[Stage] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _routes_exist(self) -> Workflow:
+        seen: set[str] = set()
+        for stage in self.stages:
+            if stage.key in seen:
+                raise ValueError(f"stage_id {stage.stage_id} is used twice")
+            seen.add(stage.key)
+        for index, stage in enumerate(self.stages):
+            for field in ("next_stage_on_success", "next_stage_on_failure"):
+                target = getattr(stage.routing, field)
+                if str(target) not in seen and str(target) not in TERMINALS:
+                    raise ValueError(
+                        f"stages.{index}.routing.{field}: {target!r} is neither a stage_id "
+                        f"({', '.join(sorted(seen))}) nor DONE or ABORT"
+                    )
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    def stage(self, key: str) -> Stage:
+        for stage in self.stages:
+            if stage.key == key:
+                return stage
+        raise KeyError(key)
+
+
+class AgentProfile(_Strict):
+    """A specialist agent a workflow stage can run: its prompt, tools, architecture and model role."""
+
+    name: str = Field(pattern=r"^[a-z0-9_]+$", description="code, test, security, formatter…")
+    description: str = ""
+    prompt: str = Field(min_length=1, description="System prompt; {root} is the workspace root")
+    tools: list[str] = Field(
+        default_factory=list, description="Tool names (read_file, edit_file, find_symbol, lsp_get_type…)"
+    )
+    architecture: Architecture = "react"
+    model_role: str | None = Field(
+        None, description="Model role; default agent.<name> (llm.agents.<name>, else the default model)"
+    )
+    read_only: bool = False
+
+    @property
+    def role(self) -> str:
+        return self.model_role or f"agent.{self.name}"
+
+
+def workflow_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a workflow file, with agent profiles under ``$defs`` (for editors)."""
+    schema = Workflow.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "Arbor workflow"
+    schema.setdefault("$defs", {})["AgentProfile"] = AgentProfile.model_json_schema()
+    return schema
