@@ -189,7 +189,7 @@ async def test_unknown_modes_are_refused_plainly(git_workspace: Path) -> None:
         await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
         with pytest.raises(RequestError) as caught:
             await backend.conn.set_session_mode(session_id=session.session_id, mode_id="mcts")
-    assert "there is no mode 'mcts'; modes: react, lats, tot, plan, auto" in str(caught.value.data)
+    assert "there is no mode 'mcts'; modes: react, lats, tot, plan, workflow, auto" in str(caught.value.data)
 
 
 async def test_bad_workspace_settings_are_reported_with_file_and_line(git_workspace: Path) -> None:
