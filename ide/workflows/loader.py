@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import platformdirs
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ide.settings import APP_NAME, WORKSPACE_DIR
+from ide.settings import WORKSPACE_DIR, user_config_path
 from ide.workflows.schema import AgentProfile, Workflow
 
 T = TypeVar("T", bound=BaseModel)
@@ -58,7 +57,7 @@ class Catalog:
 
 def search_dirs(workspace: Path | None) -> list[Path]:
     """Where workflows are looked for, weakest first."""
-    dirs = [BUILTIN_DIR, Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "workflows"]
+    dirs = [BUILTIN_DIR, user_config_path().parent / "workflows"]
     if workspace is not None:
         dirs.append(Path(workspace) / WORKSPACE_DIR / "workflows")
     return dirs

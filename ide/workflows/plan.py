@@ -57,9 +57,10 @@ class ExecutionPlan(BaseModel):
     routing_table: dict[str, Route]
     task_context: dict[str, StageContext]
     allows_enrichment: bool = True
+    names: dict[str, str] = Field(default_factory=dict, description="Every stage id → its name")
 
     def name_of(self, stage: str) -> str:
-        return self.task_context[stage].name if stage in self.task_context else stage
+        return self.names.get(stage, stage)
 
 
 def assemble_plan(
@@ -124,6 +125,7 @@ def assemble_plan(
         routing_table=table,
         task_context=context,
         allows_enrichment=workflow.retrieval_strategy_config.allows_enrichment,
+        names={stage.key: stage.name for stage in workflow.stages},
     )
 
 

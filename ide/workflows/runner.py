@@ -405,8 +405,7 @@ class WorkflowRun:
         label = f"workflow {self.plan.workflow}" + (" (resumed)" if resumed else "")
         self._root_node = recorder.add(None, kind="root", label=label, thought=self.ctx.task[:2000])
         decisions = "; ".join(
-            f"{self.plan.name_of(k) if k in self.plan.task_context else k}: "
-            f"{'include' if d.include else 'skip'} ({d.reason})"
+            f"{self.plan.name_of(k)}: {'include' if d.include else 'skip'} ({d.reason})"
             for k, d in self.plan.decisions.items()
         )
         self.last_node = recorder.add(

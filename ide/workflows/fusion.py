@@ -1,0 +1,252 @@
+"""Context fusion: retrieved snippets → the verified, ranked, budgeted context a stage's agents read.
+
+In order: the grounding check (every snippet must exist verbatim where it says it comes from — a file's
+lines as the change set leaves them, a document section, a commit message, a memory row, a plugin's
+document — or it is rejected), exact and near-duplicate removal, reranking (a cross-encoder when one
+is configured, else an embedding model when one is configured, else BM25; always weighted by the
+source's priority in the workflow), then a greedy fill of the stage's token budget. Every snippet keeps
+its attribution (``path:line-line``, ``doc.md#Heading > Sub``, ``git:abc1234``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ide.settings import Settings
+from ide.workflows.retrieval import PLUGIN_DOCUMENTS, RunMemory, Snippet, _git, document_sections, tokenize
+
+log = logging.getLogger(__name__)
+
+NEAR_DUPLICATE = 0.8
+"""Word-shingle Jaccard similarity at which two snippets count as the same."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` as the scripted model and budgets count them (characters / 4)."""
+    return max(1, len(text) // 4)
+
+
+@dataclass
+class FusedContext:
+    snippets: list[Snippet]
+    reranker: str
+    reranker_note: str = ""
+    tokens: int = 0
+    budget: int = 0
+    dropped_duplicates: int = 0
+    dropped_near_duplicates: int = 0
+    dropped_over_budget: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    """(attribution, why) of snippets the grounding check refused."""
+
+    def render(self) -> str:
+        """The context as a prompt block: each snippet under its attribution."""
+        return "\n\n".join(f"[{s.attribution()}] ({s.source})\n```\n{s.text}\n```" for s in self.snippets)
+
+
+def describe_reranker(settings: Settings) -> str:
+    """Which reranker fusion will use with ``settings`` and why (the window shows this)."""
+    name, note = _reranker_choice(settings)
+    return f"{name}" + (f" — {note}" if note else "")
+
+
+def _reranker_choice(settings: Settings) -> tuple[str, str]:
+    config = settings.workflows
+    note = ""
+    if config.reranker:
+        model = config.reranker.removeprefix("cross-encoder:")
+        try:
+            import sentence_transformers  # noqa: F401
+        except ImportError:
+            note = (
+                f"cross-encoder {model} is configured but sentence-transformers is not installed "
+                "(pip install sentence-transformers)"
+            )
+        else:
+            return f"cross-encoder ({model})", ""
+    if config.embedding_model:
+        return f"embeddings ({config.embedding_model})", note
+    return (
+        "bm25",
+        note or "no reranker or embedding model configured ([workflows] reranker / embedding_model)",
+    )
+
+
+def grounding_problem(
+    snippet: Snippet, root: Path, changeset: object | None = None, memory: RunMemory | None = None
+) -> str | None:
+    """None when ``snippet.text`` exists verbatim where it says; else why not."""
+    if not snippet.text.strip():
+        return "empty snippet"
+    if snippet.path.startswith("git:"):
+        message = _git(root, "log", "-n", "1", "--format=%s%n%b", snippet.path[4:])
+        if message is None:
+            return f"no commit {snippet.path[4:]}"
+        return None if _normal(snippet.text) in _normal(message) else "not in that commit's message"
+    if snippet.path.startswith("memory:"):
+        if memory is None or not snippet.path[7:].isdigit():
+            return "no run memory to check against"
+        stored = memory.text_of(int(snippet.path[7:]))
+        return None if stored is not None and snippet.text in stored else "not in the run memory"
+    if (snippet.source, snippet.path) in PLUGIN_DOCUMENTS:
+        return (
+            None
+            if snippet.text in PLUGIN_DOCUMENTS[(snippet.source, snippet.path)]
+            else "not in the document"
+        )
+    try:
+        if changeset is not None:
+            text = changeset.read_text(snippet.path)  # type: ignore[attr-defined]
+        else:
+            text = (Path(root) / snippet.path).read_text(encoding="utf-8", errors="replace")
+    except Exception:
+        return f"{snippet.path} does not exist"
+    if snippet.start_line:
+        lines = text.splitlines()
+        at = "\n".join(lines[snippet.start_line - 1 : snippet.end_line])
+        if snippet.text.strip("\n") != at.strip("\n"):
+            where = f"{snippet.path}:{snippet.start_line}-{snippet.end_line}"
+            return f"{where} does not hold this text" + (
+                " (it is elsewhere in the file)" if snippet.text in text else ""
+            )
+        return None
+    return None if snippet.text in text else f"not in {snippet.path}"
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _shingles(text: str, size: int = 5) -> set[str]:
+    words = tokenize(text)
+    return {" ".join(words[i : i + size]) for i in range(max(1, len(words) - size + 1))}
+
+
+def bm25_scores(query: str, documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
+    """Okapi BM25 of each document for ``query`` (snake/Camel case split, so names match words)."""
+    docs = [tokenize(d) for d in documents]
+    if not docs:
+        return []
+    terms = set(tokenize(query))
+    avg = sum(len(d) for d in docs) / len(docs) or 1.0
+    df = Counter(term for d in docs for term in set(d) if term in terms)
+    scores = []
+    for d in docs:
+        counts = Counter(d)
+        score = 0.0
+        for term in terms:
+            if not counts[term]:
+                continue
+            idf = math.log(1 + (len(docs) - df[term] + 0.5) / (df[term] + 0.5))
+            tf = counts[term]
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(d) / avg))
+        scores.append(score)
+    return scores
+
+
+async def _embedding_scores(settings: Settings, query: str, texts: list[str]) -> list[float]:
+    from langchain_ollama import OllamaEmbeddings
+
+    spec = settings.workflows.embedding_model or ""
+    provider, _, model = spec.partition(":")
+    if provider != "ollama" or not model:
+        raise ValueError(f"embedding_model {spec!r}: only ollama:MODEL is supported")
+    embedder = OllamaEmbeddings(model=model, base_url=settings.llm.ollama_host)
+    vectors = await embedder.aembed_documents([query, *texts])
+    head, rest = vectors[0], vectors[1:]
+    norm = math.sqrt(sum(x * x for x in head)) or 1.0
+    return [
+        sum(a * b for a, b in zip(head, v, strict=False)) / (norm * (math.sqrt(sum(x * x for x in v)) or 1.0))
+        for v in rest
+    ]
+
+
+def _cross_encoder_scores(model: str, query: str, texts: list[str]) -> list[float]:
+    from sentence_transformers import CrossEncoder
+
+    return [float(s) for s in CrossEncoder(model).predict([(query, t) for t in texts])]
+
+
+async def fuse(
+    snippets: Sequence[Snippet],
+    query: str,
+    *,
+    budget_tokens: int,
+    root: Path,
+    settings: Settings,
+    changeset: object | None = None,
+    memory: RunMemory | None = None,
+) -> FusedContext:
+    """Ground, deduplicate, rerank and budget ``snippets`` for ``query`` (see the module docstring)."""
+    name, note = _reranker_choice(settings)
+    fused = FusedContext([], name, note, budget=budget_tokens)
+    grounded: list[Snippet] = []
+    for snippet in snippets:
+        problem = grounding_problem(snippet, root, changeset, memory)
+        if problem is None:
+            grounded.append(snippet)
+        else:
+            fused.rejected.append((snippet.attribution(), problem))
+    unique: list[Snippet] = []
+    hashes: set[str] = set()
+    for snippet in sorted(grounded, key=lambda s: (-s.weight, -len(s.text))):
+        digest = hashlib.blake2b(_normal(snippet.text).encode(), digest_size=16).hexdigest()
+        if digest in hashes:
+            fused.dropped_duplicates += 1
+            continue
+        hashes.add(digest)
+        unique.append(snippet)
+    kept: list[tuple[Snippet, set[str]]] = []
+    for snippet in unique:
+        shingles = _shingles(snippet.text)
+        if any(len(shingles & other) / (len(shingles | other) or 1) >= NEAR_DUPLICATE for _s, other in kept):
+            fused.dropped_near_duplicates += 1
+            continue
+        kept.append((snippet, shingles))
+    candidates = [s for s, _sh in kept]
+    texts = [f"{s.title}\n{s.text}" for s in candidates]
+    scores: list[float] = []
+    if name.startswith("cross-encoder") and candidates:
+        scores = _cross_encoder_scores(name[len("cross-encoder (") : -1], query, texts)
+    elif name.startswith("embeddings") and candidates:
+        try:
+            scores = await _embedding_scores(settings, query, texts)
+        except Exception as exc:  # an unreachable embedding server falls back, and says so
+            fused.reranker = "bm25"
+            fused.reranker_note = (
+                f"{settings.workflows.embedding_model} failed ({type(exc).__name__}: {exc}); used bm25"
+            )
+            log.info("embedding rerank failed: %s", exc)
+    if not scores:
+        scores = bm25_scores(query, texts)
+    top = max(scores, default=0.0) or 1.0
+    ranked = sorted(
+        zip(candidates, scores, strict=True), key=lambda pair: -(0.5 + 0.5 * pair[1] / top) * pair[0].weight
+    )
+    used = 0
+    for snippet, _score in ranked:
+        cost = estimate_tokens(snippet.text) + 12
+        if used + cost > budget_tokens:
+            fused.dropped_over_budget += 1
+            continue
+        used += cost
+        fused.snippets.append(snippet)
+    fused.tokens = used
+    return fused
+
+
+__all__ = [
+    "FusedContext",
+    "bm25_scores",
+    "describe_reranker",
+    "document_sections",
+    "estimate_tokens",
+    "fuse",
+    "grounding_problem",
+]

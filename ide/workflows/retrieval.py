@@ -1,0 +1,530 @@
+"""The retrieval agent: context for a workflow stage from the sources its workflow names (TART pattern).
+
+The workflow's ``retrieval_strategy_config`` says which sources to use; the agent writes queries from
+the task (or, in adaptive mode, from the failure), runs the sources concurrently and returns verbatim,
+attributed snippets for :mod:`ide.workflows.fusion`. Offline sources: the code index (definitions and
+their source lines), document sections (Markdown / reST headings), decision records (ADR folders),
+specifications, git history and the run memory. Any other source name is a plugin configured under
+``[workflows.sources.NAME]``; an unconfigured or failing source is reported unavailable with the reason,
+never skipped silently. ``lsp_tools`` is not an upfront source: stage agents call the lsp_* tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ide.settings import Settings
+from ide.workflows.schema import RagSource, RetrievalStrategy
+
+if TYPE_CHECKING:
+    from ide.changes import ChangeSet
+    from ide.codeintel.index import CodeIndex
+    from ide.search.base import Router
+
+MAX_QUERIES = 12
+PER_SOURCE = 12
+"""Snippets one source returns at most."""
+DEF_LINES = 60
+"""Lines of a definition's source a code snippet holds at most."""
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
+ADR_DIRS = ("docs/adr", "doc/adr", "adr", "docs/decisions", "doc/decisions", "architecture/decisions")
+SPEC_WORDS = ("spec", "rfc", "design", "requirements", "architecture")
+
+_STOP = """a an and are as at be by can do does for from has have how i in into is it its make me my of on or
+our should so that the their then there this to use used using want was we what when where which who why
+will with would you your add new please need change code file files function"""
+STOPWORDS = frozenset(_STOP.split())
+
+CODE_SOURCES = {"codebase_semantic_search", "code_index", "codebase"}
+DOC_SOURCES = {"doc_retrieval", "document_semantic_search", "documentation"}
+ADR_SOURCES = {"decision_log_search", "decision_records"}
+SPEC_SOURCES = {"specification_search", "specifications"}
+LSP_SOURCES = {"lsp_tools"}
+
+
+@dataclass(frozen=True)
+class Snippet:
+    source: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    title: str = ""
+    score: float = 0.0
+    weight: float = 0.7
+    """The source's priority in the workflow (HIGH 1.0, MEDIUM 0.7, LOW 0.4)."""
+
+    def attribution(self) -> str:
+        if self.path.startswith(("git:", "memory:")) or "://" in self.path:
+            return self.path
+        if self.title and self.source in ("document_sections", "decision_records", "specifications"):
+            return f"{self.path}#{self.title}"
+        if self.start_line:
+            return f"{self.path}:{self.start_line}-{self.end_line}"
+        return self.path
+
+
+@dataclass
+class SourceReport:
+    name: str
+    available: bool
+    reason: str = ""
+    snippets: int = 0
+    ms: float = 0.0
+
+
+@dataclass
+class RetrievalRequest:
+    task: str
+    stage_name: str
+    strategy: RetrievalStrategy
+    is_code: bool
+    guidance: str = ""
+    focus_files: list[str] = field(default_factory=list)
+    failure: str | None = None
+    """Adaptive mode: the failure the stage's retry needs context for."""
+
+
+@dataclass
+class RetrievalResult:
+    snippets: list[Snippet]
+    sources: list[SourceReport]
+    queries: list[str]
+    mode: Literal["upfront", "adaptive"]
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_FLAG = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
+_QUOTED = re.compile(r"[\"'`]([^\"'`\n]{2,60})[\"'`]")
+_FILE = re.compile(r"[\w./-]+\.[A-Za-z]{1,5}\b")
+
+
+def _dedupe(items: Sequence[str], limit: int = MAX_QUERIES) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        key = item.lower()
+        if item and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out[:limit]
+
+
+def queries_from_task(task: str, guidance: str = "", focus_on: Sequence[str] = ()) -> list[str]:
+    """Search terms from a task, most specific first: quoted text, file names, flags, identifiers
+    (snake_case, CamelCase, dotted), then the remaining meaningful words."""
+    quoted = _QUOTED.findall(task)
+    files = _FILE.findall(task)
+    flags = [f.lstrip("-") for f in _FLAG.findall(task)]
+    idents = [w for w in _IDENT.findall(task) if ("_" in w or "." in w or re.search(r"[a-z][A-Z]", w))]
+    words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9]{2,}", task) if w.lower() not in STOPWORDS]
+    hints = [h.replace("_", " ") for h in focus_on][:2]
+    return _dedupe([*quoted, *files, *flags, *idents, *words, *hints])
+
+
+_ERROR_TYPE = re.compile(r"\b([A-Z][A-Za-z]+(?:Error|Exception|Failure|Warning))\b")
+_TRACE_FILE = re.compile(r'File "([^"]+)", line (\d+), in (\w+)')
+_PATH_LINE = re.compile(r"([\w./-]+\.[A-Za-z]{1,5}):(\d+)")
+_NAME_ERR = re.compile(r"name '(\w+)' is not defined|has no attribute '(\w+)'|cannot import name '(\w+)'")
+
+
+def queries_from_failure(failure: str) -> list[str]:
+    """Search terms from a failure: missing names, functions and files in tracebacks, error types,
+    ``path:line`` references, then words of the assertion lines."""
+    names = [n for groups in _NAME_ERR.findall(failure) for n in groups if n]
+    trace = _TRACE_FILE.findall(failure)
+    funcs = [fn for _f, _l, fn in trace if fn != "<module>"]
+    files = [Path(f).name for f, _l, _fn in trace] + [p for p, _l in _PATH_LINE.findall(failure)]
+    errors = _ERROR_TYPE.findall(failure)
+    asserts = " ".join(
+        line for line in failure.splitlines() if "assert" in line.lower() or line.startswith("E ")
+    )
+    return _dedupe([*names, *funcs, *files, *errors, *queries_from_task(asserts)])
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens; snake_case and CamelCase split as well as kept whole."""
+    out: list[str] = []
+    for word in re.findall(r"[A-Za-z0-9_]+", text):
+        low = word.lower()
+        out.append(low)
+        parts = [p.lower() for p in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", word.replace("_", " "))]
+        if len(parts) > 1:
+            out.extend(parts)
+    return out
+
+
+# -- document sections ------------------------------------------------------------------------------
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_RST_UNDER = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
+
+
+def document_sections(text: str, path: str) -> list[tuple[str, int, int, str]]:
+    """(section path "A > B", start line, end line, text) of a Markdown or reST document."""
+    lines = text.splitlines()
+    heads: list[tuple[int, int, str]] = []  # (line index, level, title)
+    rst_levels: list[str] = []
+    in_fence = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        if in_fence:
+            continue
+        rst = path.endswith(".rst")
+        match = None if rst else _MD_HEADING.match(line)
+        if match:
+            heads.append((i, len(match.group(1)), match.group(2).strip()))
+        elif rst and i > 0 and _RST_UNDER.match(line) and lines[i - 1].strip():
+            char = line.strip()[0]
+            if char not in rst_levels:
+                rst_levels.append(char)
+            heads.append((i - 1, rst_levels.index(char) + 1, lines[i - 1].strip()))
+    if not heads:
+        return [(Path(path).name, 1, len(lines), text)] if text.strip() else []
+    sections = []
+    stack: list[tuple[int, str]] = []
+    bounds = [h[0] for h in heads] + [len(lines)]
+    if heads[0][0] > 0 and "\n".join(lines[: heads[0][0]]).strip():
+        sections.append(("(preamble)", 1, heads[0][0], "\n".join(lines[: heads[0][0]])))
+    for n, (start, level, title) in enumerate(heads):
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        end = bounds[n + 1]
+        body = "\n".join(lines[start:end]).rstrip()
+        sections.append((" > ".join(t for _l, t in stack), start + 1, start + len(body.splitlines()), body))
+    return sections
+
+
+# -- run memory -------------------------------------------------------------------------------------
+
+
+class RunMemory:
+    """What earlier workflow runs in this workspace learned: each stage's outcome, searchable (FTS5).
+
+    A small stand-in for the memory of a later issue, kept at ``<workspace data>/workflow-memory.sqlite``.
+    """
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.path = settings.workspace_data_dir(root) / "workflow-memory.sqlite"
+        with self._db() as db:
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS outcomes "
+                "USING fts5(task, workflow, stage, outcome, summary)"
+            )
+
+    def _db(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=10)
+
+    def record(self, task: str, workflow: str, stage: str, failed: bool, summary: str) -> None:
+        with self._db() as db:
+            db.execute(
+                "INSERT INTO outcomes (task, workflow, stage, outcome, summary) VALUES (?, ?, ?, ?, ?)",
+                (task, workflow, stage, "failed" if failed else "passed", summary),
+            )
+
+    def text_of(self, rowid: int) -> str | None:
+        with self._db() as db:
+            row = db.execute(
+                "SELECT task, workflow, stage, outcome, summary FROM outcomes WHERE rowid = ?", (rowid,)
+            ).fetchone()
+        return None if row is None else _memory_text(*row)
+
+    def search(self, query: str, limit: int = 5) -> list[Snippet]:
+        terms = [t for t in tokenize(query) if len(t) > 2][:16]
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT rowid, task, workflow, stage, outcome, summary, bm25(outcomes) FROM outcomes "
+                "WHERE outcomes MATCH ? ORDER BY bm25(outcomes) LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        return [
+            Snippet(
+                "memory", f"memory:{row[0]}", 0, 0, _memory_text(*row[1:6]), f"{row[2]} / {row[3]}", -row[6]
+            )
+            for row in rows
+        ]
+
+
+def _memory_text(task: str, workflow: str, stage: str, outcome: str, summary: str) -> str:
+    return f"Earlier run ({workflow}, stage {stage}, {outcome}) for: {task}\n{summary}"
+
+
+# -- the agent --------------------------------------------------------------------------------------
+
+
+class RetrievalAgent:
+    """Runs a workflow's retrieval strategy for one stage (see the module docstring)."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        *,
+        changeset: ChangeSet | None = None,
+        index: CodeIndex | None = None,
+        router: Router | None = None,
+        memory: RunMemory | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.settings = settings
+        self.changeset = changeset
+        self.index = index
+        self.router = router
+        self.memory = memory
+        self._docs: list[str] | None = None
+
+    async def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
+        queries = await self._queries(request)
+        sources = [
+            s
+            for s in request.strategy.rag_strategy.sources
+            if not s.trigger_stages or request.stage_name in s.trigger_stages
+        ]
+        if not request.strategy.enabled:
+            return RetrievalResult(
+                [], [SourceReport("retrieval", False, "off in this workflow")], queries, "upfront"
+            )
+        reports = await asyncio.gather(*(self._run_source(s, queries, request) for s in sources))
+        snippets = [snip for _report, found in reports for snip in found]
+        return RetrievalResult(
+            snippets,
+            [report for report, _found in reports],
+            queries,
+            "adaptive" if request.failure else "upfront",
+        )
+
+    async def _queries(self, request: RetrievalRequest) -> list[str]:
+        hints = request.strategy.retrieval_hints.focus_on
+        if request.failure:
+            heuristic = _dedupe([*queries_from_failure(request.failure), *queries_from_task(request.task)])
+        else:
+            heuristic = queries_from_task(request.task, request.guidance, hints)
+        if self.settings.workflows.retrieval_queries != "model" or self.router is None:
+            return heuristic
+        from langchain_core.messages import HumanMessage, SystemMessage
+        from pydantic import BaseModel, Field
+
+        from ide.search.base import StructuredOutputError, ask_structured
+
+        class Queries(BaseModel):
+            queries: list[str] = Field(description="search terms: identifiers, file names, phrases")
+
+        about = f"Failure to fix:\n{request.failure}" if request.failure else f"Stage: {request.stage_name}"
+        try:
+            answer, _ = await ask_structured(
+                self.router,
+                "retrieval",
+                [
+                    SystemMessage(
+                        "Write search queries for a code and document search that help with this task."
+                    ),
+                    HumanMessage(f"Task: {request.task}\n{about}\nFocus on: {', '.join(hints)}"),
+                ],
+                Queries,
+            )
+        except StructuredOutputError:
+            return heuristic
+        return _dedupe([*answer.queries, *heuristic])
+
+    async def _run_source(
+        self, source: RagSource, queries: list[str], request: RetrievalRequest
+    ) -> tuple[SourceReport, list[Snippet]]:
+        name = source.name
+        started = time.perf_counter()
+        finder: Callable[[list[str]], list[Snippet]] | None = None
+        reason = ""
+        if name in LSP_SOURCES:
+            return SourceReport(name, True, "on demand: stage agents call the lsp_* tools"), []
+        if name in CODE_SOURCES:
+            if not request.is_code:
+                reason = "not used by a non-code workflow"
+            elif self.index is None:
+                reason = "the code index is not open for this workspace"
+            else:
+                finder = self._code
+        elif name in DOC_SOURCES:
+            finder = lambda q: self._sections(q, "document_sections", None)  # noqa: E731
+        elif name in ADR_SOURCES:
+            finder = lambda q: self._sections(q, "decision_records", _is_adr)  # noqa: E731
+        elif name in SPEC_SOURCES:
+            finder = lambda q: self._sections(q, "specifications", _is_spec)  # noqa: E731
+        elif name == "git_history":
+            finder = self._git
+        elif name == "memory":
+            if self.memory is None:
+                reason = "the run memory could not be opened"
+            else:
+                finder = lambda q: self.memory.search(" ".join(q), PER_SOURCE) if self.memory else []  # noqa: E731
+        elif name in self.settings.workflows.sources:
+            finder = lambda q: self._plugin(name, q)  # noqa: E731
+        else:
+            reason = (
+                f"{name} is not configured: set [workflows.sources.{name}] command = [...] in config.toml"
+            )
+        if finder is None:
+            return SourceReport(name, False, reason), []
+        try:
+            found = await asyncio.to_thread(finder, queries)
+        except Exception as exc:  # one broken source must not stop the others
+            return SourceReport(name, False, f"failed: {type(exc).__name__}: {exc}", ms=_ms(started)), []
+        weighted = [
+            Snippet(s.source, s.path, s.start_line, s.end_line, s.text, s.title, s.score, source.weight)
+            for s in found[:PER_SOURCE]
+        ]
+        return SourceReport(name, True, "", len(weighted), _ms(started)), weighted
+
+    # -- sources ----------------------------------------------------------------------------------
+
+    def _read(self, rel: str) -> str | None:
+        try:
+            if self.changeset is not None:
+                return self.changeset.read_text(rel)
+            return (self.root / rel).read_text(encoding="utf-8", errors="replace")
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        except Exception:  # ChangeError for paths the overlay refuses
+            return None
+
+    def _code(self, queries: list[str]) -> list[Snippet]:
+        assert self.index is not None
+        hits: dict[tuple[str, int], Any] = {}
+        for rank, query in enumerate(queries):
+            for symbol in self.index.search(query, limit=6):
+                key = (symbol.path, symbol.line)
+                if key not in hits:
+                    hits[key] = (symbol, len(queries) - rank)
+        snippets: list[Snippet] = []
+        texts: dict[str, list[str] | None] = {}
+        for (path, line), (symbol, score) in sorted(hits.items(), key=lambda kv: -kv[1][1]):
+            if path not in texts:
+                text = self._read(path)
+                texts[path] = text.splitlines() if text is not None else None
+            lines = texts[path]
+            if not lines or line < 1 or line > len(lines):
+                continue
+            end = min(max(symbol.end_line, line), line + DEF_LINES - 1, len(lines))
+            body = "\n".join(lines[line - 1 : end])
+            snippets.append(
+                Snippet("code_index", path, line, end, body, symbol.qualname or symbol.name, float(score))
+            )
+            if len(snippets) >= PER_SOURCE:
+                break
+        return snippets
+
+    def _doc_files(self) -> list[str]:
+        if self._docs is None:
+            from ide.tools.workspace import Workspace
+
+            workspace = Workspace(self.root, self.settings.workspace, self.changeset)
+            self._docs = [rel for rel, _entry in workspace.scan() if rel.lower().endswith(DOC_SUFFIXES)]
+        return self._docs
+
+    def _sections(self, queries: list[str], source: str, keep: Callable[[str], bool] | None) -> list[Snippet]:
+        from ide.workflows.fusion import bm25_scores
+
+        candidates: list[Snippet] = []
+        for rel in self._doc_files():
+            if keep is not None and not keep(rel):
+                continue
+            text = self._read(rel)
+            if not text:
+                continue
+            for title, start, end, body in document_sections(text, rel):
+                candidates.append(Snippet(source, rel, start, end, body, title))
+        if not candidates:
+            return []
+        scores = bm25_scores(" ".join(queries), [f"{c.title}\n{c.text}" for c in candidates])
+        ranked = sorted(zip(scores, range(len(candidates)), strict=True), reverse=True)
+        return [
+            Snippet(c.source, c.path, c.start_line, c.end_line, c.text, c.title, score)
+            for score, i in ranked
+            if score > 0
+            for c in [candidates[i]]
+        ][:PER_SOURCE]
+
+    def _git(self, queries: list[str]) -> list[Snippet]:
+        if not (self.root / ".git").exists() and _git(self.root, "rev-parse", "--git-dir") is None:
+            raise RuntimeError("not a git repository")
+        log = _git(self.root, "log", "-n", "300", "--format=%h%x1f%s%x1f%b%x1e")
+        if log is None:
+            raise RuntimeError("git log failed")
+        from ide.workflows.fusion import bm25_scores
+
+        commits = []
+        for record in log.split("\x1e"):
+            parts = record.strip("\n").split("\x1f")
+            if len(parts) == 3 and parts[0]:
+                commits.append((parts[0], parts[1], f"{parts[1]}\n{parts[2]}".strip()))
+        if not commits:
+            return []
+        scores = bm25_scores(" ".join(queries), [text for _h, _s, text in commits])
+        ranked = sorted(zip(scores, commits, strict=True), key=lambda pair: -pair[0])
+        return [
+            Snippet("git_history", f"git:{h}", 0, 0, text, subject, score)
+            for score, (h, subject, text) in ranked
+            if score > 0
+        ][:PER_SOURCE]
+
+    def _plugin(self, name: str, queries: list[str]) -> list[Snippet]:
+        config = self.settings.workflows.sources[name]
+        proc = subprocess.run(
+            [*config.command, " ".join(queries[:6])],
+            capture_output=True,
+            text=True,
+            timeout=config.timeout_s,
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+        )
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"{config.command[0]} exited with {proc.returncode}: {tail}")
+        snippets = []
+        for line in proc.stdout.splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            PLUGIN_DOCUMENTS[(name, str(item["location"]))] = str(item["text"])
+            snippets.append(
+                Snippet(name, str(item["location"]), 0, 0, str(item["text"]), str(item.get("title", "")))
+            )
+        return snippets
+
+
+PLUGIN_DOCUMENTS: dict[tuple[str, str], str] = {}
+"""What plugins returned, by (source, location): the grounding check compares snippets with it."""
+
+
+def _is_adr(rel: str) -> bool:
+    low = rel.lower()
+    return any(low.startswith(d + "/") or f"/{d}/" in low for d in ADR_DIRS)
+
+
+def _is_spec(rel: str) -> bool:
+    name = Path(rel).name.lower()
+    return any(word in name for word in SPEC_WORDS) or "/specs/" in f"/{rel.lower()}"
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)

@@ -1,0 +1,171 @@
+"""Fixtures of the workflow tests: a small real CLI project in git, and the feature workflow's script."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from ide.changes import ChangeSet
+from ide.llm import ModelRouter
+from ide.protocol.tree import TreeEvent
+from ide.search.base import RunContext
+from ide.search.tree import TreeRecorder
+from ide.settings import Settings
+from tests.support.git import git
+
+CLI = '''"""greeter's command line."""
+
+import argparse
+
+from greeter import __version__
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="greeter")
+    parser.add_argument("name", nargs="?", default="world")
+    args = parser.parse_args(argv)
+    print(f"Hello, {args.name}!")
+    return 0
+'''
+
+TESTS = """from greeter.cli import main
+
+
+def test_greets(capsys):
+    assert main(["Ada"]) == 0
+    assert capsys.readouterr().out == "Hello, Ada!\\n"
+"""
+
+OLD_ARG = '    parser.add_argument("name", nargs="?", default="world")\n'
+NEW_ARG = (
+    OLD_ARG + '    parser.add_argument("--version", action="version", version=f"greeter {__version__}")\n'
+)
+OLD_TEST_END = '    assert capsys.readouterr().out == "Hello, Ada!\\n"\n'
+NEW_TEST = (
+    OLD_TEST_END
+    + """
+
+def test_version(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == "greeter 1.2.0\\n"
+"""
+)
+
+TASK = "add a --version flag to the CLI"
+
+
+@pytest.fixture
+def cli_project(tmp_path: Path) -> Path:
+    """A tiny real Python CLI project with one passing test, committed in git."""
+    root = tmp_path / "greeter-project"
+    (root / "greeter").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "greeter" / "__init__.py").write_text('__version__ = "1.2.0"\n')
+    (root / "greeter" / "cli.py").write_text(CLI)
+    (root / "tests" / "test_cli.py").write_text(TESTS)
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "greeter"\nversion = "1.2.0"\n\n[tool.pytest.ini_options]\n'
+    )
+    (root / "README.md").write_text("# greeter\n\nSays hello.\n\n## Usage\n\n`greeter NAME` greets NAME.\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "greeter 1.2.0")
+    return root
+
+
+def orchestrator_line(workflow: str = "feature_with_iterative_testing", **stages: bool) -> dict[str, Any]:
+    return {
+        "role": "orchestrator",
+        "content": __import__("json").dumps(
+            {
+                "workflow": workflow,
+                "reason": "the task adds a feature to the CLI",
+                "stages": [
+                    {"stage_id": k, "include": v, "reason": f"{'needed' if v else 'not needed'}"}
+                    for k, v in stages.items()
+                ],
+            }
+        ),
+    }
+
+
+def done(role: str, summary: str, status: str = "done") -> dict[str, Any]:
+    return {"role": role, "content": f'{summary}\n{{"status": "{status}", "summary": "{summary}"}}'}
+
+
+def code_lines() -> list[dict[str, Any]]:
+    return [
+        {"role": "agent.code", "tool_calls": [{"name": "read_file", "args": {"path": "greeter/cli.py"}}]},
+        {
+            "role": "agent.code",
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "args": {"path": "greeter/cli.py", "old_text": OLD_ARG, "new_text": NEW_ARG},
+                }
+            ],
+        },
+        done("agent.code", "added --version, printing greeter's __version__"),
+    ]
+
+
+def test_lines() -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "agent.test",
+            "tool_calls": [
+                {
+                    "name": "edit_file",
+                    "args": {"path": "tests/test_cli.py", "old_text": OLD_TEST_END, "new_text": NEW_TEST},
+                }
+            ],
+        },
+        done("agent.test", "added test_version"),
+    ]
+
+
+FEATURE_SCRIPT = [orchestrator_line(**{"3": False, "4": False}), *code_lines(), *test_lines()]
+
+
+@dataclass
+class Run:
+    ctx: RunContext
+    progress: list[dict[str, Any]]
+    events: list[TreeEvent]
+
+
+@pytest.fixture
+def make_ctx(write_script: Callable[[list[dict[str, Any]]], Path]) -> Callable[..., Run]:
+    """``make_ctx(root, lines, task=…, **settings sections)`` → a RunContext with a scripted model."""
+
+    def make(root: Path, lines: list[dict[str, Any]], *, task: str = TASK, **overrides: Any) -> Run:
+        script = write_script(lines)
+        settings = Settings.model_validate({"llm": {"model": f"scripted:{script}"}, **overrides})
+        progress: list[dict[str, Any]] = []
+        events: list[TreeEvent] = []
+
+        async def report(event: dict[str, Any]) -> None:
+            progress.append(event)
+
+        ctx = RunContext(
+            task=task,
+            settings=settings,
+            router=ModelRouter(settings, base_dir=root),
+            changeset=ChangeSet(root),
+            recorder=TreeRecorder(architecture="workflow", emit=events.append),
+            progress=report,
+            session_id="test-session",
+            checkpointer=InMemorySaver(),
+        )
+        return Run(ctx, progress, events)
+
+    return make
