@@ -1,0 +1,132 @@
+"""Workflow files: the shipped ones load, errors name file, line and field, and the CLI says the same."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ide.cli import main
+from ide.workflows.loader import WorkflowError, load_catalog, parse_text
+from ide.workflows.plan import StageDecision, assemble_plan
+from ide.workflows.schema import Workflow
+
+GOOD = """metadata:
+  name: tiny
+  description: one stage
+  workflow_type: code_fix
+stages:
+  - stage_id: 1
+    name: fix
+    parallel_agents: [{agent: code_agent}]
+    routing: {next_stage_on_success: DONE}
+"""
+ROUTING = "routing: {next_stage_on_success: DONE}"
+
+
+def test_the_shipped_workflows_and_profiles_load() -> None:
+    catalog = load_catalog(None)
+    assert catalog.problems == []
+    assert set(catalog.workflows) == {
+        "feature_with_iterative_testing",
+        "architecture_discussion",
+        "bugfix",
+        "investigate",
+        "refactor",
+    }
+    assert set(catalog.profiles) == {"code", "test", "security", "formatter", "analysis", "documentation"}
+    assert catalog.profiles["security"].read_only and catalog.profiles["code"].role == "agent.code"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "where", "words"),
+    [
+        (
+            GOOD.replace(ROUTING, "routing: {next_stage_on_success: 9}"),
+            9,
+            "stages.0.routing.next_stage_on_success",
+            "neither a stage_id",
+        ),
+        (
+            GOOD.replace("    name: fix\n", "    name: fix\n    reqired: false\n"),
+            8,
+            "stages.0.reqired",
+            "unknown field",
+        ),
+        # a missing field: the line of the mapping that lacks it
+        (GOOD.replace("workflow_type: code_fix\n", ""), 1, "metadata.workflow_type", "Field required"),
+        (
+            GOOD.replace(ROUTING, "routing: {next_stage_on_success: DONE, max_attempts: 0}"),
+            9,
+            "stages.0.routing.max_attempts",
+            "greater than or equal to 1",
+        ),
+        (GOOD.replace("stages:", "stages: [\n"), 7, "", "not valid YAML"),
+        ("- just\n- a list\n", 1, "", "expected a mapping"),
+    ],
+)
+def test_errors_name_the_line_and_field(text: str, line: int, where: str, words: str) -> None:
+    with pytest.raises(WorkflowError) as caught:
+        parse_text(text, Path("/ws/.arbor/workflows/tiny.yaml"), Workflow)
+    error = caught.value
+    assert (error.line, error.where) == (line, where), str(error)
+    assert words in str(error)
+    assert str(error).startswith(f"/ws/.arbor/workflows/tiny.yaml:{line}: ")
+
+
+def test_a_workspace_workflow_overrides_and_a_broken_one_is_reported(tmp_path: Path) -> None:
+    folder = tmp_path / ".arbor" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "bugfix.yaml").write_text(GOOD.replace("name: tiny", "name: bugfix"))
+    (folder / "broken.yaml").write_text(GOOD.replace("code_agent", "wizard_agent"))
+    catalog = load_catalog(tmp_path)
+    assert [s.name for s in catalog.workflows["bugfix"].stages] == ["fix"]
+    assert catalog.origins["bugfix"] == folder / "bugfix.yaml"
+    assert "tiny" not in catalog.workflows
+    [problem] = catalog.problems
+    assert str(problem).startswith(
+        f"{folder / 'broken.yaml'}:8: stages.0.parallel_agents.0.agent: no agent profile"
+    )
+
+
+def test_cli_validate_list_and_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(GOOD)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("next_stage_on_success: DONE", "next_stage_on_sucess: DONE"))
+    assert main(["workflows", "validate", str(good)]) == 0
+    assert main(["workflows", "validate", str(good), str(bad)]) == 1
+    out = capsys.readouterr()
+    assert f"{good}: ok" in out.out
+    assert f"{bad}:9: stages.0.routing" in out.err
+    assert main(["workflows", "list", "--workspace", str(tmp_path), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert "feature_with_iterative_testing" in [w["name"] for w in listed["workflows"]]
+    assert main(["workflows", "schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "stages" in schema["properties"] and "AgentProfile" in schema["$defs"]
+
+
+@pytest.mark.parametrize(
+    ("decisions", "order", "success_of_2"),
+    [
+        ({}, ["1", "2"], "DONE"),  # 3 and 4 skipped: 2 → 3 → 4 → DONE
+        ({"3": True}, ["1", "2", "3"], "3"),
+        ({"4": True}, ["1", "2", "4"], "4"),
+        ({"3": True, "4": True}, ["1", "2", "3", "4"], "3"),
+    ],
+)
+def test_plan_assembly_includes_optional_stages_and_routes_around_skipped_ones(
+    decisions: dict[str, bool], order: list[str], success_of_2: str
+) -> None:
+    workflow = load_catalog(None).get("feature_with_iterative_testing")
+    plan = assemble_plan(workflow, {k: StageDecision(include=v, reason="r") for k, v in decisions.items()})
+    assert plan.order == order and plan.entry == "1"
+    assert plan.routing_table["2"].next_on_success == success_of_2
+    assert plan.routing_table["2"].next_on_failure == "1"
+    assert plan.routing_table["2"].tests_must_pass
+    assert plan.task_context["1"].token_budget == 30000
+    assert set(plan.skipped) == {"3", "4"} - {k for k, v in decisions.items() if v}
+    if "3" in order:
+        assert plan.routing_table["3"].next_on_failure == "1"
