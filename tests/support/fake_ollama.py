@@ -16,7 +16,7 @@ Usage::
 
 Endpoints: ``POST /api/chat`` (NDJSON stream like Ollama's, or one JSON object when ``"stream": false``),
 ``GET /api/tags``, ``POST /api/show`` (``capabilities`` and ``model_info["<arch>.context_length"]``),
-``GET /api/version``, ``GET /``.
+``GET /api/version``, ``GET /``, ``POST /api/embed`` (bag-of-words vectors, so texts sharing words are close).
 
 ``responses`` are consumed in order, one per /api/chat request, in the scripted-model format
 (``content``, ``thinking``, ``tool_calls: [{"name", "args"}]``, ``latency_ms``; ``role`` is ignored), plus
@@ -45,7 +45,9 @@ closes.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterable, Mapping
@@ -243,8 +245,22 @@ class _Handler(BaseHTTPRequestHandler):
                 pass  # the client went away (cancelled); nothing to answer
             finally:
                 self.fake._leave_chat()
+        elif self.path == "/api/embed":
+            self._embed(body)
         else:
             self._send_error(404, "404 page not found")
+
+    def _embed(self, body: dict[str, Any]) -> None:
+        """Bag-of-words vectors (a word's hash picks its dimension): texts sharing words are close."""
+        texts = body.get("input") or []
+        texts = [texts] if isinstance(texts, str) else texts
+        vectors = []
+        for text in texts:
+            vector = [0.0] * 64
+            for word in re.findall(r"[a-z0-9]+", str(text).lower()):
+                vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            vectors.append(vector)
+        self._send_json(200, {"model": body.get("model"), "embeddings": vectors})
 
     def _not_found(self, name: str) -> None:
         self._send_error(404, f'model "{name}" not found, try pulling it first')
