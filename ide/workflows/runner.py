@@ -107,7 +107,7 @@ class WorkflowRun:
             "summaries": {},
             "log": [],
         }
-        final = await self.graph().ainvoke(state, self.config())
+        final = await self.graph().ainvoke(state, self.config(), durability="sync")
         return self.outcome(final)
 
     async def resume(self) -> RunOutcome:
@@ -121,7 +121,7 @@ class WorkflowRun:
         await self._show_plan()
         if not snapshot.next:
             return self.outcome(values)
-        final = await graph.ainvoke(None, self.config())
+        final = await graph.ainvoke(None, self.config(), durability="sync")
         return self.outcome(final)
 
     def outcome(self, final: dict[str, Any]) -> RunOutcome:
