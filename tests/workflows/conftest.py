@@ -118,7 +118,7 @@ def code_lines() -> list[dict[str, Any]]:
     ]
 
 
-def tester_lines() -> list[dict[str, Any]]:
+def lines_of_test_agent() -> list[dict[str, Any]]:
     return [
         {
             "role": "agent.test",
@@ -133,7 +133,7 @@ def tester_lines() -> list[dict[str, Any]]:
     ]
 
 
-FEATURE_SCRIPT = [orchestrator_line(**{"3": False, "4": False}), *code_lines(), *tester_lines()]
+FEATURE_SCRIPT = [orchestrator_line(**{"3": False, "4": False}), *code_lines(), *lines_of_test_agent()]
 
 
 @dataclass

@@ -24,7 +24,7 @@ from tests.workflows.conftest import (
     TASK,
     code_lines,
     orchestrator_line,
-    tester_lines,
+    lines_of_test_agent,
 )
 from tests.workflows.test_feature_workflow import assert_tests_pass_and_version_prints
 
@@ -106,7 +106,7 @@ async def test_a_workflow_killed_mid_run_resumes_from_its_last_finished_stage(
         ]
     )
     # After the restart only the test stage's lines are left: a re-run of code_generation would fail.
-    second = write_script(tester_lines())
+    second = write_script(lines_of_test_agent())
     client = RecordingClient(permission_answer="allow")
     async with acp_backend({"ARBOR_MODEL": f"scripted:{first}"}, REVIEW, client) as backend:
         session = await backend.conn.new_session(cwd=str(cli_project), mcp_servers=[])
