@@ -23,8 +23,8 @@ from tests.workflows.conftest import (
     NEW_ARG,
     TASK,
     code_lines,
-    orchestrator_line,
     lines_of_test_agent,
+    orchestrator_line,
 )
 from tests.workflows.test_feature_workflow import assert_tests_pass_and_version_prints
 
