@@ -79,9 +79,13 @@ def _reranker_choice(settings: Settings) -> tuple[str, str]:
 
 
 def grounding_problem(
-    snippet: Snippet, root: Path, changeset: object | None = None, memory: RunMemory | None = None
+    snippet: Snippet,
+    root: Path,
+    changeset: object | None = None,
+    memory: RunMemory | None = None,
+    files: dict[str, str | None] | None = None,
 ) -> str | None:
-    """None when ``snippet.text`` exists verbatim where it says; else why not."""
+    """None when ``snippet.text`` exists verbatim where it says; else why not (``files``: a read cache)."""
     if not snippet.text.strip():
         return "empty snippet"
     if snippet.path.startswith("git:"):
@@ -100,12 +104,19 @@ def grounding_problem(
             if snippet.text in PLUGIN_DOCUMENTS[(snippet.source, snippet.path)]
             else "not in the document"
         )
-    try:
-        if changeset is not None:
-            text = changeset.read_text(snippet.path)  # type: ignore[attr-defined]
-        else:
-            text = (Path(root) / snippet.path).read_text(encoding="utf-8", errors="replace")
-    except Exception:
+    files = {} if files is None else files
+    if snippet.path not in files:
+        try:
+            if changeset is not None:
+                files[snippet.path] = changeset.read_text(snippet.path)  # type: ignore[attr-defined]
+            else:
+                files[snippet.path] = (Path(root) / snippet.path).read_text(
+                    encoding="utf-8", errors="replace"
+                )
+        except Exception:
+            files[snippet.path] = None
+    text = files[snippet.path]
+    if text is None:
         return f"{snippet.path} does not exist"
     if snippet.start_line:
         lines = text.splitlines()
@@ -128,26 +139,35 @@ def _shingles(text: str, size: int = 5) -> set[str]:
     return {" ".join(words[i : i + size]) for i in range(max(1, len(words) - size + 1))}
 
 
-def bm25_scores(query: str, documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
+class Bm25:
+    """Okapi BM25 over fixed documents (tokenised once), scored for any number of queries."""
+
+    def __init__(self, documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.counts = [Counter(tokenize(d)) for d in documents]
+        self.lengths = [sum(c.values()) for c in self.counts]
+        self.avg = (sum(self.lengths) / len(self.lengths) if self.lengths else 0.0) or 1.0
+        self.df: Counter[str] = Counter(term for c in self.counts for term in c)
+
+    def scores(self, query: str) -> list[float]:
+        n = len(self.counts)
+        terms = [t for t in set(tokenize(query)) if self.df[t]]
+        idf = {t: math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in terms}
+        out = []
+        for counts, length in zip(self.counts, self.lengths, strict=True):
+            score = 0.0
+            norm = self.k1 * (1 - self.b + self.b * length / self.avg)
+            for term in terms:
+                tf = counts.get(term, 0)
+                if tf:
+                    score += idf[term] * tf * (self.k1 + 1) / (tf + norm)
+            out.append(score)
+        return out
+
+
+def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
     """Okapi BM25 of each document for ``query`` (snake/Camel case split, so names match words)."""
-    docs = [tokenize(d) for d in documents]
-    if not docs:
-        return []
-    terms = set(tokenize(query))
-    avg = sum(len(d) for d in docs) / len(docs) or 1.0
-    df = Counter(term for d in docs for term in set(d) if term in terms)
-    scores = []
-    for d in docs:
-        counts = Counter(d)
-        score = 0.0
-        for term in terms:
-            if not counts[term]:
-                continue
-            idf = math.log(1 + (len(docs) - df[term] + 0.5) / (df[term] + 0.5))
-            tf = counts[term]
-            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(d) / avg))
-        scores.append(score)
-    return scores
+    return Bm25(documents).scores(query) if documents else []
 
 
 async def _embedding_scores(settings: Settings, query: str, texts: list[str]) -> list[float]:
@@ -187,8 +207,9 @@ async def fuse(
     name, note = _reranker_choice(settings)
     fused = FusedContext([], name, note, budget=budget_tokens)
     grounded: list[Snippet] = []
+    files: dict[str, str | None] = {}
     for snippet in snippets:
-        problem = grounding_problem(snippet, root, changeset, memory)
+        problem = grounding_problem(snippet, root, changeset, memory, files)
         if problem is None:
             grounded.append(snippet)
         else:

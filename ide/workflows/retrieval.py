@@ -16,6 +16,7 @@ import json
 import re
 import sqlite3
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -286,6 +287,8 @@ class RetrievalAgent:
         self.router = router
         self.memory = memory
         self._docs: list[str] | None = None
+        self._sections_by_kind: dict[str, tuple[list[Snippet], Any]] = {}
+        self._lock = threading.Lock()
 
     async def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
         queries = await self._queries(request)
@@ -426,35 +429,50 @@ class RetrievalAgent:
         return snippets
 
     def _doc_files(self) -> list[str]:
+        """The workspace's documents: from the code index when it is open (it holds every .md, .rst and
+        .txt file with the same ignore rules), else from a walk of the workspace."""
         if self._docs is None:
-            from ide.tools.workspace import Workspace
+            if self.index is not None:
+                found = self.index.paths(DOC_SUFFIXES)
+            else:
+                from ide.tools.workspace import Workspace
 
-            workspace = Workspace(self.root, self.settings.workspace, self.changeset)
-            self._docs = [rel for rel, _entry in workspace.scan() if rel.lower().endswith(DOC_SUFFIXES)]
+                found = [
+                    rel
+                    for rel, _entry in Workspace(self.root, self.settings.workspace, self.changeset).scan()
+                ]
+            proposed = self.changeset.changed_paths() if self.changeset is not None else []
+            self._docs = sorted({rel for rel in [*found, *proposed] if _is_document(rel)})
         return self._docs
 
-    def _sections(self, queries: list[str], source: str, keep: Callable[[str], bool] | None) -> list[Snippet]:
-        from ide.workflows.fusion import bm25_scores
+    def _section_index(self, source: str, keep: Callable[[str], bool] | None) -> tuple[list[Snippet], Any]:
+        """Every section of the kind's documents and their BM25 index, made once per agent."""
+        from ide.workflows.fusion import Bm25
 
-        candidates: list[Snippet] = []
-        for rel in self._doc_files():
-            if keep is not None and not keep(rel):
-                continue
-            text = self._read(rel)
-            if not text:
-                continue
-            for title, start, end, body in document_sections(text, rel):
-                candidates.append(Snippet(source, rel, start, end, body, title))
-        if not candidates:
+        with self._lock:
+            if source not in self._sections_by_kind:
+                sections: list[Snippet] = []
+                for rel in self._doc_files():
+                    if keep is not None and not keep(rel):
+                        continue
+                    text = self._read(rel)
+                    for title, start, end, body in document_sections(text or "", rel):
+                        sections.append(Snippet(source, rel, start, end, body, title))
+                self._sections_by_kind[source] = (sections, Bm25([f"{c.title}\n{c.text}" for c in sections]))
+            return self._sections_by_kind[source]
+
+    def _sections(self, queries: list[str], source: str, keep: Callable[[str], bool] | None) -> list[Snippet]:
+        sections, bm25 = self._section_index(source, keep)
+        if not sections:
             return []
-        scores = bm25_scores(" ".join(queries), [f"{c.title}\n{c.text}" for c in candidates])
-        ranked = sorted(zip(scores, range(len(candidates)), strict=True), reverse=True)
+        scores = bm25.scores(" ".join(queries))
+        ranked = sorted(range(len(sections)), key=lambda i: -scores[i])[:PER_SOURCE]
         return [
-            Snippet(c.source, c.path, c.start_line, c.end_line, c.text, c.title, score)
-            for score, i in ranked
-            if score > 0
-            for c in [candidates[i]]
-        ][:PER_SOURCE]
+            Snippet(c.source, c.path, c.start_line, c.end_line, c.text, c.title, scores[i])
+            for i in ranked
+            if scores[i] > 0
+            for c in [sections[i]]
+        ]
 
     def _git(self, queries: list[str]) -> list[Snippet]:
         if not (self.root / ".git").exists() and _git(self.root, "rev-parse", "--git-dir") is None:
@@ -506,6 +524,18 @@ class RetrievalAgent:
 
 PLUGIN_DOCUMENTS: dict[tuple[str, str], str] = {}
 """What plugins returned, by (source, location): the grounding check compares snippets with it."""
+
+
+DOC_NAMES = ("readme", "changes", "changelog", "history", "news", "contributing", "design", "architecture")
+
+
+def _is_document(rel: str) -> bool:
+    """Markdown and reST anywhere; plain text only when it is named like a document or sits in docs/."""
+    low = rel.lower()
+    if low.endswith((".md", ".markdown", ".rst")):
+        return True
+    name = Path(low).name
+    return low.endswith(".txt") and (name.startswith(DOC_NAMES) or low.startswith("docs/") or "/docs/" in low)
 
 
 def _is_adr(rel: str) -> bool:

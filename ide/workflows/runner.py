@@ -147,13 +147,10 @@ class WorkflowRun:
                 self._memory = False
         return self._memory or None
 
-    async def _retrieve(self, stage: str, changeset: ChangeSet, failure: str | None) -> tuple[str, str]:
-        """(rendered context, one line saying what was found) for ``stage``."""
-        from ide.workflows.fusion import fuse
-        from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest
+    def retrieval_agent(self, changeset: ChangeSet) -> Any:
+        from ide.workflows.retrieval import RetrievalAgent
 
-        context = self.plan.task_context[stage]
-        agent = RetrievalAgent(
+        return RetrievalAgent(
             self.root,
             self.ctx.settings,
             changeset=changeset,
@@ -161,6 +158,16 @@ class WorkflowRun:
             router=self.ctx.router,
             memory=self.memory(),
         )
+
+    async def _retrieve(
+        self, stage: str, changeset: ChangeSet, failure: str | None, agent: Any = None
+    ) -> tuple[str, str]:
+        """(rendered context, one line saying what was found) for ``stage``."""
+        from ide.workflows.fusion import fuse
+        from ide.workflows.retrieval import RetrievalRequest
+
+        context = self.plan.task_context[stage]
+        agent = agent or self.retrieval_agent(changeset)
         request = RetrievalRequest(
             task=self.ctx.task,
             stage_name=context.name,
@@ -192,8 +199,11 @@ class WorkflowRun:
 
     async def upfront_context(self) -> dict[str, str]:
         """Context for every planned stage, retrieved concurrently before the first stage runs."""
+        if self._root_node is None:
+            self._begin_tree(resumed=False)
         stages = list(self.plan.order)
-        found = await asyncio.gather(*(self._retrieve(s, self.ctx.changeset, None) for s in stages))
+        agent = self.retrieval_agent(self.ctx.changeset)  # one agent: the stages share its document index
+        found = await asyncio.gather(*(self._retrieve(s, self.ctx.changeset, None, agent) for s in stages))
         context: dict[str, str] = {}
         for stage, (text, line) in zip(stages, found, strict=True):
             context[stage] = text

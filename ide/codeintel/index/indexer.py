@@ -326,6 +326,12 @@ class CodeIndex:
     def outline(self, rel: str) -> list[store.Symbol]:
         return store.outline(self.db, rel)
 
+    def paths(self, suffixes: tuple[str, ...]) -> list[str]:
+        """Indexed paths ending with one of ``suffixes`` (lower-case, e.g. ``(".md", ".rst")``)."""
+        return [
+            row[0] for row in self.db.execute("SELECT path FROM files") if row[0].lower().endswith(suffixes)
+        ]
+
     def file(self, rel: str) -> store.FileRow | None:
         return store.file_row(self.db, rel)
 
