@@ -10,9 +10,12 @@ its attribution (``path:line-line``, ``doc.md#Heading > Sub``, ``git:abc1234``).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
+import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,7 +50,15 @@ class FusedContext:
 
     def render(self) -> str:
         """The context as a prompt block: each snippet under its attribution."""
-        return "\n\n".join(f"[{s.attribution()}] ({s.source})\n```\n{s.text}\n```" for s in self.snippets)
+        return "\n\n".join(render_snippet(s) for s in self.snippets)
+
+
+def render_snippet(snippet: Snippet) -> str:
+    """One snippet under its attribution, in a fence longer than any backtick run in its text (a
+    Markdown snippet with its own ``` block stays one block)."""
+    longest = max((len(run) for run in re.findall(r"`+", snippet.text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"[{snippet.attribution()}] ({snippet.source})\n{fence}\n{snippet.text}\n{fence}"
 
 
 def describe_reranker(settings: Settings) -> str:
@@ -88,6 +99,8 @@ def grounding_problem(
     """None when ``snippet.text`` exists verbatim where it says; else why not (``files``: a read cache)."""
     if not snippet.text.strip():
         return "empty snippet"
+    if snippet.source == "repo_map":
+        return _map_problem(snippet, root, changeset)
     if snippet.path.startswith("git:"):
         message = _git(root, "log", "-n", "1", "--format=%s%n%b", snippet.path[4:])
         if message is None:
@@ -130,11 +143,43 @@ def grounding_problem(
     return None if snippet.text in text else f"not in {snippet.path}"
 
 
+_MAP_FILE = re.compile(r"^(\S.*):$")
+
+
+def _map_problem(snippet: Snippet, root: Path, changeset: object | None) -> str | None:
+    """The repo map is derived, not quoted: every file it names must exist (through the change set), and
+    every word of each signature under a file must occur in that file."""
+    current: str | None = None
+    for line in snippet.text.split("\n"):
+        header = _MAP_FILE.match(line)
+        if header:
+            rel = header.group(1)
+            try:
+                if changeset is not None:
+                    current = changeset.read_text(rel)  # type: ignore[attr-defined]
+                else:
+                    current = (Path(root) / rel).read_text(encoding="utf-8", errors="replace")
+            except Exception:
+                return f"the repo map names {rel}, which does not exist"
+            continue
+        stripped = line.strip()
+        if not stripped or stripped.startswith("imports:") or current is None:
+            continue
+        words = re.findall(r"\w+", stripped.removesuffix("…"))
+        if stripped.endswith("…") and words:
+            words.pop()  # cut mid-word by the map's signature cap
+        missing = [w for w in words if len(w) >= 3 and w not in current]
+        if missing:
+            return f"the repo map shows {stripped[:80]!r}, but {missing[0]!r} is not in that file"
+    return None
+
+
 def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
-def _shingles(text: str, size: int = 5) -> set[str]:
+def _shingles(text: str, size: int = 3) -> set[str]:
+    # Three-word shingles: with five, one changed word in a 40-word snippet already falls under 0.8.
     words = tokenize(text)
     return {" ".join(words[i : i + size]) for i in range(max(1, len(words) - size + 1))}
 
@@ -187,10 +232,18 @@ async def _embedding_scores(settings: Settings, query: str, texts: list[str]) ->
     ]
 
 
+_cross_encoders: dict[str, object] = {}
+_cross_lock = threading.Lock()
+
+
 def _cross_encoder_scores(model: str, query: str, texts: list[str]) -> list[float]:
     from sentence_transformers import CrossEncoder
 
-    return [float(s) for s in CrossEncoder(model).predict([(query, t) for t in texts])]
+    with _cross_lock:  # loading takes seconds: once per process, not once per stage
+        if model not in _cross_encoders:
+            _cross_encoders[model] = CrossEncoder(model)
+        encoder = _cross_encoders[model]
+    return [float(s) for s in encoder.predict([(query, t) for t in texts])]  # type: ignore[attr-defined]
 
 
 async def fuse(
@@ -207,9 +260,12 @@ async def fuse(
     name, note = _reranker_choice(settings)
     fused = FusedContext([], name, note, budget=budget_tokens)
     grounded: list[Snippet] = []
+    # File reads (cached per path) and `git log` per commit: off the event loop.
     files: dict[str, str | None] = {}
-    for snippet in snippets:
-        problem = grounding_problem(snippet, root, changeset, memory, files)
+    problems = await asyncio.to_thread(
+        lambda: [grounding_problem(snippet, root, changeset, memory, files) for snippet in snippets]
+    )
+    for snippet, problem in zip(snippets, problems, strict=True):
         if problem is None:
             grounded.append(snippet)
         else:
@@ -234,7 +290,13 @@ async def fuse(
     texts = [f"{s.title}\n{s.text}" for s in candidates]
     scores: list[float] = []
     if name.startswith("cross-encoder") and candidates:
-        scores = _cross_encoder_scores(name[len("cross-encoder (") : -1], query, texts)
+        model = name[len("cross-encoder (") : -1]
+        try:
+            scores = await asyncio.to_thread(_cross_encoder_scores, model, query, texts)
+        except Exception as exc:  # weights that cannot load (offline, not downloaded) fall back to bm25
+            fused.reranker = "bm25"
+            fused.reranker_note = f"cross-encoder {model} failed ({type(exc).__name__}: {exc}); used bm25"
+            log.info("cross-encoder rerank failed: %s", exc)
     elif name.startswith("embeddings") and candidates:
         try:
             scores = await _embedding_scores(settings, query, texts)

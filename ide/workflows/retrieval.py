@@ -34,8 +34,14 @@ if TYPE_CHECKING:
 MAX_QUERIES = 12
 PER_SOURCE = 12
 """Snippets one source returns at most."""
+REPO_MAP_MAX_FILES = 3000
+"""Up to this many indexed files the code source adds a focused repo map (above, it takes seconds)."""
 DEF_LINES = 60
 """Lines of a definition's source a code snippet holds at most."""
+MIN_SYMBOL_SCORE = 20.0
+"""Index hits scoring lower are fuzzy subsequence guesses ("cli" → "ClientLoader"), not named code."""
+PICKAXE_TERMS = 3
+"""Identifiers of the queries looked for in the diffs of the logged commits (``git log -G``)."""
 DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
 ADR_DIRS = ("docs/adr", "doc/adr", "adr", "docs/decisions", "doc/decisions", "architecture/decisions")
 SPEC_WORDS = ("spec", "rfc", "design", "requirements", "architecture")
@@ -350,15 +356,16 @@ class RetrievalAgent:
         started = time.perf_counter()
         finder: Callable[[list[str]], list[Snippet]] | None = None
         reason = ""
+        if name in LSP_SOURCES | CODE_SOURCES and not request.is_code:
+            why = "not used by a non-code workflow (no code index, no language servers)"
+            return SourceReport(name, False, why), []
         if name in LSP_SOURCES:
             return SourceReport(name, True, "on demand: stage agents call the lsp_* tools"), []
         if name in CODE_SOURCES:
-            if not request.is_code:
-                reason = "not used by a non-code workflow"
-            elif self.index is None:
+            if self.index is None:
                 reason = "the code index is not open for this workspace"
             else:
-                finder = self._code
+                finder = lambda q: self._code(q, request)  # noqa: E731
         elif name in DOC_SOURCES:
             finder = lambda q: self._sections(q, "document_sections", None)  # noqa: E731
         elif name in ADR_SOURCES:
@@ -376,7 +383,8 @@ class RetrievalAgent:
             finder = lambda q: self._plugin(name, q)  # noqa: E731
         else:
             reason = (
-                f"{name} is not configured: set [workflows.sources.{name}] command = [...] in config.toml"
+                f"{name} is not configured: set [workflows.sources.{name}] command = [...] "
+                "in .arbor/config.toml"
             )
         if finder is None:
             return SourceReport(name, False, reason), []
@@ -402,30 +410,65 @@ class RetrievalAgent:
         except Exception:  # ChangeError for paths the overlay refuses
             return None
 
-    def _code(self, queries: list[str]) -> list[Snippet]:
+    def _code(self, queries: list[str], request: RetrievalRequest) -> list[Snippet]:
+        """A repo map focused on what the queries hit, then the definitions they name with their source
+        lines. Files the change set touched are parsed from their proposed text: the index still holds
+        their old lines, and an agent's new definitions are not in it at all."""
+        from ide.codeintel.index.repomap import repo_map, task_focus
+        from ide.tools.index import overlay_symbols
+        from ide.tools.workspace import Workspace
+
         assert self.index is not None
-        hits: dict[tuple[str, int], Any] = {}
+        changed = overlay_symbols(Workspace(self.root, self.settings.workspace, self.changeset))
+        hits: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # → path, line, end, name, score
         for rank, query in enumerate(queries):
-            for symbol in self.index.search(query, limit=6):
-                key = (symbol.path, symbol.line)
-                if key not in hits:
-                    hits[key] = (symbol, len(queries) - rank)
+            term = query.lstrip("-")
+            if len(term) < 2 or "/" in term:
+                continue
+            score = len(queries) - rank
+            for symbol in self.index.search(term, limit=6):
+                if symbol.path in changed or symbol.score < MIN_SYMBOL_SCORE:
+                    continue
+                name = symbol.qualname or symbol.name
+                hits.setdefault(
+                    (symbol.path, symbol.line), (symbol.path, symbol.line, symbol.end_line, name, score)
+                )
+            for rel, symbols in changed.items():
+                for found in symbols.definitions if symbols is not None else ():
+                    if term.lower() in found.qualname.lower():
+                        hit = (rel, found.line, found.end_line, found.qualname, score)
+                        hits.setdefault((rel, found.line), hit)
         snippets: list[Snippet] = []
         texts: dict[str, list[str] | None] = {}
-        for (path, line), (symbol, score) in sorted(hits.items(), key=lambda kv: -kv[1][1]):
+        for path, line, end_line, name, score in sorted(hits.values(), key=lambda hit: -hit[4]):
             if path not in texts:
                 text = self._read(path)
-                texts[path] = text.splitlines() if text is not None else None
+                texts[path] = text.split("\n") if text is not None else None
             lines = texts[path]
             if not lines or line < 1 or line > len(lines):
                 continue
-            end = min(max(symbol.end_line, line), line + DEF_LINES - 1, len(lines))
+            end = min(max(end_line, line), line + DEF_LINES - 1, len(lines))
             body = "\n".join(lines[line - 1 : end])
-            snippets.append(
-                Snippet("code_index", path, line, end, body, symbol.qualname or symbol.name, float(score))
-            )
-            if len(snippets) >= PER_SOURCE:
+            snippets.append(Snippet("code_index", path, line, end, body, name, float(score)))
+            if len(snippets) >= PER_SOURCE - 1:
                 break
+        if self.index.file_count() > REPO_MAP_MAX_FILES:
+            return snippets  # the map costs seconds on large indexes; agents call repo_map on demand
+        files, names = task_focus(self.index, " ".join(queries))
+        files.extend([*request.focus_files, *(s.path for s in snippets)])
+        names.extend(s.title.rsplit(".", 1)[-1] for s in snippets)
+        budget = request.strategy.retrieval_hints.token_budget.get(
+            request.stage_name, self.settings.workflows.default_token_budget
+        )
+        text = repo_map(
+            self.index,
+            budget_tokens=max(64, min(self.settings.index.repo_map_tokens, budget // 4)),
+            focus_files=list(dict.fromkeys(files)),
+            focus_names=list(dict.fromkeys(names)),
+            overlay_symbols=changed,
+        )
+        if text and not text.startswith("(the index holds no definitions"):
+            snippets.insert(0, Snippet("repo_map", "repo-map", 0, 0, text, "Repo map"))
         return snippets
 
     def _doc_files(self) -> list[str]:
@@ -482,15 +525,26 @@ class RetrievalAgent:
             raise RuntimeError("git log failed")
         from ide.workflows.fusion import bm25_scores
 
-        commits = []
-        for record in log.split("\x1e"):
-            parts = record.strip("\n").split("\x1f")
-            if len(parts) == 3 and parts[0]:
-                commits.append((parts[0], parts[1], f"{parts[1]}\n{parts[2]}".strip()))
+        commits = _commits(log)
+        # Commits whose diff adds or removes a queried identifier, though their message never names it:
+        # identifiers only (plain words would match most commits), one -G pass over the commits above,
+        # bounded in time so a big history cannot stall the stage.
+        idents = [q for q in queries if len(q) >= 4 and _IDENTIFIER.fullmatch(q)][:PICKAXE_TERMS]
+        pickaxe: set[str] = set()
+        if idents and commits:
+            pattern = "|".join(re.escape(term) for term in idents)
+            shas = [h for h, _s, _t in commits]
+            found = _git(
+                self.root, "log", "--no-walk=unsorted", f"-G{pattern}", "--format=%h", *shas, timeout=3
+            )
+            pickaxe = set((found or "").split())
         if not commits:
             return []
         scores = bm25_scores(" ".join(queries), [text for _h, _s, text in commits])
-        ranked = sorted(zip(scores, commits, strict=True), key=lambda pair: -pair[0])
+        totals = [
+            score + (2.0 if h in pickaxe else 0.0) for score, (h, _s, _t) in zip(scores, commits, strict=True)
+        ]
+        ranked = sorted(zip(totals, commits, strict=True), key=lambda pair: -pair[0])
         return [
             Snippet("git_history", f"git:{h}", 0, 0, text, subject, score)
             for score, (h, subject, text) in ranked
@@ -548,9 +602,23 @@ def _is_spec(rel: str) -> bool:
     return any(word in name for word in SPEC_WORDS) or "/specs/" in f"/{rel.lower()}"
 
 
-def _git(root: Path, *args: str) -> str | None:
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*)(?:\.[A-Za-z_]\w*)*")
+"""snake_case or camelCase (optionally dotted): a name worth looking for in diffs."""
+
+
+def _commits(log: str) -> list[tuple[str, str, str]]:
+    """(short sha, subject, subject and body) of ``git log --format=%h%x1f%s%x1f%b%x1e`` output."""
+    commits = []
+    for record in log.split("\x1e"):
+        parts = record.strip("\n").split("\x1f")
+        if len(parts) == 3 and parts[0]:
+            commits.append((parts[0], parts[1], f"{parts[1]}\n{parts[2]}".strip()))
+    return commits
+
+
+def _git(root: Path, *args: str, timeout: float = 20) -> str | None:
     try:
-        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20)
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None

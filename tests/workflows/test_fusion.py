@@ -3,7 +3,10 @@ not where it claims to be, duplicates go, the budget holds, and every source say
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+
+import pytest
 
 from ide.changes import ChangeSet
 from ide.settings import Settings
@@ -168,3 +171,113 @@ async def test_a_broken_plugin_source_is_reported_not_raised(cli_project: Path) 
     )
     web = next(r for r in result.sources if r.name == "web_search")
     assert not web.available and web.reason.startswith("failed: RuntimeError: false exited with 1")
+
+
+def _section(path: Path, rel: str, text: str) -> Snippet:
+    """A snippet of ``text`` where it stands in ``path`` (lines counted, so it grounds)."""
+    content = path.read_text()
+    start = content[: content.index(text)].count("\n") + 1
+    return Snippet("code_index", rel, start, start + text.count("\n"), text)
+
+
+async def test_near_duplicates_go_and_the_higher_priority_copy_stays(tmp_path: Path) -> None:
+    words = " ".join(f"word{n}" for n in range(40))
+    near = words.replace("word20", "changed")
+    (tmp_path / "a.md").write_text(f"{words}\n")
+    (tmp_path / "b.md").write_text(f"{near}\n")
+    (tmp_path / "c.md").write_text("something else entirely about refunds\n")
+    low = Snippet("code_index", "a.md", 1, 1, words, weight=0.4)
+    high = Snippet("code_index", "b.md", 1, 1, near, weight=1.0)
+    other = Snippet("code_index", "c.md", 1, 1, "something else entirely about refunds")
+
+    fused = await fuse([low, high, other], "word20", budget_tokens=5000, root=tmp_path, settings=Settings())
+
+    assert fused.dropped_near_duplicates == 1
+    assert sorted(s.path for s in fused.snippets) == ["b.md", "c.md"]
+
+
+async def test_the_budget_skips_what_does_not_fit_and_still_takes_smaller_snippets(tmp_path: Path) -> None:
+    big = "refund " * 400
+    (tmp_path / "big.txt").write_text(big + "\n")
+    (tmp_path / "small.txt").write_text("refund policy: whole cents\n")
+    snippets = [
+        Snippet("code_index", "big.txt", 1, 1, big),
+        Snippet("code_index", "small.txt", 1, 1, "refund policy: whole cents"),
+    ]
+
+    fused = await fuse(snippets, "refund", budget_tokens=200, root=tmp_path, settings=Settings())
+
+    assert [s.path for s in fused.snippets] == ["small.txt"]
+    assert fused.snippets[0].text == "refund policy: whole cents"  # whole, never cut
+    assert fused.dropped_over_budget == 1 and 0 < fused.tokens <= 200
+
+
+async def test_bm25_puts_the_relevant_snippet_first(tmp_path: Path) -> None:
+    texts = {
+        "install.md": "Install with pip and run the server on port 8080.",
+        "refunds.md": "Refunds are rounded to whole cents before the order total is returned.",
+        "logging.md": "Logs go to stderr; set LOG_LEVEL to change the verbosity.",
+    }
+    for rel, text in texts.items():
+        (tmp_path / rel).write_text(text + "\n")
+    snippets = [Snippet("code_index", rel, 1, 1, text) for rel, text in texts.items()]
+
+    fused = await fuse(
+        snippets, "why is the refund rounded", budget_tokens=5000, root=tmp_path, settings=Settings()
+    )
+
+    assert fused.reranker == "bm25"
+    assert fused.snippets[0].path == "refunds.md"
+
+
+async def test_memory_and_repo_map_snippets_are_grounded_too(cli_project: Path) -> None:
+    settings = Settings()
+    memory = RunMemory(cli_project, settings)
+    memory.record("add --quiet", "feature_with_iterative_testing", "code_generation", True, "flag clash")
+    (row,) = memory.search("quiet flag")
+    assert grounding_problem(row, cli_project, None, memory) is None
+    forged = Snippet("memory", row.path, 0, 0, row.text.replace("flag clash", "all tests passed"))
+    assert grounding_problem(forged, cli_project, None, memory) is not None
+
+    real_map = Snippet("repo_map", "repo-map", 0, 0, "greeter/cli.py:\n  def main(argv=None)")
+    assert grounding_problem(real_map, cli_project) is None
+    invented = Snippet("repo_map", "repo-map", 0, 0, "greeter/cli.py:\n  def main(argv=None, verbose=False)")
+    assert "verbose" in (grounding_problem(invented, cli_project) or "")
+    missing = Snippet("repo_map", "repo-map", 0, 0, "greeter/auth.py:\n  def login()")
+    assert grounding_problem(missing, cli_project) is not None
+
+
+async def test_a_snippet_with_its_own_fence_stays_one_block(tmp_path: Path) -> None:
+    text = "Run it:\n\n```\ngreeter Ada\n```"
+    (tmp_path / "README.md").write_text(text + "\n")
+
+    fused = await fuse(
+        [Snippet("code_index", "README.md", 1, 5, text)],
+        "run",
+        budget_tokens=500,
+        root=tmp_path,
+        settings=Settings(),
+    )
+
+    rendered = fused.render()
+    assert rendered.startswith("[README.md:1-5] (code_index)\n````\n")
+    assert rendered.endswith("\n```\n````")
+
+
+async def test_a_cross_encoder_that_is_not_installed_is_named_with_the_fix(tmp_path: Path) -> None:
+    if importlib.util.find_spec("sentence_transformers") is not None:
+        pytest.skip("sentence-transformers is installed here")
+    (tmp_path / "a.md").write_text("refunds\n")
+    settings = Settings.model_validate({"workflows": {"reranker": "cross-encoder:BAAI/bge-reranker-base"}})
+
+    fused = await fuse(
+        [Snippet("code_index", "a.md", 1, 1, "refunds")],
+        "refunds",
+        budget_tokens=100,
+        root=tmp_path,
+        settings=settings,
+    )
+
+    assert fused.reranker == "bm25"
+    assert "sentence-transformers" in fused.reranker_note and "pip install" in fused.reranker_note
+    assert describe_reranker(settings).startswith("bm25")

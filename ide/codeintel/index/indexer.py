@@ -326,6 +326,9 @@ class CodeIndex:
     def outline(self, rel: str) -> list[store.Symbol]:
         return store.outline(self.db, rel)
 
+    def file_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM files").fetchone()[0])
+
     def paths(self, suffixes: tuple[str, ...]) -> list[str]:
         """Indexed paths ending with one of ``suffixes`` (lower-case, e.g. ``(".md", ".rst")``)."""
         return [
