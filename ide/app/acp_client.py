@@ -65,6 +65,13 @@ from ide.protocol.review import (
     RollbackResult,
 )
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEventBatch
+from ide.protocol.workflow import (
+    WORKFLOWS_LIST,
+    WORKFLOWS_SELECT,
+    SelectWorkflowParams,
+    WorkflowList,
+    WorkflowsParams,
+)
 
 T = TypeVar("T", bound="BaseModel")
 
@@ -240,6 +247,8 @@ class BackendBridge(QObject):
     indexChanged = Signal(object)
     """IndexChanged: the backend re-indexed files (a pass finished, or the watcher saw edits)."""
     lspAnswered = Signal(str, object, object)
+    workflowsReceived = Signal(object)
+    """The session's workflows, its pick and the reranker in use (WorkflowList), after a list or select."""
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
 
     def __init__(
@@ -405,6 +414,17 @@ class BackendBridge(QObject):
             done.emit(params, answer)
         else:
             done.emit(answer)
+
+    def workflows_request(self, select: str | None = None) -> bool:
+        """List the session's workflows, or pick one (``auto``: the orchestrator picks) exactly as the
+        ``/workflow NAME`` command does; the answer arrives as :attr:`workflowsReceived`."""
+        if self.session_id is None:
+            return False
+        if select is None:
+            params: BaseModel = WorkflowsParams(session_id=self.session_id)
+            return self._review_request(WORKFLOWS_LIST, params, WorkflowList, self.workflowsReceived)
+        params = SelectWorkflowParams(session_id=self.session_id, name=select)
+        return self._review_request(WORKFLOWS_SELECT, params, WorkflowList, self.workflowsReceived)
 
     def _review_request(
         self, method: str, params: BaseModel, result_type: type[BaseModel], done: SignalInstance

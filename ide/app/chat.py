@@ -402,6 +402,8 @@ class ChatPanel(QWidget):
     """Pending re-renders were flushed to the screen."""
     modeChosen = Signal(str)
     """The user picked another agent architecture (ACP session mode id) in the mode box."""
+    workflowChosen = Signal(str)
+    """The user picked a workflow (or ``auto``) in the workflow box."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -457,6 +459,12 @@ class ChatPanel(QWidget):
         buttons = QHBoxLayout()
         buttons.setContentsMargins(0, 0, 0, 0)
         buttons.addWidget(self.mode_box)
+        self.workflow_box = QComboBox()
+        self.workflow_box.setObjectName("workflowBox")
+        self.workflow_box.setToolTip("Workflow of the workflow mode")
+        self.workflow_box.setVisible(False)
+        self.workflow_box.activated.connect(self._on_workflow_activated)
+        buttons.addWidget(self.workflow_box)
         buttons.addWidget(self._hint, 1)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.send_button)
@@ -488,6 +496,35 @@ class ChatPanel(QWidget):
             self.mode_box.setCurrentIndex(index)
         self.mode_box.blockSignals(False)
         self._update_buttons()
+
+    def set_workflows(self, listing: Any) -> None:
+        """Offer the session's workflows (a ``WorkflowList``) with its pick selected; the tooltip says
+        which reranker context fusion uses and which workflow files could not be loaded."""
+        self.workflow_box.blockSignals(True)
+        self.workflow_box.clear()
+        self.workflow_box.addItem("Workflow: auto", "auto")
+        self.workflow_box.setItemData(
+            0, "The orchestrator model picks the workflow", Qt.ItemDataRole.ToolTipRole
+        )
+        for workflow in listing.workflows:
+            self.workflow_box.addItem(f"Workflow: {workflow.name}", workflow.name)
+            stages = " → ".join(s.name + ("" if s.required else "?") for s in workflow.stages)
+            tip = f"{workflow.description}\n{stages}\n{workflow.path}"
+            self.workflow_box.setItemData(self.workflow_box.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        index = self.workflow_box.findData(listing.selected)
+        self.workflow_box.setCurrentIndex(max(index, 0))
+        self.workflow_box.blockSignals(False)
+        tip = f"Workflow of the workflow mode (/workflow NAME)\nContext ranking: {listing.reranker}"
+        if listing.problems:
+            tip += "\nNot loaded:\n" + "\n".join(listing.problems)
+        self.workflow_box.setToolTip(tip)
+        self.workflow_box.setVisible(True)
+        self.workflow_box.setEnabled(self.mode_box.isEnabled())
+
+    def _on_workflow_activated(self, index: int) -> None:
+        name = self.workflow_box.itemData(index)
+        if isinstance(name, str):
+            self.workflowChosen.emit(name)
 
     def current_mode(self) -> str | None:
         data = self.mode_box.currentData()
@@ -594,6 +631,7 @@ class ChatPanel(QWidget):
         self.stop_button.setVisible(self._state == BackendState.BUSY)
         # The mode changes between turns only, and only when the agent offers more than one.
         self.mode_box.setEnabled(ready and self.mode_box.count() > 1)
+        self.workflow_box.setEnabled(ready and self.workflow_box.count() > 0)
         self.mode_box.setVisible(self.mode_box.count() > 0)
         hints = {
             BackendState.STARTING: "Starting the backend…",

@@ -13,6 +13,7 @@ from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
 from ide.app.chat import ChatPanel, resolve_location
 from ide.app.outline import OutlinePanel
+from ide.app.permission import PermissionDialog
 from ide.app.review import ReviewPane
 from ide.app.status import BackendStatus
 from ide.app.symbols import IndexProgress, LocationPicker, SymbolSearch
@@ -57,6 +58,7 @@ from ide.protocol.tree import (
     TreeEvent,
     TreeFileError,
 )
+from ide.protocol.workflow import WORKFLOWS_LIST, WorkflowList
 from ide.settings import Settings, SettingsError, load_settings
 
 DEFAULT_SIZE = (1280, 800)
@@ -237,6 +239,10 @@ class MainWindow(QMainWindow):
         self.banner.restartRequested.connect(self.restart_backend)
         self.chat.promptSubmitted.connect(self.send_prompt)
         self.chat.modeChosen.connect(self.bridge.set_mode)
+        self.chat.workflowChosen.connect(self.bridge.workflows_request)
+        self.permission_dialog = PermissionDialog(self)
+        bridge.permission_handler = self.permission_dialog.ask
+        bridge.workflowsReceived.connect(self._on_workflows)
         bridge.modeChanged.connect(self._on_mode_changed)
         self.chat.stopRequested.connect(bridge.cancel)
         self.chat.locationActivated.connect(self._open_location)
@@ -302,6 +308,15 @@ class MainWindow(QMainWindow):
     def _show_agent(self, *_: Any) -> None:
         self.status.set_agent(self.bridge.agent_meta, self.bridge.agent_name, self.bridge.mode)
 
+    def _on_workflows(self, listing: WorkflowList) -> None:
+        self.chat.set_workflows(listing)
+        if listing.mode and listing.mode != self.bridge.mode:
+            # Picking a workflow switches the session to the workflow mode, as /workflow NAME does.
+            self.bridge.mode = listing.mode
+            self._on_mode_changed(listing.mode)
+        if listing.problems:
+            self.statusBar().showMessage(f"Workflow files not loaded: {listing.problems[0]}", 15000)
+
     def _on_mode_changed(self, _mode: str) -> None:
         self.chat.set_modes(self.bridge.modes, self.bridge.mode)
         self._show_agent()
@@ -314,6 +329,8 @@ class MainWindow(QMainWindow):
         self.tree_view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
         if self.review.interactive:
             self.bridge.review_changeset(session_id)
+        if self.bridge.supports(WORKFLOWS_LIST):
+            self.bridge.workflows_request()
         self._saved_updates = None
         self._saved_trees = None
         self._replaying = False

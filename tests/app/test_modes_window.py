@@ -23,7 +23,7 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
     wait_ready(qtbot, window)
     box = window.chat.mode_box
     modes = [box.itemData(i) for i in range(box.count())]
-    assert modes == ["react", "lats", "tot", "plan", "auto"]
+    assert modes == ["react", "lats", "tot", "plan", "workflow", "auto"]
     assert box.isEnabled() and window.chat.current_mode() == "react"
 
     with qtbot.waitSignal(window.bridge.modeChanged, timeout=TURN_TIMEOUT_MS) as changed:

@@ -1,0 +1,64 @@
+"""The window's workflow picker and permission dialog: pick a workflow, run it, allow the tests, review."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.workflows.conftest import FEATURE_SCRIPT, TASK, cli_project  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.window
+
+
+def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
+    qtbot: Any,
+    make_window: WindowFactory,
+    cli_project: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    (cli_project / ".arbor").mkdir()
+    (cli_project / ".arbor" / "config.toml").write_text(
+        f'[workflows]\ntest_command = "{sys.executable} -m pytest -q"\n'
+    )
+    (cli_project / ".git" / "info" / "exclude").write_text(".arbor/\n")
+    # The user picks the workflow, so the orchestrator only decides the optional stages.
+    stages_only = json.dumps(
+        {"stages": [{"stage_id": "3", "include": False}, {"stage_id": "4", "include": False}]}
+    )
+    lines = [{"role": "orchestrator", "content": stages_only}, *FEATURE_SCRIPT[1:]]
+    script = tmp_path / "feature.jsonl"
+    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    window = make_window(cli_project, env={"ARBOR_MODEL": f"scripted:{script}"})
+    wait_ready(qtbot, window)
+    box = window.chat.workflow_box
+    qtbot.waitUntil(lambda: box.count() > 1, timeout=TURN_TIMEOUT_MS)
+    names = [box.itemData(i) for i in range(box.count())]
+    assert names[0] == "auto" and "feature_with_iterative_testing" in names
+    assert "Context ranking: bm25" in box.toolTip()
+
+    with qtbot.waitSignal(window.bridge.workflowsReceived, timeout=TURN_TIMEOUT_MS) as picked:
+        box.setCurrentIndex(names.index("feature_with_iterative_testing"))
+        box.activated.emit(names.index("feature_with_iterative_testing"))
+    assert picked.args[0].selected == "feature_with_iterative_testing"
+    assert window.bridge.mode == "workflow" and window.chat.current_mode() == "workflow"
+
+    window.send_prompt(TASK)
+    dialog = window.permission_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=TURN_TIMEOUT_MS)
+    assert "pytest" in dialog.title.text()
+    allow = dialog.button_for("allow")
+    assert allow is not None and dialog.button_for("deny") is not None
+    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+        allow.click()
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    assert not dialog.isVisible()
+    assert window.review.files_model.rowCount() == 2
+    window.chat.flush()
+    text = "\n".join(view.plain_text() for view in window.chat.views())
+    assert "Workflow feature_with_iterative_testing finished" in text.replace("**", "")
+    assert any(tree.architecture == "workflow" and tree.finished for tree in window.tree_view.runs.values())
