@@ -8,7 +8,7 @@ one profile per file, replaced the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -67,19 +67,9 @@ def load_catalog(workspace: Path | None = None, dirs: Iterable[Path] | None = No
     """Every workflow and profile in ``dirs`` (default :func:`search_dirs`), checked against each other."""
     catalog = Catalog()
     for folder in dirs if dirs is not None else search_dirs(workspace):
-        for path in _yaml_files(folder / AGENTS_DIR):
-            try:
-                profile = load_file(path, AgentProfile)
-            except WorkflowError as exc:
-                catalog.problems.append(exc)
-                continue
+        for _path, profile in _read_all(_yaml_files(folder / AGENTS_DIR), AgentProfile, catalog.problems):
             catalog.profiles[profile.name] = profile
-        for path in _yaml_files(folder):
-            try:
-                workflow = load_file(path, Workflow)
-            except WorkflowError as exc:
-                catalog.problems.append(exc)
-                continue
+        for path, workflow in _read_all(_yaml_files(folder), Workflow, catalog.problems):
             catalog.workflows[workflow.name] = workflow
             catalog.origins[workflow.name] = path
     for name, workflow in list(catalog.workflows.items()):
@@ -103,6 +93,17 @@ def missing_profile(
                     f"no agent profile {ref.agent!r}; there are: {known}",
                 )
     return None
+
+
+def _read_all(
+    paths: Iterable[Path], model: type[T], problems: list[WorkflowError]
+) -> Iterator[tuple[Path, T]]:
+    """Each file that reads as ``model``; the others go to ``problems``."""
+    for path in paths:
+        try:
+            yield path, load_file(path, model)
+        except WorkflowError as exc:
+            problems.append(exc)
 
 
 def _yaml_files(folder: Path) -> list[Path]:

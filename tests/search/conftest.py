@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ide.changes import ChangeSet
-from ide.llm import ModelRouter
-from ide.protocol.tree import TreeEvent
-from ide.search.base import RunContext
-from ide.search.tree import TreeRecorder
-from ide.settings import Settings
+from tests.support.runs import Run, scripted_run
 
 
 @pytest.fixture
@@ -25,16 +19,6 @@ def eager_thread_switching() -> Iterator[None]:
     sys.setswitchinterval(1e-6)
     yield
     sys.setswitchinterval(before)
-
-
-@dataclass
-class Run:
-    """A RunContext over a real git workspace with a scripted model, and what it reported."""
-
-    ctx: RunContext
-    progress: list[dict[str, Any]]
-    events: list[TreeEvent]
-    workspace: Path
 
 
 @pytest.fixture
@@ -52,25 +36,8 @@ def make_run(git_workspace: Path, write_script: Callable[[list[dict[str, Any]]],
         task: str = "Fix the greeting so it says Hi",
         **overrides: Any,
     ) -> Run:
-        script = write_script(lines)
-        llm = {"model": f"scripted:{script}", **overrides.pop("llm", {})}
-        settings = Settings.model_validate({"llm": llm, **overrides})
-        progress: list[dict[str, Any]] = []
-        events: list[TreeEvent] = []
-
-        async def report(event: dict[str, Any]) -> None:
-            progress.append(event)
-
-        ctx = RunContext(
-            task=task,
-            settings=settings,
-            router=ModelRouter(settings, base_dir=git_workspace),
-            changeset=ChangeSet(git_workspace),
-            recorder=TreeRecorder(architecture=architecture, emit=events.append),
-            progress=report,
-            session_id="test-session",
-            thread_id="test-session",
+        return scripted_run(
+            git_workspace, write_script(lines), architecture=architecture, task=task, **overrides
         )
-        return Run(ctx, progress, events, git_workspace)
 
     return make

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from ide.changes import ChangeSet
-from ide.llm import ModelRouter
-from ide.protocol.tree import TreeEvent
-from ide.search.base import RunContext
-from ide.search.tree import TreeRecorder
-from ide.settings import Settings
 from tests.support.git import git
+from tests.support.runs import Run, scripted_run
 
 CLI = '''"""greeter's command line."""
 
@@ -136,36 +130,14 @@ def lines_of_test_agent() -> list[dict[str, Any]]:
 FEATURE_SCRIPT = [orchestrator_line(**{"3": False, "4": False}), *code_lines(), *lines_of_test_agent()]
 
 
-@dataclass
-class Run:
-    ctx: RunContext
-    progress: list[dict[str, Any]]
-    events: list[TreeEvent]
-
-
 @pytest.fixture
 def make_ctx(write_script: Callable[[list[dict[str, Any]]], Path]) -> Callable[..., Run]:
     """``make_ctx(root, lines, task=…, **settings sections)`` → a RunContext with a scripted model."""
 
     def make(root: Path, lines: list[dict[str, Any]], *, task: str = TASK, **overrides: Any) -> Run:
         script = write_script(lines)
-        settings = Settings.model_validate({"llm": {"model": f"scripted:{script}"}, **overrides})
-        progress: list[dict[str, Any]] = []
-        events: list[TreeEvent] = []
-
-        async def report(event: dict[str, Any]) -> None:
-            progress.append(event)
-
-        ctx = RunContext(
-            task=task,
-            settings=settings,
-            router=ModelRouter(settings, base_dir=root),
-            changeset=ChangeSet(root),
-            recorder=TreeRecorder(architecture="workflow", emit=events.append),
-            progress=report,
-            session_id="test-session",
-            checkpointer=InMemorySaver(),
+        return scripted_run(
+            root, script, architecture="workflow", task=task, checkpointer=InMemorySaver(), **overrides
         )
-        return Run(ctx, progress, events)
 
     return make

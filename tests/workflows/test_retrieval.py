@@ -23,28 +23,8 @@ from ide.workflows.retrieval import (
 )
 from ide.workflows.schema import RagSource, RetrievalStrategy
 from tests.support.git import git
-
-MODELS = '''class Order:
-    """An order of items."""
-
-    def total(self) -> int:
-        return sum_prices(self.items)
-
-
-def sum_prices(items) -> int:
-    return sum(i.price for i in items)
-'''
-
-CART = """from shop.models import Order, sum_prices
-
-
-def checkout(order: Order) -> int:
-    return order.total()
-
-
-def refund(order):
-    return -sum_prices(order.items)
-"""
+from tests.tools.test_symbol_tools import MODELS
+from tests.tools.test_symbol_tools import SHOP as CART
 
 README = """# Shop
 
