@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from ide.backend.session import Session
+    from ide.backend.session import Session, TurnResult
     from ide.codeintel.index.service import IndexService
     from ide.codeintel.lsp import LspBridge
     from ide.workflows.mode import ActiveRun
@@ -479,10 +479,15 @@ class ArborAgent(Agent):
                     TREE_NOTIFICATION, {"session_id": session_id, "events": batch}
                 )
 
-        await self._offer_commands(session)
         session.cancel_requested = False
         mode_before = session.mode
-        session.turn = asyncio.create_task(session.run_turn(text, emit, emit_tree))
+
+        async def turn() -> TurnResult:
+            # Inside the task, so a cancel that arrives while the commands are sent still stops the turn.
+            await self._offer_commands(session)
+            return await session.run_turn(text, emit, emit_tree)
+
+        session.turn = asyncio.create_task(turn())
         try:
             result = await session.turn
             if session.changeset.changed_paths():
