@@ -4,7 +4,9 @@ not where it claims to be, duplicates go, the budget holds, and every source say
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -281,3 +283,24 @@ async def test_a_cross_encoder_that_is_not_installed_is_named_with_the_fix(tmp_p
     assert fused.reranker == "bm25"
     assert "sentence-transformers" in fused.reranker_note and "pip install" in fused.reranker_note
     assert describe_reranker(settings).startswith("bm25")
+
+
+async def test_the_retrieval_model_can_write_the_queries(
+    cli_project: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    from ide.llm import ModelRouter
+
+    script = write_script([{"role": "retrieval", "content": '{"queries": ["ArgumentParser", "prog"]}'}])
+    settings = Settings.model_validate(
+        {"llm": {"model": f"scripted:{script}"}, "workflows": {"retrieval_queries": "model"}}
+    )
+    router = ModelRouter(settings, base_dir=cli_project)
+    feature = load_catalog(None).get("feature_with_iterative_testing").retrieval_strategy_config
+    result = await RetrievalAgent(cli_project, settings, router=router).retrieve(
+        RetrievalRequest(
+            task="add a --version flag", stage_name="code_generation", strategy=feature, is_code=True
+        )
+    )
+    assert result.queries[:2] == ["ArgumentParser", "prog"]
+    assert "version" in result.queries  # the heuristic terms follow the model's
+    assert router.usage_snapshot()["retrieval"].calls == 1
