@@ -117,13 +117,13 @@ async def select_workflow(
 
 
 def _decisions(workflow: Workflow, choices: list[StageChoice]) -> dict[str, StageDecision]:
-    by_id = {c.stage_id.strip(): c for c in choices}
-    by_name = {c.stage_id.strip(): c for c in choices}
+    # The model may name a stage by its id or by its name.
+    given = {c.stage_id.strip(): c for c in choices}
     decisions: dict[str, StageDecision] = {}
     for stage in workflow.stages:
         if stage.required:
             continue
-        choice = by_id.get(stage.key) or by_name.get(stage.name)
+        choice = given.get(stage.key) or given.get(stage.name)
         if choice is None:
             decisions[stage.key] = StageDecision(
                 include=False, reason="the orchestrator did not decide: left out"

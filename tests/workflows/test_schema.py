@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,3 +132,33 @@ def test_plan_assembly_includes_optional_stages_and_routes_around_skipped_ones(
     assert set(plan.skipped) == {"3", "4"} - {k for k, v in decisions.items() if v}
     if "3" in order:
         assert plan.routing_table["3"].next_on_failure == "1"
+
+
+async def test_the_orchestrator_decides_stages_by_name_and_falls_back_by_pattern(
+    tmp_path: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    from ide.llm import ModelRouter
+    from ide.settings import Settings
+    from ide.workflows.orchestrator import select_workflow
+
+    workflows = load_catalog(None).workflows
+    answer = {
+        "workflow": "refactor",
+        "reason": "renames",
+        "stages": [{"stage_id": "lint_and_format", "include": True}],
+    }
+    script = write_script(
+        [
+            {"role": "orchestrator", "content": json.dumps(answer)},
+            {"role": "orchestrator", "content": "I think a bugfix"},
+            {"role": "orchestrator", "content": "still no JSON"},
+        ]
+    )
+    router = ModelRouter(Settings.model_validate({"llm": {"model": f"scripted:{script}"}}), base_dir=tmp_path)
+    chosen = await select_workflow(router, "rename Order.total to Order.sum", workflows)
+    assert (chosen.workflow.name, chosen.chosen_by, chosen.reason) == ("refactor", "orchestrator", "renames")
+    assert chosen.decisions["4"].include  # named by the stage's name, not its id
+    fallback = await select_workflow(router, "add a --version flag to the CLI", workflows)
+    assert fallback.chosen_by == "fallback" and fallback.workflow.name == "feature_with_iterative_testing"
+    assert "unusable" in fallback.reason and "matches the task" in fallback.reason
+    assert all(not d.include for d in fallback.decisions.values())
