@@ -143,10 +143,11 @@ class Session:
     remember_workflow: Callable[[ActiveRun], Awaitable[None]] | None = None
     """Keeps the current workflow run in the session store (set by the ACP agent)."""
     interrupted: ActiveRun | None = None
+    """A workflow run stopped before it finished (cancelled, or the backend was killed): /resume."""
     tests_allowed: bool = False
     """The user answered "always" when asked to run the tests."""
     commands_sent: bool = False
-    """A workflow run stopped before it finished (cancelled, or the backend was killed): /resume."""
+    """The slash commands went to the client on this connection."""
 
     def __post_init__(self) -> None:
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
