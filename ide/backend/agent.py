@@ -637,9 +637,7 @@ class ArborAgent(Agent):
             raise RequestError.invalid_params(
                 {"message": f"there is no workflow {request.name!r}; there are: {known}"}
             )
-        session.workflow = request.name
-        if session.mode != "workflow":
-            session.mode = "workflow"
+        if session.choose_workflow(request.name):
             self._store(session.settings).update(session.id, session.cwd, mode="workflow")
         return listing.model_copy(update={"selected": session.workflow, "mode": session.mode})
 

@@ -247,6 +247,14 @@ class Session:
             resume=resume,
         )
 
+    def choose_workflow(self, name: str) -> bool:
+        """Run ``name`` (or ``auto``) in the workflow mode from now on; True when the mode changed."""
+        self.workflow = name
+        if self.mode == "workflow":
+            return False
+        self.mode = "workflow"
+        return True
+
     async def _run_command(self, name: str, rest: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
         """``/workflow [NAME [TASK]]`` and ``/resume``; answers that need no model are said directly."""
         from ide.workflows.loader import load_catalog
@@ -285,9 +293,7 @@ class Session:
             return await self._run_search(
                 "workflow", task.strip(), emit, emit_tree, None, self._workflow_mode(chosen=chosen)
             )
-        self.workflow = chosen
-        if self.mode != "workflow":
-            self.mode = "workflow"
+        if self.choose_workflow(chosen):
             await emit(CurrentModeUpdate(session_update="current_mode_update", current_mode_id="workflow"))
         picked = "the orchestrator picks the workflow" if chosen == AUTO else f"the workflow is {chosen}"
         return await say(f"Workflow mode: {picked} for the next prompts.")

@@ -138,3 +138,28 @@ async def test_a_workflow_killed_mid_run_resumes_from_its_last_finished_stage(
         await backend.conn.prompt(session_id=sid, prompt=[text_block("/resume")])
         assert "no interrupted workflow" in client.text()
     assert json.loads(json.dumps(meta))  # the figures are plain JSON
+
+
+async def test_workflow_slash_commands_list_pick_and_refuse_plainly(cli_project: Path) -> None:
+    async with acp_backend({"ARBOR_MODEL": "scripted:/nonexistent.jsonl"}, REVIEW) as backend:
+        session = await backend.conn.new_session(cwd=str(cli_project), mcp_servers=[])
+        sid = session.session_id
+        client = backend.client
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("/workflow")])
+        assert (
+            "**feature_with_iterative_testing**" in client.text()
+            and "now: the orchestrator picks" in client.text()
+        )
+        commands = next(u for _, u in client.updates if u.session_update == "available_commands_update")
+        assert [c.name for c in commands.available_commands] == ["workflow", "resume"]
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("/workflow bugfix")])
+        assert "current_mode_update" in client.kinds()
+        assert "Workflow mode: the workflow is bugfix" in client.text()
+        listing = wf.WorkflowList.model_validate(
+            await backend.conn.ext_method(wf.WORKFLOWS_LIST, {"session_id": sid})
+        )
+        assert (listing.selected, listing.mode) == ("bugfix", "workflow")
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("/workflow nope")])
+        assert "There is no workflow 'nope'" in client.text()
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("/resume")])
+        assert "no interrupted workflow" in client.text()
