@@ -272,6 +272,15 @@ class WorkflowSettings(_Section):
     )
 
 
+class MemorySettings(_Section):
+    """What Arbor remembers across sessions (investigations, insights, patterns, errors)."""
+
+    enabled: bool = Field(True, description="Learn from finished runs and offer the memory tools")
+    embedding_model: str | None = Field(
+        None, description="Embeddings for memory search besides keywords, e.g. ollama:nomic-embed-text"
+    )
+
+
 class ReviewSettings(_Section):
     """What happens when the user applies reviewed hunks."""
 
@@ -294,6 +303,7 @@ class Settings(_Section):
     lsp: LspSettings = Field(default_factory=LspSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     workflows: WorkflowSettings = Field(default_factory=WorkflowSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
 
     def resolved_data_dir(self) -> Path:
         """The data directory, defaulting to the platform's user data dir."""

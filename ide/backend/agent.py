@@ -7,6 +7,7 @@ import contextlib
 import functools
 import logging
 import os
+import sqlite3
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ from ide.backend.store import SessionStore
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
 from ide.protocol import index as ix
 from ide.protocol import lsp as lp
+from ide.protocol import memory as mp
 from ide.protocol import review as rv
 from ide.protocol import workflow as wf
 from ide.protocol.review import REVIEW_METHODS
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from ide.backend.session import Session, TurnResult
     from ide.codeintel.index.service import IndexService
     from ide.codeintel.lsp import LspBridge
+    from ide.memory.store import MemoryStore
     from ide.workflows.mode import ActiveRun
 
 # LangGraph, LangChain and the model layer are imported when the first session opens, not at start:
@@ -166,6 +169,7 @@ class ArborAgent(Agent):
         self._pruned: set[str] = set()
         self._indexes: dict[str, IndexService] = {}
         self._lsp: LspBridge | None = None
+        self._memories: dict[str, MemoryStore | None] = {}
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -205,6 +209,7 @@ class ArborAgent(Agent):
                 ix.INDEX_CHANGED,
                 *lp.LSP_METHODS,
                 *wf.WORKFLOW_METHODS,
+                *mp.MEMORY_METHODS,
             ],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
@@ -263,6 +268,7 @@ class ArborAgent(Agent):
             mode=mode,
             index=self._index(cwd, settings).index,
             lsp=self._lsp_bridge(settings),
+            memory=await self._memory(cwd, settings),
         )
         session.ask_permission = functools.partial(self._ask_test_permission, session)
         session.remember_workflow = functools.partial(self._remember_workflow, session)
@@ -326,6 +332,18 @@ class ArborAgent(Agent):
             service.on_change = changed
             service.start()
         return service
+
+    async def _memory(self, cwd: str, settings: Settings) -> MemoryStore | None:
+        """The workspace's memory (shared by its sessions), or None when it is off or cannot open."""
+        from ide.memory import open_memory
+
+        if cwd not in self._memories:
+            try:
+                self._memories[cwd] = await asyncio.to_thread(open_memory, Path(cwd), settings)
+            except (OSError, ValueError, sqlite3.Error) as exc:
+                log.warning("memory is off for %s: %s", cwd, exc)
+                self._memories[cwd] = None
+        return self._memories[cwd]
 
     def _lsp_bridge(self, settings: Settings) -> LspBridge:
         """The backend's language-server pool (servers start on the first query that needs them)."""
@@ -506,9 +524,11 @@ class ArborAgent(Agent):
         except ModelError as exc:
             await self._save_review(session)
             log.warning("turn failed: %s", exc)
+            await session.learn_error(text, exc.info.text())
             raise arbor_error(exc.info) from None
         except Exception as exc:
             log.exception("turn failed")
+            await session.learn_error(text, f"{type(exc).__name__}: {exc}")
             raise arbor_error(
                 ErrorInfo(kind="internal", message=f"The agent failed: {type(exc).__name__}: {exc}")
             ) from None
@@ -612,6 +632,9 @@ class ArborAgent(Agent):
             **{name: functools.partial(self._lsp_query, name) for name in lp.LSP_METHODS},
             wf.WORKFLOWS_LIST: self._workflows_list,
             wf.WORKFLOWS_SELECT: self._workflows_select,
+            mp.MEMORY_SEARCH: self._memory_search,
+            mp.MEMORY_DELETE: self._memory_delete,
+            mp.MEMORY_EXPORT: self._memory_export,
         }.get(method)
         if handler is None:
             raise RequestError.method_not_found(f"_{method}")
@@ -622,6 +645,39 @@ class ArborAgent(Agent):
         except ChangeError as exc:
             raise RequestError.invalid_params({"message": str(exc)}) from None
         return result.model_dump(mode="json")
+
+    async def _memory_search(self, params: dict[str, Any]) -> BaseModel:
+        request = mp.MemorySearchParams.model_validate(params)
+        memory = self._session(request.session_id).memory
+        if memory is None:
+            return mp.MemoryList(message="Memory is off for this workspace (memory.enabled = false).")
+        namespaces = [request.namespace] if request.namespace else None
+        items = await asyncio.to_thread(memory.search, request.query, namespaces, request.limit)
+        return mp.MemoryList(
+            entries=[mp.MemoryEntry.model_validate(item.as_dict()) for item in items],
+            counts=await asyncio.to_thread(memory.counts),
+        )
+
+    async def _memory_delete(self, params: dict[str, Any]) -> BaseModel:
+        request = mp.MemoryDeleteParams.model_validate(params)
+        memory = self._session(request.session_id).memory
+        if memory is None or not await asyncio.to_thread(memory.delete, request.id):
+            raise RequestError.invalid_params({"message": f"there is no memory entry #{request.id}"})
+        return mp.MemoryList(counts=await asyncio.to_thread(memory.counts))
+
+    async def _memory_export(self, params: dict[str, Any]) -> BaseModel:
+        import json
+
+        request = mp.MemoryExportParams.model_validate(params)
+        memory = self._session(request.session_id).memory
+        if memory is None or not os.path.isabs(request.path):
+            raise RequestError.invalid_params({"message": "memory is off, or the path is not absolute"})
+        entries = await asyncio.to_thread(memory.export)
+        try:
+            await asyncio.to_thread(Path(request.path).write_text, json.dumps(entries, indent=2))
+        except OSError as exc:
+            raise RequestError.invalid_params({"message": f"cannot write {request.path}: {exc}"}) from None
+        return mp.MemoryExported(path=request.path, entries=len(entries))
 
     async def _workflows_list(self, params: dict[str, Any]) -> BaseModel:
         request = wf.WorkflowsParams.model_validate(params)

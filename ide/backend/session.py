@@ -47,6 +47,7 @@ from ide.tools import Toolbox, agent_toolbox
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
     from ide.codeintel.lsp import LspBridge
+    from ide.memory.store import MemoryStore
     from ide.search.architectures import Architecture
     from ide.workflows.mode import ActiveRun
 
@@ -128,6 +129,8 @@ class Session:
     """The workspace's code index (shared by its sessions), for the agent's index tools."""
     lsp: LspBridge | None = None
     """The backend's language servers, for the agent's lsp_* tools."""
+    memory: MemoryStore | None = None
+    """The workspace's memory: the agent's memory tools, hints for new prompts, lessons of finished runs."""
     router: ModelRouter = field(init=False)
     changeset: ChangeSet = field(init=False)
     review: Review = field(init=False)
@@ -160,14 +163,18 @@ class Session:
             store=self.batches,
             commit_mode=self.settings.review.commit,
         )
-        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index, self.lsp)
+        self.toolbox = agent_toolbox(
+            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory
+        )
         self._graph: Any = None
 
     def restore_review(self, snapshot: dict[str, Any]) -> None:
         """Bring back the pending change set and decisions saved before the backend restarted."""
         self.review = Review.restore(snapshot, store=self.batches)
         self.changeset = self.review.changeset
-        self.toolbox = agent_toolbox(Path(self.cwd), self.settings, self.changeset, self.index, self.lsp)
+        self.toolbox = agent_toolbox(
+            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory
+        )
         self._graph = None
 
     def review_snapshot(self) -> dict[str, Any] | None:
@@ -349,6 +356,7 @@ class Session:
             history=history if history is not None else await self._history(),
             index=self.index,
             lsp=self.lsp,
+            memory=self.memory,
             observation_cap=await self._observation_cap(),
         )
         self.runs[recorder.run_id] = ctx.branches
@@ -381,6 +389,7 @@ class Session:
             self._config(), {"messages": [HumanMessage(text), AIMessage(outcome.answer)]}, as_node="agent"
         )
         figures = outcome.figures or recorder.tree.figures
+        await self.learn(text, outcome.answer, recorder.tree, outcome.stop_reason, mode)
         return TurnResult(
             outcome.stop_reason,
             TurnMeta(
@@ -390,6 +399,38 @@ class Session:
                 figures=figures,
             ),
         )
+
+    async def learn(self, task: str, answer: str, tree: Any, stop_reason: str, architecture: str) -> None:
+        """Let the memory learn from a finished turn (never fails the turn)."""
+        if self.memory is None:
+            return
+        from ide.memory.learn import learn_from_run
+
+        try:
+            await asyncio.to_thread(
+                learn_from_run,
+                self.memory,
+                task=task,
+                answer=answer,
+                tree=tree,
+                stop_reason=stop_reason,
+                changed=self.changeset.changed_paths(),
+                architecture=architecture,
+                session_id=self.id,
+            )
+        except Exception:
+            log.exception("the memory could not learn from this turn")
+
+    async def learn_error(self, task: str, error: str) -> None:
+        """Record a failed turn in the memory's errors (for debugging; never raises)."""
+        if self.memory is None:
+            return
+        from ide.memory.learn import learn_from_error
+
+        try:
+            await asyncio.to_thread(learn_from_error, self.memory, task=task, error=error, session_id=self.id)
+        except Exception:
+            log.exception("the memory could not record this error")
 
     def _adopt_best_so_far(self, ctx: RunContext) -> None:
         """After a cancelled search: the best branch so far (the tree's best path) goes up for review."""
@@ -412,8 +453,11 @@ class Session:
         flush_tree = buffer.flush
 
         try:
+            hints = await asyncio.to_thread(self.memory.hint, text) if self.memory is not None else ""
             async for event in graph.astream(
-                {"messages": [HumanMessage(text)], "steps": 0}, config=config, stream_mode="custom"
+                {"messages": [HumanMessage(text)], "steps": 0, "hints": hints},
+                config=config,
+                stream_mode="custom",
             ):
                 update = translate_event(event)
                 if update is not None:
@@ -430,6 +474,8 @@ class Session:
         stop = "max_turn_requests" if turn_ran_out_of_steps(messages) else "end_turn"
         tree.finish(stop)
         await flush_tree()
+        answer = next((m.text for m in reversed(messages) if isinstance(m, AIMessage) and m.text), "")
+        await self.learn(text, answer, tree.recorder.tree, stop, "react")
         return TurnResult(
             stop,
             TurnMeta(

@@ -1,1 +1,29 @@
-"""Memory across sessions (lands with the memory issue)."""
+"""Memory across sessions (seed 001): investigations, insights, patterns and errors, per workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ide.memory.store import NAMESPACES, MemoryItem, MemoryStore, task_type
+from ide.settings import Settings
+
+MEMORY_FILE = "memory.sqlite"
+
+
+def open_memory(root: Path, settings: Settings) -> MemoryStore | None:
+    """The workspace's memory (None when ``memory.enabled`` is off), with embeddings when configured."""
+    if not settings.memory.enabled:
+        return None
+    embedder = None
+    spec = settings.memory.embedding_model
+    if spec:
+        provider, _, model = spec.partition(":")
+        if provider != "ollama" or not model:
+            raise ValueError(f"memory.embedding_model {spec!r}: only ollama:MODEL is supported")
+        from langchain_ollama import OllamaEmbeddings
+
+        embedder = OllamaEmbeddings(model=model, base_url=settings.llm.ollama_host)
+    return MemoryStore(settings.workspace_data_dir(root) / MEMORY_FILE, embedder=embedder)
+
+
+__all__ = ["NAMESPACES", "MemoryItem", "MemoryStore", "open_memory", "task_type"]

@@ -39,6 +39,7 @@ from ide.tools import Toolbox, ToolOutcome, Workspace, read_tools
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
     from ide.codeintel.lsp import LspBridge
+    from ide.memory.store import MemoryStore
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
@@ -144,6 +145,8 @@ class RunContext:
     """The workspace's code index for the index tools (find_symbol, file_outline, …), when open."""
     lsp: LspBridge | None = None
     """Language servers for the lsp_* tools, when the backend has them."""
+    memory: MemoryStore | None = None
+    """The workspace's memory for the memory tools, when it is on."""
     cache: ToolCache = field(default_factory=ToolCache)
     branches: dict[str, ChangeSet] = field(default_factory=dict)
     """Every branch change set made in this run, by id (the window asks for a node's branch diff)."""
@@ -174,12 +177,14 @@ class RunContext:
             root = Path(target.root)
             if read_only:
                 self._toolboxes[key] = Toolbox(
-                    Workspace(root, self.settings.workspace, target, self.index, self.lsp),
+                    Workspace(root, self.settings.workspace, target, self.index, self.lsp, self.memory),
                     self.settings.tools,
-                    read_tools(self.index, self.lsp),
+                    read_tools(self.index, self.lsp, self.memory),
                 )
             else:
-                self._toolboxes[key] = agent_toolbox(root, self.settings, target, self.index, self.lsp)
+                self._toolboxes[key] = agent_toolbox(
+                    root, self.settings, target, self.index, self.lsp, self.memory
+                )
         return self._toolboxes[key]
 
     async def call_tool(

@@ -40,6 +40,8 @@ Markdown, citing files as path:line."""
 class ReactState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     steps: int
+    hints: str
+    """What the memory suggests for this turn's task (tool patterns, related investigations)."""
 
 
 def close_dangling_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
@@ -84,7 +86,9 @@ def build_react_graph(
         writer({"type": "step_start", "step": step})
         started = time.perf_counter()
         history = close_dangling_tool_calls(list(state.get("messages", [])))
-        reply = await router.stream(ROLE, [system, *history], tools=lc_tools, on_chunk=on_chunk)
+        hints = state.get("hints")
+        memory = [SystemMessage(f"From Arbor's memory of this workspace:\n{hints}")] if hints else []
+        reply = await router.stream(ROLE, [system, *memory, *history], tools=lc_tools, on_chunk=on_chunk)
         usage = reply.usage_metadata or {}
         writer(
             {

@@ -16,6 +16,7 @@ from ide.tools.workspace import Overlay, ToolError, Workspace
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
     from ide.codeintel.lsp import LspBridge
+    from ide.memory.store import MemoryStore
     from ide.tools.base import FileDiff, Toolbox, ToolKind, ToolOutcome, ToolSpec
     from ide.tools.read import READ_TOOLS
 
@@ -51,7 +52,9 @@ __all__ = [
 ]
 
 
-def read_tools(index: CodeIndex | None, lsp: LspBridge | None = None) -> tuple[ToolSpec, ...]:
+def read_tools(
+    index: CodeIndex | None, lsp: LspBridge | None = None, memory: MemoryStore | None = None
+) -> tuple[ToolSpec, ...]:
     """read_file, list_dir and grep, plus find_symbol, file_outline, find_references and repo_map
     when the workspace's code index is open, plus the lsp_* tools when language servers are."""
     from ide.tools.read import READ_TOOLS
@@ -65,6 +68,10 @@ def read_tools(index: CodeIndex | None, lsp: LspBridge | None = None) -> tuple[T
         from ide.tools.lsp import LSP_TOOLS
 
         tools = (*tools, *LSP_TOOLS)
+    if memory is not None:
+        from ide.tools.memory import MEMORY_TOOLS
+
+        tools = (*tools, *MEMORY_TOOLS)
     return tools
 
 
@@ -81,10 +88,11 @@ def agent_toolbox(
     overlay: Overlay,
     index: CodeIndex | None = None,
     lsp: LspBridge | None = None,
+    memory: MemoryStore | None = None,
 ) -> Toolbox:
     """Read and edit tools over ``root`` as the session's change set ``overlay`` leaves it."""
     from ide.tools.base import Toolbox
     from ide.tools.edit import EDIT_TOOLS
 
-    workspace = Workspace(root, settings.workspace, overlay, index, lsp)
-    return Toolbox(workspace, settings.tools, (*read_tools(index, lsp), *EDIT_TOOLS))
+    workspace = Workspace(root, settings.workspace, overlay, index, lsp, memory)
+    return Toolbox(workspace, settings.tools, (*read_tools(index, lsp, memory), *EDIT_TOOLS))

@@ -15,6 +15,7 @@ from ide.settings import WorkspaceSettings
 if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
     from ide.codeintel.lsp import LspBridge
+    from ide.memory.store import MemoryStore
 
 ALWAYS_EXCLUDED = (".git/",)
 
@@ -47,6 +48,7 @@ class Workspace:
         overlay: Overlay | None = None,
         index: CodeIndex | None = None,
         lsp: LspBridge | None = None,
+        memory: MemoryStore | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.settings = settings or WorkspaceSettings()
@@ -55,6 +57,8 @@ class Workspace:
         """The workspace's code index (as on disk; the overlay's changed files are not in it), if open."""
         self.lsp = lsp
         """Language servers (on the backend's loop), when the session has them."""
+        self.memory = memory
+        """What earlier sessions learned (ide.memory), when memory is on."""
         self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude])
 
     def resolve(self, path: str) -> Path:

@@ -1,0 +1,91 @@
+"""The agent's memory tools: search what earlier sessions learned, and store or read insights."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ide.settings import ToolSettings
+from ide.tools.base import ToolError, ToolSpec
+from ide.tools.workspace import Workspace
+
+
+class SearchMemoryArgs(BaseModel):
+    query: str = Field(description="words of the task, a file, an error…")
+    namespace: Literal["investigations", "insights", "patterns", "errors"] | None = Field(
+        None, description="only this namespace (default: all)"
+    )
+    limit: int = Field(8, ge=1, le=30)
+
+
+class StoreInsightArgs(BaseModel):
+    title: str = Field(description="the insight in a few words")
+    content: str = Field(description="what was learned, with file:line where it applies")
+
+
+class GetInsightsArgs(BaseModel):
+    query: str = Field("", description="words to match (empty: the newest insights)")
+    limit: int = Field(8, ge=1, le=30)
+
+
+def _memory(workspace: Workspace):  # type: ignore[no-untyped-def]
+    if workspace.memory is None:
+        raise ToolError("memory is not available in this session")
+    return workspace.memory
+
+
+def search_memory(workspace: Workspace, settings: ToolSettings, args: SearchMemoryArgs) -> str:
+    namespaces = [args.namespace] if args.namespace else None
+    items = _memory(workspace).search(args.query, namespaces, args.limit)
+    if not items:
+        return f"nothing in memory matches {args.query!r}"
+    return "\n\n".join(f"{item.line()}\n{item.content[:1500]}" for item in items)
+
+
+def store_insight(workspace: Workspace, settings: ToolSettings, args: StoreInsightArgs) -> str:
+    try:
+        memory_id = _memory(workspace).add("insights", args.title, args.content)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    return f"stored as insight #{memory_id}"
+
+
+def get_insights(workspace: Workspace, settings: ToolSettings, args: GetInsightsArgs) -> str:
+    items = _memory(workspace).search(args.query, ["insights"], args.limit)
+    if not items:
+        return "no insights stored yet" if not args.query else f"no insight matches {args.query!r}"
+    return "\n\n".join(f"{item.line()}\n{item.content[:1500]}" for item in items)
+
+
+MEMORY_TOOLS = (
+    ToolSpec(
+        name="search_memory",
+        description="Search what earlier sessions in this workspace learned: investigations (solved tasks "
+        "with their solution paths and files), insights, tool patterns that worked, and errors.",
+        kind="search",
+        args_model=SearchMemoryArgs,
+        run=search_memory,
+        title=lambda a: f"Search memory for {a.query!r}",
+        location=lambda a: None,
+    ),
+    ToolSpec(
+        name="store_insight",
+        description="Remember an insight about this workspace for later sessions (a convention, a pitfall, "
+        "where something lives).",
+        kind="other",
+        args_model=StoreInsightArgs,
+        run=store_insight,
+        title=lambda a: f"Remember: {a.title}",
+        location=lambda a: None,
+    ),
+    ToolSpec(
+        name="get_insights",
+        description="Insights stored about this workspace, newest or best matching first.",
+        kind="search",
+        args_model=GetInsightsArgs,
+        run=get_insights,
+        title=lambda a: "Insights" + (f" about {a.query!r}" if a.query else ""),
+        location=lambda a: None,
+    ),
+)
