@@ -80,17 +80,15 @@ def learn_from_run(
                     session_id=session_id,
                 )
             )
-    lessons = []
+    # LATS writes the lesson of a failed trajectory into the node's reflection as a "Lesson: …" line.
+    lessons: list[str] = []
     for node in tree.nodes.values():
-        reflection = (node.reflection or "").strip()
-        if node.status == "failed" and reflection.lower().startswith("lesson") and reflection not in lessons:
-            lessons.append(reflection)
+        for line in (node.reflection or "").splitlines():
+            lesson = line.strip().removeprefix("Lesson:").strip()
+            if line.strip().startswith("Lesson:") and lesson and lesson not in lessons:
+                lessons.append(lesson)
     for lesson in lessons[:MAX_LESSONS]:
-        added.append(
-            memory.add(
-                "insights", lesson.splitlines()[0][:120], lesson, task_type=kind, session_id=session_id
-            )
-        )
+        added.append(memory.add("insights", lesson[:120], lesson, task_type=kind, session_id=session_id))
     return added
 
 
