@@ -13,10 +13,6 @@ from ide.settings import SettingsError, load_settings
 
 COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "workflows", "mcp")
 
-NOT_YET = {
-    "mcp": "the MCP server is not available yet; it lands with the memory and MCP issue",
-}
-
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -84,6 +80,15 @@ def _parser() -> argparse.ArgumentParser:
         "--json", dest="as_json", action="store_true", help="print JSON (absolute paths, 1-based)"
     )
 
+    mcp = sub.add_parser("mcp", help="serve Arbor's agent, code index and memory as an MCP server on stdio")
+    mcp.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
+    mcp.add_argument(
+        "--mode",
+        choices=("react", "lats", "tot", "plan"),
+        default=None,
+        help="architecture of the analysis tools (default: agent.architecture, else react)",
+    )
+
     workflows = sub.add_parser("workflows", help="list, check and describe YAML workflows")
     wsub = workflows.add_subparsers(dest="action", metavar="ACTION", required=True)
     wlist = wsub.add_parser("list", help="the workflows a workspace can run, and files that do not load")
@@ -94,8 +99,6 @@ def _parser() -> argparse.ArgumentParser:
     schema = wsub.add_parser("schema", help="print the JSON Schema of workflow files (for editors)")
     schema.add_argument("--agent", action="store_true", help="the schema of agent-profile files instead")
 
-    for name, why in NOT_YET.items():
-        sub.add_parser(name, help=f"(not available yet) {why}", add_help=False)
     return parser
 
 
@@ -134,8 +137,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         or (args_list[0] not in COMMANDS and not args_list[0].startswith("-"))
     ):
         args_list = ["gui", *args_list]
-    if args_list[0] in NOT_YET:
-        return _fail(f"'{args_list[0]}' is not available yet: {NOT_YET[args_list[0]]}")
     args = _parser().parse_args(args_list)
 
     if args.command == "acp":
@@ -184,6 +185,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not root.is_dir():
             return _fail(f"{root} is not a directory")
         return run_lsp(root, args.query, args.position, args.as_json)
+
+    if args.command == "mcp":
+        from ide.backend.mcp_server import main as serve_mcp
+
+        workspace = Path(args.workspace).resolve()
+        if not workspace.is_dir():
+            return _fail(f"workspace {workspace} is not a directory")
+        return serve_mcp(workspace, args.mode)
 
     if args.command == "workflows":
         from ide.workflows.cli import run_workflows

@@ -9,8 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.fake_ollama import FakeOllama
 
 ARBOR = [sys.executable, "-m", "ide"]
@@ -102,17 +100,16 @@ def test_doctor_reports_a_bad_setting_plainly(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("command", ["mcp"])
-def test_commands_not_built_yet_say_so(command: str) -> None:
-    done = arbor(command)
+def test_mcp_refuses_a_workspace_that_is_not_there(tmp_path: Path) -> None:
+    done = arbor("mcp", "--workspace", str(tmp_path / "nope"))
     assert done.returncode == 2
-    assert "not available yet" in done.stderr
+    assert "is not a directory" in done.stderr
 
 
 def test_help_lists_the_commands() -> None:
     done = arbor("--help")
     assert done.returncode == 0
-    for command in ("acp", "run", "doctor", "index", "symbols"):
+    for command in ("acp", "run", "doctor", "index", "symbols", "mcp", "workflows"):
         assert command in done.stdout
 
 

@@ -1,0 +1,376 @@
+"""``arbor mcp``: Arbor's agent, code intelligence and memory as an MCP server on stdio (seed 001).
+
+Tools: ``investigate`` (a full search run — LATS by default — returning the answer and a summary of its
+tree), ``get_status``, ``search_memory``, ``get_insights``, ``store_insight``, ``analyze_file``,
+``parallel_search``, the code-intelligence queries ``find_symbol``, ``definition``, ``references`` and
+``repo_map``, and seed 000's seven analysis tools (``code_search``, ``dependency_analysis``,
+``call_chain_analysis``, ``architecture_analysis``, ``api_surface_analysis``, ``context_builder``,
+``semantic_question``), each a run of the configured architecture with a prompt for its kind of
+analysis. Runs work on a change set like every session: nothing is written to the workspace; proposed
+edits come back as a diff in the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from ide.settings import Settings
+
+log = logging.getLogger(__name__)
+
+ANALYSES: dict[str, tuple[str, str]] = {
+    "code_search": (
+        "Find the code that does what is asked; answer with every place as path:line and one line on each.",
+        "Find code by what it does (not only by name): places as path:line with a line each.",
+    ),
+    "dependency_analysis": (
+        "Analyse the dependencies of the target: what it imports and uses, what imports and uses it, and "
+        "third-party packages involved. Cite path:line.",
+        "What a module, class or function depends on, and what depends on it.",
+    ),
+    "call_chain_analysis": (
+        "Trace the call chain of the target: who calls it (up to the entry points) and what it calls. "
+        "Give the chains as a → b → c with path:line.",
+        "Callers and callees of a function, as chains up to the entry points.",
+    ),
+    "architecture_analysis": (
+        "Describe the architecture of the target (or the whole workspace): components, their "
+        "responsibilities, how data and control flow between them, and the main design decisions.",
+        "Components, responsibilities and data flow of a package or the whole workspace.",
+    ),
+    "api_surface_analysis": (
+        "List the public API of the target: functions, classes and methods meant for callers, with "
+        "signatures and one line on each; note what looks internal but is used from outside.",
+        "The public API of a module or package, with signatures.",
+    ),
+    "context_builder": (
+        "Gather the context a developer needs before changing the target: the relevant files and "
+        "definitions, conventions, tests that cover it, and pitfalls. Cite path:line.",
+        "The files, definitions, tests and conventions to know before changing something.",
+    ),
+    "semantic_question": (
+        "Answer the question about this code base precisely, citing path:line for every claim.",
+        "Any question about the code base, answered with citations.",
+    ),
+}
+"""Analysis tool → (instruction given to the agent, tool description)."""
+
+
+class ArborMcp:
+    """The state behind the MCP tools: one workspace, its index, language servers and memory."""
+
+    def __init__(self, root: Path, settings: Settings, mode: str) -> None:
+        self.root = root
+        self.settings = settings
+        self.mode = mode
+        self.index_service: Any = None
+        self.lsp: Any = None
+        self.memory: Any = None
+        self.runs = 0
+        self.router: Any = None
+        self.started = time.time()
+
+    async def start(self) -> None:
+        from ide.codeintel.index.service import IndexService
+        from ide.codeintel.lsp import LspBridge, LspPool
+        from ide.memory import open_memory
+
+        self.index_service = IndexService(self.root, self.settings)
+        self.index_service.start()
+        self.lsp = LspBridge(LspPool(self.settings.lsp), asyncio.get_running_loop())
+        try:
+            self.memory = await asyncio.to_thread(open_memory, self.root, self.settings)
+        except (OSError, ValueError) as exc:
+            log.warning("memory is off: %s", exc)
+
+    async def close(self) -> None:
+        if self.index_service is not None:
+            await self.index_service.close()
+        if self.lsp is not None:
+            await self.lsp.pool.close()
+
+    # -- plain tools over the agent's toolbox ---------------------------------------------------------
+
+    def toolbox(self) -> Any:
+        from ide.changes import ChangeSet
+        from ide.tools import Toolbox, Workspace, read_tools
+
+        index = self.index_service.index if self.index_service is not None else None
+        workspace = Workspace(
+            self.root, self.settings.workspace, ChangeSet(self.root), index, self.lsp, self.memory
+        )
+        return Toolbox(workspace, self.settings.tools, read_tools(index, self.lsp, self.memory))
+
+    async def call(self, name: str, args: dict[str, Any]) -> str:
+        """One of the agent's read tools, as the agent would see it (errors are text, not exceptions)."""
+        toolbox = self.toolbox()
+        if name not in toolbox.specs:
+            return f"{name} is not available here (is the code index still building? try get_status)"
+        outcome = await asyncio.to_thread(
+            toolbox.call, name, {k: v for k, v in args.items() if v is not None}
+        )
+        return outcome.output
+
+    async def status(self) -> str:
+        index = (
+            self.index_service.status().model_dump(mode="json") if self.index_service is not None else None
+        )
+        data = {
+            "workspace": str(self.root),
+            "model": self.settings.llm.model,
+            "architecture": self.mode,
+            "index": index,
+            "memory": self.memory.counts() if self.memory is not None else "off",
+            "runs": self.runs,
+            "uptime_s": round(time.time() - self.started, 1),
+        }
+        return json.dumps(data, indent=2)
+
+    async def analyze_file(self, path: str) -> str:
+        """Outline, imports and where the file's definitions are used (no model call)."""
+        outline = await self.call("file_outline", {"path": path})
+        read = await self.call("read_file", {"path": path, "start_line": 1, "end_line": 40})
+        imports = [line for line in read.splitlines() if " import " in f" {line.split(':', 1)[-1]}"]
+        parts = [f"# {path}", "## Outline", outline]
+        if imports:
+            parts += ["## Imports (first 40 lines)", "\n".join(imports)]
+        return "\n\n".join(parts)
+
+    async def parallel_search(self, queries: list[str]) -> str:
+        """Symbol search and grep for each query, all at once."""
+
+        async def one(query: str) -> str:
+            symbols, grep = await asyncio.gather(
+                self.call("find_symbol", {"query": query}), self.call("grep", {"pattern": query})
+            )
+            return f"## {query}\n### definitions\n{symbols}\n### text\n{grep}"
+
+        return "\n\n".join(await asyncio.gather(*(one(q) for q in queries[:12])))
+
+    # -- runs of the agent ----------------------------------------------------------------------------
+
+    async def run(self, task: str, mode: str | None = None) -> str:
+        """A read-only run of ``mode`` (default: the server's) on ``task``; the answer and the tree."""
+        from ide.changes import ChangeSet
+        from ide.llm import ModelError, ModelRouter
+        from ide.search.base import RunContext
+        from ide.search.tree import TreeRecorder
+
+        mode = mode or self.mode
+        self.runs += 1
+        if self.router is None:
+            # One router for the server's life: shared concurrency limits, usage, and a scripted cursor.
+            self.router = ModelRouter(self.settings, base_dir=self.root)
+        router = self.router
+        changeset = ChangeSet(self.root)
+        recorder = TreeRecorder(architecture=mode)
+        answer_parts: list[str] = []
+
+        async def progress(event: dict[str, Any]) -> None:
+            if event.get("type") == "text":
+                answer_parts.append(event["text"])
+
+        ctx = RunContext(
+            task=task,
+            settings=self.settings,
+            router=router,
+            changeset=changeset,
+            recorder=recorder,
+            progress=progress,
+            index=self.index_service.index if self.index_service is not None else None,
+            lsp=self.lsp,
+            memory=self.memory,
+        )
+        try:
+            if mode == "react":
+                answer = await self._react(ctx)
+            else:
+                from ide.search.architectures import load_architecture
+
+                outcome = await load_architecture(mode).run(ctx)
+                answer = outcome.answer or "".join(answer_parts)
+                if outcome.changeset is not None:
+                    changeset = outcome.changeset
+        except ModelError as exc:
+            return f"The run failed: {exc.info.text()}"
+        if not recorder.tree.finished and recorder.tree.root is not None:
+            ctx.finish_tree("end_turn")
+        return answer + "\n\n" + tree_summary(recorder.tree) + _diff_note(changeset)
+
+    async def _react(self, ctx: Any) -> str:
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from ide.search.react import ReactTree, build_react_graph
+
+        graph = build_react_graph(
+            ctx.router,
+            ctx.toolbox(read_only=True),
+            max_steps=self.settings.agent.max_steps,
+            observation_cap=self.settings.agent.observation_cap_bytes,
+            checkpointer=InMemorySaver(),
+        )
+        tree = ReactTree(ctx.task, model=str(ctx.router.spec_for("react")), emit=None)  # type: ignore[arg-type]
+        ctx.recorder = tree.recorder
+        config = {
+            "configurable": {"thread_id": "mcp"},
+            "recursion_limit": 2 * self.settings.agent.max_steps + 4,
+        }
+        hints = await asyncio.to_thread(self.memory.hint, ctx.task) if self.memory is not None else ""
+        async for event in graph.astream(
+            {"messages": [HumanMessage(ctx.task)], "steps": 0, "hints": hints},
+            config=config,
+            stream_mode="custom",
+        ):
+            tree.on_event(event)
+        state = await graph.aget_state(config)
+        messages = state.values.get("messages", [])
+        tree.finish("end_turn")
+        return next((m.text for m in reversed(messages) if isinstance(m, AIMessage) and m.text), "")
+
+
+def tree_summary(tree: Any) -> str:
+    """A few lines on the run's tree: size, best path, figures."""
+    nodes = tree.nodes
+    best = [nodes[i].label for i in tree.best_path if i in nodes]
+    figures = tree.figures or {}
+    lines = [
+        f"---\nSearch tree: {len(nodes)} nodes"
+        + (f", {figures.get('model_calls')} model calls" if figures.get("model_calls") else ""),
+    ]
+    if best:
+        lines.append("Best path: " + " → ".join(best))
+    return "\n".join(lines)
+
+
+def _diff_note(changeset: Any) -> str:
+    changed = changeset.changed_paths()
+    if not changed:
+        return ""
+    return "\nProposed (not written) changes to: " + ", ".join(changed)
+
+
+def build_server(state: ArborMcp) -> Any:
+    """The FastMCP server with every tool registered."""
+    from mcp.server.fastmcp import FastMCP
+
+    server = FastMCP(
+        "arbor",
+        instructions="Arbor's coding agent, code index, language servers and memory for one workspace. "
+        "Runs never write files.",
+    )
+
+    def tool(name: str, description: str) -> Callable[[Callable[..., Awaitable[str]]], Any]:
+        def register(fn: Callable[..., Awaitable[str]]) -> Any:
+            server.add_tool(fn, name=name, description=description)
+            return fn
+
+        return register
+
+    @tool(
+        "investigate",
+        "Run a full search (LATS by default) on a question or task; the answer and a summary "
+        "of the search tree. Proposed edits are listed, never written.",
+    )
+    async def investigate(task: str, architecture: str | None = None) -> str:
+        return await state.run(task, architecture or "lats")
+
+    @tool("get_status", "The workspace, model, code index and memory status of this server.")
+    async def get_status() -> str:
+        return await state.status()
+
+    @tool(
+        "search_memory", "Search what earlier sessions learned: investigations, insights, patterns, errors."
+    )
+    async def search_memory(query: str, namespace: str | None = None) -> str:
+        return await state.call("search_memory", {"query": query, "namespace": namespace})
+
+    @tool("get_insights", "Insights stored about this workspace.")
+    async def get_insights(query: str = "") -> str:
+        return await state.call("get_insights", {"query": query})
+
+    @tool("store_insight", "Remember an insight about this workspace for later sessions.")
+    async def store_insight(title: str, content: str) -> str:
+        return await state.call("store_insight", {"title": title, "content": content})
+
+    @tool("analyze_file", "A file's outline (definitions with lines and signatures) and imports.")
+    async def analyze_file(path: str) -> str:
+        return await state.analyze_file(path)
+
+    @tool(
+        "parallel_search", "Search several terms at once: definitions (code index) and text (grep) for each."
+    )
+    async def parallel_search(queries: list[str]) -> str:
+        return await state.parallel_search(queries)
+
+    @tool("find_symbol", "Definitions whose name matches the query (fuzzy), with path:line and signature.")
+    async def find_symbol(query: str, kind: str | None = None) -> str:
+        return await state.call("find_symbol", {"query": query, "kind": kind})
+
+    @tool(
+        "definition", "Where the symbol at path:line:column (or a named symbol) is defined (language server)."
+    )
+    async def definition(
+        path: str | None = None, line: int | None = None, column: int | None = None, symbol: str | None = None
+    ) -> str:
+        args = {"path": path, "line": line, "column": column, "symbol": symbol}
+        return await state.call("lsp_find_definition", args)
+
+    @tool("references", "Where the symbol at path:line:column (or a named symbol) is used (language server).")
+    async def references(
+        path: str | None = None, line: int | None = None, column: int | None = None, symbol: str | None = None
+    ) -> str:
+        args = {"path": path, "line": line, "column": column, "symbol": symbol}
+        return await state.call("lsp_get_references", args)
+
+    @tool("repo_map", "A compact map of the workspace's most important files and definitions.")
+    async def repo_map(focus: str | None = None) -> str:
+        return await state.call("repo_map", {"focus": focus})
+
+    for name, (instruction, description) in ANALYSES.items():
+        server.add_tool(_analysis(state, instruction), name=name, description=description)
+    return server
+
+
+def _analysis(state: ArborMcp, instruction: str) -> Callable[[str], Awaitable[str]]:
+    async def analysis(question: str) -> str:
+        return await state.run(f"{instruction}\n\nTarget or question: {question}")
+
+    return analysis
+
+
+async def serve(root: Path, settings: Settings, mode: str) -> None:
+    state = ArborMcp(root, settings, mode)
+    await state.start()
+    try:
+        await build_server(state).run_stdio_async()
+    finally:
+        await state.close()
+
+
+def main(root: Path, mode: str | None = None) -> int:
+    from ide.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings(root).settings
+    except SettingsError as exc:
+        sys.stderr.write(f"arbor: {exc}\n")
+        return 2
+    logging.basicConfig(level=settings.log_level, stream=sys.stderr)
+    # The analysis tools run the session architecture; auto and workflow pick per task, so they use react.
+    configured = settings.agent.architecture
+    asyncio.run(
+        serve(
+            root,
+            settings,
+            mode or (configured if configured in ("react", "lats", "tot", "plan") else "react"),
+        )
+    )
+    return 0
