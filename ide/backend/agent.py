@@ -20,6 +20,7 @@ from acp import (
     text_block,
     tool_diff_content,
     update_agent_message,
+    update_agent_thought,
     update_user_message,
 )
 from acp.schema import (
@@ -250,7 +251,9 @@ class ArborAgent(Agent):
             self._checkpointers[path] = (conn, saver)
         return self._checkpointers[path][1]
 
-    async def _open(self, session_id: str, cwd: str, settings: Settings, mode: str) -> Session:
+    async def _open(
+        self, session_id: str, cwd: str, settings: Settings, mode: str, mcp_servers: Any = None
+    ) -> Session:
         from ide.backend.session import Session
         from ide.changes import BatchStore, prune_stale_worktrees
 
@@ -259,6 +262,10 @@ class ArborAgent(Agent):
             self._pruned.add(cwd)
             await asyncio.to_thread(prune_stale_worktrees, Path(cwd))
         store = self._store(settings)
+        from ide.tools import builtin_tool_names
+        from ide.tools.mcp import connect
+
+        connection = await connect(list(mcp_servers or []), builtin_tool_names())
         session = Session(
             session_id,
             cwd,
@@ -269,7 +276,11 @@ class ArborAgent(Agent):
             index=self._index(cwd, settings).index,
             lsp=self._lsp_bridge(settings),
             memory=await self._memory(cwd, settings),
+            extra_tools=tuple(connection.tools),
         )
+        if connection.notice():
+            session.notices.append(connection.notice())
+        session.mcp = connection
         session.ask_permission = functools.partial(self._ask_test_permission, session)
         session.remember_workflow = functools.partial(self._remember_workflow, session)
         active = store.load_workflow(session_id, cwd)
@@ -364,8 +375,15 @@ class ArborAgent(Agent):
         mode = settings.agent.architecture if settings.agent.architecture in MODES else "react"
         session_id = uuid.uuid4().hex
         self._store(settings).create(session_id, cwd, mode)
-        await self._open(session_id, cwd, settings, mode)
-        return NewSessionResponse(session_id=session_id, modes=self._modes(mode))
+        session = await self._open(session_id, cwd, settings, mode, mcp_servers)
+        mcp = {
+            "connected": session.mcp.connected,
+            "failed": session.mcp.failed,
+            "tools": len(session.extra_tools),
+        }
+        return NewSessionResponse(
+            session_id=session_id, modes=self._modes(mode), field_meta={META_KEY: {"mcp": mcp}}
+        )
 
     async def load_session(
         self,
@@ -386,7 +404,7 @@ class ArborAgent(Agent):
         if session is None:
             from ide.changes import ChangeError
 
-            session = await self._open(session_id, cwd, settings, record.mode)
+            session = await self._open(session_id, cwd, settings, record.mode, mcp_servers)
             snapshot = store.load_review(session_id, cwd)
             if snapshot is not None:
                 try:
@@ -503,6 +521,8 @@ class ArborAgent(Agent):
         async def turn() -> TurnResult:
             # Inside the task, so a cancel that arrives while the commands are sent still stops the turn.
             await self._offer_commands(session)
+            while session.notices:
+                await emit(update_agent_thought(text_block(session.notices.pop(0) + "\n")))
             return await session.run_turn(text, emit, emit_tree)
 
         session.turn = asyncio.create_task(turn())

@@ -131,6 +131,12 @@ class Session:
     """The backend's language servers, for the agent's lsp_* tools."""
     memory: MemoryStore | None = None
     """The workspace's memory: the agent's memory tools, hints for new prompts, lessons of finished runs."""
+    extra_tools: tuple[Any, ...] = ()
+    """Tools of the MCP servers the client gave ``session/new`` (ToolSpecs)."""
+    mcp: Any = None
+    """The McpConnection of the session's MCP servers."""
+    notices: list[str] = field(default_factory=list)
+    """Said as a thought at the start of the next turn (e.g. an MCP server that did not start)."""
     router: ModelRouter = field(init=False)
     changeset: ChangeSet = field(init=False)
     review: Review = field(init=False)
@@ -164,7 +170,7 @@ class Session:
             commit_mode=self.settings.review.commit,
         )
         self.toolbox = agent_toolbox(
-            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory
+            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory, self.extra_tools
         )
         self._graph: Any = None
 
@@ -173,7 +179,7 @@ class Session:
         self.review = Review.restore(snapshot, store=self.batches)
         self.changeset = self.review.changeset
         self.toolbox = agent_toolbox(
-            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory
+            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory, self.extra_tools
         )
         self._graph = None
 
@@ -357,6 +363,7 @@ class Session:
             index=self.index,
             lsp=self.lsp,
             memory=self.memory,
+            extra_tools=self.extra_tools,
             observation_cap=await self._observation_cap(),
         )
         self.runs[recorder.run_id] = ctx.branches

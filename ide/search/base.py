@@ -147,6 +147,8 @@ class RunContext:
     """Language servers for the lsp_* tools, when the backend has them."""
     memory: MemoryStore | None = None
     """The workspace's memory for the memory tools, when it is on."""
+    extra_tools: tuple[Any, ...] = ()
+    """Tools of the session's MCP servers (ToolSpecs), offered with the editing tools."""
     cache: ToolCache = field(default_factory=ToolCache)
     branches: dict[str, ChangeSet] = field(default_factory=dict)
     """Every branch change set made in this run, by id (the window asks for a node's branch diff)."""
@@ -183,7 +185,7 @@ class RunContext:
                 )
             else:
                 self._toolboxes[key] = agent_toolbox(
-                    root, self.settings, target, self.index, self.lsp, self.memory
+                    root, self.settings, target, self.index, self.lsp, self.memory, self.extra_tools
                 )
         return self._toolboxes[key]
 

@@ -7,6 +7,7 @@ and the indexer's worker processes need only :class:`Workspace`.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,10 +90,23 @@ def agent_toolbox(
     index: CodeIndex | None = None,
     lsp: LspBridge | None = None,
     memory: MemoryStore | None = None,
+    extra: Sequence[ToolSpec] = (),
 ) -> Toolbox:
-    """Read and edit tools over ``root`` as the session's change set ``overlay`` leaves it."""
+    """Read and edit tools over ``root`` as the session's change set ``overlay`` leaves it, plus ``extra``
+    (the tools of the session's MCP servers)."""
     from ide.tools.base import Toolbox
     from ide.tools.edit import EDIT_TOOLS
 
     workspace = Workspace(root, settings.workspace, overlay, index, lsp, memory)
-    return Toolbox(workspace, settings.tools, (*read_tools(index, lsp, memory), *EDIT_TOOLS))
+    return Toolbox(workspace, settings.tools, (*read_tools(index, lsp, memory), *EDIT_TOOLS, *extra))
+
+
+def builtin_tool_names() -> set[str]:
+    """Every tool name Arbor itself may offer (an MCP tool with one of these names gets a prefix)."""
+    from ide.tools.edit import EDIT_TOOLS
+    from ide.tools.index import INDEX_TOOLS
+    from ide.tools.lsp import LSP_TOOLS
+    from ide.tools.memory import MEMORY_TOOLS
+    from ide.tools.read import READ_TOOLS
+
+    return {spec.name for spec in (*READ_TOOLS, *INDEX_TOOLS, *LSP_TOOLS, *EDIT_TOOLS, *MEMORY_TOOLS)}

@@ -29,6 +29,8 @@ class ToolSpec:
     location: Callable[[Any], tuple[str, int | None] | None]
     touches: Callable[[Any], list[str]] | None = None
     """Paths an editing tool changes; their diffs go to the client with the result."""
+    json_schema: dict[str, Any] | None = None
+    """The arguments' JSON Schema shown to the model, when it is not ``args_model``'s (MCP tools)."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class Toolbox:
                 func=lambda _spec=spec, **kwargs: self.call(_spec.name, kwargs).output,
                 name=spec.name,
                 description=spec.description,
-                args_schema=spec.args_model,
+                args_schema=spec.json_schema or spec.args_model,
             )
             for spec in self.specs.values()
         ]

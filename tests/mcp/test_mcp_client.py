@@ -1,0 +1,48 @@
+"""``session/new`` with MCP servers: their tools reach the agent; a failing server is reported, not fatal."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from acp import text_block
+from acp.schema import McpServerStdio, ToolCallProgress
+
+from ide.protocol import META_KEY
+from tests.support.acp_client import acp_backend
+
+FIXTURE = Path(__file__).resolve().parents[1] / "support" / "mcp_fixture.py"
+
+
+async def test_a_session_offers_the_tools_of_its_mcp_servers_and_reports_one_that_fails(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(
+        [
+            {"tool_calls": [{"name": "ticket_status", "args": {"ticket": "ARB-7"}}]},
+            {"content": "ARB-7 is open and assigned to Ada."},
+        ]
+    )
+    servers = [
+        McpServerStdio(name="tickets", command=sys.executable, args=[str(FIXTURE)], env=[]),
+        McpServerStdio(name="broken", command=str(git_workspace / "no-such-server"), args=[], env=[]),
+    ]
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=servers)
+        mcp = session.field_meta[META_KEY]["mcp"]
+        assert mcp["connected"] == ["tickets"] and mcp["tools"] == 1
+        assert set(mcp["failed"]) == {"broken"}
+        response = await backend.conn.prompt(
+            session_id=session.session_id, prompt=[text_block("What is the status of ARB-7?")]
+        )
+        assert response.stop_reason == "end_turn"
+    client = backend.client
+    thoughts = client.text("agent_thought_chunk")
+    assert "MCP servers connected: tickets (1 tools)" in thoughts
+    assert "MCP server broken is not available:" in thoughts
+    result = next(u for _, u in client.updates if isinstance(u, ToolCallProgress))
+    assert result.status == "completed"
+    assert "ARB-7: open, assigned to Ada, due Friday" in result.raw_output["output"]
+    assert client.text() == "ARB-7 is open and assigned to Ada."
