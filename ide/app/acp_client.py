@@ -47,6 +47,7 @@ from ide.protocol.lsp import (
     HoverResult,
     LocationsResult,
 )
+from ide.protocol.memory import MEMORY_EXPORT, MemoryExported, MemoryList
 from ide.protocol.review import (
     APPLY,
     CHANGESET,
@@ -247,6 +248,10 @@ class BackendBridge(QObject):
     indexChanged = Signal(object)
     """IndexChanged: the backend re-indexed files (a pass finished, or the watcher saw edits)."""
     lspAnswered = Signal(str, object, object)
+    memoryReceived = Signal(object)
+    """A MemoryList (search result, or counts after a delete)."""
+    memoryExported = Signal(object)
+    """A MemoryExported after an export."""
     workflowsReceived = Signal(object)
     """The session's workflows, its pick and the reranker in use (WorkflowList), after a list or select."""
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
@@ -414,6 +419,16 @@ class BackendBridge(QObject):
             done.emit(params, answer)
         else:
             done.emit(answer)
+
+    def memory_request(self, method: str, params: BaseModel) -> bool:
+        """Search, delete from or export the workspace's memory; answers come as :attr:`memoryReceived`
+        or :attr:`memoryExported`."""
+        result_type, done = (
+            (MemoryExported, self.memoryExported)
+            if method == MEMORY_EXPORT
+            else (MemoryList, self.memoryReceived)
+        )
+        return self._review_request(method, params, result_type, done)
 
     def workflows_request(self, select: str | None = None) -> bool:
         """List the session's workflows, or pick one (``auto``: the orchestrator picks) exactly as the

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QToolTip, Q
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
 from ide.app.chat import ChatPanel, resolve_location
+from ide.app.memory import MemoryPanel
 from ide.app.outline import OutlinePanel
 from ide.app.permission import PermissionDialog
 from ide.app.review import ReviewPane
@@ -41,6 +42,15 @@ from ide.protocol.lsp import (
     LocationsResult,
     PositionParams,
 )
+from ide.protocol.memory import (
+    MEMORY_DELETE,
+    MEMORY_EXPORT,
+    MEMORY_SEARCH,
+    MemoryDeleteParams,
+    MemoryExportParams,
+    MemoryList,
+    MemorySearchParams,
+)
 from ide.protocol.review import (
     APPLY,
     DECIDE,
@@ -66,7 +76,7 @@ DEFAULT_DOCK_WIDTHS = (270, 470)
 GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
 # Bump when docks are added or renamed so an old saved layout is not forced onto new panels.
-STATE_VERSION = 4
+STATE_VERSION = 5
 INDEX_POLL_MS = 300
 """How often the status bar asks for the index's progress while it is being built."""
 
@@ -142,6 +152,12 @@ class MainWindow(QMainWindow):
         self.outline_dock = self._dock("Outline", "outlineDock", self.outline)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.outline_dock)
         self.splitDockWidget(self.workspace_dock, self.outline_dock, Qt.Orientation.Vertical)
+        self.memory_panel = MemoryPanel()
+        self._memory_deleting = False
+        self.memory_dock = self._dock("Memory", "memoryDock", self.memory_panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.memory_dock)
+        self.tabifyDockWidget(self.chat_dock, self.memory_dock)
+        self.chat_dock.raise_()
         self.symbol_search = SymbolSearch(self.workspace, self)
         self.location_picker = LocationPicker(self.workspace, self)
         self._hover_pos: dict[tuple[str, int, int], QPoint] = {}
@@ -201,6 +217,7 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.review_dock.toggleViewAction())
         view_menu.addAction(self.tree_dock.toggleViewAction())
         view_menu.addAction(self.outline_dock.toggleViewAction())
+        view_menu.addAction(self.memory_dock.toggleViewAction())
 
         go_menu = self.menuBar().addMenu("&Go")
         self.symbol_action = QAction("Go to &Symbol…", self)
@@ -243,6 +260,16 @@ class MainWindow(QMainWindow):
         self.permission_dialog = PermissionDialog(self)
         bridge.permission_handler = self.permission_dialog.ask
         bridge.workflowsReceived.connect(self._on_workflows)
+        self.memory_panel.searchRequested.connect(self._search_memory)
+        self.memory_panel.deleteRequested.connect(self._delete_memory)
+        self.memory_panel.exportRequested.connect(self._export_memory)
+        bridge.memoryReceived.connect(self._on_memory)
+        bridge.turnFinished.connect(lambda *_args: self._search_memory_again())
+        bridge.memoryExported.connect(
+            lambda done: self.statusBar().showMessage(
+                f"Exported {done.entries} memories to {done.path}", 10000
+            )
+        )
         bridge.modeChanged.connect(self._on_mode_changed)
         self.chat.stopRequested.connect(bridge.cancel)
         self.chat.locationActivated.connect(self._open_location)
@@ -308,6 +335,42 @@ class MainWindow(QMainWindow):
     def _show_agent(self, *_: Any) -> None:
         self.status.set_agent(self.bridge.agent_meta, self.bridge.agent_name, self.bridge.mode)
 
+    def _search_memory(self, query: str, namespace: str) -> None:
+        if self.bridge.session_id is not None and self.bridge.supports(MEMORY_SEARCH):
+            params = MemorySearchParams(
+                session_id=self.bridge.session_id, query=query, namespace=namespace or None
+            )
+            self.bridge.memory_request(MEMORY_SEARCH, params)
+
+    def _search_memory_again(self) -> None:
+        """After a turn the memory may have learned something: show the dock's search again."""
+        if self.memory_dock.isVisible():
+            self.memory_panel.refresh()
+
+    def _delete_memory(self, memory_id: int) -> None:
+        if self.bridge.session_id is not None:
+            params = MemoryDeleteParams(session_id=self.bridge.session_id, id=memory_id)
+            self._memory_deleting = self.bridge.memory_request(MEMORY_DELETE, params)
+
+    def _on_memory(self, result: MemoryList) -> None:
+        if self._memory_deleting:  # the answer to a delete: search again with the same query
+            self._memory_deleting = False
+            self.memory_panel.refresh()
+        else:
+            self.memory_panel.set_entries(result)
+
+    def _export_memory(self, path: str | None = None) -> None:
+        if self.bridge.session_id is None:
+            return
+        if path is None:
+            path, _filter = QFileDialog.getSaveFileName(
+                self, "Export memory", "arbor-memory.json", "JSON (*.json)"
+            )
+        if path:
+            self.bridge.memory_request(
+                MEMORY_EXPORT, MemoryExportParams(session_id=self.bridge.session_id, path=path)
+            )
+
     def _on_workflows(self, listing: WorkflowList) -> None:
         self.chat.set_workflows(listing)
         if listing.mode and listing.mode != self.bridge.mode:
@@ -331,6 +394,8 @@ class MainWindow(QMainWindow):
             self.bridge.review_changeset(session_id)
         if self.bridge.supports(WORKFLOWS_LIST):
             self.bridge.workflows_request()
+        self.memory_panel.setEnabled(self.bridge.supports(MEMORY_SEARCH))
+        self.memory_panel.refresh()
         self._saved_updates = None
         self._saved_trees = None
         self._replaying = False

@@ -1,0 +1,48 @@
+"""The Memory dock: what a turn taught the memory shows up, reads, deletes and exports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+
+pytestmark = pytest.mark.window
+
+
+def test_the_memory_dock_searches_reads_deletes_and_exports(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "react.jsonl"
+    lines = [
+        {"tool_calls": [{"name": "read_file", "args": {"path": "pkg/greet.py"}}]},
+        {"content": "greet returns Hello, NAME! (pkg/greet.py:2)"},
+    ]
+    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
+    wait_ready(qtbot, window)
+    panel = window.memory_panel
+    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("What does greet return?")
+
+    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+        panel.query.setText("greet")
+    titles = [panel.list.item(i).text() for i in range(panel.list.count())]
+    assert "[investigations] What does greet return?" in titles
+    assert "investigations 1" in panel.counts.text() and "patterns 1" in panel.counts.text()
+    panel.list.setCurrentRow(titles.index("[investigations] What does greet return?"))
+    assert "greet returns Hello, NAME!" in panel.detail.toPlainText()
+    assert panel.delete_button.isEnabled()
+
+    target = tmp_path / "memory.json"
+    with qtbot.waitSignal(window.bridge.memoryExported, timeout=TURN_TIMEOUT_MS):
+        window._export_memory(str(target))
+    assert {entry["namespace"] for entry in json.loads(target.read_text())} == {"investigations", "patterns"}
+
+    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+        panel.delete_button.click()
+    qtbot.waitUntil(lambda: panel.list.count() == len(titles) - 1, timeout=TURN_TIMEOUT_MS)
+    assert "investigations 0" in panel.counts.text()
