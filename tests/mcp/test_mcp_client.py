@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from acp import text_block
-from acp.schema import McpServerStdio, ToolCallProgress
+from acp.schema import HttpMcpServer, McpServerStdio, ToolCallProgress
 
 from ide.protocol import META_KEY
 from tests.support.acp_client import acp_backend
@@ -46,3 +48,39 @@ async def test_a_session_offers_the_tools_of_its_mcp_servers_and_reports_one_tha
     assert result.status == "completed"
     assert "ARB-7: open, assigned to Ada, due Friday" in result.raw_output["output"]
     assert client.text() == "ARB-7 is open and assigned to Ada."
+
+
+async def test_an_http_mcp_server_works_the_same(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, str(FIXTURE), "--http", str(port), stderr=asyncio.subprocess.DEVNULL
+    )
+    try:
+        for _attempt in range(200):  # bounded: up to ~10 s for the server to listen
+            try:
+                _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            break
+        script = write_script(
+            [
+                {"tool_calls": [{"name": "ticket_status", "args": {"ticket": "ARB-9"}}]},
+                {"content": "ARB-9 is open."},
+            ]
+        )
+        http = HttpMcpServer(type="http", name="tickets", url=f"http://127.0.0.1:{port}/mcp", headers=[])
+        async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}) as backend:
+            session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[http])
+            assert session.field_meta[META_KEY]["mcp"]["connected"] == ["tickets"]
+            await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("ARB-9?")])
+        result = next(u for _, u in backend.client.updates if isinstance(u, ToolCallProgress))
+        assert "ARB-9: open, assigned to Ada, due Friday" in result.raw_output["output"]
+    finally:
+        server.kill()
+        await server.wait()

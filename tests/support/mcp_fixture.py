@@ -1,10 +1,13 @@
-"""A tiny real MCP server on stdio for tests: one tool that looks up a ticket."""
+"""A tiny real MCP server for tests: one tool that looks up a ticket. On stdio, or with ``--http PORT``
+streamable HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
+import sys
+
 from mcp.server.fastmcp import FastMCP
 
-server = FastMCP("tickets")
+server = FastMCP("tickets", host="127.0.0.1", port=int(sys.argv[2]) if sys.argv[1:2] == ["--http"] else 8000)
 
 
 @server.tool()
@@ -14,4 +17,4 @@ def ticket_status(ticket: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    server.run(transport="streamable-http" if sys.argv[1:2] == ["--http"] else "stdio")
