@@ -314,21 +314,12 @@ def build_server(state: ArborMcp) -> Any:
     async def find_symbol(query: str, kind: str | None = None) -> str:
         return await state.call("find_symbol", {"query": query, "kind": kind})
 
-    @tool(
-        "definition", "Where the symbol at path:line:column (or a named symbol) is defined (language server)."
-    )
-    async def definition(
-        path: str | None = None, line: int | None = None, column: int | None = None, symbol: str | None = None
-    ) -> str:
-        args = {"path": path, "line": line, "column": column, "symbol": symbol}
-        return await state.call("lsp_find_definition", args)
-
-    @tool("references", "Where the symbol at path:line:column (or a named symbol) is used (language server).")
-    async def references(
-        path: str | None = None, line: int | None = None, column: int | None = None, symbol: str | None = None
-    ) -> str:
-        args = {"path": path, "line": line, "column": column, "symbol": symbol}
-        return await state.call("lsp_get_references", args)
+    for name, agent_tool, verb in (
+        ("definition", "lsp_find_definition", "defined"),
+        ("references", "lsp_get_references", "used"),
+    ):
+        description = f"Where the symbol at path:line:column (or a named symbol) is {verb} (language server)."
+        server.add_tool(_position_tool(state, agent_tool), name=name, description=description)
 
     @tool("repo_map", "A compact map of the workspace's most important files and definitions.")
     async def repo_map(focus: str | None = None) -> str:
@@ -337,6 +328,15 @@ def build_server(state: ArborMcp) -> Any:
     for name, (instruction, description) in ANALYSES.items():
         server.add_tool(_analysis(state, instruction), name=name, description=description)
     return server
+
+
+def _position_tool(state: ArborMcp, agent_tool: str) -> Callable[..., Awaitable[str]]:
+    async def at_position(
+        path: str | None = None, line: int | None = None, column: int | None = None, symbol: str | None = None
+    ) -> str:
+        return await state.call(agent_tool, {"path": path, "line": line, "column": column, "symbol": symbol})
+
+    return at_position
 
 
 def _analysis(state: ArborMcp, instruction: str) -> Callable[[str], Awaitable[str]]:
