@@ -189,6 +189,30 @@ class WorkspaceSettings(_Section):
         description="Gitignore-style patterns excluded on top of .gitignore",
     )
     max_file_bytes: int = Field(1_000_000, ge=1, description="Files larger than this are skipped")
+    secrets: list[str] = Field(
+        default_factory=lambda: [
+            ".env",
+            ".env.*",
+            "*.pem",
+            "*.key",
+            "*.p12",
+            "*.pfx",
+            "id_rsa*",
+            "id_dsa*",
+            "id_ecdsa*",
+            "id_ed25519*",
+            ".aws/",
+            ".ssh/",
+            ".gnupg/",
+            "credentials.json",
+            ".netrc",
+            ".pgpass",
+            ".npmrc",
+            ".pypirc",
+        ],
+        description="Gitignore-style patterns of secret files: never indexed, retrieved, read or written by "
+        "the agent, nor sent to a model",
+    )
 
 
 class IndexSettings(_Section):

@@ -59,7 +59,10 @@ class Workspace:
         """Language servers (on the backend's loop), when the session has them."""
         self.memory = memory
         """What earlier sessions learned (ide.memory), when memory is on."""
-        self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude])
+        self._excludes = GitIgnoreSpec.from_lines(
+            [*ALWAYS_EXCLUDED, *self.settings.exclude, *self.settings.secrets]
+        )
+        self._secrets = GitIgnoreSpec.from_lines(self.settings.secrets)
 
     def resolve(self, path: str) -> Path:
         """Absolute real path of ``path`` (relative to the root, or absolute inside it).
@@ -74,7 +77,29 @@ class Workspace:
         real = Path(os.path.realpath(candidate))
         if not self.contains(real):
             raise ToolError(f"'{path}' is outside the workspace {self.root}; use a path relative to it")
+        # Checked on the path as given and as resolved: a symlink must not reach a secret either.
+        given = Path(os.path.normpath(candidate))
+        places = [real] + ([given] if given == self.root or self.root in given.parents else [])
+        if any(self.is_secret(place) for place in places):
+            raise ToolError(
+                f"'{path}' is a secret file (workspace.secrets); Arbor neither reads nor writes it"
+            )
         return real
+
+    def _safe(self, path: Path) -> bool:
+        """False for a symlink that leads outside the workspace or to a secret."""
+        if not path.is_symlink():
+            return True
+        target = Path(os.path.realpath(path))
+        return self.contains(target) and not self.is_secret(target)
+
+    def is_secret(self, path: Path) -> bool:
+        """True when ``path`` (absolute, inside the root) or a parent matches ``workspace.secrets``."""
+        parts = PurePosixPath(path.relative_to(self.root).as_posix()).parts
+        return any(
+            self._secrets.match_file(str(PurePosixPath(*parts[:depth])) + ("/" if depth < len(parts) else ""))
+            for depth in range(1, len(parts) + 1)
+        )
 
     def relative(self, path: Path) -> str:
         """Workspace-relative POSIX path ('.' for the root)."""
@@ -165,8 +190,11 @@ class Workspace:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-                if not is_dir and entry.is_symlink() and not self.contains(Path(entry.path)):
-                    continue
+                if not is_dir and entry.is_symlink():
+                    # A link is listed only when it stays inside and does not lead to a secret.
+                    target = Path(os.path.realpath(entry.path))
+                    if not self.contains(target) or self.is_secret(target):
+                        continue
             except OSError:
                 continue
             if self._scan_ignored(rel, is_dir, specs):
@@ -210,7 +238,11 @@ class Workspace:
             entries = self.overlay.listdir(self.relative(path))
         else:
             entries = [(child.name, child.is_dir()) for child in path.iterdir()]
-        kept = [(name, is_dir) for name, is_dir in entries if not self.is_ignored(path / name)]
+        kept = [
+            (name, is_dir)
+            for name, is_dir in entries
+            if not self.is_ignored(path / name) and self._safe(path / name)
+        ]
         return sorted(kept, key=lambda entry: (not entry[1], entry[0].lower()))
 
     def read_bytes(self, path: Path) -> bytes:

@@ -1,0 +1,103 @@
+"""Every file tool of the agent stays inside the workspace and away from secrets: a table of attacks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ide.changes import ChangeSet
+from ide.codeintel.index import CodeIndex
+from ide.settings import Settings
+from ide.tools import agent_toolbox
+
+SECRET = "API_KEY=sk-live-0123456789abcdef"
+OUTSIDE = "outside text that must never be read or changed"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    (root / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "target.txt").write_text(OUTSIDE)
+    (root / "pkg" / "a.py").write_text("x = 1\n")
+    (root / ".env").write_text(SECRET + "\n")
+    (root / "deploy").mkdir()
+    (root / "deploy" / "server.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    os.symlink(outside, root / "link_dir")
+    os.symlink(outside / "target.txt", root / "link_file")
+    os.symlink(root / ".env", root / "innocent.txt")
+    return root, outside
+
+
+ATTACKS = [
+    "../outside/target.txt",
+    "pkg/../../outside/target.txt",
+    "{outside}/target.txt",
+    "link_dir/target.txt",
+    "link_file",
+    ".env",
+    "innocent.txt",
+    "deploy/server.pem",
+    "pkg/\x00a.py",
+]
+
+
+def calls(path: str) -> list[tuple[str, dict[str, str]]]:
+    return [
+        ("read_file", {"path": path}),
+        ("list_dir", {"path": path}),
+        ("grep", {"pattern": "API_KEY|outside", "path": path}),
+        ("edit_file", {"path": path, "old_text": "x", "new_text": "y"}),
+        ("write_file", {"path": path, "content": "pwned"}),
+        ("create_file", {"path": path, "content": "pwned"}),
+        ("delete_file", {"path": path}),
+        ("rename_file", {"path": path, "new_path": "pkg/stolen.txt"}),
+        ("rename_file", {"path": "pkg/a.py", "new_path": path}),
+    ]
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_no_tool_reaches_outside_or_a_secret(sandbox: tuple[Path, Path], attack: str) -> None:
+    root, outside = sandbox
+    path = attack.format(outside=outside)
+    changeset = ChangeSet(root)
+    toolbox = agent_toolbox(root, Settings(), changeset)
+    for name, args in calls(path):
+        outcome = toolbox.call(name, args)
+        assert SECRET not in outcome.output and OUTSIDE not in outcome.output, (name, path, outcome.output)
+        if name in ("list_dir", "grep") and attack in ("link_dir/target.txt",):
+            assert outcome.failed, (name, path)
+        elif name not in ("grep",):
+            assert outcome.failed, (name, path, outcome.output)
+    # Nothing proposed outside or on a secret; nothing written anywhere.
+    assert all(
+        not p.startswith("..") and p not in (".env", "innocent.txt") for p in changeset.changed_paths()
+    )
+    assert (outside / "target.txt").read_text() == OUTSIDE
+    assert (root / ".env").read_text() == SECRET + "\n"
+
+
+def test_listing_searching_and_the_index_skip_secrets(sandbox: tuple[Path, Path], tmp_path: Path) -> None:
+    root, _outside = sandbox
+    toolbox = agent_toolbox(root, Settings(), ChangeSet(root))
+    listing = toolbox.call("list_dir", {"path": "."}).output
+    assert ".env" not in listing and "innocent.txt" not in listing and "pkg" in listing
+    assert "server.pem" not in toolbox.call("list_dir", {"path": "deploy"}).output
+    assert SECRET not in toolbox.call("grep", {"pattern": "API_KEY"}).output
+    index = CodeIndex(root, tmp_path / "index.sqlite", Settings().workspace)
+    index.refresh()
+    assert index.search("API_KEY", 10) == []
+    assert not [p for p in index.paths((".env", ".pem", ".txt")) if "env" in p or p.endswith(".pem")]
+    index.close()
+
+
+def test_the_secret_patterns_are_a_setting(sandbox: tuple[Path, Path]) -> None:
+    root, _outside = sandbox
+    settings = Settings.model_validate({"workspace": {"secrets": ["pkg/a.py"]}})
+    toolbox = agent_toolbox(root, settings, ChangeSet(root))
+    assert toolbox.call("read_file", {"path": "pkg/a.py"}).failed
+    assert not toolbox.call("read_file", {"path": "link_dir/../pkg/a.py"}).output.startswith("x = 1")
