@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication
 from ide.app.gcpolicy import settle_heap, settle_run
 from ide.app.theme import apply_theme
 from ide.app.window import MainWindow
+from ide.logs import setup_logging
 
 APP_NAME = "arbor"
 ORGANIZATION = "arbor"
@@ -42,7 +43,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
 
     ``open_tree`` is a ``.arbor-tree.jsonl`` file shown in the search-tree dock at start.
     """
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(logging.WARNING)
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "arbor"])
     assert isinstance(app, QApplication)
     configure_application(app)

@@ -363,7 +363,9 @@ def main(root: Path, mode: str | None = None) -> int:
     except SettingsError as exc:
         sys.stderr.write(f"arbor: {exc}\n")
         return 2
-    logging.basicConfig(level=settings.log_level, stream=sys.stderr)
+    from ide.logs import setup_logging
+
+    setup_logging(settings.log_level, "arbor-mcp")
     # The analysis tools run the session architecture; auto and workflow pick per task, so they use react.
     configured = settings.agent.architecture
     asyncio.run(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import sys
 from asyncio.streams import FlowControlMixin
@@ -85,11 +84,9 @@ async def serve() -> None:
 
 
 def main(log_level: str = "WARNING") -> int:
-    logging.basicConfig(
-        level=getattr(logging, log_level.upper(), logging.WARNING),
-        stream=sys.stderr,
-        format="arbor-acp %(levelname)s %(name)s: %(message)s",
-    )
+    from ide.logs import setup_logging
+
+    setup_logging(log_level, "arbor-acp")
     try:
         asyncio.run(serve())
     except KeyboardInterrupt:

@@ -1,6 +1,7 @@
 """Run a workspace's tests against a change set, in a scratch worktree, with a timeout.
 
-The command runs in its own process session (so a timeout or a cancel kills everything it started), its
+The command is split like a shell would (``shlex``) and run as an argument list, never through a shell.
+It runs in its own process session (so a timeout or a cancel kills everything it started), its
 output is captured, and the worktree is removed afterwards — also when the caller is cancelled.
 """
 
@@ -10,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,14 +83,24 @@ async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> Tes
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
-        process = await asyncio.create_subprocess_shell(
-            command,
-            cwd=workdir,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            stdin=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            return TestRun(command, False, None, f"cannot split the command into arguments: {exc}")
+        if not argv:
+            return TestRun(command, False, None, "the test command is empty")
+        try:
+            # An argv list, never a shell: the command line cannot smuggle in pipes, && or $(…).
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=workdir,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return TestRun(command, False, None, f"cannot run {argv[0]}: {exc.strerror or exc}")
         try:
             async with asyncio.timeout(timeout_s):
                 output, _ = await process.communicate()

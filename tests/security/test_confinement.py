@@ -101,3 +101,41 @@ def test_the_secret_patterns_are_a_setting(sandbox: tuple[Path, Path]) -> None:
     toolbox = agent_toolbox(root, settings, ChangeSet(root))
     assert toolbox.call("read_file", {"path": "pkg/a.py"}).failed
     assert not toolbox.call("read_file", {"path": "link_dir/../pkg/a.py"}).output.startswith("x = 1")
+
+
+async def test_test_commands_run_as_argv_without_a_shell(tmp_path: Path) -> None:
+    from ide.changes.testrun import run_tests
+    from tests.support.git import git
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "ok.txt").write_text("ok\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    marker = tmp_path / "pwned"
+    # Through a shell the && would run touch; as argv, echo prints it literally.
+    run = await run_tests(ChangeSet(root), f"echo hello && touch {marker}", 30)
+    assert run.passed and run.output.strip() == f"hello && touch {marker}"
+    assert not marker.exists()
+    missing = await run_tests(ChangeSet(root), "no-such-test-runner -q", 30)
+    assert not missing.passed and "cannot run no-such-test-runner" in missing.output
+
+
+def test_api_keys_never_reach_a_log(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from ide.logs import RedactingFilter, redact
+
+    assert redact("using key sk-live-0123456789abcdef for openai") == "using key [redacted] for openai"
+    assert (
+        redact('headers {"Authorization": "Bearer abc.def.ghi123456"}')
+        == 'headers {"Authorization": "Bearer [redacted]"}'
+    )
+    assert redact("OPENAI_API_KEY=sk-abc123456789xyz") == "OPENAI_API_KEY=[redacted]"
+    assert redact("password: hunter22") == "password: [redacted]"
+    logger = logging.getLogger("arbor-redaction-test")
+    caplog.handler.addFilter(RedactingFilter())
+    with caplog.at_level(logging.INFO, logger="arbor-redaction-test"):
+        logger.info("calling %s with api_key=%s", "https://api.example", "sk-secret-998877665544")
+    assert "sk-secret" not in caplog.text and "api_key=[redacted]" in caplog.text
