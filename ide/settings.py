@@ -36,29 +36,81 @@ class _Section(BaseModel):
 class LatsModels(_Section):
     """Models for the LATS phases; unset phases use the default model."""
 
-    selection: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_SELECTION_MODEL"))
-    expansion: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_EXPANSION_MODEL"))
-    evaluation: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_EVALUATION_MODEL"))
-    backprop: str | None = Field(None, json_schema_extra=_env("ARBOR_LATS_BACKPROP_MODEL"))
+    selection: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_LATS_SELECTION_MODEL"),
+        description="Model choosing which leaf to expand (default: llm.model)",
+    )
+    expansion: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_LATS_EXPANSION_MODEL"),
+        description="Model proposing the next actions (default: llm.model)",
+    )
+    evaluation: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_LATS_EVALUATION_MODEL"),
+        description="Model scoring nodes 0–10 (default: llm.model)",
+    )
+    backprop: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_LATS_BACKPROP_MODEL"),
+        description="Model writing lessons from failed branches (default: llm.model)",
+    )
 
 
 class TotModels(_Section):
     """Models for the Tree-of-Thoughts agents; unset agents use the default model."""
 
-    coordinator: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_COORDINATOR_MODEL"))
-    planner: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_PLANNER_MODEL"))
-    researcher: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_RESEARCHER_MODEL"))
-    analyzer: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_ANALYZER_MODEL"))
-    critic: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_CRITIC_MODEL"))
-    synthesizer: str | None = Field(None, json_schema_extra=_env("ARBOR_TOT_SYNTHESIZER_MODEL"))
+    coordinator: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_TOT_COORDINATOR_MODEL"),
+        description="Model of the ToT coordinator (default: llm.model)",
+    )
+    planner: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_TOT_PLANNER_MODEL"),
+        description="Model of the ToT planner (default: llm.model)",
+    )
+    researcher: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_TOT_RESEARCHER_MODEL"),
+        description="Model of the ToT researcher (default: llm.model)",
+    )
+    analyzer: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_TOT_ANALYZER_MODEL"),
+        description="Model of the ToT analyzer (default: llm.model)",
+    )
+    critic: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_TOT_CRITIC_MODEL"),
+        description="Model of the ToT critic (default: llm.model)",
+    )
+    synthesizer: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_TOT_SYNTHESIZER_MODEL"),
+        description="Model of the ToT synthesizer (default: llm.model)",
+    )
 
 
 class PlanModels(_Section):
     """Models for plan/execute/replan; unset roles use the default model."""
 
-    planner: str | None = Field(None, json_schema_extra=_env("ARBOR_PLAN_PLANNER_MODEL"))
-    executor: str | None = Field(None, json_schema_extra=_env("ARBOR_PLAN_EXECUTOR_MODEL"))
-    replanner: str | None = Field(None, json_schema_extra=_env("ARBOR_PLAN_REPLANNER_MODEL"))
+    planner: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_PLAN_PLANNER_MODEL"),
+        description="Model of the planner (default: llm.model)",
+    )
+    executor: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_PLAN_EXECUTOR_MODEL"),
+        description="Model of the executor (default: llm.model)",
+    )
+    replanner: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_PLAN_REPLANNER_MODEL"),
+        description="Model of the replanner (default: llm.model)",
+    )
 
 
 class LlmSettings(_Section):
@@ -76,7 +128,7 @@ class LlmSettings(_Section):
     )
     openai_base_url: str | None = Field(None, description="OpenAI-compatible server URL")
     num_ctx: int = Field(16384, ge=512, description="Context window asked of Ollama (its default is 2k)")
-    temperature: float = Field(0.2, ge=0.0, le=2.0)
+    temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature of every model call")
     request_timeout_s: float = Field(300.0, gt=0, description="Timeout of one model call, seconds")
     reasoning: bool | None = Field(
         None, description="Ask reasoning models to think (true/false); unset keeps the model's default"
@@ -88,8 +140,16 @@ class LlmSettings(_Section):
     rate_limit_per_minute: dict[str, float] = Field(
         default_factory=dict, description="Optional calls per minute per provider"
     )
-    orchestrator: str | None = Field(None, json_schema_extra=_env("ARBOR_ORCHESTRATOR_MODEL"))
-    retrieval: str | None = Field(None, json_schema_extra=_env("ARBOR_RETRIEVAL_MODEL"))
+    orchestrator: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_ORCHESTRATOR_MODEL"),
+        description="Model that picks architectures, workflows and optional stages (default: llm.model)",
+    )
+    retrieval: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_RETRIEVAL_MODEL"),
+        description="Model writing retrieval queries when workflows.retrieval_queries = model",
+    )
     lats: LatsModels = Field(default_factory=LatsModels)
     tot: TotModels = Field(default_factory=TotModels)
     plan: PlanModels = Field(default_factory=PlanModels)
@@ -125,38 +185,40 @@ class AgentSettings(_Section):
 class LatsSettings(_Section):
     """Language Agent Tree Search limits (seed 000 defaults)."""
 
-    max_depth: int = Field(5, ge=1)
-    max_iterations: int = Field(10, ge=1)
-    exploration_constant: float = Field(1.414, ge=0)
-    expansion_width: int = Field(5, ge=1)
-    solution_threshold: float = Field(7.0, ge=0, le=10)
-    beam_width: int = Field(3, ge=1)
-    time_limit_s: float = Field(600.0, gt=0)
+    max_depth: int = Field(5, ge=1, description="Depth of the search tree at most")
+    max_iterations: int = Field(10, ge=1, description="Select–expand–evaluate–backpropagate rounds at most")
+    exploration_constant: float = Field(1.414, ge=0, description="UCT exploration weight c")
+    expansion_width: int = Field(5, ge=1, description="Candidates expanded per iteration, concurrently")
+    solution_threshold: float = Field(
+        7.0, ge=0, le=10, description="Score (0–10) at which an answer counts as a solution"
+    )
+    beam_width: int = Field(3, ge=1, description="Leaves the selection model chooses among")
+    time_limit_s: float = Field(600.0, gt=0, description="Wall-clock limit of one run, seconds")
     max_tokens: int = Field(400_000, ge=1, description="Model tokens (in + out) one LATS run may spend")
     test_command: str | None = Field(
         None,
         description="Shell command run in a scratch worktree holding a branch's edits (e.g. 'pytest -q'); "
         "its exit status joins the evaluator's score",
     )
-    test_timeout_s: float = Field(120.0, gt=0)
+    test_timeout_s: float = Field(120.0, gt=0, description="Timeout of the test command, seconds")
 
 
 class TotSettings(_Section):
     """Tree of Thoughts (seed 004): how wide and deep the coordinator explores, and what it synthesises."""
 
-    max_depth: int = Field(3, ge=1)
+    max_depth: int = Field(3, ge=1, description="Depth of the thought tree at most")
     max_thoughts: int = Field(3, ge=1, description="Thoughts the planner may propose per active node")
-    max_nodes: int = Field(40, ge=2)
+    max_nodes: int = Field(40, ge=2, description="Thoughts in one run at most")
     score_threshold: float = Field(7.0, ge=0, le=10, description="Nodes at or over it join the synthesis")
     top_n: int = Field(3, ge=1, description="Nodes synthesised when none reaches the threshold")
-    time_limit_s: float = Field(600.0, gt=0)
+    time_limit_s: float = Field(600.0, gt=0, description="Wall-clock limit of one run, seconds")
 
 
 class PlanSettings(_Section):
     """Plan / execute / replan (seed 002)."""
 
     max_tasks: int = Field(8, ge=1, description="Tasks a plan may hold")
-    max_replans: int = Field(3, ge=0)
+    max_replans: int = Field(3, ge=0, description="Times the replanner may change the plan")
     executor_max_steps: int = Field(12, ge=1, description="Model calls the executor may make per task")
 
 
@@ -164,7 +226,7 @@ class ToolSettings(_Section):
     """Limits of the agent's tools."""
 
     read_max_lines: int = Field(400, ge=1, description="Lines read_file returns at most per call")
-    grep_max_matches: int = Field(200, ge=1)
+    grep_max_matches: int = Field(200, ge=1, description="Matches one grep call returns at most")
 
 
 class WorkspaceSettings(_Section):
@@ -267,7 +329,7 @@ class WorkflowSettings(_Section):
         None,
         description="Test command of test stages (default: detected — pytest, npm test, go test, cargo test)",
     )
-    test_timeout_s: float = Field(300.0, gt=0)
+    test_timeout_s: float = Field(300.0, gt=0, description="Timeout of a test stage's command, seconds")
     max_enrichments: int = Field(
         2, ge=0, description="Adaptive-retrieval retries a failed stage gets before its failure route"
     )
@@ -308,14 +370,18 @@ class MemorySettings(_Section):
 class ReviewSettings(_Section):
     """What happens when the user applies reviewed hunks."""
 
-    commit: Literal["commit", "stage", "none"] = "commit"
+    commit: Literal["commit", "stage", "none"] = Field(
+        "commit", description="What Apply does in git: commit the accepted paths, only stage them, or nothing"
+    )
 
 
 class Settings(_Section):
     """All of Arbor's settings."""
 
     data_dir: Path | None = Field(None, description="Where sessions, index and memory live (SQLite)")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Log level of the backend on stderr"
+    )
     llm: LlmSettings = Field(default_factory=LlmSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     lats: LatsSettings = Field(default_factory=LatsSettings)
