@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,8 @@ from ide.protocol.review import (
     FileChangeView,
     HunkView,
 )
+
+log = logging.getLogger(__name__)
 
 COMMIT_MODES = ("commit", "stage", "none")
 
@@ -295,12 +299,7 @@ class Review:
                 files=checkpoints,
             )
             paths = sorted(rel for plan in writing for rel in plan.writes)
-            for plan in writing:
-                for rel, (data, mode) in plan.writes.items():
-                    if data is None:
-                        remove_file(root / rel, root)
-                    else:
-                        atomic_write(root / rel, data, mode or 0o644)
+            self._write_all(root, writing, batch_id)
             commit = None
             if repo is not None and self.commit_mode == "commit":
                 commit = commit_paths(repo, paths, full_message)
@@ -313,6 +312,39 @@ class Review:
         for plan in plans:
             self._settle(plan)
         return ApplyResult(batch=batch, conflicts=conflicts, changeset=self.view())
+
+    def _write_all(self, root: Path, writing: list[_Plan], batch_id: str) -> None:
+        """Write every planned file; if one write fails (a full disk, a read-only file), put back the
+        files already written, mark the batch rolled back, and say so. No file is ever left torn:
+        each write is atomic."""
+        done: list[tuple[str, bytes | None, int]] = []
+        try:
+            for plan in writing:
+                for rel, (data, mode) in plan.writes.items():
+                    target = root / rel
+                    before = target.read_bytes() if target.is_file() else None
+                    previous_mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+                    if data is None:
+                        remove_file(target, root)
+                    else:
+                        atomic_write(target, data, mode or 0o644)
+                    done.append((rel, before, previous_mode))
+        except OSError as exc:
+            failed = getattr(exc, "filename", None) or "a file"
+            for rel, before, previous_mode in reversed(done):
+                try:
+                    if before is None:
+                        remove_file(root / rel, root)
+                    else:
+                        atomic_write(root / rel, before, previous_mode)
+                except OSError:
+                    log.exception("could not restore %s after a failed apply", rel)
+            self.store.finish(batch_id, state="rolled_back")
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise ChangeError(
+                f"Apply stopped: writing {failed} failed ({reason}); the {len(done)} file(s) already written "
+                "were put back, nothing else changed. Free some space (or fix the permission), then Apply."
+            ) from None
 
     def _plan(self, change: FileChange) -> _Plan | None:
         """What applying ``change``'s decisions writes, or None when it has no decided hunk."""
