@@ -28,7 +28,7 @@ from acp.schema import (
     ToolCallStart,
 )
 
-from ide import __version__
+from ide import __version__, self_command
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
 from ide.protocol.review import (
     APPLY,
@@ -45,7 +45,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CANCELLED = 130
 
-BACKEND_COMMAND = [sys.executable, "-m", "ide", "acp"]
+BACKEND_COMMAND = self_command("acp")
 
 
 class ReadOnlyClient:

@@ -17,7 +17,6 @@ import logging
 import os
 import shlex
 import signal
-import sys
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from enum import StrEnum
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal, SignalInstance
 
+from ide import self_command
 from ide.app.background import run_blocking, spawn
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
 from ide.protocol.index import (
@@ -107,7 +107,7 @@ def default_backend_command() -> list[str]:
     override = os.environ.get(BACKEND_COMMAND_ENV, "").strip()
     if override:
         return shlex.split(override)
-    return [sys.executable, "-m", "ide", "acp"]
+    return self_command("acp")
 
 
 def client_version() -> str:

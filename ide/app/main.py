@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -38,6 +39,29 @@ def _version() -> str:
     return client_version()
 
 
+SMOKE_ENV = "ARBOR_SMOKE_TEST"
+"""Set: the window quits with 0 once its backend session is ready, 3 after 60 s without (packaging)."""
+
+
+def _smoke_test(window: MainWindow, app: QApplication) -> dict[str, int]:
+    outcome = {"code": 3}
+
+    def ready(*_args: object) -> None:
+        meta = window.bridge.agent_meta
+        sys.stdout.write(f"arbor smoke test: session ready (backend {meta.version if meta else '?'})\n")
+        sys.stdout.flush()
+        outcome["code"] = 0
+        QTimer.singleShot(0, app.quit)
+
+    def too_slow() -> None:
+        sys.stderr.write("arbor smoke test: no session within 60 s\n")
+        app.quit()
+
+    window.bridge.sessionReady.connect(ready)
+    QTimer.singleShot(60_000, too_slow)
+    return outcome
+
+
 def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
     """Open the window on ``workspace`` and run until it closes; returns the process exit code.
 
@@ -57,6 +81,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
 
     window = MainWindow(workspace)
     window.show()
+    smoke = _smoke_test(window, app) if os.environ.get(SMOKE_ENV) else None
     # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is
     # alive for good: freeze it, so the collector never walks it again during a live run.
     window.bridge.sessionReady.connect(lambda *_: settle_heap())
@@ -69,4 +94,4 @@ def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
         loop.run_until_complete(quit_requested.wait())
         # The window is gone but the backend may still be finishing: give it its graceful stop.
         loop.run_until_complete(window.bridge.aclose())
-    return 0
+    return smoke["code"] if smoke is not None else 0

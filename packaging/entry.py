@@ -1,0 +1,9 @@
+"""Entry point of the packaged app: the ``arbor`` command (window, backend and CLI in one binary)."""
+
+import multiprocessing
+
+from ide.cli import main
+
+if __name__ == "__main__":
+    multiprocessing.freeze_support()  # the index's worker processes start this binary again
+    raise SystemExit(main())
