@@ -766,6 +766,13 @@ class BackendBridge(QObject):
                 self._set_state(BackendState.STOPPED)
             return
         self._stopping = True
+        # Close the connection first: its sender finishes what it queued and stops, so closing stdin
+        # under it cannot fail a write ("Send loop failed … Connection lost" on quit). Bounded: a hung
+        # backend with a full pipe must not hold the stop.
+        conn = self._connections.get(self._generation)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 1.0)
         # EOF on stdin is the polite way to end an ACP agent; signals follow if it lingers.
         if process.stdin is not None:
             with contextlib.suppress(Exception):

@@ -8,7 +8,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import qasync
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
@@ -21,6 +23,8 @@ from ide.logs import setup_logging
 
 APP_NAME = "arbor"
 ORGANIZATION = "arbor"
+
+log = logging.getLogger(__name__)
 
 
 def configure_application(app: QApplication) -> None:
@@ -62,6 +66,15 @@ def _smoke_test(window: MainWindow, app: QApplication) -> dict[str, int]:
     return outcome
 
 
+def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> None:
+    """Run ``step`` on ``loop`` and return when it ends, with no event processed after it."""
+    task = loop.create_task(step)
+    task.add_done_callback(lambda _: loop.stop())
+    loop.run_forever()
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        log.warning("stopping the backend failed: %s", task.exception())
+
+
 def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
     """Open the window on ``workspace`` and run until it closes; returns the process exit code.
 
@@ -73,8 +86,6 @@ def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
     configure_application(app)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    quit_requested = asyncio.Event()
-    app.aboutToQuit.connect(quit_requested.set)
     # Ctrl+C in the terminal closes the window like the Quit action (the loop wakes for signals).
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, app.closeAllWindows)
@@ -91,7 +102,10 @@ def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
     # Started from inside the loop: the first tasks need it running, and the first paint comes sooner.
     QTimer.singleShot(0, window.start)
     with loop:
-        loop.run_until_complete(quit_requested.wait())
+        # Until the application quits (last window closed, Quit, Ctrl+C, the smoke test). Not
+        # run_until_complete: qasync 0.28 processes leftover events after it has unset the running
+        # loop, and an ACP task resumed there fails ("Queue … is bound to a different event loop").
+        loop.run_forever()
         # The window is gone but the backend may still be finishing: give it its graceful stop.
-        loop.run_until_complete(window.bridge.aclose())
+        _run_to_end(loop, window.bridge.aclose())
     return smoke["code"] if smoke is not None else 0
