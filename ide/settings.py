@@ -197,8 +197,9 @@ class LatsSettings(_Section):
     max_tokens: int = Field(400_000, ge=1, description="Model tokens (in + out) one LATS run may spend")
     test_command: str | None = Field(
         None,
-        description="Shell command run in a scratch worktree holding a branch's edits (e.g. 'pytest -q'); "
-        "its exit status joins the evaluator's score",
+        description="Test command (e.g. 'pytest -q'; split like a shell line, run without a shell) run in "
+        "a scratch worktree holding a branch's edits once the user allows it for the run; its exit "
+        "status joins the evaluator's score",
     )
     test_timeout_s: float = Field(120.0, gt=0, description="Timeout of the test command, seconds")
 

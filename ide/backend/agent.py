@@ -297,7 +297,8 @@ class ArborAgent(Agent):
         await asyncio.to_thread(store.save_workflow, session.id, session.cwd, active.model_dump(mode="json"))
 
     async def _ask_test_permission(self, session: Session, title: str, command: str) -> bool:
-        """Ask the client before a workflow runs the tests (allow once, allow always, or no)."""
+        """Ask the client before the tests run (a workflow's test stage, LATS evaluating an answer):
+        allow once, allow always, or no."""
         if session.tests_allowed:
             return True
         try:

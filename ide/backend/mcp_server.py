@@ -63,6 +63,12 @@ ANALYSES: dict[str, tuple[str, str]] = {
 """Analysis tool → (instruction given to the agent, tool description)."""
 
 
+async def _no_commands(title: str, command: str) -> bool:
+    """MCP gives this server no way to ask the user, so it runs no commands (a configured
+    ``lats.test_command`` is skipped and the run's notes say so)."""
+    return False
+
+
 class ArborMcp:
     """The state behind the MCP tools: one workspace, its index, language servers and memory."""
 
@@ -187,6 +193,7 @@ class ArborMcp:
             index=self.index_service.index if self.index_service is not None else None,
             lsp=self.lsp,
             memory=self.memory,
+            ask_permission=_no_commands,
         )
         try:
             if mode == "react":

@@ -37,7 +37,7 @@ from ide.changes import BatchStore, ChangeSet, Review
 from ide.llm import ContextTier, ModelError, ModelRouter
 from ide.protocol import TurnMeta
 from ide.protocol.tree import TreeEvent
-from ide.search.base import RunContext
+from ide.search.base import AskPermission, RunContext
 from ide.search.events import cap_text
 from ide.search.react import ReactTree, build_react_graph, turn_ran_out_of_steps
 from ide.search.tree import TreeRecorder
@@ -147,7 +147,7 @@ class Session:
     """Branch change sets of the last KEPT_RUNS tree searches, by run id, then change-set id."""
     workflow: str = "auto"
     """The workflow the workflow mode runs (auto: the orchestrator picks)."""
-    ask_permission: Callable[[str, str], Awaitable[bool]] | None = None
+    ask_permission: AskPermission | None = None
     """Asks the client whether a test command may run (set by the ACP agent)."""
     remember_workflow: Callable[[ActiveRun], Awaitable[None]] | None = None
     """Keeps the current workflow run in the session store (set by the ACP agent)."""
@@ -255,7 +255,6 @@ class Session:
 
         return WorkflowMode(
             chosen=chosen or self.workflow,
-            ask_permission=self.ask_permission,
             remember=remember,
             resume=resume,
         )
@@ -364,6 +363,7 @@ class Session:
             lsp=self.lsp,
             memory=self.memory,
             extra_tools=self.extra_tools,
+            ask_permission=self.ask_permission,
             observation_cap=await self._observation_cap(),
         )
         self.runs[recorder.run_id] = ctx.branches

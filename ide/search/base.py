@@ -122,6 +122,10 @@ class ToolCache:
         return outcome
 
 
+AskPermission = Callable[[str, str], Awaitable[bool]]
+"""``(title, command) -> allowed``: asks the user (ACP ``session/request_permission``) first."""
+
+
 @dataclass
 class RunContext:
     """Everything one run of one architecture may use. Made by the session for each prompt turn."""
@@ -149,17 +153,38 @@ class RunContext:
     """The workspace's memory for the memory tools, when it is on."""
     extra_tools: tuple[Any, ...] = ()
     """Tools of the session's MCP servers (ToolSpecs), offered with the editing tools."""
+    ask_permission: AskPermission | None = None
+    """Asks the user before a command (the tests) runs; None: whoever made the run already decided."""
     cache: ToolCache = field(default_factory=ToolCache)
     branches: dict[str, ChangeSet] = field(default_factory=dict)
     """Every branch change set made in this run, by id (the window asks for a node's branch diff)."""
     started: float = field(default_factory=time.monotonic)
     usage_before: dict[str, RoleUsage] = field(default_factory=dict)
     _toolboxes: dict[tuple[str, bool], Toolbox] = field(default_factory=dict, repr=False)
+    _refused: set[str] = field(default_factory=set, repr=False)
+    _allowed: set[str] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         if not self.usage_before:
             self.usage_before = self.router.usage_snapshot()
         self.branches.setdefault(self.changeset.id, self.changeset)
+
+    async def permit(self, title: str, command: str, *, for_the_run: bool = False) -> bool:
+        """Whether ``command`` may run now, asked through :attr:`ask_permission`.
+
+        A refusal holds for the rest of the run (the user is not asked again); an allowance does too
+        when ``for_the_run`` (a search that runs the tests at every answer asks once).
+        """
+        if command in self._refused:
+            return False
+        if command in self._allowed or self.ask_permission is None:
+            return True
+        allowed = await self.ask_permission(title, command)
+        if not allowed:
+            self._refused.add(command)
+        elif for_the_run:
+            self._allowed.add(command)
+        return allowed
 
     # -- change sets and tools ----------------------------------------------------------------------
 

@@ -500,10 +500,14 @@ class _LatsRun:
         score = verdict.score
         notes = [verdict.reflection.strip()] if verdict.reflection.strip() else []
         passed: bool | None = None
-        if limits.test_command and node.kind == "answer" and changed:
-            passed, summary = await self._run_tests(branch, limits.test_command)
-            score = (score + (10.0 if passed else 0.0)) / 2
-            notes.append(f"Tests {'passed' if passed else 'failed'} ({summary}).")
+        command = limits.test_command
+        if command and node.kind == "answer" and changed:
+            if await ctx.permit(f"Run the tests while searching: {command}", command, for_the_run=True):
+                passed, summary = await self._run_tests(branch, command)
+                score = (score + (10.0 if passed else 0.0)) / 2
+                notes.append(f"Tests {'passed' if passed else 'failed'} ({summary}).")
+            else:
+                notes.append(f"Tests not run: running {command} was not allowed.")
         syntax = self._syntax_error(branch, changed)
         if syntax is not None:
             score = min(score, SYNTAX_CAP)

@@ -19,7 +19,7 @@ from ide.search.base import RunContext, RunOutcome
 from ide.workflows.loader import Catalog, load_catalog
 from ide.workflows.orchestrator import select_workflow
 from ide.workflows.plan import ExecutionPlan, assemble_plan
-from ide.workflows.runner import AskPermission, WorkflowRun
+from ide.workflows.runner import WorkflowRun
 
 AUTO = "auto"
 
@@ -51,13 +51,11 @@ class WorkflowMode:
         self,
         *,
         chosen: str | None = None,
-        ask_permission: AskPermission | None = None,
         remember: Remember | None = None,
         resume: ActiveRun | None = None,
         catalog: Catalog | None = None,
     ) -> None:
         self.chosen = None if chosen in (None, AUTO) else chosen
-        self.ask_permission = ask_permission
         self.remember = remember
         self.resume_run = resume
         self.catalog = catalog
@@ -94,7 +92,7 @@ class WorkflowMode:
         for stage, decision in plan.decisions.items():
             verb = "including" if decision.include else "skipping"
             await ctx.think(f"Optional stage {plan.name_of(stage)}: {verb} — {decision.reason}")
-        run = WorkflowRun(ctx, catalog, selection.workflow, plan, ask_permission=self.ask_permission)
+        run = WorkflowRun(ctx, catalog, selection.workflow, plan)
         active = ActiveRun(
             run_id=run.run_id, workflow=plan.workflow, task=ctx.task, plan=plan.model_dump(mode="json")
         )
@@ -111,7 +109,6 @@ class WorkflowMode:
             catalog.workflows[active.workflow],
             plan,
             run_id=active.run_id,
-            ask_permission=self.ask_permission,
         )
         return await self._watch(run, active, run.resume())
 

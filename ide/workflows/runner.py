@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ from ide.workflows.schema import ABORT, DONE, Workflow
 
 log = logging.getLogger(__name__)
 
-AskPermission = Callable[[str, str], Awaitable[bool]]
 """(title, command) → whether the user allows the test command to run."""
 
 DETAILS_CAP = 4000
@@ -54,19 +52,16 @@ class WorkflowRun:
         plan: ExecutionPlan,
         *,
         run_id: str | None = None,
-        ask_permission: AskPermission | None = None,
     ) -> None:
         self.ctx = ctx
         self.catalog = catalog
         self.workflow = workflow
         self.plan = plan
         self.run_id = run_id or uuid.uuid4().hex
-        self.ask_permission = ask_permission
         self.settings = ctx.settings.workflows
         self.root = Path(ctx.changeset.root)
         self.status: dict[str, str] = dict.fromkeys(plan.order, "pending")
         self.attempt_of: dict[str, int] = {}
-        self.tests_refused = False
         self.stage_nodes: dict[str, str] = {}
         self.last_node: str | None = None
         self._memory: Any = None
@@ -308,14 +303,7 @@ class WorkflowRun:
             why = "no test command: set [workflows] test_command in .arbor/config.toml"
             self.ctx.recorder.update(node, status="failed", reflection=why)
             return False, why, ""
-        if self.tests_refused:
-            allowed = False
-        elif self.ask_permission is None:
-            allowed = True
-        else:
-            allowed = await self.ask_permission(f"Run the tests: {command}", command)
-            self.tests_refused = not allowed
-        if not allowed:
+        if not await self.ctx.permit(f"Run the tests: {command}", command):
             why = f"the test command was not allowed ({command})"
             self.ctx.recorder.update(node, status="failed", reflection=why)
             return False, why, ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -99,3 +100,37 @@ async def test_every_tool_over_stdio_with_the_documented_configuration(
     assert (
         git_workspace / "pkg" / "greet.py"
     ).read_text() == 'def greet(name):\n    return f"Hello, {name}!"\n'
+
+
+async def test_investigate_runs_no_test_command_since_mcp_cannot_ask_first(
+    git_workspace: Path, tmp_path: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    marker = tmp_path / "tests-ran"
+    code = f"open({str(marker)!r}, 'w').write('ran')"
+    edit = {"name": "edit_file", "args": {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hi"}}
+    script = write_script(
+        [
+            {"role": "lats.expansion", "content": "I change the greeting.", "tool_calls": [edit]},
+            {"role": "lats.evaluation", "content": '{"score": 6, "reflection": "ok", "is_solution": false}'},
+            {"role": "lats.expansion", "content": "greet now says Hi."},
+            {"role": "lats.evaluation", "content": '{"score": 9, "reflection": "done", "is_solution": true}'},
+        ]
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ide", "mcp", "--workspace", str(git_workspace)],
+        env={
+            **os.environ,
+            "ARBOR_MODEL": f"scripted:{script}",
+            "ARBOR_LATS_MAX_ITERATIONS": "2",
+            "ARBOR_LATS_EXPANSION_WIDTH": "1",
+            "ARBOR_LATS_TEST_COMMAND": f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}",
+        },
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("investigate", {"task": "Make greet say Hi"})
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    assert not result.isError and "greet now says Hi." in text and "pkg/greet.py" in text
+    assert not marker.exists()  # the branch had edits, but nobody could be asked to allow the command
+    assert "Hello" in (git_workspace / "pkg" / "greet.py").read_text()

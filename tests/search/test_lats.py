@@ -388,6 +388,55 @@ async def test_test_command_joins_the_evaluators_score(make_run: Callable[..., R
     assert outcome.changeset is not None and 'f"Hi, {name}!"' in outcome.changeset.read_text("pkg/greet.py")
 
 
+@pytest.mark.parametrize("allow", [True, False], ids=["allowed", "refused"])
+async def test_the_test_command_runs_only_after_permission_asked_once_per_run(
+    make_run: Callable[..., Run], tmp_path: Path, allow: bool
+) -> None:
+    marker = tmp_path / "ran"
+    code = f"open({str(marker)!r}, 'a').write('x'); raise SystemExit(1)"
+    command = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+    run = make_run(
+        [
+            EDIT_HI,
+            EDIT_HEY,
+            evaluate(4),
+            evaluate(5),
+            answer("It now says Hey."),
+            READ,
+            evaluate(6),
+            evaluate(2),
+            lesson("Hey is not it."),
+            answer("It now says Hi."),
+            GREP,
+            evaluate(6),
+            evaluate(3),
+            lesson("Neither is Hi."),
+        ],
+        lats={"expansion_width": 2, "beam_width": 1, "max_iterations": 3, "test_command": command},
+    )
+    asked: list[tuple[str, str]] = []
+
+    async def ask(title: str, what: str) -> bool:
+        asked.append((title, what))
+        return allow
+
+    run.ctx.ask_permission = ask
+    await search(run)
+
+    answers = [n for n in run.ctx.recorder.tree.nodes.values() if n.kind == "answer"]
+    assert len(answers) == 2
+    # Asked once for the whole search, whatever the answer; never run when refused.
+    assert asked == [(f"Run the tests while searching: {command}", command)]
+    if allow:
+        assert marker.read_text() == "xx"
+        assert all("Tests failed (exit status 1)" in (n.reflection or "") for n in answers)
+        assert sorted(n.reward_raw for n in answers) == [3.0, 3.0]  # (6 + 0) / 2
+    else:
+        assert not marker.exists()
+        assert all("Tests not run: running" in (n.reflection or "") for n in answers)
+        assert sorted(n.reward_raw for n in answers) == [6.0, 6.0]  # the evaluator's score alone
+
+
 # -- malformed output -----------------------------------------------------------------------------
 
 

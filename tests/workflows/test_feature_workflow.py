@@ -22,7 +22,8 @@ async def test_add_a_version_flag_runs_through_feature_with_iterative_testing(
         asked.append(command)
         return True
 
-    outcome = await WorkflowMode(ask_permission=allow).run(run.ctx)
+    run.ctx.ask_permission = allow
+    outcome = await WorkflowMode().run(run.ctx)
 
     assert outcome.stop_reason == "end_turn"
     assert outcome.figures["outcome"] == "done"
