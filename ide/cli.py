@@ -13,6 +13,10 @@ from ide.settings import SettingsError, load_settings
 
 COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "workflows", "mcp")
 
+JEDI_COMMAND = "jedi-language-server"
+"""``arbor jedi-language-server [ARGS]`` runs the jedi-language-server Arbor depends on (internal: how
+the packaged app, which has no ``jedi-language-server`` script, starts its Python language server)."""
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -130,6 +134,11 @@ def _rollback(workspace: Path, batch_id: str | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == [JEDI_COMMAND]:
+        from jedi_language_server.cli import cli
+
+        sys.argv = [JEDI_COMMAND, *args_list[1:]]
+        return cli() or 0
     # `arbor PATH` is the window; only a known command name or an option switches to the parser's commands.
     if (
         not args_list

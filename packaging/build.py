@@ -4,8 +4,10 @@
 
 Smoke tests, all against the built binary with a throwaway config and data dir: ``arbor --version``
 equals the package metadata; ``arbor workflows list`` finds the shipped workflows; ``arbor acp`` answers
-``initialize`` over stdio; and the window (Qt offscreen) starts, spawns its own backend from the bundle
-and reaches a ready session (``ARBOR_SMOKE_TEST=1``). Prints one JSON object; exit 1 if a check fails.
+``initialize`` over stdio; ``arbor lsp … definition`` is answered by the bundled jedi-language-server
+with nothing on PATH but /usr/bin and /bin; and the window (Qt offscreen) starts, spawns its own
+backend from the bundle and reaches a ready session (``ARBOR_SMOKE_TEST=1``). Prints one JSON
+object; exit 1 if a check fails.
 """
 
 from __future__ import annotations
@@ -50,6 +52,16 @@ def smoke(env: dict[str, str], workspace: Path) -> dict[str, object]:
     checks["acp_initialize"] = '"protocolVersion":1' in first.replace(" ", "") or (
         first or done.stderr[-500:]
     )
+    # The Python language server comes from the bundle: nothing on PATH but the system's basics.
+    done = run(
+        [str(BINARY), "lsp", str(workspace), "definition", "hello.py:5:7", "--json"],
+        {**env, "PATH": "/usr/bin:/bin"},
+    )
+    found = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
+    checks["lsp_definition"] = (
+        any(str(f.get("path", "")).endswith("hello.py") and f.get("line") == 1 for f in found)
+        or (done.stdout + done.stderr)[-800:]
+    )
     started = time.monotonic()
     done = run(
         [str(BINARY), str(workspace)], {**env, "QT_QPA_PLATFORM": "offscreen", "ARBOR_SMOKE_TEST": "1"}
@@ -82,7 +94,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="arbor-smoke-") as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
-        (workspace / "hello.py").write_text("def hello():\n    return 'hi'\n")
+        (workspace / "hello.py").write_text("def hello():\n    return 'hi'\n\n\nprint(hello())\n")
         subprocess.run(["git", "init", "-q"], cwd=workspace, check=False)
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("ARBOR_")},

@@ -80,6 +80,25 @@ async def test_definitions_references_hover_and_signature_across_packages(shop: 
         await pool.close()
 
 
+async def test_without_the_script_arbor_runs_jedi_itself(shop: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The packaged app has no jedi-language-server script: ``arbor jedi-language-server`` answers."""
+    from ide.codeintel.lsp import registry
+
+    monkeypatch.setattr(registry, "_find", lambda program: None)
+    spec = registry.server_for("python", LspSettings())
+    assert spec.command == (sys.executable, "-m", "ide", "jedi-language-server")
+    assert spec.initialization_options == registry.JEDI_OPTIONS
+    with pytest.raises(LspUnavailable, match="clangd is not installed"):
+        registry.server_for("c", LspSettings())
+    pool = LspPool(LspSettings())
+    try:
+        assert await pool.definition(shop, shop / "app.py", 3, 9) == [
+            Location(shop / "shop" / "models.py", 4, 7)
+        ]
+    finally:
+        await pool.close()
+
+
 async def test_edits_that_exist_only_in_the_change_set_are_seen(shop: Path) -> None:
     added = "\n\ndef titlecase(text: str) -> str:\n    return text.title()\n\n\ntitlecase('x')\n"
     proposed = {shop / "app.py": APP + added}

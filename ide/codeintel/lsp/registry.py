@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -77,9 +78,15 @@ def server_for(language: str | None, settings: LspSettings) -> ServerSpec:
             raise LspUnavailable(f"{command[0]!r}, the command of lsp.servers.{name}, is not found")
     else:
         program = _find(known.program)
-        if program is None:
+        if program is not None:
+            command = (program, *known.args)
+        elif name == "jedi" and importlib.util.find_spec("jedi_language_server") is not None:
+            # No script (the packaged app, or an install without its scripts): Arbor runs it itself.
+            from ide import self_command
+
+            command = tuple(self_command("jedi-language-server"))
+        else:
             raise LspUnavailable(f"{known.program} is not installed; install it with: {known.install}")
-        command = (program, *known.args)
     options = {**known.options, **(override.initialization_options if override is not None else {})}
     return ServerSpec(name, command, options)
 
