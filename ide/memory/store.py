@@ -15,17 +15,19 @@ index over title and content (BM25), plus an embedding per entry when ``memory.e
 
 from __future__ import annotations
 
+import contextlib
 import json
-import math
 import re
 import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from ide.llm.embeddings import cosine
 
 NAMESPACES = ("investigations", "insights", "patterns", "errors")
 Namespace = Literal["investigations", "insights", "patterns", "errors"]
@@ -126,12 +128,18 @@ class MemoryStore:
         self.embedder = embedder
         self._lock = threading.Lock()
         with self._db() as db:
+            db.execute("PRAGMA journal_mode=WAL")  # kept by the file: later connections get it too
             db.executescript(SCHEMA)
 
-    def _db(self) -> sqlite3.Connection:
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """A connection of its own for one call: committed (rolled back on an error), then closed."""
         db = sqlite3.connect(self.path, timeout=10)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
 
     # -- writing ------------------------------------------------------------------------------------
 
@@ -281,7 +289,7 @@ class MemoryStore:
         top = max(i.relevance for i in items) or 1.0
         for item in items:
             raw = stored.get(item.id)
-            similarity = _cosine(vectors[0], json.loads(raw)) if raw else 0.0
+            similarity = cosine(vectors[0], json.loads(raw)) if raw else 0.0
             item.relevance = 0.5 * item.relevance / top + 0.5 * similarity
         return sorted(items, key=lambda i: -i.relevance)
 
@@ -295,9 +303,3 @@ def _item(row: Iterable[Any]) -> MemoryItem:
     return MemoryItem(
         int(mid), namespace, title, content, kind, json.loads(data or "{}"), score, session_id, created
     )
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
