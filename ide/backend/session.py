@@ -169,18 +169,20 @@ class Session:
             store=self.batches,
             commit_mode=self.settings.review.commit,
         )
-        self.toolbox = agent_toolbox(
+        self.toolbox = self._toolbox()
+        self._graph: Any = None
+
+    def _toolbox(self) -> Toolbox:
+        """The agent's tools over the session's current change set."""
+        return agent_toolbox(
             Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory, self.extra_tools
         )
-        self._graph: Any = None
 
     def restore_review(self, snapshot: dict[str, Any]) -> None:
         """Bring back the pending change set and decisions saved before the backend restarted."""
         self.review = Review.restore(snapshot, store=self.batches)
         self.changeset = self.review.changeset
-        self.toolbox = agent_toolbox(
-            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory, self.extra_tools
-        )
+        self.toolbox = self._toolbox()
         self._graph = None
 
     def review_snapshot(self) -> dict[str, Any] | None:

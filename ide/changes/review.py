@@ -277,9 +277,10 @@ class Review:
             text = message or self.title or "Apply reviewed changes"
             full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
             checkpoints = []
+            before: dict[str, tuple[bytes | None, int | None]] = {}
             for plan in writing:
                 for rel, (data, mode) in plan.writes.items():
-                    pre, pre_mode = read_disk(root / rel)
+                    pre, pre_mode = before[rel] = read_disk(root / rel)
                     base = plan.bases.get(rel)
                     # Only pre-images must be durable before writing; what we write is stored after.
                     pre_id = blobs.put(pre) if pre is not None else None
@@ -299,7 +300,7 @@ class Review:
                 files=checkpoints,
             )
             paths = sorted(rel for plan in writing for rel in plan.writes)
-            self._write_all(root, writing, batch_id)
+            self._write_all(root, writing, batch_id, before)
             commit = None
             if repo is not None and self.commit_mode == "commit":
                 commit = commit_paths(repo, paths, full_message)
@@ -313,30 +314,34 @@ class Review:
             self._settle(plan)
         return ApplyResult(batch=batch, conflicts=conflicts, changeset=self.view())
 
-    def _write_all(self, root: Path, writing: list[_Plan], batch_id: str) -> None:
+    def _write_all(
+        self,
+        root: Path,
+        writing: list[_Plan],
+        batch_id: str,
+        before: dict[str, tuple[bytes | None, int | None]],
+    ) -> None:
         """Write every planned file; if one write fails (a full disk, a read-only file), put back the
-        files already written, mark the batch rolled back, and say so. No file is ever left torn:
-        each write is atomic."""
-        done: list[tuple[str, bytes | None, int]] = []
+        files already written from ``before`` (their bytes and modes as the checkpoint read them), mark
+        the batch rolled back, and say so. No file is ever left torn: each write is atomic."""
+        done: list[str] = []
         try:
             for plan in writing:
                 for rel, (data, mode) in plan.writes.items():
-                    target = root / rel
-                    before = target.read_bytes() if target.is_file() else None
-                    previous_mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
                     if data is None:
-                        remove_file(target, root)
-                    else:
-                        atomic_write(target, data, mode or 0o644)
-                    done.append((rel, before, previous_mode))
-        except OSError as exc:
-            failed = getattr(exc, "filename", None) or "a file"
-            for rel, before, previous_mode in reversed(done):
-                try:
-                    if before is None:
                         remove_file(root / rel, root)
                     else:
-                        atomic_write(root / rel, before, previous_mode)
+                        atomic_write(root / rel, data, mode or 0o644)
+                    done.append(rel)
+        except OSError as exc:
+            failed = getattr(exc, "filename", None) or "a file"
+            for rel in reversed(done):
+                previous, previous_mode = before[rel]
+                try:
+                    if previous is None:
+                        remove_file(root / rel, root)
+                    else:
+                        atomic_write(root / rel, previous, previous_mode or 0o644)
                 except OSError:
                     log.exception("could not restore %s after a failed apply", rel)
             self.store.finish(batch_id, state="rolled_back")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ide.llm.embeddings import ollama_embeddings
 from ide.memory.store import NAMESPACES, MemoryItem, MemoryStore, task_type
 from ide.settings import Settings
 
@@ -14,15 +15,8 @@ def open_memory(root: Path, settings: Settings) -> MemoryStore | None:
     """The workspace's memory (None when ``memory.enabled`` is off), with embeddings when configured."""
     if not settings.memory.enabled:
         return None
-    embedder = None
     spec = settings.memory.embedding_model
-    if spec:
-        provider, _, model = spec.partition(":")
-        if provider != "ollama" or not model:
-            raise ValueError(f"memory.embedding_model {spec!r}: only ollama:MODEL is supported")
-        from langchain_ollama import OllamaEmbeddings
-
-        embedder = OllamaEmbeddings(model=model, base_url=settings.llm.ollama_host)
+    embedder = ollama_embeddings(spec, settings.llm.ollama_host, "memory.embedding_model") if spec else None
     return MemoryStore(settings.workspace_data_dir(root) / MEMORY_FILE, embedder=embedder)
 
 

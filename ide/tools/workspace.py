@@ -88,9 +88,11 @@ class Workspace:
 
     def _safe(self, path: Path) -> bool:
         """False for a symlink that leads outside the workspace or to a secret."""
-        if not path.is_symlink():
-            return True
-        target = Path(os.path.realpath(path))
+        return not path.is_symlink() or self._link_safe(path)
+
+    def _link_safe(self, link: Path) -> bool:
+        """Whether the symlink ``link`` stays inside the workspace and does not lead to a secret."""
+        target = Path(os.path.realpath(link))
         return self.contains(target) and not self.is_secret(target)
 
     def is_secret(self, path: Path) -> bool:
@@ -190,11 +192,9 @@ class Workspace:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-                if not is_dir and entry.is_symlink():
-                    # A link is listed only when it stays inside and does not lead to a secret.
-                    target = Path(os.path.realpath(entry.path))
-                    if not self.contains(target) or self.is_secret(target):
-                        continue
+                # A link is listed only when it stays inside and does not lead to a secret.
+                if not is_dir and entry.is_symlink() and not self._link_safe(Path(entry.path)):
+                    continue
             except OSError:
                 continue
             if self._scan_ignored(rel, is_dir, specs):

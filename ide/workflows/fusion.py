@@ -216,20 +216,12 @@ def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
 
 
 async def _embedding_scores(settings: Settings, query: str, texts: list[str]) -> list[float]:
-    from langchain_ollama import OllamaEmbeddings
+    from ide.llm.embeddings import cosine, ollama_embeddings
 
     spec = settings.workflows.embedding_model or ""
-    provider, _, model = spec.partition(":")
-    if provider != "ollama" or not model:
-        raise ValueError(f"embedding_model {spec!r}: only ollama:MODEL is supported")
-    embedder = OllamaEmbeddings(model=model, base_url=settings.llm.ollama_host)
+    embedder = ollama_embeddings(spec, settings.llm.ollama_host, "workflows.embedding_model")
     vectors = await embedder.aembed_documents([query, *texts])
-    head, rest = vectors[0], vectors[1:]
-    norm = math.sqrt(sum(x * x for x in head)) or 1.0
-    return [
-        sum(a * b for a, b in zip(head, v, strict=False)) / (norm * (math.sqrt(sum(x * x for x in v)) or 1.0))
-        for v in rest
-    ]
+    return [cosine(vectors[0], v) for v in vectors[1:]]
 
 
 _cross_encoders: dict[str, object] = {}

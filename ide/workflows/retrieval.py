@@ -219,7 +219,8 @@ def document_sections(text: str, path: str) -> list[tuple[str, int, int, str]]:
 class RunMemory:
     """What earlier workflow runs in this workspace learned: each stage's outcome, searchable (FTS5).
 
-    A small stand-in for the memory of a later issue, kept at ``<workspace data>/workflow-memory.sqlite``.
+    Kept at ``<workspace data>/workflow-memory.sqlite``, apart from the workspace memory (``ide.memory``),
+    which it predates; its rows are grounded as ``memory:ROWID``.
     """
 
     def __init__(self, root: Path, settings: Settings) -> None:

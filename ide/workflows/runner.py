@@ -31,8 +31,6 @@ from ide.workflows.schema import ABORT, DONE, Workflow
 
 log = logging.getLogger(__name__)
 
-"""(title, command) → whether the user allows the test command to run."""
-
 DETAILS_CAP = 4000
 """Characters of test output carried into the failure context."""
 
