@@ -220,6 +220,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     workspace = Path(getattr(args, "path", ".")).resolve()
     if not workspace.is_dir():
         return _fail(f"{workspace} is not a directory")
+    from ide.qtplatform import display_problem
+
+    # Qt aborts the process when its platform plugin cannot load; say why, with the fix, before it does.
+    problem = display_problem()
+    if problem is not None:
+        return _fail(problem.render())
     try:
         from ide.app.main import run_gui
     except ImportError as exc:

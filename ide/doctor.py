@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ide.llm import ROLES, HealthCheck, ModelError, ModelRouter, ModelSpec, probe_model
+from ide.qtplatform import display_problem
 from ide.settings import ResolvedSettings, to_toml_value
 
 LANGUAGE_SERVERS = [
@@ -44,9 +45,18 @@ def _version(argv: list[str]) -> str | None:
     return text[0] if done.returncode == 0 and text else None
 
 
+def window_check() -> HealthCheck:
+    """Can Qt open the window here: its libraries (a failure) and a display (not needed by headless use)."""
+    problem = display_problem()
+    if problem is None:
+        return HealthCheck("window (Qt platform)", True, "libraries and display present")
+    ok = False if problem.missing else None
+    return HealthCheck("window (Qt platform)", ok, problem.message, problem.fix)
+
+
 def tool_checks() -> list[HealthCheck]:
-    """git, ctags and language servers."""
-    checks = []
+    """The window's platform, git, ctags and language servers."""
+    checks = [window_check()]
     git = _version(["git", "--version"])
     checks.append(
         HealthCheck(
