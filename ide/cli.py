@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,19 @@ from pathlib import Path
 from ide import __version__
 from ide.settings import SettingsError, load_settings
 
-COMMANDS = ("gui", "acp", "run", "rollback", "doctor", "index", "symbols", "lsp", "workflows", "mcp")
+COMMANDS = (
+    "gui",
+    "acp",
+    "run",
+    "rollback",
+    "doctor",
+    "trust",
+    "index",
+    "symbols",
+    "lsp",
+    "workflows",
+    "mcp",
+)
 
 JEDI_COMMAND = "jedi-language-server"
 """``arbor jedi-language-server [ARGS]`` runs the jedi-language-server Arbor depends on (internal: how
@@ -61,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="print resolved settings with their sources, and check the setup")
     doctor.add_argument("--workspace", "-w", default=".", help="workspace whose .arbor/config.toml applies")
 
+    trust = sub.add_parser(
+        "trust",
+        help="trust a workspace: apply the commands, hosts and other settings its .arbor/config.toml "
+        "asks for",
+    )
+    trust.add_argument("path", nargs="?", default=".", help="workspace directory (default: .)")
+    trust.add_argument("--revoke", action="store_true", help="stop trusting it (hold those settings back)")
+
     index = sub.add_parser("index", help="index a directory's code (tree-sitter), only what changed")
     index.add_argument("path", nargs="?", default=".", help="directory (default: .)")
     index.add_argument("--stats", action="store_true", help="print figures as JSON")
@@ -103,6 +124,12 @@ def _parser() -> argparse.ArgumentParser:
     schema = wsub.add_parser("schema", help="print the JSON Schema of workflow files (for editors)")
     schema.add_argument("--agent", action="store_true", help="the schema of agent-profile files instead")
 
+    for command in (run, doctor, index, symbols, lsp, mcp):
+        command.add_argument(
+            "--trust",
+            action="store_true",
+            help="honour the workspace's held-back settings (commands, hosts…) for this run only",
+        )
     return parser
 
 
@@ -132,6 +159,40 @@ def _rollback(workspace: Path, batch_id: str | None) -> int:
     return 1 if result.refused else 0
 
 
+def _trust(workspace: Path, revoke: bool) -> int:
+    """``arbor trust``: show what the workspace's config asks for, then record the user's trust."""
+    from ide.settings import trust_store
+
+    if not workspace.is_dir():
+        return _fail(f"{workspace} is not a directory")
+    try:
+        resolved = load_settings(workspace, trust=False)
+    except SettingsError as exc:
+        return _fail(str(exc))
+    store = trust_store()
+    if revoke:
+        if resolved.digest is not None:
+            store.record(workspace, resolved.digest, trusted=False)
+        else:
+            store.forget(workspace)
+        sys.stdout.write(f"{workspace} is not trusted: settings that need trust are held back\n")
+        return 0
+    if resolved.digest is None:
+        sys.stdout.write(
+            f"{workspace} asks for nothing that needs trust: its .arbor/config.toml (if any) holds "
+            "only preferences, which always apply\n"
+        )
+        return 0
+    store.record(workspace, resolved.digest, trusted=True)
+    sys.stdout.write(f"Trusted {workspace}; these settings now apply:\n")
+    for item in resolved.trust_keys:
+        sys.stdout.write(f"  {item.describe()}\n")
+        for command in item.commands():
+            sys.stdout.write(f"    runs: {command}\n")
+    sys.stdout.write("A change to them asks again; 'arbor trust --revoke' holds them back.\n")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == [JEDI_COMMAND]:
@@ -147,6 +208,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         args_list = ["gui", *args_list]
     args = _parser().parse_args(args_list)
+    if getattr(args, "trust", False):
+        # An environment variable, so the backend process `arbor run` starts honours it too.
+        from ide.trust import TRUST_ENV
+
+        os.environ[TRUST_ENV] = "1"
+
+    if args.command == "trust":
+        return _trust(Path(args.path).resolve(), args.revoke)
 
     if args.command == "acp":
         from ide.backend.server import main as serve

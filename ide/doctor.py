@@ -109,6 +109,23 @@ def _mark(ok: bool | None) -> str:
     return {True: "ok  ", False: "FAIL", None: "--  "}[ok]
 
 
+def _write_trust(resolved: ResolvedSettings, out: TextIO) -> None:
+    """What the workspace's config asks for that needs trust: held back, or applied because trusted."""
+    if not resolved.trust_keys:
+        return
+    where = resolved.workspace or "the workspace"
+    if resolved.trusted:
+        out.write(f"\nWorkspace trusted ({where}): these settings of its config apply\n")
+    else:
+        out.write(
+            f"\nHeld back until you trust this workspace (arbor trust {where}, or --trust for one run)\n"
+        )
+    for item in resolved.trust_keys:
+        out.write(f"  {item.describe()}\n")
+        for command in item.commands():
+            out.write(f"      runs: {command}\n")
+
+
 def run_doctor(resolved: ResolvedSettings, out: TextIO) -> int:
     """Print settings and checks; exit code 1 when a required check fails."""
     out.write("Settings (value  ← source)\n")
@@ -117,6 +134,7 @@ def run_doctor(resolved: ResolvedSettings, out: TextIO) -> int:
         out.write(f"  {key:<{width}}  {to_toml_value(value)}  ← {source}\n")
     if resolved.files:
         out.write("Config files read: " + ", ".join(str(p) for p in resolved.files) + "\n")
+    _write_trust(resolved, out)
     out.write("\nChecks\n")
     checks = asyncio.run(model_checks(resolved)) + tool_checks()
     failed = False

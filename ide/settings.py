@@ -19,6 +19,17 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from ide.trust import (
+    ALWAYS_UNION,
+    TRUST_ENV,
+    TRUST_FILE,
+    HeldBack,
+    TrustStore,
+    kind_of,
+    reason,
+    trust_digest,
+)
+
 APP_NAME = "arbor"
 CONFIG_FILE = "config.toml"
 WORKSPACE_DIR = ".arbor"
@@ -449,11 +460,23 @@ SETTING_KEYS: dict[str, SettingKey] = {leaf.key: leaf for leaf in _leaves(Settin
 
 @dataclass
 class ResolvedSettings:
-    """Settings plus, for every dotted key, where its value came from."""
+    """Settings plus, for every dotted key, where its value came from, and what waits for trust."""
 
     settings: Settings
     sources: dict[str, str] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    trust_keys: list[HeldBack] = field(default_factory=list)
+    """The workspace's settings that need trust (ide.trust), applied or not."""
+    trusted: bool = False
+    """The workspace's trusted keys were applied (it asked for some, and the user trusts them)."""
+    digest: str | None = None
+    """Digest of the workspace's trusted keys (ide.trust), None when it sets none."""
+    workspace: Path | None = None
+
+    @property
+    def held_back(self) -> list[HeldBack]:
+        """Workspace settings not applied because the workspace is not trusted (empty once it is)."""
+        return [] if self.trusted else self.trust_keys
 
     def rows(self) -> list[tuple[str, Any, str]]:
         """(key, value, source) for every setting, in declaration order."""
@@ -508,6 +531,8 @@ def _line_of(text: str, key: str) -> int | None:
         header = re.match(r"^\[\s*([A-Za-z0-9_.\-\s]+?)\s*\]", stripped)
         if header:
             table = header.group(1).replace(" ", "")
+            if table.startswith(key + "."):
+                return number  # a table inside a table setting: [lsp.servers.jedi] for lsp.servers
             continue
         assign = re.match(r"^([A-Za-z0-9_.\-\"]+)\s*=", stripped)
         if assign:
@@ -574,9 +599,13 @@ def load_settings(
     *,
     environ: Mapping[str, str] | None = None,
     user_config: Path | None = None,
+    trust: bool | None = None,
 ) -> ResolvedSettings:
     """Resolve settings for ``workspace`` (None: user config and environment only).
 
+    The workspace's ``.arbor/config.toml`` is input, not configuration (ide.trust): its trusted keys
+    apply only when ``trust`` is True, or, when ``trust`` is None, when ``ARBOR_TRUST_WORKSPACE=1`` or
+    the user trusted these exact settings of this workspace before; the rest are in ``held_back``.
     Raises SettingsError naming the file and line or the environment variable, the key and the type.
     """
     environ = os.environ if environ is None else environ
@@ -584,35 +613,33 @@ def load_settings(
     sources: dict[str, str] = {}
     files: list[Path] = []
 
-    layers = [user_config or user_config_path()]
+    user_path = user_config or user_config_path()
+    layers = [(user_path, False)]
     if workspace is not None:
-        layers.append(workspace_config_path(workspace))
-    for path in layers:
+        layers.append((workspace_config_path(workspace), True))
+    from_workspace: list[tuple[str, Any, str]] = []
+    for path, is_workspace in layers:
         if not path.is_file():
             continue
         files.append(path)
-        table, text = _read_toml(path)
-        for key, raw in _flatten(table):
-            line = _line_of(text, key)
-            where = f"{path}:{line}" if line else str(path)
-            leaf = SETTING_KEYS.get(key)
-            if leaf is None:
-                known = ", ".join(k for k in SETTING_KEYS if k.split(".")[0] == key.split(".")[0])
-                hint = f" (known keys here: {known})" if known else ""
-                raise SettingsError(f"{where}: unknown setting '{key}'{hint}")
-            try:
-                if isinstance(raw, bool) and "bool" not in str(leaf.annotation):
-                    # pydantic would read true as 1; in a typed file that is a mistake, not a number
-                    raise ValidationError.from_exception_data(
-                        "bool", [{"type": "int_type", "loc": (key,), "input": raw}]
-                    )
-                value = leaf.adapter.validate_python(raw)
-            except ValidationError as exc:
-                raise SettingsError(
-                    f"{where}: {key} = {raw!r}: {_describe_error(exc, leaf.annotation)}"
-                ) from None
-            _put(values, key, value)
-            sources[key] = where
+        for key, value, where in _read_layer(path):
+            if is_workspace:
+                from_workspace.append((key, value, where))
+            else:
+                _put(values, key, value)
+                sources[key] = where
+
+    held = _workspace_layer(values, sources, from_workspace)
+    digest = trust_digest(held) if held else None
+    if trust is None and held and workspace is not None:
+        trust = environ.get(TRUST_ENV) == "1" or TrustStore(trust_store_path(user_path)).is_trusted(
+            workspace, digest or ""
+        )
+    trusted = bool(trust)
+    if trusted:
+        for item in held:
+            _put(values, item.key, item.value)
+            sources[item.key] = f"{item.source} (trusted)"
 
     for leaf in SETTING_KEYS.values():
         for name in leaf.env:
@@ -640,7 +667,89 @@ def load_settings(
         error = exc.errors()[0]
         key = ".".join(str(p) for p in error["loc"])
         raise SettingsError(f"{sources.get(key, 'settings')}: {key}: {error['msg']}") from None
-    return ResolvedSettings(settings=settings, sources=sources, files=files)
+    return ResolvedSettings(
+        settings=settings,
+        sources=sources,
+        files=files,
+        trust_keys=held,
+        trusted=trusted,
+        digest=digest,
+        workspace=Path(os.path.realpath(workspace)) if workspace is not None else None,
+    )
+
+
+def trust_store_path(user_config: Path | None = None) -> Path:
+    """The user's record of trusted workspaces, beside their config.toml."""
+    return (user_config or user_config_path()).parent / TRUST_FILE
+
+
+def trust_store() -> TrustStore:
+    """The user's trust record (``ARBOR_CONFIG_DIR`` moves it with the config)."""
+    return TrustStore(trust_store_path())
+
+
+def _read_layer(path: Path) -> Iterator[tuple[str, Any, str]]:
+    """(key, validated value, FILE:LINE) of every setting in one config file."""
+    table, text = _read_toml(path)
+    for key, raw in _flatten(table):
+        line = _line_of(text, key)
+        where = f"{path}:{line}" if line else str(path)
+        leaf = SETTING_KEYS.get(key)
+        if leaf is None:
+            known = ", ".join(k for k in SETTING_KEYS if k.split(".")[0] == key.split(".")[0])
+            hint = f" (known keys here: {known})" if known else ""
+            raise SettingsError(f"{where}: unknown setting '{key}'{hint}")
+        try:
+            if isinstance(raw, bool) and "bool" not in str(leaf.annotation):
+                # pydantic would read true as 1; in a typed file that is a mistake, not a number
+                raise ValidationError.from_exception_data(
+                    "bool", [{"type": "int_type", "loc": (key,), "input": raw}]
+                )
+            value = leaf.adapter.validate_python(raw)
+        except ValidationError as exc:
+            raise SettingsError(
+                f"{where}: {key} = {raw!r}: {_describe_error(exc, leaf.annotation)}"
+            ) from None
+        yield key, value, where
+
+
+def _workspace_layer(
+    values: dict[str, Any], sources: dict[str, str], layer: list[tuple[str, Any, str]]
+) -> list[HeldBack]:
+    """Apply what a workspace may set untrusted; return what waits for trust (ide.trust)."""
+    held: list[HeldBack] = []
+    for key, value, where in layer:
+        kind = kind_of(key, value)
+        below = values.get(key, _default_of(key))
+        if kind == "preference":
+            _put(values, key, value)
+            sources[key] = where
+        elif kind == "trusted":
+            held.append(HeldBack(key, _plain(value), where, reason(key, value)))
+        elif kind == "union":
+            added = [item for item in value if item not in below]
+            if added:
+                values[key] = [*below, *added]
+                sources[key] = f"{sources.get(key, 'default')} + {where}"
+            if key not in ALWAYS_UNION and any(item not in value for item in below):
+                held.append(HeldBack(key, list(value), where, reason(key, value)))
+        elif value <= below:  # at_most: a lower limit applies at once, a higher one waits
+            _put(values, key, value)
+            sources[key] = where
+        else:
+            held.append(HeldBack(key, value, where, reason(key, value)))
+    return held
+
+
+def _plain(value: Any) -> Any:
+    """Validated values as plain data (models of lsp.servers / workflows.sources become dicts)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
 def to_toml_value(value: Any) -> str:

@@ -52,6 +52,20 @@ def git_workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def user_config() -> Callable[[str], Path]:
+    """Write the user's own config.toml (in the test's isolated config dir): settings a repository's
+    .arbor/config.toml may only set once the workspace is trusted (commands, hosts) belong here."""
+
+    def write(text: str) -> Path:
+        path = Path(os.environ["ARBOR_CONFIG_DIR"]) / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+    return write
+
+
+@pytest.fixture
 def write_script(tmp_path: Path) -> Callable[[list[dict[str, Any]]], Path]:
     """Write a scripted-model JSONL file and return its path."""
     counter = iter(range(1000))

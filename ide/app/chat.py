@@ -515,6 +515,8 @@ class ChatPanel(QWidget):
         self.workflow_box.setCurrentIndex(max(index, 0))
         self.workflow_box.blockSignals(False)
         tip = f"Workflow of the workflow mode (/workflow NAME)\nContext ranking: {listing.reranker}"
+        if listing.notices:
+            tip += "\n" + "\n".join(listing.notices)
         if listing.problems:
             tip += "\nNot loaded:\n" + "\n".join(listing.problems)
         self.workflow_box.setToolTip(tip)

@@ -7,7 +7,15 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QPoint, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QMainWindow,
+    QToolButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
@@ -19,6 +27,7 @@ from ide.app.review import ReviewPane
 from ide.app.status import BackendStatus
 from ide.app.symbols import IndexProgress, LocationPicker, SymbolSearch
 from ide.app.tree_view import SearchTreeView
+from ide.app.trust import TrustDialog
 from ide.app.viewer import CodeViewer
 from ide.app.workspace import WorkspacePanel
 from ide.protocol import ErrorInfo, TurnMeta
@@ -69,7 +78,7 @@ from ide.protocol.tree import (
     TreeFileError,
 )
 from ide.protocol.workflow import WORKFLOWS_LIST, WorkflowList
-from ide.settings import Settings, SettingsError, load_settings
+from ide.settings import ResolvedSettings, Settings, SettingsError, load_settings, trust_store
 
 DEFAULT_SIZE = (1280, 800)
 DEFAULT_DOCK_WIDTHS = (270, 470)
@@ -105,9 +114,12 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.setWindowTitle(f"{self.workspace.name} — Arbor")
         settings_error: SettingsError | None = None
+        self.resolved: ResolvedSettings | None = None
+        """The workspace's settings with what waits for trust (None when settings were given)."""
         if settings is None:
             try:
-                settings = load_settings(self.workspace).settings
+                self.resolved = load_settings(self.workspace)
+                settings = self.resolved.settings
             except SettingsError as exc:
                 settings_error = exc
                 settings = Settings()
@@ -169,11 +181,22 @@ class MainWindow(QMainWindow):
         self._index_state: str | None = None
 
         self.status = BackendStatus()
+        self.trust_dialog = TrustDialog(self)
+        self._trust_then_start = False
+        self.trust_button = QToolButton()
+        self.trust_button.setObjectName("trustButton")
+        self.trust_button.setToolTip(
+            "This workspace's .arbor/config.toml asks for settings Arbor holds back until you trust it"
+        )
+        self.trust_button.clicked.connect(self.ask_trust)
+        self.statusBar().addPermanentWidget(self.trust_button)
         self.statusBar().addPermanentWidget(self.index_progress)
         self.statusBar().addPermanentWidget(self.status, 1)
         self.statusBar().setSizeGripEnabled(False)
         self._build_menus()
         self._connect()
+        self.trust_dialog.decided.connect(self._on_trust_decided)
+        self._show_trust()
         self._restore_layout()
         if settings_error is not None:
             self.banner.show_error(
@@ -181,9 +204,52 @@ class MainWindow(QMainWindow):
             )
 
     def start(self) -> None:
-        """List the workspace and start the backend (needs the qasync loop installed)."""
+        """List the workspace and start the backend (needs the qasync loop installed).
+
+        A workspace whose .arbor/config.toml asks for settings that need trust, and whose user has not
+        answered for exactly these settings, is asked first; the backend starts with the answer.
+        """
         self.workspace_panel.refresh()
+        resolved = self.resolved
+        if resolved is not None and resolved.trust_keys and not resolved.trusted:
+            answered = trust_store().decision(self.workspace)
+            if answered is None or answered.digest != resolved.digest:
+                self._trust_then_start = True
+                self.trust_dialog.ask(resolved)
+                return
         self.bridge.start()
+
+    def ask_trust(self) -> None:
+        """Show what the workspace's config asks for and let the user trust it or keep it restricted."""
+        if self.resolved is not None and self.resolved.trust_keys:
+            self.trust_dialog.ask(self.resolved)
+
+    def _on_trust_decided(self, trusted: bool) -> None:
+        resolved = self.resolved
+        if resolved is None or resolved.digest is None:
+            return
+        trust_store().record(self.workspace, resolved.digest, trusted=trusted)
+        changed = trusted != resolved.trusted
+        try:
+            self.resolved = load_settings(self.workspace)
+            self.settings = self.resolved.settings
+        except SettingsError as exc:
+            self.banner.show_error(
+                ErrorInfo(kind="settings", message=str(exc), fix="Fix the setting, then reopen.")
+            )
+        self._show_trust()
+        if self._trust_then_start:
+            self._trust_then_start = False
+            self.bridge.start()
+        elif changed:
+            self.restart_backend()  # the backend reads the trusted settings when it opens the session
+
+    def _show_trust(self) -> None:
+        resolved = self.resolved
+        held = resolved.held_back if resolved is not None else []
+        self.trust_button.setVisible(bool(held))
+        self.trust_button.setText(f"Restricted: {len(held)} setting(s) held back")
+        self.trust_action.setEnabled(resolved is not None and bool(resolved.trust_keys))
 
     def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -241,6 +307,9 @@ class MainWindow(QMainWindow):
         self.restart_action = QAction("&Restart Backend", self)
         self.restart_action.triggered.connect(self.restart_backend)
         agent_menu.addAction(self.restart_action)
+        self.trust_action = QAction("Workspace &Trust…", self)
+        self.trust_action.triggered.connect(self.ask_trust)
+        agent_menu.addAction(self.trust_action)
 
     def _connect(self) -> None:
         bridge = self.bridge

@@ -55,7 +55,7 @@ from ide.protocol import review as rv
 from ide.protocol import workflow as wf
 from ide.protocol.review import REVIEW_METHODS
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams, TreeEvent
-from ide.settings import Settings, SettingsError, load_settings
+from ide.settings import ResolvedSettings, Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     import aiosqlite
@@ -157,6 +157,19 @@ def _line_texts(places: list[tuple[Path, int]], documents: dict[Path, str]) -> l
     return texts
 
 
+def trust_notice(resolved: ResolvedSettings) -> str | None:
+    """What the first turn tells any ACP client about settings held back until the workspace is trusted."""
+    if not resolved.held_back:
+        return None
+    lines = [
+        f"This workspace's .arbor/config.toml asks for {len(resolved.held_back)} setting(s) that run "
+        "commands, reach other hosts or widen what I read; Arbor holds them back until you trust the "
+        f"workspace (Arbor's window asks, or run: arbor trust {resolved.workspace}):"
+    ]
+    lines.extend(f"- {item.describe()}" for item in resolved.held_back)
+    return "\n".join(lines)
+
+
 class ArborAgent(Agent):
     """Serves ACP for any client: Arbor's window, Zed, or the SDK's example client."""
 
@@ -169,8 +182,11 @@ class ArborAgent(Agent):
         self._client_caps: ClientCapabilities | None = None
         self._pruned: set[str] = set()
         self._indexes: dict[str, IndexService] = {}
-        self._lsp: LspBridge | None = None
+        self._lsp: dict[str, LspBridge] = {}
+        """Language-server pools by their settings: a trusted workspace's servers never serve another."""
         self._memories: dict[str, MemoryStore | None] = {}
+        self._held_back: dict[str, str | None] = {}
+        """Workspace → what its config asks for that waits for trust, told in the first turn."""
 
     def on_connect(self, conn: Client) -> None:
         self._conn = conn
@@ -235,9 +251,11 @@ class ArborAgent(Agent):
                 {"cwd": cwd, "message": f"cwd {cwd} does not exist or is not a directory"}
             )
         try:
-            return cwd, load_settings(Path(cwd)).settings
+            resolved = load_settings(Path(cwd))
         except SettingsError as exc:
             raise _settings_error(exc) from None
+        self._held_back[cwd] = trust_notice(resolved)
+        return cwd, resolved.settings
 
     async def _checkpointer(self, store: SessionStore, cwd: str) -> AsyncSqliteSaver:
         import aiosqlite
@@ -280,6 +298,8 @@ class ArborAgent(Agent):
         )
         if connection.notice():
             session.notices.append(connection.notice())
+        if self._held_back.get(cwd):
+            session.notices.append(self._held_back[cwd])
         session.mcp = connection
         session.ask_permission = functools.partial(self._ask_test_permission, session)
         session.remember_workflow = functools.partial(self._remember_workflow, session)
@@ -361,9 +381,10 @@ class ArborAgent(Agent):
         """The backend's language-server pool (servers start on the first query that needs them)."""
         from ide.codeintel.lsp import LspBridge, LspPool
 
-        if self._lsp is None:
-            self._lsp = LspBridge(LspPool(settings.lsp), asyncio.get_running_loop())
-        return self._lsp
+        key = settings.lsp.model_dump_json()
+        if key not in self._lsp:
+            self._lsp[key] = LspBridge(LspPool(settings.lsp), asyncio.get_running_loop())
+        return self._lsp[key]
 
     @staticmethod
     def _modes(current: str) -> SessionModeState:
@@ -746,6 +767,7 @@ class ArborAgent(Agent):
             mode=session.mode,
             problems=[str(problem) for problem in catalog.problems],
             reranker=describe_reranker(session.settings),
+            notices=catalog.notices,
         )
 
     async def _review_changeset(self, params: dict[str, Any]) -> BaseModel:
@@ -863,8 +885,8 @@ class ArborAgent(Agent):
                 session.turn.cancel()
         for service in self._indexes.values():
             await service.close()
-        if self._lsp is not None:
-            await self._lsp.pool.close()
+        for bridge in self._lsp.values():
+            await bridge.pool.close()
         self._indexes.clear()
         for conn, _saver in self._checkpointers.values():
             with contextlib.suppress(Exception):

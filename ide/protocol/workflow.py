@@ -47,3 +47,7 @@ class WorkflowList(BaseModel):
         default_factory=list, description="Files that could not be loaded: FILE:LINE: …"
     )
     reranker: str = Field("", description="How context fusion ranks snippets, and why")
+    notices: list[str] = Field(
+        default_factory=list,
+        description="Not errors: e.g. a workspace workflow listed as workspace.NAME beside a shipped one",
+    )

@@ -45,6 +45,7 @@ def _list(workspace: Path, as_json: bool) -> int:
             ],
             "profiles": sorted(catalog.profiles),
             "problems": [str(p) for p in catalog.problems],
+            "notices": catalog.notices,
         }
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
@@ -53,6 +54,8 @@ def _list(workspace: Path, as_json: bool) -> int:
             sys.stdout.write(f"{workflow.name:32} {workflow.metadata.description}\n{'':32} {stages}\n")
             sys.stdout.write(f"{'':32} {catalog.origins[workflow.name]}\n")
         sys.stdout.write(f"agent profiles: {', '.join(sorted(catalog.profiles))}\n")
+        for notice in catalog.notices:
+            sys.stderr.write(f"arbor: note: {notice}\n")
         for problem in catalog.problems:
             sys.stderr.write(f"arbor: not loaded: {problem}\n")
     return 1 if catalog.problems else 0

@@ -1,9 +1,11 @@
 """Find and read workflow and agent-profile YAML files; every error names its file, line and field.
 
-Workflows come from three places, later ones replacing earlier ones of the same name: the ones shipped
-with Arbor (``ide/workflows/builtin``), the user's (``<config dir>/arbor/workflows``) and the
-workspace's (``<workspace>/.arbor/workflows``). Agent profiles live beside them in ``agents/`` folders,
-one profile per file, replaced the same way.
+Workflows come from three places: the ones shipped with Arbor (``ide/workflows/builtin``), the user's
+(``<config dir>/arbor/workflows``), which replace shipped ones of the same name, and the workspace's
+(``<workspace>/.arbor/workflows``). A repository is input, not configuration: its workflows and agent
+profiles never replace the shipped or the user's — one with a taken name is listed as
+``workspace.NAME`` beside the original, and a workspace profile that shadows a name serves only the
+workspace's own workflows. Agent profiles live beside workflows in ``agents/`` folders, one per file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ T = TypeVar("T", bound=BaseModel)
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 AGENTS_DIR = "agents"
+WORKSPACE_PREFIX = "workspace."
+"""Prefix of a workspace workflow or profile whose name is taken by a shipped or user one."""
 SUFFIXES = (".yaml", ".yml")
 
 
@@ -47,6 +51,8 @@ class Catalog:
     origins: dict[str, Path] = field(default_factory=dict)
     """Workflow name → the file it came from."""
     problems: list[WorkflowError] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    """Things the user should know that are not errors (a workspace workflow renamed beside a shipped one)."""
 
     def get(self, name: str) -> Workflow:
         if name not in self.workflows:
@@ -66,7 +72,11 @@ def search_dirs(workspace: Path | None) -> list[Path]:
 def load_catalog(workspace: Path | None = None, dirs: Iterable[Path] | None = None) -> Catalog:
     """Every workflow and profile in ``dirs`` (default :func:`search_dirs`), checked against each other."""
     catalog = Catalog()
+    own = Path(workspace) / WORKSPACE_DIR / "workflows" if workspace is not None else None
     for folder in dirs if dirs is not None else search_dirs(workspace):
+        if own is not None and folder == own:
+            _add_workspace_folder(catalog, folder)
+            continue
         for _path, profile in _read_all(_yaml_files(folder / AGENTS_DIR), AgentProfile, catalog.problems):
             catalog.profiles[profile.name] = profile
         for path, workflow in _read_all(_yaml_files(folder), Workflow, catalog.problems):
@@ -78,6 +88,49 @@ def load_catalog(workspace: Path | None = None, dirs: Iterable[Path] | None = No
             catalog.problems.append(located(catalog.origins[name], problem[0], problem[1]))
             del catalog.workflows[name]
     return catalog
+
+
+def _add_workspace_folder(catalog: Catalog, folder: Path) -> None:
+    """The workspace's profiles and workflows, renamed ``workspace.NAME`` where a name is taken."""
+    renamed: dict[str, str] = {}
+    for path, profile in _read_all(_yaml_files(folder / AGENTS_DIR), AgentProfile, catalog.problems):
+        key = profile.name
+        if key in catalog.profiles:
+            key = renamed[profile.name] = f"{WORKSPACE_PREFIX}{profile.name}"
+            catalog.notices.append(
+                f"{path}: agent profile '{profile.name}' is also shipped or yours; this workspace's "
+                f"serves only this workspace's workflows (as '{key}')"
+            )
+        catalog.profiles[key] = profile
+    for path, workflow in _read_all(_yaml_files(folder), Workflow, catalog.problems):
+        if renamed:
+            workflow = _with_profiles(workflow, renamed)
+        name = workflow.name
+        if name in catalog.workflows:
+            name = f"{WORKSPACE_PREFIX}{workflow.name}"
+            catalog.notices.append(
+                f"{path}: workflow '{workflow.name}' is also shipped or yours; this workspace's is listed "
+                f"as '{name}' and never replaces it"
+            )
+            workflow = workflow.model_copy(
+                update={"metadata": workflow.metadata.model_copy(update={"name": name})}
+            )
+        catalog.workflows[name] = workflow
+        catalog.origins[name] = path
+
+
+def _with_profiles(workflow: Workflow, renamed: dict[str, str]) -> Workflow:
+    """``workflow`` with its agents pointing at the workspace's renamed profiles."""
+    stages = []
+    for stage in workflow.stages:
+        agents = [
+            ref.model_copy(update={"agent": renamed[ref.profile] + "_agent"})
+            if ref.profile in renamed
+            else ref
+            for ref in stage.parallel_agents
+        ]
+        stages.append(stage.model_copy(update={"parallel_agents": agents}))
+    return workflow.model_copy(update={"stages": stages})
 
 
 def missing_profile(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,9 @@ def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
     make_window: WindowFactory,
     cli_project: Path,  # noqa: F811
     tmp_path: Path,
+    user_config: Callable[[str], Path],
 ) -> None:
-    (cli_project / ".arbor").mkdir()
-    (cli_project / ".arbor" / "config.toml").write_text(
-        f'[workflows]\ntest_command = "{sys.executable} -m pytest -q"\n'
-    )
-    (cli_project / ".git" / "info" / "exclude").write_text(".arbor/\n")
+    user_config(f'[workflows]\ntest_command = "{sys.executable} -m pytest -q"\n')
     # The user picks the workflow, so the orchestrator only decides the optional stages.
     stages_only = json.dumps(
         {"stages": [{"stage_id": "3", "include": False}, {"stage_id": "4", "include": False}]}

@@ -77,14 +77,18 @@ def test_errors_name_the_line_and_field(text: str, line: int, where: str, words:
     assert str(error).startswith(f"/ws/.arbor/workflows/tiny.yaml:{line}: ")
 
 
-def test_a_workspace_workflow_overrides_and_a_broken_one_is_reported(tmp_path: Path) -> None:
+def test_a_workspace_workflow_sits_beside_a_shipped_one_and_a_broken_one_is_reported(
+    tmp_path: Path,
+) -> None:
+    # A repository's workflow never replaces a shipped one of the same name (tests/security/test_trust.py).
     folder = tmp_path / ".arbor" / "workflows"
     folder.mkdir(parents=True)
     (folder / "bugfix.yaml").write_text(GOOD.replace("name: tiny", "name: bugfix"))
     (folder / "broken.yaml").write_text(GOOD.replace("code_agent", "wizard_agent"))
     catalog = load_catalog(tmp_path)
-    assert [s.name for s in catalog.workflows["bugfix"].stages] == ["fix"]
-    assert catalog.origins["bugfix"] == folder / "bugfix.yaml"
+    assert [s.name for s in catalog.workflows["workspace.bugfix"].stages] == ["fix"]
+    assert catalog.origins["workspace.bugfix"] == folder / "bugfix.yaml"
+    assert [s.name for s in catalog.workflows["bugfix"].stages] == ["reproduce", "fix", "verify"]
     assert "tiny" not in catalog.workflows
     [problem] = catalog.problems
     assert str(problem).startswith(

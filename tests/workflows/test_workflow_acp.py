@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,11 +33,10 @@ REVIEW = ClientCapabilities(field_meta={META_KEY: {"review": True, "tree": True}
 
 
 def config(project: Path) -> None:
-    (project / ".arbor").mkdir(exist_ok=True)
-    (project / ".arbor" / "config.toml").write_text(
-        f'[workflows]\ntest_command = "{sys.executable} -m pytest -q"\n'
-    )
-    (project / ".git" / "info" / "exclude").write_text(".arbor/\n")
+    """The user's own test command (a repository's would wait for trust)."""
+    path = Path(os.environ["ARBOR_CONFIG_DIR"]) / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[workflows]\ntest_command = "{sys.executable} -m pytest -q"\n')
 
 
 def plans(client: RecordingClient) -> list[list[tuple[str, str]]]:

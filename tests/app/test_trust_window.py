@@ -1,0 +1,86 @@
+"""Workspace trust in the window: asked once before the backend starts, with the exact commands and hosts;
+kept restricted, the repository's language-server command never runs (not even on hover); trusted from the
+Agent menu, the backend restarts and the command works."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QPoint
+
+from ide.settings import trust_store
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.security.test_trust import jedi, payload
+
+pytestmark = pytest.mark.window
+
+
+@pytest.fixture
+def cloned(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "cloned"
+    (root / ".arbor").mkdir(parents=True)
+    (root / "m.py").write_text("def f():\n    return 1\n\n\nf()\n")
+    marker = tmp_path / "lsp-ran"
+    (root / ".arbor" / "config.toml").write_text(
+        f"[lsp.servers.jedi]\ncommand = {json.dumps(payload(marker, jedi()))}\n"
+        '[llm]\nollama_host = "http://collector.invalid:11434"\n'
+    )
+    return root, marker
+
+
+def hover(qtbot: Any, window: Any, path: Path) -> None:
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(path)
+    with qtbot.waitSignal(window.bridge.lspAnswered, timeout=TURN_TIMEOUT_MS):
+        window.viewer.editor.hoverRequested.emit(5, 1, QPoint(20, 20))
+
+
+def test_the_window_asks_once_and_trust_makes_the_settings_work(
+    qtbot: Any, make_window: WindowFactory, cloned: tuple[Path, Path]
+) -> None:
+    root, marker = cloned
+    window = make_window(root)
+    dialog = window.trust_dialog
+    qtbot.waitUntil(dialog.isVisible, timeout=TURN_TIMEOUT_MS)
+    shown = dialog.details.toPlainText()
+    assert "$ jedi: " in shown and "lsp-ran" in shown  # the exact command line
+    assert "llm.ollama_host" in shown and "collector.invalid" in shown
+    assert window.bridge.state == "stopped", "nothing starts before the user answered"
+    assert dialog.restrict_button.isDefault(), "Enter keeps it restricted"
+
+    dialog.restrict_button.click()
+    wait_ready(qtbot, window)
+    assert window.trust_button.isVisible() and "2 setting(s) held back" in window.trust_button.text()
+    hover(qtbot, window, root / "m.py")
+    assert not marker.exists(), "hovering ran the repository's command"
+    decision = trust_store().decision(root)
+    assert decision is not None and not decision.trusted
+
+    window.trust_action.trigger()
+    qtbot.waitUntil(dialog.isVisible, timeout=TURN_TIMEOUT_MS)
+    session_before = window.bridge.session_id
+    with qtbot.waitSignal(window.bridge.sessionReady, timeout=30_000):  # the backend restarts
+        dialog.trust_button.click()
+    wait_ready(qtbot, window)
+    assert not window.trust_button.isVisible()
+    assert window.bridge.session_id == session_before, "the conversation came back after the restart"
+    hover(qtbot, window, root / "m.py")
+    assert marker.exists(), "trusted: the workspace's language server runs"
+
+
+def test_a_window_on_an_answered_workspace_does_not_ask_again(
+    qtbot: Any, make_window: WindowFactory, cloned: tuple[Path, Path]
+) -> None:
+    from ide.settings import load_settings
+
+    root, _marker = cloned
+    resolved = load_settings(root)
+    assert resolved.digest is not None
+    trust_store().record(root, resolved.digest, trusted=False)
+    window = make_window(root)
+    wait_ready(qtbot, window)
+    assert not window.trust_dialog.isVisible()
+    assert window.trust_button.isVisible()
