@@ -215,6 +215,12 @@ async def _apply_all(conn: Any, session_id: str, err: TextIO) -> bool:
         err.write(f"[review] applied batch {result.batch.id}: {len(result.batch.paths)} file(s){commit}\n")
     for conflict in result.conflicts:
         err.write(f"[review] not written: {conflict.path}: {conflict.message}\n")
+    for file in result.changeset.files:
+        if file.meta:
+            err.write(
+                f"[review] not applied: {file.path} needs its own accept ({file.meta}); "
+                "review it in Arbor's window\n"
+            )
     return not result.conflicts
 
 

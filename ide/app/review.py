@@ -112,6 +112,9 @@ STATE_COLOURS: dict[FileState, QColor] = {
     "conflict": QColor("#c53030"),
 }
 STATUS_LETTERS = {"added": "A", "modified": "M", "deleted": "D", "renamed": "R"}
+META_COLOUR = QColor("#b7791f")
+META_MARK = "⚠ "
+"""Before the name of a file that needs its own accept (Arbor's settings, git attributes, CI, hooks)."""
 
 
 class ReviewFileModel(QAbstractTableModel):
@@ -154,7 +157,8 @@ class ReviewFileModel(QAbstractTableModel):
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if column == 0:
-                return f"{file.old_path} → {file.path}" if file.old_path else file.path
+                name = f"{file.old_path} → {file.path}" if file.old_path else file.path
+                return META_MARK + name if file.meta else name
             if column == 1:
                 return STATUS_LETTERS.get(file.status, "?")
             if column == 2:
@@ -162,8 +166,12 @@ class ReviewFileModel(QAbstractTableModel):
             return self.states[index.row()]
         if role == Qt.ItemDataRole.ForegroundRole and column == 3:
             return STATE_COLOURS[self.states[index.row()]]
+        if role == Qt.ItemDataRole.ForegroundRole and column == 0 and file.meta:
+            return META_COLOUR
         if role == Qt.ItemDataRole.ToolTipRole:
-            return file.conflict or file.path
+            if file.conflict:
+                return file.conflict
+            return f"{file.path}\nNeeds its own accept: {file.meta}" if file.meta else file.path
         return None
 
 
@@ -413,6 +421,10 @@ class ReviewPane(QWidget):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self.file_list.selectionModel().currentRowChanged.connect(self._on_file_row)
 
+        self.meta_label = QLabel("")
+        self.meta_label.setObjectName("reviewMetaNote")
+        self.meta_label.setWordWrap(True)
+        self.meta_label.hide()
         self.hunk_label = QLabel("")
         self.accept_button = QPushButton("Accept")
         self.accept_button.setToolTip("Accept this hunk (a)")
@@ -476,6 +488,7 @@ class ReviewPane(QWidget):
         diff_layout = QVBoxLayout(diff_side)
         diff_layout.setContentsMargins(0, 0, 0, 0)
         diff_layout.setSpacing(0)
+        diff_layout.addWidget(self.meta_label)
         diff_layout.addLayout(hunk_bar)
         diff_layout.addWidget(self.diff_pages, 1)
         body = QSplitter(Qt.Orientation.Horizontal)
@@ -767,8 +780,14 @@ class ReviewPane(QWidget):
     def _render_current(self) -> None:
         """Render the selected file into the unified or the side-by-side view (only that file)."""
         file = self._current_file_view()
+        self.meta_label.setVisible(file is not None and file.meta is not None)
         if file is None:
             return
+        if file.meta:
+            self.meta_label.setText(
+                f"{META_MARK}{file.path} needs its own accept — {file.meta}. "
+                "Accept all leaves it pending; Accept file (Shift+A) or each hunk accepts it."
+            )
         if not file.hunks:
             if file.binary:
                 self._show_message(f"{file.path} is a binary file ({file.status}).")
@@ -873,7 +892,8 @@ class ReviewPane(QWidget):
         if not self.interactive or self.changeset is None:
             return
         params = DecideParams(session_id=self.changeset.session_id, decision=decision, all=True)
-        self._decide(params, [hunk for file in self.changeset.files for hunk in file.hunks])
+        # As the backend does: meta files are never decided wholesale.
+        self._decide(params, [hunk for file in self.changeset.files if not file.meta for hunk in file.hunks])
 
     def comment_on_hunk(self) -> None:
         """Attach the comment box's text to the current hunk (and record it with the backend)."""
@@ -973,9 +993,15 @@ class ReviewPane(QWidget):
             for hunk in file.hunks:
                 counts[self.decision_of(hunk)] += 1
         total = sum(counts.values())
+        meta = sum(
+            1
+            for file in self.changeset.files
+            if file.meta and any(self.decision_of(hunk) == "pending" for hunk in file.hunks)
+        )
+        own = f" · {meta} need their own accept" if meta else ""
         return (
             f"{len(self.changeset.files)} files · {total} hunks · {counts['accepted']} accepted · "
-            f"{counts['rejected']} rejected · {counts['pending']} pending"
+            f"{counts['rejected']} rejected · {counts['pending']} pending{own}"
         )
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:

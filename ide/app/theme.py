@@ -13,6 +13,10 @@ QDockWidget {{ font-weight: 600; }}
 QDockWidget::title {{ background: #eef1f5; padding: 5px 8px; border-bottom: 1px solid #dfe3ea; }}
 QLabel#panelTitle {{ font-weight: 600; }}
 QLabel#mutedLabel {{ color: #7a808a; }}
+QLabel#reviewMetaNote {{
+    color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;
+    margin: 4px 6px 0 6px;
+}}
 QLabel#viewerTitle {{
     background: #f6f7f9; border-bottom: 1px solid #dfe3ea; padding: 5px 10px; color: #3c4048;
 }}

@@ -600,54 +600,69 @@ class ArborAgent(Agent):
 
         Arbor's window (and `arbor run`) get the hunks in ``_arbor/changeset``. Any other client is asked
         once, with the diffs, whether to apply the batch; yes writes through ``fs/write_text_file`` when
-        the client offers it, else through our own apply (checkpoint, atomic writes, commit).
+        the client offers it, else through our own apply (checkpoint, atomic writes, commit). Meta files
+        (Arbor's settings, git attributes, CI, hooks) are asked about on their own, with why they matter.
         """
         view = session.review.view()
         if self._client_wants("review"):
             await self.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
             return
+        plain = [f for f in view.files if f.meta is None]
+        meta = [f for f in view.files if f.meta is not None]
+        for files in (plain, meta):
+            if files and not await self._ask_to_apply(session, files, meta=files is meta):
+                return
+
+    async def _ask_to_apply(self, session: Session, files: list[rv.FileChangeView], *, meta: bool) -> bool:
+        """Ask a plain ACP client whether to apply ``files``; False when it cannot be asked."""
         diffs = []
-        for file in view.files:
+        for file in files:
             old, new = session.changeset.diff_texts(file.path)
             if len(old or "") + len(new or "") <= DIFF_INLINE_CAP:
                 diffs.append(tool_diff_content(str(Path(session.cwd) / file.path), new or "", old))
-        added = sum(f.additions for f in view.files)
-        removed = sum(f.deletions for f in view.files)
+        added = sum(f.additions for f in files)
+        removed = sum(f.deletions for f in files)
+        title = f"Apply changes to {len(files)} file(s) (+{added} −{removed})?"
+        if meta:
+            why = "; ".join(f"{f.path}: {f.meta}" for f in files)
+            title = f"Also apply the agent's edits to files that change what runs? {why}"
         try:
             response = await self.conn.request_permission(
                 session_id=session.id,
                 tool_call=ToolCallUpdate(
                     tool_call_id=f"arbor-review-{uuid.uuid4().hex[:8]}",
-                    title=f"Apply changes to {len(view.files)} file(s) (+{added} −{removed})?",
+                    title=title,
                     kind="edit",
                     status="pending",
                     content=diffs,
                 ),
                 options=[
-                    PermissionOption(option_id="apply", name="Apply all changes", kind="allow_once"),
-                    PermissionOption(option_id="discard", name="Discard the changes", kind="reject_once"),
+                    PermissionOption(option_id="apply", name="Apply these changes", kind="allow_once"),
+                    PermissionOption(option_id="discard", name="Discard them", kind="reject_once"),
                 ],
             )
         except RequestError as exc:
             # A client that cannot be asked keeps the batch pending: nothing written, nothing lost.
             log.info("client cannot review the change set (%s); it stays pending", exc)
-            return
+            return False
         outcome = response.outcome
         approved = (
             getattr(outcome, "outcome", None) == "selected" and getattr(outcome, "option_id", "") == "apply"
         )
         fs = self._client_caps.fs if self._client_caps else None
-        plain_writes = all(f.status in ("added", "modified") and not f.binary for f in view.files)
+        plain_writes = all(f.status in ("added", "modified") and not f.binary for f in files)
         if approved and fs is not None and fs.write_text_file and plain_writes:
-            for file in view.files:
+            for file in files:
                 _old, new = session.changeset.diff_texts(file.path)
                 await self.conn.write_text_file(
                     session_id=session.id, path=str(Path(session.cwd) / file.path), content=new or ""
                 )
             approved = False  # written by the client: drop the batch from our change set
         decision = "accepted" if approved else "rejected"
-        session.review.decide(rv.DecideParams(session_id=session.id, decision=decision, all=True))
+        paths = [f.path for f in files]
+        session.review.decide(rv.DecideParams(session_id=session.id, decision=decision, paths=paths))
         await asyncio.to_thread(session.review.apply, None)
+        return True
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)

@@ -22,6 +22,7 @@ from ide.changes.gitutil import (
     stage_paths,
 )
 from ide.changes.hunks import Hunk, apply_hunks, binary_hunk, is_binary, rename_hunk, text_hunks
+from ide.changes.meta import meta_reason
 from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
 from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
@@ -56,6 +57,11 @@ class FileChange:
     @property
     def text_hunks(self) -> list[Hunk]:
         return [h for h in self.hunks if h.kind == "text"]
+
+    @property
+    def meta(self) -> str | None:
+        """Why this file needs its own accept (ide.changes.meta), or None."""
+        return meta_reason(self.path) or (meta_reason(self.old_path) if self.old_path else None)
 
     @property
     def whole(self) -> bool:
@@ -211,6 +217,7 @@ class Review:
                     deletions=sum(h.deletions for h in change.hunks),
                     hunks=hunks,
                     conflict=self._conflicts.get(change.path),
+                    meta=change.meta,
                 )
             )
         return ChangeSetView(
@@ -224,7 +231,8 @@ class Review:
         by_path = {f.path: f for f in files}
         chosen: list[str] = []
         if params.all:
-            chosen = list(by_id)
+            # Meta files (.arbor/, .git*, CI, hooks) are accepted or rejected only on their own.
+            chosen = [h.id for f in files if f.meta is None for h in f.hunks]
         for hunk_id in params.hunk_ids:
             if hunk_id not in by_id:
                 raise ChangeError(f"no hunk {hunk_id} in the change set; it may have changed, fetch it again")

@@ -57,6 +57,11 @@ class FileChangeView(BaseModel):
     deletions: int = 0
     hunks: list[HunkView] = Field(default_factory=list)
     conflict: str | None = Field(None, description="Why the last apply could not write this file")
+    meta: str | None = Field(
+        None,
+        description="Why this file needs its own accept (Arbor's settings, git attributes, CI, hooks…); "
+        "meta files are never covered by deciding all",
+    )
 
 
 class ChangeSetView(BaseModel):
@@ -73,7 +78,7 @@ class ChangeSetParams(BaseModel):
 
 
 class DecideParams(BaseModel):
-    """Decide hunks: by id, by file, or all of them."""
+    """Decide hunks: by id, by file, or all of them (all but meta files, which need their own decision)."""
 
     session_id: str
     decision: Decision

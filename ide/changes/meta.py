@@ -1,0 +1,60 @@
+"""Meta files: paths whose change alters what runs, what git does, or what Arbor trusts — Arbor's own
+``.arbor/``, git's ``.gitattributes``/``.gitmodules``/``.gitignore``, CI pipelines, hooks and editor tasks.
+
+An agent's edit to one is marked in review with why it matters and is never covered by "Accept all":
+the user accepts it on its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+# (pattern on the whole path or on the file name, why it matters); first match wins.
+RULES: tuple[tuple[str, str], ...] = (
+    (
+        ".arbor/*",
+        "Arbor's own settings and workflows for this workspace: commands and hosts named here run once "
+        "the workspace is trusted",
+    ),
+    (".gitattributes", "git attributes: can name filter and diff drivers that run commands"),
+    (".gitmodules", "git submodules: the URLs git fetches code from"),
+    (".gitignore", "changes what git (and Arbor's file lists) hide from you"),
+    (".github/workflows/*", "a CI pipeline: runs on your CI with its secrets"),
+    (".github/actions/*", "a CI action: runs on your CI with its secrets"),
+    (".gitlab-ci.yml", "a CI pipeline: runs on your CI with its secrets"),
+    (".circleci/*", "a CI pipeline: runs on your CI with its secrets"),
+    (".travis.yml", "a CI pipeline: runs on your CI with its secrets"),
+    ("azure-pipelines.yml", "a CI pipeline: runs on your CI with its secrets"),
+    ("bitbucket-pipelines.yml", "a CI pipeline: runs on your CI with its secrets"),
+    (".buildkite/*", "a CI pipeline: runs on your CI with its secrets"),
+    (".drone.yml", "a CI pipeline: runs on your CI with its secrets"),
+    ("Jenkinsfile", "a CI pipeline: runs on your CI with its secrets"),
+    (".pre-commit-config.yaml", "git hooks (pre-commit): run on your machine when you commit"),
+    (".husky/*", "git hooks (husky): run on your machine when you commit or push"),
+    (".githooks/*", "git hooks: run on your machine when you commit or push"),
+    ("lefthook.yml", "git hooks (lefthook): run on your machine when you commit or push"),
+    (".lefthook.yml", "git hooks (lefthook): run on your machine when you commit or push"),
+    (".envrc", "direnv: runs in your shell when you enter the directory"),
+    (".vscode/*", "editor settings and tasks: can name programs your editor runs"),
+    (".devcontainer/*", "dev container definition: what your editor builds and runs"),
+)
+
+NESTED = frozenset({".gitattributes", ".gitignore", ".envrc"})
+"""Names that matter in any directory, not only at the top."""
+
+
+def meta_reason(path: str) -> str | None:
+    """Why an edit to ``path`` (workspace-relative POSIX) needs its own accept, or None for plain files.
+
+    Compared case-insensitively: on macOS and Windows ``.Arbor/config.toml`` is ``.arbor/config.toml``.
+    """
+    lower = path.lower()
+    name = PurePosixPath(lower).name
+    for pattern, why in RULES:
+        pattern = pattern.lower()
+        if pattern.endswith("/*"):
+            if lower.startswith(pattern[:-1]):
+                return why
+        elif lower == pattern or (name == pattern and name in NESTED):
+            return why
+    return None
