@@ -80,6 +80,21 @@ def kind_of(key: str, value: Any) -> Kind:
     return "preference"
 
 
+def repository_rule(key: str) -> str:
+    """How ``key`` in a repository's ``.arbor/config.toml`` applies, in words (the settings reference)."""
+    if key in ALWAYS_UNION:
+        return "adds to yours, never removes"
+    if key in UNION_KEYS:
+        return "adds to yours; removing needs trust"
+    if key in AT_MOST_KEYS:
+        return "lowers yours; raising needs trust"
+    if key in MODEL_KEYS or key.startswith(MODEL_PREFIXES):
+        return "applies for ollama: models; others need trust"
+    if kind_of(key, "ollama:any") == "trusted":
+        return "needs trust"
+    return "applies"
+
+
 def _all_ollama(value: Any) -> bool:
     specs = value.values() if isinstance(value, Mapping) else [value]
     return all(

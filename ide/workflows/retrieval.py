@@ -385,7 +385,8 @@ class RetrievalAgent:
         else:
             reason = (
                 f"{name} is not configured: set [workflows.sources.{name}] command = [...] "
-                "in .arbor/config.toml"
+                "in your config.toml (a workspace's .arbor/config.toml applies it once you trust the "
+                "workspace: arbor trust)"
             )
         if finder is None:
             return SourceReport(name, False, reason), []

@@ -376,7 +376,8 @@ async def test_an_unconfigured_web_search_is_reported_with_the_fix(shop: Path) -
     assert not web.available
     assert web.reason == (
         "web_search is not configured: set [workflows.sources.web_search] command = [...] "
-        "in .arbor/config.toml"
+        "in your config.toml (a workspace's .arbor/config.toml applies it once you trust the "
+        "workspace: arbor trust)"
     )
     assert not report(result, "cve_database").available
 
