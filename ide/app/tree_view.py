@@ -738,7 +738,8 @@ def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EX
     section("Thought", node.thought)
     if node.action is not None:
         args = json.dumps(node.action.args, indent=2, ensure_ascii=False, default=str)
-        section("Action", f"{node.action.tool}\n{args}", pre=True)
+        how = " (recovered from text: the model wrote the call out)" if node.action.recovered else ""
+        section("Action", f"{node.action.tool}{how}\n{args}", pre=True)
     section("Observation", node.observation, pre=True)
     section("Reflection", node.reflection)
     return "".join(parts)

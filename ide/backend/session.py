@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
 from ide.changes import BatchStore, ChangeSet, Review
 from ide.llm import ContextTier, ModelError, ModelRouter
+from ide.llm.textcalls import is_recovered
 from ide.protocol import TurnMeta
 from ide.protocol.tree import TreeEvent
 from ide.search.base import AskPermission, RunContext
@@ -514,9 +515,10 @@ def translate_event(event: dict[str, Any]) -> BaseModel | None:
             for entry in event["entries"]
         )
     if kind == "tool_start":
+        title = event["title"] + (" · recovered from text" if is_recovered(event["id"]) else "")
         return start_tool_call(
             event["id"],
-            event["title"],
+            title,
             kind=event["kind"],
             status="in_progress",
             locations=[ToolCallLocation(path=path, line=line) for path, line in event["locations"]],

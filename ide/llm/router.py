@@ -21,6 +21,7 @@ from ide.llm.limits import provider_gate
 from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
+from ide.llm.textcalls import RECOVERED_KEY, TextGate, recover_tool_calls
 from ide.llm.thinking import ThinkSplitter
 from ide.llm.tiers import ContextTier
 from ide.protocol import RoleUsage
@@ -134,7 +135,7 @@ class ModelRouter:
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(llm.request_timeout_s):
-                    message = await self._collect(model, runnable, messages, spec, on_chunk)
+                    message = await self._collect(model, runnable, messages, spec, on_chunk, tools)
             except TimeoutError as exc:
                 raise timed_out(spec, llm) from exc
             latency_ms = (time.perf_counter() - started) * 1000
@@ -148,15 +149,24 @@ class ModelRouter:
         messages: list[BaseMessage],
         spec: ModelSpec,
         on_chunk: OnChunk | None,
+        tools: Sequence[BaseTool] = (),
     ) -> AIMessage:
         splitter = ThinkSplitter()
-        texts: list[str] = []
+        answer: list[str] = []
         thoughts: list[str] = []
+        shown: list[str] = []
         merged: AIMessageChunk | None = None
+        names = [tool.name for tool in tools]
+        # With tools bound, text that may be a tool call written out is held back until it is decided.
+        gate = TextGate(names) if names else None
 
         async def emit(kind: ChunkKind, text: str) -> None:
+            if kind == "text":
+                answer.append(text)
+                if gate is not None:
+                    text = gate.feed(text)
             # Drop the blank lines models put between </think> and the answer, or before either.
-            parts = texts if kind == "text" else thoughts
+            parts = shown if kind == "text" else thoughts
             if not parts:
                 text = text.lstrip()
             if not text:
@@ -200,10 +210,24 @@ class ModelRouter:
         extra = {k: v for k, v in merged.additional_kwargs.items() if k != "reasoning_content"}
         if thoughts:
             extra["reasoning_content"] = "".join(thoughts)
+        content = "".join(answer).strip()
+        tool_calls = merged.tool_calls
+        if gate is not None:
+            rest, _held = gate.release()
+            if rest.strip() and on_chunk is not None:
+                result = on_chunk("text", rest if shown else rest.lstrip())
+                if inspect.isawaitable(result):
+                    await result
+            if not tool_calls:
+                recovery = recover_tool_calls(content, names)
+                if recovery.calls:
+                    tool_calls = recovery.calls
+                    content = recovery.remainder
+                    extra[RECOVERED_KEY] = len(recovery.calls)
         return AIMessage(
-            content="".join(texts).rstrip(),
+            content=content,
             additional_kwargs=extra,
-            tool_calls=merged.tool_calls,
+            tool_calls=tool_calls,
             invalid_tool_calls=merged.invalid_tool_calls,
             usage_metadata=merged.usage_metadata,
             response_metadata=merged.response_metadata,
@@ -230,6 +254,7 @@ class ModelRouter:
         entry.input_tokens += usage["input_tokens"]
         entry.output_tokens += usage["output_tokens"]
         entry.latency_ms += latency_ms
+        entry.recovered_calls += int(message.additional_kwargs.get(RECOVERED_KEY, 0))
 
     def usage_snapshot(self) -> dict[str, RoleUsage]:
         """Usage so far, by role (copies: later calls do not change a snapshot)."""

@@ -63,6 +63,7 @@ class RoleUsage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
+    recovered_calls: int = Field(0, description="Tool calls recovered from the model's text, not structured")
 
 
 class TurnMeta(BaseModel):

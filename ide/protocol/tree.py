@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,9 +32,28 @@ NodeStatus = Literal["generated", "evaluated", "active", "terminated_early", "so
 EventKind = Literal["node_added", "node_updated", "best_path", "finished"]
 
 
+RECOVERED_PREFIX = "recovered_"
+"""Id prefix of a tool call Arbor recovered from the model's text (the model wrote the call out)."""
+
+
 class ToolAction(BaseModel):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
+    recovered: bool = Field(
+        False,
+        description="The model wrote this call as text; Arbor recovered it",
+        exclude_if=lambda recovered: not recovered,  # keeps recorded trees as they were
+    )
+
+    @classmethod
+    def of(cls, call: Mapping[str, Any]) -> ToolAction:
+        """The action of a LangChain tool-call dict (``name``, ``args``, ``id``)."""
+        args = call.get("args")
+        return cls(
+            tool=call.get("name") or "?",
+            args=dict(args) if isinstance(args, Mapping) else {},
+            recovered=str(call.get("id") or "").startswith(RECOVERED_PREFIX),
+        )
 
 
 class TreeNode(BaseModel):

@@ -426,7 +426,7 @@ class _LatsRun:
                 kind="action",
                 label=f"{bad.get('name') or 'tool'}: malformed call",
                 thought=thought,
-                action=ToolAction(tool=bad.get("name") or "?", args=args if isinstance(args, dict) else {}),
+                action=ToolAction.of(bad),
                 status="failed",
                 reflection=f"Malformed tool call, also after one repair: {second_error}",
                 **fields,
@@ -444,7 +444,7 @@ class _LatsRun:
         name, args = call["name"], dict(call["args"])
         key = json.dumps([name, args], sort_keys=True, default=str)
         title = self.toolbox.describe(name, args)[0]
-        action = ToolAction(tool=name, args=args)
+        action = ToolAction.of(call)
         duplicate = seen.get(key)
         if duplicate is not None:
             node_id = ctx.recorder.add(

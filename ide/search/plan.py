@@ -274,11 +274,9 @@ class PlanTree:
             latency_ms=round(node.latency_ms + latency_ms, 1),
         )
 
-    def start_action(self, name: str, args: dict[str, Any], *, read_only: bool) -> str:
-        title = self.ctx.toolbox(read_only=read_only).describe(name, args)[0]
-        return self._add(
-            self.phase, kind="action", label=title, action=ToolAction(tool=name, args=args), status="active"
-        )
+    def start_action(self, call: dict[str, Any], *, read_only: bool) -> str:
+        title = self.ctx.toolbox(read_only=read_only).describe(call["name"], call["args"])[0]
+        return self._add(self.phase, kind="action", label=title, action=ToolAction.of(call), status="active")
 
     def end_action(self, node: str, observation: str, failed: bool) -> None:
         self.recorder.update(node, observation=observation, status="failed" if failed else "evaluated")
@@ -475,7 +473,7 @@ class _PlanRun:
             results = []
             for call in last.tool_calls:
                 call_id = call.get("id") or ""
-                node = self.tree.start_action(call["name"], call["args"], read_only=read_only)
+                node = self.tree.start_action(call, read_only=read_only)
                 outcome = await self.ctx.call_tool(
                     call["name"], call["args"], read_only=read_only, announce=True, call_id=call_id or None
                 )

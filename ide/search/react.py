@@ -210,7 +210,7 @@ class ReactTree:
                 self._tip if self._step is None else self._step,
                 kind="action",
                 label=event.get("title") or event["name"],
-                action=ToolAction(tool=event["name"], args=event.get("args") or {}),
+                action=ToolAction.of({"name": event["name"], "args": event.get("args"), "id": event["id"]}),
                 status="active",
             )
             self._actions[event["id"]] = node

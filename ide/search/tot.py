@@ -54,7 +54,8 @@ from typing import Any, Generic, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field
 
-from ide.protocol.tree import ToolAction
+from ide.llm.textcalls import is_recovered
+from ide.protocol.tree import RECOVERED_PREFIX, ToolAction
 from ide.search.base import (
     RunContext,
     RunOutcome,
@@ -537,7 +538,7 @@ class _TotRun:
                             node,
                             kind="action",
                             label=call["name"],
-                            action=ToolAction(tool=call["name"], args=call["args"]),
+                            action=ToolAction.of(call),
                             status="active",
                             role=RESEARCHER,
                         )
@@ -546,7 +547,11 @@ class _TotRun:
                     self.thoughts[node].findings = reply.text.strip() or "(the researcher found nothing)"
             outcomes = await gather_in_order(
                 self.ctx.call_tool(
-                    call["name"], call["args"], read_only=True, announce=True, call_id=f"tot-{action}"
+                    call["name"],
+                    call["args"],
+                    read_only=True,
+                    announce=True,
+                    call_id=f"{RECOVERED_PREFIX if is_recovered(call['id']) else ''}tot-{action}",
                 )
                 for _node, action, call in calls
             )

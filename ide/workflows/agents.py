@@ -110,7 +110,7 @@ async def run_agent(
             return AgentReport(profile.name, failed, report.summary, step, node)
         for call in reply.tool_calls:
             name, args = call["name"], call.get("args") or {}
-            action = recorder.add(node, kind="action", label=name, action=ToolAction(tool=name, args=args))
+            action = recorder.add(node, kind="action", label=name, action=ToolAction.of(call))
             if name not in names:
                 output, failed_call = (
                     f"{name} is not one of the {profile.name} agent's tools: {', '.join(names)}",
