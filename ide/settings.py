@@ -140,7 +140,24 @@ class LlmSettings(_Section):
     openai_base_url: str | None = Field(None, description="OpenAI-compatible server URL")
     num_ctx: int = Field(16384, ge=512, description="Context window asked of Ollama (its default is 2k)")
     temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature of every model call")
-    request_timeout_s: float = Field(300.0, gt=0, description="Timeout of one model call, seconds")
+    request_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        description="Silence allowed between streamed chunks once a model answers, seconds (a CPU-only "
+        "model gives a few tokens a second; this bounds a stalled stream, not a long answer)",
+    )
+    first_token_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        description="Time a model may take to send its first chunk, seconds (loading a model into memory "
+        "takes tens of seconds)",
+    )
+    retry_backoff_s: float = Field(
+        2.0,
+        ge=0,
+        description="Wait before the one retry of a call that failed with a dropped connection, a 5xx or "
+        "a busy server (503), seconds",
+    )
     reasoning: bool | None = Field(
         None, description="Ask reasoning models to think (true/false); unset keeps the model's default"
     )
@@ -160,6 +177,12 @@ class LlmSettings(_Section):
         None,
         json_schema_extra=_env("ARBOR_RETRIEVAL_MODEL"),
         description="Model writing retrieval queries when workflows.retrieval_queries = model",
+    )
+    compactor: str | None = Field(
+        None,
+        json_schema_extra=_env("ARBOR_COMPACTOR_MODEL"),
+        description="Model summarising older steps when a conversation would overflow the context window "
+        "(default: llm.model)",
     )
     lats: LatsModels = Field(default_factory=LatsModels)
     tot: TotModels = Field(default_factory=TotModels)

@@ -51,6 +51,7 @@ MODEL_KEYS = frozenset(
         "llm.model",
         "llm.orchestrator",
         "llm.retrieval",
+        "llm.compactor",
         "llm.agents",
         "memory.embedding_model",
         "workflows.embedding_model",

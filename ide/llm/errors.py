@@ -87,7 +87,7 @@ def _server_name(spec: ModelSpec) -> str:
     )
 
 
-def _status_code(exc: BaseException) -> int | None:
+def status_code(exc: BaseException) -> int | None:
     code = getattr(exc, "status_code", None)
     if code is None:
         response = getattr(exc, "response", None)
@@ -119,10 +119,18 @@ def unreachable(spec: ModelSpec, settings: LlmSettings, detail: str = "") -> Mod
     return ModelError("model_unreachable", f"{_server_name(spec)} is not reachable at {where}{suffix}", fix)
 
 
-def timed_out(spec: ModelSpec, settings: LlmSettings) -> ModelError:
+def timed_out(spec: ModelSpec, settings: LlmSettings, *, first_chunk: bool = False) -> ModelError:
+    """The model stayed silent too long: before its first chunk (loading), or in the middle of a stream."""
+    if first_chunk:
+        return ModelError(
+            "model_timeout",
+            f"{spec} sent nothing within {settings.first_token_timeout_s:g} s",
+            "Raise llm.first_token_timeout_s (ARBOR_LLM_FIRST_TOKEN_TIMEOUT_S) if the model is slow to "
+            "load, lower llm.num_ctx, or use a smaller model.",
+        )
     return ModelError(
         "model_timeout",
-        f"{spec} did not answer within {settings.request_timeout_s:g} s",
+        f"{spec} stopped sending for {settings.request_timeout_s:g} s in the middle of its answer",
         "Raise llm.request_timeout_s (ARBOR_LLM_REQUEST_TIMEOUT_S), lower llm.num_ctx, or use a "
         "smaller model.",
     )
@@ -138,7 +146,7 @@ def classify_error(exc: BaseException, spec: ModelSpec, settings: LlmSettings) -
         return exc
     names = _type_names(exc)
     text = _error_text(exc)
-    status = _status_code(exc)
+    status = status_code(exc)
 
     if isinstance(exc, ImportError):
         return provider_missing(spec.provider, package=exc.name)

@@ -69,8 +69,9 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
             num_ctx=settings.num_ctx,
             temperature=settings.temperature,
             reasoning=settings.reasoning,
-            # A dead host should fail in seconds, a slow generation only after the whole call budget.
-            client_kwargs={"timeout": httpx.Timeout(settings.request_timeout_s, connect=CONNECT_TIMEOUT_S)},
+            # A dead host should fail in seconds; the router bounds the first chunk and the silences
+            # between chunks itself, so the client only needs to outlast the longer of the two.
+            client_kwargs={"timeout": httpx.Timeout(_read_timeout(settings), connect=CONNECT_TIMEOUT_S)},
         )
     if spec.provider == "openai":
         module = _import_extra("langchain_openai", "openai")
@@ -80,9 +81,10 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
         kwargs: dict[str, Any] = {
             "model": spec.model,
             "temperature": settings.temperature,
-            "timeout": settings.request_timeout_s,
+            "timeout": _read_timeout(settings),
             "stream_usage": True,
-            "max_retries": 1,
+            # The router retries once itself (after a pause, and only when nothing was streamed).
+            "max_retries": 0,
         }
         if settings.openai_base_url:
             kwargs["base_url"] = settings.openai_base_url
@@ -96,10 +98,14 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
         return module.ChatAnthropic(
             model=spec.model,
             temperature=settings.temperature,
-            timeout=settings.request_timeout_s,
-            max_retries=1,
+            timeout=_read_timeout(settings),
+            max_retries=0,
         )
     raise ValueError(f"no network chat model for provider {spec.provider!r}")
+
+
+def _read_timeout(settings: LlmSettings) -> float:
+    return max(settings.request_timeout_s, settings.first_token_timeout_s)
 
 
 def _import_extra(module_name: str, provider: str) -> Any:

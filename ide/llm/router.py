@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -15,8 +17,20 @@ import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.tools import BaseTool
+from pydantic import BaseModel
 
-from ide.llm.errors import ModelError, classify_error, timed_out
+from ide.llm.budget import (
+    TRUNCATION_RATIO,
+    Calibration,
+    Fitted,
+    answer_reserve,
+    cut_to_fit,
+    fit_messages,
+    replace_with_summary,
+    summary_request,
+    task_text,
+)
+from ide.llm.errors import ModelError, classify_error, status_code, timed_out
 from ide.llm.limits import provider_gate
 from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
 from ide.llm.scripted import Script, ScriptedChatModel
@@ -27,16 +41,24 @@ from ide.llm.tiers import ContextTier
 from ide.protocol import RoleUsage
 from ide.settings import LatsModels, PlanModels, Settings, TotModels
 
+log = logging.getLogger(__name__)
+
+TRUNCATED_KEY = "arbor_truncated"
+"""``AIMessage.additional_kwargs`` key set when the server evaluated far less than was sent."""
+
 ChunkKind = Literal["thought", "text"]
 OnChunk = Callable[[str, str], Awaitable[None] | None]
 
 DEFAULT_ROLES = ("default", "react")
+COMPACTOR = "compactor"
+"""Role of the model that summarises older steps when a conversation would overflow its window."""
 """Roles that always use ``llm.model``."""
 
 ROLES: tuple[str, ...] = (
     *DEFAULT_ROLES,
     "orchestrator",
     "retrieval",
+    "compactor",
     *(f"lats.{name}" for name in LatsModels.model_fields),
     *(f"tot.{name}" for name in TotModels.model_fields),
     *(f"plan.{name}" for name in PlanModels.model_fields),
@@ -67,6 +89,13 @@ class ModelRouter:
         self._usage: dict[str, RoleUsage] = {}
         self._context_windows: dict[str, int] = {}
         self._bound: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
+        self._calibrations: dict[str, Calibration] = {}
+        self._format_refused: set[str] = set()
+        """Models whose server refused a JSON-schema format: later structured calls go unconstrained."""
+        self.context: dict[str, tuple[int, int]] = {}
+        """Role → (tokens of its last request, its window): the status bar's context fill."""
+        self.on_context: Callable[[str, int, int], None] | None = None
+        """Told (role, tokens, window) before every request, e.g. to show the fill in the window."""
 
     def spec_for(self, role: str) -> ModelSpec:
         """The model spec for ``role``: its own setting if set, else ``llm.model``."""
@@ -74,7 +103,7 @@ class ModelRouter:
         value: str | None
         if role in DEFAULT_ROLES:
             value = None
-        elif role in ("orchestrator", "retrieval"):
+        elif role in ("orchestrator", "retrieval", COMPACTOR):
             value = getattr(llm, role)
         elif role in ROLES:
             section, name = role.split(".", 1)
@@ -111,12 +140,18 @@ class ModelRouter:
         messages: list[BaseMessage],
         tools: Sequence[BaseTool] = (),
         on_chunk: OnChunk | None = None,
+        *,
+        schema: type[BaseModel] | None = None,
     ) -> AIMessage:
         """Call the model for ``role`` with ``tools`` bound, streaming thoughts and text to ``on_chunk``.
 
-        Returns the whole answer: content without reasoning, parsed tool calls, reasoning in
-        ``additional_kwargs["reasoning_content"]``, usage in ``usage_metadata``. Failures raise ModelError;
-        cancellation propagates.
+        The request is fitted to the model's context window first (ide.llm.budget). With ``schema`` the
+        answer is constrained to that JSON Schema where the server can (Ollama ``format``, OpenAI
+        ``response_format``, Anthropic forced tool use); a server that refuses the format is asked again
+        without it. A dropped connection, a 5xx or a busy server is retried once, after a pause, when
+        nothing was streamed yet. Returns the whole answer: content without reasoning, tool calls
+        (structured, or recovered from the text), reasoning in ``additional_kwargs["reasoning_content"]``,
+        usage in ``usage_metadata``. Failures raise ModelError; cancellation propagates.
         """
         spec = self.spec_for(role)
         llm = self.settings.llm
@@ -124,23 +159,125 @@ class ModelRouter:
             model = self.chat_model(role)
         except Exception as exc:
             raise classify_error(exc, spec, llm) from exc
-        runnable = self._bind(model, tools) if tools else model
+        fitted = await self._fit(role, spec, messages)
+        sent = fitted.messages
+        constrained = schema is not None and str(spec) not in self._format_refused
         gate = provider_gate(
             spec.provider,
             self._endpoint(spec),
             llm.concurrency.get(spec.provider, 4),
             llm.rate_limit_per_minute.get(spec.provider),
         )
-        async with gate:
-            started = time.perf_counter()
+        retried = False
+        while True:
+            runnable = self._runnable(model, spec, tools, schema if constrained else None)
+            streamed = False
+
+            async def forward(kind: str, text: str) -> None:
+                nonlocal streamed
+                streamed = True
+                if on_chunk is not None:
+                    result = on_chunk(kind, text)
+                    if inspect.isawaitable(result):
+                        await result
+
             try:
-                async with asyncio.timeout(llm.request_timeout_s):
-                    message = await self._collect(model, runnable, messages, spec, on_chunk, tools)
-            except TimeoutError as exc:
-                raise timed_out(spec, llm) from exc
-            latency_ms = (time.perf_counter() - started) * 1000
-        self._record(role, spec, messages, message, latency_ms)
+                async with gate:
+                    started = time.perf_counter()
+                    message = await self._collect(model, runnable, sent, spec, forward, tools)
+                    latency_ms = (time.perf_counter() - started) * 1000
+                break
+            except ModelError as err:
+                if constrained and _refused_format(err):
+                    log.info("%s refused the JSON schema format (%s); asking without it", spec, err)
+                    self._format_refused.add(str(spec))
+                    constrained = False
+                    continue
+                if retried or streamed or not _retryable(err):
+                    raise
+                retried = True
+                log.info("%s failed (%s); retrying once in %g s", spec, err.info.message, llm.retry_backoff_s)
+                await asyncio.sleep(llm.retry_backoff_s)
+        if constrained and schema is not None and spec.provider == "anthropic" and message.tool_calls:
+            # Forced tool use: the answer is the arguments of the one call to the schema's tool.
+            message = message.model_copy(
+                update={"content": json.dumps(message.tool_calls[0]["args"]), "tool_calls": []}
+            )
+        self._check_truncation(role, spec, sent, fitted, message)
+        self._record(role, spec, sent, message, latency_ms)
         return message
+
+    async def _fit(self, role: str, spec: ModelSpec, messages: list[BaseMessage]) -> Fitted:
+        """``messages`` fitted to the window of ``role``'s model, the answer's room reserved."""
+        window = await self.context_window(role)
+        limit = window - answer_reserve(window)
+        calibration = self._calibration(spec)
+        fitted = fit_messages(messages, limit, calibration)
+        if fitted.overflow_range is not None and role != COMPACTOR:
+            start, end = fitted.overflow_range
+            try:
+                summary = await self.stream(
+                    COMPACTOR, summary_request(fitted.messages[start:end], task_text(messages))
+                )
+                if summary.text.strip():
+                    fitted = replace_with_summary(fitted, summary.text.strip(), calibration)
+            except ModelError as exc:
+                log.warning("could not summarise older steps (%s); cutting them instead", exc)
+        if fitted.tokens > limit:
+            fitted = cut_to_fit(fitted, limit, calibration)
+        if fitted.changed or fitted.notes:
+            log.info(
+                "%s: %d → %d tokens for a %d-token window (%s)",
+                role,
+                fitted.tokens_before,
+                fitted.tokens,
+                window,
+                "; ".join(fitted.notes),
+            )
+        self.context[role] = (fitted.tokens, window)
+        if self.on_context is not None:
+            self.on_context(role, fitted.tokens, window)
+        return fitted
+
+    def _calibration(self, spec: ModelSpec) -> Calibration:
+        return self._calibrations.setdefault(str(spec), Calibration())
+
+    def _check_truncation(
+        self, role: str, spec: ModelSpec, sent: list[BaseMessage], fitted: Fitted, message: AIMessage
+    ) -> None:
+        """Learn the model's characters per token from the server's count, and notice when it cut."""
+        usage = message.usage_metadata
+        if usage is None or spec.provider == "scripted":
+            return
+        evaluated = usage.get("input_tokens", 0)
+        window = self.context.get(role, (0, 0))[1]
+        if evaluated and evaluated < fitted.tokens * TRUNCATION_RATIO:
+            message.additional_kwargs[TRUNCATED_KEY] = {"sent": fitted.tokens, "evaluated": evaluated}
+            log.warning(
+                "%s evaluated %d of the ~%d prompt tokens sent: the server cut the prompt (its window is "
+                "smaller than Arbor's budget of %d); raise llm.num_ctx or lower it to match the server",
+                spec,
+                evaluated,
+                fitted.tokens,
+                window,
+            )
+            return
+        self._calibration(spec).learn(sent, evaluated)
+
+    def _runnable(
+        self, model: BaseChatModel, spec: ModelSpec, tools: Sequence[BaseTool], schema: type[BaseModel] | None
+    ) -> Any:
+        """``model`` with ``tools`` bound, constrained to ``schema``'s JSON where the provider can."""
+        runnable = self._bind(model, tools) if tools else model
+        if schema is None or spec.provider == "scripted":
+            return runnable
+        if spec.provider == "ollama":
+            return runnable.bind(format=schema.model_json_schema())
+        if spec.provider == "openai":
+            return runnable.bind(response_format=schema, strict=True)
+        if spec.provider == "anthropic":
+            return model.bind_tools([schema], tool_choice=schema.__name__)
+        return runnable
 
     async def _collect(
         self,
@@ -179,15 +316,22 @@ class ModelRouter:
 
         # Only our Ollama model knows this keyword; other providers would send it to their API.
         extra_kwargs = {FOLD_THINKING: True} if isinstance(model, ArborChatOllama) else {}
+        llm = self.settings.llm
         async with aclosing(runnable.astream(messages, **extra_kwargs)) as chunks:
             while True:
+                # The first chunk may wait for the model to load; after it, only silence is bounded.
+                first = merged is None
+                limit = llm.first_token_timeout_s if first else llm.request_timeout_s
                 try:
-                    chunk = await anext(chunks)
+                    async with asyncio.timeout(limit):
+                        chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
+                except TimeoutError as exc:
+                    raise timed_out(spec, llm, first_chunk=first) from exc
                 except Exception as exc:
                     # Only exceptions from the model are classified; on_chunk's own propagate as they are.
-                    raise classify_error(exc, spec, self.settings.llm) from exc
+                    raise classify_error(exc, spec, llm) from exc
                 if not isinstance(chunk, AIMessageChunk):
                     continue
                 merged = chunk if merged is None else merged + chunk
@@ -349,3 +493,29 @@ async def ollama_context_length(host: str, model: str) -> int | None:
         return context_length_of(await ollama_show(host, model))
     except (httpx.HTTPError, ValueError):
         return None
+
+
+_FORMAT_WORDS = ("format", "response_format", "json_schema", "structured output", "schema")
+_DROPPED = frozenset(
+    {"RemoteProtocolError", "ReadError", "IncompleteRead", "ChunkedEncodingError", "APIConnectionError"}
+)
+"""Exception types of a connection dropped mid-answer (httpx, urllib3, requests, openai)."""
+
+
+def _refused_format(err: ModelError) -> bool:
+    """A server that does not take the JSON-schema format answers 400 naming it."""
+    status = status_code(err.__cause__) if err.__cause__ is not None else None
+    text = err.info.message.lower()
+    return (status == 400 or "http 400" in text) and any(word in text for word in _FORMAT_WORDS)
+
+
+def _retryable(err: ModelError) -> bool:
+    """A dropped connection, a 5xx or a busy server: worth one more try."""
+    cause = err.__cause__
+    if cause is not None:
+        if {cls.__name__ for cls in type(cause).__mro__} & _DROPPED:
+            return True
+        status = status_code(cause)
+        if status is not None and status >= 500:
+            return True
+    return "server busy" in err.info.message.lower()

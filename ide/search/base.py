@@ -60,6 +60,8 @@ class Router(Protocol):
         messages: list[BaseMessage],
         tools: Sequence[BaseTool] = (),
         on_chunk: Any = None,
+        *,
+        schema: type[BaseModel] | None = None,
     ) -> AIMessage: ...
 
     def spec_for(self, role: str) -> Any: ...
@@ -414,7 +416,8 @@ async def ask_structured(
     """
     instruction = HumanMessage(f"Reply with only a JSON object, no other text: {schema_hint(schema)}")
     conversation = [*messages, instruction]
-    reply = await router.stream(role, conversation, on_chunk=on_chunk)
+    # Constrained to the schema where the server can; the instruction and one repair stay for the rest.
+    reply = await router.stream(role, conversation, on_chunk=on_chunk, schema=schema)
     try:
         return parse_structured(reply.text, schema), reply
     except ValueError as exc:
@@ -427,7 +430,7 @@ async def ask_structured(
             f"{schema_hint(schema)}."
         ),
     ]
-    second = await router.stream(role, repair, on_chunk=on_chunk)
+    second = await router.stream(role, repair, on_chunk=on_chunk, schema=schema)
     try:
         return parse_structured(second.text, schema), second
     except ValueError as exc:

@@ -444,7 +444,11 @@ class _PlanRun:
         return step
 
     async def ask(
-        self, role: str, messages: Sequence[AnyMessage], tools: Sequence[BaseTool] = ()
+        self,
+        role: str,
+        messages: Sequence[AnyMessage],
+        tools: Sequence[BaseTool] = (),
+        schema: type[BaseModel] | None = None,
     ) -> AIMessage:
         """One model call of ``role`` over the shared thread; its reasoning and text stream as thoughts."""
         streamed = False
@@ -457,7 +461,7 @@ class _PlanRun:
         history = close_dangling_tool_calls(list(messages))
         started = time.perf_counter()
         reply = await self.ctx.router.stream(
-            role, [SystemMessage(self.prompts[role]), *history], tools=tools, on_chunk=on_chunk
+            role, [SystemMessage(self.prompts[role]), *history], tools=tools, on_chunk=on_chunk, schema=schema
         )
         self.tree.charge(reply, (time.perf_counter() - started) * 1000)
         if streamed:
@@ -490,11 +494,14 @@ class _PlanRun:
 
         return run_tools
 
-    async def repair(self, role: str, messages: list[AnyMessage], reason: str, schema: str) -> AIMessage:
-        """The one repair call (no tools): the reply could not be used, say why, ask again."""
-        request = HumanMessage(f"That reply could not be used: {reason}. Answer again with only {schema}.")
+    async def repair(
+        self, role: str, messages: list[AnyMessage], reason: str, wanted: str, schema: type[BaseModel]
+    ) -> AIMessage:
+        """The one repair call (no tools, constrained to ``schema`` where the server can): the reply could
+        not be used, say why, ask again."""
+        request = HumanMessage(f"That reply could not be used: {reason}. Answer again with only {wanted}.")
         messages.append(request)
-        reply = await self.ask(role, messages)
+        reply = await self.ask(role, messages, schema=schema)
         messages.append(reply)
         return reply
 
@@ -527,7 +534,7 @@ class _PlanRun:
             reason = str(exc)
             before = len(messages)
             wanted = f"a numbered list or the JSON object {schema_hint(PlanReply)}"
-            reply = await self.repair(PLANNER, messages, reason, wanted)
+            reply = await self.repair(PLANNER, messages, reason, wanted, PlanReply)
             added += messages[before:]
             try:
                 tasks = parse_plan(reply.text, self.plan.max_tasks)
@@ -623,7 +630,7 @@ class _PlanRun:
             reason = str(exc)
             before = len(messages)
             reply = await self.repair(
-                REPLANNER, messages, reason, f"the JSON object {schema_hint(ReplanReply)}"
+                REPLANNER, messages, reason, f"the JSON object {schema_hint(ReplanReply)}", ReplanReply
             )
             added += messages[before:]
             try:

@@ -202,7 +202,8 @@ async def ask_structured_together(router: Any, asks: Sequence[Ask[Any]]) -> list
         for ask in asks
     ]
     firsts = await gather_in_order(
-        router.stream(ask.role, conversation) for ask, conversation in zip(asks, conversations, strict=True)
+        router.stream(ask.role, conversation, schema=ask.schema)
+        for ask, conversation in zip(asks, conversations, strict=True)
     )
     answers: list[Answer[Any]] = []
     for ask, reply in zip(asks, firsts, strict=True):
@@ -222,6 +223,7 @@ async def ask_structured_together(router: Any, asks: Sequence[Ask[Any]]) -> list
                     f"object {schema_hint(asks[i].schema)}."
                 ),
             ],
+            schema=asks[i].schema,
         )
         for i in broken
     )

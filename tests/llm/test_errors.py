@@ -49,8 +49,9 @@ async def test_garbage_line_is_a_bad_response(fake_ollama: Start) -> None:
 
 
 async def test_http_500_is_reported_with_the_server_message(fake_ollama: Start) -> None:
-    server = fake_ollama([{"status": 500, "error": "llama runner process has terminated"}])
-    err = await failure(ModelRouter(make_settings(server.url)))
+    fault = {"status": 500, "error": "llama runner process has terminated"}
+    server = fake_ollama([fault, fault])  # one retry, then the failure is reported
+    err = await failure(ModelRouter(make_settings(server.url, retry_backoff_s=0)))
     assert err.info.kind == "bad_model_response"
     assert "HTTP 500" in err.info.message
     assert "llama runner process has terminated" in err.info.message
@@ -88,9 +89,9 @@ async def test_context_overflow_says_raise_num_ctx(fake_ollama: Start) -> None:
 
 async def test_slow_server_times_out(fake_ollama: Start) -> None:
     server = fake_ollama([{"content": "late", "latency_ms": 3000}])
-    err = await failure(ModelRouter(make_settings(server.url, request_timeout_s=0.3)))
+    err = await failure(ModelRouter(make_settings(server.url, first_token_timeout_s=0.3)))
     assert err.info.kind == "model_timeout"
-    assert "request_timeout_s" in (err.info.fix or "")
+    assert "first_token_timeout_s" in (err.info.fix or "")
 
 
 async def test_callback_errors_are_not_disguised_as_model_errors(fake_ollama: Start) -> None:

@@ -25,6 +25,7 @@ def test_every_documented_role_is_routable() -> None:
         "react",
         "orchestrator",
         "retrieval",
+        "compactor",
         *(f"lats.{p}" for p in ("selection", "expansion", "evaluation", "backprop")),
         *(f"tot.{a}" for a in ("coordinator", "planner", "researcher", "analyzer", "critic", "synthesizer")),
         *(f"plan.{r}" for r in ("planner", "executor", "replanner")),
@@ -66,6 +67,7 @@ def test_bad_role_setting_is_a_model_error() -> None:
 def test_ollama_models_are_built_with_explicit_num_ctx_and_cached_per_spec() -> None:
     settings = make_settings("http://127.0.0.1:9", num_ctx=12288, temperature=0.0, reasoning=False)
     settings.llm.request_timeout_s = 42
+    settings.llm.first_token_timeout_s = 30
     router = ModelRouter(settings)
 
     model = router.chat_model("react")
@@ -79,7 +81,7 @@ def test_ollama_models_are_built_with_explicit_num_ctx_and_cached_per_spec() -> 
     )
     assert model.base_url == "http://127.0.0.1:9"
     timeout = (model.client_kwargs or {})["timeout"]
-    assert (timeout.read, timeout.connect) == (42, 10)
+    assert (timeout.read, timeout.connect) == (42, 10)  # the longer of the first-token and idle limits
     assert router.chat_model("lats.evaluation") is model
 
 

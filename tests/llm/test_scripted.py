@@ -188,7 +188,7 @@ async def test_cancellation_during_latency_is_prompt(write_script: WriteScript) 
 async def test_timeout_applies_to_scripted_latency(write_script: WriteScript) -> None:
     script = write_script([{"content": "late", "latency_ms": 5000}])
     with pytest.raises(ModelError) as caught:
-        await scripted_router(script, request_timeout_s=0.1).stream("react", ASK)
+        await scripted_router(script, first_token_timeout_s=0.1).stream("react", ASK)
     assert caught.value.info.kind == "model_timeout"
 
 

@@ -18,27 +18,30 @@ from tests.support.fake_ollama import FakeOllama
 FINE = {"content": "All good now."}
 
 
+PERSISTENT_500 = {"status": 500, "error": "llama runner process has terminated"}
+
+
 @pytest.mark.parametrize(
-    ("fault", "words"),
+    ("faults", "words"),
     [
-        (
-            {"status": 500, "error": "llama runner process has terminated"},
-            "llama runner process has terminated",
-        ),
-        ({"content": "partial", "stream_error": "unexpected EOF"}, "unexpected EOF"),
-        ({"content": "partial", "garbage": True}, "could not be read"),
-        ({"content": "late", "latency_ms": 4000}, "did not answer within"),
+        # A 5xx is retried once; one that persists is reported.
+        ([PERSISTENT_500, PERSISTENT_500], "llama runner process has terminated"),
+        ([{"content": "partial", "stream_error": "unexpected EOF"}], "unexpected EOF"),
+        ([{"content": "partial", "garbage": True}], "could not be read"),
+        ([{"content": "late", "latency_ms": 4000}], "sent nothing within"),
     ],
     ids=["http-500", "cut-stream", "garbage-line", "stall"],
 )
 async def test_a_model_fault_is_reported_and_the_session_goes_on(
-    git_workspace: Path, fault: dict[str, Any], words: str
+    git_workspace: Path, faults: list[dict[str, Any]], words: str
 ) -> None:
-    with FakeOllama(responses=[fault, FINE]) as server:
+    with FakeOllama(responses=[*faults, FINE]) as server:
         env = {
             "ARBOR_MODEL": "ollama:qwen2.5-coder:7b",
             "OLLAMA_HOST": server.url,
             "ARBOR_LLM_REQUEST_TIMEOUT_S": "1",
+            "ARBOR_LLM_FIRST_TOKEN_TIMEOUT_S": "1",
+            "ARBOR_LLM_RETRY_BACKOFF_S": "0",
         }
         async with acp_backend(env) as backend:
             session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])

@@ -73,10 +73,10 @@ def capture_calls(run: Run) -> list[Call]:
     original = run.ctx.router.stream
 
     async def stream(
-        role: str, messages: list[BaseMessage], tools: Any = (), on_chunk: Any = None
+        role: str, messages: list[BaseMessage], tools: Any = (), on_chunk: Any = None, **kw: Any
     ) -> AIMessage:
         calls.append((role, list(messages), [tool.name for tool in tools]))
-        return await original(role, messages, tools, on_chunk)
+        return await original(role, messages, tools, on_chunk, **kw)
 
     run.ctx.router.stream = stream  # type: ignore[method-assign]
     return calls
@@ -383,12 +383,12 @@ async def test_cancelling_closes_the_tree_and_the_next_turn_continues_the_thread
     blocked = asyncio.Event()
 
     async def stream(
-        role: str, messages: list[BaseMessage], tools: Any = (), on_chunk: Any = None
+        role: str, messages: list[BaseMessage], tools: Any = (), on_chunk: Any = None, **kw: Any
     ) -> AIMessage:
         if len(calls) == 3:  # the executor's call after its edit: hang until cancelled
             blocked.set()
             await asyncio.Event().wait()
-        return await original(role, messages, tools, on_chunk)
+        return await original(role, messages, tools, on_chunk, **kw)
 
     run.ctx.router.stream = stream  # type: ignore[method-assign]
     turn = asyncio.create_task(PlanExecute().run(run.ctx))

@@ -66,9 +66,11 @@ def spy(run: Run) -> list[Call]:
     calls: list[Call] = []
     original = run.ctx.router.stream
 
-    async def stream(role: str, messages: list[BaseMessage], tools: Any = (), on_chunk: Any = None) -> Any:
+    async def stream(
+        role: str, messages: list[BaseMessage], tools: Any = (), on_chunk: Any = None, **kw: Any
+    ) -> Any:
         calls.append((role, list(messages), [tool.name for tool in tools]))
-        return await original(role, messages, tools, on_chunk)
+        return await original(role, messages, tools, on_chunk, **kw)
 
     run.ctx.router.stream = stream  # type: ignore[method-assign]
     return calls
