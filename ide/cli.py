@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
 
     doctor = sub.add_parser("doctor", help="print resolved settings with their sources, and check the setup")
     doctor.add_argument("--workspace", "-w", default=".", help="workspace whose .arbor/config.toml applies")
+    doctor.add_argument(
+        "--probe",
+        action="store_true",
+        help="send each model one real tool-call request and one structured request, and report how it did",
+    )
 
     trust = sub.add_parser(
         "trust",
@@ -284,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             resolved = load_settings(Path(args.workspace).resolve())
         except SettingsError as exc:
             return _fail(str(exc))
-        return run_doctor(resolved, sys.stdout)
+        return run_doctor(resolved, sys.stdout, probe=args.probe)
 
     workspace = Path(getattr(args, "path", ".")).resolve()
     if not workspace.is_dir():

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ide.llm import ROLES, HealthCheck, ModelError, ModelRouter, ModelSpec, probe_model
+from ide.llm.probe import ProbeCache, probe_all
+from ide.protocol.model import ModelProbe
 from ide.qtplatform import display_problem
 from ide.settings import ResolvedSettings, to_toml_value
 
@@ -126,8 +128,31 @@ def _write_trust(resolved: ResolvedSettings, out: TextIO) -> None:
             out.write(f"      runs: {command}\n")
 
 
-def run_doctor(resolved: ResolvedSettings, out: TextIO) -> int:
-    """Print settings and checks; exit code 1 when a required check fails."""
+def describe_probe(result: ModelProbe) -> str:
+    """One line of a model probe: the verdict on tool calls, then format, speed and window."""
+    mark, sentence = result.verdict()
+    if result.error:
+        return f"[{mark}] {result.model}: {sentence}"
+    parts = [sentence, f"JSON schema format {result.json_format.replace('_', ' ')}"]
+    if result.first_token_s is not None:
+        parts.append(f"first token {result.first_token_s:g} s")
+    if result.tokens_per_s is not None:
+        parts.append(f"{result.tokens_per_s:g} tokens/s")
+    if result.context_window:
+        parts.append(f"context {result.context_window} tokens")
+    roles = ", ".join(result.roles[:4]) + (", …" if len(result.roles) > 4 else "")
+    return f"[{mark}] {result.model} ({roles}): " + "; ".join(parts)
+
+
+async def probe_models(resolved: ResolvedSettings) -> list[ModelProbe]:
+    """Probe every model the settings use and cache the results in the data dir (for the window)."""
+    router = ModelRouter(resolved.settings, base_dir=resolved.workspace)
+    return await probe_all(router, ProbeCache(resolved.settings.resolved_data_dir()))
+
+
+def run_doctor(resolved: ResolvedSettings, out: TextIO, *, probe: bool = False) -> int:
+    """Print settings and checks (and with ``probe``, a real request to each model); exit code 1 when a
+    required check fails or a model cannot call tools at all."""
     out.write("Settings (value  ← source)\n")
     width = max(len(key) for key, _, _ in resolved.rows())
     for key, value, source in resolved.rows():
@@ -143,4 +168,9 @@ def run_doctor(resolved: ResolvedSettings, out: TextIO) -> int:
         if check.fix and check.ok is not True:
             out.write(f"         fix: {check.fix}\n")
         failed = failed or check.ok is False
+    if probe:
+        out.write("\nModel probe (one real tool-call request and one structured request per model)\n")
+        for result in asyncio.run(probe_models(resolved)):
+            out.write(f"  {describe_probe(result)}\n")
+            failed = failed or result.error is not None or result.tool_calls in ("none", "failed")
     return 1 if failed else 0

@@ -51,6 +51,7 @@ from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
 from ide.protocol import index as ix
 from ide.protocol import lsp as lp
 from ide.protocol import memory as mp
+from ide.protocol import model as md
 from ide.protocol import review as rv
 from ide.protocol import workflow as wf
 from ide.protocol.review import REVIEW_METHODS
@@ -227,6 +228,7 @@ class ArborAgent(Agent):
                 *lp.LSP_METHODS,
                 *wf.WORKFLOW_METHODS,
                 *mp.MEMORY_METHODS,
+                *md.MODEL_METHODS,
             ],
             data_dir=str(self._base_settings.resolved_data_dir()),
         )
@@ -692,6 +694,8 @@ class ArborAgent(Agent):
             mp.MEMORY_SEARCH: self._memory_search,
             mp.MEMORY_DELETE: self._memory_delete,
             mp.MEMORY_EXPORT: self._memory_export,
+            md.MODEL_PROBE: self._model_probe,
+            md.MODEL_PROBES_CACHED: self._model_probes_cached,
         }.get(method)
         if handler is None:
             raise RequestError.method_not_found(f"_{method}")
@@ -702,6 +706,28 @@ class ArborAgent(Agent):
         except ChangeError as exc:
             raise RequestError.invalid_params({"message": str(exc)}) from None
         return result.model_dump(mode="json")
+
+    async def _model_probe(self, params: dict[str, Any]) -> BaseModel:
+        """Send each model the workspace uses one tool-call and one structured request ("Test model")."""
+        from ide.llm import ModelRouter
+        from ide.llm.probe import ProbeCache, probe_all
+
+        request = md.ProbeParams.model_validate(params)
+        cwd, settings = self._workspace(request.cwd)
+        router = ModelRouter(settings, base_dir=Path(cwd))
+        return md.ProbeResult(probes=await probe_all(router, ProbeCache(settings.resolved_data_dir())))
+
+    async def _model_probes_cached(self, params: dict[str, Any]) -> BaseModel:
+        """What earlier probes found about the models the workspace uses (the window warns before a turn)."""
+        from ide.llm import ModelRouter
+        from ide.llm.probe import ProbeCache, cache_key, roles_by_model
+
+        request = md.ProbeParams.model_validate(params)
+        cwd, settings = self._workspace(request.cwd)
+        router = ModelRouter(settings, base_dir=Path(cwd))
+        known = await asyncio.to_thread(ProbeCache(settings.resolved_data_dir()).read)
+        found = [known.get(cache_key(router, model)) for model in roles_by_model(router)]
+        return md.ProbeResult(probes=[probe for probe in found if probe is not None])
 
     async def _memory_search(self, params: dict[str, Any]) -> BaseModel:
         request = mp.MemorySearchParams.model_validate(params)

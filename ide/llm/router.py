@@ -43,6 +43,9 @@ from ide.settings import LatsModels, PlanModels, Settings, TotModels
 
 log = logging.getLogger(__name__)
 
+TIMING_KEY = "arbor_timing"
+"""``AIMessage.response_metadata`` key: seconds to the first chunk and in all."""
+
 TRUNCATED_KEY = "arbor_truncated"
 """``AIMessage.additional_kwargs`` key set when the server evaluated far less than was sent."""
 
@@ -90,7 +93,7 @@ class ModelRouter:
         self._context_windows: dict[str, int] = {}
         self._bound: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
         self._calibrations: dict[str, Calibration] = {}
-        self._format_refused: set[str] = set()
+        self.format_refused: set[str] = set()
         """Models whose server refused a JSON-schema format: later structured calls go unconstrained."""
         self.context: dict[str, tuple[int, int]] = {}
         """Role → (tokens of its last request, its window): the status bar's context fill."""
@@ -161,7 +164,7 @@ class ModelRouter:
             raise classify_error(exc, spec, llm) from exc
         fitted = await self._fit(role, spec, messages)
         sent = fitted.messages
-        constrained = schema is not None and str(spec) not in self._format_refused
+        constrained = schema is not None and str(spec) not in self.format_refused
         gate = provider_gate(
             spec.provider,
             self._endpoint(spec),
@@ -190,7 +193,7 @@ class ModelRouter:
             except ModelError as err:
                 if constrained and _refused_format(err):
                     log.info("%s refused the JSON schema format (%s); asking without it", spec, err)
-                    self._format_refused.add(str(spec))
+                    self.format_refused.add(str(spec))
                     constrained = False
                     continue
                 if retried or streamed or not _retryable(err):
@@ -317,6 +320,8 @@ class ModelRouter:
         # Only our Ollama model knows this keyword; other providers would send it to their API.
         extra_kwargs = {FOLD_THINKING: True} if isinstance(model, ArborChatOllama) else {}
         llm = self.settings.llm
+        started = time.perf_counter()
+        first_chunk_s: float | None = None
         async with aclosing(runnable.astream(messages, **extra_kwargs)) as chunks:
             while True:
                 # The first chunk may wait for the model to load; after it, only silence is bounded.
@@ -334,6 +339,8 @@ class ModelRouter:
                     raise classify_error(exc, spec, llm) from exc
                 if not isinstance(chunk, AIMessageChunk):
                     continue
+                if first_chunk_s is None:
+                    first_chunk_s = time.perf_counter() - started
                 merged = chunk if merged is None else merged + chunk
                 reasoning = chunk.additional_kwargs.get("reasoning_content")
                 if isinstance(reasoning, str) and reasoning:
@@ -368,13 +375,14 @@ class ModelRouter:
                     tool_calls = recovery.calls
                     content = recovery.remainder
                     extra[RECOVERED_KEY] = len(recovery.calls)
+        timing = {"first_chunk_s": first_chunk_s or 0.0, "total_s": time.perf_counter() - started}
         return AIMessage(
             content=content,
             additional_kwargs=extra,
             tool_calls=tool_calls,
             invalid_tool_calls=merged.invalid_tool_calls,
             usage_metadata=merged.usage_metadata,
-            response_metadata=merged.response_metadata,
+            response_metadata={**merged.response_metadata, TIMING_KEY: timing},
             id=merged.id,
         )
 

@@ -1,0 +1,139 @@
+"""Probe a model the way the agent will use it: one real tool-call request and one structured request,
+through the same router (budget, text-call recovery, format fallback), timed; results cached per model.
+
+What ``/api/show`` says a model can do is not what its template makes it do (qwen2.5-coder reports
+``tools`` and answers tool requests in text), so only a real request tells.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.tools import tool
+from pydantic import BaseModel, Field, ValidationError
+
+from ide.llm.errors import ModelError
+from ide.llm.router import ROLES, TIMING_KEY, ModelRouter
+from ide.llm.textcalls import RECOVERED_KEY
+from ide.protocol.model import ModelProbe
+
+PROBE_FILE = "model-probes.json"
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the workspace and return its text."""
+    return f"(probe) contents of {path}"
+
+
+class ProbeAnswer(BaseModel):
+    """The structured request's answer."""
+
+    language: str = Field(description="The programming language")
+    year: int = Field(description="The year it first appeared")
+
+
+TOOL_REQUEST = [
+    SystemMessage("You are a coding agent. Use the tools to act; do not describe what you would do."),
+    HumanMessage("Read the file README.md with the read_file tool."),
+]
+STRUCTURED_REQUEST = [
+    HumanMessage(
+        "Which programming language is named after Monty Python, and when did it appear? "
+        'Reply with JSON {"language": string, "year": integer}.'
+    )
+]
+
+
+def roles_by_model(router: ModelRouter) -> dict[str, list[str]]:
+    """Each model spec the settings name, with the roles that use it (the default first)."""
+    found: dict[str, list[str]] = {}
+    for role in ROLES:
+        found.setdefault(str(router.spec_for(role)), []).append(role)
+    return found
+
+
+async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
+    """Probe the model of ``role`` (``roles``: every role that uses it, for the report)."""
+    spec = router.spec_for(role)
+    now = datetime.now(tz=UTC).isoformat(timespec="seconds")
+    result = ModelProbe(model=str(spec), roles=roles, probed_at=now)
+    try:
+        result.context_window = await router.context_window(role)
+        reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file])
+        recovered = int(reply.additional_kwargs.get(RECOVERED_KEY, 0))
+        if not reply.tool_calls:
+            result.tool_calls = "none"
+        else:
+            result.tool_calls = "recovered" if recovered else "structured"
+        timing = reply.response_metadata.get(TIMING_KEY) or {}
+        result.first_token_s = round(float(timing.get("first_chunk_s", 0.0)), 2)
+        output = (reply.usage_metadata or {}).get("output_tokens", 0)
+        generating = float(timing.get("total_s", 0.0)) - float(timing.get("first_chunk_s", 0.0))
+        if output and generating > 0:
+            result.tokens_per_s = round(output / generating, 1)
+        refused_before = str(spec) in router.format_refused
+        answer = await router.stream(role, list(STRUCTURED_REQUEST), schema=ProbeAnswer)
+        try:
+            ProbeAnswer.model_validate_json(answer.text)
+            honoured = True
+        except (ValidationError, ValueError):
+            honoured = False
+        if str(spec) in router.format_refused and not refused_before:
+            result.json_format = "refused"
+        elif spec.provider == "scripted":
+            result.json_format = "not_applicable"
+        else:
+            result.json_format = "honoured" if honoured else "ignored"
+    except ModelError as exc:
+        result.error = exc.info.text()
+    return result
+
+
+class ProbeCache:
+    """Probe results per model (and server), in the data dir, so the window can warn before a turn."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / PROBE_FILE
+
+    def read(self) -> dict[str, ModelProbe]:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        found = {}
+        for key, value in (raw if isinstance(raw, dict) else {}).items():
+            try:
+                found[key] = ModelProbe.model_validate(value)
+            except ValidationError:
+                continue
+        return found
+
+    def write(self, key: str, result: ModelProbe) -> None:
+        found = {k: v.model_dump() for k, v in self.read().items()}
+        found[key] = result.model_dump()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(found, indent=2), encoding="utf-8")
+        tmp.replace(self.path)
+
+
+def cache_key(router: ModelRouter, model: str) -> str:
+    """A model is known per server: the same name on another host may be another model."""
+    llm = router.settings.llm
+    host = {"ollama": llm.ollama_host, "openai": llm.openai_base_url or ""}.get(model.split(":", 1)[0], "")
+    return f"{model}@{host}"
+
+
+async def probe_all(router: ModelRouter, cache: ProbeCache | None = None) -> list[ModelProbe]:
+    """Probe every model a role uses, each once; cache the results."""
+    results = []
+    for model, roles in roles_by_model(router).items():
+        result = await probe(router, roles[0], roles)
+        if cache is not None:
+            cache.write(cache_key(router, model), result)
+        results.append(result)
+    return results

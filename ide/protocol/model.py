@@ -1,0 +1,51 @@
+"""Wire models of the model probe (``_arbor/model/probe``): what a real request showed about a model —
+structured or text tool calls, the JSON-schema format, speed and context window — for ``arbor doctor
+--probe`` and the window's "Test model"."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+MODEL_PROBE = "arbor/model/probe"
+MODEL_PROBES_CACHED = "arbor/model/probes"
+MODEL_METHODS = (MODEL_PROBE, MODEL_PROBES_CACHED)
+
+ToolCalling = Literal["structured", "recovered", "none", "failed"]
+Formatting = Literal["honoured", "refused", "ignored", "failed", "not_applicable"]
+
+
+class ProbeParams(BaseModel):
+    cwd: str = Field(description="Workspace whose settings name the models")
+    refresh: bool = Field(True, description="Ask the models again instead of answering from the cache")
+
+
+class ModelProbe(BaseModel):
+    """One model, probed with one tool-call request and one structured request."""
+
+    model: str = Field(description="provider:model")
+    roles: list[str] = Field(default_factory=list, description="The roles that use it")
+    tool_calls: ToolCalling = "failed"
+    json_format: Formatting = "failed"
+    first_token_s: float | None = None
+    tokens_per_s: float | None = None
+    context_window: int | None = None
+    error: str | None = Field(None, description="Why the probe could not finish, with the fix")
+    probed_at: str = ""
+
+    def verdict(self) -> tuple[str, str]:
+        """(mark, sentence) for one line of doctor or the window: ✓, ⚠ or ✗."""
+        if self.error:
+            return "✗", self.error
+        calls = {
+            "structured": ("✓", "structured tool calls"),
+            "recovered": ("⚠", "tool calls sent as text (Arbor recovers them)"),
+            "none": ("✗", "no tool call at all: the agent cannot act with this model"),
+            "failed": ("✗", "the tool-call request failed"),
+        }[self.tool_calls]
+        return calls
+
+
+class ProbeResult(BaseModel):
+    probes: list[ModelProbe] = Field(default_factory=list)

@@ -1,0 +1,89 @@
+"""``arbor doctor --probe`` and ``_arbor/model/probe``: one real tool-call request and one structured request
+per model tell structured ✓ / recovered from text ⚠ / none ✗, the format, speed and window, and are cached."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ide.llm import ModelRouter
+from ide.llm.probe import ProbeCache, cache_key, probe_all
+from ide.protocol import model as md
+from tests.llm.conftest import make_settings
+from tests.support.acp_client import acp_backend
+
+ANSWER = {"content": '{"language": "Python", "year": 1991}'}
+STRUCTURED = {"tool_calls": [{"name": "read_file", "args": {"path": "README.md"}}]}
+AS_TEXT = {"content": '<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md"}}\n</tool_call>'}
+NONE = {"content": "I would read README.md with the read_file tool."}
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict", "mark"),
+    [(STRUCTURED, "structured", "✓"), (AS_TEXT, "recovered", "⚠"), (NONE, "none", "✗")],
+)
+async def test_the_probe_tells_how_a_model_calls_tools(
+    fake_ollama: Any, tmp_path: Path, reply: dict[str, Any], verdict: str, mark: str
+) -> None:
+    server = fake_ollama([reply, ANSWER])
+    router = ModelRouter(make_settings(server.url, num_ctx=8192))
+    cache = ProbeCache(tmp_path)
+    [result] = await probe_all(router, cache)
+    assert result.tool_calls == verdict and result.verdict()[0] == mark
+    assert result.json_format == "honoured"
+    assert server.chat_bodies[1]["format"]["required"] == ["language", "year"]
+    assert result.context_window == 8192
+    assert result.first_token_s is not None and result.first_token_s >= 0
+    assert "default" in result.roles and "react" in result.roles
+    assert cache.read()[cache_key(router, "ollama:qwen2.5-coder:7b")] == result
+
+
+async def test_an_unreachable_server_is_a_probe_error_with_the_fix(dead_url: str, tmp_path: Path) -> None:
+    [result] = await probe_all(ModelRouter(make_settings(dead_url, retry_backoff_s=0)))
+    assert result.error and "ollama serve" in result.error
+    assert result.verdict()[0] == "✗"
+
+
+def test_doctor_probe_prints_the_figures_and_fails_without_tool_calls(
+    fake_ollama: Any, tmp_path: Path
+) -> None:
+    for reply, code in ((AS_TEXT, 0), (NONE, 1)):
+        server = fake_ollama([reply, ANSWER])
+        env = {**os.environ, "OLLAMA_HOST": server.url}
+        done = subprocess.run(
+            [sys.executable, "-m", "ide", "doctor", "--probe", "-w", str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        line = next(row for row in done.stdout.splitlines() if "ollama:qwen2.5-coder:7b (default" in row)
+        if reply is AS_TEXT:
+            assert line.startswith("  [⚠]") and "recovers them" in line and "first token" in line
+        else:
+            assert line.startswith("  [✗]") and "cannot act" in line
+        assert "JSON schema format honoured" in line and "context 16384 tokens" in line
+        assert done.returncode == code, done.stdout[-2000:]
+
+
+async def test_the_window_can_probe_and_read_the_cache_over_acp(fake_ollama: Any, tmp_path: Path) -> None:
+    server = fake_ollama([AS_TEXT, ANSWER])
+    async with acp_backend({"OLLAMA_HOST": server.url}) as backend:
+        cached = md.ProbeResult.model_validate(
+            await backend.conn.ext_method(md.MODEL_PROBES_CACHED, {"cwd": str(tmp_path)})
+        )
+        assert cached.probes == []
+        fresh = md.ProbeResult.model_validate(
+            await backend.conn.ext_method(md.MODEL_PROBE, {"cwd": str(tmp_path)})
+        )
+        assert [p.tool_calls for p in fresh.probes] == ["recovered"]
+        again = md.ProbeResult.model_validate(
+            await backend.conn.ext_method(md.MODEL_PROBES_CACHED, {"cwd": str(tmp_path)})
+        )
+        assert again.probes == fresh.probes
