@@ -3,8 +3,9 @@
 Local models often answer a tool request with the call written into ``content`` and ``tool_calls`` empty
 (qwen2.5-coder on Ollama, ollama/ollama#12174). The shapes seen: bare JSON objects
 ``{"name", "arguments"|"parameters"}`` or a JSON list of them, a ```json fence, ``<tool_call>…</tool_call>``
-(Qwen/Hermes), ``[TOOL_CALLS] […]`` (Mistral) and ``<|python_tag|>{…}`` (Llama 3.1). Only calls naming a
-tool bound to the request count; everything else stays text.
+(Qwen/Hermes), ``[TOOL_CALLS] […]`` (Mistral), ``<|python_tag|>{…}`` (Llama 3.1) and Qwen3-Coder's
+``<function=NAME><parameter=KEY>VALUE</parameter>…</function>``. Only calls naming a tool bound to the
+request count; everything else stays text.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ RECOVERED_KEY = "arbor_recovered_calls"
 """``AIMessage.additional_kwargs`` key: how many of the message's tool calls came from its text."""
 
 _MARKERS = re.compile(
-    r"```|<tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>|\{\s*\"(?:name|function|type|tool)\"|\[\s*\{"
+    r"```|<tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>|<function=|\{\s*\"(?:name|function|type|tool)\"|\[\s*\{"
 )
+_XML_CALL = re.compile(r"<function=([\w.-]+)>(.*?)(?:</function>|$)", re.DOTALL)
+_XML_PARAM = re.compile(r"<parameter=([\w.-]+)>\s*(.*?)\s*(?:</parameter>|(?=<parameter=)|$)", re.DOTALL)
 _MARKER_TAIL = 24
 """Characters kept back at the end of streamed text, so a marker split across chunks is still seen."""
 HOLD_LIMIT = 200_000
@@ -81,6 +84,8 @@ def _parse_at(
 ) -> tuple[list[dict[str, Any]], int]:
     """Calls at ``text[start:]`` in one of the known shapes, and where that shape ends."""
     rest = text[start:]
+    if rest.startswith("<function="):
+        return _xml_calls(text, start, names)
     if rest.startswith("```"):
         close = text.find("```", start + 3)
         if close < 0:
@@ -98,6 +103,31 @@ def _parse_at(
             found, end = _json_run(text, start + len(tag), decoder, names)
             return found, end
     return _json_run(text, start, decoder, names)
+
+
+def _xml_calls(text: str, start: int, names: set[str]) -> tuple[list[dict[str, Any]], int]:
+    """Qwen3-Coder's ``<function=NAME>`` blocks from ``start``, each value JSON when it parses."""
+    calls: list[dict[str, Any]] = []
+    position = start
+    while True:
+        match = _XML_CALL.match(text, position)
+        if match is None or match.group(1) not in names:
+            break
+        args: dict[str, Any] = {}
+        for key, raw in _XML_PARAM.findall(match.group(2)):
+            try:
+                args[key] = json.loads(raw)
+            except ValueError:
+                args[key] = raw
+        call = _as_call({"name": match.group(1), "arguments": args}, names)
+        if call is not None:
+            calls.append(call)
+        position = match.end()
+        while position < len(text) and text[position] in " \t\r\n":
+            position += 1
+        if text.startswith("</tool_call>", position):
+            position += len("</tool_call>")
+    return calls, position if calls else start
 
 
 def _json_run(
@@ -124,6 +154,9 @@ def _json_run(
 
 
 def _calls_in(body: str, decoder: json.JSONDecoder, names: set[str]) -> list[dict[str, Any]]:
+    if body.startswith("<function="):  # Qwen3-Coder inside <tool_call> tags
+        found, end = _xml_calls(body, 0, names)
+        return found if found and not body[end:].strip() else []
     found, end = _json_run(body, 0, decoder, names)
     return found if found and not body[end:].strip() else []
 
@@ -203,7 +236,7 @@ class TextGate:
     def _decide(self) -> int | None:
         """Where held text that is surely not a call ends; None while undecided or when it is a call."""
         held = self._held
-        if held.startswith(("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")):
+        if held.startswith(("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function=")):
             self._to_end = True
             return None
         found, end = _parse_at(held, 0, self._decoder, self.names)

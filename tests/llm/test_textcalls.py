@@ -32,6 +32,10 @@ SHAPES = {
         {"type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
     ),
     "arguments as a JSON string": dumps({"name": "read_file", "arguments": dumps({"path": "a.py"})}),
+    "qwen3-coder xml in tags": "<tool_call>\n<function=read_file>\n<parameter=path>\na.py\n</parameter>\n"
+    "</function>\n</tool_call>",
+    "qwen3-coder xml": "<function=read_file>\n<parameter=path>\na.py\n</parameter>\n</function>\n"
+    "<function=read_file>\n<parameter=path>b.py</parameter>\n</function>",
 }
 
 
