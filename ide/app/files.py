@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from ide.gitsafe import git_argv
 from ide.settings import WorkspaceSettings
 
 BINARY_SNIFF_BYTES = 8000
@@ -35,7 +36,7 @@ def _git_files(root: Path) -> list[str] | None:
     """Files git sees in ``root``, or None when ``root`` is not in a work tree (or git is missing)."""
     try:
         result = subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            git_argv(root, "ls-files", "-co", "--exclude-standard", "-z"),
             cwd=root,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,

@@ -276,12 +276,19 @@ class ArborAgent(Agent):
     ) -> Session:
         from ide.backend.session import Session
         from ide.changes import BatchStore, prune_stale_worktrees
+        from ide.changes.rollback import recover_batches
 
+        store = self._store(settings)
         if cwd not in self._pruned:
             # Scratch checkouts left by a crashed backend are removed the first time we see the workspace.
             self._pruned.add(cwd)
             await asyncio.to_thread(prune_stale_worktrees, Path(cwd))
-        store = self._store(settings)
+            # A batch a killed backend left half-applied is finished or put back before anything else.
+            recovered = await asyncio.to_thread(
+                recover_batches, Path(cwd), BatchStore(store.workspace_dir(cwd))
+            )
+            if recovered:
+                log.warning("recovered interrupted Apply batches in %s: %s", cwd, ", ".join(recovered))
         from ide.tools import builtin_tool_names
         from ide.tools.mcp import connect
 
@@ -704,7 +711,8 @@ class ArborAgent(Agent):
         except ValidationError as exc:
             raise RequestError.invalid_params({"errors": exc.errors(include_url=False)}) from None
         except ChangeError as exc:
-            raise RequestError.invalid_params({"message": str(exc)}) from None
+            # Classified, so every client (the window, arbor run) shows the reason, not "Invalid params".
+            raise arbor_error(ErrorInfo(kind="bad_request", message=str(exc))) from None
         return result.model_dump(mode="json")
 
     async def _model_probe(self, params: dict[str, Any]) -> BaseModel:

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
 import subprocess
 import tempfile
+import uuid
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ide.changes.overlay import ChangeError
+from ide.gitsafe import base_argv, git_argv
 
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 
 
 def git(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
-    """Run git in ``cwd`` and return its stdout; a ChangeError carrying git's message on failure."""
+    """Run git in ``cwd`` (through ide.gitsafe: nothing in the repository runs) and return its stdout; a
+    ChangeError carrying git's message on failure."""
     proc = subprocess.run(
-        ["git", *args],
+        git_argv(cwd, *args),
         cwd=cwd,
         input=input,
         capture_output=True,
@@ -33,29 +37,57 @@ def git(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] |
 
 @dataclass(frozen=True)
 class Repo:
-    """The git repository a workspace lives in; ``prefix`` is the workspace's path inside it."""
+    """The git repository a workspace lives in; ``prefix`` is the workspace's path inside it, ``git_dir``
+    the repository's own directory (where a ``.git`` file may point)."""
 
     top: Path
     prefix: str
+    git_dir: Path | None = None
 
     def path(self, rel: str) -> str:
         return f"{self.prefix}/{rel}" if self.prefix else rel
 
     def head(self) -> str | None:
         proc = subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=self.top, capture_output=True, check=False
+            git_argv(self.top, "rev-parse", "--verify", "-q", "HEAD"),
+            cwd=self.top,
+            capture_output=True,
+            check=False,
         )
         return proc.stdout.decode().strip() or None
 
 
 def find_repo(root: Path) -> Repo | None:
     """The repository containing ``root``, or None outside git."""
-    proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, check=False)
+    proc = subprocess.run(
+        git_argv(root, "rev-parse", "--show-toplevel", "--absolute-git-dir"),
+        cwd=root,
+        capture_output=True,
+        check=False,
+    )
     if proc.returncode != 0:
         return None
-    top = Path(os.path.realpath(proc.stdout.decode().strip()))
+    lines = proc.stdout.decode(errors="surrogateescape").splitlines()
+    top = Path(os.path.realpath(lines[0].strip()))
     prefix = Path(os.path.realpath(root)).relative_to(top).as_posix()
-    return Repo(top, "" if prefix == "." else prefix)
+    git_dir = Path(os.path.realpath(lines[1].strip())) if len(lines) > 1 else None
+    return Repo(top, "" if prefix == "." else prefix, git_dir)
+
+
+def same_repository(expected: Repo | None, root: Path) -> Repo | None:
+    """The repository of ``root`` if it is still ``expected`` (the one found when the session began);
+    a ChangeError when git would now work in another one (a ``.git`` file or folder appeared or changed)."""
+    found = find_repo(root)
+    before = expected.git_dir if expected is not None else None
+    now = found.git_dir if found is not None else None
+    if before != now:
+        was = before or "none (not a git repository)"
+        raise ChangeError(
+            f"the git repository of {root} changed since this session began: it was {was}, git now finds "
+            f"{now or 'none'}. Arbor writes and commits only into the repository it found at the start — "
+            "check for a .git file or folder you did not make, then start a new session."
+        )
+    return found
 
 
 def blob_id(data: bytes) -> str:
@@ -91,7 +123,7 @@ class Blobs:
         """Store the current content of files (the ids are known already)."""
         if self.repo is not None:
             listing = b"".join(os.fsencode(p) + b"\n" for p in paths)
-            git(self.repo.top, "hash-object", "-w", "--stdin-paths", input=listing)
+            git(self.repo.top, "hash-object", "-w", "--no-filters", "--stdin-paths", input=listing)
         else:
             for path in paths:
                 self.put(path.read_bytes(), durable=False)
@@ -106,12 +138,8 @@ class Blobs:
 
     def has(self, oid: str) -> bool:
         if self.repo is not None:
-            return (
-                subprocess.run(
-                    ["git", "cat-file", "-e", oid], cwd=self.repo.top, capture_output=True, check=False
-                ).returncode
-                == 0
-            )
+            argv = git_argv(self.repo.top, "cat-file", "-e", oid)
+            return subprocess.run(argv, cwd=self.repo.top, capture_output=True, check=False).returncode == 0
         return (self.directory / oid[:2] / oid[2:]).exists()
 
 
@@ -123,24 +151,18 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]
             path = Path(tmp) / name
             path.write_bytes(data)
             paths.append(str(path))
-        args = ["git", "merge-file", "-p"]
+        args = [*base_argv(), "merge-file", "-p"]
         for label in labels:
             args += ["-L", label]
-        proc = subprocess.run([*args, *paths], capture_output=True, check=False)
+        proc = subprocess.run([*args, *paths], cwd=tmp, capture_output=True, check=False)
     if proc.returncode < 0 or proc.returncode > 127:
         raise ChangeError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc.stdout, proc.returncode == 0
 
 
-def atomic_write(path: Path, data: bytes, mode: int) -> None:
-    """Write ``path`` whole or not at all: temp file in the same directory, fsync, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_bytes(path, data, mode)
-
-
 def _atomic_bytes(path: Path, data: bytes, mode: int, *, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.arbor-", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -154,27 +176,172 @@ def _atomic_bytes(path: Path, data: bytes, mode: int, *, durable: bool = True) -
         raise
 
 
-def remove_file(path: Path, root: Path) -> None:
-    """Delete ``path`` and the directories under ``root`` it leaves empty (as git does)."""
-    path.unlink(missing_ok=True)
-    parent = path.parent
-    while parent != root and root in parent.parents:
+TEMP_MARK = ".arbor-"
+"""In the names of temp files an atomic write makes beside its target (``.NAME.arbor-XXXX``)."""
+
+_NOFOLLOW_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+
+
+class Confined:
+    """Writes under ``root`` that never follow a symbolic link: each parent directory is opened relative
+    to the one before with ``O_NOFOLLOW`` (an ``openat`` walk), so a directory swapped for a link to
+    elsewhere after the edit was proposed — even during the write — is refused, never written through."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(os.path.realpath(root))
+
+    def _parent(self, rel: str, *, create: bool) -> tuple[int, str] | None:
+        """An fd of ``rel``'s directory and its file name; None when the directory is missing (and not
+        ``create``). A ChangeError when a component is a link, not a directory, or escapes."""
+        parts = rel.split("/")
+        if not rel or any(part in ("", ".", "..") for part in parts):
+            raise ChangeError(f"{rel!r} is not a plain path inside the workspace; nothing was written")
+        fd = os.open(self.root, _NOFOLLOW_DIR)
         try:
-            parent.rmdir()
-        except OSError:
+            for index, part in enumerate(parts[:-1]):
+                try:
+                    next_fd = os.open(part, _NOFOLLOW_DIR, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        return None
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    next_fd = os.open(part, _NOFOLLOW_DIR, dir_fd=fd)
+                except OSError as exc:
+                    where = "/".join(parts[: index + 1])
+                    raise ChangeError(
+                        f"{rel} was not written: {where} is a symbolic link or not a directory now "
+                        f"({exc.strerror}); Arbor writes only inside the workspace, never through links — "
+                        "check what replaced it"
+                    ) from None
+                os.close(fd)
+                fd = next_fd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, parts[-1]
+
+    def check(self, rel: str) -> None:
+        """Refuse, before anything is written, a path whose parents or itself are links now."""
+        found = self._parent(rel, create=False)
+        if found is None:
             return
-        parent = parent.parent
+        fd, name = found
+        try:
+            if stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode):
+                raise ChangeError(
+                    f"{rel} is a symbolic link on disk now; Arbor does not write through links — change the "
+                    "file it points to instead"
+                )
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+
+    def write(self, rel: str, data: bytes, mode: int) -> None:
+        """``rel`` written whole or not at all (temp file beside it, fsync, rename), through no link."""
+        fd, name = self._parent(rel, create=True)  # type: ignore[misc]
+        tmp = f".{name}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            out = os.open(tmp, flags, mode, dir_fd=fd)
+            try:
+                with os.fdopen(out, "wb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.chmod(tmp, mode, dir_fd=fd)
+                os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp, dir_fd=fd)
+                raise
+        finally:
+            os.close(fd)
+
+    def remove(self, rel: str) -> None:
+        """Delete ``rel`` (never through a link), then the directories it leaves empty, as git does."""
+        found = self._parent(rel, create=False)
+        if found is None:
+            return
+        fd, name = found
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+        parts = rel.split("/")[:-1]
+        while parts:
+            holder = self._parent("/".join(parts), create=False)
+            if holder is None:
+                return
+            parent_fd, last = holder
+            try:
+                os.rmdir(last, dir_fd=parent_fd)
+            except OSError:
+                return
+            finally:
+                os.close(parent_fd)
+            parts.pop()
 
 
-def commit_paths(repo: Repo, rels: list[str], message: str) -> str:
-    """Commit exactly the disk state of ``rels`` on top of HEAD, leaving the user's other changes alone.
+IndexEntry = tuple[str, bytes | None, int | None]
+"""(workspace-relative path, bytes or None for a deletion, permission bits) of one committed file."""
 
-    A temporary index built from HEAD holds only these paths' changes; the real index then gets the same
-    entries so ``git status`` shows them clean.
+
+def _index_info(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> bytes:
+    """``update-index --index-info`` lines for ``entries``, their blobs stored first (Arbor hashes the
+    bytes itself, so no clean filter of the repository runs and the commit holds exactly these bytes)."""
+    lines = []
+    for rel, data, mode in entries:
+        path = repo.path(rel).encode("utf-8", "surrogateescape")
+        if data is None:
+            lines.append(b"0 " + b"0" * 40 + b"\t" + path + b"\0")
+        else:
+            kind = b"100755" if (mode or 0) & 0o111 else b"100644"
+            lines.append(kind + b" " + blobs.put(data, durable=False).encode() + b"\t" + path + b"\0")
+    return b"".join(lines)
+
+
+def _update_index(repo: Repo, info: bytes, env: dict[str, str] | None = None) -> None:
+    """``update-index --index-info``, which skips a path it will not track (``.GIT/x``) with only a
+    message on stderr and success: that message is an error here."""
+    proc = subprocess.run(
+        git_argv(repo.top, "update-index", "-z", "--index-info"),
+        cwd=repo.top,
+        input=info,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV, **(env or {})},
+        check=False,
+    )
+    errors = proc.stderr.decode(errors="replace").strip()
+    if proc.returncode != 0 or "Ignoring path" in errors:
+        raise ChangeError(f"git update-index failed: {errors or f'exit status {proc.returncode}'}")
+
+
+def check_trackable(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> None:
+    """Refuse, before anything is written, paths git will not put in an index (``.GIT/x``, ``a/../b``…)."""
+    git_dir = repo.git_dir or Path(git(repo.top, "rev-parse", "--absolute-git-dir").decode().strip())
+    index = git_dir / f"arbor-check-{os.getpid()}"
+    try:
+        _update_index(repo, _index_info(repo, blobs, entries), {"GIT_INDEX_FILE": str(index)})
+    except ChangeError as exc:
+        raise ChangeError(
+            f"git will not track every file of this batch, so nothing was written ({exc})"
+        ) from None
+    finally:
+        index.unlink(missing_ok=True)
+
+
+def commit_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry], message: str) -> str:
+    """Commit exactly ``entries`` on top of HEAD, leaving the user's other changes alone.
+
+    A temporary index built from HEAD holds only these entries; the real index then gets the same
+    entries so ``git status`` shows them clean. Nothing git reads from the working tree is involved.
     """
-    paths = [repo.path(rel) for rel in rels]
+    info = _index_info(repo, blobs, entries)
     head = repo.head()
-    git_dir = Path(git(repo.top, "rev-parse", "--absolute-git-dir").decode().strip())
+    git_dir = repo.git_dir or Path(git(repo.top, "rev-parse", "--absolute-git-dir").decode().strip())
     index = git_dir / f"arbor-index-{os.getpid()}"
     env = {"GIT_INDEX_FILE": str(index)}
     try:
@@ -182,22 +349,23 @@ def commit_paths(repo: Repo, rels: list[str], message: str) -> str:
             git(repo.top, "read-tree", head, env=env)
         else:
             git(repo.top, "read-tree", "--empty", env=env)
-        git(repo.top, "update-index", "--add", "--remove", "-z", "--stdin", input=_z(paths), env=env)
+        _update_index(repo, info, env)
         tree = git(repo.top, "write-tree", env=env).decode().strip()
         parents = ["-p", head] if head else []
         commit = git(repo.top, "commit-tree", tree, *parents, input=message.encode()).decode().strip()
-        git(
-            repo.top,
-            "update-ref",
-            "-m",
-            "arbor: " + message.splitlines()[0],
-            "HEAD",
-            commit,
-            head or "0" * 40,
-        )
     finally:
         index.unlink(missing_ok=True)
-    git(repo.top, "update-index", "--add", "--remove", "-z", "--stdin", input=_z(paths))
+    subject = "arbor: " + message.splitlines()[0]
+    git(repo.top, "update-ref", "-m", subject, "HEAD", commit, head or "0" * 40)
+    try:
+        _update_index(repo, info)
+    except ChangeError:
+        # The real index is locked or refuses: take the commit back, so files and history stay together.
+        if head:
+            git(repo.top, "update-ref", "-m", "arbor: undo " + subject[7:], "HEAD", head, commit)
+        else:
+            git(repo.top, "update-ref", "-d", "HEAD", commit)
+        raise
     return commit
 
 
@@ -214,14 +382,9 @@ def ensure_identity(repo: Repo) -> None:
             ) from None
 
 
-def stage_paths(repo: Repo, rels: list[str]) -> None:
-    git(
-        repo.top, "update-index", "--add", "--remove", "-z", "--stdin", input=_z([repo.path(r) for r in rels])
-    )
-
-
-def _z(paths: list[str]) -> bytes:
-    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+def stage_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> None:
+    """Put exactly ``entries`` into the real index."""
+    _update_index(repo, _index_info(repo, blobs, entries))
 
 
 def read_disk(path: Path) -> tuple[bytes | None, int | None]:

@@ -11,14 +11,16 @@ from typing import Any
 
 from ide.changes.gitutil import (
     Blobs,
-    atomic_write,
+    Confined,
+    IndexEntry,
     blob_id,
+    check_trackable,
     commit_paths,
     ensure_identity,
     find_repo,
     merge3,
     read_disk,
-    remove_file,
+    same_repository,
     stage_paths,
 )
 from ide.changes.hunks import Hunk, apply_hunks, binary_hunk, is_binary, rename_hunk, text_hunks
@@ -28,6 +30,7 @@ from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
 from ide.protocol.review import (
     ApplyResult,
+    BatchView,
     ChangeSetView,
     ConflictView,
     DecideParams,
@@ -146,6 +149,8 @@ class Review:
         self._decisions: dict[str, tuple[Decision, str | None]] = {}
         self._conflicts: dict[str, str] = {}
         self._hunk_cache: HunkCache = {}
+        self.repo = find_repo(changeset.root)
+        """The repository found when the review began: Apply writes and commits only into it."""
 
     # -- persistence ------------------------------------------------------------------------------
 
@@ -277,87 +282,100 @@ class Review:
         writing = [p for p in plans if p.writes]
         batch = None
         if writing:
-            repo = find_repo(root)
-            if repo is not None and self.commit_mode == "commit":
-                ensure_identity(repo)
-            blobs = Blobs(repo, self.store.blob_dir)
-            batch_id = uuid.uuid4().hex
-            text = message or self.title or "Apply reviewed changes"
-            full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
-            checkpoints = []
-            before: dict[str, tuple[bytes | None, int | None]] = {}
-            for plan in writing:
-                for rel, (data, mode) in plan.writes.items():
-                    pre, pre_mode = before[rel] = read_disk(root / rel)
-                    base = plan.bases.get(rel)
-                    # Only pre-images must be durable before writing; what we write is stored after.
-                    pre_id = blobs.put(pre) if pre is not None else None
-                    base_id = pre_id if base == pre else blobs.put(base) if base is not None else None
-                    post_id = blob_id(data) if data is not None else None
-                    checkpoints.append(
-                        FileCheckpoint(
-                            rel, pre_id, pre_mode, post_id, mode if data is not None else None, base_id
-                        )
-                    )
-            self.store.begin(
-                batch_id,
-                session_id=self.session_id,
-                cwd=str(root),
-                message=full_message,
-                commit_mode=self.commit_mode if repo else "none",
-                files=checkpoints,
-            )
-            paths = sorted(rel for plan in writing for rel in plan.writes)
-            self._write_all(root, writing, batch_id, before)
-            commit = None
-            if repo is not None and self.commit_mode == "commit":
-                commit = commit_paths(repo, paths, full_message)
-            elif repo is not None and self.commit_mode == "stage":
-                stage_paths(repo, paths)
-            else:  # committing or staging stores the written blobs already
-                blobs.put_files([root / rel for rel in paths if (root / rel).is_file()])
-            self.store.finish(batch_id, state="applied", commit=commit)
-            batch = self.store.get(batch_id)
+            batch = self._write_batch(root, writing, message)
         for plan in plans:
             self._settle(plan)
         return ApplyResult(batch=batch, conflicts=conflicts, changeset=self.view())
 
-    def _write_all(
-        self,
-        root: Path,
-        writing: list[_Plan],
-        batch_id: str,
-        before: dict[str, tuple[bytes | None, int | None]],
-    ) -> None:
-        """Write every planned file; if one write fails (a full disk, a read-only file), put back the
-        files already written from ``before`` (their bytes and modes as the checkpoint read them), mark
-        the batch rolled back, and say so. No file is ever left torn: each write is atomic."""
-        done: list[str] = []
+    def _write_batch(self, root: Path, writing: list[_Plan], message: str | None) -> BatchView | None:
+        """Checkpoint, write and commit the planned files — all of it or, when any step fails, nothing."""
+        entries: list[IndexEntry] = [
+            (rel, data, mode) for plan in writing for rel, (data, mode) in plan.writes.items()
+        ]
+        # Everything that can be refused is refused before the first byte is written.
+        repo = same_repository(self.repo, root)
+        confined = Confined(root)
+        for rel, _data, _mode in entries:
+            confined.check(rel)
+        if repo is not None and self.commit_mode == "commit":
+            ensure_identity(repo)
+        blobs = Blobs(repo, self.store.blob_dir)
+        if repo is not None and self.commit_mode in ("commit", "stage"):
+            check_trackable(repo, blobs, entries)
+        batch_id = uuid.uuid4().hex
+        text = message or self.title or "Apply reviewed changes"
+        full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
+        checkpoints = []
+        before: dict[str, tuple[bytes | None, int | None]] = {}
+        for plan in writing:
+            for rel, (data, mode) in plan.writes.items():
+                pre, pre_mode = before[rel] = read_disk(root / rel)
+                base = plan.bases.get(rel)
+                # Only pre-images must be durable before writing; what we write is stored after.
+                pre_id = blobs.put(pre) if pre is not None else None
+                base_id = pre_id if base == pre else blobs.put(base) if base is not None else None
+                post_id = blob_id(data) if data is not None else None
+                checkpoints.append(
+                    FileCheckpoint(
+                        rel, pre_id, pre_mode, post_id, mode if data is not None else None, base_id
+                    )
+                )
+        self.store.begin(
+            batch_id,
+            session_id=self.session_id,
+            cwd=str(root),
+            message=full_message,
+            commit_mode=self.commit_mode if repo else "none",
+            files=checkpoints,
+            git_dir=str(repo.git_dir) if repo is not None and repo.git_dir else None,
+        )
+        written: list[str] = []
         try:
-            for plan in writing:
-                for rel, (data, mode) in plan.writes.items():
-                    if data is None:
-                        remove_file(root / rel, root)
-                    else:
-                        atomic_write(root / rel, data, mode or 0o644)
-                    done.append(rel)
-        except OSError as exc:
-            failed = getattr(exc, "filename", None) or "a file"
-            for rel in reversed(done):
-                previous, previous_mode = before[rel]
-                try:
-                    if previous is None:
-                        remove_file(root / rel, root)
-                    else:
-                        atomic_write(root / rel, previous, previous_mode or 0o644)
-                except OSError:
-                    log.exception("could not restore %s after a failed apply", rel)
-            self.store.finish(batch_id, state="rolled_back")
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            for rel, data, mode in entries:
+                if data is None:
+                    confined.remove(rel)
+                else:
+                    confined.write(rel, data, mode or 0o644)
+                written.append(rel)
+            commit = None
+            if repo is not None and self.commit_mode == "commit":
+                commit = commit_paths(repo, blobs, entries, full_message)
+            elif repo is not None and self.commit_mode == "stage":
+                stage_paths(repo, blobs, entries)
+            else:
+                for _rel, data, _mode in entries:
+                    if data is not None:
+                        blobs.put(data, durable=False)
+        except (OSError, ChangeError) as exc:
+            self._put_back(confined, written, before)
+            if isinstance(exc, OSError):
+                failed = getattr(exc, "filename", None) or "a file"
+                reason = f"writing {failed} failed ({os.strerror(exc.errno) if exc.errno else exc})"
+                fix = "Free some space (or fix the permission), then Apply."
+            else:
+                reason = f"git could not record the batch: {exc}"
+                fix = "Fix what git reports (e.g. remove a stale .git/index.lock if no git runs), then Apply."
+            self.store.finish(batch_id, state="failed", reason=reason)
             raise ChangeError(
-                f"Apply stopped: writing {failed} failed ({reason}); the {len(done)} file(s) already written "
-                "were put back, nothing else changed. Free some space (or fix the permission), then Apply."
+                f"Apply stopped: {reason}; the {len(written)} file(s) already written were put back, nothing "
+                f"else changed. {fix}"
             ) from None
+        self.store.finish(batch_id, state="applied", commit=commit)
+        return self.store.get(batch_id)
+
+    def _put_back(
+        self, confined: Confined, written: list[str], before: dict[str, tuple[bytes | None, int | None]]
+    ) -> None:
+        """Restore the files a failed Apply wrote, from the pre-images its checkpoint read."""
+        for rel in reversed(written):
+            previous, previous_mode = before[rel]
+            try:
+                if previous is None:
+                    confined.remove(rel)
+                else:
+                    confined.write(rel, previous, previous_mode or 0o644)
+            except (OSError, ChangeError):
+                log.exception("could not restore %s after a failed apply", rel)
 
     def _plan(self, change: FileChange) -> _Plan | None:
         """What applying ``change``'s decisions writes, or None when it has no decided hunk."""

@@ -6,14 +6,17 @@ import os
 from pathlib import Path
 
 from ide.changes.gitutil import (
+    TEMP_MARK,
     Blobs,
-    atomic_write,
+    Confined,
+    IndexEntry,
+    Repo,
     blob_id,
     commit_paths,
     find_repo,
+    git,
     merge3,
     read_disk,
-    remove_file,
     stage_paths,
 )
 from ide.changes.hunks import is_binary
@@ -29,15 +32,19 @@ def rollback_batch(root: Path, store: BatchStore, batch_id: str | None = None) -
     pre-image, ours: the disk) or, when that conflicts, left alone and reported in ``refused``.
     """
     root = Path(os.path.realpath(root))
+    recover_batches(root, store)
     batch_id = batch_id or store.latest_applied(root)
     if batch_id is None:
         raise ChangeError("nothing to roll back: no applied batch in this workspace")
     batch = store.get(batch_id)
     if batch is None:
         raise ChangeError(f"no batch {batch_id} in this workspace; see the review history for ids")
+    if batch.state == "failed":
+        raise ChangeError(f"batch {batch_id} never applied ({batch.reason}); there is nothing to roll back")
     if batch.rolled_back:
-        raise ChangeError(f"batch {batch_id} was already rolled back")
-    repo = find_repo(root)
+        why = f" ({batch.reason})" if batch.reason else ""
+        raise ChangeError(f"batch {batch_id} was already rolled back{why}")
+    repo = _batch_repository(root, store, batch_id)
     blobs = Blobs(repo, store.blob_dir)
     restored: list[str] = []
     refused: list[ConflictView] = []
@@ -78,13 +85,16 @@ def rollback_batch(root: Path, store: BatchStore, batch_id: str | None = None) -
             )
             continue
         writes.append((entry.path, merged, disk_mode))
+    confined = Confined(root)
+    for rel, _data, _mode in writes:
+        confined.check(rel)
     for rel, data, mode in writes:
         if data is None:
-            remove_file(root / rel, root)
+            confined.remove(rel)
         else:
-            atomic_write(root / rel, data, mode or 0o644)
+            confined.write(rel, data, mode or 0o644)
         restored.append(rel)
-    changed = [rel for rel, _, _ in writes]
+    changed: list[IndexEntry] = [(rel, data, mode or 0o644) for rel, data, mode in writes]
     mode = store.commit_mode(batch_id)
     if repo is not None and changed:
         first = batch.message.splitlines()[0] if batch.message else batch_id
@@ -93,11 +103,93 @@ def rollback_batch(root: Path, store: BatchStore, batch_id: str | None = None) -
             f"Arbor-Session: {batch.session_id}\nArbor-Batch: {batch_id}\n"
         )
         if mode == "commit" and batch.commit:
-            commit_paths(repo, changed, message)
+            commit_paths(repo, blobs, changed, message)
         elif mode == "stage":
-            stage_paths(repo, changed)
+            stage_paths(repo, blobs, changed)
     if not refused:
         store.finish(batch_id, state="rolled_back")
     result_batch = store.get(batch_id)
     assert result_batch is not None
     return RollbackResult(batch=result_batch, restored=sorted(restored), refused=refused)
+
+
+def _batch_repository(root: Path, store: BatchStore, batch_id: str) -> Repo | None:
+    """The repository the batch was committed into, if git still finds that one here; else refuse."""
+    repo = find_repo(root)
+    recorded = store.git_dir(batch_id)
+    now = str(repo.git_dir) if repo is not None and repo.git_dir else None
+    if recorded is not None and recorded != now:
+        raise ChangeError(
+            f"batch {batch_id} was committed into the repository at {recorded}, but git now finds "
+            f"{now or 'no repository'} here; Arbor will not roll back into another repository — check for a "
+            ".git file or folder you did not make"
+        )
+    return repo
+
+
+def recover_batches(root: Path, store: BatchStore) -> list[str]:
+    """Finish what a killed Apply left (``kill -9``, a power cut): each batch still ``applying`` is marked
+    applied when its commit landed, else rolled back to its checkpoint; temp files of its writes go.
+
+    Returns the ids of the batches recovered. Files the user changed since are left as they are."""
+    root = Path(os.path.realpath(root))
+    recovered = []
+    for batch_id in store.unfinished(root):
+        files = store.files(batch_id)
+        _remove_temp_files(root, [entry.path for entry in files])
+        repo = find_repo(root)
+        landed = _landed_commit(repo, batch_id) if repo is not None else None
+        if landed is not None:
+            store.finish(batch_id, state="applied", commit=landed, reason="finished after an interruption")
+            recovered.append(batch_id)
+            continue
+        blobs = Blobs(repo, store.blob_dir)
+        confined = Confined(root)
+        left = []
+        for entry in files:
+            disk, disk_mode = read_disk(root / entry.path)
+            disk_id = blob_id(disk) if disk is not None else None
+            if disk_id == entry.pre_blob:
+                continue  # never written, or already back
+            if disk_id != entry.post_blob:
+                left.append(entry.path)
+                continue
+            try:
+                if entry.pre_blob is None:
+                    confined.remove(entry.path)
+                else:
+                    confined.write(
+                        entry.path, blobs.get(entry.pre_blob), entry.pre_mode or disk_mode or 0o644
+                    )
+            except (OSError, ChangeError):
+                left.append(entry.path)
+        note = "interrupted before it finished; its files were put back"
+        if left:
+            note += f" except {', '.join(left)}, changed since (left as they are)"
+        store.finish(batch_id, state="rolled_back", reason=note)
+        recovered.append(batch_id)
+    return recovered
+
+
+def _landed_commit(repo: Repo, batch_id: str) -> str | None:
+    """HEAD, when it is the batch's commit (the process died after committing, before recording it)."""
+    try:
+        body = git(repo.top, "log", "-1", "--format=%H%n%B", "HEAD").decode(errors="replace")
+    except ChangeError:
+        return None
+    sha, _, message = body.partition("\n")
+    return sha.strip() if f"Arbor-Batch: {batch_id}" in message else None
+
+
+def _remove_temp_files(root: Path, rels: list[str]) -> None:
+    """``.NAME.arbor-*`` files an atomic write left beside each of ``rels`` when its process died."""
+    for rel in rels:
+        folder = (root / rel).parent
+        try:
+            names = [entry.name for entry in os.scandir(folder)]
+        except OSError:
+            continue
+        prefix = f".{Path(rel).name}{TEMP_MARK}"
+        for name in names:
+            if name.startswith(prefix):
+                (folder / name).unlink(missing_ok=True)

@@ -20,9 +20,11 @@ CREATE TABLE IF NOT EXISTS batches (
     created_at TEXT NOT NULL,
     message TEXT NOT NULL,
     commit_mode TEXT NOT NULL,
-    state TEXT NOT NULL,          -- applying | applied | rolled_back
+    state TEXT NOT NULL,          -- applying | applied | rolled_back | failed
     commit_sha TEXT,
-    seq INTEGER NOT NULL
+    seq INTEGER NOT NULL,
+    git_dir TEXT,                 -- the repository committed into (rollback refuses another)
+    reason TEXT                   -- why a failed batch failed, why one was rolled back by recovery
 );
 CREATE TABLE IF NOT EXISTS batch_files (
     batch_id TEXT NOT NULL REFERENCES batches(id) ON DELETE CASCADE,
@@ -60,6 +62,10 @@ class BatchStore:
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(batches)")}
+            for column in ("git_dir", "reason"):  # stores made before these columns existed
+                if column not in columns:
+                    db.execute(f"ALTER TABLE batches ADD COLUMN {column} TEXT")
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
@@ -80,15 +86,16 @@ class BatchStore:
         message: str,
         commit_mode: str,
         files: list[FileCheckpoint],
+        git_dir: str | None = None,
     ) -> None:
         """Record a batch and its checkpoint before any file is written."""
         now = datetime.now(tz=UTC).isoformat()
         with self._db() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM batches").fetchone()[0]
             db.execute(
-                "INSERT INTO batches (id, session_id, cwd, created_at, message, commit_mode, state, seq) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'applying', ?)",
-                (batch_id, session_id, cwd, now, message, commit_mode, seq),
+                "INSERT INTO batches (id, session_id, cwd, created_at, message, commit_mode, state, seq, "
+                "git_dir) VALUES (?, ?, ?, ?, ?, ?, 'applying', ?, ?)",
+                (batch_id, session_id, cwd, now, message, commit_mode, seq, git_dir),
             )
             db.executemany(
                 "INSERT INTO batch_files VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -98,12 +105,29 @@ class BatchStore:
                 ],
             )
 
-    def finish(self, batch_id: str, *, state: str, commit: str | None = None) -> None:
+    def finish(
+        self, batch_id: str, *, state: str, commit: str | None = None, reason: str | None = None
+    ) -> None:
         with self._db() as db:
             db.execute(
-                "UPDATE batches SET state = ?, commit_sha = COALESCE(?, commit_sha) WHERE id = ?",
-                (state, commit, batch_id),
+                "UPDATE batches SET state = ?, commit_sha = COALESCE(?, commit_sha), "
+                "reason = COALESCE(?, reason) WHERE id = ?",
+                (state, commit, reason, batch_id),
             )
+
+    def unfinished(self, cwd: str | Path) -> list[str]:
+        """Batches of ``cwd`` left ``applying`` (their process died mid-Apply), oldest first."""
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT id FROM batches WHERE cwd = ? AND state = 'applying' ORDER BY seq",
+                (os.path.realpath(cwd),),
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def git_dir(self, batch_id: str) -> str | None:
+        with self._db() as db:
+            row = db.execute("SELECT git_dir FROM batches WHERE id = ?", (batch_id,)).fetchone()
+        return row[0] if row else None
 
     def get(self, batch_id: str) -> BatchView | None:
         with self._db() as db:
@@ -122,7 +146,7 @@ class BatchStore:
     def latest_applied(self, cwd: str | Path) -> str | None:
         with self._db() as db:
             row = db.execute(
-                "SELECT id FROM batches WHERE cwd = ? AND state != 'rolled_back' ORDER BY seq DESC LIMIT 1",
+                "SELECT id FROM batches WHERE cwd = ? AND state = 'applied' ORDER BY seq DESC LIMIT 1",
                 (os.path.realpath(cwd),),
             ).fetchone()
         return row[0] if row else None
@@ -142,7 +166,7 @@ class BatchStore:
 
     @staticmethod
     def _view(db: sqlite3.Connection, row: tuple) -> BatchView:  # type: ignore[type-arg]
-        batch_id, session_id, cwd, created_at, message, state, commit = row
+        batch_id, session_id, cwd, created_at, message, state, commit, reason = row
         paths = [
             r[0]
             for r in db.execute("SELECT path FROM batch_files WHERE batch_id = ? ORDER BY path", (batch_id,))
@@ -155,8 +179,10 @@ class BatchStore:
             message=message,
             paths=paths,
             commit=commit,
-            rolled_back=state == "rolled_back",
+            rolled_back=state in ("rolled_back", "failed"),
+            state=state,
+            reason=reason,
         )
 
 
-_COLUMNS = "id, session_id, cwd, created_at, message, state, commit_sha"
+_COLUMNS = "id, session_id, cwd, created_at, message, state, commit_sha, reason"

@@ -15,6 +15,7 @@ from pathspec import GitIgnoreSpec
 
 from ide.changes.gitutil import find_repo, git
 from ide.changes.overlay import ChangeSet
+from ide.gitsafe import git_argv
 from ide.settings import WorkspaceSettings
 
 PREFIX = "arbor-scratch-"
@@ -55,14 +56,16 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
     finally:
         if worktree and repo is not None:
             subprocess.run(
-                ["git", "worktree", "remove", "--force", str(checkout)],
+                git_argv(repo.top, "worktree", "remove", "--force", str(checkout)),
                 cwd=repo.top,
                 capture_output=True,
                 check=False,
             )
         shutil.rmtree(tmp, ignore_errors=True)
         if repo is not None:
-            subprocess.run(["git", "worktree", "prune"], cwd=repo.top, capture_output=True, check=False)
+            subprocess.run(
+                git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
+            )
 
 
 def prune_stale_worktrees(root: Path) -> list[Path]:
@@ -76,7 +79,9 @@ def prune_stale_worktrees(root: Path) -> list[Path]:
         removed.append(path)
     repo = find_repo(root)
     if repo is not None:
-        subprocess.run(["git", "worktree", "prune"], cwd=repo.top, capture_output=True, check=False)
+        subprocess.run(
+            git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
+        )
     return removed
 
 

@@ -99,6 +99,8 @@ class BatchView(BaseModel):
     paths: list[str]
     commit: str | None = None
     rolled_back: bool = False
+    state: str = Field("applied", description="applying | applied | rolled_back | failed")
+    reason: str | None = Field(None, description="Why it failed, or why recovery rolled it back")
 
 
 class ConflictView(BaseModel):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ide.gitsafe import git_argv
 from ide.settings import Settings
 from ide.workflows.schema import RagSource, RetrievalStrategy
 
@@ -620,7 +621,12 @@ def _commits(log: str) -> list[tuple[str, str, str]]:
 
 def _git(root: Path, *args: str, timeout: float = 20) -> str | None:
     try:
-        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=timeout)
+        # Through ide.gitsafe; a log (-G searches diffs) never runs a textconv or external diff driver.
+        if args[:1] == ("log",):
+            args = ("log", "--no-textconv", "--no-ext-diff", *args[1:])
+        proc = subprocess.run(
+            git_argv(root, *args), cwd=root, capture_output=True, text=True, timeout=timeout
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ide.changes import BatchStore, rollback_batch
+from ide.changes.rollback import recover_batches
 
 from .conftest import git
 
@@ -23,21 +24,36 @@ SCRIPT = textwrap.dedent(
 
     root, data, stage, after = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     writes = 0
-    real_write = review_module.atomic_write
+    real_write = review_module.Confined.write
+    real_replace = os.replace
+    real_finish = BatchStore.finish
 
-    def dying_write(path, content, mode):
+    def dying_write(self, rel, content, mode):
         global writes
         if stage == "write" and writes == after:
             os._exit(9)
         writes += 1
-        real_write(path, content, mode)
+        real_write(self, rel, content, mode)
+
+    def dying_replace(*args, **kwargs):
+        if stage == "temp" and writes == after + 1:
+            os._exit(9)  # the temp file is written and synced, not yet renamed
+        real_replace(*args, **kwargs)
 
     def dying_commit(*args):
         os._exit(9)
 
-    review_module.atomic_write = dying_write
+    def dying_finish(self, batch_id, **kwargs):
+        if kwargs.get("state") == "applied":
+            os._exit(9)  # committed, not yet recorded
+        real_finish(self, batch_id, **kwargs)
+
+    review_module.Confined.write = dying_write
+    os.replace = dying_replace
     if stage == "commit":
         review_module.commit_paths = dying_commit
+    if stage == "recorded":
+        BatchStore.finish = dying_finish
     cs = ChangeSet(root)
     for i in range(4):
         cs.write(f"f{i}.txt", f"new {i}\\n" * 1000)
@@ -48,10 +64,14 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize(("stage", "after"), [("commit", 0), ("write", 2)])
-def test_killed_apply_leaves_whole_files_and_can_roll_back(
-    git_workspace: Path, tmp_path: Path, stage: str, after: int
+@pytest.mark.parametrize(
+    ("stage", "after", "written", "temp"),
+    [("commit", 0, 4, False), ("write", 2, 2, False), ("temp", 1, 1, True), ("recorded", 0, 4, False)],
+)
+def test_a_killed_apply_leaves_whole_files_and_the_next_start_recovers_it(
+    git_workspace: Path, tmp_path: Path, stage: str, after: int, written: int, temp: bool
 ) -> None:
+    """On main a kill -9 mid-Apply left a temp file and a batch stuck ``applying`` with no recovery."""
     root = git_workspace
     old = {f"f{i}.txt": f"old {i}\n".encode() * 1000 for i in range(4)}
     for name, data in old.items():
@@ -68,15 +88,22 @@ def test_killed_apply_leaves_whole_files_and_can_roll_back(
     new = {name: f"new {i}\n".encode() * 1000 for i, name in enumerate(old)}
     for name in old:
         assert (root / name).read_bytes() in (old[name], new[name])
-    assert not list(root.glob(".*.arbor-*")), "no temp files left behind"
-    assert git(root, "rev-parse", "HEAD") == head
-    written = sum((root / name).read_bytes() == new[name] for name in old)
-    assert written == (4 if stage == "commit" else after)
-
+    assert sum((root / name).read_bytes() == new[name] for name in old) == written
+    assert bool(list(root.glob(".*.arbor-*"))) == temp
     store = BatchStore(data_dir)
     [batch] = store.history(root)
-    assert batch.commit is None and not batch.rolled_back
-    result = rollback_batch(root, store)
-    assert result.refused == [] and result.batch.rolled_back
+    assert batch.state == "applying"
+
+    assert recover_batches(root, store) == [batch.id]
+    assert not list(root.glob(".*.arbor-*")), "the temp file is removed"
+    [batch] = store.history(root)
+    if stage == "recorded":
+        # The commit landed before the process died: the batch is finished, not undone.
+        assert batch.state == "applied" and batch.commit == git(root, "rev-parse", "HEAD").strip()
+        result = rollback_batch(root, store)
+        assert result.refused == [] and result.batch.rolled_back
+    else:
+        assert batch.state == "rolled_back" and "interrupted" in (batch.reason or "")
+        assert git(root, "rev-parse", "HEAD") == head
     assert {name: (root / name).read_bytes() for name in old} == old
-    assert git(root, "status", "--porcelain") == ""
+    assert recover_batches(root, store) == []

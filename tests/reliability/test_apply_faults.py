@@ -31,20 +31,22 @@ def test_a_full_disk_during_apply_leaves_every_file_whole_and_nothing_changed(
     review = Review(changeset, session_id="s", title="t", store=BatchStore(tmp_path / "data"))
     review.decide(DecideParams(session_id="s", decision="accepted", all=True))
 
-    real = gitutil._atomic_bytes
+    real = gitutil.Confined.write
     writes = {"n": 0}
 
-    def filling_disk(path: Path, data: bytes, mode: int, *, durable: bool = True) -> None:
+    def filling_disk(self: gitutil.Confined, rel: str, data: bytes, mode: int) -> None:
         writes["n"] += 1
         if writes["n"] == 3:  # the third file: the disk is full
-            fd = os.open(path.parent / f".{path.name}.arbor-partial", os.O_CREAT | os.O_WRONLY)
+            path = self.root / rel
+            partial = path.parent / f".{path.name}.arbor-partial"
+            fd = os.open(partial, os.O_CREAT | os.O_WRONLY)
             os.write(fd, data[: len(data) // 2])  # a real full disk leaves a half-written temp file
             os.close(fd)
-            (path.parent / f".{path.name}.arbor-partial").unlink()
+            partial.unlink()
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        real(path, data, mode, durable=durable)
+        real(self, rel, data, mode)
 
-    monkeypatch.setattr(gitutil, "_atomic_bytes", filling_disk)
+    monkeypatch.setattr(gitutil.Confined, "write", filling_disk)
     with pytest.raises(ChangeError) as caught:
         review.apply()
     message = str(caught.value)
@@ -58,7 +60,7 @@ def test_a_full_disk_during_apply_leaves_every_file_whole_and_nothing_changed(
     assert batch.rolled_back
 
     # Space is back: the same review applies, decisions intact.
-    monkeypatch.setattr(gitutil, "_atomic_bytes", real)
+    monkeypatch.setattr(gitutil.Confined, "write", real)
     result = review.apply()
     assert result.conflicts == [] and result.batch is not None
     assert (root / "f0.txt").read_text() == "new 0\n" * 500 and (root / "added.txt").exists()
