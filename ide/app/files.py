@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
+from ide.fswalk import walk_files
 from ide.gitsafe import git_argv
 from ide.settings import WorkspaceSettings
 
@@ -52,17 +52,9 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def _walk_files(root: Path, excludes: GitIgnoreSpec) -> list[str]:
-    found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        # Pruning here keeps the walk from descending into node_modules and friends at all.
-        dirnames[:] = [d for d in dirnames if not excludes.match_file(f"{prefix}{d}/")]
-        for name in filenames:
-            rel = prefix + name
-            if not excludes.match_file(rel):
-                found.append(rel)
-    return sorted(found)
+    # Pruning in the walk keeps it from descending into node_modules and friends at all.
+    keep = lambda rel: not excludes.match_file(rel + "/")  # noqa: E731
+    return sorted(rel for rel in walk_files(root, keep) if not excludes.match_file(rel))
 
 
 @dataclass(frozen=True)

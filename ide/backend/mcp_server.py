@@ -110,7 +110,12 @@ class ArborMcp:
 
         index = self.index_service.index if self.index_service is not None else None
         workspace = Workspace(
-            self.root, self.settings.workspace, ChangeSet(self.root), index, self.lsp, self.memory
+            self.root,
+            self.settings.workspace,
+            ChangeSet(self.root, max_file_bytes=self.settings.workspace.max_file_bytes),
+            index,
+            self.lsp,
+            self.memory,
         )
         return Toolbox(workspace, self.settings.tools, read_tools(index, self.lsp, self.memory))
 
@@ -175,7 +180,7 @@ class ArborMcp:
             # One router for the server's life: shared concurrency limits, usage, and a scripted cursor.
             self.router = ModelRouter(self.settings, base_dir=self.root)
         router = self.router
-        changeset = ChangeSet(self.root)
+        changeset = ChangeSet(self.root, max_file_bytes=self.settings.workspace.max_file_bytes)
         recorder = TreeRecorder(architecture=mode)
         answer_parts: list[str] = []
 

@@ -162,7 +162,7 @@ class Session:
     def __post_init__(self) -> None:
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
         # Rule 3: the agent's edits go into this overlay; only the review writes the user's files.
-        self.changeset = ChangeSet(Path(self.cwd))
+        self.changeset = ChangeSet(Path(self.cwd), max_file_bytes=self.settings.workspace.max_file_bytes)
         self.review = Review(
             self.changeset,
             session_id=self.id,

@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from ide.fswalk import walk_files
+
 
 class ChangeError(Exception):
     """An edit the agent got wrong, or an apply/rollback that cannot go on; the message says the fix."""
@@ -32,6 +34,8 @@ class Entry:
 
 
 DEFAULT_MODE = 0o644
+MAX_FILE_BYTES = 1_000_000
+"""The default of ``workspace.max_file_bytes`` (ide.settings), for change sets made without settings."""
 
 
 def decode(data: bytes) -> tuple[str, str]:
@@ -94,9 +98,19 @@ class ChangeSet:
     "changed on disk since the agent read it" by comparing with it.
     """
 
-    def __init__(self, root: Path, *, parent: ChangeSet | None = None) -> None:
+    def __init__(
+        self, root: Path, *, parent: ChangeSet | None = None, max_file_bytes: int | None = None
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.id = uuid.uuid4().hex
+        self.max_file_bytes = (
+            max_file_bytes
+            if max_file_bytes is not None
+            else parent.max_file_bytes
+            if parent
+            else MAX_FILE_BYTES
+        )
+        """Files larger than this are never read into the overlay (workspace.max_file_bytes)."""
         # A child copies the parent's dicts (references to immutable bytes): cheap, and isolated both ways.
         self._base: dict[str, Base] = dict(parent._base) if parent else {}
         self._entries: dict[str, Entry] = dict(parent._entries) if parent else {}
@@ -144,7 +158,7 @@ class ChangeSet:
         """The recorded base of ``rel`` (recording it from disk on first touch)."""
         found = self._base.get(rel)
         if found is None:
-            found = self._base[rel] = _disk(self.root / rel)
+            found = self._base[rel] = _disk(self.root / rel, self.max_file_bytes, rel)
         return found
 
     def rebase(self, rel: str, base: Base) -> None:
@@ -199,11 +213,7 @@ class ChangeSet:
         removed = {p for p, e in self._entries.items() if e.data is None and p.startswith(prefix)}
         if not removed:
             return True
-        return any(
-            (Path(dirpath).relative_to(self.root) / name).as_posix() not in removed
-            for dirpath, _, files in os.walk(self.root / rel)
-            for name in files
-        )
+        return any(f"{prefix}{name}" not in removed for name in walk_files(self.root / rel))
 
     def read_bytes(self, rel: str) -> bytes:
         data, _ = self._current(rel)
@@ -230,7 +240,10 @@ class ChangeSet:
         directory = self.root / rel
         if directory.is_dir():
             for child in os.scandir(directory):
-                names[child.name] = child.is_dir()
+                try:
+                    names[child.name] = child.is_dir()
+                except OSError:  # a link loop: listed as the file it pretends to be, never entered
+                    names[child.name] = False
         prefix = rel + "/" if rel else ""
         for path, entry in self._entries.items():
             if not path.startswith(prefix):
@@ -368,12 +381,22 @@ class ChangeSet:
         self._set(rel, encode_like(text, current, rel), mode if mode is not None else DEFAULT_MODE)
 
 
-def _disk(path: Path) -> Base:
+class FileTooLarge(ChangeError):
+    """A file over ``workspace.max_file_bytes``: stat says so before a byte of it is read."""
+
+
+def _disk(path: Path, limit: int, rel: str) -> Base:
     try:
         st = path.lstat()
         if stat.S_ISDIR(st.st_mode):
             return Base(None, None)
-        return Base(path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+        info = path.stat()
+        if info.st_size > limit:
+            raise FileTooLarge(
+                f"{rel} is {info.st_size} bytes, over the {limit}-byte limit (workspace.max_file_bytes); "
+                "it is neither read nor edited"
+            )
+        return Base(path.read_bytes(), stat.S_IMODE(info.st_mode))
     except (FileNotFoundError, NotADirectoryError):
         return Base(None, None)
 

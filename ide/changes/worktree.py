@@ -15,6 +15,7 @@ from pathspec import GitIgnoreSpec
 
 from ide.changes.gitutil import find_repo, git
 from ide.changes.overlay import ChangeSet
+from ide.fswalk import walk_files
 from ide.gitsafe import git_argv
 from ide.settings import WorkspaceSettings
 
@@ -111,12 +112,8 @@ def _copy_uncommitted(top: Path, checkout: Path) -> None:
 
 def _copy_tree(root: Path, checkout: Path) -> None:
     spec = GitIgnoreSpec.from_lines([".git/", *WorkspaceSettings().exclude])
-    for dirpath, dirnames, filenames in os.walk(root):
-        current = Path(dirpath)
-        rel_dir = current.relative_to(root)
-        dirnames[:] = [d for d in dirnames if not spec.match_file((rel_dir / d).as_posix() + "/")]
-        (checkout / rel_dir).mkdir(parents=True, exist_ok=True)
-        for name in filenames:
-            rel = (rel_dir / name).as_posix()
-            if not spec.match_file(rel):
-                shutil.copy2(current / name, checkout / rel, follow_symlinks=False)
+    checkout.mkdir(parents=True, exist_ok=True)
+    for rel in walk_files(root, lambda rel: not spec.match_file(rel + "/")):
+        if not spec.match_file(rel):
+            (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, checkout / rel, follow_symlinks=False)

@@ -43,6 +43,7 @@ def _target(workspace: Workspace, path: str) -> str:
         raise ToolError("give a file path, not the workspace root")
     if workspace.is_ignored(resolved):
         raise ToolError(f"{path} is excluded from the workspace (.gitignore or workspace.exclude)")
+    workspace.check_new_name(resolved)
     return workspace.relative(resolved)
 
 

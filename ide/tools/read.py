@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from ide.settings import ToolSettings
 from ide.tools.base import ToolSpec
-from ide.tools.workspace import ToolError, Workspace, is_binary
+from ide.tools.workspace import MAX_DEPTH, ToolError, Workspace, is_binary
 
 GREP_LINE_CAP = 240
 
@@ -76,17 +76,23 @@ def grep(workspace: Workspace, settings: ToolSettings, args: GrepArgs) -> str:
     start = workspace.resolve(args.path or ".")
     if not workspace.exists(start):
         raise ToolError(f"{args.path} does not exist")
+    workspace.skipped = 0
     files = workspace.walk(start) if workspace.is_dir(start) else [start]
     hits: list[str] = []
     for file in files:
         if len(hits) >= settings.grep_max_matches:
             break
         hits.extend(_grep_file(workspace, file, regex, settings.grep_max_matches - len(hits)))
+    skipped = (
+        f"\n(skipped {workspace.skipped} directories deeper than {MAX_DEPTH} levels or in a loop)"
+        if workspace.skipped
+        else ""
+    )
     if not hits:
-        return f"no matches for {args.pattern!r}"
+        return f"no matches for {args.pattern!r}{skipped}"
     if len(hits) >= settings.grep_max_matches:
         hits.append(f"(stopped at {settings.grep_max_matches} matches; narrow the pattern or path)")
-    return "\n".join(hits)
+    return "\n".join(hits) + skipped
 
 
 def _grep_file(workspace: Workspace, file: Path, regex: re.Pattern[str], limit: int) -> list[str]:

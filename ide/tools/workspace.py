@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -10,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pathspec import GitIgnoreSpec
 
+from ide.changes.overlay import FileTooLarge
 from ide.settings import WorkspaceSettings
 
 if TYPE_CHECKING:
@@ -18,6 +21,40 @@ if TYPE_CHECKING:
     from ide.memory.store import MemoryStore
 
 ALWAYS_EXCLUDED = (".git/",)
+MAX_PATH_CHARS = 1024
+"""Longest path a tool takes: Linux allows 4,096, but nothing a project needs comes near 1,024."""
+MAX_DEPTH = 64
+"""Deepest path a tool takes, and the deepest directory a walk enters (deeper ones are skipped and
+counted): real projects stay far below it, and every check along a path stays cheap."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def is_git_name(name: str) -> bool:
+    """``.git`` as any file system may read it: any case, trailing dots or spaces (Windows drops them),
+    or its 8.3 short name ``GIT~1``."""
+    bare = name.rstrip(". ").lower()
+    return bare == ".git" or re.fullmatch(r"git~\d+", bare) is not None
+
+
+def check_path_text(path: str) -> None:
+    """Refuse, before any file system work, a path a tool must not take: too long or deep, control
+    characters (they fake lines in listings and diffs), or a ``.git`` component (git's metadata)."""
+    if len(path) > MAX_PATH_CHARS:
+        raise ToolError(f"the path is {len(path)} characters long; paths are limited to {MAX_PATH_CHARS}")
+    found = _CONTROL.search(path)
+    if found is not None:
+        raise ToolError(
+            f"the path contains the control character {found.group()!r}; use a name without control "
+            "characters (they would fake lines in listings and diffs)"
+        )
+    parts = [part for part in re.split(r"[/\\]", path) if part and part != "."]
+    if len(parts) > MAX_DEPTH:
+        raise ToolError(f"the path is {len(parts)} directories deep; paths are limited to {MAX_DEPTH}")
+    if any(is_git_name(part) for part in parts):
+        raise ToolError(
+            f"'{path}' is inside git's metadata (.git); the agent neither reads nor writes it — git "
+            "configuration there could make git run programs"
+        )
 
 
 class Overlay(Protocol):
@@ -63,6 +100,8 @@ class Workspace:
             [*ALWAYS_EXCLUDED, *self.settings.exclude, *self.settings.secrets]
         )
         self._secrets = GitIgnoreSpec.from_lines(self.settings.secrets)
+        self.skipped = 0
+        """Directories the walks skipped (deeper than MAX_DEPTH, or a loop) since the last reset."""
 
     def resolve(self, path: str) -> Path:
         """Absolute real path of ``path`` (relative to the root, or absolute inside it).
@@ -71,6 +110,7 @@ class Workspace:
         """
         if not isinstance(path, str) or "\x00" in path:
             raise ToolError("path must be a string without NUL bytes")
+        check_path_text(path)
         candidate = Path(path.strip() or ".")
         if not candidate.is_absolute():
             candidate = self.root / candidate
@@ -91,9 +131,36 @@ class Workspace:
         return not path.is_symlink() or self._link_safe(path)
 
     def _link_safe(self, link: Path) -> bool:
-        """Whether the symlink ``link`` stays inside the workspace and does not lead to a secret."""
+        """Whether the symlink ``link`` leads to something that exists (not a loop, not dangling), inside
+        the workspace, that is not a secret."""
         target = Path(os.path.realpath(link))
-        return self.contains(target) and not self.is_secret(target)
+        return os.path.exists(target) and self.contains(target) and not self.is_secret(target)
+
+    def check_new_name(self, path: Path) -> None:
+        """Refuse creating ``path`` when one of its new components looks exactly like an existing name (the
+        same after Unicode NFC normalisation: ``café`` composed and decomposed are two files that look
+        the same)."""
+        rel = self.relative(path)
+        if rel == ".":
+            return
+        parent = self.root
+        for part in PurePosixPath(rel).parts:
+            here = parent / part
+            if not self.exists(here):
+                wanted = unicodedata.normalize("NFC", part)
+                try:
+                    siblings = [name for name, _ in self.children(parent)] if self.is_dir(parent) else []
+                except OSError:
+                    siblings = []
+                for name in siblings:
+                    if name != part and unicodedata.normalize("NFC", name) == wanted:
+                        raise ToolError(
+                            f"'{self.relative(parent / name)}' already exists and looks the same as "
+                            f"'{self.relative(here)}' (they differ only in Unicode normalisation); use the "
+                            "existing name"
+                        )
+                return
+            parent = here
 
     def is_secret(self, path: Path) -> bool:
         """True when ``path`` (absolute, inside the root) or a parent matches ``workspace.secrets``."""
@@ -109,34 +176,24 @@ class Workspace:
         return rel or "."
 
     def is_ignored(self, path: Path) -> bool:
-        """True when ``path`` (absolute, inside the root) or one of its parents is excluded or gitignored."""
+        """True when ``path`` (absolute, inside the root) or one of its parents is excluded or gitignored.
+
+        One pass down the path: each directory's .gitignore is read once and applies below it, as in the
+        walk (linear in depth, not quadratic)."""
         rel = PurePosixPath(path.relative_to(self.root).as_posix())
         if str(rel) == ".":
             return False
         parts = rel.parts
+        specs: list[tuple[str, GitIgnoreSpec]] = []
         for depth in range(1, len(parts) + 1):
-            prefix = PurePosixPath(*parts[:depth])
+            base = "/".join(parts[: depth - 1])
+            spec = _gitignore_spec(self.root / base) if base or depth == 1 else None
+            if spec is not None:
+                specs.append((base, spec))
             is_dir = depth < len(parts) or path.is_dir()
-            if self._ignored_here(prefix, is_dir):
+            if is_git_name(parts[depth - 1]) or self._scan_ignored("/".join(parts[:depth]), is_dir, specs):
                 return True
         return False
-
-    def _ignored_here(self, rel: PurePosixPath, is_dir: bool) -> bool:
-        text = str(rel) + ("/" if is_dir else "")
-        if self._excludes.match_file(text):
-            return True
-        decision: bool | None = None
-        # Deeper .gitignore files override shallower ones, as in git.
-        for depth in range(len(rel.parts)):
-            base = PurePosixPath(*rel.parts[:depth]) if depth else PurePosixPath(".")
-            spec = _gitignore_spec(self.root / base)
-            if spec is None:
-                continue
-            sub = PurePosixPath(*rel.parts[depth:])
-            result = spec.check_file(str(sub) + ("/" if is_dir else ""))
-            if result.include is not None:
-                decision = result.include
-        return bool(decision)
 
     def walk(self, start: Path | None = None) -> Iterator[Path]:
         """Files under ``start`` (default: root) that are not ignored, as the overlay leaves them."""
@@ -179,32 +236,47 @@ class Workspace:
     def _scan_dir(
         self, directory: Path, rel_dir: str, specs: list[tuple[str, GitIgnoreSpec]]
     ) -> Iterator[tuple[str, os.DirEntry[str]]]:
-        own = _gitignore_spec(directory)
-        if own is not None:
-            specs = [*specs, (rel_dir, own)]
-        try:
-            with os.scandir(directory) as handle:
-                entries = sorted(handle, key=lambda entry: entry.name)
-        except OSError:
-            return
-        subdirs = []
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        """Depth first, iteratively (a 1,400-deep tree must not exhaust the stack); directories deeper than
+        :data:`MAX_DEPTH` or already seen (a loop through a bind mount) are skipped and counted."""
+        base_depth = 0 if not rel_dir else rel_dir.count("/") + 1
+        seen: set[tuple[int, int]] = set()
+        stack = [(directory, rel_dir, specs)]
+        while stack:
+            folder, rel_folder, folder_specs = stack.pop()
+            own = _gitignore_spec(folder)
+            if own is not None:
+                folder_specs = [*folder_specs, (rel_folder, own)]
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                # A link is listed only when it stays inside and does not lead to a secret.
-                if not is_dir and entry.is_symlink() and not self._link_safe(Path(entry.path)):
+                info = folder.stat()
+                if (info.st_dev, info.st_ino) in seen:
+                    self.skipped += 1
                     continue
+                seen.add((info.st_dev, info.st_ino))
+                with os.scandir(folder) as handle:
+                    entries = sorted(handle, key=lambda entry: entry.name)
             except OSError:
                 continue
-            if self._scan_ignored(rel, is_dir, specs):
-                continue
-            if is_dir:
-                subdirs.append((entry, rel))
-            elif entry.is_file():
-                yield rel, entry
-        for entry, rel in subdirs:
-            yield from self._scan_dir(Path(entry.path), rel, specs)
+            subdirs = []
+            for entry in entries:
+                rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    # A link is listed only when it stays inside and does not lead to a secret.
+                    if not is_dir and entry.is_symlink() and not self._link_safe(Path(entry.path)):
+                        continue
+                    is_file = not is_dir and entry.is_file()
+                except OSError:
+                    continue
+                if is_git_name(entry.name) or self._scan_ignored(rel, is_dir, folder_specs):
+                    continue
+                if is_dir:
+                    if rel.count("/") + 1 - base_depth >= MAX_DEPTH:
+                        self.skipped += 1
+                        continue
+                    subdirs.append((Path(entry.path), rel, folder_specs))
+                elif is_file:
+                    yield rel, entry
+            stack.extend(reversed(subdirs))
 
     def _scan_ignored(self, rel: str, is_dir: bool, specs: list[tuple[str, GitIgnoreSpec]]) -> bool:
         suffix = "/" if is_dir else ""
@@ -237,21 +309,35 @@ class Workspace:
         if self.overlay is not None:
             entries = self.overlay.listdir(self.relative(path))
         else:
-            entries = [(child.name, child.is_dir()) for child in path.iterdir()]
+            entries = [(child.name, _is_dir(child)) for child in path.iterdir()]
         kept = [
             (name, is_dir)
             for name, is_dir in entries
-            if not self.is_ignored(path / name) and self._safe(path / name)
+            if not is_git_name(name) and not self.is_ignored(path / name) and self._safe(path / name)
         ]
         return sorted(kept, key=lambda entry: (not entry[1], entry[0].lower()))
 
     def read_bytes(self, path: Path) -> bytes:
-        return self.overlay.read_bytes(self.relative(path)) if self.overlay else path.read_bytes()
+        if self.overlay is None:
+            self._check_size(path)
+            return path.read_bytes()
+        try:
+            return self.overlay.read_bytes(self.relative(path))
+        except FileTooLarge as exc:  # stat said so before a byte was read
+            raise ToolError(str(exc)) from None
+
+    def _check_size(self, path: Path) -> None:
+        size = path.stat().st_size
+        if size > self.settings.max_file_bytes:
+            raise ToolError(
+                f"{self.relative(path)} is {size} bytes, over the "
+                f"{self.settings.max_file_bytes}-byte limit (workspace.max_file_bytes)"
+            )
 
     def read_text(self, path: Path) -> str:
         """Text of a workspace file as the agent should see it (through the overlay when there is one)."""
         if self.overlay is not None:
-            data = self.overlay.read_bytes(self.relative(path))
+            data = self.read_bytes(path)
             if is_binary(data):
                 raise ToolError(f"{self.relative(path)} is a binary file")
             return self.overlay.read_text(self.relative(path))
@@ -265,6 +351,14 @@ class Workspace:
         if is_binary(data):
             raise ToolError(f"{self.relative(path)} is a binary file")
         return data.decode("utf-8", errors="replace")
+
+
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, False for a link loop instead of an OSError."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def is_binary(data: bytes) -> bool:

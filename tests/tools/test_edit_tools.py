@@ -42,7 +42,7 @@ def test_edits_stay_in_the_overlay_and_reads_see_them(box: Toolbox, git_workspac
     ("name", "args", "message"),
     [
         ("edit_file", {"path": "pkg/greet.py", "old_text": "Goodbye", "new_text": "x"}, "greet"),
-        ("write_file", {"path": ".git/config", "content": "x"}, "excluded from the workspace"),
+        ("write_file", {"path": ".git/config", "content": "x"}, "inside git's metadata"),
         ("create_file", {"path": "../escape.py", "content": "x"}, "outside the workspace"),
         ("create_file", {"path": "README.md", "content": "x"}, "exists"),
         ("rename_file", {"path": "README.md", "new_path": "pkg/greet.py"}, "exists"),

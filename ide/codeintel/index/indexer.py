@@ -86,7 +86,9 @@ class CodeIndex:
         self.root = Path(os.path.realpath(root))
         self.db_path = db_path
         self.workspace = Workspace(self.root, workspace or WorkspaceSettings())
-        self.workers = workers or os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+        # More parser processes than cores only adds memory and switching (index.workers = 48 on 2 cores).
+        self.workers = min(workers or cpus, cpus)
         self.generation = 0
         """Bumped whenever a pass or update changes the index (caches such as the repo map key on it)."""
         self._write_lock = threading.Lock()
