@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -131,9 +132,31 @@ def make_deep_tree(root: Path, levels: int) -> Path:
     return root
 
 
-def test_walks_survive_a_1400_deep_tree_and_say_what_they_skipped(root: Path, tmp_path: Path) -> None:
-    """On main: RecursionError, and the turn ended."""
+def remove_deep_tree(root: Path, levels: int) -> None:
+    """Undo :func:`make_deep_tree` bottom up (shutil.rmtree recurses and fails on it, like os.walk)."""
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        for _ in range(levels):
+            os.chdir("d")
+        os.remove("deep.py")
+        for _ in range(levels):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(here)
+
+
+@pytest.fixture
+def deep_root(root: Path) -> Iterator[Path]:
     make_deep_tree(root, 1400)
+    yield root
+    remove_deep_tree(root, 1400)
+
+
+def test_walks_survive_a_1400_deep_tree_and_say_what_they_skipped(deep_root: Path, tmp_path: Path) -> None:
+    """On main: RecursionError, and the turn ended."""
+    root = deep_root
     toolbox = agent_toolbox(root, Settings(), ChangeSet(root))
     found = toolbox.call("grep", {"pattern": "x = 1"})
     assert not found.failed and "pkg/a.py:1" in found.output
