@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView
+from ide.linediff import diff_opcodes, grouped
+from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView, quote_path
 
 FileState = Literal["pending", "partly", "accepted", "rejected", "conflict"]
 RowKind = Literal["hunk", "context", "del", "add", "note", "pad"]
@@ -54,15 +55,15 @@ def _split_keep_ends(text: str) -> list[str]:
 
 
 def local_hunks(path: str, old: str | None, new: str | None) -> list[HunkView]:
-    """Hunks of ``old`` → ``new`` computed here with difflib (for agents that send only ACP diffs).
+    """Hunks of ``old`` → ``new`` computed here (for agents that send only ACP diffs), with the same line
+    diff as the backend's review (ide.linediff).
 
     Ids hash the path and the hunk's lines, so the same edit keeps its id when the diff is recomputed.
     """
     old_lines = _split_keep_ends(old or "")
     new_lines = _split_keep_ends(new or "")
     hunks: list[HunkView] = []
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for group in matcher.get_grouped_opcodes(CONTEXT_LINES):
+    for group in grouped(diff_opcodes(old_lines, new_lines), CONTEXT_LINES):
         first, last = group[0], group[-1]
         old_start, old_end = first[1], last[2]
         new_start, new_end = first[3], last[4]
@@ -286,8 +287,8 @@ def unified_text(changeset: ChangeSetView) -> str:
     """The whole change set as one unified diff (the benchmark's peer renders this)."""
     out: list[str] = []
     for file in changeset.files:
-        out.append(f"--- a/{file.old_path or file.path}")
-        out.append(f"+++ b/{file.path}")
+        out.append(f"--- {quote_path(file.old_path or file.path, 'a/')}")
+        out.append(f"+++ {quote_path(file.path, 'b/')}")
         for hunk in file.hunks:
             out.append(hunk.header)
             out.extend(hunk.lines)
