@@ -1,11 +1,18 @@
-"""The Memory dock: search, read, delete and export what the agent remembers about the workspace."""
+"""The Memory dock: search, read, keep, delete and export what the agent remembers about the workspace.
+
+Each entry says who wrote it: Arbor (learned from a finished run) or the agent itself (``store_insight``).
+Agent-written notes may repeat an injection the agent read somewhere, so they wait, marked, for the user
+to keep or delete them; only kept ones inform later prompts.
+"""
 
 from __future__ import annotations
 
 import datetime
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
@@ -22,15 +29,26 @@ from PySide6.QtWidgets import (
 from ide.protocol.memory import NAMESPACES, MemoryEntry, MemoryList
 
 COALESCE_MS = 200
+UNREVIEWED_COLOUR = QColor("#b7791f")
+
+
+def provenance(entry: MemoryEntry) -> str:
+    """Who wrote an entry and whether the user reviewed it, in words."""
+    if entry.author == "agent":
+        return "agent-written · kept" if entry.reviewed else "agent-written · not reviewed"
+    return "learned by Arbor"
 
 
 class MemoryPanel(QWidget):
-    """Interface: :meth:`set_entries`, :attr:`searchRequested` (query, namespace or ""),
-    :attr:`deleteRequested` (id), :attr:`exportRequested`."""
+    """Interface: :meth:`set_entries`, :attr:`searchRequested` (query, namespace or "", unreviewed only),
+    :attr:`deleteRequested` (id), :attr:`keepRequested` (id), :attr:`exportRequested`,
+    :attr:`unreviewedChanged` (how many entries wait for review)."""
 
-    searchRequested = Signal(str, str)
+    searchRequested = Signal(str, str, bool)
     deleteRequested = Signal(int)
+    keepRequested = Signal(int)
     exportRequested = Signal()
+    unreviewedChanged = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -46,6 +64,11 @@ class MemoryPanel(QWidget):
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setObjectName("memoryDetail")
+        self.unreviewed_only = QCheckBox("Unreviewed")
+        self.unreviewed_only.setToolTip("Only notes the agent wrote that you have not kept yet")
+        self.keep_button = QPushButton("Keep")
+        self.keep_button.setToolTip("You read this agent-written note and keep it: later prompts may use it")
+        self.keep_button.setEnabled(False)
         self.delete_button = QPushButton("Delete")
         self.delete_button.setEnabled(False)
         self.export_button = QPushButton("Export…")
@@ -54,8 +77,10 @@ class MemoryPanel(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.query, 1)
         top.addWidget(self.namespace)
+        top.addWidget(self.unreviewed_only)
         buttons = QHBoxLayout()
         buttons.addWidget(self.counts, 1)
+        buttons.addWidget(self.keep_button)
         buttons.addWidget(self.delete_button)
         buttons.addWidget(self.export_button)
         split = QSplitter(Qt.Orientation.Vertical)
@@ -67,45 +92,72 @@ class MemoryPanel(QWidget):
         layout.addWidget(split, 1)
         layout.addLayout(buttons)
         self.entries: dict[int, MemoryEntry] = {}
+        self.unreviewed = 0
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(COALESCE_MS)
         self._timer.timeout.connect(self.refresh)
         self.query.textChanged.connect(lambda _text: self._timer.start())
         self.namespace.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.unreviewed_only.toggled.connect(lambda _on: self.refresh())
+        self.keep_button.clicked.connect(self._keep_current)
         self.list.currentItemChanged.connect(self._show_current)
         self.delete_button.clicked.connect(self._delete_current)
         self.export_button.clicked.connect(self.exportRequested.emit)
 
     def refresh(self) -> None:
-        self.searchRequested.emit(self.query.text(), self.namespace.currentData() or "")
+        self.searchRequested.emit(
+            self.query.text(), self.namespace.currentData() or "", self.unreviewed_only.isChecked()
+        )
+
+    def set_counts(self, result: MemoryList) -> None:
+        """The counts line and the number waiting for review (after a search, delete or keep)."""
+        text = ", ".join(f"{n} {c}" for n, c in result.counts.items())
+        if result.unreviewed:
+            text += f" · {result.unreviewed} to review"
+        if result.message:
+            text = result.message
+        if text:
+            self.counts.setText(text)
+        if result.unreviewed != self.unreviewed:
+            self.unreviewed = result.unreviewed
+            self.unreviewedChanged.emit(self.unreviewed)
 
     def set_entries(self, result: MemoryList) -> None:
-        """Show a search result (or the counts after a delete)."""
-        if result.counts:
-            self.counts.setText(", ".join(f"{n} {c}" for n, c in result.counts.items()))
-        if result.message:
-            self.counts.setText(result.message)
+        """Show a search result."""
+        self.set_counts(result)
         self.list.clear()
         self.entries = {e.id: e for e in result.entries}
         for entry in result.entries:
-            item = QListWidgetItem(f"[{entry.namespace}] {entry.title}")
+            item = QListWidgetItem(f"[{entry.namespace}] {entry.title}   · {provenance(entry)}")
             item.setData(Qt.ItemDataRole.UserRole, entry.id)
+            if not entry.reviewed:
+                item.setForeground(UNREVIEWED_COLOUR)
+                item.setToolTip("Written by the agent and not reviewed: it does not inform later prompts")
             self.list.addItem(item)
         self.detail.clear()
         self.delete_button.setEnabled(False)
+        self.keep_button.setEnabled(False)
 
     def _show_current(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None = None) -> None:
         entry = self.entries.get(item.data(Qt.ItemDataRole.UserRole)) if item is not None else None
         self.delete_button.setEnabled(entry is not None)
+        self.keep_button.setEnabled(entry is not None and not entry.reviewed)
         if entry is None:
             self.detail.clear()
             return
         when = datetime.datetime.fromtimestamp(entry.created_at).strftime("%Y-%m-%d %H:%M")
         score = f", score {entry.score:g}" if entry.score is not None else ""
+        session = f" · session {entry.session_id[:8]}" if entry.session_id else ""
         self.detail.setPlainText(
-            f"{entry.title}\n{entry.namespace} · {entry.task_type} · {when}{score}\n\n{entry.content}"
+            f"{entry.title}\n{entry.namespace} · {entry.task_type} · {when}{score} · {provenance(entry)}"
+            f"{session}\n\n{entry.content}"
         )
+
+    def _keep_current(self) -> None:
+        item = self.list.currentItem()
+        if item is not None:
+            self.keepRequested.emit(int(item.data(Qt.ItemDataRole.UserRole)))
 
     def _delete_current(self) -> None:
         item = self.list.currentItem()

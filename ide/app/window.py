@@ -54,9 +54,11 @@ from ide.protocol.lsp import (
 from ide.protocol.memory import (
     MEMORY_DELETE,
     MEMORY_EXPORT,
+    MEMORY_KEEP,
     MEMORY_SEARCH,
     MemoryDeleteParams,
     MemoryExportParams,
+    MemoryKeepParams,
     MemoryList,
     MemorySearchParams,
 )
@@ -331,6 +333,8 @@ class MainWindow(QMainWindow):
         bridge.workflowsReceived.connect(self._on_workflows)
         self.memory_panel.searchRequested.connect(self._search_memory)
         self.memory_panel.deleteRequested.connect(self._delete_memory)
+        self.memory_panel.keepRequested.connect(self._keep_memory)
+        self.memory_panel.unreviewedChanged.connect(self._show_memory_to_review)
         self.memory_panel.exportRequested.connect(self._export_memory)
         bridge.memoryReceived.connect(self._on_memory)
         bridge.turnFinished.connect(lambda *_args: self._search_memory_again())
@@ -404,26 +408,37 @@ class MainWindow(QMainWindow):
     def _show_agent(self, *_: Any) -> None:
         self.status.set_agent(self.bridge.agent_meta, self.bridge.agent_name, self.bridge.mode)
 
-    def _search_memory(self, query: str, namespace: str) -> None:
+    def _search_memory(self, query: str, namespace: str, unreviewed_only: bool = False) -> None:
         if self.bridge.session_id is not None and self.bridge.supports(MEMORY_SEARCH):
             params = MemorySearchParams(
-                session_id=self.bridge.session_id, query=query, namespace=namespace or None
+                session_id=self.bridge.session_id,
+                query=query,
+                namespace=namespace or None,
+                unreviewed_only=unreviewed_only,
             )
             self.bridge.memory_request(MEMORY_SEARCH, params)
 
     def _search_memory_again(self) -> None:
-        """After a turn the memory may have learned something: show the dock's search again."""
-        if self.memory_dock.isVisible():
-            self.memory_panel.refresh()
+        """After a turn the memory may have learned something, or the agent stored a note to review."""
+        self.memory_panel.refresh()
 
     def _delete_memory(self, memory_id: int) -> None:
         if self.bridge.session_id is not None:
             params = MemoryDeleteParams(session_id=self.bridge.session_id, id=memory_id)
             self._memory_deleting = self.bridge.memory_request(MEMORY_DELETE, params)
 
+    def _keep_memory(self, memory_id: int) -> None:
+        if self.bridge.session_id is not None and self.bridge.supports(MEMORY_KEEP):
+            params = MemoryKeepParams(session_id=self.bridge.session_id, id=memory_id)
+            self._memory_deleting = self.bridge.memory_request(MEMORY_KEEP, params)
+
+    def _show_memory_to_review(self, count: int) -> None:
+        self.memory_dock.setWindowTitle(f"Memory ({count} to review)" if count else "Memory")
+
     def _on_memory(self, result: MemoryList) -> None:
-        if self._memory_deleting:  # the answer to a delete: search again with the same query
+        if self._memory_deleting:  # the answer to a delete or keep: search again with the same query
             self._memory_deleting = False
+            self.memory_panel.set_counts(result)
             self.memory_panel.refresh()
         else:
             self.memory_panel.set_entries(result)

@@ -701,6 +701,7 @@ class ArborAgent(Agent):
             mp.MEMORY_SEARCH: self._memory_search,
             mp.MEMORY_DELETE: self._memory_delete,
             mp.MEMORY_EXPORT: self._memory_export,
+            mp.MEMORY_KEEP: self._memory_keep,
             md.MODEL_PROBE: self._model_probe,
             md.MODEL_PROBES_CACHED: self._model_probes_cached,
         }.get(method)
@@ -743,10 +744,13 @@ class ArborAgent(Agent):
         if memory is None:
             return mp.MemoryList(message="Memory is off for this workspace (memory.enabled = false).")
         namespaces = [request.namespace] if request.namespace else None
-        items = await asyncio.to_thread(memory.search, request.query, namespaces, request.limit)
-        return mp.MemoryList(
-            entries=[mp.MemoryEntry.model_validate(item.as_dict()) for item in items],
-            counts=await asyncio.to_thread(memory.counts),
+        wanted = 100_000 if request.unreviewed_only else request.limit
+        items = await asyncio.to_thread(memory.search, request.query, namespaces, wanted)
+        if request.unreviewed_only:
+            items = [item for item in items if not item.reviewed][: request.limit]
+        counted = await self._memory_counts(memory)
+        return counted.model_copy(
+            update={"entries": [mp.MemoryEntry.model_validate(item.as_dict()) for item in items]}
         )
 
     async def _memory_delete(self, params: dict[str, Any]) -> BaseModel:
@@ -754,7 +758,21 @@ class ArborAgent(Agent):
         memory = self._session(request.session_id).memory
         if memory is None or not await asyncio.to_thread(memory.delete, request.id):
             raise RequestError.invalid_params({"message": f"there is no memory entry #{request.id}"})
-        return mp.MemoryList(counts=await asyncio.to_thread(memory.counts))
+        return await self._memory_counts(memory)
+
+    async def _memory_keep(self, params: dict[str, Any]) -> BaseModel:
+        request = mp.MemoryKeepParams.model_validate(params)
+        memory = self._session(request.session_id).memory
+        if memory is None or not await asyncio.to_thread(memory.keep, request.id):
+            raise RequestError.invalid_params({"message": f"there is no memory entry #{request.id}"})
+        return await self._memory_counts(memory)
+
+    @staticmethod
+    async def _memory_counts(memory: MemoryStore) -> BaseModel:
+        return mp.MemoryList(
+            counts=await asyncio.to_thread(memory.counts),
+            unreviewed=await asyncio.to_thread(memory.unreviewed),
+        )
 
     async def _memory_export(self, params: dict[str, Any]) -> BaseModel:
         import json

@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 MEMORY_SEARCH = "arbor/memory/search"
 MEMORY_DELETE = "arbor/memory/delete"
 MEMORY_EXPORT = "arbor/memory/export"
-MEMORY_METHODS = (MEMORY_SEARCH, MEMORY_DELETE, MEMORY_EXPORT)
+MEMORY_KEEP = "arbor/memory/keep"
+MEMORY_METHODS = (MEMORY_SEARCH, MEMORY_DELETE, MEMORY_EXPORT, MEMORY_KEEP)
 NAMESPACES = ("investigations", "insights", "patterns", "errors")
 
 
@@ -18,9 +19,17 @@ class MemorySearchParams(BaseModel):
     query: str = Field("", description="Words to match; empty lists the newest entries")
     namespace: str | None = Field(None, description="One of investigations, insights, patterns, errors")
     limit: int = Field(100, ge=1, le=1000)
+    unreviewed_only: bool = Field(False, description="Only agent-written entries the user has not kept")
 
 
 class MemoryDeleteParams(BaseModel):
+    session_id: str
+    id: int
+
+
+class MemoryKeepParams(BaseModel):
+    """The user reviewed an agent-written entry and keeps it (it may then inform later prompts)."""
+
     session_id: str
     id: int
 
@@ -39,12 +48,16 @@ class MemoryEntry(BaseModel):
     score: float | None = None
     created_at: float = 0.0
     data: dict[str, Any] = Field(default_factory=dict)
+    session_id: str | None = Field(None, description="The session that wrote it")
+    author: str = Field("arbor", description="arbor (learned from a run) or agent (its store_insight)")
+    reviewed: bool = Field(True, description="False for agent-written entries the user has not kept")
 
 
 class MemoryList(BaseModel):
     entries: list[MemoryEntry] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict, description="Entries per namespace")
     message: str | None = Field(None, description="Why there is nothing (memory off, …)")
+    unreviewed: int = Field(0, description="Agent-written entries waiting for the user to keep or delete")
 
 
 class MemoryExported(BaseModel):

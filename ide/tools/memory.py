@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ide.memory.store import quote_entries
 from ide.settings import ToolSettings
 from ide.tools.base import ToolError, ToolSpec
 from ide.tools.workspace import Workspace
@@ -40,22 +41,25 @@ def search_memory(workspace: Workspace, settings: ToolSettings, args: SearchMemo
     items = _memory(workspace).search(args.query, namespaces, args.limit)
     if not items:
         return f"nothing in memory matches {args.query!r}"
-    return "\n\n".join(f"{item.line()}\n{item.content[:1500]}" for item in items)
+    return quote_entries(items)
 
 
 def store_insight(workspace: Workspace, settings: ToolSettings, args: StoreInsightArgs) -> str:
     try:
-        memory_id = _memory(workspace).add("insights", args.title, args.content)
+        memory_id = _memory(workspace).add("insights", args.title, args.content, author="agent")
     except ValueError as exc:
         raise ToolError(str(exc)) from None
-    return f"stored as insight #{memory_id}"
+    return (
+        f"stored as insight #{memory_id}, marked as written by you; the user reviews it before later "
+        "sessions are reminded of it"
+    )
 
 
 def get_insights(workspace: Workspace, settings: ToolSettings, args: GetInsightsArgs) -> str:
     items = _memory(workspace).search(args.query, ["insights"], args.limit)
     if not items:
         return "no insights stored yet" if not args.query else f"no insight matches {args.query!r}"
-    return "\n\n".join(f"{item.line()}\n{item.content[:1500]}" for item in items)
+    return quote_entries(items)
 
 
 MEMORY_TOOLS = (

@@ -31,9 +31,10 @@ def test_the_memory_dock_searches_reads_deletes_and_exports(
     with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.query.setText("greet")
     titles = [panel.list.item(i).text() for i in range(panel.list.count())]
-    assert "[investigations] What does greet return?" in titles
+    learned = "[investigations] What does greet return?   · learned by Arbor"
+    assert learned in titles
     assert "investigations 1" in panel.counts.text() and "patterns 1" in panel.counts.text()
-    panel.list.setCurrentRow(titles.index("[investigations] What does greet return?"))
+    panel.list.setCurrentRow(titles.index(learned))
     assert "greet returns Hello, NAME!" in panel.detail.toPlainText()
     assert panel.delete_button.isEnabled()
 
@@ -46,3 +47,31 @@ def test_the_memory_dock_searches_reads_deletes_and_exports(
         panel.delete_button.click()
     qtbot.waitUntil(lambda: panel.list.count() == len(titles) - 1, timeout=TURN_TIMEOUT_MS)
     assert "investigations 0" in panel.counts.text()
+
+
+def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "store.jsonl"
+    lines = [
+        {"tool_calls": [{"name": "store_insight", "args": {"title": "tip", "content": "greet lives in pkg"}}]},
+        {"content": "Noted."},
+    ]
+    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
+    wait_ready(qtbot, window)
+    panel = window.memory_panel
+    with qtbot.waitSignal(panel.unreviewedChanged, timeout=TURN_TIMEOUT_MS) as changed:
+        window.send_prompt("remember where greet lives")
+    assert changed.args == [1]
+    assert window.memory_dock.windowTitle() == "Memory (1 to review)"
+    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+        panel.unreviewed_only.setChecked(True)
+    titles = [panel.list.item(i).text() for i in range(panel.list.count())]
+    assert titles == ["[insights] tip   · agent-written · not reviewed"]
+    panel.list.setCurrentRow(0)
+    assert panel.keep_button.isEnabled()
+    with qtbot.waitSignal(panel.unreviewedChanged, timeout=TURN_TIMEOUT_MS) as kept:
+        panel.keep_button.click()
+    assert kept.args == [0] and window.memory_dock.windowTitle() == "Memory"
+    qtbot.waitUntil(lambda: panel.list.count() == 0, timeout=TURN_TIMEOUT_MS)

@@ -77,7 +77,7 @@ def test_a_solved_run_becomes_an_investigation_a_pattern_and_its_lessons_insight
     assert store.suggestions("fix the farewell crash") == ["read_file → edit_file"]
     assert store.suggestions("add a --version flag") == []  # a feature, not a bugfix
     hint = store.hint("fix the farewell crash")
-    assert "read_file → edit_file" in hint and "[investigations #" in hint
+    assert "read_file → edit_file" in hint and 'source="investigation #' in hint
     # A run that scored low teaches no investigation or pattern; errors are recorded apart.
     low = solved_tree("fix another typo", score=4.0).tree
     learn_from_run(store, task="fix another typo", answer="", tree=low, stop_reason="end_turn")
