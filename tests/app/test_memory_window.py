@@ -54,7 +54,7 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
 ) -> None:
     script = tmp_path / "store.jsonl"
     lines = [
-        {"tool_calls": [{"name": "store_insight", "args": {"title": "tip", "content": "greet lives in pkg"}}]},
+        {"tool_calls": [{"name": "store_insight", "args": {"title": "tip", "content": "greet is in pkg"}}]},
         {"content": "Noted."},
     ]
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
