@@ -41,7 +41,7 @@ TOOL_CAPABLE_EXAMPLES = "ollama:qwen3:8b or ollama:llama3.1:8b"
 _CONTEXT_OVERFLOW = re.compile(
     r"context[ _-]?(length|window)[ _-]?exceeded|exceeds? the (model'?s? )?(context|maximum)|"
     r"maximum context length|prompt is too long|input is too long|too many tokens|context overflow|"
-    r"input length exceeds",
+    r"input length exceeds|exceeds the available context size|context size",
     re.IGNORECASE,
 )
 _NOT_FOUND = re.compile(r"model\b.*\bnot found|not[ _]found.*model|try pulling it|no such model", re.I)

@@ -35,7 +35,7 @@ from ide.llm.limits import provider_gate
 from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
-from ide.llm.textcalls import RECOVERED_KEY, TextGate, recover_tool_calls
+from ide.llm.textcalls import INVALID_JSON, RECOVERED_KEY, TextGate, recover_tool_calls
 from ide.llm.thinking import ThinkSplitter
 from ide.llm.tiers import ContextTier
 from ide.protocol import RoleUsage
@@ -277,7 +277,7 @@ class ModelRouter:
         if spec.provider == "ollama":
             return runnable.bind(format=schema.model_json_schema())
         if spec.provider == "openai":
-            return runnable.bind(response_format=schema, strict=True)
+            return runnable.bind(response_format=openai_response_format(schema))
         if spec.provider == "anthropic":
             return model.bind_tools([schema], tool_choice=schema.__name__)
         return runnable
@@ -369,6 +369,8 @@ class ModelRouter:
                 result = on_chunk("text", rest if shown else rest.lstrip())
                 if inspect.isawaitable(result):
                     await result
+            if not tool_calls and merged.invalid_tool_calls:
+                tool_calls = _unreadable_calls(merged.invalid_tool_calls, names)
             if not tool_calls:
                 recovery = recover_tool_calls(content, names)
                 if recovery.calls:
@@ -508,6 +510,49 @@ _DROPPED = frozenset(
     {"RemoteProtocolError", "ReadError", "IncompleteRead", "ChunkedEncodingError", "APIConnectionError"}
 )
 """Exception types of a connection dropped mid-answer (httpx, urllib3, requests, openai)."""
+
+
+def openai_response_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """``response_format`` asking an OpenAI-compatible server for ``schema``'s JSON, strictly: every
+    object closed (``additionalProperties: false``) and every property required, as strict mode wants."""
+
+    def strict(node: Any) -> Any:
+        if isinstance(node, dict):
+            node = {key: strict(value) for key, value in node.items()}
+            if node.get("type") == "object" and "properties" in node:
+                node["additionalProperties"] = False
+                node["required"] = list(node["properties"])
+            return node
+        if isinstance(node, list):
+            return [strict(item) for item in node]
+        return node
+
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": schema.__name__,
+            "schema": strict(schema.model_json_schema()),
+            "strict": True,
+        },
+    }
+
+
+def _unreadable_calls(invalid: list[Any], names: Sequence[str]) -> list[Any]:
+    """Structured calls whose arguments were not JSON, as calls the tool refuses with the reason (so the
+    model reads what was wrong instead of the turn ending with no action)."""
+    calls = []
+    for index, call in enumerate(invalid):
+        if call.get("name") in names:
+            raw = call.get("args") or ""
+            calls.append(
+                {
+                    "name": call["name"],
+                    "args": {INVALID_JSON: raw if isinstance(raw, str) else json.dumps(raw)},
+                    "id": call.get("id") or f"invalid_{index}",
+                    "type": "tool_call",
+                }
+            )
+    return calls
 
 
 def _refused_format(err: ModelError) -> bool:

@@ -19,6 +19,10 @@ from typing import Any
 
 from ide.protocol.tree import RECOVERED_PREFIX
 
+INVALID_JSON = "__invalid_json__"
+INVALID_ARGUMENTS = "__invalid_arguments__"
+"""Argument keys of a call whose arguments could not be read: the raw text, for the tool to refuse with."""
+
 RECOVERED_KEY = "arbor_recovered_calls"
 """``AIMessage.additional_kwargs`` key: how many of the message's tool calls came from its text."""
 
@@ -96,13 +100,29 @@ def _parse_at(
     if rest.startswith("<tool_call>"):
         close = text.find("</tool_call>", start)
         end = close + len("</tool_call>") if close >= 0 else len(text)
-        body = text[start + len("<tool_call>") : close if close >= 0 else len(text)]
-        return _calls_in(body.strip(), decoder, names), end
+        body = text[start + len("<tool_call>") : close if close >= 0 else len(text)].strip()
+        return _calls_in(body, decoder, names) or _unreadable(body, names), end
     for tag in ("[TOOL_CALLS]", "<|python_tag|>"):
         if rest.startswith(tag):
             found, end = _json_run(text, start + len(tag), decoder, names)
+            if not found:  # the tag says a call follows; its JSON does not parse
+                body = text[start + len(tag) :].strip()
+                return _unreadable(body, names), len(text)
             return found, end
     return _json_run(text, start, decoder, names)
+
+
+_NAME_FIELD = re.compile(r'"(?:name|tool)"\s*:\s*"([\w.-]+)"')
+
+
+def _unreadable(body: str, names: set[str]) -> list[dict[str, Any]]:
+    """A call a tool-call tag announced whose JSON does not parse: kept as a call to the named tool with
+    the raw text, so the tool says what is wrong instead of the text standing as the answer."""
+    match = _NAME_FIELD.search(body)
+    if match is None or match.group(1) not in names:
+        return []
+    call = _as_call({"name": match.group(1), "arguments": {INVALID_JSON: body}}, names)
+    return [call] if call is not None else []
 
 
 def _xml_calls(text: str, start: int, names: set[str]) -> tuple[list[dict[str, Any]], int]:
@@ -185,9 +205,9 @@ def _as_call(item: Any, names: set[str]) -> dict[str, Any] | None:
         try:
             args = json.loads(args) if args.strip() else {}
         except ValueError:
-            args = {"__invalid_json__": args}
+            args = {INVALID_JSON: args}
     if not isinstance(args, Mapping):
-        args = {"__invalid_arguments__": args}
+        args = {INVALID_ARGUMENTS: args}
     return {
         "name": name,
         "args": dict(args),

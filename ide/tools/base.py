@@ -10,6 +10,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
+from ide.llm.textcalls import INVALID_ARGUMENTS, INVALID_JSON
 from ide.settings import ToolSettings
 from ide.tools.workspace import ToolError, Workspace
 
@@ -64,6 +65,13 @@ class Toolbox:
         spec = self.specs.get(name)
         if spec is None:
             raise ToolError(f"there is no tool '{name}'; the tools are {', '.join(self.specs)}")
+        if set(args or {}) & {INVALID_JSON, INVALID_ARGUMENTS}:
+            raw = str(args.get(INVALID_JSON, args.get(INVALID_ARGUMENTS)))
+            fields = ", ".join(spec.args_model.model_fields)
+            raise ToolError(
+                f"the arguments of {name} were not a valid JSON object ({raw[:200]!r}); call it again with "
+                f"one JSON object of its fields: {fields}"
+            )
         try:
             return spec, spec.args_model.model_validate(args or {})
         except ValidationError as exc:

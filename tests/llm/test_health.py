@@ -116,7 +116,8 @@ async def test_script_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "env", "base_url", "expected"),
     [
-        ("openai:gpt-4o", {}, None, {"provider package installed": False, "API key set": False}),
+        # langchain-openai is a test extra (the OpenAI-compatible simulator); anthropic's stays missing.
+        ("openai:gpt-4o", {}, None, {"provider package installed": True, "API key set": False}),
         ("openai:gpt-4o", {"OPENAI_API_KEY": "sk-test"}, None, {"API key set": True}),
         ("openai:local", {}, "http://127.0.0.1:8000/v1", {"API key set": None}),
         (

@@ -41,6 +41,29 @@ Recorded: ``requests`` (every request: method, path, parsed JSON body), ``chat_b
 blocks until n chat requests have arrived (from async tests: ``await asyncio.to_thread(server.wait_for_chats,
 1)``), so tests wait for events, not for time. Delays are capped at 5 s and end early when the server
 closes.
+
+It is also a **simulator of how real servers misbehave** (each switch is a real, reported behaviour):
+
+- text tool calls — ``FakeOllama(text_tool_calls=SHAPE)`` or a response's ``"text_tool_calls": SHAPE``
+  sends a response's ``tool_calls`` as text in ``content`` with ``tool_calls`` empty, as qwen2.5-coder
+  does (ollama/ollama#12174): ``bare``, ``list``, ``fence``, ``qwen`` (``<tool_call>`` tags), ``mistral``
+  (``[TOOL_CALLS]``), ``llama`` (``<|python_tag|>``), ``qwen3-coder`` (``<function=…>``); ``"prose"`` puts
+  text before the calls, ``"corrupt_arguments": true`` cuts the JSON short (see
+  :func:`render_text_tool_calls`);
+- silent front truncation at ``num_ctx`` — the prompt is counted with a stand-in tokenizer
+  (:func:`count_tokens`: characters / ``chars_per_token`` (default 4) + 4 per message) against
+  ``options.num_ctx`` (Ollama's 2,048 when absent, capped by the model's ``context_length``); a longer
+  prompt silently loses its FRONT, system prompt and task first, and ``prompt_eval_count`` reports what
+  was kept. ``server.seen[i]`` records, for chat request ``i``, the text the model saw and whether it was
+  cut;
+- constrained output — a response's ``"json": {...}`` is what the model answers when the request carries
+  ``format`` (a JSON schema); without ``format`` it answers its free-text ``content``. A model with
+  ``"format": False`` rejects ``format`` with HTTP 400;
+- token rate — ``"first_token_ms"`` (a model loading) and ``"token_ms"`` (between chunks), per response
+  or per model;
+- busy — :data:`BUSY` is Ollama's 503 answer; ``FakeOllama(max_pending=N)`` gives it when more than N
+  chats are in flight;
+- a dropped connection — ``"drop": true`` closes the socket after the first content piece.
 """
 
 from __future__ import annotations
@@ -48,6 +71,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import sys
 import threading
 from collections.abc import Iterable, Mapping
@@ -56,6 +80,62 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MAX_DELAY_S = 5.0
+BUSY = {"status": 503, "error": "server busy, please try again.  maximum pending requests exceeded"}
+"""Ollama's answer when its queue is full (OLLAMA_MAX_QUEUE)."""
+DEFAULT_NUM_CTX = 2048
+MESSAGE_OVERHEAD = 4
+TEXT_SHAPES = ("bare", "list", "fence", "qwen", "mistral", "llama", "qwen3-coder")
+
+
+def render_text_tool_calls(calls: Iterable[Mapping[str, Any]], shape: str, *, corrupt: bool = False) -> str:
+    """Tool calls (``{"name", "args"}``) written out as a model writes them in ``content``."""
+    items = [{"name": c["name"], "arguments": c.get("args", {})} for c in calls]
+
+    def dump(value: Any) -> str:
+        text = json.dumps(value)
+        return text[:-1] if corrupt else text  # a reply cut short: the closing brace is missing
+
+    if shape == "bare":
+        return "\n".join(dump(item) for item in items)
+    if shape == "list":
+        return dump(items)
+    if shape == "fence":
+        return "```json\n" + (dump(items[0]) if len(items) == 1 else dump(items)) + "\n```"
+    if shape == "qwen":
+        return "\n".join(f"<tool_call>\n{dump(item)}\n</tool_call>" for item in items)
+    if shape == "mistral":
+        return "[TOOL_CALLS] " + dump(items)
+    if shape == "llama":
+        return "<|python_tag|>" + "; ".join(
+            dump({"name": item["name"], "parameters": item["arguments"]}) for item in items
+        )
+    if shape == "qwen3-coder":
+        blocks = []
+        for item in items:
+            params = "".join(
+                f"<parameter={key}>\n{value if isinstance(value, str) else json.dumps(value)}\n</parameter>\n"
+                for key, value in item["arguments"].items()
+            )
+            blocks.append(f"<function={item['name']}>\n{params}</function>")
+        return "\n".join(blocks)
+    raise ValueError(f"unknown text tool-call shape {shape!r}; there are {', '.join(TEXT_SHAPES)}")
+
+
+def count_tokens(text: str, chars_per_token: float) -> int:
+    """The stand-in tokenizer: deterministic, close to real ones on code (3.5–4.5 characters a token)."""
+    return -(-len(text) // max(1, int(chars_per_token)))
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the model saw of one chat request: the prompt text it kept, and whether the front was cut."""
+
+    text: str
+    tokens: int
+    sent_tokens: int
+    truncated: bool
+
+
 PIECE_CHARS = 5
 DEFAULT_MODELS: dict[str, dict[str, Any]] = {"qwen2.5-coder:7b": {"tools": True, "context_length": 32768}}
 CREATED_AT = "2025-01-01T00:00:00.000000Z"
@@ -81,12 +161,20 @@ class FakeOllama:
         models: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         version: str = "0.12.6",
+        text_tool_calls: str | None = None,
+        max_pending: int | None = None,
+        chars_per_token: float = 4.0,
     ) -> None:
         self.responses: list[dict[str, Any]] = [dict(r) for r in responses]
         self.models: dict[str, dict[str, Any]] = {
             name: dict(config) for name, config in (DEFAULT_MODELS if models is None else models).items()
         }
         self.version = version
+        self.text_tool_calls = text_tool_calls
+        self.max_pending = max_pending
+        self.chars_per_token = chars_per_token
+        self.seen: list[Seen] = []
+        """What the model saw of each chat request, in order (front truncation at num_ctx)."""
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -161,10 +249,14 @@ class FakeOllama:
             self._next_response += 1
             return response
 
-    def _enter_chat(self) -> None:
+    def _enter_chat(self) -> bool:
+        """Count a chat in; False when the queue is full (``max_pending``)."""
         with self._lock:
+            if self.max_pending is not None and self._in_flight >= self.max_pending:
+                return False
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            return True
 
     def _leave_chat(self) -> None:
         with self._lock:
@@ -238,7 +330,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/api/show":
             self._show(body)
         elif self.path == "/api/chat":
-            self.fake._enter_chat()
+            if not self.fake._enter_chat():
+                self._send_error(BUSY["status"], BUSY["error"])
+                return
             try:
                 self._chat(body)
             except (BrokenPipeError, ConnectionResetError):
@@ -305,6 +399,10 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("think") is True and not config.get("thinking", False):
             self._send_error(400, f'"{model}" does not support thinking')
             return
+        if body.get("format") and config.get("format") is False:
+            self._send_error(400, f"invalid format: {model} does not support a JSON schema format")
+            return
+        seen = self._see(body, config)
         response = self.fake._take_response()
         if response is None:
             self._send_error(500, "fake ollama: no scripted response left")
@@ -313,7 +411,10 @@ class _Handler(BaseHTTPRequestHandler):
         if "status" in response:
             self._send_error(int(response["status"]), str(response.get("error", "fake failure")))
             return
+        response = self._shape(response, body, config)
         final = _final_fields(model, body, response)
+        if "prompt_eval_count" not in response:
+            final["prompt_eval_count"] = seen.tokens
         if body.get("stream", True) is False:
             message: dict[str, Any] = {"role": "assistant", "content": "".join(_content_pieces(response))}
             if response.get("thinking") and body.get("think") is not False:
@@ -323,6 +424,49 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {**final, "message": message})
             return
         self._stream(model, body, response, final)
+
+    def _see(self, body: dict[str, Any], config: Mapping[str, Any]) -> Seen:
+        """What the model sees of the prompt: Ollama cuts an over-long one from the front, silently."""
+        options = body.get("options") or {}
+        window = int(options.get("num_ctx") or DEFAULT_NUM_CTX)
+        window = min(window, int(config.get("context_length", window)))
+        cpt = float(config.get("chars_per_token", self.fake.chars_per_token))
+        parts = []
+        for message in body.get("messages") or []:
+            text = str(message.get("content") or "")
+            if message.get("tool_calls"):
+                text += json.dumps(message["tool_calls"])
+            parts.append(f"<|{message.get('role', 'user')}|>\n{text}\n")
+        prompt = "".join(parts)
+        sent = count_tokens(prompt, cpt) + MESSAGE_OVERHEAD * len(parts)
+        if sent <= window:
+            seen = Seen(prompt, sent, sent, False)
+        else:
+            keep = int(window * cpt) - MESSAGE_OVERHEAD * len(parts)
+            seen = Seen(prompt[-max(keep, 0) :] if keep > 0 else "", window, sent, True)
+        with self.fake._lock:
+            self.fake.seen.append(seen)
+        return seen
+
+    def _shape(
+        self, response: dict[str, Any], body: dict[str, Any], config: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The scripted answer as this model would give it: constrained JSON, or calls written as text."""
+        response = dict(response)
+        for key in ("first_token_ms", "token_ms"):
+            if key not in response and key in config:
+                response[key] = config[key]
+        if "json" in response and body.get("format"):
+            response["content"] = json.dumps(response["json"])
+        shape = response.get("text_tool_calls") or self.fake.text_tool_calls
+        if shape and response.get("tool_calls") and body.get("tools"):
+            text = render_text_tool_calls(
+                response["tool_calls"], shape, corrupt=bool(response.get("corrupt_arguments"))
+            )
+            prose = str(response.get("prose") or "")
+            response["content"] = f"{prose}\n{text}" if prose else text
+            response["tool_calls"] = []
+        return response
 
     def _stream(
         self, model: str, body: dict[str, Any], response: dict[str, Any], final: dict[str, Any]
@@ -341,13 +485,23 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._write_line(json.dumps(line))
 
+        self.fake._delay(float(response.get("first_token_ms") or 0))
+        gap = float(response.get("token_ms") or 0)
         thinking = response.get("thinking")
         if thinking and body.get("think") is not False:
             for piece in _split(thinking):
                 message(thinking=piece)
+                self.fake._delay(gap)
         pieces = _content_pieces(response)
         for index, piece in enumerate(pieces):
             message(content=piece)
+            if index == 0 and response.get("drop"):
+                # The connection dies mid-answer: no end of stream, no final chunk.
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            self.fake._delay(gap)
             if index == 0 and response.get("garbage"):
                 self._write_line("<html>this is not json</html>")
                 self._end_stream()

@@ -1,0 +1,258 @@
+"""A small real OpenAI-compatible server for tests (stdlib only, 127.0.0.1), with the quirks of the local
+servers people point Arbor at (llama.cpp, vLLM, LM Studio, oMLX): tool calls written as text, a
+``response_format`` some refuse, over-long prompts refused, 503 busy, a stream cut short.
+
+Usage::
+
+    with FakeOpenAI(responses=[{"content": "hi"}]) as server:
+        settings.llm.openai_base_url = server.url   # ends in /v1
+
+Responses use the scripted-model format of :mod:`tests.support.fake_ollama` (``content``, ``tool_calls``
+``[{"name", "args"}]``, ``status``/``error``, ``json``, ``text_tool_calls``, ``prose``,
+``corrupt_arguments``, ``first_token_ms``, ``drop``) plus ``"bad_arguments": true``: structured tool
+calls whose ``function.arguments`` is not valid JSON. Server options: ``text_tool_calls=SHAPE``,
+``reject_response_format=True`` (HTTP 400, as servers without structured output answer),
+``context_length`` (a longer prompt is refused with HTTP 400, as OpenAI-compatible servers do — they do
+not truncate). Recorded: ``bodies`` of /v1/chat/completions.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.support.fake_ollama import MAX_DELAY_S, count_tokens, render_text_tool_calls
+
+PIECE_CHARS = 5
+
+
+class FakeOpenAI:
+    def __init__(
+        self,
+        responses: Iterable[Mapping[str, Any]] = (),
+        *,
+        model: str = "local-model",
+        text_tool_calls: str | None = None,
+        reject_response_format: bool = False,
+        context_length: int = 32768,
+    ) -> None:
+        self.responses = [dict(r) for r in responses]
+        self.model = model
+        self.text_tool_calls = text_tool_calls
+        self.reject_response_format = reject_response_format
+        self.context_length = context_length
+        self.bodies: list[dict[str, Any]] = []
+        self._next = 0
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def __enter__(self) -> FakeOpenAI:
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._closing.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def take(self) -> dict[str, Any] | None:
+        with self._lock:
+            if self._next >= len(self.responses):
+                return None
+            self._next += 1
+            return self.responses[self._next - 1]
+
+    def delay(self, milliseconds: float) -> None:
+        if milliseconds > 0:
+            self._closing.wait(min(milliseconds / 1000, MAX_DELAY_S))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeOpenAI
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"error": {"message": message, "type": "invalid_request_error", "code": None}})
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": self.fake.model, "object": "model"}]})
+        else:
+            self._error(404, "not found")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._error(404, "not found")
+            return
+        with self.fake._lock:
+            self.fake.bodies.append(body)
+        if body.get("response_format") and self.fake.reject_response_format:
+            self._error(400, "response_format is not supported by this server")
+            return
+        prompt = "".join(str(m.get("content") or "") for m in body.get("messages") or [])
+        tokens = count_tokens(prompt, 4.0)
+        if tokens > self.fake.context_length:
+            self._error(
+                400,
+                f"the request exceeds the available context size ({tokens} tokens, "
+                f"context length {self.fake.context_length}); try increasing the context size",
+            )
+            return
+        response = self.fake.take()
+        if response is None:
+            self._error(500, "fake openai: no scripted response left")
+            return
+        if "status" in response:
+            self._error(int(response["status"]), str(response.get("error", "fake failure")))
+            return
+        response = dict(response)
+        if "json" in response and body.get("response_format"):
+            response["content"] = json.dumps(response["json"])
+        shape = response.get("text_tool_calls") or self.fake.text_tool_calls
+        calls = list(response.get("tool_calls") or [])
+        if shape and calls and body.get("tools"):
+            text = render_text_tool_calls(calls, shape, corrupt=bool(response.get("corrupt_arguments")))
+            prose = str(response.get("prose") or "")
+            response["content"] = f"{prose}\n{text}" if prose else text
+            calls = []
+        structured = [
+            {
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": "{not json"
+                    if response.get("bad_arguments")
+                    else json.dumps(call.get("args", {})),
+                },
+            }
+            for index, call in enumerate(calls)
+        ]
+        self.fake.delay(float(response.get("first_token_ms") or 0))
+        usage = {
+            "prompt_tokens": tokens,
+            "completion_tokens": max(1, len(str(response.get("content") or "")) // 4),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        content = str(response.get("content") or "")
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": content or None}
+            if structured:
+                message["tool_calls"] = structured
+            self._json(
+                200,
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "model": self.fake.model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "finish_reason": "tool_calls" if structured else "stop",
+                        }
+                    ],
+                    "usage": usage,
+                },
+            )
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def event(
+            delta: dict[str, Any], finish: str | None = None, extra: dict[str, Any] | None = None
+        ) -> None:
+            chunk = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "model": self.fake.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **(extra or {}),
+            }
+            self._write(f"data: {json.dumps(chunk)}\n\n")
+
+        event({"role": "assistant", "content": ""})
+        pieces = [content[i : i + PIECE_CHARS] for i in range(0, len(content), PIECE_CHARS)]
+        for index, piece in enumerate(pieces):
+            event({"content": piece})
+            if index == 0 and response.get("drop"):
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+        for index, call in enumerate(structured):
+            arguments = call["function"]["arguments"]
+            event(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+            for start in range(0, len(arguments), 8):
+                event(
+                    {
+                        "tool_calls": [
+                            {"index": index, "function": {"arguments": arguments[start : start + 8]}}
+                        ]
+                    }
+                )
+        event({}, "tool_calls" if structured else "stop")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunk = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "model": self.fake.model,
+                "choices": [],
+                "usage": usage,
+            }
+            self._write(f"data: {json.dumps(chunk)}\n\n")
+        self._write("data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _write(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
