@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ("startup", "review", "review_pane", "tree_view", "search", "lsp", "index", "workflow")
-TAKES_RUNS = {"startup", "review_pane", "tree_view", "search", "lsp", "index", "workflow"}
+ORDER = ("startup", "review", "review_pane", "tree_view", "search", "lsp", "index", "workflow", "context")
+TAKES_RUNS = {"startup", "review_pane", "tree_view", "search", "lsp", "index", "workflow", "context"}
 TAKES_CORPUS = {"index", "workflow"}
 
 

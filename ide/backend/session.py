@@ -160,6 +160,9 @@ class Session:
     """The slash commands went to the client on this connection."""
 
     def __post_init__(self) -> None:
+        if self.memory is not None:
+            # The workspace's memory, writing as this session: a note its agent stores records the session.
+            self.memory = self.memory.for_session(self.id)
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
         # Rule 3: the agent's edits go into this overlay; only the review writes the user's files.
         self.changeset = ChangeSet(Path(self.cwd), max_file_bytes=self.settings.workspace.max_file_bytes)

@@ -119,6 +119,9 @@ def fit_messages(messages: Sequence[BaseMessage], limit: int, calibration: Calib
     if fitted.tokens > limit:
         start = _first_unprotected(out, protected)
         end = _tail_start(out)
+        later = [i for i in _task_index(out) if start is not None and start < i < end]
+        if later:
+            end = min(later)  # the summary never swallows this turn's request
         if start is not None and end > start:
             fitted.overflow_range = (start, end)
     return fitted
@@ -209,7 +212,9 @@ def _protected(messages: list[BaseMessage]) -> set[int]:
 
 
 def _task_index(messages: list[BaseMessage]) -> set[int]:
-    return {next((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), -1)} - {-1}
+    """The first human message (the session's task) and the last one (this turn's request)."""
+    humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    return {humans[0], humans[-1]} if humans else set()
 
 
 def _tail_start(messages: list[BaseMessage]) -> int:
@@ -222,7 +227,7 @@ def _tail_start(messages: list[BaseMessage]) -> int:
 
 def _first_unprotected(messages: list[BaseMessage], protected: set[int]) -> int | None:
     task = _task_index(messages)
-    after = max(task) + 1 if task else 0
+    after = min(task) + 1 if task else 0
     while after < len(messages) and isinstance(messages[after], SystemMessage):
         after += 1
     return after if after not in protected else None

@@ -1,8 +1,12 @@
-"""Wire models of the memory extensions (``_arbor/memory/*``) the window's Memory dock uses."""
+"""Wire models of the memory extensions (``_arbor/memory/*``) the window's Memory dock uses.
+
+``_arbor/memory/search`` lists entries with their provenance (who wrote each, the session, when, whether
+the user reviewed it); ``keep`` marks an agent-written entry reviewed, ``delete`` removes one, ``export``
+writes them all, provenance included, to a JSON file."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +55,10 @@ class MemoryEntry(BaseModel):
     session_id: str | None = Field(None, description="The session that wrote it")
     author: str = Field("arbor", description="arbor (learned from a run) or agent (its store_insight)")
     reviewed: bool = Field(True, description="False for agent-written entries the user has not kept")
+    kept_at: float | None = Field(None, description="When the user kept an agent-written entry")
+    provenance: Literal["arbor", "agent", "user"] = Field(
+        "arbor", description="arbor (learned), agent (agent-written, unreviewed), user (kept by the user)"
+    )
 
 
 class MemoryList(BaseModel):
