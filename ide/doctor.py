@@ -128,22 +128,6 @@ def _write_trust(resolved: ResolvedSettings, out: TextIO) -> None:
             out.write(f"      runs: {command}\n")
 
 
-def describe_probe(result: ModelProbe) -> str:
-    """One line of a model probe: the verdict on tool calls, then format, speed and window."""
-    mark, sentence = result.verdict()
-    if result.error:
-        return f"[{mark}] {result.model}: {sentence}"
-    parts = [sentence, f"JSON schema format {result.json_format.replace('_', ' ')}"]
-    if result.first_token_s is not None:
-        parts.append(f"first token {result.first_token_s:g} s")
-    if result.tokens_per_s is not None:
-        parts.append(f"{result.tokens_per_s:g} tokens/s")
-    if result.context_window:
-        parts.append(f"context {result.context_window} tokens")
-    roles = ", ".join(result.roles[:4]) + (", …" if len(result.roles) > 4 else "")
-    return f"[{mark}] {result.model} ({roles}): " + "; ".join(parts)
-
-
 async def probe_models(resolved: ResolvedSettings) -> list[ModelProbe]:
     """Probe every model the settings use and cache the results in the data dir (for the window)."""
     router = ModelRouter(resolved.settings, base_dir=resolved.workspace)
@@ -171,6 +155,6 @@ def run_doctor(resolved: ResolvedSettings, out: TextIO, *, probe: bool = False) 
     if probe:
         out.write("\nModel probe (one real tool-call request and one structured request per model)\n")
         for result in asyncio.run(probe_models(resolved)):
-            out.write(f"  {describe_probe(result)}\n")
-            failed = failed or result.error is not None or result.tool_calls in ("none", "failed")
+            out.write(f"  {result.describe()}\n")
+            failed = failed or result.cannot_act
     return 1 if failed else 0

@@ -174,9 +174,10 @@ async def run_task(
             turn = TurnMeta.model_validate(meta)
             calls = sum(u.calls for u in turn.usage.values())
             tokens = sum(u.input_tokens + u.output_tokens for u in turn.usage.values())
-            err.write(
-                f"[done] {response.stop_reason}: {turn.steps} steps, {calls} model calls, {tokens} tokens\n"
-            )
+            recovered = sum(u.recovered_calls for u in turn.usage.values())
+            note = f", {recovered} tool call(s) recovered from text" if recovered else ""
+            figures = f"{turn.steps} steps, {calls} model calls, {tokens} tokens{note}"
+            err.write(f"[done] {response.stop_reason}: {figures}\n")
         if response.stop_reason == "cancelled":
             return EXIT_CANCELLED
         if client.changeset is not None and client.changeset.files:

@@ -47,7 +47,15 @@ from ide.protocol.lsp import (
     HoverResult,
     LocationsResult,
 )
-from ide.protocol.memory import MEMORY_EXPORT, MemoryExported, MemoryList
+from ide.protocol.memory import MEMORY_DELETE, MEMORY_EXPORT, MEMORY_KEEP, MemoryExported, MemoryList
+from ide.protocol.model import (
+    CONTEXT_NOTIFICATION,
+    MODEL_PROBE,
+    MODEL_PROBES_CACHED,
+    ContextFill,
+    ProbeParams,
+    ProbeResult,
+)
 from ide.protocol.review import (
     APPLY,
     CHANGESET,
@@ -249,10 +257,17 @@ class BackendBridge(QObject):
     """IndexChanged: the backend re-indexed files (a pass finished, or the watcher saw edits)."""
     lspAnswered = Signal(str, object, object)
     memoryReceived = Signal(object)
-    """A MemoryList (search result, or counts after a delete)."""
+    """A MemoryList: a search result."""
+    memoryChanged = Signal(object)
+    """A MemoryList with the counts after a delete or keep (its own signal, so an answer to a search still
+    in flight is never taken for it)."""
     memoryExported = Signal(object)
     """A MemoryExported after an export."""
     workflowsReceived = Signal(object)
+    contextFilled = Signal(object)
+    """A ContextFill: how full the turn's latest model request is of the model's window."""
+    probesReceived = Signal(object)
+    """A ProbeResult: what a real request showed about each model (fresh, or from the cache)."""
     """The session's workflows, its pick and the reranker in use (WorkflowList), after a list or select."""
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
 
@@ -420,12 +435,33 @@ class BackendBridge(QObject):
         else:
             done.emit(answer)
 
+    def probe_request(self, refresh: bool) -> bool:
+        """Ask what each model of the workspace can do: a fresh probe ("Test model", a real request
+        per model) or the cached results; the answer comes as :attr:`probesReceived`."""
+        method = MODEL_PROBE if refresh else MODEL_PROBES_CACHED
+        if self._conn is None or not self.supports(method):
+            return False
+        params = ProbeParams(cwd=str(self.workspace), refresh=refresh)
+        spawn(self._probe(self._generation, self._conn, method, params), name=f"_{method}")
+        return True
+
+    async def _probe(
+        self, generation: int, conn: ClientSideConnection, method: str, params: ProbeParams
+    ) -> None:
+        answer = await self._ask(generation, conn, method, params, ProbeResult)
+        if isinstance(answer, ErrorInfo):
+            self.errorRaised.emit(answer)
+        elif answer is not None:
+            self.probesReceived.emit(answer)
+
     def memory_request(self, method: str, params: BaseModel) -> bool:
-        """Search, delete from or export the workspace's memory; answers come as :attr:`memoryReceived`
-        or :attr:`memoryExported`."""
+        """Search, keep, delete from or export the workspace's memory; answers come as
+        :attr:`memoryReceived` (search), :attr:`memoryChanged` (keep, delete) or :attr:`memoryExported`."""
         result_type, done = (
             (MemoryExported, self.memoryExported)
             if method == MEMORY_EXPORT
+            else (MemoryList, self.memoryChanged)
+            if method in (MEMORY_DELETE, MEMORY_KEEP)
             else (MemoryList, self.memoryReceived)
         )
         return self._review_request(method, params, result_type, done)
@@ -477,6 +513,15 @@ class BackendBridge(QObject):
                     self.indexChanged.emit(IndexChanged.model_validate(params))
                 except ValidationError as exc:
                     log.warning("ignoring malformed _%s: %s", method, exc)
+            return
+        if method == CONTEXT_NOTIFICATION:
+            try:
+                fill = ContextFill.model_validate(params)
+            except ValidationError as exc:
+                log.warning("ignoring malformed _%s: %s", method, exc)
+                return
+            if generation == self._generation and fill.session_id == self.session_id:
+                self.contextFilled.emit(fill)
             return
         if method == CHANGESET_NOTIFICATION:
             model: type[ChangeSetView | TreeEventBatch] = ChangeSetView

@@ -1,8 +1,10 @@
 """The Memory dock: search, read, keep, delete and export what the agent remembers about the workspace.
 
-Each entry says who wrote it: Arbor (learned from a finished run) or the agent itself (``store_insight``).
-Agent-written notes may repeat an injection the agent read somewhere, so they wait, marked, for the user
-to keep or delete them; only kept ones inform later prompts.
+Each entry shows its provenance: learned by Arbor from a finished run, or written by the agent itself
+(``store_insight``) in a given session. Agent-written notes may repeat an injection the agent read
+somewhere, so they wait, marked "unreviewed", for the user to keep or delete them; only kept ones inform
+later prompts. The "Unreviewed" filter lists just those, and :attr:`MemoryPanel.unreviewedChanged` lets
+the window put their number in the dock's title.
 """
 
 from __future__ import annotations
@@ -33,10 +35,28 @@ UNREVIEWED_COLOUR = QColor("#b7791f")
 
 
 def provenance(entry: MemoryEntry) -> str:
-    """Who wrote an entry and whether the user reviewed it, in words."""
+    """Who wrote an entry and whether the user reviewed it, in a few words for the list."""
+    # From author and reviewed, which every backend with provenance sends (not only newer ones).
     if entry.author == "agent":
-        return "agent-written · kept" if entry.reviewed else "agent-written · not reviewed"
-    return "learned by Arbor"
+        return "agent-written · kept" if entry.reviewed else "agent-written · unreviewed"
+    return "learned"
+
+
+def provenance_detail(entry: MemoryEntry) -> str:
+    """Provenance in a sentence for the detail pane: who, which session, when, and what it means."""
+    session = f"in session {entry.session_id[:8]}" if entry.session_id else "in an unrecorded session"
+    when = _when(entry.created_at)
+    if entry.author != "agent":
+        return f"Learned by Arbor from a finished run {session}, {when}."
+    written = f"Written by the agent (store_insight) {session}, {when}"
+    if not entry.reviewed:
+        return f"{written}. Unreviewed: it stays out of later prompts until you keep it."
+    kept = f" on {_when(entry.kept_at)}" if entry.kept_at else ""
+    return f"{written}; kept by you{kept}. Later prompts may use it, quoted as a note."
+
+
+def _when(timestamp: float) -> str:
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 
 class MemoryPanel(QWidget):
@@ -65,11 +85,13 @@ class MemoryPanel(QWidget):
         self.detail.setReadOnly(True)
         self.detail.setObjectName("memoryDetail")
         self.unreviewed_only = QCheckBox("Unreviewed")
+        self.unreviewed_only.setObjectName("memoryUnreviewedOnly")
         self.unreviewed_only.setToolTip("Only notes the agent wrote that you have not kept yet")
         self.keep_button = QPushButton("Keep")
         self.keep_button.setToolTip("You read this agent-written note and keep it: later prompts may use it")
         self.keep_button.setEnabled(False)
         self.delete_button = QPushButton("Delete")
+        self.delete_button.setToolTip("Forget this entry")
         self.delete_button.setEnabled(False)
         self.export_button = QPushButton("Export…")
         self.counts = QLabel("")
@@ -121,10 +143,15 @@ class MemoryPanel(QWidget):
             self.counts.setText(text)
         if result.unreviewed != self.unreviewed:
             self.unreviewed = result.unreviewed
+            waiting = f" ({self.unreviewed})" if self.unreviewed else ""
+            self.unreviewed_only.setText(f"Unreviewed{waiting}")
             self.unreviewedChanged.emit(self.unreviewed)
 
     def set_entries(self, result: MemoryList) -> None:
-        """Show a search result."""
+        """Show a search result; the entry that was selected stays selected if it is still listed (after
+        a Keep it shows as kept)."""
+        current = self.list.currentItem()
+        selected = current.data(Qt.ItemDataRole.UserRole) if current is not None else None
         self.set_counts(result)
         self.list.clear()
         self.entries = {e.id: e for e in result.entries}
@@ -135,9 +162,10 @@ class MemoryPanel(QWidget):
                 item.setForeground(UNREVIEWED_COLOUR)
                 item.setToolTip("Written by the agent and not reviewed: it does not inform later prompts")
             self.list.addItem(item)
-        self.detail.clear()
-        self.delete_button.setEnabled(False)
-        self.keep_button.setEnabled(False)
+            if entry.id == selected:
+                self.list.setCurrentItem(item)
+        if self.list.currentItem() is None:
+            self._show_current(None)
 
     def _show_current(self, item: QListWidgetItem | None, _previous: QListWidgetItem | None = None) -> None:
         entry = self.entries.get(item.data(Qt.ItemDataRole.UserRole)) if item is not None else None
@@ -146,12 +174,10 @@ class MemoryPanel(QWidget):
         if entry is None:
             self.detail.clear()
             return
-        when = datetime.datetime.fromtimestamp(entry.created_at).strftime("%Y-%m-%d %H:%M")
-        score = f", score {entry.score:g}" if entry.score is not None else ""
-        session = f" · session {entry.session_id[:8]}" if entry.session_id else ""
+        score = f" · score {entry.score:g}" if entry.score is not None else ""
         self.detail.setPlainText(
-            f"{entry.title}\n{entry.namespace} · {entry.task_type} · {when}{score} · {provenance(entry)}"
-            f"{session}\n\n{entry.content}"
+            f"{entry.title}\n{entry.namespace} · {entry.task_type}{score}\n{provenance_detail(entry)}"
+            f"\n\n{entry.content}"
         )
 
     def _keep_current(self) -> None:

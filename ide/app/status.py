@@ -27,9 +27,17 @@ def describe_usage(meta: TurnMeta) -> str:
     tokens_out = sum(role.output_tokens for role in roles)
     seconds = sum(role.latency_ms for role in roles) / 1000
     noun = "call" if calls == 1 else "calls"
-    return (
+    recovered = sum(role.recovered_calls for role in roles)
+    text = (
         f"last turn: {calls} {noun} · {_tokens(tokens_in)} in / {_tokens(tokens_out)} out · {seconds:.1f} s"
     )
+    return text + (f" · {recovered} tool call(s) recovered from text" if recovered else "")
+
+
+def describe_context(tokens: int, window: int) -> str:
+    """``ctx 6.1k / 16k``: the latest request against the model's window (windows are powers of two)."""
+    size = f"{window // 1024}k" if window >= 1024 and window % 1024 == 0 else _tokens(window)
+    return f"ctx {_tokens(tokens)} / {size}"
 
 
 def short_model(spec: str) -> str:
@@ -54,6 +62,12 @@ class BackendStatus(QWidget):
         self.model.setObjectName("statusModel")
         self.usage = QLabel()
         self.usage.setObjectName("statusUsage")
+        self.context = QLabel()
+        self.context.setObjectName("statusContext")
+        self.context.setToolTip(
+            "The latest model request of this turn against the model's context window; Arbor keeps every "
+            "request inside it (older tool results are elided, then summarised)"
+        )
         self.state = QLabel()
         self.state.setObjectName("statusState")
         layout = QHBoxLayout(self)
@@ -61,6 +75,7 @@ class BackendStatus(QWidget):
         layout.setSpacing(4)
         layout.addWidget(self.model)
         layout.addWidget(self.usage)
+        layout.addWidget(self.context)
         layout.addStretch(1)
         layout.addWidget(self.state)
         self.set_state(BackendState.STOPPED)
@@ -80,6 +95,9 @@ class BackendStatus(QWidget):
             text = f"agent: {name or 'unknown'}"
             self.model.setToolTip("This ACP agent does not report Arbor's model metadata.")
         self.model.setText(f"{text} · {mode}" if mode else text)
+
+    def set_context(self, tokens: int, window: int) -> None:
+        self.context.setText(describe_context(tokens, window))
 
     def set_turn(self, meta: TurnMeta | None) -> None:
         self.usage.setText(describe_usage(meta) if meta is not None else "")

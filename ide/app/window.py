@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QMainWindow,
+    QMessageBox,
     QToolButton,
     QToolTip,
     QVBoxLayout,
@@ -62,6 +63,7 @@ from ide.protocol.memory import (
     MemoryList,
     MemorySearchParams,
 )
+from ide.protocol.model import MODEL_PROBE, ProbeResult
 from ide.protocol.review import (
     APPLY,
     DECIDE,
@@ -167,7 +169,6 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.outline_dock)
         self.splitDockWidget(self.workspace_dock, self.outline_dock, Qt.Orientation.Vertical)
         self.memory_panel = MemoryPanel()
-        self._memory_deleting = False
         self.memory_dock = self._dock("Memory", "memoryDock", self.memory_panel)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.memory_dock)
         self.tabifyDockWidget(self.chat_dock, self.memory_dock)
@@ -184,6 +185,11 @@ class MainWindow(QMainWindow):
 
         self.status = BackendStatus()
         self.trust_dialog = TrustDialog(self)
+        self._probe_report = False
+        self.probe_dialog = QMessageBox(self)
+        self.probe_dialog.setObjectName("probeReport")
+        self.probe_dialog.setWindowTitle("Test model")
+        self.probe_dialog.setIcon(QMessageBox.Icon.Information)
         self._trust_then_start = False
         self.trust_button = QToolButton()
         self.trust_button.setObjectName("trustButton")
@@ -220,6 +226,34 @@ class MainWindow(QMainWindow):
                 self.trust_dialog.ask(resolved)
                 return
         self.bridge.start()
+
+    def test_models(self) -> None:
+        """Agent → Test Model: probe every model the workspace uses; the answer opens a report."""
+        if self.bridge.probe_request(refresh=True):
+            self._probe_report = True
+            self.statusBar().showMessage("Testing the models: one tool-call and one structured request each…")
+
+    def _on_probes(self, result: ProbeResult) -> None:
+        lines = [probe.describe() for probe in result.probes]
+        blocked = [probe for probe in result.probes if "default" in probe.roles and probe.cannot_act]
+        if blocked:
+            probe = blocked[0]
+            self.banner.show_notice(
+                f"{probe.model} did not call a tool when Arbor tested it, so the agent cannot act with it "
+                f"({probe.verdict()[1]}).",
+                "Pick a model that calls tools (README: Models), or run Agent → Test Model again.",
+            )
+        recovered = [probe.model for probe in result.probes if probe.tool_calls == "recovered"]
+        if recovered:
+            self.status.model.setToolTip(
+                self.status.model.toolTip() + f"\n{', '.join(recovered)}: sends tool calls as text; Arbor "
+                "recovers them"
+            )
+        if self._probe_report and result.fresh:
+            self._probe_report = False
+            self.statusBar().clearMessage()
+            self.probe_dialog.setText("\n".join(lines) or "No model answered the test.")
+            self.probe_dialog.open()
 
     def ask_trust(self) -> None:
         """Show what the workspace's config asks for and let the user trust it or keep it restricted."""
@@ -309,6 +343,12 @@ class MainWindow(QMainWindow):
         self.restart_action = QAction("&Restart Backend", self)
         self.restart_action.triggered.connect(self.restart_backend)
         agent_menu.addAction(self.restart_action)
+        self.test_model_action = QAction("Test &Model", self)
+        self.test_model_action.setToolTip(
+            "Send each model one real tool-call request and one structured request, and show how it did"
+        )
+        self.test_model_action.triggered.connect(self.test_models)
+        agent_menu.addAction(self.test_model_action)
         self.trust_action = QAction("Workspace &Trust…", self)
         self.trust_action.triggered.connect(self.ask_trust)
         agent_menu.addAction(self.trust_action)
@@ -336,8 +376,11 @@ class MainWindow(QMainWindow):
         self.memory_panel.keepRequested.connect(self._keep_memory)
         self.memory_panel.unreviewedChanged.connect(self._show_memory_to_review)
         self.memory_panel.exportRequested.connect(self._export_memory)
-        bridge.memoryReceived.connect(self._on_memory)
+        bridge.memoryReceived.connect(self.memory_panel.set_entries)
+        bridge.memoryChanged.connect(self._on_memory_changed)
         bridge.turnFinished.connect(lambda *_args: self._search_memory_again())
+        bridge.contextFilled.connect(lambda fill: self.status.set_context(fill.tokens, fill.window))
+        bridge.probesReceived.connect(self._on_probes)
         bridge.memoryExported.connect(
             lambda done: self.statusBar().showMessage(
                 f"Exported {done.entries} memories to {done.path}", 10000
@@ -425,23 +468,21 @@ class MainWindow(QMainWindow):
     def _delete_memory(self, memory_id: int) -> None:
         if self.bridge.session_id is not None:
             params = MemoryDeleteParams(session_id=self.bridge.session_id, id=memory_id)
-            self._memory_deleting = self.bridge.memory_request(MEMORY_DELETE, params)
+            self.bridge.memory_request(MEMORY_DELETE, params)
 
     def _keep_memory(self, memory_id: int) -> None:
-        if self.bridge.session_id is not None and self.bridge.supports(MEMORY_KEEP):
+        if self.bridge.session_id is not None:
             params = MemoryKeepParams(session_id=self.bridge.session_id, id=memory_id)
-            self._memory_deleting = self.bridge.memory_request(MEMORY_KEEP, params)
+            self.bridge.memory_request(MEMORY_KEEP, params)
 
     def _show_memory_to_review(self, count: int) -> None:
+        """The dock's title (its tab's, when tabbed with the chat) counts the agent's notes to review."""
         self.memory_dock.setWindowTitle(f"Memory ({count} to review)" if count else "Memory")
 
-    def _on_memory(self, result: MemoryList) -> None:
-        if self._memory_deleting:  # the answer to a delete or keep: search again with the same query
-            self._memory_deleting = False
-            self.memory_panel.set_counts(result)
-            self.memory_panel.refresh()
-        else:
-            self.memory_panel.set_entries(result)
+    def _on_memory_changed(self, result: MemoryList) -> None:
+        """A keep or delete went through: new counts, and the same search again to show the change."""
+        self.memory_panel.set_counts(result)
+        self.memory_panel.refresh()
 
     def _export_memory(self, path: str | None = None) -> None:
         if self.bridge.session_id is None:
@@ -480,6 +521,8 @@ class MainWindow(QMainWindow):
             self.bridge.workflows_request()
         self.memory_panel.setEnabled(self.bridge.supports(MEMORY_SEARCH))
         self.memory_panel.refresh()
+        self.test_model_action.setEnabled(self.bridge.supports(MODEL_PROBE))
+        self.bridge.probe_request(refresh=False)  # what an earlier test found: warn before the first turn
         self._saved_updates = None
         self._saved_trees = None
         self._replaying = False

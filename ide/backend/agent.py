@@ -186,6 +186,8 @@ class ArborAgent(Agent):
         self._lsp: dict[str, LspBridge] = {}
         """Language-server pools by their settings: a trusted workspace's servers never serve another."""
         self._memories: dict[str, MemoryStore | None] = {}
+        self._background: set[asyncio.Future[Any]] = set()
+        """Notifications sent without waiting (the context fill), kept until done."""
         self._held_back: dict[str, str | None] = {}
         """Workspace → what its config asks for that waits for trust, told in the first turn."""
 
@@ -222,6 +224,7 @@ class ArborAgent(Agent):
             extensions=[
                 *REVIEW_METHODS,
                 TREE_NOTIFICATION,
+                md.CONTEXT_NOTIFICATION,
                 BRANCH_DIFF,
                 *ix.INDEX_METHODS,
                 ix.INDEX_CHANGED,
@@ -556,6 +559,16 @@ class ArborAgent(Agent):
                 await emit(update_agent_thought(text_block(session.notices.pop(0) + "\n")))
             return await session.run_turn(text, emit, emit_tree)
 
+        def context_fill(role: str, tokens: int, window: int) -> None:
+            if self._client_wants("tree"):  # Arbor's window; other clients have no use for it
+                fill = md.ContextFill(session_id=session_id, role=role, tokens=tokens, window=window)
+                pending = asyncio.ensure_future(
+                    self.conn.ext_notification(md.CONTEXT_NOTIFICATION, fill.model_dump())
+                )
+                self._background.add(pending)
+                pending.add_done_callback(self._background.discard)
+
+        session.router.on_context = context_fill
         session.turn = asyncio.create_task(turn())
         try:
             result = await session.turn
@@ -724,7 +737,8 @@ class ArborAgent(Agent):
         request = md.ProbeParams.model_validate(params)
         cwd, settings = self._workspace(request.cwd)
         router = ModelRouter(settings, base_dir=Path(cwd))
-        return md.ProbeResult(probes=await probe_all(router, ProbeCache(settings.resolved_data_dir())))
+        probes = await probe_all(router, ProbeCache(settings.resolved_data_dir()))
+        return md.ProbeResult(probes=probes, fresh=True)
 
     async def _model_probes_cached(self, params: dict[str, Any]) -> BaseModel:
         """What earlier probes found about the models the workspace uses (the window warns before a turn)."""
@@ -744,10 +758,10 @@ class ArborAgent(Agent):
         if memory is None:
             return mp.MemoryList(message="Memory is off for this workspace (memory.enabled = false).")
         namespaces = [request.namespace] if request.namespace else None
-        wanted = 100_000 if request.unreviewed_only else request.limit
-        items = await asyncio.to_thread(memory.search, request.query, namespaces, wanted)
-        if request.unreviewed_only:
-            items = [item for item in items if not item.reviewed][: request.limit]
+        reviewed = False if request.unreviewed_only else None
+        items = await asyncio.to_thread(
+            memory.search, request.query, namespaces, request.limit, reviewed=reviewed
+        )
         counted = await self._memory_counts(memory)
         return counted.model_copy(
             update={"entries": [mp.MemoryEntry.model_validate(item.as_dict()) for item in items]}

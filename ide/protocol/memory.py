@@ -6,7 +6,7 @@ writes them all, provenance included, to a JSON file."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -56,7 +56,7 @@ class MemoryEntry(BaseModel):
     author: str = Field("arbor", description="arbor (learned from a run) or agent (its store_insight)")
     reviewed: bool = Field(True, description="False for agent-written entries the user has not kept")
     kept_at: float | None = Field(None, description="When the user kept an agent-written entry")
-    provenance: Literal["arbor", "agent", "user"] = Field(
+    provenance: str = Field(
         "arbor", description="arbor (learned), agent (agent-written, unreviewed), user (kept by the user)"
     )
 

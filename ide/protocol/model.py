@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+CONTEXT_NOTIFICATION = "arbor/context"
+"""Sent before each model request of a turn: how full the request is of the model's window."""
 MODEL_PROBE = "arbor/model/probe"
 MODEL_PROBES_CACHED = "arbor/model/probes"
 MODEL_METHODS = (MODEL_PROBE, MODEL_PROBES_CACHED)
@@ -46,6 +48,36 @@ class ModelProbe(BaseModel):
         }[self.tool_calls]
         return calls
 
+    def describe(self) -> str:
+        """One line: the verdict on tool calls, then format, speed and window."""
+        mark, sentence = self.verdict()
+        if self.error:
+            return f"[{mark}] {self.model}: {sentence}"
+        parts = [sentence, f"JSON schema format {self.json_format.replace('_', ' ')}"]
+        if self.first_token_s is not None:
+            parts.append(f"first token {self.first_token_s:g} s")
+        if self.tokens_per_s is not None:
+            parts.append(f"{self.tokens_per_s:g} tokens/s")
+        if self.context_window:
+            parts.append(f"context {self.context_window} tokens")
+        roles = ", ".join(self.roles[:4]) + (", …" if len(self.roles) > 4 else "")
+        return f"[{mark}] {self.model} ({roles}): " + "; ".join(parts)
+
+    @property
+    def cannot_act(self) -> bool:
+        """The agent cannot act with this model: no tool call at all, or the probe failed."""
+        return self.error is not None or self.tool_calls in ("none", "failed")
+
 
 class ProbeResult(BaseModel):
     probes: list[ModelProbe] = Field(default_factory=list)
+    fresh: bool = Field(False, description="Probed just now (False: from the cache of earlier probes)")
+
+
+class ContextFill(BaseModel):
+    """The size of a turn's latest model request against its model's window (the status bar's fill)."""
+
+    session_id: str
+    role: str
+    tokens: int
+    window: int

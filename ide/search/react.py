@@ -87,7 +87,8 @@ def build_react_graph(
         started = time.perf_counter()
         history = close_dangling_tool_calls(list(state.get("messages", [])))
         hints = state.get("hints")
-        memory = [SystemMessage(f"From Arbor's memory of this workspace:\n{hints}")] if hints else []
+        # The hint quotes every memory entry with its source (MemoryStore.hint): data, not instructions.
+        memory = [SystemMessage(hints)] if hints else []
         reply = await router.stream(ROLE, [system, *memory, *history], tools=lc_tools, on_chunk=on_chunk)
         usage = reply.usage_metadata or {}
         writer(

@@ -1,4 +1,9 @@
-"""The agent's memory tools: search what earlier sessions learned, and store or read insights."""
+"""The agent's memory tools: search what earlier sessions learned, and store or read insights.
+
+What they return is quoted data with each entry's source (``ide.memory.store.quote_entries``): an
+insight the agent stored may carry an injection it read somewhere, so it comes back labelled as the
+agent's own unreviewed note, never as instructions. What ``store_insight`` stores is marked as written by
+the agent (and by the session, when the memory is the session's view) and waits for the user's review."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The Memory dock: what a turn taught the memory shows up, reads, deletes and exports."""
+"""The Memory dock: what a turn taught the memory shows up with its provenance, reads, deletes and
+exports; a note the agent stored is counted in the dock's title, filtered as unreviewed, and kept."""
 
 from __future__ import annotations
 
@@ -31,17 +32,24 @@ def test_the_memory_dock_searches_reads_deletes_and_exports(
     with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.query.setText("greet")
     titles = [panel.list.item(i).text() for i in range(panel.list.count())]
-    learned = "[investigations] What does greet return?   · learned by Arbor"
+    learned = "[investigations] What does greet return?   · learned"
     assert learned in titles
     assert "investigations 1" in panel.counts.text() and "patterns 1" in panel.counts.text()
     panel.list.setCurrentRow(titles.index(learned))
     assert "greet returns Hello, NAME!" in panel.detail.toPlainText()
-    assert panel.delete_button.isEnabled()
+    assert f"Learned by Arbor from a finished run in session {window.bridge.session_id[:8]}" in (
+        panel.detail.toPlainText()
+    )
+    assert panel.delete_button.isEnabled() and not panel.keep_button.isEnabled()
 
     target = tmp_path / "memory.json"
     with qtbot.waitSignal(window.bridge.memoryExported, timeout=TURN_TIMEOUT_MS):
         window._export_memory(str(target))
-    assert {entry["namespace"] for entry in json.loads(target.read_text())} == {"investigations", "patterns"}
+    exported = json.loads(target.read_text())
+    assert {entry["namespace"] for entry in exported} == {"investigations", "patterns"}
+    assert {(e["author"], e["provenance"], e["session_id"]) for e in exported} == {
+        ("arbor", "arbor", window.bridge.session_id)
+    }
 
     with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.delete_button.click()
@@ -61,17 +69,32 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
     panel = window.memory_panel
+    # The turn stored a note: the dock's title (its tab next to the chat) says there is one to review.
     with qtbot.waitSignal(panel.unreviewedChanged, timeout=TURN_TIMEOUT_MS) as changed:
         window.send_prompt("remember where greet lives")
     assert changed.args == [1]
     assert window.memory_dock.windowTitle() == "Memory (1 to review)"
+    assert panel.unreviewed_only.text() == "Unreviewed (1)" and "1 to review" in panel.counts.text()
+
     with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.unreviewed_only.setChecked(True)
     titles = [panel.list.item(i).text() for i in range(panel.list.count())]
-    assert titles == ["[insights] tip   · agent-written · not reviewed"]
+    assert titles == ["[insights] tip   · agent-written · unreviewed"]
     panel.list.setCurrentRow(0)
-    assert panel.keep_button.isEnabled()
+    detail = panel.detail.toPlainText()
+    assert f"Written by the agent (store_insight) in session {window.bridge.session_id[:8]}" in detail
+    assert "Unreviewed: it stays out of later prompts until you keep it." in detail
+    assert panel.keep_button.isEnabled() and panel.delete_button.isEnabled()
+
     with qtbot.waitSignal(panel.unreviewedChanged, timeout=TURN_TIMEOUT_MS) as kept:
         panel.keep_button.click()
     assert kept.args == [0] and window.memory_dock.windowTitle() == "Memory"
+    assert panel.unreviewed_only.text() == "Unreviewed"
     qtbot.waitUntil(lambda: panel.list.count() == 0, timeout=TURN_TIMEOUT_MS)
+
+    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+        panel.unreviewed_only.setChecked(False)
+    titles = [panel.list.item(i).text() for i in range(panel.list.count())]
+    assert "[insights] tip   · agent-written · kept" in titles
+    panel.list.setCurrentRow(titles.index("[insights] tip   · agent-written · kept"))
+    assert "kept by you on " in panel.detail.toPlainText() and not panel.keep_button.isEnabled()

@@ -78,7 +78,7 @@ def test_arbor_run_applies_an_edit_the_model_wrote_as_text(git_workspace: Path, 
     assert done.returncode == 0, done.stderr
     assert 'return f"Hi, {name}!"' in (git_workspace / "pkg" / "greet.py").read_text()
     # The prose around the call is said; the call itself never shows as answer text.
-    assert done.stdout.split() == "I'll change the greeting. Changed it to Hi.".split()
+    assert done.stdout.split() == ["I'll", "change", "the", "greeting.", "Changed", "it", "to", "Hi."]
     assert "recovered from text" in done.stderr
 
 

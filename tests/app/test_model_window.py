@@ -1,0 +1,59 @@
+"""Real models in the window: a tool call written as text still edits, the status bar shows how full the
+turn's latest request was, Agent → Test Model reports what each model does, and a model that cannot
+call tools is said before the first turn (from the cached test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.fake_ollama import FakeOllama
+
+pytestmark = pytest.mark.window
+
+EDIT = {"name": "edit_file", "args": {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hi"}}
+STRUCTURED_ANSWER = {"content": '{"language": "Python", "year": 1991}'}
+
+
+def test_a_text_tool_call_edits_and_the_context_fill_shows(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    with FakeOllama(
+        responses=[{"tool_calls": [EDIT]}, {"content": "Changed it to Hi."}], text_tool_calls="qwen"
+    ) as server:
+        window = make_window(
+            git_workspace, env={"ARBOR_MODEL": "ollama:qwen2.5-coder:7b", "OLLAMA_HOST": server.url}
+        )
+        wait_ready(qtbot, window)
+        with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+            window.send_prompt("say Hi instead of Hello")
+        qtbot.waitUntil(lambda: window.review.changeset is not None and bool(window.review.changeset.files))
+    assert [f.path for f in window.review.changeset.files] == ["pkg/greet.py"]
+    assert window.status.context.text().startswith("ctx ") and window.status.context.text().endswith("/ 16k")
+    assert "1 tool call(s) recovered from text" in window.status.usage.text()
+    assert "<tool_call>" not in window.chat.transcript()
+
+
+def test_test_model_reports_and_a_model_that_cannot_act_is_said_before_the_first_turn(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    answers = [{"content": "I would read README.md."}, STRUCTURED_ANSWER]
+    with FakeOllama(responses=answers) as server:
+        env = {"ARBOR_MODEL": "ollama:qwen2.5-coder:7b", "OLLAMA_HOST": server.url}
+        window = make_window(git_workspace, env=env)
+        wait_ready(qtbot, window)
+        assert window.test_model_action.isEnabled()
+        window.test_model_action.trigger()
+        qtbot.waitUntil(window.probe_dialog.isVisible, timeout=TURN_TIMEOUT_MS)
+        report = window.probe_dialog.text()
+        assert "[✗] ollama:qwen2.5-coder:7b" in report and "cannot act" in report
+        assert window.banner.isVisible() and "did not call a tool" in window.banner.title.text()
+
+        # A second window on the workspace reads the cached result and warns before any turn.
+        second = make_window(git_workspace, env=env)
+        wait_ready(qtbot, second)
+        qtbot.waitUntil(second.banner.isVisible, timeout=TURN_TIMEOUT_MS)
+        assert "did not call a tool" in second.banner.title.text()
