@@ -3,6 +3,7 @@ exports; a note the agent stored is counted in the dock's title, filtered as unr
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,25 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
     assert "[insights] tip   · agent-written · kept" in titles
     panel.list.setCurrentRow(titles.index("[insights] tip   · agent-written · kept"))
     assert "kept by you on " in panel.detail.toPlainText() and not panel.keep_button.isEnabled()
+
+
+def test_the_panel_keeps_the_selected_entry_across_a_refresh(qtbot: Any) -> None:
+    from ide.app.memory import MemoryPanel
+    from ide.protocol.memory import MemoryEntry, MemoryList
+
+    panel = MemoryPanel()
+    qtbot.addWidget(panel)
+    note = MemoryEntry(id=7, namespace="insights", title="tip", content="x", author="agent", reviewed=False)
+    learned = MemoryEntry(id=3, namespace="investigations", title="run", content="y", session_id="abcdef0123")
+    panel.set_entries(MemoryList(entries=[note, learned], unreviewed=1))
+    panel.list.setCurrentRow(0)
+    assert panel.keep_button.isEnabled() and "in an unrecorded session" in panel.detail.toPlainText()
+    kept = note.model_copy(update={"reviewed": True, "kept_at": 1.0e9, "provenance": "user"})
+    panel.set_entries(MemoryList(entries=[kept, learned], unreviewed=0))
+    assert panel.list.currentItem().text() == "[insights] tip   · agent-written · kept"
+    assert not panel.keep_button.isEnabled() and panel.delete_button.isEnabled()
+    day = datetime.datetime.fromtimestamp(1.0e9).strftime("%Y-%m-%d")  # in the machine's time zone
+    assert f"kept by you on {day}" in panel.detail.toPlainText()
+    panel.set_entries(MemoryList(entries=[learned]))
+    assert panel.list.currentItem() is None and panel.detail.toPlainText() == ""
+    assert not panel.delete_button.isEnabled()
