@@ -128,7 +128,7 @@ class LlmSettings(_Section):
     """Which models answer, where they run, and how hard we may push them."""
 
     model: str = Field(
-        "ollama:qwen2.5-coder:7b",
+        "ollama:qwen3:8b",
         description="Default model as provider:model (ollama:, openai:, anthropic:, scripted:FILE.jsonl)",
         json_schema_extra=_env("ARBOR_MODEL"),
     )

@@ -80,7 +80,11 @@ def test_doctor_prints_sources_and_fixes(git_workspace: Path) -> None:
             "doctor",
             "-w",
             str(git_workspace),
-            env={"OLLAMA_HOST": server.url, "ARBOR_LATS_EXPANSION_MODEL": "ollama:missing:1b"},
+            env={
+                "OLLAMA_HOST": server.url,
+                "ARBOR_MODEL": "ollama:qwen2.5-coder:7b",
+                "ARBOR_LATS_EXPANSION_MODEL": "ollama:missing:1b",
+            },
         )
     out = done.stdout
     assert done.returncode == 1, out

@@ -161,11 +161,6 @@ class MemoryItem:
             return f"agent-written {kind} #{self.id} {where} on {when}, {review} — {DATA_NOT_INSTRUCTIONS}"
         return f"{kind} #{self.id} learned by Arbor {where} on {when} — {DATA_NOT_INSTRUCTIONS}"
 
-    def line(self) -> str:
-        """One line for agents and lists: ``[namespace #id] title — first line of the content``."""
-        first = self.content.strip().splitlines()[0] if self.content.strip() else ""
-        return f"[{self.namespace} #{self.id}] {self.title} — {first[:200]}"
-
 
 Embedder = Any
 """Something with ``embed_documents(list[str]) -> list[list[float]]`` (LangChain embeddings)."""

@@ -54,7 +54,7 @@ def test_doctor_probe_prints_the_figures_and_fails_without_tool_calls(
 ) -> None:
     for reply, code in ((AS_TEXT, 0), (NONE, 1)):
         server = fake_ollama([reply, ANSWER])
-        env = {**os.environ, "OLLAMA_HOST": server.url}
+        env = {**os.environ, "OLLAMA_HOST": server.url, "ARBOR_MODEL": "ollama:qwen2.5-coder:7b"}
         done = subprocess.run(
             [sys.executable, "-m", "ide", "doctor", "--probe", "-w", str(tmp_path)],
             env=env,
@@ -74,7 +74,7 @@ def test_doctor_probe_prints_the_figures_and_fails_without_tool_calls(
 
 async def test_the_window_can_probe_and_read_the_cache_over_acp(fake_ollama: Any, tmp_path: Path) -> None:
     server = fake_ollama([AS_TEXT, ANSWER])
-    async with acp_backend({"OLLAMA_HOST": server.url}) as backend:
+    async with acp_backend({"OLLAMA_HOST": server.url, "ARBOR_MODEL": "ollama:qwen2.5-coder:7b"}) as backend:
         cached = md.ProbeResult.model_validate(
             await backend.conn.ext_method(md.MODEL_PROBES_CACHED, {"cwd": str(tmp_path)})
         )

@@ -18,7 +18,7 @@ from ide.changes import ChangeSet, Review
 from ide.changes.store import BatchStore
 from ide.protocol import lsp as lp
 from ide.protocol.review import DecideParams
-from ide.settings import load_settings, trust_store
+from ide.settings import Settings, load_settings, trust_store
 from ide.tools import agent_toolbox
 from ide.trust import TRUST_ENV
 from ide.workflows.loader import BUILTIN_DIR, load_catalog
@@ -201,7 +201,7 @@ def test_held_back_keys_and_what_always_applies(repo: Path) -> None:
         "workspace.max_file_bytes",
     }
     assert settings.data_dir is None and settings.index.workers == 0
-    assert settings.llm.model == "ollama:qwen2.5-coder:7b" and settings.llm.openai_base_url is None
+    assert settings.llm.model == Settings().llm.model and settings.llm.openai_base_url is None
     assert settings.lats.test_command is None and settings.workspace.max_file_bytes == 1_000_000
     # Preferences apply untrusted: limits, review style, another model on the user's own Ollama.
     assert settings.lats.max_depth == 3 and settings.review.commit == "stage"

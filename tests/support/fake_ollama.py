@@ -137,7 +137,10 @@ class Seen:
 
 
 PIECE_CHARS = 5
-DEFAULT_MODELS: dict[str, dict[str, Any]] = {"qwen2.5-coder:7b": {"tools": True, "context_length": 32768}}
+DEFAULT_MODELS: dict[str, dict[str, Any]] = {
+    "qwen2.5-coder:7b": {"tools": True, "context_length": 32768},
+    "qwen3:8b": {"tools": True, "thinking": True, "context_length": 40960, "arch": "qwen3"},
+}
 CREATED_AT = "2025-01-01T00:00:00.000000Z"
 
 
