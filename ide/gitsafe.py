@@ -82,40 +82,33 @@ def repository_overrides(cwd: str | Path) -> list[str]:
     return list(_overrides(str(cwd), config, mtime))
 
 
-def _local_config(cwd: str) -> str | None:
-    """The repository's own config file, looked up every time: a ``.git`` file may appear meanwhile."""
+def _read_git(cwd: str, *args: str) -> str | None:
+    """Stdout of a git command that only reads (config, paths), or None when it fails."""
     try:
         done = subprocess.run(
-            [*base_argv(), "rev-parse", "--path-format=absolute", "--git-path", "config"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
+            [*base_argv(), *args], cwd=cwd, capture_output=True, text=True, timeout=20, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return (done.stdout.strip() or None) if done.returncode == 0 else None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _local_config(cwd: str) -> str | None:
+    """The repository's own config file, looked up every time: a ``.git`` file may appear meanwhile."""
+    found = _read_git(cwd, "rev-parse", "--path-format=absolute", "--git-path", "config")
+    return (found or "").strip() or None
 
 
 @lru_cache(maxsize=64)
 def _overrides(cwd: str, config: str, mtime: int) -> tuple[str, ...]:
     """Keyed by the config file's mtime: an edited repository config is read again."""
     del config, mtime
-    try:
-        done = subprocess.run(
-            [*base_argv(), "config", "--list", "--show-scope", "--name-only", "--includes"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    listing = _read_git(cwd, "config", "--list", "--show-scope", "--name-only", "--includes")
+    if listing is None:
         return ()
     overrides: dict[str, None] = {}
     gpg = False
-    for line in done.stdout.splitlines():
+    for line in listing.splitlines():
         scope, _, key = line.partition("\t")
         if scope not in ("local", "worktree"):
             continue
