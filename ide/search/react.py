@@ -20,6 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Checkpointer
 
+from ide.llm.router import TRUNCATED_KEY
 from ide.protocol.tree import ToolAction, TreeEvent
 from ide.search.base import Router
 from ide.search.events import cap_text, first_line
@@ -98,6 +99,7 @@ def build_react_graph(
                 "input_tokens": usage.get("input_tokens", 0),
                 "output_tokens": usage.get("output_tokens", 0),
                 "latency_ms": (time.perf_counter() - started) * 1000,
+                "truncated": reply.additional_kwargs.get(TRUNCATED_KEY),
             }
         )
         return {"messages": [reply], "steps": step}
@@ -197,6 +199,14 @@ class ReactTree:
             self._text.append(event["text"])
         elif kind == "step_end" and self._step is not None:
             thought = "".join(self._thought).strip() or None
+            cut = event.get("truncated")
+            if cut:
+                self.recorder.update(
+                    self._step,
+                    reflection=f"The model server evaluated only {cut['evaluated']} of the ~{cut['sent']} "
+                    "prompt tokens sent: it cut the front of the prompt (its window is smaller than "
+                    "llm.num_ctx).",
+                )
             self.recorder.update(
                 self._step,
                 thought=thought,

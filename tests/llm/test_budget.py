@@ -150,3 +150,14 @@ async def test_a_short_conversation_is_sent_as_it_is(fake_ollama: Any, steps: in
     messages = read_heavy(steps, size=600)
     await router.stream("react", messages)
     assert [m.get("content", "") for m in server.chat_bodies[0]["messages"]] == [m.text for m in messages]
+
+
+def test_a_cut_prompt_is_said_on_its_step_in_the_tree() -> None:
+    from ide.search.react import ReactTree
+
+    events: list[Any] = []
+    tree = ReactTree("task", model="ollama:x", emit=events.append)
+    tree.on_event({"type": "step_start", "step": 1})
+    tree.on_event({"type": "step_end", "step": 1, "truncated": {"sent": 9000, "evaluated": 2048}})
+    step = next(n for n in tree.recorder.tree.nodes.values() if n.kind == "thought")
+    assert "evaluated only 2048 of the ~9000" in (step.reflection or "")
