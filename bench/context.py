@@ -145,6 +145,46 @@ async def session(num_ctx: int) -> dict[str, Any]:
         return result
 
 
+STRUCTURED_ASKS = 20
+
+
+async def structured(constrained: bool) -> dict[str, Any]:
+    """A model that answers free text unless constrained (the simulator's ``json`` answer): the share of
+    structured asks whose first reply was malformed, with the server honouring ``format`` or refusing it."""
+    from langchain_core.messages import HumanMessage
+    from pydantic import BaseModel
+
+    from ide.llm import ModelRouter
+    from ide.search.base import ask_structured
+    from ide.settings import Settings
+
+    class Verdict(BaseModel):
+        score: float
+        reason: str
+
+    free_then_json = {
+        "content": "I'd say it is quite good, maybe an 8.",
+        "json": {"score": 8, "reason": "good"},
+    }
+    repair = {"content": '{"score": 8, "reason": "good"}'}
+    answers = [free_then_json] if constrained else [free_then_json, repair]
+    models = {"qwen2.5-coder:7b": {"context_length": 32768, **({} if constrained else {"format": False})}}
+    with FakeOllama(responses=answers * STRUCTURED_ASKS, models=models) as server:
+        settings = Settings()
+        settings.llm.ollama_host = server.url
+        settings.llm.model = "ollama:qwen2.5-coder:7b"
+        router = ModelRouter(settings)
+        for _ in range(STRUCTURED_ASKS):
+            await ask_structured(router, "lats.evaluation", [HumanMessage("Score the answer.")], Verdict)
+        chats = [b for b in server.chat_bodies]
+    repaired = sum("could not be used" in str(b["messages"][-1].get("content")) for b in chats)
+    return {
+        "asks": STRUCTURED_ASKS,
+        "requests": len(chats),
+        "malformed_first_replies": repaired / STRUCTURED_ASKS,
+    }
+
+
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in runs[0].items():
@@ -177,6 +217,10 @@ def main() -> None:
             multi["prompt_tokens_sent"] / unbounded_session["prompt_tokens_sent"], 3
         )
         results[f"num_ctx_{num_ctx}"] = {"turn": turn, "session": multi}
+    results["structured_answers"] = {
+        "format_honoured": asyncio.run(structured(True)),
+        "format_refused_prompt_and_repair": asyncio.run(structured(False)),
+    }
     print(json.dumps(results, indent=2))
 
 
