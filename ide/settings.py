@@ -431,8 +431,12 @@ class Settings(_Section):
     memory: MemorySettings = Field(default_factory=MemorySettings)
 
     def resolved_data_dir(self) -> Path:
-        """The data directory, defaulting to the platform's user data dir."""
-        return self.data_dir or Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+        """The data directory: the setting, else ``ARBOR_DATA_DIR`` (also for settings made without
+        load_settings, as tests and tools do), else the platform's user data dir."""
+        if self.data_dir is not None:
+            return self.data_dir
+        from_env = os.environ.get("ARBOR_DATA_DIR")
+        return Path(from_env) if from_env else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
     def workspace_data_dir(self, cwd: str | Path) -> Path:
         """Where this workspace's sessions, checkpoints and index live (created on first use)."""
