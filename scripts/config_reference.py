@@ -37,6 +37,7 @@ def _type(annotation: Any) -> str:
         text = annotation.__name__
     if typing.get_origin(annotation) is typing.Literal:
         return " \\| ".join(repr(a) for a in typing.get_args(annotation))
+    text = text.replace("ide.settings.sections.", "ide.settings.")  # the models' public home
     return text.replace("|", "\\|").replace("NoneType", "None").replace("pathlib.", "")
 
 
