@@ -12,13 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ide.linediff import diff_opcodes, grouped
-from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView, quote_path
+from ide.protocol.diff import CONTEXT_LINES, NO_NEWLINE, diff_text, hunk_header, line_hunks
+from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView
 
 FileState = Literal["pending", "partly", "accepted", "rejected", "conflict"]
 RowKind = Literal["hunk", "context", "del", "add", "note", "pad"]
 
-CONTEXT_LINES = 3
 INTRALINE_MAX_CHARS = 500
 """Longer lines are marked as changed as a whole: word matching them would cost more than it shows."""
 INTRALINE_MIN_RATIO = 0.3
@@ -60,51 +59,30 @@ def local_hunks(path: str, old: str | None, new: str | None) -> list[HunkView]:
 
     Ids hash the path and the hunk's lines, so the same edit keeps its id when the diff is recomputed.
     """
-    old_lines = _split_keep_ends(old or "")
-    new_lines = _split_keep_ends(new or "")
     hunks: list[HunkView] = []
-    for group in grouped(diff_opcodes(old_lines, new_lines), CONTEXT_LINES):
-        first, last = group[0], group[-1]
-        old_start, old_end = first[1], last[2]
-        new_start, new_end = first[3], last[4]
-        lines: list[str] = []
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                lines.extend(_diff_lines(" ", old_lines[i1:i2]))
-                continue
-            if tag in ("replace", "delete"):
-                lines.extend(_diff_lines("-", old_lines[i1:i2]))
-            if tag in ("replace", "insert"):
-                lines.extend(_diff_lines("+", new_lines[j1:j2]))
-        old_count, new_count = old_end - old_start, new_end - new_start
-        # Unified-diff convention: an empty range starts at the line before it.
-        header = (
-            f"@@ -{old_start + 1 if old_count else old_start},{old_count} "
-            f"+{new_start + 1 if new_count else new_start},{new_count} @@"
-        )
+    for found in line_hunks(_split_keep_ends(old or ""), _split_keep_ends(new or ""), CONTEXT_LINES):
+        lines = [text for prefix, line in found.lines for text in _diff_lines(prefix, line)]
         digest = hashlib.sha1("\n".join([path, *lines]).encode("utf-8", "surrogatepass")).hexdigest()
         hunks.append(
             HunkView(
                 id=f"local-{digest[:16]}",
-                header=header,
-                old_start=old_start + 1 if old_count else old_start,
-                old_count=old_count,
-                new_start=new_start + 1 if new_count else new_start,
-                new_count=new_count,
+                header=hunk_header(
+                    found.old_start, found.old_count, found.new_start, found.new_count, always_count=True
+                ),
+                old_start=found.old_start,
+                old_count=found.old_count,
+                new_start=found.new_start,
+                new_count=found.new_count,
                 lines=lines,
             )
         )
     return hunks
 
 
-def _diff_lines(prefix: str, lines: list[str]) -> list[str]:
-    out: list[str] = []
-    for line in lines:
-        stripped = line.rstrip("\r\n")
-        out.append(prefix + stripped)
-        if stripped == line:
-            out.append("\\ No newline at end of file")
-    return out
+def _diff_lines(prefix: str, line: str) -> list[str]:
+    """One diff line without its ending, and the marker after a line that has none."""
+    stripped = line.rstrip("\r\n")
+    return [prefix + stripped] if stripped != line else [prefix + stripped, NO_NEWLINE]
 
 
 def local_file_change(path: str, old: str | None, new: str | None) -> FileChangeView:
@@ -285,14 +263,7 @@ def code_of(rows: list[Row], prefixed: bool) -> str:
 
 def unified_text(changeset: ChangeSetView) -> str:
     """The whole change set as one unified diff (the benchmark's peer renders this)."""
-    out: list[str] = []
-    for file in changeset.files:
-        out.append(f"--- {quote_path(file.old_path or file.path, 'a/')}")
-        out.append(f"+++ {quote_path(file.path, 'b/')}")
-        for hunk in file.hunks:
-            out.append(hunk.header)
-            out.extend(hunk.lines)
-    return "\n".join(out)
+    return diff_text(changeset.files, "plain")
 
 
 def feedback_prompt(

@@ -9,11 +9,15 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from ide.linediff import diff_opcodes, grouped
-from ide.protocol.review import quote_path
-
-CONTEXT = 3
-NO_NEWLINE = b"\\ No newline at end of file"
+from ide.protocol.diff import (
+    CONTEXT_LINES,
+    NO_NEWLINE,
+    TextFile,
+    TextHunk,
+    diff_text,
+    hunk_header,
+    line_hunks,
+)
 
 
 def is_binary(data: bytes) -> bool:
@@ -49,7 +53,7 @@ class Hunk:
             return "Binary file changed"
         if self.kind == "rename":
             return "Rename"
-        return f"@@ -{_range(self.old_start, self.old_count)} +{_range(self.new_start, self.new_count)} @@"
+        return hunk_header(self.old_start, self.old_count, self.new_start, self.new_count)
 
     @property
     def removed(self) -> list[bytes]:
@@ -78,12 +82,8 @@ class Hunk:
                 out.append(text)
             else:
                 out.append(text)
-                out.append("\\ No newline at end of file")
+                out.append(NO_NEWLINE)
         return out
-
-
-def _range(start: int, count: int) -> str:
-    return str(start) if count == 1 else f"{start},{count}"
 
 
 def hunk_id(path: str, old_start: int, removed: list[bytes], added: list[bytes], salt: bytes = b"") -> str:
@@ -99,32 +99,20 @@ def hunk_id(path: str, old_start: int, removed: list[bytes], added: list[bytes],
 def text_hunks(path: str, old: bytes, new: bytes) -> list[Hunk]:
     """The unified diff of ``old`` → ``new`` with 3 lines of context, as hunks with stable ids (fast on any
     input: ide.linediff; a change too big to match line by line is one whole-range hunk)."""
-    a, b = split_lines(old), split_lines(new)
     hunks: list[Hunk] = []
-    for group in grouped(diff_opcodes(a, b), CONTEXT):
-        i1, i2 = group[0][1], group[-1][2]
-        j1, j2 = group[0][3], group[-1][4]
-        lines: list[bytes] = []
-        for tag, a1, a2, b1, b2 in group:
-            if tag == "equal":
-                lines.extend(b" " + line for line in a[a1:a2])
-                continue
-            lines.extend(b"-" + line for line in a[a1:a2])
-            lines.extend(b"+" + line for line in b[b1:b2])
-        old_count, new_count = i2 - i1, j2 - j1
-        old_start = i1 + 1 if old_count else i1
-        new_start = j1 + 1 if new_count else j1
-        removed = [line[1:] for line in lines if line[:1] == b"-"]
-        added = [line[1:] for line in lines if line[:1] == b"+"]
+    for found in line_hunks(split_lines(old), split_lines(new), CONTEXT_LINES):
+        lines = tuple(prefix.encode() + line for prefix, line in found.lines)
+        removed = [line for prefix, line in found.lines if prefix == "-"]
+        added = [line for prefix, line in found.lines if prefix == "+"]
         hunks.append(
             Hunk(
-                hunk_id(path, old_start, removed, added),
+                hunk_id(path, found.old_start, removed, added),
                 path,
-                old_start,
-                old_count,
-                new_start,
-                new_count,
-                tuple(lines),
+                found.old_start,
+                found.old_count,
+                found.new_start,
+                found.new_count,
+                lines,
             )
         )
     return hunks
@@ -158,8 +146,7 @@ def apply_hunks(old: bytes, hunks: list[Hunk]) -> bytes:
 
 def patch_text(path: str, hunks: list[Hunk]) -> bytes:
     """A ``git apply``-able patch of exactly ``hunks`` (new starts recomputed for the subset)."""
-    old, new = (quote_path(path, side).encode("utf-8", "surrogateescape") for side in ("a/", "b/"))
-    out = [b"diff --git " + old + b" " + new + b"\n", b"--- " + old + b"\n", b"+++ " + new + b"\n"]
+    parts: list[TextHunk] = []
     delta = 0
     for hunk in sorted(hunks, key=lambda h: h.old_start):
         new_start = hunk.old_start + delta
@@ -167,10 +154,19 @@ def patch_text(path: str, hunks: list[Hunk]) -> bytes:
             new_start += 1
         if hunk.new_count == 0:
             new_start -= 1
-        out.append(
-            f"@@ -{_range(hunk.old_start, hunk.old_count)} +{_range(new_start, hunk.new_count)} @@\n".encode()
-        )
-        for line in hunk.lines:
-            out.append(line if line.endswith(b"\n") else line + b"\n" + NO_NEWLINE + b"\n")
+        header = hunk_header(hunk.old_start, hunk.old_count, new_start, hunk.new_count)
+        parts.append(TextHunk(header, _patch_lines(hunk.lines)))
         delta += hunk.new_count - hunk.old_count
-    return b"".join(out)
+    return diff_text([TextFile(path, parts)], "patch").encode("utf-8", "surrogateescape")
+
+
+def _patch_lines(lines: tuple[bytes, ...]) -> list[str]:
+    """Byte lines as lossless text (surrogate escapes) without b"\\n", a marker after a line lacking it."""
+    out: list[str] = []
+    for line in lines:
+        text = line.decode("utf-8", "surrogateescape")
+        if text.endswith("\n"):
+            out.append(text[:-1])
+        else:
+            out.extend([text, NO_NEWLINE])
+    return out

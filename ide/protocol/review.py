@@ -17,6 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ide.protocol.diff import diff_text
+from ide.protocol.diff import quote_path as quote_path
+
 CHANGESET_NOTIFICATION = "arbor/changeset"
 DECIDE = "arbor/review/decide"
 APPLY = "arbor/review/apply"
@@ -142,49 +145,6 @@ class HistoryResult(BaseModel):
     batches: list[BatchView] = Field(default_factory=list)
 
 
-_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
-
-
-def quote_path(path: str, prefix: str = "") -> str:
-    """``prefix + path`` as git writes names in diffs (core.quotePath): a name with a control character,
-    a quote, a backslash or a non-ASCII byte goes in double quotes with C escapes, so no file name can
-    fake a diff header or hide a character."""
-    text = prefix + path
-    if all(" " <= ch < "\x7f" and ch not in '"\\' for ch in text):
-        return text
-    out = []
-    for ch in text:
-        if ch in _C_ESCAPES:
-            out.append(_C_ESCAPES[ch])
-        elif ch in '"\\':
-            out.append("\\" + ch)
-        elif " " <= ch < "\x7f":
-            out.append(ch)
-        else:
-            out.extend(f"\\{byte:03o}" for byte in ch.encode("utf-8", "surrogateescape"))
-    return '"' + "".join(out) + '"'
-
-
 def unified_diff(view: ChangeSetView) -> str:
     """The change set as one git-style unified diff (what `arbor run` prints), unusual names quoted."""
-    out: list[str] = []
-    for file in view.files:
-        old = file.old_path or file.path
-        out.append(f"diff --git {quote_path(old, 'a/')} {quote_path(file.path, 'b/')}")
-        if file.status == "added":
-            out.append("new file")
-        elif file.status == "deleted":
-            out.append("deleted file")
-        elif file.status == "renamed":
-            out.extend([f"rename from {quote_path(old)}", f"rename to {quote_path(file.path)}"])
-        if file.binary:
-            out.append(f"Binary files differ: {quote_path(file.path)}")
-            continue
-        if not file.hunks:
-            continue
-        out.append("--- /dev/null" if file.status == "added" else f"--- {quote_path(old, 'a/')}")
-        out.append("+++ /dev/null" if file.status == "deleted" else f"+++ {quote_path(file.path, 'b/')}")
-        for hunk in file.hunks:
-            out.append(hunk.header)
-            out.extend(hunk.lines)
-    return "\n".join(out) + ("\n" if out else "")
+    return diff_text(view.files)
