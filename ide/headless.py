@@ -11,7 +11,6 @@ import contextlib
 import os
 import signal
 import sys
-from collections import deque
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,6 +28,7 @@ from acp.schema import (
 )
 
 from ide import __version__, self_command
+from ide.agentproc import StderrTail, drain_stderr, spawn_agent, stop_agent
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
 from ide.protocol.review import (
     APPLY,
@@ -46,6 +46,7 @@ EXIT_FAILED = 1
 EXIT_CANCELLED = 130
 
 BACKEND_COMMAND = self_command("acp")
+LOG_TAIL_LINES = 20
 
 
 class ReadOnlyClient:
@@ -129,18 +130,12 @@ async def run_task(
     The turn's change set is printed as a unified diff and nothing is written, unless ``apply``: then
     every hunk is accepted and applied (checkpoint, writes, commit) exactly as the window's Apply all.
     """
-    proc = await asyncio.create_subprocess_exec(
-        *(command or BACKEND_COMMAND),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=os.environ.copy(),
-        limit=50 * 1024 * 1024,
-    )
+    # Its own process group, as the window does: stopping it also stops the language servers it spawned.
+    proc = await spawn_agent(command or BACKEND_COMMAND, os.environ.copy())
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     # The backend's log is shown only when it dies; drained continuously so it can never block.
-    log_tail: deque[str] = deque(maxlen=20)
-    drain = asyncio.ensure_future(_drain(proc.stderr, log_tail))
+    log_tail = StderrTail(max_lines=LOG_TAIL_LINES)
+    drain = asyncio.ensure_future(drain_stderr(proc.stderr, log_tail))
     client = TerminalClient(out, err, allow_tests=allow_tests)
     conn = connect_to_agent(client, proc.stdin, proc.stdout)  # type: ignore[arg-type]
     loop = asyncio.get_running_loop()
@@ -194,7 +189,10 @@ async def run_task(
     except ConnectionError:
         await asyncio.wait_for(proc.wait(), timeout=5)
         err.write(f"\narbor: the backend stopped unexpectedly (exit code {proc.returncode})\n")
-        err.write("".join(log_tail))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(drain), 1.0)
+        tail = log_tail.text()
+        err.write(f"{tail}\n" if tail else "")
         return EXIT_FAILED
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -226,20 +224,6 @@ async def _apply_all(conn: Any, session_id: str, err: TextIO) -> bool:
 
 
 async def close_backend(conn: Any, proc: asyncio.subprocess.Process, grace_s: float = 5.0) -> None:
-    """Close the connection, then stdin (the backend's cue to exit); kill it if it lingers."""
-    with contextlib.suppress(Exception):
-        await conn.close()
-    if proc.returncode is not None:
-        return
-    if proc.stdin is not None:
-        proc.stdin.close()
-    try:
-        await asyncio.wait_for(proc.wait(), timeout=grace_s)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-
-
-async def _drain(stream: asyncio.StreamReader, tail: deque[str]) -> None:
-    while line := await stream.readline():
-        tail.append(line.decode("utf-8", errors="replace"))
+    """Close the connection, then stdin (the backend's cue to exit); SIGTERM, then SIGKILL its process
+    group if it lingers."""
+    await stop_agent(proc, conn, eof_grace=grace_s)

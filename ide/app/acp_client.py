@@ -17,7 +17,6 @@ import logging
 import os
 import shlex
 import signal
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from ide import self_command
+from ide.agentproc import STOP_GRACE_S, StderrTail, drain_stderr, signal_group, spawn_agent, stop_agent
 from ide.app.background import run_blocking, spawn
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
 from ide.protocol.index import (
@@ -93,12 +93,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BACKEND_COMMAND_ENV = "ARBOR_BACKEND_COMMAND"
-STDIO_LIMIT = 50 * 1024 * 1024
-"""Reader limit for the backend's stdout; asyncio's 64 KiB default is smaller than some ACP lines."""
 INITIALIZE_TIMEOUT_S = 60.0
-STOP_GRACE_S = 3.0
-STDERR_TAIL_LINES = 200
-STDERR_LINE_CHARS = 2000
 
 
 class BackendState(StrEnum):
@@ -146,27 +141,6 @@ def error_from_request(exc: RequestError) -> ErrorInfo:
 def load_sdk() -> None:
     """Import the ACP SDK (blocking, ~1 s the first time); the bridge runs it on a worker thread."""
     import acp.schema  # noqa: F401
-
-
-class StderrTail:
-    """The last lines a process wrote to stderr, bounded in lines and in line length."""
-
-    def __init__(self, max_lines: int = STDERR_TAIL_LINES) -> None:
-        self._lines: deque[str] = deque(maxlen=max_lines)
-        self._partial = ""
-
-    def feed(self, data: bytes) -> None:
-        text = self._partial + data.decode("utf-8", errors="replace")
-        *complete, self._partial = text.split("\n")
-        for line in complete:
-            self._lines.append(line.rstrip("\r")[:STDERR_LINE_CHARS])
-        self._partial = self._partial[-STDERR_LINE_CHARS:]
-
-    def text(self, lines: int | None = None) -> str:
-        """The last ``lines`` lines (all kept lines by default), newest last."""
-        kept = [*self._lines, self._partial] if self._partial else list(self._lines)
-        kept = kept[-(lines or self._lines.maxlen or len(kept)) :]
-        return "\n".join(kept).strip("\n")
 
 
 PermissionHandler = Callable[[str, "ToolCallUpdate", list["PermissionOption"]], Awaitable[str | None]]
@@ -581,16 +555,7 @@ class BackendBridge(QObject):
         env = {**os.environ, **self._env} if self._env is not None else None
         try:
             # Spawn first: the backend's own start-up then overlaps with loading the SDK here.
-            process = await asyncio.create_subprocess_exec(
-                *self.command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                limit=STDIO_LIMIT,
-                # Its own process group: stopping the backend also stops language servers it spawned.
-                start_new_session=True,
-            )
+            process = await spawn_agent(self.command, env)
         except OSError as exc:
             self._set_state(BackendState.STOPPED)
             self.errorRaised.emit(
@@ -603,7 +568,7 @@ class BackendBridge(QObject):
             return
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self.process = process
-        drain = spawn(self._drain_stderr(process.stderr, self.stderr), name="drain backend stderr")
+        drain = spawn(drain_stderr(process.stderr, self.stderr), name="drain backend stderr")
         self._watcher = spawn(self._watch(generation, process, drain), name="watch backend")
         await run_blocking(load_sdk)
         from acp import RequestError, connect_to_agent
@@ -772,14 +737,6 @@ class BackendBridge(QObject):
             self.modeChanged.emit(self.mode)
         self.sessionUpdate.emit(update)
 
-    @staticmethod
-    async def _drain_stderr(stream: asyncio.StreamReader, tail: StderrTail) -> None:
-        while True:
-            data = await stream.read(65536)
-            if not data:
-                return
-            tail.feed(data)
-
     async def _watch(
         self,
         generation: int,
@@ -811,39 +768,16 @@ class BackendBridge(QObject):
                 self._set_state(BackendState.STOPPED)
             return
         self._stopping = True
-        # Close the connection first: its sender finishes what it queued and stops, so closing stdin
-        # under it cannot fail a write ("Send loop failed … Connection lost" on quit). Bounded: a hung
-        # backend with a full pipe must not hold the stop.
-        conn = self._connections.get(self._generation)
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 1.0)
         # EOF on stdin is the polite way to end an ACP agent; signals follow if it lingers.
-        if process.stdin is not None:
-            with contextlib.suppress(Exception):
-                process.stdin.close()
-        for sig, grace in ((None, 1.0), (signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
-            if sig is not None:
-                self._signal_group(sig)
-            try:
-                await asyncio.wait_for(asyncio.shield(process.wait()), grace)
-                break
-            except TimeoutError:
-                continue
+        await stop_agent(process, self._connections.get(self._generation))
         # Let the watcher finish its bookkeeping (state, signals) before a restart bumps the generation.
         if self._watcher is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._watcher), STOP_GRACE_S)
 
     def _signal_group(self, sig: signal.Signals) -> None:
-        process = self.process
-        if process is None or process.returncode is not None:
-            return
-        try:
-            os.killpg(process.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(sig)
+        if self.process is not None:
+            signal_group(self.process, sig)
 
     def _set_state(self, state: BackendState) -> None:
         if state != self.state:
