@@ -1,11 +1,12 @@
 """Find and read workflow and agent-profile YAML files; every error names its file, line and field.
 
-Workflows come from three places: the ones shipped with Arbor (``ide/workflows/builtin``), the user's
+Workflows come from three places: the ones shipped with Arbor (the repository's top-level ``workflows/``
+folder, installed as the package data ``ide.workflows.builtin``), the user's
 (``<config dir>/arbor/workflows``), which replace shipped ones of the same name, and the workspace's
 (``<workspace>/.arbor/workflows``). A repository is input, not configuration: its workflows and agent
-profiles never replace the shipped or the user's — one with a taken name is listed as
-``workspace.NAME`` beside the original, and a workspace profile that shadows a name serves only the
-workspace's own workflows. Agent profiles live beside workflows in ``agents/`` folders, one per file.
+profiles never replace the shipped or the user's — one with a taken name is listed as ``workspace.NAME``
+beside the original, and a workspace profile that shadows a name serves only the workspace's own workflows.
+Agent profiles live beside workflows in ``agents/`` folders, one per file.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ from ide.workflows.schema import AgentProfile, Workflow
 
 T = TypeVar("T", bound=BaseModel)
 
-BUILTIN_DIR = Path(__file__).parent / "builtin"
+
+def _shipped_dir() -> Path:
+    """Where the shipped workflows are: installed beside this module (a wheel, the frozen app), else the
+    checkout's top-level ``workflows/`` (a source tree or an editable install)."""
+    installed = Path(__file__).parent / "builtin"
+    return installed if installed.is_dir() else Path(__file__).parents[2] / "workflows"
+
+
+BUILTIN_DIR = _shipped_dir()
 AGENTS_DIR = "agents"
 WORKSPACE_PREFIX = "workspace."
 """Prefix of a workspace workflow or profile whose name is taken by a shipped or user one."""
