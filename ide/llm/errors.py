@@ -20,10 +20,6 @@ class ModelError(Exception):
         self.info = ErrorInfo(kind=kind, message=message, fix=fix)
         super().__init__(self.info.text())
 
-    @classmethod
-    def from_info(cls, info: ErrorInfo) -> ModelError:
-        return cls(info.kind, info.message, info.fix)
-
     @property
     def kind(self) -> ErrorKind:
         return self.info.kind

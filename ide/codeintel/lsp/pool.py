@@ -257,24 +257,6 @@ class LspPool:
 
         return await self._with_server(root, path, documents, call)
 
-    async def workspace_symbols(
-        self, root: Path, language: str, query: str
-    ) -> list[tuple[str, str, Location]]:
-        server = await self.server(language, root)
-        result = await server.request(lsp.WORKSPACE_SYMBOL, lsp.WorkspaceSymbolParams(query=query)) or []
-        found = []
-        for item in result:
-            location = item.location
-            if isinstance(location, lsp.Location):
-                found.append(
-                    (
-                        item.name,
-                        lsp.SymbolKind(item.kind).name.lower(),
-                        self._location(location.uri, location.range.start, None),
-                    )
-                )
-        return found
-
     async def diagnostics(
         self, root: Path, path: Path, documents: Mapping[Path, str] | None = None, wait_s: float = 3.0
     ) -> list[Diagnostic]:

@@ -191,13 +191,6 @@ class LanguageServer:
             self.documents[uri] = (version, text)
         return uri
 
-    def close_document(self, path: Path) -> None:
-        uri = uri_of(path)
-        if self.documents.pop(uri, None) is not None and self.alive:
-            self.client.text_document_did_close(
-                lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
-            )
-
     async def shutdown(self) -> None:
         """``shutdown`` + ``exit`` with short timeouts, then kill the process group: no zombies."""
         process = self.process
