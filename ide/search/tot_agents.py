@@ -1,0 +1,421 @@
+"""The specialist agents of a Tree-of-Thoughts run: planner, researcher, analyzer, critic, synthesizer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from ide.llm.textcalls import is_recovered
+from ide.protocol.tree import RECOVERED_PREFIX, ToolAction
+from ide.search.base import (
+    RunContext,
+    StructuredOutputError,
+    ask_structured,
+    gather_in_order,
+    trajectory_text,
+)
+from ide.search.events import first_line
+from ide.search.tot_prompts import (
+    ANALYZER,
+    ANALYZER_PROMPT,
+    CRITIC,
+    CRITIC_PROMPT,
+    FINDINGS_CAP,
+    PLANNER,
+    PLANNER_PROMPT,
+    RESEARCH_CALLS,
+    RESEARCHER,
+    RESEARCHER_PROMPT,
+    SYNTHESIZER,
+    SYNTHESIZER_PROMPT,
+    Analysis,
+    Ask,
+    Critique,
+    Thought,
+    ThoughtList,
+    ask_structured_together,
+    tokens_of,
+    validate_thought,
+)
+from ide.search.tree import TreeRecorder
+from ide.settings import TotSettings
+
+
+class TotAgents:
+    """The specialists' phases of one run; ``_TotRun`` (ide.search.tot) adds the coordinator and state."""
+
+    ctx: RunContext
+    settings: TotSettings
+    recorder: TreeRecorder
+    root_dir: Path
+    root: str
+    thoughts: dict[str, Thought]
+    invalid: int
+    cut: int
+    failed: int
+    stopped_by: str | None
+    synthesis: dict[str, Any]
+    notes: list[str]
+
+    async def initial_thoughts(self) -> list[str]:
+        """Ask the planner for the initial strategies and add the valid ones at depth 1."""
+        messages = self.planner_messages(None)
+        try:
+            proposals, _reply = await ask_structured(self.ctx.router, PLANNER, messages, ThoughtList)
+        except StructuredOutputError as exc:
+            self.planner_failed(self.root, str(exc))
+            await self.ctx.think(f"The planner's strategies were unusable: {exc}")
+            return []
+        return await self.add_thoughts(self.root, proposals)
+
+    async def expand(self, pool: list[str]) -> list[str]:
+        """Ask the planner for the next thoughts of each active node; the new node ids in order."""
+        await self.ctx.think(f"Expanding {', '.join(pool)}…")
+        answers = await ask_structured_together(
+            self.ctx.router, [Ask(PLANNER, self.planner_messages(node), ThoughtList) for node in pool]
+        )
+        new: list[str] = []
+        for node, answer in zip(pool, answers, strict=True):
+            self.recorder.update(node, status="evaluated")
+            if answer.value is None:
+                self.planner_failed(node, answer.error or "no answer")
+                await self.ctx.think(f"The planner could not expand {node}: {answer.error}")
+                continue
+            new += await self.add_thoughts(node, answer.value)
+        return new
+
+    async def add_thoughts(self, parent: str, proposals: ThoughtList) -> list[str]:
+        """Validate the planner's proposals for ``parent`` and add the valid ones as ``generated`` nodes."""
+        depth = self.recorder.tree.nodes[parent].depth + 1
+        offered = proposals.thoughts
+        kept = offered[: self.settings.max_thoughts]
+        if len(offered) > len(kept):
+            self.cut += len(offered) - len(kept)
+            await self.ctx.think(
+                f"The planner proposed {len(offered)} thoughts for {parent}; keeping the first "
+                f"{len(kept)} (tot.max_thoughts)."
+            )
+        siblings = [self.thoughts[child].title for child in self.children_of(parent)]
+        model = self.ctx.model_name(PLANNER)
+        added: list[str] = []
+        rejected: list[str] = []
+        for proposal in kept:
+            reason = validate_thought(
+                proposal.title,
+                siblings=siblings,
+                depth=depth,
+                nodes=1 + len(self.thoughts),
+                settings=self.settings,
+            )
+            if reason is not None:
+                rejected.append(reason)
+                if reason.startswith("node limit"):
+                    self.stopped_by = "nodes"
+                continue
+            title, detail = proposal.title.strip(), proposal.detail.strip()
+            node = self.recorder.add(
+                parent,
+                kind="thought",
+                label=first_line(title),
+                thought=f"{title}\n\n{detail}" if detail else title,
+                status="generated",
+                role=PLANNER,
+                model=model,
+            )
+            self.thoughts[node] = Thought(node, title, detail, depth, parent)
+            siblings.append(title)
+            added.append(node)
+        if rejected:
+            self.invalid += len(rejected)
+            await self.ctx.think(
+                f"Dropped {len(rejected)} proposed thought(s) for {parent}: {'; '.join(rejected)}"
+            )
+        return added
+
+    def children_of(self, parent: str) -> list[str]:
+        return [t.id for t in self.thoughts.values() if t.parent == parent]
+
+    def planner_failed(self, node: str, reason: str) -> None:
+        """Record an unusable planner answer as a failed thought under the node it was expanding."""
+        self.failed += 1
+        self.notes.append(f"planner failed for {node}: {reason}")
+        self.recorder.add(
+            node,
+            kind="thought",
+            label="planner failed",
+            status="failed",
+            reflection=reason,
+            role=PLANNER,
+            model=self.ctx.model_name(PLANNER),
+        )
+
+    def planner_messages(self, node: str | None) -> list[BaseMessage]:
+        """The planner's prompt: initial strategies (``node`` None) or the next thoughts after ``node``."""
+        what = "initial strategies for the task" if node is None else "the next thoughts after the last one"
+        system = PLANNER_PROMPT.format(root=self.root_dir, what=what, max_thoughts=self.settings.max_thoughts)
+        parts = [self.conversation_context(), f"Task:\n{self.ctx.task}"]
+        if node is not None:
+            thought = self.thoughts[node]
+            parts.append(f"Path of thoughts so far:\n{self.path_text(node)}")
+            parts.append(f"Research findings for the last thought:\n{thought.findings or '(none)'}")
+            parts.append(f"Its evaluation:\n{self.evaluation_text(thought)}")
+        return [SystemMessage(system), HumanMessage("\n\n".join(p for p in parts if p))]
+
+    def conversation_context(self) -> str:
+        recent = [m for m in self.ctx.history if m.type in ("human", "ai")][-4:]
+        if not recent:
+            return ""
+        return "Earlier in this conversation:\n" + "\n".join(f"{m.type}: {m.text[:300]}" for m in recent)
+
+    def path_titles(self, node: str) -> list[str]:
+        """Titles of the thoughts from the first strategy down to ``node``."""
+        return [self.thoughts[n].title for n in self.recorder.tree.path_to(node) if n in self.thoughts]
+
+    def path_text(self, node: str) -> str:
+        """The thoughts from the first strategy down to ``node``, numbered, with their details."""
+        steps = [
+            (self.thoughts[n].title, self.thoughts[n].detail or self.thoughts[n].title)
+            for n in self.recorder.tree.path_to(node)
+            if n in self.thoughts
+        ]
+        return trajectory_text(steps)
+
+    async def research(self, nodes: list[str]) -> None:
+        """The researchers of ``nodes``, in lockstep rounds (see the module docstring); sets findings."""
+        tools = self.ctx.tools_for(read_only=True)
+        system = SystemMessage(RESEARCHER_PROMPT.format(root=self.root_dir, calls=RESEARCH_CALLS))
+        conversations: dict[str, list[BaseMessage]] = {
+            node: [
+                system,
+                HumanMessage(
+                    f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.path_text(node)}\n\n"
+                    f"Research the last thought: {self.thoughts[node].title}"
+                ),
+            ]
+            for node in nodes
+        }
+        pending = list(nodes)
+        for round_number in range(1, RESEARCH_CALLS + 1):
+            if not pending:
+                break
+            last = round_number == RESEARCH_CALLS
+            if last:
+                for node in pending:
+                    conversations[node].append(
+                        HumanMessage("You have no tool calls left. Write your findings now.")
+                    )
+            replies = await gather_in_order(
+                self.ctx.router.stream(RESEARCHER, conversations[node], tools=() if last else tools)
+                for node in pending
+            )
+            calls: list[tuple[str, str, dict[str, Any]]] = []
+            still: list[str] = []
+            for node, reply in zip(pending, replies, strict=True):
+                self.thoughts[node].charge([reply])
+                conversations[node].append(reply)
+                if reply.tool_calls and not last:
+                    still.append(node)
+                    for index, call in enumerate(reply.tool_calls):
+                        action = self.recorder.add(
+                            node,
+                            kind="action",
+                            label=call["name"],
+                            action=ToolAction.of(call),
+                            status="active",
+                            role=RESEARCHER,
+                        )
+                        calls.append((node, action, {**call, "id": call.get("id") or f"{node}-{index}"}))
+                else:
+                    self.thoughts[node].findings = reply.text.strip() or "(the researcher found nothing)"
+            outcomes = await gather_in_order(
+                self.ctx.call_tool(
+                    call["name"],
+                    call["args"],
+                    read_only=True,
+                    announce=True,
+                    call_id=f"{RECOVERED_PREFIX if is_recovered(call['id']) else ''}tot-{action}",
+                )
+                for _node, action, call in calls
+            )
+            for (node, action, call), outcome in zip(calls, outcomes, strict=True):
+                self.recorder.update(
+                    action, observation=outcome.output, status="failed" if outcome.failed else "evaluated"
+                )
+                conversations[node].append(
+                    ToolMessage(
+                        content=outcome.output,
+                        tool_call_id=call["id"],
+                        name=call["name"],
+                        status="error" if outcome.failed else "success",
+                    )
+                )
+            pending = still
+
+    async def evaluate(self, nodes: list[str]) -> None:
+        """The analyzer and critic of every node (concurrently), then each node's record and verdict."""
+        asks: list[Ask[Any]] = []
+        for node in nodes:
+            messages = self.evaluation_messages(node)
+            asks.append(Ask(ANALYZER, [SystemMessage(ANALYZER_PROMPT), *messages], Analysis))
+            asks.append(Ask(CRITIC, [SystemMessage(CRITIC_PROMPT), *messages], Critique))
+        answers = await ask_structured_together(self.ctx.router, asks)
+        summary: list[str] = []
+        for index, node in enumerate(nodes):
+            analysis, critique = answers[2 * index], answers[2 * index + 1]
+            thought = self.thoughts[node]
+            thought.charge([*analysis.replies, *critique.replies])
+            thought.analysis, thought.critique = analysis.value, critique.value
+            changes: dict[str, Any] = {
+                "observation": thought.findings,
+                "input_tokens": thought.input_tokens,
+                "output_tokens": thought.output_tokens,
+            }
+            errors = [a.error for a in (analysis, critique) if a.value is None and a.error]
+            if errors:
+                self.failed += 1
+                self.notes.append(f"{node} failed: {'; '.join(errors)}")
+                self.recorder.update(
+                    node,
+                    status="failed",
+                    reflection="\n".join([*errors, self.evaluation_text(thought)]),
+                    **changes,
+                )
+                summary.append(f"{node} failed")
+                continue
+            assert thought.analysis is not None and thought.critique is not None
+            thought.score = round((thought.analysis.score + thought.critique.score) / 2, 3)
+            self.recorder.update(
+                node,
+                status="evaluated",
+                reflection=self.evaluation_text(thought),
+                reward_raw=thought.score,
+                reward=round(thought.score / 10, 4),
+                **changes,
+            )
+            summary.append(
+                f"{node} {thought.score:g}" + (" (critic: stop)" if thought.critique.terminate else "")
+            )
+        await self.ctx.think("Scores: " + ", ".join(summary))
+
+    def evaluation_messages(self, node: str) -> list[BaseMessage]:
+        thought = self.thoughts[node]
+        return [
+            HumanMessage(
+                f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.path_text(node)}\n\n"
+                f"The thought to judge: {thought.title}\n{thought.detail}\n\n"
+                f"Research findings:\n{thought.findings[:FINDINGS_CAP]}"
+            )
+        ]
+
+    @staticmethod
+    def evaluation_text(thought: Thought) -> str:
+        parts = []
+        if thought.analysis is not None:
+            parts.append(f"Analysis ({thought.analysis.score:g}/10): {thought.analysis.analysis}")
+        if thought.critique is not None:
+            stop = " Recommends stopping here." if thought.critique.terminate else ""
+            parts.append(f"Critique ({thought.critique.score:g}/10): {thought.critique.critique}{stop}")
+        return "\n".join(parts) or "(not evaluated)"
+
+    def synthesis_nodes(self) -> tuple[str, list[str]]:
+        """The nodes to synthesise from: all scoring ≥ the threshold, else the top N; and which rule."""
+        scored = [
+            t
+            for t in self.thoughts.values()
+            if t.score is not None
+            and self.recorder.tree.nodes[t.id].status in ("evaluated", "active", "terminated_early")
+        ]
+        over = [t.id for t in scored if (t.score or 0.0) >= self.settings.score_threshold]
+        if over:
+            return "threshold", over
+        ranked = sorted(scored, key=lambda t: -(t.score or 0.0))
+        return "top_n", [t.id for t in ranked[: self.settings.top_n]]
+
+    async def synthesise(self) -> tuple[str, str]:
+        """Write the answer from the selected nodes (streamed to the user); the answer and its node id."""
+        mode, nodes = self.synthesis_nodes()
+        self.synthesis = {"mode": mode, "nodes": nodes}
+        if not nodes:
+            return await self.answer_without_thoughts()
+        threshold = self.settings.score_threshold
+        if mode == "threshold":
+            await self.ctx.think(
+                f"Synthesising from {len(nodes)} node(s) scoring ≥ {threshold:g}: {', '.join(nodes)}"
+            )
+            label = f"synthesis of {len(nodes)} node{'s' * (len(nodes) != 1)} scoring ≥ {threshold:g}"
+        else:
+            await self.ctx.think(
+                f"No node reached {threshold:g}; synthesising from the top {len(nodes)}: {', '.join(nodes)}"
+            )
+            label = f"synthesis of the top {len(nodes)} node{'s' * (len(nodes) != 1)} (none ≥ {threshold:g})"
+        blocks = []
+        for node in nodes:
+            thought = self.thoughts[node]
+            blocks.append(
+                f"### {node}: {thought.title} (score {thought.score:g}/10)\n"
+                f"Path: {' → '.join(self.path_titles(node))}\n"
+                f"Thought: {thought.detail or thought.title}\n"
+                f"Findings:\n{thought.findings[:FINDINGS_CAP]}\n"
+                f"Evaluation:\n{self.evaluation_text(thought)}"
+            )
+        context = self.conversation_context()
+        prompt = "\n\n".join(
+            p for p in (context, f"Task:\n{self.ctx.task}", "Most promising thoughts:", *blocks) if p
+        )
+
+        async def forward(kind: str, text: str) -> None:
+            if kind == "text":
+                await self.ctx.say(text)
+            else:
+                # Not ctx.think: that ends every chunk with a newline.
+                await self.ctx.progress({"type": "thought", "text": text})
+
+        started = time.perf_counter()
+        reply = await self.ctx.router.stream(
+            SYNTHESIZER, [SystemMessage(SYNTHESIZER_PROMPT), HumanMessage(prompt)], on_chunk=forward
+        )
+        latency_ms = (time.perf_counter() - started) * 1000
+        answer = reply.text.strip()
+        if not answer:
+            answer = "The synthesizer gave an empty answer."
+            await self.ctx.say(answer)
+        inputs, outputs = tokens_of([reply])
+        synthesis = self.recorder.add(
+            self.root,
+            kind="synthesis",
+            label=label,
+            thought=answer,
+            reflection=f"drew on {', '.join(nodes)} ({mode})",
+            status="solution",
+            role=SYNTHESIZER,
+            model=self.ctx.model_name(SYNTHESIZER),
+            input_tokens=inputs,
+            output_tokens=outputs,
+            latency_ms=round(latency_ms, 1),
+        )
+        return answer, synthesis
+
+    async def answer_without_thoughts(self) -> tuple[str, str]:
+        """No node was evaluated: say why instead of calling the synthesizer."""
+        if not self.thoughts:
+            answer = (
+                "The Tree-of-Thoughts planner proposed no usable strategy, so nothing was explored"
+                + (f" ({self.notes[0]})" if self.notes else "")
+                + ". Try again, or set a stronger model for tot.planner."
+            )
+            self.notes.append("no thoughts: the planner failed")
+        else:
+            answer = (
+                f"None of the {len(self.thoughts)} thoughts explored could be evaluated (see the failed "
+                "nodes in the search tree). Try again, or set stronger models for tot.analyzer and "
+                "tot.critic."
+            )
+            self.notes.append("no thought could be evaluated")
+        await self.ctx.say(answer)
+        synthesis = self.recorder.add(
+            self.root, kind="synthesis", label="no thoughts to synthesise", thought=answer, status="failed"
+        )
+        return answer, synthesis
