@@ -1,0 +1,254 @@
+"""LATS evaluation and reflection: scoring new nodes (model, syntax, tests), backpropagation and lessons."""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from ide.changes import ChangeSet
+from ide.changes.hunks import patch_text, text_hunks
+from ide.changes.testrun import run_tests
+from ide.protocol.tree import TreeNode
+from ide.search.base import (
+    RunContext,
+    StructuredOutputError,
+    ask_structured,
+    gather_in_order,
+    trajectory_text,
+)
+from ide.search.events import cap_text, first_line
+from ide.search.tree import SearchTree
+from ide.search.uct import UNSELECTABLE, backpropagate, normalise_reward
+from ide.settings import LatsSettings
+
+if TYPE_CHECKING:
+    from ide.search.lats import _State
+
+EVALUATION = "lats.evaluation"
+BACKPROP = "lats.backprop"
+
+SYNTAX_CAP = 2.0
+"""The highest score a node whose branch holds a Python syntax error can get."""
+DIFF_CAP = 4000
+"""Bytes of a branch's diff shown to the evaluator."""
+TEST_OUTPUT_CAP = 300
+
+EVALUATION_PROMPT = """You score one step of a coding agent's search by how likely its trajectory is to
+complete the task correctly: 0 = wrong or useless, 5 = plausible progress, 10 = the task is done correctly.
+Judge the changes themselves, not the agent's claims. For a final answer set is_solution to true only when
+the answer and the branch's changes fully complete the task. The reflection says in one or two sentences
+what is good or wrong."""
+
+REFLECTION_PROMPT = """A coding agent's attempt at a task failed. State one lesson for the next attempts in
+one or two sentences: what to do differently, naming the files, functions or tools concerned. Reply with
+only the lesson."""
+
+
+class Evaluation(BaseModel):
+    score: float = Field(ge=0, le=10, description="0 to 10")
+    reflection: str = Field("", description="one or two sentences")
+    is_solution: bool = Field(False, description="true only if the task is fully and correctly done")
+
+
+@dataclass
+class _Verdict:
+    """What the evaluation phase concluded about one node (for the progress line)."""
+
+    node_id: str
+    score: float | None
+    status: str
+
+
+class LatsEvaluation:
+    """The evaluate and backpropagate phases of one run; ``_LatsRun`` (ide.search.lats) adds the loop."""
+
+    ctx: RunContext
+    limits: LatsSettings
+    tree: SearchTree
+    state: _State
+
+    async def _evaluate(self, node_id: str) -> _Verdict:
+        """Score a new node: the evaluation model, capped by syntax errors, joined with the tests."""
+        ctx, limits = self.ctx, self.limits
+        node = self.tree.nodes[node_id]
+        if node.status in UNSELECTABLE:
+            return _Verdict(node_id, None, node.status)
+        branch = self.state.branches[node_id]
+        changed = branch.changed_paths()
+        messages = [SystemMessage(EVALUATION_PROMPT), HumanMessage(self._evaluation_brief(node, changed))]
+        try:
+            verdict, _reply = await ask_structured(ctx.router, EVALUATION, messages, Evaluation)
+        except StructuredOutputError as exc:
+            ctx.recorder.update(node_id, status="failed", reflection=f"Evaluation failed: {exc}")
+            return _Verdict(node_id, None, "failed")
+        score = verdict.score
+        notes = [verdict.reflection.strip()] if verdict.reflection.strip() else []
+        passed: bool | None = None
+        command = limits.test_command
+        if command and node.kind == "answer" and changed:
+            if await ctx.permit(f"Run the tests while searching: {command}", command, for_the_run=True):
+                passed, summary = await self._run_tests(branch, command)
+                score = (score + (10.0 if passed else 0.0)) / 2
+                notes.append(f"Tests {'passed' if passed else 'failed'} ({summary}).")
+            else:
+                notes.append(f"Tests not run: running {command} was not allowed.")
+        syntax = self._syntax_error(branch, changed)
+        if syntax is not None:
+            score = min(score, SYNTAX_CAP)
+            notes.append(f"Syntax error in {syntax}; score capped at {SYNTAX_CAP:g}.")
+        status = "evaluated"
+        if node.kind == "answer":
+            if score >= limits.solution_threshold and (verdict.is_solution or passed is True):
+                status = "solution"
+        elif node.depth >= limits.max_depth:
+            status = "terminated_early"
+        ctx.recorder.update(
+            node_id,
+            reward_raw=round(score, 3),
+            reward=normalise_reward(score),
+            reflection="\n".join(notes) or None,
+            status=status,
+        )
+        return _Verdict(node_id, score, status)
+
+    def _evaluation_brief(self, node: TreeNode, changed: list[str]) -> str:
+        steps = self._steps(node.id)
+        branch = self.state.branches[node.id]
+        diffs = []
+        for rel in changed:
+            old, new = branch.diff_texts(rel)
+            hunks = text_hunks(rel, (old or "").encode(), (new or "").encode())
+            diffs.append(patch_text(rel, hunks).decode("utf-8", errors="replace"))
+        diff = cap_text("".join(diffs), DIFF_CAP) if diffs else "(none)"
+        last = (
+            "The last step is the agent's final answer."
+            if node.kind == "answer"
+            else "The last step is an intermediate step: score how promising the trajectory is."
+        )
+        return (
+            f"Task:\n{self.ctx.task}\n\nTrajectory:\n{trajectory_text(steps)}\n\n"
+            f"Changes proposed in this branch:\n{diff}\n\n{last}"
+        )
+
+    def _syntax_error(self, branch: ChangeSet, changed: list[str]) -> str | None:
+        """``path:line: message`` of the first changed Python file that does not parse, else None."""
+        for rel in changed:
+            if not rel.endswith(".py"):
+                continue
+            entry = branch.entry(rel)
+            if entry is None or entry.data is None:
+                continue
+            key = (rel, entry)
+            if key not in self.state.syntax_errors:
+                try:
+                    ast.parse(branch.read_text(rel), filename=rel)
+                    self.state.syntax_errors[key] = None
+                except (SyntaxError, ValueError) as exc:
+                    line = getattr(exc, "lineno", None)
+                    message = getattr(exc, "msg", None) or str(exc)
+                    self.state.syntax_errors[key] = (
+                        f"{rel}:{line}: {message}" if line else f"{rel}: {message}"
+                    )
+            error = self.state.syntax_errors[key]
+            if error is not None:
+                return error
+        return None
+
+    async def _run_tests(self, branch: ChangeSet, command: str) -> tuple[bool, str]:
+        """Run the test command in a scratch worktree holding ``branch``; (passed, one-line summary)."""
+        run = await run_tests(branch, command, self.limits.test_timeout_s)
+        return run.passed, cap_text(run.summary, TEST_OUTPUT_CAP)
+
+    async def _think_evaluation(self, new: list[str], verdicts: list[_Verdict]) -> None:
+        nodes = self.tree.nodes
+        kinds = [nodes[n].kind for n in new]
+        statuses = [nodes[n].status for n in new]
+        scored = [v for v in verdicts if v.score is not None]
+        scores = ", ".join(f"{v.node_id} {v.score:.1f}" for v in scored) or "none"
+        best = self.state.best
+        best_text = (
+            f"{best} ({nodes[best].reward_raw:.1f})" if best and nodes[best].reward_raw is not None else "-"
+        )
+        await self.ctx.think(
+            f"Iteration {self.state.iterations}: {len(new)} new nodes ({kinds.count('action')} actions, "
+            f"{kinds.count('answer')} answers, {statuses.count('failed')} failed, "
+            f"{statuses.count('pruned')} pruned); scores: {scores}; best so far {best_text}"
+        )
+
+    async def _backpropagate(self, new: list[str]) -> None:
+        """Rewards up the tree for every scored or failed node; lessons from failed trajectories."""
+        nodes = self.tree.nodes
+        failures: list[tuple[str, str]] = []
+        for node_id in new:
+            node = nodes[node_id]
+            if node.status == "pruned":
+                continue
+            if node.status == "failed":
+                backpropagate(self.ctx.recorder, node_id, 0.0)
+                failures.append((node_id, node.reflection or "the step failed"))
+                continue
+            if node.reward is None:
+                continue
+            backpropagate(self.ctx.recorder, node_id, node.reward)
+            if node.kind == "answer" and node.status != "solution":
+                failures.append(
+                    (
+                        node_id,
+                        f"its final answer scored {node.reward_raw:.1f}/10, below the bar of "
+                        f"{self.limits.solution_threshold:g}: {node.reflection or 'no reason given'}",
+                    )
+                )
+            elif node.status == "terminated_early":
+                failures.append((node_id, f"it reached the depth limit of {self.limits.max_depth} steps"))
+        lessons = await gather_in_order(self._lesson(node_id, why) for node_id, why in failures)
+        learnt = 0
+        for (node_id, _why), lesson in zip(failures, lessons, strict=True):
+            if not lesson:
+                continue
+            reflection = nodes[node_id].reflection
+            self.ctx.recorder.update(
+                node_id, reflection=f"{reflection}\nLesson: {lesson}" if reflection else f"Lesson: {lesson}"
+            )
+            self.state.lessons.append(lesson)
+            learnt += 1
+        await self.ctx.think(
+            f"Iteration {self.state.iterations}: backpropagated "
+            f"{sum(1 for n in new if nodes[n].status != 'pruned' and nodes[n].visits)} rewards; "
+            f"{learnt} new lessons ({len(self.state.lessons)} in all)"
+        )
+
+    async def _lesson(self, node_id: str, why: str) -> str:
+        steps = self._steps(node_id)
+        messages: list[BaseMessage] = [
+            SystemMessage(REFLECTION_PROMPT),
+            HumanMessage(
+                f"Task:\n{self.ctx.task}\n\nAttempt:\n{trajectory_text(steps)}\n\nWhy it failed: {why}"
+            ),
+        ]
+        reply = await self.ctx.router.stream(BACKPROP, messages)
+        return cap_text(" ".join(reply.text.split()), 500)
+
+    def _steps(self, node_id: str) -> list[tuple[str, str]]:
+        """(label, text) of each step from the root's first child down to ``node_id``, for prompts."""
+        nodes = self.tree.nodes
+        return [(nodes[i].label, _step_text(nodes[i])) for i in self.tree.path_to(node_id)[1:]]
+
+
+def _step_text(node: TreeNode) -> str:
+    parts = []
+    if node.thought and node.kind != "answer":
+        parts.append(cap_text(node.thought, 300))
+    if node.action is not None:
+        parts.append(f"{node.action.tool}({json.dumps(node.action.args, default=str)[:300]})")
+    if node.observation:
+        parts.append("→ " + cap_text(node.observation, 600))
+    if node.kind == "answer" and node.thought:
+        parts.append("answer: " + cap_text(node.thought, 1500))
+    if node.status in ("failed", "pruned") and node.reflection:
+        parts.append(f"[{node.status}: {first_line(node.reflection, 200)}]")
+    return " ".join(parts) or node.label
