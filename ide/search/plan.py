@@ -34,268 +34,62 @@ queue, ``evaluation`` otherwise) → the ``answer`` on the best path.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from ide.protocol.tree import ToolAction
-from ide.search.base import RunContext, RunOutcome, parse_structured, schema_hint
-from ide.search.events import first_line
+from ide.search.base import RunContext, RunOutcome, schema_hint
+from ide.search.plan_prompts import (
+    AGENT_NAMES,
+    EXECUTOR,
+    EXECUTOR_PROMPT,
+    PLANNER,
+    PLANNER_PROMPT,
+    REPLANNER,
+    REPLANNER_PROMPT,
+    PastStep,
+    PlanReply,
+    PlanState,
+    ReplanReply,
+    TaskReport,
+    check_tasks,
+    numbered,
+    parse_plan,
+    parse_replan,
+    progress_text,
+    task_report,
+)
+from ide.search.plan_tree import PlanTree
 from ide.search.react import close_dangling_tool_calls, turn_ran_out_of_steps
 
-PLANNER = "plan.planner"
-EXECUTOR = "plan.executor"
-REPLANNER = "plan.replanner"
-
-AGENT_NAMES = {PLANNER: "planner", EXECUTOR: "executor", REPLANNER: "replanner"}
-"""The ``name`` each agent's replies carry in the shared thread."""
-
-PLANNER_PROMPT = """You are the planner of Arbor, a coding agent working in the workspace at {root}.
-Plan the user's last request as a short list of tasks that another agent, the executor, will carry out
-one at a time with file reading and editing tools. You may first look at the workspace with
-read_file(path, start_line?, end_line?), list_dir(path) and grep(pattern, path?); paths are relative
-to the workspace root. Do not change anything yourself.
-Then reply with the plan and nothing else: a numbered list ("1. ...") or a JSON object {schema}, at most
-{max_tasks} tasks, each one concrete, checkable step naming the files it touches."""
-
-EXECUTOR_PROMPT = """You are the executor of Arbor, a coding agent working in the workspace at {root}.
-The conversation so far holds the user's request, the planner's plan and the work on earlier tasks.
-Carry out only the task you are given now. Read with read_file, list_dir and grep; change files with
-edit_file(path, old_text, new_text), write_file, create_file, delete_file and rename_file. Paths are
-relative to the workspace root. Your edits are proposals the user reviews; your reads already see them.
-When the task is done, or you find it cannot be done, stop calling tools and end your reply with a JSON
-object {schema}."""
-
-REPLANNER_PROMPT = """You are the replanner of Arbor, a coding agent working in the workspace at {root}.
-The conversation holds the user's request, the plan and the work on each task so far. You may look at
-the workspace with read_file, list_dir and grep. Decide what happens next and reply with only a JSON
-object {schema}:
-- {{"done": true, "answer": "..."}} when the request is complete (or cannot be completed): the answer
-  is the final message to the user, in Markdown, saying what was changed and citing files as path:line;
-- {{"tasks": ["...", ...]}} otherwise: the tasks still to do, in order, at most {max_tasks}. After a
-  failed task, change the plan: retry it another way, split it, or drop it."""
-
-
-class PastStep(TypedDict):
-    """A task the executor ran: what it was, what came of it, and whether it succeeded."""
-
-    task: str
-    result: str
-    ok: bool
-
-
-class PlanState(TypedDict, total=False):
-    """The graph's state; ``messages`` is the thread the three agents share."""
-
-    messages: Annotated[list[AnyMessage], add_messages]
-    steps: int
-    """Model calls of the agent now running, in this visit."""
-    tasks: list[str]
-    """The queue: tasks not started yet."""
-    current: str | None
-    past_steps: list[PastStep]
-    replans: int
-    answer: str | None
-    stop_reason: str
-
-
-class PlanReply(BaseModel):
-    tasks: list[str] = Field(description="the tasks, in order")
-
-
-class TaskReport(BaseModel):
-    status: Literal["done", "failed"] = Field(description='"done" or "failed"')
-    summary: str = Field("", description="what was done or why it failed, one or two sentences")
-
-
-class ReplanReply(BaseModel):
-    done: bool = Field(False, description="true when the request is complete or cannot be completed")
-    answer: str = Field("", description="when done: the final answer to the user")
-    tasks: list[str] = Field(default_factory=list, description="when not done: the tasks still to do")
-
-
-_NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*]?\s*(?:step|task)\s+\d+[.:)])\s+(.+?)\s*$", re.IGNORECASE)
-
-
-def parse_plan(text: str, max_tasks: int) -> list[str]:
-    """The tasks of a planner's reply: ``{"tasks": [...]}`` or a numbered list.
-
-    Raises ``ValueError`` with a reason the model can act on (no tasks, empty tasks, too many).
-    """
-    try:
-        tasks = parse_structured(text, PlanReply).tasks
-    except ValueError as exc:
-        tasks = [m.group(1) for m in map(_NUMBERED.match, text.splitlines()) if m]
-        if not tasks:
-            raise ValueError(f"no numbered list of tasks and no JSON plan ({exc})") from None
-    return check_tasks(tasks, max_tasks)
-
-
-def check_tasks(tasks: Sequence[str], max_tasks: int) -> list[str]:
-    """``tasks`` stripped, or ``ValueError`` when there are none, one is empty, or there are too many."""
-    cleaned = [task.strip() for task in tasks]
-    if not cleaned:
-        raise ValueError("tasks: the plan has no tasks")
-    if not all(cleaned):
-        raise ValueError("tasks: a task is empty")
-    if len(cleaned) > max_tasks:
-        raise ValueError(f"tasks: {len(cleaned)} tasks, but a plan may hold at most {max_tasks}; merge some")
-    return cleaned
-
-
-def parse_replan(text: str, max_tasks: int, *, left: Sequence[str], after_failure: bool) -> ReplanReply:
-    """The replanner's decision; ``ValueError`` when it is unusable (or, after a failure, keeps the queue
-    ``left`` exactly as it was)."""
-    reply = parse_structured(text, ReplanReply)
-    if reply.done:
-        if not reply.answer.strip():
-            raise ValueError('answer: "done" needs the answer for the user')
-        return reply
-    reply.tasks = check_tasks(reply.tasks, max_tasks)
-    if after_failure and reply.tasks == list(left):
-        raise ValueError("tasks: unchanged after a failed task; retry it another way, split it or drop it")
-    return reply
-
-
-def task_report(text: str) -> TaskReport:
-    """The executor's report at the end of its last reply; without one the task counts as done."""
-    try:
-        return parse_structured(text, TaskReport)
-    except ValueError:
-        return TaskReport(status="done", summary=text.strip() or "finished without a summary")
-
-
-def numbered(tasks: Sequence[str]) -> str:
-    return "\n".join(f"{i}. {task}" for i, task in enumerate(tasks, start=1))
-
-
-def progress_text(past: Sequence[PastStep]) -> str:
-    return "\n".join(
-        f"{i}. [{'done' if step['ok'] else 'FAILED'}] {step['task']} — {step['result']}"
-        for i, step in enumerate(past, start=1)
-    )
-
-
-class PlanTree:
-    """Records a plan/execute/replan run as a search tree (see the module docstring for its shape).
-
-    ``phase`` is the node the running agent's model calls are charged to and its tool calls hang under:
-    the plan node while planning, the step node while executing, the review node while replanning.
-    """
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        self.recorder = ctx.recorder
-        self.tip = ""
-        self.root = self._add(
-            None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
-        )
-        self.plan: str | None = None
-        self.phase = self.root
-        self.queued: list[str] = []
-        """Step nodes of the queued tasks, in queue order."""
-        self.tasks_run = 0
-        self.tasks_failed = 0
-        self.replans = 0
-
-    def _add(self, parent: str | None, **fields: Any) -> str:
-        self.tip = self.recorder.add(parent, **fields)
-        return self.tip
-
-    def _model_fields(self, role: str) -> dict[str, Any]:
-        return {"role": role, "model": self.ctx.model_name(role)}
-
-    def begin_plan(self) -> None:
-        self.plan = self.phase = self._add(
-            self.root, kind="plan", label="planning", status="active", **self._model_fields(PLANNER)
-        )
-
-    def begin_review(self) -> None:
-        self.phase = self._add(
-            self.plan or self.root,
-            kind="evaluation",
-            label="reviewing progress",
-            status="active",
-            **self._model_fields(REPLANNER),
-        )
-
-    def set_plan(self, tasks: Sequence[str]) -> None:
-        """The phase node becomes the current plan; its tasks are queued as steps, earlier ones pruned."""
-        node = self.phase
-        for step in self.queued:
-            self.recorder.update(step, status="pruned")
-        if self.plan is not None and self.plan != node:
-            self.recorder.update(self.plan, status="evaluated")
-        self.recorder.update(
-            node,
-            kind="plan",
-            label=f"plan: {len(tasks)} task{'s' * (len(tasks) != 1)}",
-            thought=numbered(tasks),
-        )
-        self.plan = node
-        self.queued = [
-            self._add(node, kind="step", label=first_line(task), thought=task, **self._model_fields(EXECUTOR))
-            for task in tasks
-        ]
-
-    def start_step(self) -> None:
-        self.phase = self.queued.pop(0)
-        self.recorder.update(self.phase, status="active")
-
-    def end_step(self, ok: bool, result: str) -> None:
-        self.tasks_run += 1
-        self.tasks_failed += not ok
-        self.recorder.update(self.phase, status="evaluated" if ok else "failed", reflection=result)
-
-    def end_phase(self, status: str, label: str | None = None, reflection: str | None = None) -> None:
-        changes: dict[str, Any] = {"status": status}
-        if label is not None:
-            changes["label"] = label
-        if reflection is not None:
-            changes["reflection"] = reflection
-        self.recorder.update(self.phase, **changes)
-
-    def charge(self, reply: AIMessage, latency_ms: float) -> None:
-        """Add one model call's tokens and latency to the phase node."""
-        node = self.recorder.tree.nodes[self.phase]
-        usage = reply.usage_metadata or {}
-        self.recorder.update(
-            self.phase,
-            input_tokens=node.input_tokens + usage.get("input_tokens", 0),
-            output_tokens=node.output_tokens + usage.get("output_tokens", 0),
-            latency_ms=round(node.latency_ms + latency_ms, 1),
-        )
-
-    def start_action(self, call: dict[str, Any], *, read_only: bool) -> str:
-        title = self.ctx.toolbox(read_only=read_only).describe(call["name"], call["args"])[0]
-        return self._add(self.phase, kind="action", label=title, action=ToolAction.of(call), status="active")
-
-    def end_action(self, node: str, observation: str, failed: bool) -> None:
-        self.recorder.update(node, observation=observation, status="failed" if failed else "evaluated")
-
-    def answer(self, text: str, *, solution: bool) -> str:
-        return self._add(
-            self.phase,
-            kind="answer",
-            label=first_line(text) or "answer",
-            thought=text,
-            status="solution" if solution else "terminated_early",
-        )
-
-    def close(self, status: str) -> None:
-        """Every node still active ends with ``status`` (evaluated at the end, terminated_early on cancel)."""
-        with self.recorder.lock:
-            active = [n.id for n in self.recorder.tree.nodes.values() if n.status == "active"]
-            for node in active:
-                self.recorder.update(node, status=status)
+__all__ = [
+    "AGENT_NAMES",
+    "EXECUTOR",
+    "EXECUTOR_PROMPT",
+    "PLANNER",
+    "PLANNER_PROMPT",
+    "REPLANNER",
+    "REPLANNER_PROMPT",
+    "PastStep",
+    "PlanExecute",
+    "PlanReply",
+    "PlanState",
+    "PlanTree",
+    "ReplanReply",
+    "TaskReport",
+    "check_tasks",
+    "numbered",
+    "parse_plan",
+    "parse_replan",
+    "progress_text",
+    "task_report",
+]
 
 
 class PlanExecute:
@@ -410,8 +204,6 @@ class _PlanRun:
         graph.add_conditional_edges("review", self.after_plan, ["start_task", END])
         return graph
 
-    # -- routing -------------------------------------------------------------------------------------
-
     def route_after(self, tools: str, after: str) -> Any:
         """Run the tool calls while the agent has model calls left; otherwise go on to ``after``."""
 
@@ -431,8 +223,6 @@ class _PlanRun:
         if past and past[-1]["ok"] and state.get("tasks"):
             return "start_task"
         return "start_review"
-
-    # -- agents --------------------------------------------------------------------------------------
 
     def agent(self, role: str) -> Any:
         """The node of one ReAct step of ``role``: a model call with the role's tools bound."""
@@ -515,8 +305,6 @@ class _PlanRun:
             for call in messages[-1].tool_calls
         ]
 
-    # -- planning ------------------------------------------------------------------------------------
-
     async def start_plan(self, state: PlanState) -> dict[str, Any]:
         self.tree.begin_plan()
         return {"steps": 0}
@@ -563,8 +351,6 @@ class _PlanRun:
         entries += [{"content": task, "status": "pending"} for task in queued]
         await self.ctx.progress({"type": "plan", "entries": entries})
 
-    # -- execution -----------------------------------------------------------------------------------
-
     async def start_task(self, state: PlanState) -> dict[str, Any]:
         """Take the next task off the queue and hand it to the executor in the thread."""
         task, *rest = state["tasks"]
@@ -591,8 +377,6 @@ class _PlanRun:
         past = [*state.get("past_steps", []), PastStep(task=state.get("current") or "", result=result, ok=ok)]
         await self.show_plan(past, None, state.get("tasks", []))
         return {"messages": added, "past_steps": past, "current": None, "steps": 0}
-
-    # -- replanning ----------------------------------------------------------------------------------
 
     async def start_review(self, state: PlanState) -> dict[str, Any]:
         """Hand the thread to the replanner: after a failure, or when every queued task has run."""
