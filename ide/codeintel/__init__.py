@@ -1,1 +1,1 @@
-"""Code intelligence: tree-sitter index and language-server pool (lands with their issues)."""
+"""Code intelligence: the tree-sitter index (``index/``) and the language-server pool (``lsp/``)."""
