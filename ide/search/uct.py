@@ -14,10 +14,19 @@ import math
 from collections.abc import Collection
 
 from ide.protocol.tree import NodeStatus, TreeEvent
+from ide.protocol.uct import EXPLORATION, uct_terms
 from ide.search.tree import SearchTree, TreeError, TreeRecorder
 
-EXPLORATION = 1.414
-"""The UCT exploration constant c (seed 000), about √2."""
+__all__ = [
+    "EXPLORATION",
+    "REWARD_SCALE",
+    "UNSELECTABLE",
+    "backpropagate",
+    "normalise_reward",
+    "select_uct",
+    "uct_score",
+    "uct_terms",
+]
 
 UNSELECTABLE: tuple[NodeStatus, ...] = ("pruned", "failed")
 """Statuses of children :func:`select_uct` passes over."""
@@ -30,11 +39,9 @@ def uct_score(value: float, visits: int, parent_visits: int, c: float = EXPLORAT
     """``value + c·√(ln parent_visits / visits)``; an unvisited node scores infinity, so it is tried first."""
     if visits < 0 or parent_visits < 0:
         raise ValueError(f"visits cannot be negative (visits={visits}, parent_visits={parent_visits})")
-    if visits == 0:
-        return math.inf
-    if parent_visits < visits:
+    if visits > 0 and parent_visits < visits:
         raise ValueError(f"a child cannot have more visits ({visits}) than its parent ({parent_visits})")
-    return value + c * math.sqrt(math.log(parent_visits) / visits)
+    return uct_terms(value, visits, parent_visits, c)[2]
 
 
 def select_uct(
