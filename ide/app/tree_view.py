@@ -1,748 +1,79 @@
-"""The search-tree view: a run's tree drawn live, inspected node by node, replayed step by step.
-
-One :class:`TreeCanvas` item paints the whole tree, culled to ``option.exposedRect`` through a per-row
-index (a tidy layout puts each depth on its own row, so the visible nodes are a bisect per row away),
-with levels of detail: coloured squares when nodes are a few pixels wide, shapes and outlines when
-they are larger, labels and edge labels (the action's tool) only when the text would be legible.
+"""The search-tree dock: a run's tree drawn live, inspected node by node, replayed step by step.
 
 Live events are applied to the model at once (cheap) and drawn on a coalescing timer. An update restyles
 its node where it stands (colour, size, status: O(changed)); only a new node, or a pruned subtree hidden,
 needs a new layout, and those are paced to at most one per :data:`RELAYOUT_MS` and to a bounded share of
 the time (:data:`RELAYOUT_SPACING`), however many batches arrive in between. Duplicated live events are
 ignored, early ones held until the gap fills, and an event that does not fit stops its run with a line in
-the dock. A corner overview shows the whole tree and the visible part, and pans the view on a click.
+the dock (:class:`~ide.app.tree_runs.RunFeed`). A corner overview shows the whole tree and the visible
+part, and pans the view on a click.
+
+The drawing is in :mod:`ide.app.tree_scene` (styles in :mod:`ide.app.tree_style`), the view and the
+overview in :mod:`ide.app.tree_overview`, the inspector in :mod:`ide.app.tree_inspector`.
 """
 
 from __future__ import annotations
 
-import html
-import itertools
-import json
 import math
 import time
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import QLineF, QPoint, QPointF, QRectF, QSize, QSizeF, Qt, QTimer, Signal
-from PySide6.QtGui import (
-    QBrush,
-    QColor,
-    QFont,
-    QFontMetricsF,
-    QImage,
-    QMouseEvent,
-    QPainter,
-    QPaintEvent,
-    QPen,
-    QPolygonF,
-    QResizeEvent,
-    QShowEvent,
-    QWheelEvent,
-)
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
-    QGraphicsItem,
     QGraphicsScene,
-    QGraphicsView,
     QHBoxLayout,
     QLabel,
     QMenu,
-    QPushButton,
     QSlider,
     QSplitter,
-    QStyleOptionGraphicsItem,
-    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from ide.app.theme import ACCENT
+from ide.app.tree_inspector import TreeInspector, exploration_constant, inspector_html
 from ide.app.tree_model import Layout, tidy_layout, visible_ids
+from ide.app.tree_overview import TreeGraphicsView, TreeOverview
+from ide.app.tree_runs import HELD_EVENTS_MAX, RunFeed, run_summary
+from ide.app.tree_scene import Geometry, TreeCanvas, build_geometry, render_png, render_svg
+from ide.app.tree_style import H_UNIT, V_UNIT, node_style, value_colour
 from ide.protocol.tree import (
     TREE_FILE_SUFFIX,
     SearchTree,
-    TreeError,
     TreeEvent,
     TreeFileError,
     TreeNode,
     read_jsonl,
     write_jsonl,
 )
+from ide.protocol.uct import EXPLORATION
 
-__all__ = ["SearchTreeView", "TreeCanvas", "TreeFileError", "TreeGraphicsView", "TreeOverview"]
+__all__ = [
+    "EXPLORATION",
+    "HELD_EVENTS_MAX",
+    "H_UNIT",
+    "V_UNIT",
+    "SearchTreeView",
+    "TreeCanvas",
+    "TreeFileError",
+    "TreeGraphicsView",
+    "TreeOverview",
+    "build_geometry",
+    "exploration_constant",
+    "inspector_html",
+    "node_style",
+    "value_colour",
+]
 
 RELAYOUT_MS = 100
 """Longest a live event waits before it is drawn; also the shortest time between two re-layouts."""
 RELAYOUT_SPACING = 4.0
 """A live re-layout waits at least this many times the last one's cost after it (at most ~20 % busy)."""
-HELD_EVENTS_MAX = 10_000
-"""Events of one run kept while waiting for an earlier one that has not arrived."""
-EXPLORATION = 1.414
-"""The default UCT exploration constant c, as the backend's LATS uses it."""
-H_UNIT = 48.0
-"""Scene pixels between sibling centres."""
-V_UNIT = 80.0
-"""Scene pixels between depth levels."""
-MIN_R, MAX_R = 7.0, 18.0
-LABEL_PX = 7.0
-"""Smallest on-screen text height (pixels) worth drawing."""
-SHAPE_PX = 5.0
-"""Below this on-screen node diameter, nodes are plain squares (no outline, no shape)."""
-FONT_PT = 9.0
-EXPORT_MAX_PX = 8000
-
-STATUS_COLOURS = {
-    "generated": "#c3c8d1",
-    "evaluated": "#7ea6e0",
-    "active": "#f0a202",
-    "terminated_early": "#8a8f98",
-    "solution": "#2e9e4f",
-    "pruned": "#e4e6ea",
-    "failed": "#d64545",
-}
-STATUS_PENS = {
-    "solution": ("#1d6b34", 2.5),
-    "failed": ("#a12626", 2.0),
-    "active": ("#b57800", 2.0),
-    "pruned": ("#b9bdc4", 1.0),
-}
-DEFAULT_PEN = ("#5d636e", 1.0)
-EDGE_COLOUR = "#b3b9c3"
-BEST_COLOUR = ACCENT
-TEXT_COLOUR = "#30343b"
-SELECT_COLOUR = "#ff6a00"
-
-
-def value_colour(score: float) -> str:
-    """Red (0) through yellow to green (1); scores above 1 are read on the 0–10 scale."""
-    if score > 1.0:
-        score /= 10.0
-    score = min(max(score, 0.0), 1.0)
-    return QColor.fromHsvF(score / 3.0, 0.65, 0.9).name()
-
-
-def node_score(node: TreeNode) -> float | None:
-    """The value a node is coloured by: its backed-up value once visited, else its reward, else None."""
-    if node.visits > 0:
-        return node.value
-    return node.reward
-
-
-def node_radius(node: TreeNode) -> float:
-    return min(MIN_R + 2.5 * math.log2(1 + max(node.visits, 0)), MAX_R)
-
-
-def _regular(count: int, start: float) -> list[tuple[float, float]]:
-    return [
-        (math.cos(start + 2 * math.pi * k / count), math.sin(start + 2 * math.pi * k / count))
-        for k in range(count)
-    ]
-
-
-POLYGONS: dict[str, list[tuple[float, float]]] = {
-    "answer": [(0.0, -1.2), (1.2, 0.0), (0.0, 1.2), (-1.2, 0.0)],  # diamond
-    "plan": _regular(6, 0.0),  # hexagon
-    "evaluation": [(0.0, -1.15), (1.1, 0.85), (-1.1, 0.85)],  # triangle
-    "synthesis": [
-        (r * math.cos(-math.pi / 2 + k * math.pi / 5), r * math.sin(-math.pi / 2 + k * math.pi / 5))
-        for k in range(10)
-        for r in ((1.25 if k % 2 == 0 else 0.6),)
-    ],  # star
-}
-"""Unit shapes by node kind; thought is a circle, action a square, step a rounded square, root a ring."""
-
-
-NodeStyle = tuple[float, str, str, str, str, str]
-"""Radius, fill colour, kind, status, label and edge label (the action's tool) of a drawn node."""
-
-_COLOURS: dict[float, str] = {}
-
-
-def node_style(node: TreeNode) -> NodeStyle:
-    """How ``node`` is drawn: size by visits, colour by value (status colour until scored), shape by kind."""
-    score = node_score(node)
-    if score is None:
-        fill = STATUS_COLOURS.get(node.status, "#c3c8d1")
-    else:
-        fill = _COLOURS.get(score) or _COLOURS.setdefault(score, value_colour(score))
-    tool = node.action.tool if node.action is not None else ""
-    return node_radius(node), fill, node.kind, node.status, node.label or node.kind, tool
-
-
-EdgeRow = tuple[list[QLineF], list[float], list[float], list[bool]]
-
-
-@dataclass
-class Geometry:
-    """What the canvas paints, precomputed after a layout: scene positions, styles and a row index.
-
-    Styles change in place (:meth:`restyle`, :meth:`set_best`) when nodes are updated; only a change of
-    shape (a node added, a pruned node hidden) needs a new layout and a new Geometry.
-    """
-
-    ids: list[str] = field(default_factory=list)
-    cx: list[float] = field(default_factory=list)
-    cy: list[float] = field(default_factory=list)
-    r: list[float] = field(default_factory=list)
-    fill: list[str] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
-    status: list[str] = field(default_factory=list)
-    label: list[str] = field(default_factory=list)
-    edge_label: list[str] = field(default_factory=list)
-    parent: list[int] = field(default_factory=list)
-    best: list[bool] = field(default_factory=list)
-    index: dict[str, int] = field(default_factory=dict)
-    rows: list[tuple[list[float], list[int]]] = field(default_factory=list)
-    """Per depth: the nodes' x (sorted) and their indices."""
-    edges: list[EdgeRow | None] = field(default_factory=list)
-    """Per depth, built when first painted: lines from parents to the row's nodes, x extents, best flags."""
-    bounds: QRectF = field(default_factory=QRectF)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def edge_row(self, depth: int) -> EdgeRow:
-        row = self.edges[depth]
-        if row is None:
-            cx, cy, parent, best = self.cx, self.cy, self.parent, self.best
-            lines, lo, hi, flags = [], [], [], []
-            for i in self.rows[depth][1]:
-                p = parent[i]
-                if p < 0:
-                    continue
-                lines.append(QLineF(cx[p], cy[p], cx[i], cy[i]))
-                lo.append(min(cx[p], cx[i]))
-                hi.append(max(cx[p], cx[i]))
-                flags.append(best[i] and best[p])
-            row = self.edges[depth] = (lines, lo, hi, flags)
-        return row
-
-    def restyle(self, index: int, node: TreeNode) -> None:
-        """Take the updated ``node``'s style (drawn at ``index``) without a new layout."""
-        style = node_style(node)
-        self.r[index], self.fill[index], self.kind[index], self.status[index] = style[:4]
-        self.label[index], self.edge_label[index] = style[4], style[5]
-
-    def set_best(self, path: Iterable[str]) -> None:
-        """Mark the best path (edges along it are rebuilt when next painted)."""
-        on = set(path)
-        self.best = [node_id in on for node_id in self.ids]
-        self.edges = [None] * len(self.rows)
-
-
-def build_geometry(tree: SearchTree, layout: Layout) -> Geometry:
-    """Scene coordinates and styles of ``layout``'s nodes, and the per-row index used for culling."""
-    nodes = tree.nodes
-    geo = Geometry()
-    if len(layout) == 0:
-        return geo
-    ids = layout.ids
-    geo.ids = ids
-    geo.cx = cx = [x * H_UNIT for x in layout.x]
-    geo.cy = [d * V_UNIT for d in layout.depth]
-    geo.parent = layout.parent
-    geo.index = {node_id: i for i, node_id in enumerate(ids)}
-    styles = [node_style(nodes[node_id]) for node_id in ids]
-    if styles:
-        r, fill, kind, status, label, edge_label = (list(column) for column in zip(*styles, strict=True))
-        geo.r, geo.fill, geo.kind, geo.status, geo.label, geo.edge_label = (
-            r,
-            fill,
-            kind,
-            status,
-            label,
-            edge_label,
-        )
-    best = set(tree.best_path)
-    geo.best = [node_id in best for node_id in ids]
-    row_members: list[list[int]] = [[] for _ in range(max(layout.depth) + 1)]
-    for i, d in enumerate(layout.depth):
-        row_members[d].append(i)  # layout order is preorder: each row comes out left to right
-    for members in row_members:
-        xs = [cx[i] for i in members]
-        if any(a > b for a, b in itertools.pairwise(xs)):
-            members.sort(key=cx.__getitem__)
-            xs = [cx[i] for i in members]
-        geo.rows.append((xs, members))
-    geo.edges = [None] * len(row_members)
-    margin = MAX_R + H_UNIT / 2
-    left, right = min(cx), max(cx)
-    geo.bounds = QRectF(
-        left - margin, -margin, right - left + 2 * margin, (len(row_members) - 1) * V_UNIT + 2 * margin
-    )
-    return geo
-
-
-class TreeCanvas(QGraphicsItem):
-    """All nodes and edges of a tree in one item, painted only where exposed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
-        self.geometry = Geometry()
-        self.selected = -1
-        self.paint_count = 0
-        self.last_painted = 0
-        """Nodes drawn by the last paint (tests and the bench check the culling with it)."""
-        self._font = QFont()
-        self._font.setPointSizeF(FONT_PT)
-        self._metrics = QFontMetricsF(self._font)
-        self._elided: dict[int, str] = {}
-        self._brushes: dict[str, QBrush] = {}
-        self._pens: dict[tuple[str, float], QPen] = {}
-
-    def forget_label(self, index: int) -> None:
-        """Node ``index``'s label changed: elide it again when next painted."""
-        self._elided.pop(index, None)
-
-    def set_geometry(self, geometry: Geometry) -> None:
-        self.prepareGeometryChange()
-        self.geometry = geometry
-        self._elided = {}
-        self.update()
-
-    def boundingRect(self) -> QRectF:
-        return QRectF(self.geometry.bounds)
-
-    def node_at(self, point: QPointF) -> int:
-        """Index of the node under ``point`` (scene coordinates), or -1."""
-        geo = self.geometry
-        if not geo.ids:
-            return -1
-        depth = round(point.y() / V_UNIT)
-        if not 0 <= depth < len(geo.rows):
-            return -1
-        xs, members = geo.rows[depth]
-        k = bisect_left(xs, point.x())
-        best, best_distance = -1, float("inf")
-        for j in (k - 1, k):
-            if 0 <= j < len(members):
-                i = members[j]
-                distance = math.hypot(geo.cx[i] - point.x(), geo.cy[i] - point.y())
-                if distance <= max(geo.r[i] * 1.3, 6.0) and distance < best_distance:
-                    best, best_distance = i, distance
-        return best
-
-    def _brush(self, colour: str) -> QBrush:
-        brush = self._brushes.get(colour)
-        if brush is None:
-            brush = self._brushes[colour] = QBrush(QColor(colour))
-        return brush
-
-    def _pen(self, colour: str, width: float, cosmetic: bool = False) -> QPen:
-        key = (colour, width if not cosmetic else -width)
-        pen = self._pens.get(key)
-        if pen is None:
-            pen = self._pens[key] = QPen(QColor(colour), width)
-            pen.setCosmetic(cosmetic)
-        return pen
-
-    def paint(
-        self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
-    ) -> None:
-        geo = self.geometry
-        self.paint_count += 1
-        if not geo.ids:
-            self.last_painted = 0
-            return
-        lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
-        exposed = option.exposedRect  # type: ignore[attr-defined]
-        pad = MAX_R * 1.3
-        x0, x1 = exposed.left() - pad, exposed.right() + pad
-        d0 = max(0, math.floor((exposed.top() - pad) / V_UNIT))
-        d1 = min(len(geo.rows) - 1, math.ceil((exposed.bottom() + pad) / V_UNIT))
-        visible: list[int] = []
-        for d in range(d0, d1 + 1):
-            xs, members = geo.rows[d]
-            visible.extend(members[bisect_left(xs, x0) : bisect_right(xs, x1)])
-        self.last_painted = len(visible)
-        self._paint_edges(painter, geo, lod, x0, x1, d0, min(len(geo.rows) - 1, d1 + 1))
-        if not visible:
-            return
-        if H_UNIT * lod * 0.3 < SHAPE_PX:
-            self._paint_dots(painter, geo, visible)
-        else:
-            self._paint_shapes(painter, geo, visible, lod)
-        if FONT_PT * lod >= LABEL_PX:
-            self._paint_labels(painter, geo, visible, lod, d0, d1, x0, x1)
-
-    def _paint_edges(
-        self, painter: QPainter, geo: Geometry, lod: float, x0: float, x1: float, d0: float, d1: int
-    ) -> None:
-        normal: list[QLineF] = []
-        best: list[QLineF] = []
-        for d in range(max(1, int(d0)), d1 + 1):
-            lines, lo, hi, flags = geo.edge_row(d)
-            if not lines:
-                continue
-            if lo and min(lo) >= x0 and max(hi) <= x1 and not any(flags):
-                normal.extend(lines)
-                continue
-            for line, a, b, flag in zip(lines, lo, hi, flags, strict=True):
-                if b >= x0 and a <= x1:
-                    (best if flag else normal).append(line)
-        if normal:
-            painter.setPen(self._pen(EDGE_COLOUR, 1.0, cosmetic=True))
-            painter.drawLines(normal)
-        if best:
-            painter.setPen(self._pen(BEST_COLOUR, max(3.0, 1.5 / max(lod, 1e-6)) if lod < 0.5 else 3.0))
-            painter.drawLines(best)
-
-    def _paint_dots(self, painter: QPainter, geo: Geometry, visible: list[int]) -> None:
-        groups: dict[str, list[QRectF]] = {}
-        cx, cy, r, fill = geo.cx, geo.cy, geo.r, geo.fill
-        for i in visible:
-            radius = r[i]
-            groups.setdefault(fill[i], []).append(
-                QRectF(cx[i] - radius, cy[i] - radius, 2 * radius, 2 * radius)
-            )
-        painter.setPen(Qt.PenStyle.NoPen)
-        for colour, rects in groups.items():
-            painter.setBrush(self._brush(colour))
-            painter.drawRects(rects)
-        best = [i for i in visible if geo.best[i]]
-        if best:
-            painter.setBrush(self._brush(BEST_COLOUR))
-            painter.drawRects([QRectF(cx[i] - r[i] / 2, cy[i] - r[i] / 2, r[i], r[i]) for i in best])
-        if self.selected >= 0 and self.selected in set(visible):
-            i = self.selected
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            painter.setPen(self._pen(SELECT_COLOUR, 3.0, cosmetic=True))
-            painter.drawRect(QRectF(cx[i] - 2 * r[i], cy[i] - 2 * r[i], 4 * r[i], 4 * r[i]))
-
-    def _paint_shapes(self, painter: QPainter, geo: Geometry, visible: list[int], lod: float) -> None:
-        cx, cy, r = geo.cx, geo.cy, geo.r
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        for i in visible:
-            x, y, radius = cx[i], cy[i], r[i]
-            colour, width = STATUS_PENS.get(geo.status[i], DEFAULT_PEN)
-            pen = self._pen(colour, width)
-            if geo.status[i] == "pruned":
-                pen = QPen(pen)
-                pen.setStyle(Qt.PenStyle.DashLine)
-            painter.setPen(pen)
-            painter.setBrush(self._brush(geo.fill[i]))
-            kind = geo.kind[i]
-            if kind == "action":
-                painter.drawRect(QRectF(x - radius, y - radius, 2 * radius, 2 * radius))
-            elif kind == "step":
-                painter.drawRoundedRect(QRectF(x - radius, y - radius, 2 * radius, 2 * radius), 4, 4)
-            elif kind in POLYGONS:
-                painter.drawPolygon(
-                    QPolygonF([QPointF(x + radius * u, y + radius * v) for u, v in POLYGONS[kind]])
-                )
-            else:
-                painter.drawEllipse(QPointF(x, y), radius, radius)
-                if kind == "root":
-                    painter.setBrush(Qt.BrushStyle.NoBrush)
-                    painter.drawEllipse(QPointF(x, y), radius * 0.6, radius * 0.6)
-            if geo.best[i]:
-                painter.setBrush(Qt.BrushStyle.NoBrush)
-                painter.setPen(self._pen(BEST_COLOUR, 2.0))
-                painter.drawEllipse(QPointF(x, y), radius + 3.5, radius + 3.5)
-        if self.selected >= 0 and self.selected in set(visible):
-            i = self.selected
-            painter.setBrush(Qt.BrushStyle.NoBrush)
-            painter.setPen(self._pen(SELECT_COLOUR, 2.5, cosmetic=True))
-            painter.drawEllipse(QPointF(cx[i], cy[i]), r[i] + 7, r[i] + 7)
-
-    def _paint_labels(
-        self,
-        painter: QPainter,
-        geo: Geometry,
-        visible: list[int],
-        lod: float,
-        d0: int,
-        d1: int,
-        x0: float,
-        x1: float,
-    ) -> None:
-        painter.setFont(self._font)
-        painter.setPen(self._pen(TEXT_COLOUR, 1.0))
-        height = self._metrics.height()
-        width = H_UNIT - 4
-        cx, cy, r = geo.cx, geo.cy, geo.r
-        for i in visible:
-            text = self._elided.get(i)
-            if text is None:
-                text = self._elided[i] = self._metrics.elidedText(
-                    geo.label[i], Qt.TextElideMode.ElideRight, width
-                )
-            painter.drawText(
-                QRectF(cx[i] - width / 2, cy[i] + r[i] + 2, width, height),
-                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
-                text,
-            )
-        if FONT_PT * lod < LABEL_PX * 1.4:
-            return  # edge labels need a little more room than node labels
-        painter.setPen(self._pen(BEST_COLOUR, 1.0))
-        small = QFont(self._font)
-        small.setItalic(True)
-        painter.setFont(small)
-        for d in range(max(d0, 1), d1 + 2):
-            if d >= len(geo.rows):
-                break
-            xs, members = geo.rows[d]
-            for i in members[bisect_left(xs, x0) : bisect_right(xs, x1)]:
-                tool, p = geo.edge_label[i], geo.parent[i]
-                if not tool or p < 0:
-                    continue
-                mx, my = cx[p] + 0.6 * (cx[i] - cx[p]), cy[p] + 0.6 * (cy[i] - cy[p])
-                painter.drawText(
-                    QRectF(mx - H_UNIT, my - height, 2 * H_UNIT, height),
-                    Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
-                    self._metrics.elidedText(tool, Qt.TextElideMode.ElideRight, 2 * H_UNIT),
-                )
-
-
-class TreeGraphicsView(QGraphicsView):
-    """Zoom with the wheel (under the cursor), pan by dragging; a click without a drag picks a node."""
-
-    nodeClicked = Signal(QPointF)
-    """Scene position of a click."""
-    userMoved = Signal()
-    """The user zoomed or panned: stop fitting the tree to the view as it grows."""
-    viewChanged = Signal()
-    """The visible part of the scene moved or changed size (the overview redraws its rectangle)."""
-
-    def __init__(self, scene: QGraphicsScene, parent: QWidget | None = None) -> None:
-        super().__init__(scene, parent)
-        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
-        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
-        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.MinimalViewportUpdate)
-        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
-        self.setRenderHint(QPainter.RenderHint.Antialiasing, False)
-        self._press: QPoint | None = None
-
-    def zoom(self, factor: float) -> None:
-        scale = self.transform().m11()
-        factor = min(max(factor, 0.0005 / scale), 8.0 / scale)
-        self.scale(factor, factor)
-        self.viewChanged.emit()
-
-    def visible_scene_rect(self) -> QRectF:
-        """The part of the scene the viewport shows."""
-        return self.mapToScene(self.viewport().rect()).boundingRect()
-
-    def scrollContentsBy(self, dx: int, dy: int) -> None:
-        super().scrollContentsBy(dx, dy)
-        self.viewChanged.emit()
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self.viewChanged.emit()
-
-    def wheelEvent(self, event: QWheelEvent) -> None:
-        steps = event.angleDelta().y() / 120
-        if steps:
-            self.zoom(1.2**steps)
-            self.userMoved.emit()
-        event.accept()
-
-    def mousePressEvent(self, event: QMouseEvent) -> None:
-        self._press = event.position().toPoint()
-        super().mousePressEvent(event)
-
-    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
-        super().mouseReleaseEvent(event)
-        press, self._press = self._press, None
-        if press is None or event.button() != Qt.MouseButton.LeftButton:
-            return
-        if (event.position().toPoint() - press).manhattanLength() <= 4:
-            self.nodeClicked.emit(self.mapToScene(event.position().toPoint()))
-        else:
-            self.userMoved.emit()
-
-
-class TreeOverview(QWidget):
-    """A small picture of the whole tree in the view's corner, with the visible part outlined.
-
-    Clicking or dragging in it centres the main view on that point. The picture is drawn once per new
-    layout (into an image) and the rectangle on every move, so panning costs only a blit.
-    """
-
-    panned = Signal()
-    """The user moved the main view from the overview."""
-
-    SIZE = QSize(180, 110)
-
-    def __init__(self, view: TreeGraphicsView, canvas: TreeCanvas) -> None:
-        super().__init__(view)
-        self.setObjectName("treeOverview")
-        self.setFixedSize(self.SIZE)
-        self.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.setToolTip("Overview: click or drag to move the view")
-        self._view = view
-        self._canvas = canvas
-        self._image: QImage | None = None
-        self._scale = 1.0
-        self._offset = QPointF()
-        view.viewChanged.connect(self.update)
-
-    def invalidate(self) -> None:
-        """The tree changed: draw its picture again when next shown."""
-        self._image = None
-        self.update()
-
-    def place(self) -> None:
-        """Keep to the bottom-right corner of the viewport."""
-        viewport = self._view.viewport().geometry()
-        self.move(viewport.right() - self.width() - 6, viewport.bottom() - self.height() - 6)
-
-    def _fit(self) -> QRectF:
-        bounds = self._canvas.geometry.bounds
-        inner = QRectF(self.rect()).adjusted(4, 4, -4, -4)
-        if bounds.isEmpty():
-            self._scale, self._offset = 1.0, QPointF()
-            return bounds
-        self._scale = min(inner.width() / bounds.width(), inner.height() / bounds.height())
-        drawn = QSizeF(bounds.width() * self._scale, bounds.height() * self._scale)
-        self._offset = QPointF(
-            inner.left() + (inner.width() - drawn.width()) / 2 - bounds.left() * self._scale,
-            inner.top() + (inner.height() - drawn.height()) / 2 - bounds.top() * self._scale,
-        )
-        return bounds
-
-    def to_scene(self, point: QPointF) -> QPointF:
-        """The scene point under ``point`` of this widget."""
-        self._fit()
-        return QPointF(
-            (point.x() - self._offset.x()) / self._scale, (point.y() - self._offset.y()) / self._scale
-        )
-
-    def from_scene(self, rect: QRectF) -> QRectF:
-        self._fit()
-        return QRectF(
-            rect.left() * self._scale + self._offset.x(),
-            rect.top() * self._scale + self._offset.y(),
-            rect.width() * self._scale,
-            rect.height() * self._scale,
-        )
-
-    def _picture(self) -> QImage:
-        image = QImage(self.size(), QImage.Format.Format_ARGB32_Premultiplied)
-        image.fill(QColor(255, 255, 255, 225))
-        geo = self._canvas.geometry
-        self._fit()
-        painter = QPainter(image)
-        painter.setPen(QPen(QColor("#c9ced6"), 1.0))
-        painter.drawRect(QRectF(image.rect()).adjusted(0, 0, -1, -1))
-        groups: dict[str, list[QRectF]] = {}
-        s, ox, oy = self._scale, self._offset.x(), self._offset.y()
-        for x, y, colour in zip(geo.cx, geo.cy, geo.fill, strict=True):
-            groups.setdefault(colour, []).append(QRectF(x * s + ox - 1, y * s + oy - 1, 2, 2))
-        painter.setPen(Qt.PenStyle.NoPen)
-        for colour, rects in groups.items():
-            painter.setBrush(QColor(colour))
-            painter.drawRects(rects)
-        painter.end()
-        return image
-
-    def paintEvent(self, event: QPaintEvent) -> None:
-        if self._image is None or self._image.size() != self.size():
-            self._image = self._picture()
-        painter = QPainter(self)
-        painter.drawImage(0, 0, self._image)
-        if not self._canvas.geometry.bounds.isEmpty():
-            painter.setPen(QPen(QColor(SELECT_COLOUR), 1.5))
-            painter.setBrush(QColor(255, 106, 0, 30))
-            shown = self.from_scene(self._view.visible_scene_rect()).intersected(QRectF(self.rect()))
-            painter.drawRect(shown.adjusted(0.5, 0.5, -0.5, -0.5))
-        painter.end()
-
-    def _pan(self, event: QMouseEvent) -> None:
-        if not self._canvas.geometry.bounds.isEmpty():
-            self._view.centerOn(self.to_scene(event.position()))
-            self.panned.emit()
-        event.accept()
-
-    def mousePressEvent(self, event: QMouseEvent) -> None:
-        if event.button() == Qt.MouseButton.LeftButton:
-            self._pan(event)
-
-    def mouseMoveEvent(self, event: QMouseEvent) -> None:
-        if event.buttons() & Qt.MouseButton.LeftButton:
-            self._pan(event)
-
-
-def uct_terms(node: TreeNode, parent: TreeNode, c: float) -> tuple[float, float, float]:
-    """Value, exploration term ``c·√(ln N_parent / n)`` and their sum (UCT) of a child; unvisited: ∞."""
-    if node.visits <= 0:
-        return node.value, math.inf, math.inf
-    if parent.visits <= 0:
-        return node.value, 0.0, node.value
-    exploration = c * math.sqrt(math.log(parent.visits) / node.visits)
-    return node.value, exploration, node.value + exploration
-
-
-def exploration_constant(figures: dict[str, object]) -> float:
-    """The run's UCT constant c if its figures name it, else the default 1.414."""
-    for key in ("exploration_constant", "exploration_weight", "c"):
-        value = figures.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-            return float(value)
-    return EXPLORATION
-
-
-def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EXPLORATION) -> str:
-    """The inspector's text for ``node``: every field a person reads to judge a step, and, for a child,
-    the UCT terms its selection was scored by."""
-    e = html.escape
-    rows: list[tuple[str, str]] = [
-        ("Label", e(node.label)),
-        ("Kind", e(node.kind)),
-        ("Status", e(node.status)),
-        ("Depth", str(node.depth)),
-        ("Visits", str(node.visits)),
-        ("Value", f"{node.value:.3f}"),
-    ]
-    if node.reward_raw is not None or node.reward is not None:
-        raw = f"{node.reward_raw:g} / 10" if node.reward_raw is not None else "–"
-        norm = f"{node.reward:.3f}" if node.reward is not None else "–"
-        rows.append(("Reward", f"{raw} (normalised {norm})"))
-    for title, value in (("Role", node.role), ("Model", node.model), ("Change set", node.changeset_id)):
-        if value:
-            rows.append((title, e(value)))
-    if node.input_tokens or node.output_tokens:
-        rows.append(("Tokens", f"{node.input_tokens} in / {node.output_tokens} out"))
-    if node.latency_ms:
-        rows.append(("Latency", f"{node.latency_ms:.0f} ms"))
-    rows.append(("Id", e(node.id)))
-    table = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in rows)
-    parts = [f"<table cellspacing='2'>{table}</table>"]
-    if parent is not None:
-        value, exploration, total = uct_terms(node, parent, c)
-
-        def number(x: float) -> str:
-            return "∞" if math.isinf(x) else f"{x:.3f}"
-
-        uct_rows = [
-            ("Value", f"{value:.3f}"),
-            ("Exploration", f"{number(exploration)} = {c:g}·√(ln {parent.visits} / {node.visits})"),
-            ("UCT", number(total)),
-            ("Visits", f"{node.visits} of the parent's {parent.visits}"),
-        ]
-        uct = "".join(f"<tr><td><b>{k}</b></td><td>{v}</td></tr>" for k, v in uct_rows)
-        parts.append(f"<h4>UCT (c = {c:g})</h4><table cellspacing='2'>{uct}</table>")
-
-    def section(title: str, text: str | None, pre: bool = False) -> None:
-        if text:
-            body = f"<pre>{e(text)}</pre>" if pre else f"<p>{e(text).replace(chr(10), '<br>')}</p>"
-            parts.append(f"<h4>{title}</h4>{body}")
-
-    section("Thought", node.thought)
-    if node.action is not None:
-        args = json.dumps(node.action.args, indent=2, ensure_ascii=False, default=str)
-        how = " (recovered from text: the model wrote the call out)" if node.action.recovered else ""
-        section("Action", f"{node.action.tool}{how}\n{args}", pre=True)
-    section("Observation", node.observation, pre=True)
-    section("Reflection", node.reflection)
-    return "".join(parts)
 
 
 class SearchTreeView(QWidget):
@@ -761,12 +92,14 @@ class SearchTreeView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.runs: dict[str, SearchTree] = {}
-        self.file_runs: set[str] = set()
-        self.stale_runs: set[str] = set()
-        """Runs kept from an earlier session (its restore failed): the backend no longer has them."""
-        self.faults: dict[str, str] = {}
-        """Runs whose events stopped fitting, and what the dock's message line says about them."""
+        self.feed = RunFeed()
+        self.runs, self.file_runs, self.stale_runs, self.faults = (
+            self.feed.runs,
+            self.feed.file_runs,
+            self.feed.stale_runs,
+            self.feed.faults,
+        )
+        """The feed's runs, file and stale runs and faults, under the names the window and tests use."""
         self.current: str | None = None
         self.shown: SearchTree | None = None
         """The tree drawn: the current run, or its state at the replay step."""
@@ -778,7 +111,6 @@ class SearchTreeView(QWidget):
         self.branch_diff_supported = False
         self.last_flush_s = 0.0
         """How long the last redraw (:meth:`flush`) took; the bench reads it."""
-        self._held: dict[str, dict[int, TreeEvent]] = {}
         self._layout: Layout | None = None
         self._structure_dirty = False
         self._restyle: set[str] = set()
@@ -841,23 +173,13 @@ class SearchTreeView(QWidget):
         self.message.setContentsMargins(6, 0, 6, 0)
         self.message.hide()
 
-        self.inspector = QTextBrowser()
-        self.inspector.setObjectName("treeInspector")
-        self.inspector.setOpenLinks(False)
-        self.inspector.setPlaceholderText("Click a node to inspect it.")
-        self.branch_button = QPushButton("Show branch diff")
-        self.branch_button.setObjectName("branchDiffButton")
+        self.side = TreeInspector()
+        self.inspector = self.side.text
+        self.branch_button = self.side.branch_button
         self.branch_button.clicked.connect(self._request_branch_diff)
-        self.branch_button.hide()
-        side = QWidget()
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.setSpacing(2)
-        side_layout.addWidget(self.inspector, 1)
-        side_layout.addWidget(self.branch_button)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.graphics)
-        splitter.addWidget(side)
+        splitter.addWidget(self.side)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([3000, 1000])
@@ -885,8 +207,6 @@ class SearchTreeView(QWidget):
         column.addLayout(timeline)
         self._set_enabled()
 
-    # -- events in ---------------------------------------------------------------------------------
-
     def add_events(self, events: Iterable[TreeEvent], *, source: str | None = None) -> None:
         """Apply live (or opened) events; the drawing follows on the coalescing timer.
 
@@ -908,7 +228,7 @@ class SearchTreeView(QWidget):
                     self.runStarted.emit(key)
                 if source is not None or self.current is None or self.step is None:
                     self._select_run(key)
-            for applied in self._feed(key, tree, event):
+            for applied in self.feed.feed(key, tree, event):
                 if key == self.current and self.step is None:
                     touched_current = True
                     self._note_change(tree, applied)
@@ -928,41 +248,6 @@ class SearchTreeView(QWidget):
             self._schedule()
         for key in finished:
             self.runFinished.emit(key)
-
-    def _feed(self, key: str, tree: SearchTree, event: TreeEvent) -> list[TreeEvent]:
-        """Apply ``event`` (and held events it unblocks) to ``tree``; the events applied."""
-        if key in self.faults and key not in self._held:
-            return []  # stopped for good: an event did not fit
-        if event.seq <= tree.seq:
-            return []  # a duplicate
-        held = self._held.setdefault(key, {})
-        if event.seq > tree.seq + 1:
-            if len(held) < HELD_EVENTS_MAX:
-                held.setdefault(event.seq, event)
-            self.faults[key] = (
-                f"run {tree.run_id or event.run_id}: events out of order after seq {tree.seq}; "
-                "showing the tree up to there"
-            )
-            return []
-        applied: list[TreeEvent] = []
-        next_event: TreeEvent | None = event
-        while next_event is not None:
-            try:
-                tree.apply(next_event)
-            except TreeError as exc:
-                self._held.pop(key, None)
-                self.faults[key] = f"{exc}; showing the tree up to seq {tree.seq}"
-                return applied
-            applied.append(next_event)
-            next_event = held.pop(tree.seq + 1, None)
-        if held:
-            self.faults[key] = (
-                f"run {tree.run_id}: events out of order after seq {tree.seq}; showing the tree up to there"
-            )
-        else:
-            del self._held[key]
-            self.faults.pop(key, None)
-        return applied
 
     def _note_change(self, tree: SearchTree, event: TreeEvent) -> None:
         """Remember what ``event`` changed in the drawing of the live tree: its shape, or styles only."""
@@ -1010,11 +295,7 @@ class SearchTreeView(QWidget):
         """Forget the live runs (a session replay rebuilds them); returns what was removed."""
         removed = {k: t for k, t in self.runs.items() if not (keep_files and k in self.file_runs)}
         for key in removed:
-            del self.runs[key]
-            self.file_runs.discard(key)
-            self.stale_runs.discard(key)
-            self.faults.pop(key, None)
-            self._held.pop(key, None)
+            self.feed.forget(key)
             self.run_combo.removeItem(self.run_combo.findData(key))
         if self.current in removed:
             self.current = None
@@ -1031,8 +312,6 @@ class SearchTreeView(QWidget):
                 self._add_run_item(key, tree.run_id or key)
         if self.current is None and self.runs:
             self._select_run(next(reversed(self.runs)))
-
-    # -- drawing -----------------------------------------------------------------------------------
 
     def _schedule(self, *, soon: bool = False) -> None:
         if soon:
@@ -1128,8 +407,6 @@ class SearchTreeView(QWidget):
         super().showEvent(event)
         self.overview.place()
 
-    # -- selection and inspector -------------------------------------------------------------------
-
     def _on_click(self, point: QPointF) -> None:
         index = self.canvas.node_at(point)
         self.select_node(self.canvas.geometry.ids[index] if index >= 0 else None)
@@ -1166,10 +443,10 @@ class SearchTreeView(QWidget):
         node = self._selected_node()
         tree = self.shown
         if node is None or tree is None:
-            self.inspector.clear()
+            self.side.show_node(None)
         else:
             parent = tree.nodes.get(node.parent) if node.parent is not None else None
-            self.inspector.setHtml(inspector_html(node, parent, exploration_constant(tree.figures)))
+            self.side.show_node(node, parent, exploration_constant(tree.figures))
         self._update_branch_button(node)
 
     def set_branch_diff_supported(self, supported: bool) -> None:
@@ -1189,14 +466,7 @@ class SearchTreeView(QWidget):
         return None
 
     def _update_branch_button(self, node: TreeNode | None) -> None:
-        button = self.branch_button
-        if node is None or not node.changeset_id:
-            button.hide()
-            return
-        why = self.branch_diff_unavailable()
-        button.setEnabled(why is None)
-        button.setToolTip(why or f"Show the changes of branch {node.id} (change set {node.changeset_id})")
-        button.show()
+        self.side.show_branch_button(node, self.branch_diff_unavailable())
 
     def _request_branch_diff(self) -> None:
         node = self._selected_node()
@@ -1204,8 +474,6 @@ class SearchTreeView(QWidget):
         if node is None or not node.changeset_id or tree is None or self.branch_diff_unavailable():
             return
         self.branchDiffRequested.emit(node.changeset_id, node.id, tree.run_id or "")
-
-    # -- runs and the timeline ---------------------------------------------------------------------
 
     def _add_run_item(self, key: str, run_id: str) -> None:
         self.run_combo.blockSignals(True)
@@ -1269,27 +537,12 @@ class SearchTreeView(QWidget):
         if tree is None:
             self.summary.setText("")
             return
-        drawn = len(self.canvas.geometry)
-        text = f"{len(tree.nodes)} nodes"
-        if drawn != len(tree.nodes):
-            text += f" ({drawn} shown)"
-        if tree.architecture:
-            text += f" · {tree.architecture}"
-        if self.step is not None:
-            text += " · replay"
-        elif tree.finished:
-            figures = ", ".join(f"{k} {v}" for k, v in list(tree.figures.items())[:4])
-            text += f" · finished{': ' + figures if figures else ''}"
-        else:
-            text += " · running"
-        self.summary.setText(text)
+        self.summary.setText(run_summary(tree, len(self.canvas.geometry), replaying=self.step is not None))
 
     def _set_enabled(self) -> None:
         has = self.current is not None
         for widget in (self.fit_button, self.export_button, self.slider, self.hide_pruned_box):
             widget.setEnabled(has)
-
-    # -- export ------------------------------------------------------------------------------------
 
     def _export_dialog(self, kind: str) -> None:
         filters = {
@@ -1307,33 +560,11 @@ class SearchTreeView(QWidget):
 
     def export_png(self, path: Path, scale: float = 2.0) -> Path:
         """The whole tree (as shown: replay step, hidden pruned) as a PNG image."""
-        source = self._export_source()
-        scale = min(scale, EXPORT_MAX_PX / max(source.width(), source.height(), 1.0))
-        size = QSize(max(1, math.ceil(source.width() * scale)), max(1, math.ceil(source.height() * scale)))
-        image = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
-        image.fill(QColor("white"))
-        painter = QPainter(image)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        self.scene.render(painter, QRectF(0, 0, size.width(), size.height()), source)
-        painter.end()
-        if not image.save(str(path), "PNG"):
-            raise OSError(f"cannot write {path}")
-        return path
+        return render_png(self.scene, self._export_source(), path, scale)
 
     def export_svg(self, path: Path) -> Path:
         """The whole tree as an SVG drawing (labels included)."""
-        from PySide6.QtSvg import QSvgGenerator
-
-        source = self._export_source()
-        generator = QSvgGenerator()
-        generator.setFileName(str(path))
-        generator.setSize(QSize(math.ceil(source.width()), math.ceil(source.height())))
-        generator.setViewBox(QRectF(0, 0, source.width(), source.height()))
-        generator.setTitle("Arbor search tree")
-        painter = QPainter(generator)
-        self.scene.render(painter, QRectF(0, 0, source.width(), source.height()), source)
-        painter.end()
-        return path
+        return render_svg(self.scene, self._export_source(), path)
 
     def export_jsonl(self, path: Path) -> Path:
         """Every event of the current run (whatever the replay step) as ``.arbor-tree.jsonl``."""

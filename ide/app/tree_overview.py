@@ -1,0 +1,180 @@
+"""Moving about the drawn tree: the zooming, panning graphics view and the corner overview map."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, QSizeF, Qt, Signal
+from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QResizeEvent, QWheelEvent
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
+
+from ide.app.tree_scene import TreeCanvas
+from ide.app.tree_style import SELECT_COLOUR
+
+
+class TreeGraphicsView(QGraphicsView):
+    """Zoom with the wheel (under the cursor), pan by dragging; a click without a drag picks a node."""
+
+    nodeClicked = Signal(QPointF)
+    """Scene position of a click."""
+    userMoved = Signal()
+    """The user zoomed or panned: stop fitting the tree to the view as it grows."""
+    viewChanged = Signal()
+    """The visible part of the scene moved or changed size (the overview redraws its rectangle)."""
+
+    def __init__(self, scene: QGraphicsScene, parent: QWidget | None = None) -> None:
+        super().__init__(scene, parent)
+        self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.MinimalViewportUpdate)
+        self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        self._press: QPoint | None = None
+
+    def zoom(self, factor: float) -> None:
+        scale = self.transform().m11()
+        factor = min(max(factor, 0.0005 / scale), 8.0 / scale)
+        self.scale(factor, factor)
+        self.viewChanged.emit()
+
+    def visible_scene_rect(self) -> QRectF:
+        """The part of the scene the viewport shows."""
+        return self.mapToScene(self.viewport().rect()).boundingRect()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:
+        super().scrollContentsBy(dx, dy)
+        self.viewChanged.emit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.viewChanged.emit()
+
+    def wheelEvent(self, event: QWheelEvent) -> None:
+        steps = event.angleDelta().y() / 120
+        if steps:
+            self.zoom(1.2**steps)
+            self.userMoved.emit()
+        event.accept()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self._press = event.position().toPoint()
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:
+        super().mouseReleaseEvent(event)
+        press, self._press = self._press, None
+        if press is None or event.button() != Qt.MouseButton.LeftButton:
+            return
+        if (event.position().toPoint() - press).manhattanLength() <= 4:
+            self.nodeClicked.emit(self.mapToScene(event.position().toPoint()))
+        else:
+            self.userMoved.emit()
+
+
+class TreeOverview(QWidget):
+    """A small picture of the whole tree in the view's corner, with the visible part outlined.
+
+    Clicking or dragging in it centres the main view on that point. The picture is drawn once per new
+    layout (into an image) and the rectangle on every move, so panning costs only a blit.
+    """
+
+    panned = Signal()
+    """The user moved the main view from the overview."""
+
+    SIZE = QSize(180, 110)
+
+    def __init__(self, view: TreeGraphicsView, canvas: TreeCanvas) -> None:
+        super().__init__(view)
+        self.setObjectName("treeOverview")
+        self.setFixedSize(self.SIZE)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip("Overview: click or drag to move the view")
+        self._view = view
+        self._canvas = canvas
+        self._image: QImage | None = None
+        self._scale = 1.0
+        self._offset = QPointF()
+        view.viewChanged.connect(self.update)
+
+    def invalidate(self) -> None:
+        """The tree changed: draw its picture again when next shown."""
+        self._image = None
+        self.update()
+
+    def place(self) -> None:
+        """Keep to the bottom-right corner of the viewport."""
+        viewport = self._view.viewport().geometry()
+        self.move(viewport.right() - self.width() - 6, viewport.bottom() - self.height() - 6)
+
+    def _fit(self) -> QRectF:
+        bounds = self._canvas.geometry.bounds
+        inner = QRectF(self.rect()).adjusted(4, 4, -4, -4)
+        if bounds.isEmpty():
+            self._scale, self._offset = 1.0, QPointF()
+            return bounds
+        self._scale = min(inner.width() / bounds.width(), inner.height() / bounds.height())
+        drawn = QSizeF(bounds.width() * self._scale, bounds.height() * self._scale)
+        self._offset = QPointF(
+            inner.left() + (inner.width() - drawn.width()) / 2 - bounds.left() * self._scale,
+            inner.top() + (inner.height() - drawn.height()) / 2 - bounds.top() * self._scale,
+        )
+        return bounds
+
+    def to_scene(self, point: QPointF) -> QPointF:
+        """The scene point under ``point`` of this widget."""
+        self._fit()
+        return QPointF(
+            (point.x() - self._offset.x()) / self._scale, (point.y() - self._offset.y()) / self._scale
+        )
+
+    def from_scene(self, rect: QRectF) -> QRectF:
+        self._fit()
+        return QRectF(
+            rect.left() * self._scale + self._offset.x(),
+            rect.top() * self._scale + self._offset.y(),
+            rect.width() * self._scale,
+            rect.height() * self._scale,
+        )
+
+    def _picture(self) -> QImage:
+        image = QImage(self.size(), QImage.Format.Format_ARGB32_Premultiplied)
+        image.fill(QColor(255, 255, 255, 225))
+        geo = self._canvas.geometry
+        self._fit()
+        painter = QPainter(image)
+        painter.setPen(QPen(QColor("#c9ced6"), 1.0))
+        painter.drawRect(QRectF(image.rect()).adjusted(0, 0, -1, -1))
+        groups: dict[str, list[QRectF]] = {}
+        s, ox, oy = self._scale, self._offset.x(), self._offset.y()
+        for x, y, colour in zip(geo.cx, geo.cy, geo.fill, strict=True):
+            groups.setdefault(colour, []).append(QRectF(x * s + ox - 1, y * s + oy - 1, 2, 2))
+        painter.setPen(Qt.PenStyle.NoPen)
+        for colour, rects in groups.items():
+            painter.setBrush(QColor(colour))
+            painter.drawRects(rects)
+        painter.end()
+        return image
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        if self._image is None or self._image.size() != self.size():
+            self._image = self._picture()
+        painter = QPainter(self)
+        painter.drawImage(0, 0, self._image)
+        if not self._canvas.geometry.bounds.isEmpty():
+            painter.setPen(QPen(QColor(SELECT_COLOUR), 1.5))
+            painter.setBrush(QColor(255, 106, 0, 30))
+            shown = self.from_scene(self._view.visible_scene_rect()).intersected(QRectF(self.rect()))
+            painter.drawRect(shown.adjusted(0.5, 0.5, -0.5, -0.5))
+        painter.end()
+
+    def _pan(self, event: QMouseEvent) -> None:
+        if not self._canvas.geometry.bounds.isEmpty():
+            self._view.centerOn(self.to_scene(event.position()))
+            self.panned.emit()
+        event.accept()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            self._pan(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        if event.buttons() & Qt.MouseButton.LeftButton:
+            self._pan(event)

@@ -1,0 +1,99 @@
+"""How a search-tree node looks: its size, fill colour by value, outline by status and shape by kind."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtGui import QColor
+
+from ide.app.theme import ACCENT
+from ide.protocol.tree import TreeNode
+
+H_UNIT = 48.0
+"""Scene pixels between sibling centres."""
+V_UNIT = 80.0
+"""Scene pixels between depth levels."""
+MIN_R, MAX_R = 7.0, 18.0
+LABEL_PX = 7.0
+"""Smallest on-screen text height (pixels) worth drawing."""
+SHAPE_PX = 5.0
+"""Below this on-screen node diameter, nodes are plain squares (no outline, no shape)."""
+FONT_PT = 9.0
+
+
+STATUS_COLOURS = {
+    "generated": "#c3c8d1",
+    "evaluated": "#7ea6e0",
+    "active": "#f0a202",
+    "terminated_early": "#8a8f98",
+    "solution": "#2e9e4f",
+    "pruned": "#e4e6ea",
+    "failed": "#d64545",
+}
+STATUS_PENS = {
+    "solution": ("#1d6b34", 2.5),
+    "failed": ("#a12626", 2.0),
+    "active": ("#b57800", 2.0),
+    "pruned": ("#b9bdc4", 1.0),
+}
+DEFAULT_PEN = ("#5d636e", 1.0)
+EDGE_COLOUR = "#b3b9c3"
+BEST_COLOUR = ACCENT
+TEXT_COLOUR = "#30343b"
+SELECT_COLOUR = "#ff6a00"
+
+
+def value_colour(score: float) -> str:
+    """Red (0) through yellow to green (1); scores above 1 are read on the 0–10 scale."""
+    if score > 1.0:
+        score /= 10.0
+    score = min(max(score, 0.0), 1.0)
+    return QColor.fromHsvF(score / 3.0, 0.65, 0.9).name()
+
+
+def node_score(node: TreeNode) -> float | None:
+    """The value a node is coloured by: its backed-up value once visited, else its reward, else None."""
+    if node.visits > 0:
+        return node.value
+    return node.reward
+
+
+def node_radius(node: TreeNode) -> float:
+    return min(MIN_R + 2.5 * math.log2(1 + max(node.visits, 0)), MAX_R)
+
+
+def _regular(count: int, start: float) -> list[tuple[float, float]]:
+    return [
+        (math.cos(start + 2 * math.pi * k / count), math.sin(start + 2 * math.pi * k / count))
+        for k in range(count)
+    ]
+
+
+POLYGONS: dict[str, list[tuple[float, float]]] = {
+    "answer": [(0.0, -1.2), (1.2, 0.0), (0.0, 1.2), (-1.2, 0.0)],  # diamond
+    "plan": _regular(6, 0.0),  # hexagon
+    "evaluation": [(0.0, -1.15), (1.1, 0.85), (-1.1, 0.85)],  # triangle
+    "synthesis": [
+        (r * math.cos(-math.pi / 2 + k * math.pi / 5), r * math.sin(-math.pi / 2 + k * math.pi / 5))
+        for k in range(10)
+        for r in ((1.25 if k % 2 == 0 else 0.6),)
+    ],  # star
+}
+"""Unit shapes by node kind; thought is a circle, action a square, step a rounded square, root a ring."""
+
+
+NodeStyle = tuple[float, str, str, str, str, str]
+"""Radius, fill colour, kind, status, label and edge label (the action's tool) of a drawn node."""
+
+_COLOURS: dict[float, str] = {}
+
+
+def node_style(node: TreeNode) -> NodeStyle:
+    """How ``node`` is drawn: size by visits, colour by value (status colour until scored), shape by kind."""
+    score = node_score(node)
+    if score is None:
+        fill = STATUS_COLOURS.get(node.status, "#c3c8d1")
+    else:
+        fill = _COLOURS.get(score) or _COLOURS.setdefault(score, value_colour(score))
+    tool = node.action.tool if node.action is not None else ""
+    return node_radius(node), fill, node.kind, node.status, node.label or node.kind, tool
