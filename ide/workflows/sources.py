@@ -1,0 +1,435 @@
+"""The retrieval sources: code index, documents, decision records, specs, git history, memory, plugins."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ide.gitsafe import git_argv
+from ide.settings import Settings
+from ide.workflows.queries import tokenize
+
+if TYPE_CHECKING:
+    from ide.changes import ChangeSet
+    from ide.codeintel.index import CodeIndex
+    from ide.workflows.retrieval import RetrievalRequest
+
+PER_SOURCE = 12
+"""Snippets one source returns at most."""
+REPO_MAP_MAX_FILES = 3000
+"""Up to this many indexed files the code source adds a focused repo map (above, it takes seconds)."""
+DEF_LINES = 60
+"""Lines of a definition's source a code snippet holds at most."""
+MIN_SYMBOL_SCORE = 20.0
+"""Index hits scoring lower are fuzzy subsequence guesses ("cli" → "ClientLoader"), not named code."""
+PICKAXE_TERMS = 3
+"""Identifiers of the queries looked for in the diffs of the logged commits (``git log -G``)."""
+DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt")
+ADR_DIRS = ("docs/adr", "doc/adr", "adr", "docs/decisions", "doc/decisions", "architecture/decisions")
+SPEC_WORDS = ("spec", "rfc", "design", "requirements", "architecture")
+
+CODE_SOURCES = {"codebase_semantic_search", "code_index", "codebase"}
+DOC_SOURCES = {"doc_retrieval", "document_semantic_search", "documentation"}
+ADR_SOURCES = {"decision_log_search", "decision_records"}
+SPEC_SOURCES = {"specification_search", "specifications"}
+LSP_SOURCES = {"lsp_tools"}
+
+
+@dataclass(frozen=True)
+class Snippet:
+    source: str
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    title: str = ""
+    score: float = 0.0
+    weight: float = 0.7
+    """The source's priority in the workflow (HIGH 1.0, MEDIUM 0.7, LOW 0.4)."""
+
+    def attribution(self) -> str:
+        if self.path.startswith(("git:", "memory:")) or "://" in self.path:
+            return self.path
+        if self.title and self.source in ("document_sections", "decision_records", "specifications"):
+            return f"{self.path}#{self.title}"
+        if self.start_line:
+            return f"{self.path}:{self.start_line}-{self.end_line}"
+        return self.path
+
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_RST_UNDER = re.compile(r"^([=\-~^\"'`#*+])\1{2,}\s*$")
+
+
+def document_sections(text: str, path: str) -> list[tuple[str, int, int, str]]:
+    """(section path "A > B", start line, end line, text) of a Markdown or reST document."""
+    lines = text.splitlines()
+    heads: list[tuple[int, int, str]] = []  # (line index, level, title)
+    rst_levels: list[str] = []
+    in_fence = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        if in_fence:
+            continue
+        rst = path.endswith(".rst")
+        match = None if rst else _MD_HEADING.match(line)
+        if match:
+            heads.append((i, len(match.group(1)), match.group(2).strip()))
+        elif rst and i > 0 and _RST_UNDER.match(line) and lines[i - 1].strip():
+            char = line.strip()[0]
+            if char not in rst_levels:
+                rst_levels.append(char)
+            heads.append((i - 1, rst_levels.index(char) + 1, lines[i - 1].strip()))
+    if not heads:
+        return [(Path(path).name, 1, len(lines), text)] if text.strip() else []
+    sections = []
+    stack: list[tuple[int, str]] = []
+    bounds = [h[0] for h in heads] + [len(lines)]
+    if heads[0][0] > 0 and "\n".join(lines[: heads[0][0]]).strip():
+        sections.append(("(preamble)", 1, heads[0][0], "\n".join(lines[: heads[0][0]])))
+    for n, (start, level, title) in enumerate(heads):
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        end = bounds[n + 1]
+        body = "\n".join(lines[start:end]).rstrip()
+        sections.append((" > ".join(t for _l, t in stack), start + 1, start + len(body.splitlines()), body))
+    return sections
+
+
+class RunMemory:
+    """What earlier workflow runs in this workspace learned: each stage's outcome, searchable (FTS5).
+
+    Kept at ``<workspace data>/workflow-memory.sqlite``, apart from the workspace memory (``ide.memory``),
+    which it predates; its rows are grounded as ``memory:ROWID``.
+    """
+
+    def __init__(self, root: Path, settings: Settings) -> None:
+        self.path = settings.workspace_data_dir(root) / "workflow-memory.sqlite"
+        with self._db() as db:
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS outcomes "
+                "USING fts5(task, workflow, stage, outcome, summary)"
+            )
+
+    def _db(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=10)
+
+    def record(self, task: str, workflow: str, stage: str, failed: bool, summary: str) -> None:
+        with self._db() as db:
+            db.execute(
+                "INSERT INTO outcomes (task, workflow, stage, outcome, summary) VALUES (?, ?, ?, ?, ?)",
+                (task, workflow, stage, "failed" if failed else "passed", summary),
+            )
+
+    def text_of(self, rowid: int) -> str | None:
+        with self._db() as db:
+            row = db.execute(
+                "SELECT task, workflow, stage, outcome, summary FROM outcomes WHERE rowid = ?", (rowid,)
+            ).fetchone()
+        return None if row is None else _memory_text(*row)
+
+    def search(self, query: str, limit: int = 5) -> list[Snippet]:
+        terms = [t for t in tokenize(query) if len(t) > 2][:16]
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        with self._db() as db:
+            rows = db.execute(
+                "SELECT rowid, task, workflow, stage, outcome, summary, bm25(outcomes) FROM outcomes "
+                "WHERE outcomes MATCH ? ORDER BY bm25(outcomes) LIMIT ?",
+                (match, limit),
+            ).fetchall()
+        return [
+            Snippet(
+                "memory", f"memory:{row[0]}", 0, 0, _memory_text(*row[1:6]), f"{row[2]} / {row[3]}", -row[6]
+            )
+            for row in rows
+        ]
+
+
+def _memory_text(task: str, workflow: str, stage: str, outcome: str, summary: str) -> str:
+    return f"Earlier run ({workflow}, stage {stage}, {outcome}) for: {task}\n{summary}"
+
+
+class RetrievalSources:
+    """The sources of a :class:`~ide.workflows.retrieval.RetrievalAgent`, which adds queries and reports."""
+
+    root: Path
+    settings: Settings
+    changeset: ChangeSet | None
+    index: CodeIndex | None
+    memory: RunMemory | None
+    _docs: list[str] | None
+    _sections_by_kind: dict[str, tuple[list[Snippet], Any]]
+    _lock: threading.Lock
+
+    def _finder(
+        self, name: str, request: RetrievalRequest
+    ) -> tuple[Callable[[list[str]], list[Snippet]] | None, str]:
+        """The function answering source ``name``'s queries, or None and why the source is unavailable."""
+        finder: Callable[[list[str]], list[Snippet]] | None = None
+        reason = ""
+        if name in CODE_SOURCES:
+            if self.index is None:
+                reason = "the code index is not open for this workspace"
+            else:
+                finder = lambda q: self._code(q, request)  # noqa: E731
+        elif name in DOC_SOURCES:
+            finder = lambda q: self._sections(q, "document_sections", None)  # noqa: E731
+        elif name in ADR_SOURCES:
+            finder = lambda q: self._sections(q, "decision_records", _is_adr)  # noqa: E731
+        elif name in SPEC_SOURCES:
+            finder = lambda q: self._sections(q, "specifications", _is_spec)  # noqa: E731
+        elif name == "git_history":
+            finder = self._git
+        elif name == "memory":
+            if self.memory is None:
+                reason = "the run memory could not be opened"
+            else:
+                finder = lambda q: self.memory.search(" ".join(q), PER_SOURCE) if self.memory else []  # noqa: E731
+        elif name in self.settings.workflows.sources:
+            finder = lambda q: self._plugin(name, q)  # noqa: E731
+        else:
+            reason = (
+                f"{name} is not configured: set [workflows.sources.{name}] command = [...] "
+                "in your config.toml (a workspace's .arbor/config.toml applies it once you trust the "
+                "workspace: arbor trust)"
+            )
+        return finder, reason
+
+    def _read(self, rel: str) -> str | None:
+        try:
+            if self.changeset is not None:
+                return self.changeset.read_text(rel)
+            return (self.root / rel).read_text(encoding="utf-8", errors="replace")
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        except Exception:  # ChangeError for paths the overlay refuses
+            return None
+
+    def _code(self, queries: list[str], request: RetrievalRequest) -> list[Snippet]:
+        """A repo map focused on what the queries hit, then the definitions they name with their source
+        lines. Files the change set touched are parsed from their proposed text: the index still holds
+        their old lines, and an agent's new definitions are not in it at all."""
+        from ide.codeintel.index.repomap import repo_map, task_focus
+        from ide.tools.index import overlay_symbols
+        from ide.tools.workspace import Workspace
+
+        assert self.index is not None
+        changed = overlay_symbols(Workspace(self.root, self.settings.workspace, self.changeset))
+        hits: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # → path, line, end, name, score
+        for rank, query in enumerate(queries):
+            term = query.lstrip("-")
+            if len(term) < 2 or "/" in term:
+                continue
+            score = len(queries) - rank
+            for symbol in self.index.search(term, limit=6):
+                if symbol.path in changed or symbol.score < MIN_SYMBOL_SCORE:
+                    continue
+                name = symbol.qualname or symbol.name
+                hits.setdefault(
+                    (symbol.path, symbol.line), (symbol.path, symbol.line, symbol.end_line, name, score)
+                )
+            for rel, symbols in changed.items():
+                for found in symbols.definitions if symbols is not None else ():
+                    if term.lower() in found.qualname.lower():
+                        hit = (rel, found.line, found.end_line, found.qualname, score)
+                        hits.setdefault((rel, found.line), hit)
+        snippets: list[Snippet] = []
+        texts: dict[str, list[str] | None] = {}
+        for path, line, end_line, name, score in sorted(hits.values(), key=lambda hit: -hit[4]):
+            if path not in texts:
+                text = self._read(path)
+                texts[path] = text.split("\n") if text is not None else None
+            lines = texts[path]
+            if not lines or line < 1 or line > len(lines):
+                continue
+            end = min(max(end_line, line), line + DEF_LINES - 1, len(lines))
+            body = "\n".join(lines[line - 1 : end])
+            snippets.append(Snippet("code_index", path, line, end, body, name, float(score)))
+            if len(snippets) >= PER_SOURCE - 1:
+                break
+        if self.index.file_count() > REPO_MAP_MAX_FILES:
+            return snippets  # the map costs seconds on large indexes; agents call repo_map on demand
+        files, names = task_focus(self.index, " ".join(queries))
+        files.extend([*request.focus_files, *(s.path for s in snippets)])
+        names.extend(s.title.rsplit(".", 1)[-1] for s in snippets)
+        budget = request.strategy.retrieval_hints.token_budget.get(
+            request.stage_name, self.settings.workflows.default_token_budget
+        )
+        text = repo_map(
+            self.index,
+            budget_tokens=max(64, min(self.settings.index.repo_map_tokens, budget // 4)),
+            focus_files=list(dict.fromkeys(files)),
+            focus_names=list(dict.fromkeys(names)),
+            overlay_symbols=changed,
+        )
+        if text and not text.startswith("(the index holds no definitions"):
+            snippets.insert(0, Snippet("repo_map", "repo-map", 0, 0, text, "Repo map"))
+        return snippets
+
+    def _doc_files(self) -> list[str]:
+        """The workspace's documents: from the code index when it is open (it holds every .md, .rst and
+        .txt file with the same ignore rules), else from a walk of the workspace."""
+        if self._docs is None:
+            if self.index is not None:
+                found = self.index.paths(DOC_SUFFIXES)
+            else:
+                from ide.tools.workspace import Workspace
+
+                found = [
+                    rel
+                    for rel, _entry in Workspace(self.root, self.settings.workspace, self.changeset).scan()
+                ]
+            proposed = self.changeset.changed_paths() if self.changeset is not None else []
+            self._docs = sorted({rel for rel in [*found, *proposed] if _is_document(rel)})
+        return self._docs
+
+    def _section_index(self, source: str, keep: Callable[[str], bool] | None) -> tuple[list[Snippet], Any]:
+        """Every section of the kind's documents and their BM25 index, made once per agent."""
+        from ide.workflows.fusion import Bm25
+
+        with self._lock:
+            if source not in self._sections_by_kind:
+                sections: list[Snippet] = []
+                for rel in self._doc_files():
+                    if keep is not None and not keep(rel):
+                        continue
+                    text = self._read(rel)
+                    for title, start, end, body in document_sections(text or "", rel):
+                        sections.append(Snippet(source, rel, start, end, body, title))
+                self._sections_by_kind[source] = (sections, Bm25([f"{c.title}\n{c.text}" for c in sections]))
+            return self._sections_by_kind[source]
+
+    def _sections(self, queries: list[str], source: str, keep: Callable[[str], bool] | None) -> list[Snippet]:
+        sections, bm25 = self._section_index(source, keep)
+        if not sections:
+            return []
+        scores = bm25.scores(" ".join(queries))
+        ranked = sorted(range(len(sections)), key=lambda i: -scores[i])[:PER_SOURCE]
+        return [
+            Snippet(c.source, c.path, c.start_line, c.end_line, c.text, c.title, scores[i])
+            for i in ranked
+            if scores[i] > 0
+            for c in [sections[i]]
+        ]
+
+    def _git(self, queries: list[str]) -> list[Snippet]:
+        if not (self.root / ".git").exists() and _git(self.root, "rev-parse", "--git-dir") is None:
+            raise RuntimeError("not a git repository")
+        log = _git(self.root, "log", "-n", "300", "--format=%h%x1f%s%x1f%b%x1e")
+        if log is None:
+            raise RuntimeError("git log failed")
+        from ide.workflows.fusion import bm25_scores
+
+        commits = _commits(log)
+        # Commits whose diff adds or removes a queried identifier, though their message never names it:
+        # identifiers only (plain words would match most commits), one -G pass over the commits above,
+        # bounded in time so a big history cannot stall the stage.
+        idents = [q for q in queries if len(q) >= 4 and _IDENTIFIER.fullmatch(q)][:PICKAXE_TERMS]
+        pickaxe: set[str] = set()
+        if idents and commits:
+            pattern = "|".join(re.escape(term) for term in idents)
+            shas = [h for h, _s, _t in commits]
+            found = _git(
+                self.root, "log", "--no-walk=unsorted", f"-G{pattern}", "--format=%h", *shas, timeout=3
+            )
+            pickaxe = set((found or "").split())
+        if not commits:
+            return []
+        scores = bm25_scores(" ".join(queries), [text for _h, _s, text in commits])
+        totals = [
+            score + (2.0 if h in pickaxe else 0.0) for score, (h, _s, _t) in zip(scores, commits, strict=True)
+        ]
+        ranked = sorted(zip(totals, commits, strict=True), key=lambda pair: -pair[0])
+        return [
+            Snippet("git_history", f"git:{h}", 0, 0, text, subject, score)
+            for score, (h, subject, text) in ranked
+            if score > 0
+        ][:PER_SOURCE]
+
+    def _plugin(self, name: str, queries: list[str]) -> list[Snippet]:
+        config = self.settings.workflows.sources[name]
+        proc = subprocess.run(
+            [*config.command, " ".join(queries[:6])],
+            capture_output=True,
+            text=True,
+            timeout=config.timeout_s,
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+        )
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"{config.command[0]} exited with {proc.returncode}: {tail}")
+        snippets = []
+        for line in proc.stdout.splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            PLUGIN_DOCUMENTS[(name, str(item["location"]))] = str(item["text"])
+            snippets.append(
+                Snippet(name, str(item["location"]), 0, 0, str(item["text"]), str(item.get("title", "")))
+            )
+        return snippets
+
+
+PLUGIN_DOCUMENTS: dict[tuple[str, str], str] = {}
+"""What plugins returned, by (source, location): the grounding check compares snippets with it."""
+
+
+DOC_NAMES = ("readme", "changes", "changelog", "history", "news", "contributing", "design", "architecture")
+
+
+def _is_document(rel: str) -> bool:
+    """Markdown and reST anywhere; plain text only when it is named like a document or sits in docs/."""
+    low = rel.lower()
+    if low.endswith((".md", ".markdown", ".rst")):
+        return True
+    name = Path(low).name
+    return low.endswith(".txt") and (name.startswith(DOC_NAMES) or low.startswith("docs/") or "/docs/" in low)
+
+
+def _is_adr(rel: str) -> bool:
+    low = rel.lower()
+    return any(low.startswith(d + "/") or f"/{d}/" in low for d in ADR_DIRS)
+
+
+def _is_spec(rel: str) -> bool:
+    name = Path(rel).name.lower()
+    return any(word in name for word in SPEC_WORDS) or "/specs/" in f"/{rel.lower()}"
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:_\w+|[a-z][A-Z]\w*)(?:\.[A-Za-z_]\w*)*")
+"""snake_case or camelCase (optionally dotted): a name worth looking for in diffs."""
+
+
+def _commits(log: str) -> list[tuple[str, str, str]]:
+    """(short sha, subject, subject and body) of ``git log --format=%h%x1f%s%x1f%b%x1e`` output."""
+    commits = []
+    for record in log.split("\x1e"):
+        parts = record.strip("\n").split("\x1f")
+        if len(parts) == 3 and parts[0]:
+            commits.append((parts[0], parts[1], f"{parts[1]}\n{parts[2]}".strip()))
+    return commits
+
+
+def _git(root: Path, *args: str, timeout: float = 20) -> str | None:
+    try:
+        # Through ide.gitsafe; a log (-G searches diffs) never runs a textconv or external diff driver.
+        if args[:1] == ("log",):
+            args = ("log", "--no-textconv", "--no-ext-diff", *args[1:])
+        proc = subprocess.run(
+            git_argv(root, *args), cwd=root, capture_output=True, text=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
