@@ -9,7 +9,8 @@ the dock (:class:`~ide.app.tree_runs.RunFeed`). A corner overview shows the whol
 part, and pans the view on a click.
 
 The drawing is in :mod:`ide.app.tree_scene` (styles in :mod:`ide.app.tree_style`), the view and the
-overview in :mod:`ide.app.tree_overview`, the inspector in :mod:`ide.app.tree_inspector`.
+overview in :mod:`ide.app.tree_overview`, the inspector in :mod:`ide.app.tree_inspector`, the toolbar
+and the timeline in :mod:`ide.app.tree_toolbar`.
 """
 
 from __future__ import annotations
@@ -21,20 +22,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QFileDialog,
-    QGraphicsScene,
-    QHBoxLayout,
-    QLabel,
-    QMenu,
-    QSlider,
-    QSplitter,
-    QToolButton,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QGraphicsScene, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ide.app.tree_inspector import TreeInspector, exploration_constant, inspector_html
 from ide.app.tree_model import Layout, tidy_layout, visible_ids
@@ -42,15 +30,8 @@ from ide.app.tree_overview import TreeGraphicsView, TreeOverview
 from ide.app.tree_runs import HELD_EVENTS_MAX, RunFeed, run_summary
 from ide.app.tree_scene import Geometry, TreeCanvas, build_geometry, render_png, render_svg
 from ide.app.tree_style import H_UNIT, V_UNIT, node_style, value_colour
-from ide.protocol.tree import (
-    TREE_FILE_SUFFIX,
-    SearchTree,
-    TreeEvent,
-    TreeFileError,
-    TreeNode,
-    read_jsonl,
-    write_jsonl,
-)
+from ide.app.tree_toolbar import ReplayTimeline, TreeToolbar
+from ide.protocol.tree import SearchTree, TreeEvent, TreeFileError, TreeNode, read_jsonl, write_jsonl
 from ide.protocol.uct import EXPLORATION
 
 __all__ = [
@@ -92,14 +73,11 @@ class SearchTreeView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.feed = RunFeed()
-        self.runs, self.file_runs, self.stale_runs, self.faults = (
-            self.feed.runs,
-            self.feed.file_runs,
-            self.feed.stale_runs,
-            self.feed.faults,
-        )
-        """The feed's runs, file and stale runs and faults, under the names the window and tests use."""
+        self.run_feed = RunFeed()
+        self.runs = self.run_feed.runs
+        self.file_runs = self.run_feed.file_runs
+        self.stale_runs = self.run_feed.stale_runs
+        self.faults = self.run_feed.faults
         self.current: str | None = None
         self.shown: SearchTree | None = None
         """The tree drawn: the current run, or its state at the replay step."""
@@ -136,38 +114,18 @@ class SearchTreeView(QWidget):
         self.overview.panned.connect(self._stop_auto_fit)
         self.graphics.viewChanged.connect(self.overview.place)
 
-        self.run_combo = QComboBox()
-        self.run_combo.setMinimumContentsLength(18)
+        self.toolbar = TreeToolbar()
+        self.run_combo = self.toolbar.run_combo
+        self.fit_button = self.toolbar.fit_button
+        self.hide_pruned_box = self.toolbar.hide_pruned_box
+        self.overview_button = self.toolbar.overview_button
+        self.export_button = self.toolbar.export_button
+        self.summary = self.toolbar.summary
         self.run_combo.currentIndexChanged.connect(self._on_run_chosen)
-        self.fit_button = QToolButton()
-        self.fit_button.setText("Fit")
         self.fit_button.clicked.connect(self.fit)
-        self.hide_pruned_box = QCheckBox("Hide pruned")
         self.hide_pruned_box.toggled.connect(self.set_hide_pruned)
-        self.overview_button = QToolButton()
-        self.overview_button.setText("Overview")
-        self.overview_button.setCheckable(True)
-        self.overview_button.setChecked(True)
-        self.overview_button.setToolTip("Show a map of the whole tree in the corner")
         self.overview_button.toggled.connect(self.overview.setVisible)
-        self.export_button = QToolButton()
-        self.export_button.setText("Export")
-        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        menu = QMenu(self.export_button)
-        menu.addAction("PNG image…", lambda: self._export_dialog("png"))
-        menu.addAction("SVG image…", lambda: self._export_dialog("svg"))
-        menu.addAction("Events (.arbor-tree.jsonl)…", lambda: self._export_dialog("jsonl"))
-        self.export_button.setMenu(menu)
-        self.summary = QLabel()
-        self.summary.setObjectName("mutedLabel")
-        bar = QHBoxLayout()
-        bar.setContentsMargins(6, 4, 6, 0)
-        bar.addWidget(self.run_combo)
-        bar.addWidget(self.fit_button)
-        bar.addWidget(self.hide_pruned_box)
-        bar.addWidget(self.overview_button)
-        bar.addWidget(self.export_button)
-        bar.addWidget(self.summary, 1)
+        self.toolbar.exportRequested.connect(self._export)
         self.message = QLabel()
         self.message.setObjectName("treeMessage")
         self.message.setContentsMargins(6, 0, 6, 0)
@@ -185,26 +143,17 @@ class SearchTreeView(QWidget):
         splitter.setSizes([3000, 1000])
         splitter.setCollapsible(0, False)
 
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.setObjectName("treeTimeline")
-        self.slider.setRange(0, 0)
-        self.slider.setPageStep(10)
+        self.timeline = ReplayTimeline()
+        self.slider, self.step_label = self.timeline.slider, self.timeline.step_label
         self.slider.valueChanged.connect(self._on_slider)
-        self.step_label = QLabel("0 / 0")
-        self.step_label.setObjectName("mutedLabel")
-        timeline = QHBoxLayout()
-        timeline.setContentsMargins(6, 0, 6, 4)
-        timeline.addWidget(QLabel("Replay"))
-        timeline.addWidget(self.slider, 1)
-        timeline.addWidget(self.step_label)
 
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
-        column.addLayout(bar)
+        column.addWidget(self.toolbar)
         column.addWidget(self.message)
         column.addWidget(splitter, 1)
-        column.addLayout(timeline)
+        column.addWidget(self.timeline)
         self._set_enabled()
 
     def add_events(self, events: Iterable[TreeEvent], *, source: str | None = None) -> None:
@@ -228,7 +177,7 @@ class SearchTreeView(QWidget):
                     self.runStarted.emit(key)
                 if source is not None or self.current is None or self.step is None:
                     self._select_run(key)
-            for applied in self.feed.feed(key, tree, event):
+            for applied in self.run_feed.feed(key, tree, event):
                 if key == self.current and self.step is None:
                     touched_current = True
                     self._note_change(tree, applied)
@@ -295,7 +244,7 @@ class SearchTreeView(QWidget):
         """Forget the live runs (a session replay rebuilds them); returns what was removed."""
         removed = {k: t for k, t in self.runs.items() if not (keep_files and k in self.file_runs)}
         for key in removed:
-            self.feed.forget(key)
+            self.run_feed.forget(key)
             self.run_combo.removeItem(self.run_combo.findData(key))
         if self.current in removed:
             self.current = None
@@ -530,7 +479,7 @@ class SearchTreeView(QWidget):
         self._schedule(soon=True)
 
     def _show_step(self) -> None:
-        self.step_label.setText(f"{self.slider.value()} / {self.slider.maximum()}")
+        self.timeline.show_step()
 
     def _update_summary(self) -> None:
         tree = self.shown
@@ -544,15 +493,8 @@ class SearchTreeView(QWidget):
         for widget in (self.fit_button, self.export_button, self.slider, self.hide_pruned_box):
             widget.setEnabled(has)
 
-    def _export_dialog(self, kind: str) -> None:
-        filters = {
-            "png": "PNG image (*.png)",
-            "svg": "SVG image (*.svg)",
-            "jsonl": f"Tree (*{TREE_FILE_SUFFIX})",
-        }
-        path, _ = QFileDialog.getSaveFileName(self, "Export search tree", "", filters[kind])
-        if path:
-            {"png": self.export_png, "svg": self.export_svg, "jsonl": self.export_jsonl}[kind](Path(path))
+    def _export(self, kind: str, path: Path) -> None:
+        {"png": self.export_png, "svg": self.export_svg, "jsonl": self.export_jsonl}[kind](path)
 
     def _export_source(self) -> QRectF:
         self.flush()

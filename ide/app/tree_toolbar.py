@@ -1,0 +1,92 @@
+"""The tree dock's controls: the toolbar above the tree and the replay timeline below it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QSlider,
+    QToolButton,
+    QWidget,
+)
+
+from ide.protocol.tree import TREE_FILE_SUFFIX
+
+EXPORT_FILTERS = {
+    "png": "PNG image (*.png)",
+    "svg": "SVG image (*.svg)",
+    "jsonl": f"Tree (*{TREE_FILE_SUFFIX})",
+}
+"""File dialog filters of the export kinds."""
+
+
+class TreeToolbar(QWidget):
+    """The run chooser, Fit, Hide pruned, Overview and Export, and the shown run's summary."""
+
+    exportRequested = Signal(str, Path)
+    """The user chose where to export the tree: the kind (``png``, ``svg``, ``jsonl``) and the path."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.run_combo = QComboBox()
+        self.run_combo.setMinimumContentsLength(18)
+        self.fit_button = QToolButton()
+        self.fit_button.setText("Fit")
+        self.hide_pruned_box = QCheckBox("Hide pruned")
+        self.overview_button = QToolButton()
+        self.overview_button.setText("Overview")
+        self.overview_button.setCheckable(True)
+        self.overview_button.setChecked(True)
+        self.overview_button.setToolTip("Show a map of the whole tree in the corner")
+        self.export_button = QToolButton()
+        self.export_button.setText("Export")
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(self.export_button)
+        menu.addAction("PNG image…", lambda: self._export_dialog("png"))
+        menu.addAction("SVG image…", lambda: self._export_dialog("svg"))
+        menu.addAction("Events (.arbor-tree.jsonl)…", lambda: self._export_dialog("jsonl"))
+        self.export_button.setMenu(menu)
+        self.summary = QLabel()
+        self.summary.setObjectName("mutedLabel")
+        bar = QHBoxLayout(self)
+        bar.setContentsMargins(6, 4, 6, 0)
+        bar.addWidget(self.run_combo)
+        bar.addWidget(self.fit_button)
+        bar.addWidget(self.hide_pruned_box)
+        bar.addWidget(self.overview_button)
+        bar.addWidget(self.export_button)
+        bar.addWidget(self.summary, 1)
+
+    def _export_dialog(self, kind: str) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export search tree", "", EXPORT_FILTERS[kind])
+        if path:
+            self.exportRequested.emit(kind, Path(path))
+
+
+class ReplayTimeline(QWidget):
+    """A slider over a run's events (all of them: follow it live) and the step it shows."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setObjectName("treeTimeline")
+        self.slider.setRange(0, 0)
+        self.slider.setPageStep(10)
+        self.step_label = QLabel("0 / 0")
+        self.step_label.setObjectName("mutedLabel")
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 0, 6, 4)
+        row.addWidget(QLabel("Replay"))
+        row.addWidget(self.slider, 1)
+        row.addWidget(self.step_label)
+
+    def show_step(self) -> None:
+        """Say which step of how many the slider is at."""
+        self.step_label.setText(f"{self.slider.value()} / {self.slider.maximum()}")
