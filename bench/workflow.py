@@ -32,6 +32,7 @@ from ide.llm import ModelRouter
 from ide.search.base import RunContext
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
+from ide.tools import ToolServices
 from ide.workflows.graph import build_workflow_graph
 from ide.workflows.loader import load_catalog
 from ide.workflows.plan import StageDecision, assemble_plan
@@ -66,7 +67,7 @@ def context_for(corpus: Path, index: CodeIndex, settings: Settings, task: str) -
         changeset=ChangeSet(corpus),
         recorder=TreeRecorder(architecture="workflow"),
         progress=ignore,
-        index=index,
+        services=ToolServices(index=index),
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ide import __version__
+from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
 from ide.settings import SettingsError, load_settings
 
 COMMANDS = (
@@ -52,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one task headless, streaming the answer to stdout")
     run.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
     run.add_argument(
-        "--mode", default=None, help="agent architecture (session mode): react, lats, tot, plan or auto"
+        "--mode", default=None, help=f"agent architecture (session mode): {', '.join(SESSION_MODES)}"
     )
     run.add_argument(
         "--apply", action="store_true", help="accept every hunk, apply and commit (default: print)"
@@ -114,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     mcp.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
     mcp.add_argument(
         "--mode",
-        choices=("react", "lats", "tot", "plan"),
+        choices=ARCHITECTURES,
         default=None,
         help="architecture of the analysis tools (default: agent.architecture, else react)",
     )

@@ -19,9 +19,13 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ide.protocol.modes import architecture_or
 from ide.settings import Settings
+
+if TYPE_CHECKING:
+    from ide.backend.services import WorkspaceServices
 
 log = logging.getLogger(__name__)
 
@@ -70,54 +74,40 @@ async def _no_commands(title: str, command: str) -> bool:
 
 
 class ArborMcp:
-    """The state behind the MCP tools: one workspace, its index, language servers and memory."""
+    """The state behind the MCP tools: one workspace's services (index, language servers, memory)."""
 
     def __init__(self, root: Path, settings: Settings, mode: str) -> None:
+        from ide.backend.services import Services
+
         self.root = root
         self.settings = settings
         self.mode = mode
-        self.index_service: Any = None
-        self.lsp: Any = None
-        self.memory: Any = None
+        self.services = Services()
+        self.workspace: WorkspaceServices | None = None
         self.runs = 0
         self.router: Any = None
         self.started = time.time()
 
-    async def start(self) -> None:
-        from ide.codeintel.index.service import IndexService
-        from ide.codeintel.lsp import LspBridge, LspPool
-        from ide.memory import open_memory
+    @property
+    def memory(self) -> Any:
+        return self.workspace.memory if self.workspace is not None else None
 
-        self.index_service = IndexService(self.root, self.settings)
-        self.index_service.start()
-        self.lsp = LspBridge(LspPool(self.settings.lsp), asyncio.get_running_loop())
-        try:
-            self.memory = await asyncio.to_thread(open_memory, self.root, self.settings)
-        except (OSError, ValueError) as exc:
-            log.warning("memory is off: %s", exc)
+    async def start(self) -> None:
+        # No sessions: runs keep no conversation and work on throwaway change sets.
+        self.workspace = await self.services.open(str(self.root), self.settings, sessions=False)
 
     async def close(self) -> None:
-        if self.index_service is not None:
-            await self.index_service.close()
-        if self.lsp is not None:
-            await self.lsp.pool.close()
+        await self.services.close()
 
-    # -- plain tools over the agent's toolbox ---------------------------------------------------------
+    def _changeset(self) -> Any:
+        from ide.changes import ChangeSet
+
+        return ChangeSet(self.root, max_file_bytes=self.settings.workspace.max_file_bytes)
 
     def toolbox(self) -> Any:
-        from ide.changes import ChangeSet
-        from ide.tools import Toolbox, Workspace, read_tools
-
-        index = self.index_service.index if self.index_service is not None else None
-        workspace = Workspace(
-            self.root,
-            self.settings.workspace,
-            ChangeSet(self.root, max_file_bytes=self.settings.workspace.max_file_bytes),
-            index,
-            self.lsp,
-            self.memory,
-        )
-        return Toolbox(workspace, self.settings.tools, read_tools(index, self.lsp, self.memory))
+        """The agent's read tools, as a session of this workspace would have them."""
+        assert self.workspace is not None, "start() first"
+        return self.workspace.toolbox(self._changeset(), read_only=True)
 
     async def call(self, name: str, args: dict[str, Any]) -> str:
         """One of the agent's read tools, as the agent would see it (errors are text, not exceptions)."""
@@ -130,9 +120,7 @@ class ArborMcp:
         return outcome.output
 
     async def status(self) -> str:
-        index = (
-            self.index_service.status().model_dump(mode="json") if self.index_service is not None else None
-        )
+        index = self.workspace.index.status().model_dump(mode="json") if self.workspace is not None else None
         data = {
             "workspace": str(self.root),
             "model": self.settings.llm.model,
@@ -165,87 +153,48 @@ class ArborMcp:
 
         return "\n\n".join(await asyncio.gather(*(one(q) for q in queries[:12])))
 
-    # -- runs of the agent ----------------------------------------------------------------------------
-
     async def run(self, task: str, mode: str | None = None) -> str:
-        """A read-only run of ``mode`` (default: the server's) on ``task``; the answer and the tree."""
-        from ide.changes import ChangeSet
+        """A run of ``mode`` (default: the server's) on ``task``; the answer, the tree, proposed edits."""
         from ide.llm import ModelError, ModelRouter
+        from ide.search.architectures import load_architecture
         from ide.search.base import RunContext
         from ide.search.tree import TreeRecorder
 
+        assert self.workspace is not None, "start() first"
         mode = mode or self.mode
         self.runs += 1
         if self.router is None:
             # One router for the server's life: shared concurrency limits, usage, and a scripted cursor.
             self.router = ModelRouter(self.settings, base_dir=self.root)
-        router = self.router
-        changeset = ChangeSet(self.root, max_file_bytes=self.settings.workspace.max_file_bytes)
+        changeset = self._changeset()
         recorder = TreeRecorder(architecture=mode)
         answer_parts: list[str] = []
 
-        async def progress(event: dict[str, Any]) -> None:
+        async def progress(event: Any) -> None:
             if event.get("type") == "text":
                 answer_parts.append(event["text"])
 
         ctx = RunContext(
             task=task,
             settings=self.settings,
-            router=router,
+            router=self.router,
             changeset=changeset,
             recorder=recorder,
             progress=progress,
-            index=self.index_service.index if self.index_service is not None else None,
-            lsp=self.lsp,
-            memory=self.memory,
+            observation_cap=self.settings.agent.observation_cap_bytes,
+            services=self.workspace.tools(),
             ask_permission=_no_commands,
         )
         try:
-            if mode == "react":
-                answer = await self._react(ctx)
-            else:
-                from ide.search.architectures import load_architecture
-
-                outcome = await load_architecture(mode).run(ctx)
-                answer = outcome.answer or "".join(answer_parts)
-                if outcome.changeset is not None:
-                    changeset = outcome.changeset
+            outcome = await load_architecture(mode).run(ctx)
         except ModelError as exc:
             return f"The run failed: {exc.info.text()}"
+        answer = outcome.answer or "".join(answer_parts)
+        if outcome.changeset is not None:
+            changeset = outcome.changeset
         if not recorder.tree.finished and recorder.tree.root is not None:
             ctx.finish_tree("end_turn")
         return answer + "\n\n" + tree_summary(recorder.tree) + _diff_note(changeset)
-
-    async def _react(self, ctx: Any) -> str:
-        from langchain_core.messages import AIMessage, HumanMessage
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        from ide.search.react import ReactTree, build_react_graph
-
-        graph = build_react_graph(
-            ctx.router,
-            ctx.toolbox(read_only=True),
-            max_steps=self.settings.agent.max_steps,
-            observation_cap=self.settings.agent.observation_cap_bytes,
-            checkpointer=InMemorySaver(),
-        )
-        tree = ReactTree(ctx.task, model=str(ctx.router.spec_for("react")), emit=None)  # type: ignore[arg-type]
-        ctx.recorder = tree.recorder
-        config = {
-            "configurable": {"thread_id": "mcp"},
-            "recursion_limit": 2 * self.settings.agent.max_steps + 4,
-        }
-        hints = await asyncio.to_thread(self.memory.hint, ctx.task) if self.memory is not None else ""
-        async for event in graph.astream(
-            {"messages": [HumanMessage(ctx.task)], "steps": 0, "hints": hints},
-            config=config,
-            stream_mode="custom",
-        ):
-            tree.on_event(event)
-        state = await graph.aget_state(config)
-        messages = state.values.get("messages", [])
-        tree.finish("end_turn")
-        return next((m.text for m in reversed(messages) if isinstance(m, AIMessage) and m.text), "")
 
 
 def tree_summary(tree: Any) -> str:
@@ -379,12 +328,5 @@ def main(root: Path, mode: str | None = None) -> int:
 
     setup_logging(settings.log_level, "arbor-mcp")
     # The analysis tools run the session architecture; auto and workflow pick per task, so they use react.
-    configured = settings.agent.architecture
-    asyncio.run(
-        serve(
-            root,
-            settings,
-            mode or (configured if configured in ("react", "lats", "tot", "plan") else "react"),
-        )
-    )
+    asyncio.run(serve(root, settings, mode or architecture_or(settings.agent.architecture)))
     return 0

@@ -33,21 +33,20 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
-from ide.changes import BatchStore, ChangeSet, Review
+from ide.changes import ChangeSet, Review
 from ide.llm import ContextTier, ModelError, ModelRouter
 from ide.llm.textcalls import is_recovered
 from ide.protocol import TurnMeta
 from ide.protocol.tree import TreeEvent
 from ide.search.base import AskPermission, RunContext
-from ide.search.events import cap_text
-from ide.search.react import ReactTree, build_react_graph, turn_ran_out_of_steps
+from ide.search.events import TREE_FLUSH_EVENTS, ProgressEvent, cap_text
+from ide.search.react import build_react_graph, react_config
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
-from ide.tools import Toolbox, agent_toolbox
+from ide.tools import Toolbox, ToolServices, toolbox
 
 if TYPE_CHECKING:
-    from ide.codeintel.index import CodeIndex
-    from ide.codeintel.lsp import LspBridge
+    from ide.backend.services import WorkspaceServices
     from ide.memory.store import MemoryStore
     from ide.search.architectures import Architecture
     from ide.workflows.mode import ActiveRun
@@ -56,7 +55,6 @@ log = logging.getLogger(__name__)
 
 Emit = Callable[[BaseModel], Awaitable[None]]
 EmitTree = Callable[[list[TreeEvent]], Awaitable[None]]
-TREE_FLUSH_EVENTS = ("step_start", "step_end", "tool_start", "tool_end")
 TREE_FLUSH_S = 0.1
 """How often a tree search's events go to the client while it runs (they are batched in between)."""
 KEPT_RUNS = 3
@@ -123,21 +121,17 @@ class Session:
     id: str
     cwd: str
     settings: Settings
-    checkpointer: Any
-    batches: BatchStore
+    services: WorkspaceServices
+    """The workspace's index, language servers, memory, checkpointer and stores (shared by its sessions)."""
     mode: str = "react"
-    index: CodeIndex | None = None
-    """The workspace's code index (shared by its sessions), for the agent's index tools."""
-    lsp: LspBridge | None = None
-    """The backend's language servers, for the agent's lsp_* tools."""
-    memory: MemoryStore | None = None
-    """The workspace's memory: the agent's memory tools, hints for new prompts, lessons of finished runs."""
     extra_tools: tuple[Any, ...] = ()
     """Tools of the MCP servers the client gave ``session/new`` (ToolSpecs)."""
     mcp: Any = None
     """The McpConnection of the session's MCP servers."""
     notices: list[str] = field(default_factory=list)
     """Said as a thought at the start of the next turn (e.g. an MCP server that did not start)."""
+    memory: MemoryStore | None = field(init=False)
+    """The workspace's memory writing as this session: the agent's memory tools, hints, lessons."""
     router: ModelRouter = field(init=False)
     changeset: ChangeSet = field(init=False)
     review: Review = field(init=False)
@@ -145,7 +139,7 @@ class Session:
     turn: asyncio.Task[TurnResult] | None = None
     cancel_requested: bool = False
     runs: OrderedDict[str, dict[str, ChangeSet]] = field(default_factory=OrderedDict)
-    """Branch change sets of the last KEPT_RUNS tree searches, by run id, then change-set id."""
+    """Branch change sets of the last KEPT_RUNS runs, by run id, then change-set id."""
     workflow: str = "auto"
     """The workflow the workflow mode runs (auto: the orchestrator picks)."""
     ask_permission: AskPermission | None = None
@@ -160,9 +154,9 @@ class Session:
     """The slash commands went to the client on this connection."""
 
     def __post_init__(self) -> None:
-        if self.memory is not None:
-            # The workspace's memory, writing as this session: a note its agent stores records the session.
-            self.memory = self.memory.for_session(self.id)
+        shared = self.services.memory
+        # The workspace's memory, writing as this session: a note its agent stores records the session.
+        self.memory = shared.for_session(self.id) if shared is not None else None
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
         # Rule 3: the agent's edits go into this overlay; only the review writes the user's files.
         self.changeset = ChangeSet(Path(self.cwd), max_file_bytes=self.settings.workspace.max_file_bytes)
@@ -170,21 +164,27 @@ class Session:
             self.changeset,
             session_id=self.id,
             title=None,
-            store=self.batches,
+            store=self.services.batches,
             commit_mode=self.settings.review.commit,
         )
         self.toolbox = self._toolbox()
         self._graph: Any = None
 
+    @property
+    def checkpointer(self) -> Any:
+        return self.services.checkpointer
+
+    def tool_services(self) -> ToolServices:
+        """What the session's tools may use: the workspace's services, its own memory view, MCP tools."""
+        return self.services.tools(self.extra_tools, memory=self.memory or False)
+
     def _toolbox(self) -> Toolbox:
         """The agent's tools over the session's current change set."""
-        return agent_toolbox(
-            Path(self.cwd), self.settings, self.changeset, self.index, self.lsp, self.memory, self.extra_tools
-        )
+        return toolbox(Path(self.cwd), self.settings, self.changeset, self.tool_services())
 
     def restore_review(self, snapshot: dict[str, Any]) -> None:
         """Bring back the pending change set and decisions saved before the backend restarted."""
-        self.review = Review.restore(snapshot, store=self.batches)
+        self.review = Review.restore(snapshot, store=self.services.batches)
         self.changeset = self.review.changeset
         self.toolbox = self._toolbox()
         self._graph = None
@@ -201,6 +201,7 @@ class Session:
         return tier.observation_cap(self.settings.agent.observation_cap_bytes)
 
     async def graph(self) -> Any:
+        """The session's ReAct graph over its conversation thread (kept; rebuilt after a restore)."""
         if self._graph is None:
             self._graph = build_react_graph(
                 self.router,
@@ -212,10 +213,7 @@ class Session:
         return self._graph
 
     def _config(self) -> dict[str, Any]:
-        return {
-            "configurable": {"thread_id": self.id},
-            "recursion_limit": 2 * self.settings.agent.max_steps + 4,
-        }
+        return react_config(self.id, self.settings.agent.max_steps)
 
     def branch(self, changeset_id: str) -> ChangeSet | None:
         """A branch change set of one of the session's last tree searches (or its own change set)."""
@@ -245,11 +243,7 @@ class Session:
             history = await self._history()
             mode, reason = await choose_architecture(self.router, text, history)
             await emit(update_agent_thought(text_block(f"Auto mode: {mode} — {reason}\n")))
-        if mode == "react":
-            return await self._run_react(text, emit, emit_tree)
-        if mode == "workflow":
-            return await self._run_search(mode, text, emit, emit_tree, history, self._workflow_mode())
-        return await self._run_search(mode, text, emit, emit_tree, history)
+        return await self._run(mode, text, emit, emit_tree, history)
 
     def _workflow_mode(self, chosen: str | None = None, resume: ActiveRun | None = None) -> Architecture:
         from ide.workflows.mode import WorkflowMode
@@ -288,8 +282,8 @@ class Session:
             if self.interrupted is None or not self.interrupted.resumable:
                 return await say("There is no interrupted workflow in this session to resume.")
             active = self.interrupted
-            return await self._run_search(
-                "workflow", active.task, emit, emit_tree, None, self._workflow_mode(resume=active)
+            return await self._run(
+                "workflow", active.task, emit, emit_tree, architecture=self._workflow_mode(resume=active)
             )
         catalog = await asyncio.to_thread(load_catalog, Path(self.cwd))
         if not rest:
@@ -308,8 +302,8 @@ class Session:
             known = ", ".join(sorted(catalog.workflows))
             return await say(f"There is no workflow {chosen!r}. The workflows are: {known}.")
         if task.strip():
-            return await self._run_search(
-                "workflow", task.strip(), emit, emit_tree, None, self._workflow_mode(chosen=chosen)
+            return await self._run(
+                "workflow", task.strip(), emit, emit_tree, architecture=self._workflow_mode(chosen=chosen)
             )
         if self.choose_workflow(chosen):
             await emit(CurrentModeUpdate(session_update="current_mode_update", current_mode_id="workflow"))
@@ -324,7 +318,18 @@ class Session:
         said = [m for m in messages if isinstance(m, HumanMessage) or (isinstance(m, AIMessage) and m.text)]
         return said[-HISTORY_FOR_SEARCH:]
 
-    async def _run_search(
+    async def _architecture(self, mode: str) -> Architecture:
+        if mode == "workflow":
+            return self._workflow_mode()
+        if mode == "react":
+            from ide.search.react import ReactArchitecture
+
+            return ReactArchitecture(await self.graph())
+        from ide.search.architectures import load_architecture
+
+        return load_architecture(mode)
+
+    async def _run(
         self,
         mode: str,
         text: str,
@@ -333,13 +338,14 @@ class Session:
         history: list[BaseMessage] | None = None,
         architecture: Architecture | None = None,
     ) -> TurnResult:
-        """Run a tree search (LATS, ToT, plan/execute) or a workflow on a RunContext; adopt its chosen branch.
+        """Run ``text`` with the architecture of ``mode`` on a RunContext; adopt the branch it chose.
 
-        Its tree events are flushed to the client every TREE_FLUSH_S while it runs and when it ends,
-        whether it finishes, fails or is cancelled (the tree is closed with the best result so far).
+        Its tree events go to the client after every model step and tool call, every TREE_FLUSH_S while
+        it runs, and when it ends — whether it finishes, fails or is cancelled (the tree is then closed
+        with the best result so far, and a cancelled search's best branch goes up for review).
         """
-        from ide.search.architectures import load_architecture
-
+        architecture = architecture or await self._architecture(mode)
+        keeps_conversation = getattr(architecture, "keeps_conversation", False)
         buffer = TreeBuffer(emit_tree)
         recorder = TreeRecorder(architecture=mode, emit=buffer.append)
         flush_tree = buffer.flush
@@ -349,11 +355,15 @@ class Session:
                 await asyncio.sleep(TREE_FLUSH_S)
                 await flush_tree()
 
-        async def progress(event: dict[str, Any]) -> None:
+        async def progress(event: ProgressEvent) -> None:
             update = translate_event(event)
             if update is not None:
                 await emit(update)
+            if event["type"] in TREE_FLUSH_EVENTS:
+                await flush_tree()
 
+        if history is None and not keeps_conversation:
+            history = await self._history()
         ctx = RunContext(
             task=text,
             settings=self.settings,
@@ -364,11 +374,8 @@ class Session:
             session_id=self.id,
             checkpointer=self.checkpointer,
             thread_id=self.id,
-            history=history if history is not None else await self._history(),
-            index=self.index,
-            lsp=self.lsp,
-            memory=self.memory,
-            extra_tools=self.extra_tools,
+            history=history or [],
+            services=self.tool_services(),
             ask_permission=self.ask_permission,
             observation_cap=await self._observation_cap(),
         )
@@ -377,7 +384,7 @@ class Session:
             self.runs.popitem(last=False)
         flusher = asyncio.create_task(ticker())
         try:
-            outcome = await (architecture or load_architecture(mode)).run(ctx)
+            outcome = await architecture.run(ctx)
         except BaseException as exc:
             if not recorder.tree.finished and recorder.tree.root is not None:
                 ctx.finish_tree("cancelled" if isinstance(exc, asyncio.CancelledError) else "error")
@@ -396,18 +403,20 @@ class Session:
         if not recorder.tree.finished and recorder.tree.root is not None:
             ctx.finish_tree(outcome.stop_reason)
             await flush_tree()
-        # The question and answer join the session's conversation, so later turns (any mode) see them.
-        graph = await self.graph()
-        await graph.aupdate_state(
-            self._config(), {"messages": [HumanMessage(text), AIMessage(outcome.answer)]}, as_node="agent"
-        )
+        if not keeps_conversation:
+            # The question and answer join the session's conversation, so later turns (any mode) see them.
+            graph = await self.graph()
+            await graph.aupdate_state(
+                self._config(), {"messages": [HumanMessage(text), AIMessage(outcome.answer)]}, as_node="agent"
+            )
         figures = outcome.figures or recorder.tree.figures
         await self.learn(text, outcome.answer, recorder.tree, outcome.stop_reason, mode)
+        steps = figures.get("steps") if keeps_conversation else None
         return TurnResult(
             outcome.stop_reason,
             TurnMeta(
                 usage=self.router.usage_snapshot(),
-                steps=int(figures.get("iterations") or figures.get("model_calls") or 0),
+                steps=int(steps or figures.get("iterations") or figures.get("model_calls") or 0),
                 architecture=mode,
                 figures=figures,
             ),
@@ -453,54 +462,8 @@ class Session:
         if branch is not None and branch is not self.changeset and branch.changed_paths():
             self.changeset.adopt(branch)
 
-    async def _run_react(self, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
-        """One ReAct turn on the session's graph.
 
-        Tree events go out in batches: after every model step and tool call, and when the turn ends,
-        also when it is cancelled (the tree is kept and closed as terminated early).
-        """
-        graph = await self.graph()
-        config = self._config()
-        buffer = TreeBuffer(emit_tree)
-        tree = ReactTree(text, model=str(self.router.spec_for("react")), emit=buffer.append)
-        flush_tree = buffer.flush
-
-        try:
-            hints = await asyncio.to_thread(self.memory.hint, text) if self.memory is not None else ""
-            async for event in graph.astream(
-                {"messages": [HumanMessage(text)], "steps": 0, "hints": hints},
-                config=config,
-                stream_mode="custom",
-            ):
-                update = translate_event(event)
-                if update is not None:
-                    await emit(update)
-                tree.on_event(event)
-                if event.get("type") in TREE_FLUSH_EVENTS:
-                    await flush_tree()
-        except asyncio.CancelledError:
-            tree.finish("cancelled")
-            await flush_tree()
-            raise
-        state = await graph.aget_state(config)
-        messages = state.values.get("messages", [])
-        stop = "max_turn_requests" if turn_ran_out_of_steps(messages) else "end_turn"
-        tree.finish(stop)
-        await flush_tree()
-        answer = next((m.text for m in reversed(messages) if isinstance(m, AIMessage) and m.text), "")
-        await self.learn(text, answer, tree.recorder.tree, stop, "react")
-        return TurnResult(
-            stop,
-            TurnMeta(
-                usage=self.router.usage_snapshot(),
-                steps=state.values.get("steps", 0),
-                architecture="react",
-                figures=tree.recorder.tree.figures,
-            ),
-        )
-
-
-def translate_event(event: dict[str, Any]) -> BaseModel | None:
+def translate_event(event: ProgressEvent | dict[str, Any]) -> BaseModel | None:
     """The ACP session update for one graph event (see ide.search.events)."""
     kind = event.get("type")
     if kind == "text":

@@ -1,7 +1,8 @@
 """The architectures a session can run, by mode name, and ``auto``: the orchestrator model picks one.
 
-ReAct runs as the session's own LangGraph graph (``ide.search.react``); the tree searches are
-:class:`~ide.search.base.RunContext` architectures, imported when first used.
+Every architecture — ReAct, LATS, Tree of Thoughts, plan/execute/replan, and the workflow mode — runs on a
+:class:`~ide.search.base.RunContext`; the classes are imported when first used. Mode names and
+descriptions live in :mod:`ide.protocol.modes`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,18 @@ from typing import Any, Literal, Protocol
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from ide.protocol.modes import ARCHITECTURES
 from ide.search.base import Router, RunContext, RunOutcome, StructuredOutputError, ask_structured
 
-SEARCHES: dict[str, tuple[str, str]] = {
+CLASSES: dict[str, tuple[str, str]] = {
+    "react": ("ide.search.react", "ReactArchitecture"),
     "lats": ("ide.search.lats", "LatsSearch"),
     "tot": ("ide.search.tot", "TotSearch"),
     "plan": ("ide.search.plan", "PlanExecute"),
 }
-"""Mode → (module, class) of the architectures that run on a RunContext."""
+"""Architecture → (module, class); the keys are :data:`ide.protocol.modes.ARCHITECTURES`."""
+
+assert tuple(CLASSES) == ARCHITECTURES
 
 AUTO_CHOICES = ("react", "lats")
 
@@ -31,6 +36,10 @@ tried and checked: bug fixes whose cause is unknown, refactors across files, fea
 
 
 class Architecture(Protocol):
+    """Runs one task on a RunContext and records it as a tree. One that sets ``keeps_conversation``
+    adds the question and answer to the session's conversation itself (ReAct's graph does); for the
+    others the session adds them."""
+
     name: str
 
     async def run(self, ctx: RunContext) -> RunOutcome: ...
@@ -42,10 +51,10 @@ class AutoChoice(BaseModel):
 
 
 def load_architecture(mode: str) -> Architecture:
-    """A new instance of the architecture for ``mode`` (one of :data:`SEARCHES`)."""
-    if mode not in SEARCHES:
-        raise ValueError(f"no tree-search architecture {mode!r}; there are {', '.join(SEARCHES)}")
-    module, name = SEARCHES[mode]
+    """A new instance of the architecture for ``mode`` (one of :data:`CLASSES`)."""
+    if mode not in CLASSES:
+        raise ValueError(f"no architecture {mode!r}; there are {', '.join(CLASSES)}")
+    module, name = CLASSES[mode]
     cls: Any = getattr(importlib.import_module(module), name)
     return cls()
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
@@ -31,21 +31,16 @@ from pydantic import BaseModel, ValidationError
 
 from ide.changes import ChangeSet
 from ide.protocol import RoleUsage
-from ide.search.events import cap_text
+from ide.search.events import ProgressEvent, cap_text
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
-from ide.tools import Toolbox, ToolOutcome, Workspace, read_tools
-
-if TYPE_CHECKING:
-    from ide.codeintel.index import CodeIndex
-    from ide.codeintel.lsp import LspBridge
-    from ide.memory.store import MemoryStore
+from ide.tools import Toolbox, ToolOutcome, ToolServices, toolbox
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
-Progress = Callable[[dict[str, Any]], Awaitable[None]]
-"""Receives progress events in the format of ``ide.search.events`` (text, thought, tool_start…)."""
+Progress = Callable[[ProgressEvent], Awaitable[None]]
+"""Receives progress events (``ide.search.events``: text, thought, tool_start, plan…)."""
 
 CACHEABLE_KINDS = frozenset({"read", "search"})
 """Tool kinds whose result depends only on their arguments and the change set they see."""
@@ -147,14 +142,8 @@ class RunContext:
     history: list[BaseMessage] = field(default_factory=list)
     """Earlier turns of the conversation (for architectures that do not use the checkpointer)."""
     observation_cap: int = 8000
-    index: CodeIndex | None = None
-    """The workspace's code index for the index tools (find_symbol, file_outline, …), when open."""
-    lsp: LspBridge | None = None
-    """Language servers for the lsp_* tools, when the backend has them."""
-    memory: MemoryStore | None = None
-    """The workspace's memory for the memory tools, when it is on."""
-    extra_tools: tuple[Any, ...] = ()
-    """Tools of the session's MCP servers (ToolSpecs), offered with the editing tools."""
+    services: ToolServices = field(default_factory=ToolServices)
+    """What the tools may use beside the files: code index, language servers, memory, MCP tools."""
     ask_permission: AskPermission | None = None
     """Asks the user before a command (the tests) runs; None: whoever made the run already decided."""
     cache: ToolCache = field(default_factory=ToolCache)
@@ -188,8 +177,6 @@ class RunContext:
             self._allowed.add(command)
         return allowed
 
-    # -- change sets and tools ----------------------------------------------------------------------
-
     def branch(self, parent: ChangeSet | None = None) -> ChangeSet:
         """A new branch change set: a copy-on-write child of ``parent`` (default: the session's set)."""
         child = (parent or self.changeset).child()
@@ -201,19 +188,9 @@ class RunContext:
         target = changeset or self.changeset
         key = (target.id, read_only)
         if key not in self._toolboxes:
-            from ide.tools import agent_toolbox
-
-            root = Path(target.root)
-            if read_only:
-                self._toolboxes[key] = Toolbox(
-                    Workspace(root, self.settings.workspace, target, self.index, self.lsp, self.memory),
-                    self.settings.tools,
-                    read_tools(self.index, self.lsp, self.memory),
-                )
-            else:
-                self._toolboxes[key] = agent_toolbox(
-                    root, self.settings, target, self.index, self.lsp, self.memory, self.extra_tools
-                )
+            self._toolboxes[key] = toolbox(
+                Path(target.root), self.settings, target, self.services, read_only=read_only
+            )
         return self._toolboxes[key]
 
     async def call_tool(
@@ -265,8 +242,6 @@ class RunContext:
         """LangChain tool schemas to bind to a model call (execution goes through :meth:`call_tool`)."""
         return self.toolbox(changeset, read_only=read_only).langchain_tools()
 
-    # -- what the user reads --------------------------------------------------------------------------
-
     async def think(self, text: str) -> None:
         """A line of the agent's reasoning in the chat (ACP agent_thought_chunk)."""
         await self.progress({"type": "thought", "text": text if text.endswith("\n") else text + "\n"})
@@ -274,8 +249,6 @@ class RunContext:
     async def say(self, text: str) -> None:
         """Text of the agent's answer in the chat (ACP agent_message_chunk)."""
         await self.progress({"type": "text", "text": text})
-
-    # -- accounting -----------------------------------------------------------------------------------
 
     def model_name(self, role: str) -> str:
         return str(self.router.spec_for(role))
@@ -354,8 +327,6 @@ async def gather_in_order(awaitables: Iterable[Awaitable[R]]) -> list[R]:
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
 
-
-# -- structured output ------------------------------------------------------------------------------
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 

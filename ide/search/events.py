@@ -1,14 +1,71 @@
-"""Progress events an architecture's graph streams while it runs (LangGraph custom stream mode).
+"""Progress events an architecture reports while it runs, typed: what the ACP layer turns into updates.
 
-{"type": "step_start", "step": int}
-{"type": "step_end", "step": int, "input_tokens": int, "output_tokens": int, "latency_ms": float}
-{"type": "text" | "thought", "text": str}
-{"type": "tool_start", "id", "name", "args", "title", "kind", "locations": [(abs path, line | None)]}
-{"type": "tool_end", "id", "failed": bool, "output": str, "diffs": (FileDiff, ...)}
-{"type": "plan", "entries": [{"content": str, "status": "pending" | "in_progress" | "completed" | "failed"}]}
+They stay plain dicts at run time (LangGraph's custom stream carries them and checkpoints must round-trip),
+described by the TypedDicts below; :data:`ProgressEvent` is their union.
 """
 
 from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+
+class StepStart(TypedDict):
+    type: Literal["step_start"]
+    step: int
+
+
+class StepEnd(TypedDict):
+    type: Literal["step_end"]
+    step: int
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    truncated: NotRequired[dict[str, int] | None]
+    """The model server evaluated fewer prompt tokens than were sent (``sent``, ``evaluated``)."""
+
+
+class TextEvent(TypedDict):
+    """A piece of the answer (``text``) or of the agent's reasoning (``thought``)."""
+
+    type: Literal["text", "thought"]
+    text: str
+
+
+class ToolStart(TypedDict):
+    type: Literal["tool_start"]
+    id: str
+    name: str
+    args: dict[str, Any]
+    title: str
+    kind: str
+    locations: list[tuple[str, int | None]]
+    """(absolute path, line or None) of what the call touches."""
+
+
+class ToolEnd(TypedDict):
+    type: Literal["tool_end"]
+    id: str
+    failed: bool
+    output: str
+    diffs: NotRequired[tuple[Any, ...]]
+    """``ide.tools.FileDiff`` of each file the call changed."""
+
+
+class PlanEntry(TypedDict):
+    content: str
+    status: Literal["pending", "in_progress", "completed", "failed"]
+
+
+class PlanEvent(TypedDict):
+    type: Literal["plan"]
+    entries: list[PlanEntry]
+
+
+ProgressEvent = StepStart | StepEnd | TextEvent | ToolStart | ToolEnd | PlanEvent
+"""Everything an architecture may report; ``event["type"]`` tells which."""
+
+TREE_FLUSH_EVENTS = ("step_start", "step_end", "tool_start", "tool_end")
+"""Events after which the run's tree events go to the client at once (the step or call is visible)."""
 
 
 def cap_text(text: str, limit_bytes: int) -> str:

@@ -5,6 +5,7 @@
 
 Progress leaves the graph as custom stream events (see ``ide.search.events``), which the ACP agent turns
 into session updates; the conversation itself lives in the checkpointer under the session's thread.
+:class:`ReactArchitecture` runs the graph on a RunContext like every other architecture.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -22,7 +23,7 @@ from langgraph.types import Checkpointer
 
 from ide.llm.router import TRUNCATED_KEY
 from ide.protocol.tree import ToolAction, TreeEvent
-from ide.search.base import Router
+from ide.search.base import Router, RunContext, RunOutcome
 from ide.search.events import cap_text, first_line
 from ide.search.tree import TreeRecorder
 from ide.tools import Toolbox
@@ -170,8 +171,15 @@ class ReactTree:
     (ide.search.events), so the tree is data derived from what the run really did.
     """
 
-    def __init__(self, prompt: str, *, model: str, emit: Callable[[TreeEvent], None]) -> None:
-        self.recorder = TreeRecorder(architecture="react", emit=emit)
+    def __init__(
+        self,
+        prompt: str,
+        *,
+        model: str,
+        emit: Callable[[TreeEvent], None] | None = None,
+        recorder: TreeRecorder | None = None,
+    ) -> None:
+        self.recorder = recorder or TreeRecorder(architecture="react", emit=emit)
         self.model = model
         self.root = self.recorder.add(None, kind="root", label=first_line(prompt), status="active")
         self._tip = self.root
@@ -253,3 +261,57 @@ class ReactTree:
             input_tokens=sum(n.input_tokens for n in nodes),
             output_tokens=sum(n.output_tokens for n in nodes),
         )
+
+
+def react_config(thread_id: str, max_steps: int) -> dict[str, Any]:
+    """The graph's run configuration: the conversation thread, and room for ``max_steps`` steps."""
+    return {"configurable": {"thread_id": thread_id}, "recursion_limit": 2 * max_steps + 4}
+
+
+class ReactArchitecture:
+    """ReAct as an architecture: the graph runs on the run's conversation thread (in its checkpointer, so
+    the session remembers the turn), the tree is recorded from the graph's events, the answer streams."""
+
+    name = "react"
+    keeps_conversation = True
+    """The graph adds the question and answer to the conversation itself."""
+
+    def __init__(self, graph: Any = None) -> None:
+        self._graph = graph
+        """A compiled graph to reuse (the session keeps one); else one is built for the run."""
+
+    async def run(self, ctx: RunContext) -> RunOutcome:
+        settings = ctx.settings.agent
+        graph = self._graph
+        if graph is None:
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            graph = build_react_graph(
+                ctx.router,
+                ctx.toolbox(),
+                max_steps=settings.max_steps,
+                observation_cap=ctx.observation_cap,
+                checkpointer=ctx.checkpointer or InMemorySaver(),
+            )
+        config = react_config(ctx.thread_id or ctx.session_id or "run", settings.max_steps)
+        tree = ReactTree(ctx.task, model=ctx.model_name(ROLE), recorder=ctx.recorder)
+        memory = ctx.services.memory
+        hints = await asyncio.to_thread(memory.hint, ctx.task) if memory is not None else ""
+        try:
+            async for event in graph.astream(
+                {"messages": [HumanMessage(ctx.task)], "steps": 0, "hints": hints},
+                config=config,
+                stream_mode="custom",
+            ):
+                tree.on_event(event)
+                await ctx.progress(event)
+        except asyncio.CancelledError:
+            tree.finish("cancelled")
+            raise
+        state = await graph.aget_state(config)
+        messages = state.values.get("messages", [])
+        stop = "max_turn_requests" if turn_ran_out_of_steps(messages) else "end_turn"
+        tree.finish(stop)
+        answer = next((m.text for m in reversed(messages) if isinstance(m, AIMessage) and m.text), "")
+        figures = {**ctx.recorder.tree.figures, "steps": state.values.get("steps", 0)}
+        return RunOutcome(stop, answer=answer, figures=figures, answered=True)

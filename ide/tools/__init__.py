@@ -1,23 +1,19 @@
 """The agent's tools, each a typed function over the session's workspace.
 
 The tool classes load LangChain (half a second), so they are imported on first use: ``arbor symbols``
-and the indexer's worker processes need only :class:`Workspace`.
+and the indexer's worker processes need only the confined file system (:mod:`ide.fs`).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ide.settings import Settings
-from ide.tools.workspace import Overlay, ToolError, Workspace
+from ide.tools.workspace import Overlay, ToolError, ToolServices, Workspace
 
 if TYPE_CHECKING:
-    from ide.codeintel.index import CodeIndex
-    from ide.codeintel.lsp import LspBridge
-    from ide.memory.store import MemoryStore
     from ide.tools.base import FileDiff, Toolbox, ToolKind, ToolOutcome, ToolSpec
     from ide.tools.read import READ_TOOLS
 
@@ -44,61 +40,58 @@ __all__ = [
     "ToolError",
     "ToolKind",
     "ToolOutcome",
+    "ToolServices",
     "ToolSpec",
     "Toolbox",
     "Workspace",
-    "agent_toolbox",
-    "read_toolbox",
-    "read_tools",
+    "builtin_tool_names",
+    "tool_specs",
+    "toolbox",
 ]
 
 
-def read_tools(
-    index: CodeIndex | None, lsp: LspBridge | None = None, memory: MemoryStore | None = None
-) -> tuple[ToolSpec, ...]:
-    """read_file, list_dir and grep, plus find_symbol, file_outline, find_references and repo_map
-    when the workspace's code index is open, plus the lsp_* tools when language servers are."""
+def tool_specs(services: ToolServices, *, read_only: bool = False) -> tuple[ToolSpec, ...]:
+    """read_file, list_dir and grep; find_symbol, file_outline, find_references and repo_map when the
+    code index is open; the lsp_* tools when language servers are; the memory tools when memory is on;
+    and unless ``read_only`` the editing tools and the MCP servers' tools."""
     from ide.tools.read import READ_TOOLS
 
     tools: tuple[ToolSpec, ...] = READ_TOOLS
-    if index is not None:
+    if services.index is not None:
         from ide.tools.index import INDEX_TOOLS
 
         tools = (*tools, *INDEX_TOOLS)
-    if lsp is not None:
+    if services.lsp is not None:
         from ide.tools.lsp import LSP_TOOLS
 
         tools = (*tools, *LSP_TOOLS)
-    if memory is not None:
+    if services.memory is not None:
         from ide.tools.memory import MEMORY_TOOLS
 
         tools = (*tools, *MEMORY_TOOLS)
-    return tools
-
-
-def read_toolbox(root: Path, settings: Settings, index: CodeIndex | None = None) -> Toolbox:
-    """The read-only tools over ``root``."""
-    from ide.tools.base import Toolbox
-
-    return Toolbox(Workspace(root, settings.workspace, index=index), settings.tools, read_tools(index))
-
-
-def agent_toolbox(
-    root: Path,
-    settings: Settings,
-    overlay: Overlay,
-    index: CodeIndex | None = None,
-    lsp: LspBridge | None = None,
-    memory: MemoryStore | None = None,
-    extra: Sequence[ToolSpec] = (),
-) -> Toolbox:
-    """Read and edit tools over ``root`` as the session's change set ``overlay`` leaves it, plus ``extra``
-    (the tools of the session's MCP servers)."""
-    from ide.tools.base import Toolbox
+    if read_only:
+        return tools
     from ide.tools.edit import EDIT_TOOLS
 
-    workspace = Workspace(root, settings.workspace, overlay, index, lsp, memory)
-    return Toolbox(workspace, settings.tools, (*read_tools(index, lsp, memory), *EDIT_TOOLS, *extra))
+    return (*tools, *EDIT_TOOLS, *services.extra)
+
+
+def toolbox(
+    root: Path,
+    settings: Settings,
+    overlay: Overlay | None = None,
+    services: ToolServices | None = None,
+    *,
+    read_only: bool = False,
+) -> Toolbox:
+    """The agent's tools over ``root`` as the change set ``overlay`` leaves it (see :func:`tool_specs`).
+
+    The one way every caller — sessions, tree searches, workflow stages, ``arbor mcp`` — builds tools."""
+    from ide.tools.base import Toolbox
+
+    services = services or ToolServices()
+    workspace = Workspace(root, settings.workspace, overlay, services)
+    return Toolbox(workspace, settings.tools, tool_specs(services, read_only=read_only))
 
 
 def builtin_tool_names() -> set[str]:

@@ -147,7 +147,7 @@ class WorkflowRun:
             self.root,
             self.ctx.settings,
             changeset=changeset,
-            index=self.ctx.index if self.plan.is_code else None,
+            index=self.ctx.services.index if self.plan.is_code else None,
             router=self.ctx.router,
             memory=self.memory(),
         )

@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ide.protocol.modes import ArchitectureName
+
 DONE = "DONE"
 ABORT = "ABORT"
 TERMINALS = (DONE, ABORT)
 
-Architecture = Literal["react", "lats", "tot", "plan"]
+Architecture = ArchitectureName
 Aggregation = Literal["any", "all", "majority"]
 StageTarget = int | str
 """A stage id, ``DONE`` or ``ABORT``."""

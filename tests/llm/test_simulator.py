@@ -71,7 +71,7 @@ async def test_prose_stays_and_the_call_never_shows(fake_ollama: Any) -> None:
 async def test_a_corrupt_call_is_told_exactly_what_was_wrong(fake_ollama: Any, tmp_path: Any) -> None:
     from ide.changes import ChangeSet
     from ide.settings import Settings
-    from ide.tools import agent_toolbox
+    from ide.tools import toolbox as make_toolbox
 
     server = fake_ollama([{"tool_calls": CALLS[:1], "text_tool_calls": "qwen", "corrupt_arguments": True}])
     reply = await ModelRouter(make_settings(server.url)).stream("react", ASK, tools=[read_file])
@@ -79,7 +79,7 @@ async def test_a_corrupt_call_is_told_exactly_what_was_wrong(fake_ollama: Any, t
     [call] = reply.tool_calls
     assert call["name"] == "read_file" and "__invalid_json__" in call["args"]
     # …and the tool refuses it with what was wrong, which the model reads as its observation.
-    outcome = agent_toolbox(tmp_path, Settings(), ChangeSet(tmp_path)).call(call["name"], call["args"])
+    outcome = make_toolbox(tmp_path, Settings(), ChangeSet(tmp_path)).call(call["name"], call["args"])
     assert outcome.failed and "not a valid JSON object" in outcome.output and "path" in outcome.output
 
 

@@ -14,7 +14,8 @@ from ide.protocol import memory as mp
 from ide.protocol.tree import ToolAction
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
-from ide.tools import agent_toolbox
+from ide.tools import ToolServices
+from ide.tools import toolbox as make_toolbox
 from tests.support.acp_client import acp_backend
 from tests.support.fake_ollama import FakeOllama
 
@@ -106,7 +107,7 @@ def test_the_memory_tools(tmp_path: Path, git_workspace: Path) -> None:
     from ide.changes import ChangeSet
 
     store = MemoryStore(tmp_path / "memory.sqlite")
-    toolbox = agent_toolbox(git_workspace, Settings(), ChangeSet(git_workspace), memory=store)
+    toolbox = make_toolbox(git_workspace, Settings(), ChangeSet(git_workspace), ToolServices(memory=store))
     assert {"search_memory", "store_insight", "get_insights"} <= set(toolbox.specs)
     stored = toolbox.call(
         "store_insight", {"title": "Tests use pytest", "content": "run python -m pytest -q"}
@@ -115,7 +116,7 @@ def test_the_memory_tools(tmp_path: Path, git_workspace: Path) -> None:
     assert "Tests use pytest" in toolbox.call("get_insights", {}).output
     assert "Tests use pytest" in toolbox.call("search_memory", {"query": "pytest"}).output
     assert "nothing in memory matches" in toolbox.call("search_memory", {"query": "kubernetes"}).output
-    assert "search_memory" not in agent_toolbox(git_workspace, Settings(), ChangeSet(git_workspace)).specs
+    assert "search_memory" not in make_toolbox(git_workspace, Settings(), ChangeSet(git_workspace)).specs
 
 
 async def test_a_second_session_is_told_what_the_first_one_learned(git_workspace: Path) -> None:

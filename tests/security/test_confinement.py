@@ -10,7 +10,7 @@ import pytest
 from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.settings import Settings
-from ide.tools import agent_toolbox
+from ide.tools import toolbox as make_toolbox
 
 SECRET = "API_KEY=sk-live-0123456789abcdef"
 OUTSIDE = "outside text that must never be read or changed"
@@ -65,7 +65,7 @@ def test_no_tool_reaches_outside_or_a_secret(sandbox: tuple[Path, Path], attack:
     root, outside = sandbox
     path = attack.format(outside=outside)
     changeset = ChangeSet(root)
-    toolbox = agent_toolbox(root, Settings(), changeset)
+    toolbox = make_toolbox(root, Settings(), changeset)
     for name, args in calls(path):
         outcome = toolbox.call(name, args)
         assert SECRET not in outcome.output and OUTSIDE not in outcome.output, (name, path, outcome.output)
@@ -83,7 +83,7 @@ def test_no_tool_reaches_outside_or_a_secret(sandbox: tuple[Path, Path], attack:
 
 def test_listing_searching_and_the_index_skip_secrets(sandbox: tuple[Path, Path], tmp_path: Path) -> None:
     root, _outside = sandbox
-    toolbox = agent_toolbox(root, Settings(), ChangeSet(root))
+    toolbox = make_toolbox(root, Settings(), ChangeSet(root))
     listing = toolbox.call("list_dir", {"path": "."}).output
     assert ".env" not in listing and "innocent.txt" not in listing and "pkg" in listing
     assert "server.pem" not in toolbox.call("list_dir", {"path": "deploy"}).output
@@ -98,7 +98,7 @@ def test_listing_searching_and_the_index_skip_secrets(sandbox: tuple[Path, Path]
 def test_the_secret_patterns_are_a_setting(sandbox: tuple[Path, Path]) -> None:
     root, _outside = sandbox
     settings = Settings.model_validate({"workspace": {"secrets": ["pkg/a.py"]}})
-    toolbox = agent_toolbox(root, settings, ChangeSet(root))
+    toolbox = make_toolbox(root, settings, ChangeSet(root))
     assert toolbox.call("read_file", {"path": "pkg/a.py"}).failed
     assert not toolbox.call("read_file", {"path": "link_dir/../pkg/a.py"}).output.startswith("x = 1")
 

@@ -22,7 +22,7 @@ import pytest
 from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.settings import Settings
-from ide.tools import agent_toolbox
+from ide.tools import toolbox as make_toolbox
 from tests.security.test_confinement import calls
 
 
@@ -53,7 +53,7 @@ GIT_SPELLINGS = [
 @pytest.mark.parametrize("path", GIT_SPELLINGS)
 def test_no_tool_touches_git_metadata_in_any_spelling(root: Path, path: str) -> None:
     changeset = ChangeSet(root)
-    toolbox = agent_toolbox(root, Settings(), changeset)
+    toolbox = make_toolbox(root, Settings(), changeset)
     for name, args in calls(path):
         outcome = toolbox.call(name, args)
         if name == "rename_file" and args.get("path") == "pkg/a.py" and path.startswith("pkg"):
@@ -66,7 +66,7 @@ def test_no_tool_touches_git_metadata_in_any_spelling(root: Path, path: str) -> 
 
 
 def test_listings_searches_and_the_index_never_show_git_metadata(root: Path, tmp_path: Path) -> None:
-    toolbox = agent_toolbox(root, Settings(), ChangeSet(root))
+    toolbox = make_toolbox(root, Settings(), ChangeSet(root))
     assert ".git" not in toolbox.call("list_dir", {"path": "sub"}).output
     assert toolbox.call("grep", {"pattern": "gitdir"}).output == "no matches for 'gitdir'"
     index = CodeIndex(root, tmp_path / "index.sqlite", Settings().workspace)
@@ -80,7 +80,7 @@ def test_listings_searches_and_the_index_never_show_git_metadata(root: Path, tmp
 )
 def test_control_characters_in_names_are_refused(root: Path, name: str) -> None:
     changeset = ChangeSet(root)
-    outcome = agent_toolbox(root, Settings(), changeset).call("create_file", {"path": name, "content": "x"})
+    outcome = make_toolbox(root, Settings(), changeset).call("create_file", {"path": name, "content": "x"})
     assert outcome.failed and "control character" in outcome.output
     assert changeset.changed_paths() == []
 
@@ -93,7 +93,7 @@ def test_a_name_that_looks_like_an_existing_one_is_refused(root: Path, existing_
     lookalike = unicodedata.normalize(other_form, "café.py")
     assert lookalike != existing
     changeset = ChangeSet(root)
-    toolbox = agent_toolbox(root, Settings(), changeset)
+    toolbox = make_toolbox(root, Settings(), changeset)
     created = toolbox.call("create_file", {"path": f"pkg/{lookalike}", "content": "evil"})
     assert created.failed and "looks the same" in created.output and existing in created.output
     renamed = toolbox.call("rename_file", {"path": "pkg/a.py", "new_path": f"pkg/{lookalike}"})
@@ -105,7 +105,7 @@ def test_a_name_that_looks_like_an_existing_one_is_refused(root: Path, existing_
 def test_an_absurdly_deep_path_is_refused_at_once(root: Path) -> None:
     """On main one such create_file burned a core for minutes (cost ~cubic in depth)."""
     deep = "/".join(["d"] * 1000) + "/f.py"
-    toolbox = agent_toolbox(root, Settings(), ChangeSet(root))
+    toolbox = make_toolbox(root, Settings(), ChangeSet(root))
     started = time.perf_counter()
     outcome = toolbox.call("create_file", {"path": deep, "content": "x"})
     assert outcome.failed and "paths are limited" in outcome.output
@@ -157,7 +157,7 @@ def deep_root(root: Path) -> Iterator[Path]:
 def test_walks_survive_a_1400_deep_tree_and_say_what_they_skipped(deep_root: Path, tmp_path: Path) -> None:
     """On main: RecursionError, and the turn ended."""
     root = deep_root
-    toolbox = agent_toolbox(root, Settings(), ChangeSet(root))
+    toolbox = make_toolbox(root, Settings(), ChangeSet(root))
     found = toolbox.call("grep", {"pattern": "x = 1"})
     assert not found.failed and "pkg/a.py:1" in found.output
     assert "skipped 1 directories deeper than 64 levels" in found.output
@@ -173,7 +173,7 @@ def test_symlink_loops_crash_nothing(root: Path, tmp_path: Path) -> None:
     (root / "loop2").symlink_to("loop1")
     (root / "pkg" / "self").symlink_to(".", target_is_directory=True)
     (root / "pkg" / "greet.py").write_text("def greet():\n    return 1\n")
-    toolbox = agent_toolbox(root, Settings(), ChangeSet(root))
+    toolbox = make_toolbox(root, Settings(), ChangeSet(root))
     listing = toolbox.call("list_dir", {"path": "."})
     assert not listing.failed and "loop1" not in listing.output
     assert "pkg/a.py:1" in toolbox.call("grep", {"pattern": "x"}).output
@@ -192,7 +192,7 @@ def test_a_huge_file_is_never_read_also_not_through_the_change_set(root: Path) -
     with huge.open("wb") as handle:
         handle.truncate(1 << 30)
     changeset = ChangeSet(root, max_file_bytes=Settings().workspace.max_file_bytes)
-    toolbox = agent_toolbox(root, Settings(), changeset)
+    toolbox = make_toolbox(root, Settings(), changeset)
     started = time.perf_counter()
     for name, args in (
         ("read_file", {"path": "pkg/dump.sql"}),

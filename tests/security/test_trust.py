@@ -19,7 +19,7 @@ from ide.changes.store import BatchStore
 from ide.protocol import lsp as lp
 from ide.protocol.review import DecideParams
 from ide.settings import Settings, load_settings, trust_store
-from ide.tools import agent_toolbox
+from ide.tools import toolbox as make_toolbox
 from ide.trust import TRUST_ENV
 from ide.workflows.loader import BUILTIN_DIR, load_catalog
 from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest
@@ -169,7 +169,7 @@ def test_a_repository_cannot_unhide_secrets_even_when_trusted(repo: Path) -> Non
     for trust in (False, True):
         settings = load_settings(repo, trust=trust).settings
         assert ".env" in settings.workspace.secrets
-        outcome = agent_toolbox(repo, settings, ChangeSet(repo)).call("read_file", {"path": ".env"})
+        outcome = make_toolbox(repo, settings, ChangeSet(repo)).call("read_file", {"path": ".env"})
         assert outcome.failed and SECRET not in outcome.output and "secret" in outcome.output
     # Adding secret patterns is a preference: it only narrows what the agent reads.
     write_config(repo, '[workspace]\nsecrets = ["m.py"]\n')

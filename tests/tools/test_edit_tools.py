@@ -8,12 +8,13 @@ import pytest
 
 from ide.changes import ChangeSet
 from ide.settings import Settings
-from ide.tools import Toolbox, agent_toolbox
+from ide.tools import Toolbox
+from ide.tools import toolbox as make_toolbox
 
 
 @pytest.fixture
 def box(git_workspace: Path) -> Toolbox:
-    return agent_toolbox(git_workspace, Settings(), ChangeSet(git_workspace))
+    return make_toolbox(git_workspace, Settings(), ChangeSet(git_workspace))
 
 
 def test_edits_stay_in_the_overlay_and_reads_see_them(box: Toolbox, git_workspace: Path) -> None:

@@ -9,7 +9,8 @@ from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.codeintel.lsp import LspBridge, LspPool
 from ide.settings import LspServerSettings, LspSettings, Settings
-from ide.tools import agent_toolbox, read_toolbox
+from ide.tools import ToolServices
+from ide.tools import toolbox as make_toolbox
 from tests.codeintel.test_lsp import shop  # noqa: F401  (the fixture package)
 
 
@@ -19,7 +20,9 @@ async def test_definition_references_type_signature_and_diagnostics(shop: Path, 
     pool = LspPool(LspSettings())
     changes = ChangeSet(shop)
     changes.edit("app.py", "print(item.label(), item.slug)", "print(item.label(), item.slug, undefined_name(")
-    tools = agent_toolbox(shop, Settings(), changes, index, LspBridge(pool, asyncio.get_running_loop()))
+    tools = make_toolbox(
+        shop, Settings(), changes, ToolServices(index=index, lsp=LspBridge(pool, asyncio.get_running_loop()))
+    )
 
     async def call(name: str, args: dict[str, object]) -> str:
         outcome = await asyncio.to_thread(tools.call, name, args)
@@ -52,11 +55,10 @@ async def test_definition_references_type_signature_and_diagnostics(shop: Path, 
 async def test_a_missing_server_is_an_observation_with_the_fix(shop: Path) -> None:  # noqa: F811
     settings = LspSettings(servers={"jedi": LspServerSettings(command=["no-such-jedi"])})
     pool = LspPool(settings)
-    tools = read_toolbox(shop, Settings(), None)
+    tools = make_toolbox(shop, Settings(), read_only=True)
     assert "lsp_find_definition" not in tools.specs
-    tools = agent_toolbox(
-        shop, Settings(), ChangeSet(shop), None, LspBridge(pool, asyncio.get_running_loop())
-    )
+    lsp = LspBridge(pool, asyncio.get_running_loop())
+    tools = make_toolbox(shop, Settings(), ChangeSet(shop), ToolServices(lsp=lsp))
     outcome = await asyncio.to_thread(tools.call, "lsp_get_type", {"path": "app.py", "line": 3})
     assert (
         outcome.failed and "'no-such-jedi', the command of lsp.servers.jedi, is not found" in outcome.output

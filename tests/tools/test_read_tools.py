@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from ide.settings import Settings, ToolSettings, WorkspaceSettings
-from ide.tools import Toolbox, Workspace, read_toolbox
+from ide.tools import Toolbox, Workspace
+from ide.tools import toolbox as make_toolbox
 from ide.tools.read import READ_TOOLS
 
 
@@ -25,7 +26,7 @@ def toolbox(git_workspace: Path, tmp_path: Path) -> Toolbox:
     (git_workspace / "pkg" / "sub" / "gen_a.py").write_text("greet = 1\n")
     (git_workspace / "pkg" / "sub" / "gen_keep.py").write_text("greet = 2\n")
     (git_workspace / "blob.bin").write_bytes(b"\x00\x01greet")
-    return read_toolbox(git_workspace, Settings())
+    return make_toolbox(git_workspace, Settings(), read_only=True)
 
 
 def test_read_file_numbers_lines_and_pages(toolbox: Toolbox) -> None:

@@ -9,7 +9,8 @@ import pytest
 from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.settings import Settings
-from ide.tools import agent_toolbox, read_toolbox
+from ide.tools import ToolServices
+from ide.tools import toolbox as make_toolbox
 
 MODELS = '''class Order:
     """An order of items."""
@@ -48,15 +49,15 @@ def shop(tmp_path: Path) -> tuple[Path, CodeIndex]:
 
 def test_tools_are_offered_only_with_an_index(shop: tuple[Path, CodeIndex]) -> None:
     root, index = shop
-    assert {"find_symbol", "file_outline", "find_references", "repo_map"} <= read_toolbox(
-        root, Settings(), index
+    assert {"find_symbol", "file_outline", "find_references", "repo_map"} <= make_toolbox(
+        root, Settings(), services=ToolServices(index=index), read_only=True
     ).specs.keys()
-    assert "find_symbol" not in read_toolbox(root, Settings()).specs
+    assert "find_symbol" not in make_toolbox(root, Settings(), read_only=True).specs
 
 
 def test_find_symbol_outline_references_and_map(shop: tuple[Path, CodeIndex]) -> None:
     root, index = shop
-    tools = read_toolbox(root, Settings(), index)
+    tools = make_toolbox(root, Settings(), services=ToolServices(index=index), read_only=True)
     found = tools.call("find_symbol", {"query": "sum_pri"})
     assert not found.failed
     assert (
@@ -93,7 +94,7 @@ def test_tools_see_the_change_set(shop: tuple[Path, CodeIndex]) -> None:
     changes = ChangeSet(root)
     changes.create("shop/tax.py", "def add_tax(amount):\n    return sum_prices([]) + amount\n")
     changes.delete("shop/cart.py")
-    tools = agent_toolbox(root, Settings(), changes, index)
+    tools = make_toolbox(root, Settings(), changes, ToolServices(index=index))
     assert "shop/tax.py:1" in tools.call("find_symbol", {"query": "add_tax"}).output
     assert tools.call("find_symbol", {"query": "checkout"}).output.startswith("no definition")
     assert tools.call("file_outline", {"path": "shop/tax.py"}).output == "1: def add_tax(amount)"
@@ -106,7 +107,7 @@ def test_tools_see_the_change_set(shop: tuple[Path, CodeIndex]) -> None:
 
 def test_without_an_index_the_tool_says_what_to_use_instead(shop: tuple[Path, CodeIndex]) -> None:
     root, index = shop
-    tools = read_toolbox(root, Settings(), index)
+    tools = make_toolbox(root, Settings(), services=ToolServices(index=index), read_only=True)
     tools.workspace.index = None
     result = tools.call("find_symbol", {"query": "Order"})
     assert result.failed and "use grep and read_file" in result.output

@@ -25,8 +25,8 @@ from pathlib import Path
 from ide.codeintel.index import store
 from ide.codeintel.index.languages import EXTENSIONS, FILENAMES, TAGGED, detect_language
 from ide.codeintel.index.model import FileSymbols
+from ide.fs import ConfinedFS, is_binary
 from ide.settings import Settings, WorkspaceSettings
-from ide.tools.workspace import Workspace, is_binary
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class CodeIndex:
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.db_path = db_path
-        self.workspace = Workspace(self.root, workspace or WorkspaceSettings())
+        self.workspace = ConfinedFS(self.root, workspace or WorkspaceSettings())
         cpus = os.cpu_count() or 1
         # More parser processes than cores only adds memory and switching (index.workers = 48 on 2 cores).
         self.workers = min(workers or cpus, cpus)

@@ -1,0 +1,78 @@
+"""The workspace's memory for the window's Memory dock: search, keep, delete, export (``_arbor/memory/*``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError
+from pydantic import BaseModel
+
+from ide.protocol import memory as mp
+
+if TYPE_CHECKING:
+    from ide.backend.extensions import Backend
+    from ide.memory.store import MemoryStore
+
+
+async def search(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = mp.MemorySearchParams.model_validate(params)
+    memory = backend.session(request.session_id).memory
+    if memory is None:
+        return mp.MemoryList(message="Memory is off for this workspace (memory.enabled = false).")
+    namespaces = [request.namespace] if request.namespace else None
+    reviewed = False if request.unreviewed_only else None
+    items = await asyncio.to_thread(
+        memory.search, request.query, namespaces, request.limit, reviewed=reviewed
+    )
+    counted = await _counts(memory)
+    return counted.model_copy(
+        update={"entries": [mp.MemoryEntry.model_validate(item.as_dict()) for item in items]}
+    )
+
+
+async def delete(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = mp.MemoryDeleteParams.model_validate(params)
+    memory = backend.session(request.session_id).memory
+    if memory is None or not await asyncio.to_thread(memory.delete, request.id):
+        raise RequestError.invalid_params({"message": f"there is no memory entry #{request.id}"})
+    return await _counts(memory)
+
+
+async def keep(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = mp.MemoryKeepParams.model_validate(params)
+    memory = backend.session(request.session_id).memory
+    if memory is None or not await asyncio.to_thread(memory.keep, request.id):
+        raise RequestError.invalid_params({"message": f"there is no memory entry #{request.id}"})
+    return await _counts(memory)
+
+
+async def export(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = mp.MemoryExportParams.model_validate(params)
+    memory = backend.session(request.session_id).memory
+    if memory is None or not os.path.isabs(request.path):
+        raise RequestError.invalid_params({"message": "memory is off, or the path is not absolute"})
+    entries = await asyncio.to_thread(memory.export)
+    try:
+        await asyncio.to_thread(Path(request.path).write_text, json.dumps(entries, indent=2))
+    except OSError as exc:
+        raise RequestError.invalid_params({"message": f"cannot write {request.path}: {exc}"}) from None
+    return mp.MemoryExported(path=request.path, entries=len(entries))
+
+
+async def _counts(memory: MemoryStore) -> mp.MemoryList:
+    return mp.MemoryList(
+        counts=await asyncio.to_thread(memory.counts),
+        unreviewed=await asyncio.to_thread(memory.unreviewed),
+    )
+
+
+HANDLERS = {
+    mp.MEMORY_SEARCH: search,
+    mp.MEMORY_DELETE: delete,
+    mp.MEMORY_EXPORT: export,
+    mp.MEMORY_KEEP: keep,
+}

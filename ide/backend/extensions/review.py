@@ -1,0 +1,145 @@
+"""The change-set review: ``_arbor/review/*`` for Arbor's window and ``arbor run``, and the one question
+a plain ACP client is asked at the end of a turn that edited files."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError, tool_diff_content
+from acp.schema import PermissionOption, ToolCallUpdate
+from pydantic import BaseModel
+
+from ide.backend.limits import DIFF_INLINE_CAP
+from ide.protocol import review as rv
+
+if TYPE_CHECKING:
+    from ide.backend.extensions import Backend
+    from ide.backend.session import Session
+
+log = logging.getLogger(__name__)
+
+
+async def changeset(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = rv.ChangeSetParams.model_validate(params)
+    return backend.session(request.session_id).review.view()
+
+
+async def decide(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = rv.DecideParams.model_validate(params)
+    session = backend.session(request.session_id)
+    view = session.review.decide(request)
+    await backend.save_review(session)
+    return view
+
+
+async def apply(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = rv.ApplyParams.model_validate(params)
+    session = backend.session(request.session_id)
+    if session.turn is not None and not session.turn.done():
+        raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
+    result = await asyncio.to_thread(session.review.apply, request.message)
+    await backend.save_review(session)
+    return result
+
+
+async def rollback(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    from ide.changes import rollback_batch
+
+    request = rv.RollbackParams.model_validate(params)
+    cwd, settings = backend.workspace(request.cwd)
+    batches = backend.services.batches(cwd, settings)
+    return await asyncio.to_thread(rollback_batch, Path(request.cwd), batches, request.batch_id)
+
+
+async def history(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = rv.HistoryParams.model_validate(params)
+    cwd, settings = backend.workspace(request.cwd)
+    batches = backend.services.batches(cwd, settings).history(request.cwd, limit=request.limit)
+    return rv.HistoryResult(batches=batches)
+
+
+HANDLERS = {
+    rv.CHANGESET: changeset,
+    rv.DECIDE: decide,
+    rv.APPLY: apply,
+    rv.ROLLBACK: rollback,
+    rv.HISTORY: history,
+}
+NOTIFICATIONS = (rv.CHANGESET_NOTIFICATION,)
+
+
+async def offer_review(backend: Backend, session: Session) -> None:
+    """At the end of a turn that edited files: hand the batch to the client for review.
+
+    Arbor's window (and `arbor run`) get the hunks in ``_arbor/changeset``. Any other client is asked
+    once, with the diffs, whether to apply the batch; yes writes through ``fs/write_text_file`` when
+    the client offers it, else through our own apply (checkpoint, atomic writes, commit). Meta files
+    (Arbor's settings, git attributes, CI, hooks) are asked about on their own, with why they matter.
+    """
+    view = session.review.view()
+    if backend.client_wants("review"):
+        await backend.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
+        return
+    plain = [f for f in view.files if f.meta is None]
+    meta = [f for f in view.files if f.meta is not None]
+    for files in (plain, meta):
+        if files and not await _ask_to_apply(backend, session, files, meta=files is meta):
+            return
+
+
+async def _ask_to_apply(
+    backend: Backend, session: Session, files: list[rv.FileChangeView], *, meta: bool
+) -> bool:
+    """Ask a plain ACP client whether to apply ``files``; False when it cannot be asked."""
+    diffs = []
+    for file in files:
+        old, new = session.changeset.diff_texts(file.path)
+        if len(old or "") + len(new or "") <= DIFF_INLINE_CAP:
+            diffs.append(tool_diff_content(str(Path(session.cwd) / file.path), new or "", old))
+    added = sum(f.additions for f in files)
+    removed = sum(f.deletions for f in files)
+    title = f"Apply changes to {len(files)} file(s) (+{added} −{removed})?"
+    if meta:
+        why = "; ".join(f"{f.path}: {f.meta}" for f in files)
+        title = f"Also apply the agent's edits to files that change what runs? {why}"
+    try:
+        response = await backend.conn.request_permission(
+            session_id=session.id,
+            tool_call=ToolCallUpdate(
+                tool_call_id=f"arbor-review-{uuid.uuid4().hex[:8]}",
+                title=title,
+                kind="edit",
+                status="pending",
+                content=diffs,
+            ),
+            options=[
+                PermissionOption(option_id="apply", name="Apply these changes", kind="allow_once"),
+                PermissionOption(option_id="discard", name="Discard them", kind="reject_once"),
+            ],
+        )
+    except RequestError as exc:
+        # A client that cannot be asked keeps the batch pending: nothing written, nothing lost.
+        log.info("client cannot review the change set (%s); it stays pending", exc)
+        return False
+    outcome = response.outcome
+    approved = (
+        getattr(outcome, "outcome", None) == "selected" and getattr(outcome, "option_id", "") == "apply"
+    )
+    fs = backend.client_fs()
+    plain_writes = all(f.status in ("added", "modified") and not f.binary for f in files)
+    if approved and fs is not None and fs.write_text_file and plain_writes:
+        for file in files:
+            _old, new = session.changeset.diff_texts(file.path)
+            await backend.conn.write_text_file(
+                session_id=session.id, path=str(Path(session.cwd) / file.path), content=new or ""
+            )
+        approved = False  # written by the client: drop the batch from our change set
+    decision = "accepted" if approved else "rejected"
+    paths = [f.path for f in files]
+    session.review.decide(rv.DecideParams(session_id=session.id, decision=decision, paths=paths))
+    await asyncio.to_thread(session.review.apply, None)
+    return True

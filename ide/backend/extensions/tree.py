@@ -1,0 +1,36 @@
+"""The search tree: events streamed as ``_arbor/tree`` and one branch's changes (``_arbor/tree/branch``)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError
+from pydantic import BaseModel
+
+from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams
+
+if TYPE_CHECKING:
+    from ide.backend.extensions import Backend
+
+
+async def branch_diff(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    """The proposed changes of one search branch, read-only (for the tree view's inspector)."""
+    from ide.changes import Review
+
+    request = BranchDiffParams.model_validate(params)
+    session = backend.session(request.session_id)
+    branch = session.branch(request.changeset_id)
+    if branch is None:
+        raise RequestError.invalid_params(
+            {
+                "message": f"branch {request.changeset_id} is not held by this backend: it keeps the "
+                "branches of a live session's last runs only"
+            }
+        )
+    view = Review(branch, session_id=session.id, title="branch", store=session.services.batches)
+    return await asyncio.to_thread(view.view)
+
+
+HANDLERS = {BRANCH_DIFF: branch_diff}
+NOTIFICATIONS = (TREE_NOTIFICATION,)

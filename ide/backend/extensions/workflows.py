@@ -1,0 +1,71 @@
+"""The session's YAML workflows for the window's picker: list them, pick one (``_arbor/workflows/*``)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError
+from pydantic import BaseModel
+
+from ide.protocol import workflow as wf
+
+if TYPE_CHECKING:
+    from ide.backend.extensions import Backend
+    from ide.backend.session import Session
+
+
+async def list_workflows(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = wf.WorkflowsParams.model_validate(params)
+    return await listing(backend.session(request.session_id))
+
+
+async def select(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    """The picker's choice: the same as ``/workflow NAME`` (and the session goes to the workflow mode)."""
+    request = wf.SelectWorkflowParams.model_validate(params)
+    session = backend.session(request.session_id)
+    found = await listing(session)
+    if request.name != wf.AUTO and request.name not in {w.name for w in found.workflows}:
+        known = ", ".join(w.name for w in found.workflows)
+        raise RequestError.invalid_params(
+            {"message": f"there is no workflow {request.name!r}; there are: {known}"}
+        )
+    if session.choose_workflow(request.name):
+        session.services.store.update(session.id, session.cwd, mode="workflow")
+    return found.model_copy(update={"selected": session.workflow, "mode": session.mode})
+
+
+async def listing(session: Session) -> wf.WorkflowList:
+    from ide.workflows.fusion import describe_reranker
+    from ide.workflows.loader import load_catalog
+
+    catalog = await asyncio.to_thread(load_catalog, Path(session.cwd))
+    return wf.WorkflowList(
+        workflows=[
+            wf.WorkflowInfo(
+                name=w.name,
+                description=w.metadata.description,
+                workflow_type=w.metadata.workflow_type,
+                path=str(catalog.origins[w.name]),
+                stages=[
+                    wf.StageInfo(
+                        id=s.key,
+                        name=s.name,
+                        required=s.required,
+                        agents=[a.agent for a in s.parallel_agents],
+                    )
+                    for s in w.stages
+                ],
+            )
+            for w in catalog.workflows.values()
+        ],
+        selected=session.workflow,
+        mode=session.mode,
+        problems=[str(problem) for problem in catalog.problems],
+        reranker=describe_reranker(session.settings),
+        notices=catalog.notices,
+    )
+
+
+HANDLERS = {wf.WORKFLOWS_LIST: list_workflows, wf.WORKFLOWS_SELECT: select}

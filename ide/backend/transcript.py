@@ -1,0 +1,133 @@
+"""A session's transcript: what each turn says to the client, sent, and saved for `session/load`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from acp import Client, RequestError, text_block, update_user_message
+from acp.schema import PermissionOption, SessionNotification, ToolCallUpdate
+from pydantic import BaseModel
+
+from ide.protocol import model as md
+from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
+
+if TYPE_CHECKING:
+    from ide.backend.session import Session
+    from ide.backend.store import SessionStore
+
+log = logging.getLogger(__name__)
+
+TREE_RECORD = "_arbor_tree"
+"""Key of a stored history entry holding a batch of search-tree events instead of a session update."""
+
+
+def prompt_text(blocks: list[Any]) -> str:
+    """The prompt as text: text blocks, plus the text of embedded resources and links to others."""
+    parts = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource":
+            resource = block.resource
+            text = getattr(resource, "text", None)
+            parts.append(f"<file uri={resource.uri!r}>\n{text}\n</file>" if text else f"[{resource.uri}]")
+        elif kind == "resource_link":
+            parts.append(f"[{block.name}]({block.uri})")
+    return "\n\n".join(p for p in parts if p)
+
+
+class Transcript:
+    """One turn's channel to the client: session updates, search-tree events and the context fill.
+
+    The question is saved before the turn runs and the turn's updates at every finished tool call, so a
+    backend killed mid-turn still replays what the user asked and what the agent had done.
+    """
+
+    def __init__(self, conn: Client, session: Session, text: str, *, arbor_client: bool) -> None:
+        self._conn = conn
+        self._session = session
+        self._store: SessionStore = session.services.store
+        self._arbor_client = arbor_client
+        """Arbor's window: it wants tree events and the context fill; other clients have no use for them."""
+        self._recorded: list[dict[str, Any]] = []
+        self._background: set[asyncio.Future[Any]] = set()
+        self._turn = self._store.next_turn(session.id, session.cwd)
+        user = update_user_message(text_block(text)).model_dump(mode="json", by_alias=True, exclude_none=True)
+        self._store.append_events(session.id, session.cwd, self._turn, [user])
+        self._store.update(session.id, session.cwd, title=text.strip().splitlines()[0][:80])
+
+    def flush(self) -> None:
+        """Save what was sent since the last flush."""
+        self._store.append_events(self._session.id, self._session.cwd, self._turn, self._recorded)
+        self._recorded.clear()
+
+    async def emit(self, update: BaseModel) -> None:
+        self._recorded.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+        if getattr(update, "session_update", None) == "tool_call_update":
+            self.flush()  # before the client hears of it, so what it saw is on disk
+        await self._conn.session_update(session_id=self._session.id, update=update)
+
+    async def emit_tree(self, events: list[TreeEvent]) -> None:
+        batch = [event.model_dump(mode="json", exclude_defaults=True) for event in events]
+        self._recorded.append({TREE_RECORD: batch})
+        if self._arbor_client:
+            await self._conn.ext_notification(
+                TREE_NOTIFICATION, {"session_id": self._session.id, "events": batch}
+            )
+
+    def context_fill(self, role: str, tokens: int, window: int) -> None:
+        """How full the latest model request is of the model's window (sent without waiting)."""
+        if not self._arbor_client:
+            return
+        fill = md.ContextFill(session_id=self._session.id, role=role, tokens=tokens, window=window)
+        pending = asyncio.ensure_future(
+            self._conn.ext_notification(md.CONTEXT_NOTIFICATION, fill.model_dump())
+        )
+        self._background.add(pending)
+        pending.add_done_callback(self._background.discard)
+
+
+async def replay(conn: Client, store: SessionStore, session_id: str, cwd: str, *, arbor_client: bool) -> None:
+    """Send a stored session's history again (``session/load``): its updates, and its trees to Arbor."""
+    for payload in store.events(session_id, cwd):
+        if TREE_RECORD in payload:
+            if arbor_client:
+                params = {"session_id": session_id, "events": payload[TREE_RECORD]}
+                await conn.ext_notification(TREE_NOTIFICATION, params)
+            continue
+        notification = SessionNotification.model_validate({"sessionId": session_id, "update": payload})
+        await conn.session_update(session_id=session_id, update=notification.update)
+
+
+async def ask_to_run_tests(conn: Client, session: Session, title: str, command: str) -> bool:
+    """Ask the client before the tests run (a workflow's test stage, LATS evaluating an answer):
+    allow once, allow always, or no."""
+    if session.tests_allowed:
+        return True
+    try:
+        response = await conn.request_permission(
+            session_id=session.id,
+            tool_call=ToolCallUpdate(
+                tool_call_id=f"arbor-tests-{uuid.uuid4().hex[:8]}",
+                title=title,
+                kind="execute",
+                status="pending",
+                raw_input={"command": command, "where": "a scratch git worktree with the proposed changes"},
+            ),
+            options=[
+                PermissionOption(option_id="allow", name="Run the tests", kind="allow_once"),
+                PermissionOption(option_id="always", name="Always run the tests", kind="allow_always"),
+                PermissionOption(option_id="deny", name="Do not run them", kind="reject_once"),
+            ],
+        )
+    except RequestError as exc:
+        log.info("client cannot be asked to run the tests (%s): not running them", exc)
+        return False
+    choice = getattr(response.outcome, "option_id", None)
+    if choice == "always":
+        session.tests_allowed = True
+    return choice in ("allow", "always")
