@@ -1,1 +1,1 @@
-"""Agent architectures that record their runs as search trees (ReAct now; LATS, ToT, plan later)."""
+"""Agent architectures (ReAct, LATS, Tree of Thoughts, plan/execute/replan) that record search trees."""

@@ -11,6 +11,8 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ide.protocol.modes import ModeName
+
 APP_NAME = "arbor"
 CONFIG_FILE = "config.toml"
 WORKSPACE_DIR = ".arbor"
@@ -187,7 +189,7 @@ class LlmSettings(_Section):
 class AgentSettings(_Section):
     """How the agent runs a prompt turn."""
 
-    architecture: Literal["react", "lats", "tot", "plan", "auto", "workflow"] = Field(
+    architecture: ModeName = Field(
         "react",
         description="Agent architecture (session mode) for new sessions; auto lets the orchestrator pick",
     )

@@ -1,1 +1,1 @@
-"""Workflow orchestration: YAML workflows and LangGraph routing (lands with the orchestrator issue)."""
+"""Workflow orchestration: YAML workflows, orchestrator, plan, LangGraph routing, retrieval, fusion."""

@@ -35,7 +35,7 @@ def _merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[st
 
 
 class WorkflowState(TypedDict, total=False):
-    """Plain data only: it is checkpointed after every node (see TRAPS: msgpack round-trips)."""
+    """Plain data only: it is checkpointed after every node (see docs/traps.md: msgpack round-trips)."""
 
     plan: dict[str, Any]
     task: str
