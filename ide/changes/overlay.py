@@ -134,8 +134,6 @@ class ChangeSet:
         """A hashable value equal for two sets that propose the same entries (the tool-call cache's key)."""
         return frozenset(self._entries.items())
 
-    # -- persistence (see ide.changes.snapshot) ---------------------------------------------------
-
     def recorded(self) -> tuple[dict[str, Base], dict[str, Entry]]:
         """Copies of the recorded bases and the proposed entries, in insertion order."""
         return dict(self._base), dict(self._entries)
@@ -151,8 +149,6 @@ class ChangeSet:
         changeset._base = dict(bases)
         changeset._entries = dict(entries)
         return changeset
-
-    # -- base snapshot ----------------------------------------------------------------------------
 
     def base(self, rel: str) -> Base:
         """The recorded base of ``rel`` (recording it from disk on first touch)."""
@@ -174,8 +170,6 @@ class ChangeSet:
             self._entries.pop(rel, None)
         else:
             self._entries[rel] = entry
-
-    # -- reads through the overlay ----------------------------------------------------------------
 
     def _current(self, rel: str) -> tuple[bytes | None, int | None]:
         entry = self._entries.get(rel)
@@ -288,8 +282,6 @@ class ChangeSet:
             None if old is None else decode(old)[0],
             None if entry.data is None else decode(entry.data)[0],
         )
-
-    # -- edits ------------------------------------------------------------------------------------
 
     def _set(self, rel: str, data: bytes | None, mode: int | None, origin: str | None = None) -> None:
         self.base(rel)

@@ -152,8 +152,6 @@ class Review:
         self.repo = find_repo(changeset.root)
         """The repository found when the review began: Apply writes and commits only into it."""
 
-    # -- persistence ------------------------------------------------------------------------------
-
     def snapshot(self) -> dict[str, Any]:
         """Everything needed to rebuild this review exactly, as JSON-safe data (ide.changes.snapshot).
 
@@ -255,8 +253,6 @@ class Review:
 
     def decision(self, hunk: Hunk) -> Decision:
         return self._decisions.get(hunk.id, ("pending", None))[0]
-
-    # -- apply ------------------------------------------------------------------------------------
 
     def apply(self, message: str | None = None) -> ApplyResult:
         """Write exactly the accepted hunks: checkpoint, merge if the disk moved, atomic writes, commit."""

@@ -215,8 +215,6 @@ class MemoryStore:
         finally:
             db.close()
 
-    # -- writing ------------------------------------------------------------------------------------
-
     def add(
         self,
         namespace: Namespace,
@@ -273,8 +271,6 @@ class MemoryStore:
     def delete(self, memory_id: int) -> bool:
         with self._lock, self._db() as db:
             return db.execute("DELETE FROM memories WHERE id = ?", (memory_id,)).rowcount > 0
-
-    # -- reading ------------------------------------------------------------------------------------
 
     def get(self, memory_id: int) -> MemoryItem | None:
         with self._db() as db:
@@ -378,8 +374,6 @@ class MemoryStore:
 
     def export(self) -> list[dict[str, Any]]:
         return [item.as_dict() for item in self.list(limit=1_000_000)]
-
-    # -- embeddings ---------------------------------------------------------------------------------
 
     def _embed(self, texts: list[str]) -> list[list[float]] | None:
         if self.embedder is None:

@@ -65,8 +65,6 @@ class WorkflowRun:
         self._memory: Any = None
         self._root_node: str | None = None
 
-    # -- the run ------------------------------------------------------------------------------------
-
     def config(self) -> dict[str, Any]:
         return {
             "configurable": {"thread_id": thread_of(self.ctx.session_id, self.run_id)},
@@ -126,8 +124,6 @@ class WorkflowRun:
         )
         figures["routing"] = final.get("log", [])
         return RunOutcome(stop, final.get("answer", ""), changeset, figures)
-
-    # -- retrieval ----------------------------------------------------------------------------------
 
     def memory(self) -> Any:
         if self._memory is None:
@@ -206,8 +202,6 @@ class WorkflowRun:
                 self._root_node, kind="thought", label=f"retrieval: {name}", thought=line, status="evaluated"
             )
         return context
-
-    # -- graph nodes (StageWork) --------------------------------------------------------------------
 
     async def start_stage(self, state: WorkflowState, stage: str) -> dict[str, Any]:
         attempt = (state.get("attempts") or {}).get(stage, 1)
@@ -385,8 +379,6 @@ class WorkflowRun:
             status="solution" if outcome == "done" else "failed",
         )
         return {"answer": answer}
-
-    # -- presentation -------------------------------------------------------------------------------
 
     def _target_name(self, target: str) -> str:
         if target in (DONE, ABORT, ADAPTIVE):

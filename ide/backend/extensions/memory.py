@@ -36,17 +36,19 @@ async def search(backend: Backend, params: dict[str, Any]) -> BaseModel:
 
 async def delete(backend: Backend, params: dict[str, Any]) -> BaseModel:
     request = mp.MemoryDeleteParams.model_validate(params)
-    memory = backend.session(request.session_id).memory
-    if memory is None or not await asyncio.to_thread(memory.delete, request.id):
-        raise RequestError.invalid_params({"message": f"there is no memory entry #{request.id}"})
-    return await _counts(memory)
+    return await _change(backend, request.session_id, request.id, "delete")
 
 
 async def keep(backend: Backend, params: dict[str, Any]) -> BaseModel:
     request = mp.MemoryKeepParams.model_validate(params)
-    memory = backend.session(request.session_id).memory
-    if memory is None or not await asyncio.to_thread(memory.keep, request.id):
-        raise RequestError.invalid_params({"message": f"there is no memory entry #{request.id}"})
+    return await _change(backend, request.session_id, request.id, "keep")
+
+
+async def _change(backend: Backend, session_id: str, entry: int, how: str) -> mp.MemoryList:
+    """Delete or keep entry #``entry``; the counts after it."""
+    memory = backend.session(session_id).memory
+    if memory is None or not await asyncio.to_thread(getattr(memory, how), entry):
+        raise RequestError.invalid_params({"message": f"there is no memory entry #{entry}"})
     return await _counts(memory)
 
 
