@@ -1,20 +1,41 @@
-"""The ACP agent process's life cycle, Qt-free: spawn in its own process group, drain stderr, stop politely.
+"""The ACP agent process and the client's side of its handshake, Qt-free: spawn, stderr, stop, initialize.
 
 The window's :class:`~ide.app.acp_client.BackendBridge` and ``arbor run`` (:mod:`ide.headless`) share it.
 The agent is a child with stdio pipes: stdout/stdin carry JSON-RPC, stderr is drained continuously into a
 bounded tail (a chatty agent must never block on a full pipe). Its own process group means stopping it
-also stops the language servers it spawned.
+also stops the language servers it spawned. The ACP SDK is imported only inside functions: the window
+loads it on a worker thread while the process starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import shlex
 import signal
 from collections import deque
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ide import self_command
+from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_info_from_data
+
+if TYPE_CHECKING:
+    from acp import RequestError
+    from acp.core import ClientSideConnection
+    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate, UserMessageChunk
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+BACKEND_COMMAND_ENV = "ARBOR_BACKEND_COMMAND"
 
 STDIO_LIMIT = 50 * 1024 * 1024
 """Reader limit for the agent's stdout; asyncio's 64 KiB default is smaller than some ACP lines."""
@@ -22,6 +43,48 @@ EOF_GRACE_S = 1.0
 STOP_GRACE_S = 3.0
 STDERR_TAIL_LINES = 200
 STDERR_LINE_CHARS = 2000
+
+
+def default_backend_command() -> list[str]:
+    """``ARBOR_BACKEND_COMMAND`` (shell-quoted) if set, else ``python -m ide acp`` of this interpreter."""
+    override = os.environ.get(BACKEND_COMMAND_ENV, "").strip()
+    if override:
+        return shlex.split(override)
+    return self_command("acp")
+
+
+def client_version() -> str:
+    """Arbor's version as installed (``ide.__version__`` would import the package root's siblings)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("arbor-ide")
+    except PackageNotFoundError:
+        return "0.0.0+source"
+
+
+def error_from_request(exc: RequestError) -> ErrorInfo:
+    """What to tell the user about a JSON-RPC error: Arbor's classified ErrorInfo, or its plain message."""
+    if exc.code == ERROR_CODE:
+        info = error_info_from_data(exc.data)
+        if info is not None:
+            return info
+    message = str(exc)
+    if isinstance(exc.data, dict):
+        detail = exc.data.get("message") or exc.data.get("details")
+        if isinstance(detail, str) and detail:
+            message = detail
+    kind = "bad_request" if exc.code in (-32600, -32601, -32602) else "internal"
+    return ErrorInfo(kind=kind, message=f"The backend refused the request: {message}")
+
+
+class BackendState(StrEnum):
+    """Where the backend is in its life; the status bar shows it and the chat enables buttons by it."""
+
+    STARTING = "starting"
+    READY = "ready"
+    BUSY = "busy"
+    STOPPED = "stopped"
 
 
 class StderrTail:
@@ -109,3 +172,231 @@ async def stop_agent(
             return
         except TimeoutError:
             continue
+
+
+class AgentProcess:
+    """A running agent: its process, the tail of its stderr (drained continuously), its polite stop."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self.process = process
+        self.stderr = StderrTail()
+        self._drain = asyncio.ensure_future(drain_stderr(process.stderr, self.stderr))
+
+    @classmethod
+    async def spawn(cls, command: Sequence[str], env: Mapping[str, str] | None = None) -> AgentProcess:
+        """Start ``command`` (see :func:`spawn_agent`); OSError when it cannot be run."""
+        return cls(await spawn_agent(command, env))
+
+    async def wait(self) -> int:
+        """The exit code, once the process is reaped and its last stderr lines are in the tail."""
+        code = await self.process.wait()
+        # The last stderr lines explain a death; a grandchild holding the pipe must not delay us.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._drain), 1.0)
+        return code
+
+    def signal(self, sig: signal.Signals) -> None:
+        """Send ``sig`` to the agent's process group."""
+        signal_group(self.process, sig)
+
+    async def stop(self, conn: Any = None, *, eof_grace: float = EOF_GRACE_S) -> None:
+        """See :func:`stop_agent`."""
+        await stop_agent(self.process, conn, eof_grace=eof_grace)
+
+
+def start_error(command: Sequence[str], exc: OSError) -> ErrorInfo:
+    """What to tell the user when the backend command cannot be run at all."""
+    return ErrorInfo(
+        kind="internal",
+        message=f"Cannot start the backend `{shlex.join(command)}`: {exc.strerror or exc}",
+        fix=f"Check that Arbor is installed in this Python, or set {BACKEND_COMMAND_ENV}.",
+    )
+
+
+def no_answer_error(seconds: float) -> ErrorInfo:
+    """What to tell the user when the backend does not answer ``initialize``."""
+    return ErrorInfo(
+        kind="internal",
+        message=f"The backend did not answer within {seconds:.0f} s.",
+        fix="Run `arbor doctor` in a terminal to see what it is waiting for.",
+    )
+
+
+def load_sdk() -> None:
+    """Import the ACP SDK (blocking, ~1 s the first time); the window runs it on a worker thread."""
+    import acp.schema  # noqa: F401
+
+
+PermissionHandler = Callable[[str, "ToolCallUpdate", list["PermissionOption"]], Awaitable[str | None]]
+"""Decides a permission request: the chosen option id, or None to refuse."""
+
+
+class ClientCallbacks:
+    """What the agent may call on a client, forwarded to plain callables. Deliberately not a subclass of
+    ``acp.Client``: the Protocol's stub methods would answer fs/terminal requests with null instead of
+    "method not found"."""
+
+    def __init__(
+        self,
+        on_update: Callable[[str, Any], None],
+        permission_handler: Callable[[], PermissionHandler | None],
+        on_notification: Callable[[str, dict[str, Any]], None],
+    ) -> None:
+        self._on_update = on_update
+        self._permission_handler = permission_handler
+        self._on_notification = on_notification
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        # No await before the handler: notifications are handled as tasks in arrival order, and the
+        # prompt response must not overtake the updates that preceded it.
+        self._on_update(session_id, update)
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        # Without a handler (no permission dialog) refusing is the safe answer.
+        handler = self._permission_handler()
+        return permission_response(await handler(session_id, tool_call, options) if handler else None)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from acp import RequestError
+
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        self._on_notification(method, params)
+
+
+def connect(agent: AgentProcess, callbacks: ClientCallbacks) -> ClientSideConnection:
+    """The SDK's client connection over the agent's stdio (the SDK must be loaded: :func:`load_sdk`)."""
+    from acp import connect_to_agent
+
+    process = agent.process
+    assert process.stdin is not None and process.stdout is not None
+    return connect_to_agent(callbacks, process.stdin, process.stdout)  # type: ignore[arg-type]
+
+
+def session_modes(state: Any) -> tuple[str, list[tuple[str, str, str]]]:
+    """A ``SessionModeState`` as (current mode id, [(id, name, description)])."""
+    return state.current_mode_id, [(m.id, m.name, m.description or "") for m in state.available_modes]
+
+
+def permission_response(choice: str | None) -> RequestPermissionResponse:
+    """The answer to a permission request: the chosen option id, or None to refuse."""
+    from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+    if choice is None:
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(option_id=choice, outcome="selected"))
+
+
+@dataclass
+class AgentHello:
+    """What ``initialize`` told about the agent."""
+
+    meta: AgentMeta | None
+    """Arbor's capabilities (None for an ACP agent that is not Arbor)."""
+    name: str | None
+    can_load_session: bool
+
+
+async def initialize(
+    conn: Any, *, client: str, version: str, meta: dict[str, bool], title: str | None = None
+) -> AgentHello:
+    """Send ``initialize`` with Arbor's client capabilities ``meta`` and read the agent's answer."""
+    from acp import PROTOCOL_VERSION
+    from acp.schema import ClientCapabilities, Implementation
+
+    init = await conn.initialize(
+        protocol_version=PROTOCOL_VERSION,
+        client_capabilities=ClientCapabilities(field_meta={META_KEY: meta}),
+        client_info=Implementation(name=client, title=title, version=version),
+    )
+    capabilities = init.agent_capabilities
+    raw_meta = (capabilities.field_meta or {}).get(META_KEY) if capabilities else None
+    try:
+        agent_meta = AgentMeta.model_validate(raw_meta) if raw_meta is not None else None
+    except ValidationError:
+        log.warning("ignoring malformed agentCapabilities._meta.%s: %r", META_KEY, raw_meta)
+        agent_meta = None
+    name = (init.agent_info.title or init.agent_info.name) if init.agent_info else None
+    return AgentHello(agent_meta, name, bool(capabilities and capabilities.load_session))
+
+
+@dataclass
+class OpenedSession:
+    """The session :func:`open_session` opened."""
+
+    session_id: str
+    modes: Any
+    """The agent's ``SessionModeState``, if it sent one."""
+    replayed: bool
+    """True when the session was restored with ``session/load`` (its history replayed)."""
+
+
+async def open_session(
+    conn: Any,
+    cwd: str,
+    resume: str | None,
+    can_load: bool,
+    on_replay: Callable[[], None],
+    on_replay_failed: Callable[[str], None],
+) -> OpenedSession:
+    """Restore the session ``resume`` (``on_replay`` just before its history is replayed), else open a new
+    one (``on_replay_failed`` says why a restore was not possible)."""
+    from acp import RequestError
+
+    if resume is not None:
+        if can_load:
+            on_replay()
+            try:
+                loaded = await conn.load_session(cwd=cwd, session_id=resume, mcp_servers=[])
+            except RequestError as exc:
+                on_replay_failed(error_from_request(exc).message)
+            else:
+                return OpenedSession(resume, loaded.modes if loaded else None, replayed=True)
+        else:
+            on_replay_failed("The agent cannot restore sessions (no loadSession capability).")
+    created = await conn.new_session(cwd=cwd, mcp_servers=[])
+    return OpenedSession(created.session_id, created.modes, replayed=False)
+
+
+async def ask(conn: Any, method: str, params: BaseModel, result_type: type[T]) -> T | ErrorInfo | None:
+    """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal or an
+    unreadable answer, or None when the connection is lost (the process died)."""
+    from acp import RequestError
+
+    try:
+        return result_type.model_validate(await conn.ext_method(method, params.model_dump(mode="json")))
+    except RequestError as exc:
+        return error_from_request(exc)
+    except ValidationError as exc:
+        log.warning("malformed answer to _%s: %s", method, exc)
+        return ErrorInfo(
+            kind="internal",
+            message=f"The backend answered _{method} with data this window cannot read.",
+            fix="The window and the backend may be different Arbor versions; reinstall both.",
+        )
+    except ConnectionError:
+        return None
+
+
+def turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:
+    """Arbor's figures of a finished turn from ``PromptResponse._meta`` (None if absent or malformed)."""
+    raw = (field_meta or {}).get(META_KEY)
+    if raw is None:
+        return None
+    try:
+        return TurnMeta.model_validate(raw)
+    except ValidationError:
+        log.warning("ignoring malformed PromptResponse._meta.%s", META_KEY)
+        return None
+
+
+def local_user_message(text: str) -> UserMessageChunk:
+    """The update a client shows for a prompt the user just sent (agents replay these on load)."""
+    from acp import text_block
+    from acp.schema import UserMessageChunk
+
+    return UserMessageChunk(session_update="user_message_chunk", content=text_block(text))

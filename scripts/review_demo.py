@@ -178,8 +178,8 @@ def settle() -> None:
 
 async def press(window: MainWindow, key: Qt.Key, shift: bool = False) -> None:
     """Press ``key`` in the diff view and wait for the backend's updated change set."""
-    bridge = window.bridge
-    pending = asyncio.ensure_future(next_emission([bridge.changesetReceived, bridge.reviewFailed]))
+    review = window.docks["review"]
+    pending = asyncio.ensure_future(next_emission([review.changesetReceived, review.reviewFailed]))
     modifier = Qt.KeyboardModifier.ShiftModifier if shift else Qt.KeyboardModifier.NoModifier
     QTest.keyClick(window.review.unified, key, modifier)
     index, *args = await pending
@@ -193,7 +193,7 @@ def states(window: MainWindow) -> dict[str, str]:
 
 
 async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
-    pane, bridge = window.review, window.bridge
+    pane, bridge, review = window.review, window.bridge, window.docks["review"]
     originals = {path: (clone / path).read_text() for path in (SPEC, README)}
     head = git(clone, "rev-parse", "HEAD").strip()
 
@@ -210,7 +210,7 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     if index == 1:
         log.step("turn", ok=False, error=args[0].text())
     stop_reason = args[0]
-    await until(bridge.changesetReceived, lambda: pane.files_model.rowCount() == 3)
+    await until(review.changesetReceived, lambda: pane.files_model.rowCount() == 3)
     on_disk = (
         all((clone / p).read_text() == t for p, t in originals.items()) and not (clone / NEW_TEST).exists()
     )
@@ -261,8 +261,8 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     await press(window, Qt.Key.Key_A, shift=True)
     log.step(f"Shift+A {NEW_TEST}", ok=states(window)[NEW_TEST] == "accepted", states=states(window))
 
-    applied = asyncio.ensure_future(next_emission([bridge.applied, bridge.reviewFailed]))
-    history = asyncio.ensure_future(next_emission([bridge.historyReceived]))
+    applied = asyncio.ensure_future(next_emission([review.applied, review.reviewFailed]))
+    history = asyncio.ensure_future(next_emission([review.historyReceived]))
     QTest.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     index, result = await applied
     await history
@@ -313,15 +313,15 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     tail = tests.stdout.strip().splitlines()[-1:] if tests.stdout.strip() else [tests.stderr.strip()[-300:]]
     log.step("accepted test passes in the clone", ok=tests.returncode == 0, pytest=tail)
 
-    history = asyncio.ensure_future(next_emission([bridge.historyReceived]))
+    history = asyncio.ensure_future(next_emission([review.historyReceived]))
     pane.tabs.setCurrentIndex(pane.tabs.indexOf(pane.history_tree.parentWidget()))
     await history
     items = pane.history_tree.topLevelItemCount()
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
     log.step("History tab", ok=items == 1 and pane.rollback_button.isEnabled(), batches=items)
 
-    rolled = asyncio.ensure_future(next_emission([bridge.rolledBack, bridge.reviewFailed]))
-    history = asyncio.ensure_future(next_emission([bridge.historyReceived]))
+    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.reviewFailed]))
+    history = asyncio.ensure_future(next_emission([review.historyReceived]))
     QTest.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
     index, rollback = await rolled
     await history

@@ -43,7 +43,7 @@ def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory
     assert window.index_progress.label.text() == "Index: 4 files · 5 symbols"
 
     shapes = workspace / "pkg" / "shapes.py"
-    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shapes)
     rows = [item.text(0) for item in window.outline.items()]
     assert rows == ["C  Circle", "m  area", "m  grow", "ƒ  make_circle"]
@@ -58,10 +58,10 @@ def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory
         lambda: window.viewer.editor.textCursor().blockNumber() + 1 == 10, timeout=TURN_TIMEOUT_MS
     )
 
-    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(workspace / "README.md")
     assert window.outline.message.text() == "file-level entry"
-    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(workspace / "debug.log")  # ignored by .gitignore
     assert window.outline.message.text() == "debug.log is excluded (.gitignore or workspace.exclude)"
     assert window.outline.items() == []
@@ -69,7 +69,7 @@ def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory
     window.symbol_action.trigger()
     dialog = window.symbol_search
     assert dialog.isVisible()
-    with qtbot.waitSignal(window.bridge.symbolsFound, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["symbols"].symbolsFound, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClicks(dialog.edit, "mkcirc")  # fuzzy: initials of make_circle
     qtbot.waitUntil(lambda: dialog.list.count() > 0, timeout=TURN_TIMEOUT_MS)
     assert dialog.list.item(0).text() == (
@@ -138,11 +138,11 @@ def test_the_outline_follows_edits_to_the_open_file(
     wait_ready(qtbot, window)
     qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
     shapes = workspace / "pkg" / "shapes.py"
-    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shapes)
     assert len(window.outline.items()) == 4
 
-    with qtbot.waitSignal(window.bridge.outlineReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         shapes.write_text(SHAPES + "\n\ndef make_square(side: float) -> float:\n    return side * side\n")
     assert [item.text(0) for item in window.outline.items()][-1] == "ƒ  make_square"
     assert window.index_progress.label.text() == "Index: 4 files · 6 symbols"

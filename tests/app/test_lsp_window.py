@@ -33,7 +33,7 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
     assert window.viewer.editor.position()[0] == 4  # class Product:
 
     window.viewer.editor.go_to(4, 8)
-    with qtbot.waitSignal(window.bridge.lspAnswered, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS):
         window.references_action.trigger()
     picker = window.location_picker
     rows = [picker.list.item(i).text() for i in range(picker.list.count())]
@@ -43,6 +43,6 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
     assert shown.args == [str(shop / "app.py")]
     assert window.viewer.editor.position()[0] == 3
 
-    with qtbot.waitSignal(window.bridge.lspAnswered, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS):
         window.viewer.editor.hoverRequested.emit(3, 9, QPoint(20, 20))
     assert "class Product" in QToolTip.text()

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from ide.protocol.memory import MEMORY_DELETE
+from ide.protocol.workflow import WORKFLOWS_LIST
+from tests.app.support import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
 
 pytestmark = pytest.mark.window
 
@@ -30,7 +32,7 @@ def test_the_memory_dock_searches_reads_deletes_and_exports(
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("What does greet return?")
 
-    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["memory"].memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.query.setText("greet")
     titles = [panel.list.item(i).text() for i in range(panel.list.count())]
     learned = "[investigations] What does greet return?   · learned"
@@ -44,15 +46,15 @@ def test_the_memory_dock_searches_reads_deletes_and_exports(
     assert panel.delete_button.isEnabled() and not panel.keep_button.isEnabled()
 
     target = tmp_path / "memory.json"
-    with qtbot.waitSignal(window.bridge.memoryExported, timeout=TURN_TIMEOUT_MS):
-        window._export_memory(str(target))
+    with qtbot.waitSignal(window.docks["memory"].memoryExported, timeout=TURN_TIMEOUT_MS):
+        window.docks["memory"].export(str(target))
     exported = json.loads(target.read_text())
     assert {entry["namespace"] for entry in exported} == {"investigations", "patterns"}
     assert {(e["author"], e["provenance"], e["session_id"]) for e in exported} == {
         ("arbor", "arbor", window.bridge.session_id)
     }
 
-    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["memory"].memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.delete_button.click()
     qtbot.waitUntil(lambda: panel.list.count() == len(titles) - 1, timeout=TURN_TIMEOUT_MS)
     assert "investigations 0" in panel.counts.text()
@@ -77,7 +79,7 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
     assert window.memory_dock.windowTitle() == "Memory (1 to review)"
     assert panel.unreviewed_only.text() == "Unreviewed (1)" and "1 to review" in panel.counts.text()
 
-    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["memory"].memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.unreviewed_only.setChecked(True)
     titles = [panel.list.item(i).text() for i in range(panel.list.count())]
     assert titles == ["[insights] tip   · agent-written · unreviewed"]
@@ -93,7 +95,7 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
     assert panel.unreviewed_only.text() == "Unreviewed"
     qtbot.waitUntil(lambda: panel.list.count() == 0, timeout=TURN_TIMEOUT_MS)
 
-    with qtbot.waitSignal(window.bridge.memoryReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["memory"].memoryReceived, timeout=TURN_TIMEOUT_MS):
         panel.unreviewed_only.setChecked(False)
     titles = [panel.list.item(i).text() for i in range(panel.list.count())]
     assert "[insights] tip   · agent-written · kept" in titles
@@ -102,7 +104,7 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
 
 
 def test_the_panel_keeps_the_selected_entry_across_a_refresh(qtbot: Any) -> None:
-    from ide.app.memory import MemoryPanel
+    from ide.app.docks.memory import MemoryPanel
     from ide.protocol.memory import MemoryEntry, MemoryList
 
     panel = MemoryPanel()
@@ -121,3 +123,39 @@ def test_the_panel_keeps_the_selected_entry_across_a_refresh(qtbot: Any) -> None
     panel.set_entries(MemoryList(entries=[learned]))
     assert panel.list.currentItem() is None and panel.detail.toPlainText() == ""
     assert not panel.delete_button.isEnabled()
+
+
+def test_a_failed_memory_or_workflow_request_leaves_the_review_alone(
+    qtbot: Any,
+    make_window: WindowFactory,
+    git_workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    window = make_window(git_workspace, command=REVIEW_AGENT, env=review_agent_env(tmp_path / "log"))
+    wait_ready(qtbot, window)
+    review, memory = window.docks["review"], window.docks["memory"]
+    with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("edit 1")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    pane = window.review
+    state = pane.files_model.index(0, 3).data()
+    reverted: list[bool] = []
+    failed: list[str] = []
+    monkeypatch.setattr(pane, "revert", lambda: reverted.append(True))
+    review.reviewFailed.connect(failed.append)
+    # The fake agent serves only the review: advertised anyway, these requests are refused.
+    window.bridge.agent_meta.extensions.extend([MEMORY_DELETE, WORKFLOWS_LIST])  # type: ignore[union-attr]
+
+    memory.delete(7)
+    assert memory.deleting == 7 and not memory.panel.delete_button.isEnabled()
+    qtbot.waitUntil(lambda: memory.deleting is None, timeout=TURN_TIMEOUT_MS)
+    assert window.banner.isVisible() and "refused" in window.banner.title.text()
+    assert reverted == [] and failed == []
+
+    window.banner.dismiss()
+    with qtbot.waitSignal(window.bridge.errorRaised, timeout=TURN_TIMEOUT_MS):
+        assert window.docks["workflows"].request()
+    assert window.banner.isVisible()
+    assert reverted == [] and failed == []
+    assert pane.files_model.index(0, 3).data() == state

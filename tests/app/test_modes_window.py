@@ -32,7 +32,7 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
     assert changed.args == ["plan"]
     assert window.bridge.mode == "plan"
 
-    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Say Hi instead of Hello, README too")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     window.chat.flush()
@@ -57,7 +57,7 @@ def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
     wait_ready(qtbot, window)
     assert window.chat.current_mode() == "lats"
 
-    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Make greet say Hi")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     view = window.tree_view
@@ -70,14 +70,14 @@ def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
     view.select_node("n3")  # the sibling that only read the file
     assert "read_file" in view.inspector.toPlainText()
     assert view.branch_button.isVisible() and view.branch_button.isEnabled()
-    with qtbot.waitSignal(window.bridge.branchDiffReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["tree"].branchDiffReceived, timeout=TURN_TIMEOUT_MS):
         view.branch_button.click()
     assert pane.branch is not None and not pane.interactive
     assert pane.files_model.rowCount() == 0  # that branch proposes nothing
     assert "read-only" in pane.branch_label.text()
 
     view.select_node("n2")
-    with qtbot.waitSignal(window.bridge.branchDiffReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["tree"].branchDiffReceived, timeout=TURN_TIMEOUT_MS):
         view.branch_button.click()
     assert pane.files_model.rowCount() == 1 and not pane.interactive
     pane.back_button.click()

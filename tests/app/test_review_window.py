@@ -24,7 +24,7 @@ def requests(log: Path, method: str) -> list[dict[str, Any]]:
 
 
 def review_turn(qtbot: Any, window: MainWindow, files: int) -> None:
-    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt(f"edit {files}")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
 
@@ -44,12 +44,12 @@ def test_keyboard_review_and_apply_go_over_the_wire(
     files = pane.changeset.files  # type: ignore[union-attr]
 
     none, shift = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier
-    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "a", none)  # accept hunk 1 of file 0
     qtbot.keyClick(pane.unified, "r", none)  # reject hunk 2
     qtbot.keyClick(pane.file_list, "A", shift)  # accept all of file 0, move to file 1
     qtbot.keyClick(pane.unified, "R", shift)  # reject file 1, move to file 2
-    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "A", shift)  # accept file 2 (the one that will conflict)
     qtbot.waitUntil(lambda: len(requests(log, "arbor/review/decide")) == 5, timeout=TURN_TIMEOUT_MS)
     decided = requests(log, "arbor/review/decide")
@@ -69,7 +69,7 @@ def test_keyboard_review_and_apply_go_over_the_wire(
         "pending",
     ]
 
-    with qtbot.waitSignal(window.bridge.applied, timeout=TURN_TIMEOUT_MS) as applied:
+    with qtbot.waitSignal(window.docks["review"].applied, timeout=TURN_TIMEOUT_MS) as applied:
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     result = applied.args[0]
     assert result.batch.paths == ["src/mod_000.py"]
@@ -92,16 +92,16 @@ def test_history_and_roll_back(qtbot: Any, make_window: WindowFactory, git_works
     wait_ready(qtbot, window)
     pane = window.review
     review_turn(qtbot, window, 3)
-    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         pane.accept_all_button.click()
-    with qtbot.waitSignal(window.bridge.historyReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].historyReceived, timeout=TURN_TIMEOUT_MS):
         pane.apply_button.click()  # a successful apply refreshes the history
     assert pane.history_tree.topLevelItemCount() == 1
     assert pane.history_tree.topLevelItem(0).text(4) == "applied"
 
     pane.tabs.setCurrentIndex(1)
     assert pane.rollback_button.isEnabled()
-    with qtbot.waitSignal(window.bridge.rolledBack, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].rolledBack, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
     assert requests(log, "arbor/review/rollback") == [{"cwd": str(git_workspace.resolve()), "batch_id": "b1"}]
     assert "restored 3 file(s)" in pane.history_label.text()
@@ -118,7 +118,7 @@ def test_a_refused_review_request_shows_a_banner_and_reverts(
     pane = window.review
     review_turn(qtbot, window, 1)
     pane.changeset.session_id = "not-a-session"  # type: ignore[union-attr]
-    with qtbot.waitSignal(window.bridge.reviewFailed, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].reviewFailed, timeout=TURN_TIMEOUT_MS):
         pane.decide_hunk("accepted")
         assert pane.files_model.index(0, 3).data() == "partly"  # optimistic
     assert window.banner.isVisible() and "unknown session not-a-session" in window.banner.title.text()

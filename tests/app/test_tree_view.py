@@ -326,7 +326,7 @@ def test_tree_notifications_reach_the_dock_live_and_on_session_load(
     wait_ready(qtbot, window)
     assert window.tree_dock.isHidden()
     received: list[int] = []
-    window.bridge.treeEvents.connect(lambda events: received.append(len(events)))
+    window.docks["tree"].treeEvents.connect(lambda events: received.append(len(events)))
     window.send_prompt("tree 300")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     view = window.tree_view
@@ -368,7 +368,7 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
     view.select_node(node_id)
     button = view.branch_button
     assert button.isVisible() and button.isEnabled()
-    with qtbot.waitSignal(window.bridge.branchDiffReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["tree"].branchDiffReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert window.review_dock.isVisible()
     assert review.branch is not None and review.branch_bar.isVisible()
@@ -392,7 +392,7 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
     assert review.branch is None and review.branch_bar.isHidden() and review.changeset is None
 
     # a change set the backend does not know: its error in the dock's message line
-    with qtbot.waitSignal(window.bridge.branchDiffFailed, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["tree"].branchDiffFailed, timeout=TURN_TIMEOUT_MS):
         window.request_branch_diff("cs-nope", "n1", run_id)
     assert view.message.isVisible() and "no change set cs-nope in this session" in view.message.text()
 
@@ -419,4 +419,4 @@ def test_branch_diff_button_is_disabled_when_the_backend_lacks_it(
     view.select_node(branch_node(window))
     assert view.branch_button.isVisible() and not view.branch_button.isEnabled()
     assert "does not serve branch diffs" in view.branch_button.toolTip()
-    assert not window.bridge.branch_diff(BranchDiffParams(session_id="s", changeset_id="cs-n1"))
+    assert not window.docks["tree"].branch_diff(BranchDiffParams(session_id="s", changeset_id="cs-n1"))

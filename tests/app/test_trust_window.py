@@ -34,7 +34,7 @@ def cloned(tmp_path: Path) -> tuple[Path, Path]:
 def hover(qtbot: Any, window: Any, path: Path) -> None:
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(path)
-    with qtbot.waitSignal(window.bridge.lspAnswered, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS):
         window.viewer.editor.hoverRequested.emit(5, 1, QPoint(20, 20))
 
 

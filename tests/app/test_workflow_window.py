@@ -39,7 +39,7 @@ def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
     assert names[0] == "auto" and "feature_with_iterative_testing" in names
     assert "Context ranking: bm25" in box.toolTip()
 
-    with qtbot.waitSignal(window.bridge.workflowsReceived, timeout=TURN_TIMEOUT_MS) as picked:
+    with qtbot.waitSignal(window.docks["workflows"].workflowsReceived, timeout=TURN_TIMEOUT_MS) as picked:
         box.setCurrentIndex(names.index("feature_with_iterative_testing"))
         box.activated.emit(names.index("feature_with_iterative_testing"))
     assert picked.args[0].selected == "feature_with_iterative_testing"
@@ -51,7 +51,7 @@ def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
     assert "pytest" in dialog.title.text()
     allow = dialog.button_for("allow")
     assert allow is not None and dialog.button_for("deny") is not None
-    with qtbot.waitSignal(window.bridge.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         allow.click()
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     assert not dialog.isVisible()

@@ -3,19 +3,21 @@
 Each entry shows its provenance: learned by Arbor from a finished run, or written by the agent itself
 (``store_insight``) in a given session. Agent-written notes may repeat an injection the agent read
 somewhere, so they wait, marked "unreviewed", for the user to keep or delete them; only kept ones inform
-later prompts. The "Unreviewed" filter lists just those, and :attr:`MemoryPanel.unreviewedChanged` lets
-the window put their number in the dock's title.
+later prompts. The "Unreviewed" filter lists just those, and their number is in the dock's title. A failed
+request explains itself in the banner and leaves nothing pending; it never touches the review.
 """
 
 from __future__ import annotations
 
 import datetime
+from typing import ClassVar
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -28,7 +30,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.protocol.memory import NAMESPACES, MemoryEntry, MemoryList
+from ide.app.docks.base import AppContext, Dock
+from ide.protocol import ErrorInfo
+from ide.protocol.memory import (
+    MEMORY_DELETE,
+    MEMORY_EXPORT,
+    MEMORY_KEEP,
+    MEMORY_SEARCH,
+    NAMESPACES,
+    MemoryDeleteParams,
+    MemoryEntry,
+    MemoryExported,
+    MemoryExportParams,
+    MemoryKeepParams,
+    MemoryList,
+    MemorySearchParams,
+)
 
 COALESCE_MS = 200
 UNREVIEWED_COLOUR = QColor("#b7791f")
@@ -189,3 +206,106 @@ class MemoryPanel(QWidget):
         item = self.list.currentItem()
         if item is not None:
             self.deleteRequested.emit(int(item.data(Qt.ItemDataRole.UserRole)))
+
+
+class MemoryDock(Dock):
+    """The Memory panel, tabbed with the chat, and its requests."""
+
+    name = "memory"
+    title = "Memory"
+    order = 60
+    area = Qt.DockWidgetArea.RightDockWidgetArea
+    tab_group = "side"
+    exposes: ClassVar[dict[str, str]] = {"memory_panel": "panel"}
+
+    memoryReceived = Signal(object)
+    """A MemoryList: a search result."""
+    memoryChanged = Signal(object)
+    """A MemoryList with the counts after a delete or keep (its own signal, so an answer to a search still
+    in flight is never taken for it)."""
+    memoryExported = Signal(object)
+    """A MemoryExported after an export."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.panel = MemoryPanel()
+        super().__init__(ctx, self.panel)
+        self.deleting: int | None = None
+        """The id of an entry whose delete was sent and not answered yet."""
+        panel = self.panel
+        panel.searchRequested.connect(self.search)
+        panel.deleteRequested.connect(self.delete)
+        panel.keepRequested.connect(self.keep)
+        panel.exportRequested.connect(self.export)
+        panel.unreviewedChanged.connect(self._show_to_review)
+        self.memoryReceived.connect(panel.set_entries)
+        self.memoryChanged.connect(self._on_changed)
+        self.memoryExported.connect(
+            lambda done: ctx.message(f"Exported {done.entries} memories to {done.path}", 10000)
+        )
+        # After a turn the memory may have learned something, or the agent stored a note to review.
+        self.bridge.turnFinished.connect(lambda *_: panel.refresh())
+        self.bridge.sessionReady.connect(self._on_session_ready)
+
+    def search(self, query: str, namespace: str, unreviewed_only: bool = False) -> None:
+        """Search the memory; the result fills the panel."""
+        session_id = self.bridge.session_id
+        if session_id is not None and self.bridge.supports(MEMORY_SEARCH):
+            params = MemorySearchParams(
+                session_id=session_id,
+                query=query,
+                namespace=namespace or None,
+                unreviewed_only=unreviewed_only,
+            )
+            self.bridge.request(MEMORY_SEARCH, params, MemoryList, self.memoryReceived.emit, self._failed)
+
+    def delete(self, memory_id: int) -> None:
+        """Forget an entry; the delete button waits for the answer."""
+        session_id = self.bridge.session_id
+        if session_id is None:
+            return
+        params = MemoryDeleteParams(session_id=session_id, id=memory_id)
+        if self.bridge.request(MEMORY_DELETE, params, MemoryList, self.memoryChanged.emit, self._failed):
+            self.deleting = memory_id
+            self.panel.delete_button.setEnabled(False)
+
+    def keep(self, memory_id: int) -> None:
+        """Keep an agent-written note: later prompts may use it."""
+        session_id = self.bridge.session_id
+        if session_id is not None:
+            params = MemoryKeepParams(session_id=session_id, id=memory_id)
+            self.bridge.request(MEMORY_KEEP, params, MemoryList, self.memoryChanged.emit, self._failed)
+
+    def export(self, path: str | None = None) -> None:
+        """Write every entry to ``path`` (asked for when None) as JSON."""
+        session_id = self.bridge.session_id
+        if session_id is None:
+            return
+        if path is None:
+            path, _filter = QFileDialog.getSaveFileName(
+                self.ctx.window, "Export memory", "arbor-memory.json", "JSON (*.json)"
+            )
+        if path:
+            params = MemoryExportParams(session_id=session_id, path=path)
+            self.bridge.request(MEMORY_EXPORT, params, MemoryExported, self.memoryExported.emit, self._failed)
+
+    def _on_session_ready(self, *_: object) -> None:
+        self.deleting = None
+        self.panel.setEnabled(self.bridge.supports(MEMORY_SEARCH))
+        self.panel.refresh()
+
+    def _on_changed(self, result: MemoryList) -> None:
+        """A keep or delete went through: new counts, and the same search again to show the change."""
+        self.deleting = None
+        self.panel.set_counts(result)
+        self.panel.refresh()
+
+    def _failed(self, info: ErrorInfo) -> None:
+        """A refused memory request: the banner says why, nothing stays pending, the review is untouched."""
+        self.ctx.show_error(info)
+        if self.deleting is not None:
+            self.deleting = None
+            self.panel.delete_button.setEnabled(self.panel.list.currentItem() is not None)
+
+    def _show_to_review(self, count: int) -> None:
+        """The dock's title (its tab's, when tabbed with the chat) counts the agent's notes to review."""
+        self.dock.setWindowTitle(f"Memory ({count} to review)" if count else "Memory")

@@ -1,0 +1,145 @@
+"""What a dock or controller is built from: the application context, and the Part and Dock base classes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QWidget
+
+from ide.app.acp_client import BackendBridge, BackendState
+from ide.app.chat import resolve_location
+from ide.protocol import ErrorInfo
+from ide.settings import ResolvedSettings, Settings
+
+if TYPE_CHECKING:
+    from ide.app.banner import Banner
+    from ide.app.status import BackendStatus
+    from ide.app.viewer import CodeViewer
+
+DOCK_SHARE = 0.45
+"""How much of the window's height a bottom dock takes when it is shown."""
+
+
+class AppContext:
+    """What every part sees: the bridge, the workspace, the viewer, status bar and banner, the other parts,
+    and a few window services (open a file at a line, show a dock, a menu, a status message)."""
+
+    def __init__(
+        self,
+        window: QMainWindow,
+        bridge: BackendBridge,
+        settings: Settings,
+        resolved: ResolvedSettings | None,
+        viewer: CodeViewer,
+        status: BackendStatus,
+        banner: Banner,
+        menus: dict[str, QMenu],
+    ) -> None:
+        self.window = window
+        self.bridge = bridge
+        self.workspace: Path = bridge.workspace
+        self.settings = settings
+        self.resolved = resolved
+        """The workspace's settings with what waits for trust (None when settings were given)."""
+        self.viewer = viewer
+        self.status = status
+        self.banner = banner
+        self.menus = menus
+        """The menu bar's menus by name: file, view, go, agent."""
+        self.parts: dict[str, Part] = {}
+
+    def dock(self, name: str) -> Any:
+        """The part called ``name`` (a dock or a controller)."""
+        return self.parts[name]
+
+    def open_location(self, path: str, line: int, column: int = 1) -> None:
+        """Show ``path`` (absolute or workspace-relative) in the viewer at ``line``, selected in the tree."""
+        target = resolve_location(self.workspace, path)
+        if self.viewer.current_path == target and line and self.viewer.message is None:
+            self.viewer.editor.go_to(line, column)  # already on screen: just move
+        else:
+            self.viewer.show_file(target, line or None)
+        if "workspace" in self.parts:
+            self.dock("workspace").panel.select(target)
+
+    def show_dock(self, name: str) -> None:
+        """Show and raise the dock ``name``; a hidden one opens at its share of the window's height."""
+        widget = self.dock(name).dock
+        if widget.isHidden():
+            widget.show()
+            self.window.resizeDocks(
+                [widget], [int(self.window.height() * DOCK_SHARE)], Qt.Orientation.Vertical
+            )
+        widget.raise_()
+
+    def message(self, text: str, timeout_ms: int = 0) -> None:
+        """A transient message in the status bar."""
+        self.window.statusBar().showMessage(text, timeout_ms)
+
+    def show_error(self, info: ErrorInfo) -> None:
+        """Explain ``info`` in the banner (with a Restart button when the backend is not running)."""
+        self.banner.show_error(info, restartable=self.bridge.state == BackendState.STOPPED)
+
+    def send_prompt(self, text: str) -> None:
+        """Send ``text`` as a new turn, as the chat's Send does."""
+        self.window.send_prompt(text)  # type: ignore[attr-defined]
+
+    def action(
+        self, menu: str, text: str, slot: Any, shortcut: str | QKeySequence.StandardKey | None = None
+    ) -> QAction:
+        """A new action at the end of the menu ``menu``."""
+        action = QAction(text, self.window)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        self.menus[menu].addAction(action)
+        return action
+
+
+class Part(QObject):
+    """A piece of the window built from the registry: it creates its widgets and wires its own requests
+    and notifications through ``ctx.bridge``. A controller without a dock subclasses this directly."""
+
+    name: ClassVar[str] = ""
+    """Key in ``ctx.parts`` (and the dock's object name, ``<name>Dock``)."""
+    order: ClassVar[int] = 100
+    """Parts are built, and docks listed in the View menu, in this order."""
+    exposes: ClassVar[dict[str, str]] = {}
+    """Window attribute → attribute of this part, for scripts and tests (``{"review": "pane"}``)."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__(ctx.window)
+        self.ctx = ctx
+        self.bridge = ctx.bridge
+
+    def start(self) -> bool:
+        """The window starts: False holds the backend's start (this part starts it later)."""
+        return True
+
+
+class Dock(Part):
+    """A part shown in a dock widget. Subclasses set the class attributes and :attr:`widget`."""
+
+    title: ClassVar[str] = ""
+    area: ClassVar[Qt.DockWidgetArea] = Qt.DockWidgetArea.RightDockWidgetArea
+    tab_group: ClassVar[str | None] = None
+    """Docks of one group are tabified together; the first of the group is raised."""
+    hidden: ClassVar[bool] = False
+    """Hidden until there is something to show."""
+    shortcut: ClassVar[str | None] = None
+    """A shortcut for the View menu's toggle."""
+
+    def __init__(self, ctx: AppContext, widget: QWidget) -> None:
+        super().__init__(ctx)
+        self.widget = widget
+        self.dock = QDockWidget(self.title, ctx.window)
+        self.dock.setObjectName(f"{self.name}Dock")
+        self.dock.setWidget(widget)
+        self.dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+        )

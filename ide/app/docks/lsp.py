@@ -1,0 +1,101 @@
+"""Go to Definition (F12), Find References (Shift+F12) and hover, from the backend's language servers."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from PySide6.QtCore import QPoint, Signal
+from PySide6.QtWidgets import QToolTip
+
+from ide.app.docks.base import AppContext, Part
+from ide.app.symbols import LocationPicker
+from ide.protocol.lsp import (
+    LSP_DEFINITION,
+    LSP_HOVER,
+    LSP_REFERENCES,
+    HoverResult,
+    LocationsResult,
+    PositionParams,
+)
+
+
+class LanguageServerPart(Part):
+    """The Go menu's language-server actions, the viewer's hover, and a picker for several answers."""
+
+    name = "lsp"
+    order = 95
+    exposes: ClassVar[dict[str, str]] = {
+        "location_picker": "picker",
+        "definition_action": "definition_action",
+        "references_action": "references_action",
+        "ask_language_server": "ask",
+    }
+    lspAnswered = Signal(str, object, object)
+    """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__(ctx)
+        self.picker = LocationPicker(ctx.workspace, ctx.window)
+        self._hover_pos: dict[tuple[str, int, int], QPoint] = {}
+        self.definition_action = ctx.action(
+            "go", "Go to &Definition", lambda: self.ask(LSP_DEFINITION), "F12"
+        )
+        self.references_action = ctx.action(
+            "go", "Find &References", lambda: self.ask(LSP_REFERENCES), "Shift+F12"
+        )
+        self.picker.locationChosen.connect(ctx.open_location)
+        ctx.viewer.editor.hoverRequested.connect(self._request_hover)
+        self.lspAnswered.connect(self._on_answer)
+
+    def ask(self, method: str, line: int | None = None, column: int | None = None) -> bool:
+        """Definition or references at the viewer's cursor (or the given position)."""
+        viewer = self.ctx.viewer
+        path = viewer.current_path
+        if path is None or viewer.message is not None:
+            self.ctx.message("Open a file and put the cursor on a name first.", 4000)
+            return False
+        if line is None or column is None:
+            line, column = viewer.editor.position()
+        params = PositionParams(
+            cwd=str(self.ctx.workspace),
+            path=str(path.resolve()),
+            line=line,
+            column=column,
+            session_id=self.bridge.session_id,
+        )
+        result_type = HoverResult if method == LSP_HOVER else LocationsResult
+        if not self.bridge.request(
+            method,
+            params,
+            result_type,
+            lambda result: self.lspAnswered.emit(method, params, result),
+            lambda info: self.ctx.message(info.message, 8000),
+        ):
+            self.ctx.message("Language servers need Arbor's backend, which is not available.", 4000)
+            return False
+        return True
+
+    def _request_hover(self, line: int, column: int, global_pos: QPoint) -> None:
+        path = self.ctx.viewer.current_path
+        if path is None:
+            return
+        self._hover_pos = {(str(path.resolve()), line, column): global_pos}
+        self.ask(LSP_HOVER, line, column)
+
+    def _on_answer(self, method: str, params: PositionParams, result: LocationsResult | HoverResult) -> None:
+        if isinstance(result, HoverResult):
+            where = self._hover_pos.pop((params.path, params.line, params.column), None)
+            if where is not None and (result.text or result.message):
+                QToolTip.showText(where, result.text or result.message or "", self.ctx.viewer.editor)
+            return
+        if result.message:
+            self.ctx.message(result.message, 8000)
+        elif not result.locations:
+            what = "definition" if method == LSP_DEFINITION else "references"
+            self.ctx.message(f"No {what} found at {params.line}:{params.column}.", 4000)
+        elif method == LSP_DEFINITION and len(result.locations) == 1:
+            (only,) = result.locations
+            self.ctx.open_location(only.path, only.line, only.column)
+        else:
+            title = "Definitions" if method == LSP_DEFINITION else "References"
+            self.picker.show_locations(title, result.locations)

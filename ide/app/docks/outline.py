@@ -1,0 +1,111 @@
+"""The Outline dock: the viewer's file's definitions, and the code index's progress in the status bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from PySide6.QtCore import Qt, QTimer, Signal
+
+from ide.app.acp_client import BackendState
+from ide.app.docks.base import AppContext, Dock
+from ide.app.outline import OutlinePanel
+from ide.app.symbols import IndexProgress
+from ide.protocol.index import (
+    INDEX_CHANGED,
+    INDEX_OUTLINE,
+    INDEX_STATUS,
+    IndexChanged,
+    IndexStatus,
+    IndexStatusParams,
+    OutlineParams,
+    OutlineResult,
+)
+
+INDEX_POLL_MS = 300
+"""How often the status bar asks for the index's progress while it is being built."""
+
+
+class OutlineDock(Dock):
+    """Asks for the outline of each file the viewer shows, again when the index changed it."""
+
+    name = "outline"
+    title = "Outline"
+    order = 50
+    area = Qt.DockWidgetArea.LeftDockWidgetArea
+    exposes: ClassVar[dict[str, str]] = {
+        "outline": "panel",
+        "index_progress": "progress",
+        "request_outline": "request_outline",
+        "request_index_status": "request_index_status",
+    }
+
+    outlineReceived = Signal(object)
+    """OutlineResult of one file (``_arbor/index/outline``)."""
+    indexStatus = Signal(object)
+    """IndexStatus of the workspace's code index (``_arbor/index/status``)."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.panel = OutlinePanel()
+        super().__init__(ctx, self.panel)
+        self.progress = IndexProgress()
+        ctx.window.statusBar().addPermanentWidget(self.progress)
+        self._poll = QTimer(self)
+        self._poll.setSingleShot(True)
+        self._poll.setInterval(INDEX_POLL_MS)
+        self._poll.timeout.connect(self.request_index_status)
+        self._state: str | None = None
+        ctx.viewer.fileShown.connect(self.request_outline)
+        self.panel.lineActivated.connect(ctx.open_location)
+        self.bridge.sessionReady.connect(self._on_session_ready)
+        self.bridge.on_notification(INDEX_CHANGED, IndexChanged, self._on_index_changed)
+        self.indexStatus.connect(self._on_index_status)
+        self.outlineReceived.connect(self._on_outline)
+
+    def request_index_status(self) -> None:
+        """Ask for the index's state (this starts indexing the workspace if nothing has)."""
+        params = IndexStatusParams(cwd=str(self.ctx.workspace))
+        failed = self.progress.show_failure
+        if not self.bridge.request(
+            INDEX_STATUS, params, IndexStatus, self.indexStatus.emit, lambda info: failed(info.message)
+        ):
+            self.progress.label.setText("")
+            if not self.bridge.supports(INDEX_STATUS) and self.bridge.state != BackendState.STOPPED:
+                self.panel.show_message("This agent has no code index: no outline or symbol search.")
+
+    def request_outline(self, path: str) -> None:
+        """Ask for the outline of ``path`` (the file the viewer shows)."""
+        params = OutlineParams(cwd=str(self.ctx.workspace), path=path)
+        shown = self.panel.show_message
+        sent = self.bridge.request(
+            INDEX_OUTLINE, params, OutlineResult, self.outlineReceived.emit, lambda info: shown(info.message)
+        )
+        if not sent and self.bridge.supports(INDEX_OUTLINE):
+            self.panel.show_message("The outline appears when the backend is running.")
+
+    def _on_session_ready(self, *_: object) -> None:
+        self.request_index_status()
+        if self.ctx.viewer.current_path is not None:
+            self.request_outline(str(self.ctx.viewer.current_path))
+
+    def _on_index_status(self, status: IndexStatus) -> None:
+        self.progress.set_status(status)
+        was, self._state = self._state, status.state
+        current = self.ctx.viewer.current_path
+        if status.state == "indexing":
+            self._poll.start()
+        elif was == "indexing" and current is not None:
+            self.request_outline(str(current))  # the outline may have waited for it
+
+    def _on_index_changed(self, change: IndexChanged) -> None:
+        if Path(change.cwd) != self.ctx.workspace:
+            return
+        self._on_index_status(change.status)
+        current = self.ctx.viewer.current_path
+        if current is not None and str(current.resolve()) in change.paths:
+            self.request_outline(str(current))  # the open file was edited (or the agent's change applied)
+
+    def _on_outline(self, result: OutlineResult) -> None:
+        current = self.ctx.viewer.current_path
+        if current is not None and Path(result.path) == current.resolve():
+            self.panel.set_outline(result)

@@ -1,0 +1,119 @@
+"""The Review dock: the session's change set — decide, apply, roll back, history — and branch diffs shown
+read-only. A failed review request reverts only the review's optimistic decisions."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import ClassVar
+
+from pydantic import BaseModel
+from PySide6.QtCore import Qt, Signal, SignalInstance
+
+from ide.app.docks.base import AppContext, Dock
+from ide.app.review import ReviewPane
+from ide.protocol import ErrorInfo
+from ide.protocol.review import (
+    APPLY,
+    CHANGESET,
+    CHANGESET_NOTIFICATION,
+    DECIDE,
+    HISTORY,
+    ROLLBACK,
+    ApplyParams,
+    ApplyResult,
+    ChangeSetParams,
+    ChangeSetView,
+    DecideParams,
+    HistoryParams,
+    HistoryResult,
+    RollbackParams,
+    RollbackResult,
+)
+
+
+class ReviewDock(Dock):
+    """Shown when there is something to review; tabbed with the search tree."""
+
+    name = "review"
+    title = "Review"
+    order = 30
+    area = Qt.DockWidgetArea.BottomDockWidgetArea
+    tab_group = "bottom"
+    hidden = True
+    exposes: ClassVar[dict[str, str]] = {"review": "pane"}
+
+    changesetReceived = Signal(object)
+    """The session's :class:`ChangeSetView`: pushed after a turn, or the answer to a review request."""
+    applied = Signal(object)
+    """The :class:`ApplyResult` of an apply."""
+    rolledBack = Signal(object)
+    """The :class:`RollbackResult` of a rollback."""
+    historyReceived = Signal(object)
+    """The :class:`HistoryResult` of a history request."""
+    reviewFailed = Signal(str)
+    """A review request (its method) failed; the banner says why, and the pane drops its guesses."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.pane = ReviewPane()
+        super().__init__(ctx, self.pane)
+        pane, bridge = self.pane, self.bridge
+        bridge.sessionUpdate.connect(pane.apply_update)
+        bridge.sessionReady.connect(self._on_session_ready)
+        bridge.replayStarting.connect(pane.clear)  # the replayed tool calls rebuild it
+        bridge.on_notification(CHANGESET_NOTIFICATION, ChangeSetView, self.changesetReceived.emit)
+        self.changesetReceived.connect(pane.set_changeset)
+        self.applied.connect(pane.show_apply_result)
+        self.rolledBack.connect(pane.show_rollback_result)
+        self.historyReceived.connect(pane.set_history)
+        self.reviewFailed.connect(lambda _method: pane.revert())
+        pane.decideRequested.connect(self._decide)
+        pane.applyRequested.connect(self._apply)
+        pane.rollbackRequested.connect(self._rollback)
+        pane.historyRequested.connect(self._history)
+        pane.feedbackRequested.connect(ctx.send_prompt)
+        pane.changesShown.connect(self._show)
+
+    def show_branch(self, changeset: ChangeSetView, header: str) -> None:
+        """Show a search branch's changes read-only, and the dock."""
+        self.pane.show_branch(changeset, header)
+        self.ctx.show_dock(self.name)
+
+    def _send(self, method: str, params: BaseModel, result: type[BaseModel], done: SignalInstance) -> bool:
+        return self.bridge.request(method, params, result, done.emit, partial(self._failed, method))
+
+    def _failed(self, method: str, info: ErrorInfo) -> None:
+        self.ctx.show_error(info)
+        self.reviewFailed.emit(method)
+
+    def _on_session_ready(self, session_id: str, _replayed: bool) -> None:
+        self.pane.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
+        self.pane.set_session(session_id, str(self.ctx.workspace))
+        if self.pane.interactive:
+            params = ChangeSetParams(session_id=session_id)
+            self._send(CHANGESET, params, ChangeSetView, self.changesetReceived)
+
+    def _decide(self, params: DecideParams) -> None:
+        if not self._send(DECIDE, params, ChangeSetView, self.changesetReceived):
+            self.pane.revert()
+            self._unavailable()
+
+    def _apply(self, params: ApplyParams) -> None:
+        if not self._send(APPLY, params, ApplyResult, self.applied):
+            self._unavailable()
+
+    def _rollback(self, params: RollbackParams) -> None:
+        if not self._send(ROLLBACK, params, RollbackResult, self.rolledBack):
+            self._unavailable()
+
+    def _history(self, params: HistoryParams) -> None:
+        self._send(HISTORY, params, HistoryResult, self.historyReceived)  # a refresh: no banner
+
+    def _unavailable(self) -> None:
+        self.ctx.banner.show_notice(
+            "The review could not be sent: the backend is not running.",
+            "Restart it from the Agent menu; the change set is kept by the session.",
+        )
+
+    def _show(self, files: int) -> None:
+        if files:
+            self.ctx.show_dock(self.name)

@@ -1,0 +1,158 @@
+"""The Search tree dock: the session's search trees live and replayed, trees opened from files, and a
+branch's changes asked for and shown read-only in the review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFileDialog
+
+from ide.app.acp_client import BackendState
+from ide.app.docks.base import AppContext, Dock
+from ide.app.tree_view import SearchTreeView
+from ide.protocol.review import ChangeSetView
+from ide.protocol.tree import (
+    BRANCH_DIFF,
+    TREE_FILE_SUFFIX,
+    TREE_NOTIFICATION,
+    BranchDiffParams,
+    SearchTree,
+    TreeEventBatch,
+    TreeFileError,
+)
+
+
+class TreeDock(Dock):
+    """Shown when a run starts; tabbed with the review."""
+
+    name = "tree"
+    title = "Search tree"
+    order = 40
+    area = Qt.DockWidgetArea.BottomDockWidgetArea
+    tab_group = "bottom"
+    hidden = True
+    exposes: ClassVar[dict[str, str]] = {
+        "tree_view": "view",
+        "open_tree_file": "open_file",
+        "request_branch_diff": "request_branch_diff",
+        "show_tree": "show",
+    }
+
+    treeEvents = Signal(object)
+    """A ``list[TreeEvent]`` of the current session's search tree (``_arbor/tree``), live or replayed."""
+    branchDiffReceived = Signal(object, object)
+    """The :class:`BranchDiffParams` asked and the branch's :class:`ChangeSetView`."""
+    branchDiffFailed = Signal(object, str)
+    """(BranchDiffParams, message) when the backend could not give the branch's changes."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.view = SearchTreeView()
+        super().__init__(ctx, self.view)
+        self._saved: dict[str, SearchTree] | None = None
+        self._replaying = False
+        self._branch_requests: dict[str, tuple[str, str]] = {}
+        """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
+        bridge, view = self.bridge, self.view
+        bridge.on_notification(TREE_NOTIFICATION, TreeEventBatch, self._on_batch)
+        bridge.sessionReady.connect(self._on_session_ready)
+        bridge.stateChanged.connect(self._on_state)
+        bridge.replayStarting.connect(self._on_replay_starting)
+        bridge.replayFailed.connect(self._on_replay_failed)
+        self.treeEvents.connect(view.add_events)
+        self.branchDiffReceived.connect(self._show_branch_diff)
+        self.branchDiffFailed.connect(self._branch_diff_failed)
+        view.runStarted.connect(self._on_run_started)
+        view.branchDiffRequested.connect(self.request_branch_diff)
+        ctx.action("file", "Open &Search Tree…", self._open_dialog)
+
+    def show(self) -> None:
+        """Show and raise the search-tree dock."""
+        self.ctx.show_dock(self.name)
+
+    def open_file(self, path: Path) -> bool:
+        """Open a ``.arbor-tree.jsonl`` file in the dock; the banner explains a bad file."""
+        try:
+            self.view.open_file(path)
+        except TreeFileError as exc:
+            self.ctx.banner.show_notice(
+                f"Cannot open the search tree: {exc}",
+                f"A {TREE_FILE_SUFFIX} file holds one tree event (JSON) per line, as Export writes them.",
+            )
+            return False
+        self.show()
+        return True
+
+    def branch_diff(self, params: BranchDiffParams) -> bool:
+        """Ask for one search branch's changes; they arrive as :attr:`branchDiffReceived`, a refusal as
+        :attr:`branchDiffFailed`. False (nothing sent) when the backend is not running or lacks it."""
+        return self.bridge.request(
+            BRANCH_DIFF,
+            params,
+            ChangeSetView,
+            lambda changeset: self.branchDiffReceived.emit(params, changeset),
+            lambda info: self.branchDiffFailed.emit(params, info.message),
+        )
+
+    def request_branch_diff(self, changeset_id: str, node_id: str, run_id: str) -> None:
+        """Ask the backend for a search branch's changes, to show read-only in the review pane."""
+        session_id = self.bridge.session_id
+        if session_id is None or not self.branch_diff(
+            BranchDiffParams(session_id=session_id, changeset_id=changeset_id)
+        ):
+            self.view.show_message("Cannot show the branch diff: the backend is not running.")
+            return
+        self._branch_requests[changeset_id] = (node_id, run_id)
+
+    def _show_branch_diff(self, params: BranchDiffParams, changeset: ChangeSetView) -> None:
+        node_id, run_id = self._branch_requests.pop(params.changeset_id, (params.changeset_id, "?"))
+        if params.session_id != self.bridge.session_id:
+            return  # asked in a session that has ended since
+        self.ctx.dock("review").show_branch(
+            changeset,
+            f"Branch {node_id} of run {run_id[:12]} — read-only; the run's chosen branch is what you review",
+        )
+
+    def _branch_diff_failed(self, params: BranchDiffParams, message: str) -> None:
+        node_id, _run = self._branch_requests.pop(params.changeset_id, (params.changeset_id, ""))
+        self.view.show_message(f"Branch diff of {node_id}: {message}")
+
+    def _on_batch(self, batch: TreeEventBatch) -> None:
+        if batch.events:
+            self.treeEvents.emit(batch.events)
+
+    def _on_run_started(self, _key: str) -> None:
+        # A restored session's runs come back quietly; a run that starts now is shown.
+        if not self._replaying:
+            self.show()
+
+    def _on_session_ready(self, *_: object) -> None:
+        self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
+        self._saved = None
+        self._replaying = False
+
+    def _on_state(self, state: str) -> None:
+        if state == BackendState.STOPPED:
+            self.view.set_branch_diff_supported(False)
+
+    def _on_replay_starting(self) -> None:
+        self._saved = self.view.clear()  # the replayed tree events rebuild it
+        self._replaying = True
+
+    def _on_replay_failed(self, _message: str) -> None:
+        if self._saved is not None:
+            self.view.clear()
+            self.view.restore(self._saved)
+            self._saved = None
+        self._replaying = False
+
+    def _open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self.ctx.window,
+            "Open search tree",
+            str(self.ctx.workspace),
+            f"Search trees (*{TREE_FILE_SUFFIX});;All files (*)",
+        )
+        if path:
+            self.open_file(Path(path))

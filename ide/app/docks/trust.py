@@ -1,0 +1,85 @@
+"""Workspace trust: the status bar's "Restricted" button, Agent → Workspace Trust…, and the question asked
+before the backend starts when the workspace's config asks for settings that wait for trust."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from PySide6.QtWidgets import QToolButton
+
+from ide.app.docks.base import AppContext, Part
+from ide.app.trust import TrustDialog
+from ide.protocol import ErrorInfo
+from ide.settings import SettingsError, load_settings, trust_store
+
+
+class Trust(Part):
+    """Asks, records the answer, reloads the settings and restarts the backend when trust changed."""
+
+    name = "trust"
+    order = 80
+    exposes: ClassVar[dict[str, str]] = {
+        "trust_button": "button",
+        "trust_dialog": "dialog",
+        "trust_action": "action",
+        "ask_trust": "ask",
+    }
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__(ctx)
+        self._then_start = False
+        self.dialog = TrustDialog(ctx.window)
+        self.button = QToolButton()
+        self.button.setObjectName("trustButton")
+        self.button.setToolTip(
+            "This workspace's .arbor/config.toml asks for settings Arbor holds back until you trust it"
+        )
+        self.button.clicked.connect(self.ask)
+        ctx.window.statusBar().insertPermanentWidget(0, self.button)
+        self.action = ctx.action("agent", "Workspace &Trust…", self.ask)
+        self.dialog.decided.connect(self._on_decided)
+        self._show()
+
+    def start(self) -> bool:
+        """A workspace whose config asks for settings that need trust, and whose user has not answered for
+        exactly these settings, is asked first; the backend starts with the answer."""
+        resolved = self.ctx.resolved
+        if resolved is not None and resolved.trust_keys and not resolved.trusted:
+            answered = trust_store().decision(self.ctx.workspace)
+            if answered is None or answered.digest != resolved.digest:
+                self._then_start = True
+                self.dialog.ask(resolved)
+                return False
+        return True
+
+    def ask(self) -> None:
+        """Show what the workspace's config asks for and let the user trust it or keep it restricted."""
+        if self.ctx.resolved is not None and self.ctx.resolved.trust_keys:
+            self.dialog.ask(self.ctx.resolved)
+
+    def _on_decided(self, trusted: bool) -> None:
+        ctx, resolved = self.ctx, self.ctx.resolved
+        if resolved is None or resolved.digest is None:
+            return
+        trust_store().record(ctx.workspace, resolved.digest, trusted=trusted)
+        changed = trusted != resolved.trusted
+        try:
+            ctx.resolved = load_settings(ctx.workspace)
+            ctx.settings = ctx.resolved.settings
+        except SettingsError as exc:
+            ctx.banner.show_error(
+                ErrorInfo(kind="settings", message=str(exc), fix="Fix the setting, then reopen.")
+            )
+        self._show()
+        if self._then_start:
+            self._then_start = False
+            self.bridge.start()
+        elif changed:
+            ctx.window.restart_backend()  # type: ignore[attr-defined]  # the backend reads them anew
+
+    def _show(self) -> None:
+        resolved = self.ctx.resolved
+        held = resolved.held_back if resolved is not None else []
+        self.button.setVisible(bool(held))
+        self.button.setText(f"Restricted: {len(held)} setting(s) held back")
+        self.action.setEnabled(resolved is not None and bool(resolved.trust_keys))

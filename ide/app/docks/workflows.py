@@ -1,0 +1,53 @@
+"""The chat's workflow box: the session's workflows listed, and one picked as ``/workflow NAME`` does."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+
+from ide.app.docks.base import AppContext, Part
+from ide.protocol.workflow import (
+    WORKFLOWS_LIST,
+    WORKFLOWS_SELECT,
+    SelectWorkflowParams,
+    WorkflowList,
+    WorkflowsParams,
+)
+
+
+class Workflows(Part):
+    """Lists the workflows when a session is ready; a pick switches the session's mode."""
+
+    name = "workflows"
+    order = 25
+    workflowsReceived = Signal(object)
+    """The session's workflows, its pick and the reranker in use (WorkflowList), after a list or select."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__(ctx)
+        self.chat = ctx.dock("chat").panel
+        self.chat.workflowChosen.connect(self.request)
+        self.workflowsReceived.connect(self._show)
+        self.bridge.sessionReady.connect(self._on_session_ready)
+
+    def request(self, select: str | None = None) -> bool:
+        """List the workflows, or pick ``select`` (``auto``: the orchestrator picks)."""
+        session_id = self.bridge.session_id
+        if session_id is None:
+            return False
+        if select is None:
+            params: WorkflowsParams = WorkflowsParams(session_id=session_id)
+            return self.bridge.request(WORKFLOWS_LIST, params, WorkflowList, self.workflowsReceived.emit)
+        chosen = SelectWorkflowParams(session_id=session_id, name=select)
+        return self.bridge.request(WORKFLOWS_SELECT, chosen, WorkflowList, self.workflowsReceived.emit)
+
+    def _on_session_ready(self, *_: object) -> None:
+        if self.bridge.supports(WORKFLOWS_LIST):
+            self.request()
+
+    def _show(self, listing: WorkflowList) -> None:
+        self.chat.set_workflows(listing)
+        if listing.mode and listing.mode != self.bridge.mode:
+            # Picking a workflow switches the session to the workflow mode, as /workflow NAME does.
+            self.bridge.note_mode(listing.mode)
+        if listing.problems:
+            self.ctx.message(f"Workflow files not loaded: {listing.problems[0]}", 15000)
