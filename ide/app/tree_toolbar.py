@@ -27,6 +27,10 @@ EXPORT_FILTERS = {
 """File dialog filters of the export kinds."""
 
 
+TOOLBAR_SPACING = 2
+"""As the dock's column lays out its rows (a layout of its own would take the style's wider default)."""
+
+
 class TreeToolbar(QWidget):
     """The run chooser, Fit, Hide pruned, Overview and Export, and the shown run's summary."""
 
@@ -57,6 +61,7 @@ class TreeToolbar(QWidget):
         self.summary.setObjectName("mutedLabel")
         bar = QHBoxLayout(self)
         bar.setContentsMargins(6, 4, 6, 0)
+        bar.setSpacing(TOOLBAR_SPACING)
         bar.addWidget(self.run_combo)
         bar.addWidget(self.fit_button)
         bar.addWidget(self.hide_pruned_box)
@@ -83,6 +88,7 @@ class ReplayTimeline(QWidget):
         self.step_label.setObjectName("mutedLabel")
         row = QHBoxLayout(self)
         row.setContentsMargins(6, 0, 6, 4)
+        row.setSpacing(TOOLBAR_SPACING)
         row.addWidget(QLabel("Replay"))
         row.addWidget(self.slider, 1)
         row.addWidget(self.step_label)
