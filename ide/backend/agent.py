@@ -261,14 +261,19 @@ class ArborAgent(Agent):
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> None:
         session = self.session(session_id)
         if mode_id not in MODES:
-            raise RequestError.invalid_params(
-                {
-                    "modeId": mode_id,
-                    "message": f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}",
-                }
-            )
+            message = f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}"
+            raise RequestError.invalid_params({"modeId": mode_id, "message": message})
         session.mode = mode_id
         session.services.store.update(session_id, session.cwd, mode=mode_id)
+
+    async def open_review_session(self, cwd: str, settings: Settings, title: str) -> Session:
+        session_id = uuid.uuid4().hex
+        store = self.services.store(settings)
+        store.create(session_id, cwd, "react")
+        store.update(session_id, cwd, title=title)
+        session = await self._open(session_id, cwd, settings, "react")
+        session.review.title = title
+        return session
 
     def find_session(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)

@@ -40,6 +40,10 @@ class Backend(Protocol):
 
     def find_session(self, session_id: str) -> Session | None: ...
 
+    async def open_review_session(self, cwd: str, settings: Settings, title: str) -> Session:
+        """A new session that only holds a change set for review (another agent's edits)."""
+        ...
+
     def workspace(self, cwd: str) -> tuple[str, Settings]:
         """``cwd`` checked (absolute, a directory) and its settings, or an Invalid params error."""
         ...

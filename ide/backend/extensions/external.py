@@ -1,0 +1,95 @@
+"""Review for any ACP agent: another agent's file reads and writes, forwarded by Arbor's window, go through a
+change set held here, and its session id works with every ``_arbor/review/*`` method."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError
+from pydantic import BaseModel
+
+from ide.protocol import external as ex
+
+if TYPE_CHECKING:
+    from ide.backend.extensions import Backend
+    from ide.backend.session import Session
+    from ide.tools import Workspace
+
+
+async def open_session(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    request = ex.ExternalOpenParams.model_validate(params)
+    cwd, settings = backend.workspace(request.cwd)
+    title = f"Edits by {request.agent}" if request.agent else "Edits by another agent"
+    session = await backend.open_review_session(cwd, settings, title)
+    return ex.ExternalSession(session_id=session.id)
+
+
+async def write(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    """Put a file's new text into the change set (nothing is written to disk before Apply)."""
+    request = ex.ExternalWriteParams.model_validate(params)
+    session = backend.session(request.session_id)
+    files = _confined(session)
+    path = _resolve(files, request.path)
+    rel = files.relative(path)
+    await asyncio.to_thread(_write, files, session, path, rel, request.content)
+    return session.review.view()
+
+
+def _write(files: Workspace, session: Session, path: Path, rel: str, content: str) -> None:
+    from ide.tools import ToolError
+
+    try:
+        files.check_new_name(path)
+    except ToolError as exc:
+        raise RequestError.invalid_params({"path": str(path), "message": str(exc)}) from None
+    session.changeset.write_bytes(rel, content.encode("utf-8"))
+
+
+async def read(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    """A file as the change set leaves it (the agent sees its own pending edits), or some of its lines."""
+    request = ex.ExternalReadParams.model_validate(params)
+    files = _confined(backend.session(request.session_id))
+    path = _resolve(files, request.path)
+    text = await asyncio.to_thread(_read, files, path)
+    if request.line is not None or request.limit is not None:
+        lines = text.splitlines(keepends=True)
+        start = (request.line or 1) - 1
+        end = start + request.limit if request.limit is not None else None
+        text = "".join(lines[start:end])
+    return ex.ExternalText(content=text)
+
+
+def _read(files: Workspace, path: Path) -> str:
+    from ide.tools import ToolError
+
+    if not files.exists(path) or files.is_dir(path):
+        raise RequestError.invalid_params({"path": str(path), "message": f"{path} is not a file"})
+    try:
+        return files.read_text(path)
+    except ToolError as exc:
+        raise RequestError.invalid_params({"path": str(path), "message": str(exc)}) from None
+
+
+def _confined(session: Session) -> Workspace:
+    from ide.tools import Workspace
+
+    return Workspace(Path(session.cwd), session.settings.workspace, session.changeset)
+
+
+def _resolve(files: Workspace, path: str) -> Path:
+    """``path`` inside the workspace, not a secret, not git's metadata — or a clear refusal."""
+    from ide.tools import ToolError
+
+    if not Path(path).is_absolute():
+        raise RequestError.invalid_params(
+            {"path": path, "message": f"the path must be absolute, got {path!r}"}
+        )
+    try:
+        return files.resolve(path)
+    except ToolError as exc:
+        raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
+
+
+HANDLERS = {ex.EXTERNAL_OPEN: open_session, ex.EXTERNAL_WRITE: write, ex.EXTERNAL_READ: read}
