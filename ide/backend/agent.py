@@ -43,10 +43,10 @@ from acp.schema import (
 
 from ide import __version__
 from ide.backend.extensions import registry
-from ide.backend.extensions.review import offer_review
+from ide.backend.extensions.review import keep_pending, offer_review
 from ide.backend.services import Services, trust_notice
-from ide.backend.transcript import Transcript, ask_to_run_tests, prompt_text, replay
-from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, error_data
+from ide.backend.transcript import Transcript, ask_to_run_tests, offer_commands, prompt_text, replay
+from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
 from ide.protocol import index as ix
 from ide.protocol.modes import MODES
 from ide.settings import Settings, SettingsError, load_settings
@@ -144,7 +144,8 @@ class ArborAgent(Agent):
         return cwd, resolved.settings
 
     async def _index_changed(self, change: ix.IndexChanged) -> None:
-        await self.conn.ext_notification(ix.INDEX_CHANGED, change.model_dump(mode="json"))
+        if self.client_wants("index"):  # only a client that asked: others would have to ignore it
+            await self.conn.ext_notification(ix.INDEX_CHANGED, change.model_dump(mode="json"))
 
     async def _open(
         self, session_id: str, cwd: str, settings: Settings, mode: str, mcp_servers: Any = None
@@ -220,7 +221,7 @@ class ArborAgent(Agent):
                 except ChangeError as exc:
                     log.warning("could not restore the pending review of %s: %s", session_id, exc)
         await replay(self.conn, store, session_id, cwd, arbor_client=self.client_wants("tree"))
-        await self._offer_commands(session)
+        await offer_commands(self.conn, session)
         if session.interrupted is not None and (session.turn is None or session.turn.done()):
             run = session.interrupted
             note = (
@@ -231,15 +232,6 @@ class ArborAgent(Agent):
                 session_id=session_id, update=update_agent_message(text_block(note))
             )
         return LoadSessionResponse(modes=_modes(session.mode))
-
-    async def _offer_commands(self, session: Session) -> None:
-        """Tell the client our slash commands (once per session and connection)."""
-        if session.commands_sent:
-            return
-        from ide.backend.session import commands_update
-
-        session.commands_sent = True
-        await self.conn.session_update(session_id=session.id, update=commands_update())
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -304,28 +296,26 @@ class ArborAgent(Agent):
 
         async def turn() -> TurnResult:
             # Inside the task, so a cancel that arrives while the commands are sent still stops the turn.
-            await self._offer_commands(session)
+            await offer_commands(self.conn, session)
             while session.notices:
                 await emit(update_agent_thought(text_block(session.notices.pop(0) + "\n")))
             return await session.run_turn(text, emit, transcript.emit_tree)
 
         session.router.on_context = transcript.context_fill
         session.turn = asyncio.create_task(turn())
+        session.prompting = True
         try:
             result = await session.turn
-            if session.changeset.changed_paths():
+            if session.changeset.changed_paths() and not session.cancel_requested:
                 await offer_review(self, session)
+            if session.cancel_requested:  # stopped while its changes were being offered
+                return await self._cancelled(session)
         except asyncio.CancelledError:
             if not session.cancel_requested:
                 session.turn.cancel()  # the request itself was cancelled: the connection is closing
                 raise
-            # What the agent proposed before the user stopped it (a search's best branch so far) is
-            # offered for review like any turn's edits, never dropped and never written unasked.
             flush()
-            if session.changeset.changed_paths():
-                await offer_review(self, session)
-            await self.save_review(session)
-            return PromptResponse(stop_reason="cancelled")
+            return await self._cancelled(session)
         except ModelError as exc:
             await self.save_review(session)
             log.warning("turn failed: %s", exc)
@@ -338,6 +328,7 @@ class ArborAgent(Agent):
                 ErrorInfo(kind="internal", message=f"The agent failed: {type(exc).__name__}: {exc}")
             ) from None
         finally:
+            session.prompting = False
             flush()
             if session.mode != mode_before:
                 session.services.store.update(session_id, session.cwd, mode=session.mode)
@@ -345,6 +336,14 @@ class ArborAgent(Agent):
         return PromptResponse(
             stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
         )
+
+    async def _cancelled(self, session: Session) -> PromptResponse:
+        # What the agent proposed before the user stopped it (a search's best branch so far) stays
+        # pending, never dropped and never written; the response lists it.
+        pending = await keep_pending(self, session)
+        await self.save_review(session)
+        meta = TurnMeta(usage=session.router.usage_snapshot(), pending=pending)
+        return PromptResponse(stop_reason="cancelled", field_meta={META_KEY: meta.model_dump(mode="json")})
 
     async def save_review(self, session: Session) -> None:
         """Persist the session's pending review, so a restarted backend loses none of it."""
@@ -362,10 +361,11 @@ class ArborAgent(Agent):
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
-        if session is None or session.turn is None or session.turn.done():
+        if session is None or not session.prompting:
             return
         session.cancel_requested = True
-        session.turn.cancel()
+        if session.turn is not None and not session.turn.done():
+            session.turn.cancel()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         from pydantic import ValidationError

@@ -138,6 +138,8 @@ class Session:
     toolbox: Toolbox = field(init=False)
     turn: asyncio.Task[TurnResult] | None = None
     cancel_requested: bool = False
+    prompting: bool = False
+    """A ``session/prompt`` is being answered (its turn runs, or its changes are being offered)."""
     runs: OrderedDict[str, dict[str, ChangeSet]] = field(default_factory=OrderedDict)
     """Branch change sets of the last KEPT_RUNS runs, by run id, then change-set id."""
     workflow: str = "auto"

@@ -103,6 +103,16 @@ async def replay(conn: Client, store: SessionStore, session_id: str, cwd: str, *
         await conn.session_update(session_id=session_id, update=notification.update)
 
 
+async def offer_commands(conn: Client, session: Session) -> None:
+    """Tell the client the slash commands (once per session and connection)."""
+    if session.commands_sent:
+        return
+    from ide.backend.session import commands_update
+
+    session.commands_sent = True
+    await conn.session_update(session_id=session.id, update=commands_update())
+
+
 async def ask_to_run_tests(conn: Client, session: Session, title: str, command: str) -> bool:
     """Ask the client before the tests run (a workflow's test stage, LATS evaluating an answer):
     allow once, allow always, or no."""

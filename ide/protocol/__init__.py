@@ -76,6 +76,11 @@ class TurnMeta(BaseModel):
     figures: dict[str, Any] = Field(
         default_factory=dict, description="The run's figures: calls and tokens per role, wall time, …"
     )
+    pending: list[str] = Field(
+        default_factory=list,
+        description="Files whose proposed changes wait for review (a cancelled turn keeps its work; a plain "
+        "ACP client is offered them again at the end of the next turn)",
+    )
 
 
 def error_data(info: ErrorInfo) -> dict[str, object]:

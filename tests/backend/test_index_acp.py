@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError
+from acp.schema import ClientCapabilities
 
 from ide.protocol import META_KEY
 from ide.protocol import index as ix
@@ -70,8 +71,12 @@ async def test_status_outline_and_search(git_workspace: Path) -> None:
         assert [(h.name, h.path, h.line) for h in hits] == [("greet", str(git_workspace / "pkg/greet.py"), 1)]
 
 
+INDEX_CLIENT = ClientCapabilities(field_meta={META_KEY: {"index": True}})
+"""A client that asked for ``_arbor/index/changed`` (Arbor's window does)."""
+
+
 async def test_edits_renames_and_deletions_reach_the_index_while_it_watches(git_workspace: Path) -> None:
-    async with acp_backend() as backend:
+    async with acp_backend(capabilities=INDEX_CLIENT) as backend:
         await ready(backend, git_workspace)
         greet = git_workspace / "pkg" / "greet.py"
         greet.write_text(greet.read_text() + "\n\ndef wave(name):\n    return name\n")
@@ -100,3 +105,20 @@ async def test_edits_renames_and_deletions_reach_the_index_while_it_watches(git_
 
         await poll(gone, "the deletion")
         assert (await outline(backend, git_workspace, "pkg/hello.py")).message.endswith("not a file on disk")
+
+
+async def test_a_client_that_did_not_ask_gets_no_index_notifications(git_workspace: Path) -> None:
+    """A plain ACP client (Zed, the SDK's example client) is sent nothing it would have to ignore."""
+    async with acp_backend() as plain, acp_backend(capabilities=INDEX_CLIENT) as window:
+        for backend in (plain, window):
+            await ready(backend, git_workspace)
+        greet = git_workspace / "pkg" / "greet.py"
+        greet.write_text(greet.read_text() + "\n\ndef wave(name):\n    return name\n")
+
+        async def both_see_it() -> bool:
+            found = [await search(backend, git_workspace, "wave") for backend in (plain, window)]
+            told = any(m == ix.INDEX_CHANGED for m, _ in window.client.notifications)
+            return all(found) and told
+
+        await poll(both_see_it, "the edit")
+        assert plain.client.notifications == []

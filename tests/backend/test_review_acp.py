@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -236,3 +237,56 @@ async def test_pending_review_survives_a_backend_restart(
     assert result.batch is not None and result.batch.paths == ["pkg/greet.py"]
     assert "Hi, {name}" in (git_workspace / "pkg" / "greet.py").read_text()
     assert not (git_workspace / "pkg" / "farewell.py").exists()
+
+
+EDIT_THEN_STALL = [
+    {
+        "tool_calls": [
+            {
+                "name": "edit_file",
+                "args": {
+                    "path": "pkg/greet.py",
+                    "old_text": 'return f"Hello, {name}!"',
+                    "new_text": 'return f"Hi, {name}!"',
+                },
+            }
+        ]
+    },
+    {"content": "still thinking", "latency_ms": 60000},
+    {"content": "Nothing more to change."},
+]
+
+
+async def test_stop_after_an_edit_keeps_it_pending_and_asks_nothing_until_the_next_turn_ends(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    """A plain ACP client (no review extension) that stops a turn: no permission request after the
+    cancel, nothing written, the edit listed as pending and offered again when the next turn ends."""
+    script = write_script(EDIT_THEN_STALL)
+    client = RecordingClient(permission_answer="discard")
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, client=client) as backend:
+        sid = (await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])).session_id
+        turn = asyncio.ensure_future(
+            backend.conn.prompt(session_id=sid, prompt=[text_block("Make it friendlier")])
+        )
+        await backend.client.wait_until(
+            lambda: any(
+                u.session_update == "tool_call_update" and u.status == "completed" for _, u in client.updates
+            )
+        )
+        await backend.conn.cancel(session_id=sid)
+        response = await asyncio.wait_for(turn, timeout=10)
+        assert response.stop_reason == "cancelled"
+        assert response.field_meta[META_KEY]["pending"] == ["pkg/greet.py"]
+        assert client.permission_requests == []
+        assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+        view = rv.ChangeSetView.model_validate(
+            await backend.conn.ext_method(rv.CHANGESET, {"session_id": sid})
+        )
+        assert [f.path for f in view.files] == ["pkg/greet.py"]
+
+        again = await backend.conn.prompt(session_id=sid, prompt=[text_block("Anything else?")])
+        assert again.stop_reason == "end_turn"
+        [(asked, _options)] = client.permission_requests
+        assert "1 file(s)" in asked.title  # the pending edit, offered at this turn's end
+    assert (git_workspace / "pkg" / "greet.py").read_text() == GREET  # discarded, never written

@@ -72,6 +72,16 @@ HANDLERS = {
 NOTIFICATIONS = (rv.CHANGESET_NOTIFICATION,)
 
 
+async def keep_pending(backend: Backend, session: Session) -> list[str]:
+    """After a cancelled turn: nothing is asked and nothing written; the change set stays pending (in
+    Arbor's Review dock; a plain client is offered it at the end of its next turn). Its files."""
+    pending = session.changeset.changed_paths()
+    if pending and backend.client_wants("review"):
+        view = session.review.view()
+        await backend.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
+    return pending
+
+
 async def offer_review(backend: Backend, session: Session) -> None:
     """At the end of a turn that edited files: hand the batch to the client for review.
 
@@ -126,9 +136,12 @@ async def _ask_to_apply(
         log.info("client cannot review the change set (%s); it stays pending", exc)
         return False
     outcome = response.outcome
-    approved = (
-        getattr(outcome, "outcome", None) == "selected" and getattr(outcome, "option_id", "") == "apply"
-    )
+    if getattr(outcome, "outcome", None) != "selected" or session.cancel_requested:
+        # The client cancelled the question (ACP clients answer "cancelled" once the user stops the
+        # turn): nothing is decided, the batch stays pending for the next turn or the Review dock.
+        log.info("the review question was cancelled; the change set stays pending")
+        return False
+    approved = getattr(outcome, "option_id", "") == "apply"
     fs = backend.client_fs()
     plain_writes = all(f.status in ("added", "modified") and not f.binary for f in files)
     if approved and fs is not None and fs.write_text_file and plain_writes:
