@@ -19,7 +19,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -29,7 +30,14 @@ from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, e
 if TYPE_CHECKING:
     from acp import RequestError
     from acp.core import ClientSideConnection
-    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate, UserMessageChunk
+    from acp.schema import (
+        PermissionOption,
+        ReadTextFileResponse,
+        RequestPermissionResponse,
+        ToolCallUpdate,
+        UserMessageChunk,
+        WriteTextFileResponse,
+    )
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,54 @@ def default_backend_command() -> list[str]:
     if override:
         return shlex.split(override)
     return self_command("acp")
+
+
+ARBOR_AGENT = "arbor"
+"""The agent name that means Arbor's own backend."""
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """The agent the window drives: a name for menus, its command line and the environment it adds."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+
+    @property
+    def is_arbor(self) -> bool:
+        return self.name == ARBOR_AGENT
+
+
+def arbor_agent() -> AgentChoice:
+    """Arbor's own backend (``ARBOR_BACKEND_COMMAND`` when set)."""
+    return AgentChoice(ARBOR_AGENT, default_backend_command(), {})
+
+
+def resolve_agent(spec: str, agents: Mapping[str, Any]) -> AgentChoice:
+    """``--agent`` as given: ``arbor``, a name of the ``[agents]`` settings table (each with ``command``,
+    ``args``, ``env``), else a shell-quoted command line whose program must exist. ValueError says why not."""
+    text = spec.strip()
+    if text.lower() == ARBOR_AGENT:
+        return arbor_agent()
+    if text in agents:
+        agent = agents[text]
+        return AgentChoice(text, [agent.command, *agent.args], dict(agent.env))
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"--agent {spec!r}: not a command line ({exc})") from None
+    if not argv:
+        raise ValueError("--agent needs a name from [agents] in the settings, or a command line")
+    import shutil
+
+    if shutil.which(argv[0]) is None:
+        known = ", ".join([ARBOR_AGENT, *agents]) or ARBOR_AGENT
+        raise ValueError(
+            f"--agent {spec!r}: no agent of that name in the settings ({known}) and no program "
+            f"{argv[0]!r} on PATH"
+        )
+    return AgentChoice(Path(argv[0]).name, argv, {})
 
 
 def client_version() -> str:
@@ -232,20 +288,56 @@ PermissionHandler = Callable[[str, "ToolCallUpdate", list["PermissionOption"]], 
 """Decides a permission request: the chosen option id, or None to refuse."""
 
 
+class FsHandler(Protocol):
+    """Serves an agent's ``fs/read_text_file`` and ``fs/write_text_file``; raises ``acp.RequestError`` to
+    refuse (the agent gets that JSON-RPC error)."""
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None, limit: int | None
+    ) -> str: ...
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None: ...
+
+
 class ClientCallbacks:
     """What the agent may call on a client, forwarded to plain callables. Deliberately not a subclass of
-    ``acp.Client``: the Protocol's stub methods would answer fs/terminal requests with null instead of
-    "method not found"."""
+    ``acp.Client``: the Protocol's stub methods would answer terminal requests with null instead of
+    "method not found". ``fs/*`` goes to the ``fs_handler`` when there is one, else "method not found"."""
 
     def __init__(
         self,
         on_update: Callable[[str, Any], None],
         permission_handler: Callable[[], PermissionHandler | None],
         on_notification: Callable[[str, dict[str, Any]], None],
+        fs_handler: Callable[[], FsHandler | None] = lambda: None,
     ) -> None:
         self._on_update = on_update
         self._permission_handler = permission_handler
         self._on_notification = on_notification
+        self._fs_handler = fs_handler
+
+    async def read_text_file(
+        self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        from acp import RequestError
+        from acp.schema import ReadTextFileResponse
+
+        handler = self._fs_handler()
+        if handler is None:
+            raise RequestError.method_not_found("fs/read_text_file")
+        return ReadTextFileResponse(content=await handler.read_text_file(session_id, path, line, limit))
+
+    async def write_text_file(
+        self, content: str, path: str, session_id: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        from acp import RequestError
+        from acp.schema import WriteTextFileResponse
+
+        handler = self._fs_handler()
+        if handler is None:
+            raise RequestError.method_not_found("fs/write_text_file")
+        await handler.write_text_file(session_id, path, content)
+        return WriteTextFileResponse()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         # No await before the handler: notifications are handled as tasks in arrival order, and the
@@ -302,16 +394,27 @@ class AgentHello:
 
 
 async def initialize(
-    conn: Any, *, client: str, version: str, meta: dict[str, bool], title: str | None = None
+    conn: Any,
+    *,
+    meta: dict[str, bool],
+    client: str = "arbor",
+    title: str | None = "Arbor",
+    version: str | None = None,
+    fs: bool = False,
 ) -> AgentHello:
-    """Send ``initialize`` with Arbor's client capabilities ``meta`` and read the agent's answer."""
+    """Send ``initialize`` with Arbor's client capabilities ``meta`` (and ``fs/*`` when ``fs``; never
+    ``terminal/*``) and read the agent's answer."""
     from acp import PROTOCOL_VERSION
-    from acp.schema import ClientCapabilities, Implementation
+    from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
     init = await conn.initialize(
         protocol_version=PROTOCOL_VERSION,
-        client_capabilities=ClientCapabilities(field_meta={META_KEY: meta}),
-        client_info=Implementation(name=client, title=title, version=version),
+        client_capabilities=ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs),
+            terminal=False,
+            field_meta={META_KEY: meta},
+        ),
+        client_info=Implementation(name=client, title=title, version=version or client_version()),
     )
     capabilities = init.agent_capabilities
     raw_meta = (capabilities.field_meta or {}).get(META_KEY) if capabilities else None
@@ -380,6 +483,29 @@ async def ask(conn: Any, method: str, params: BaseModel, result_type: type[T]) -
         )
     except ConnectionError:
         return None
+
+
+class NotificationRouter:
+    """Extension notifications to their subscribers: each read as its model, one that carries a
+    ``session_id`` delivered only when that is the current session's."""
+
+    def __init__(self) -> None:
+        self._subscribers: dict[str, list[tuple[type[BaseModel], Callable[[Any], None]]]] = {}
+
+    def subscribe(self, method: str, model: type[BaseModel], handler: Callable[[Any], None]) -> None:
+        self._subscribers.setdefault(method, []).append((model, handler))
+
+    def dispatch(self, method: str, params: dict[str, Any], session_id: str | None) -> None:
+        for model, handler in self._subscribers.get(method, ()):
+            try:
+                message = model.model_validate(params)
+            except ValidationError as exc:
+                log.warning("ignoring malformed _%s: %s", method, exc)
+                return
+            if getattr(message, "session_id", session_id) == session_id:
+                handler(message)
+        if method not in self._subscribers:
+            log.debug("ignoring extension notification _%s", method)
 
 
 def turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:

@@ -8,10 +8,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ide import __version__
 from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
 from ide.settings import SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from ide.agentproc import AgentChoice
 
 COMMANDS = (
     "gui",
@@ -44,6 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     gui = sub.add_parser("gui", help="open the window (the default command)")
     gui.add_argument("path", nargs="?", default=".", help="workspace directory (default: .)")
     gui.add_argument("--open", dest="open_tree", default=None, help="a .arbor-tree.jsonl search tree to show")
+    gui.add_argument(
+        "--agent",
+        default=None,
+        help="the ACP agent the window drives: arbor (default), a name of the [agents] settings table, or a "
+        'shell-quoted command line ("claude-code-acp", "gemini --experimental-acp"); its edits go '
+        "through Arbor's review",
+    )
 
     acp = sub.add_parser(
         "acp", help="serve the agent over ACP on stdio (for the window, Zed, any ACP client)"
@@ -209,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # `arbor PATH` is the window; only a known command name or an option switches to the parser's commands.
     if (
         not args_list
-        or args_list[0] == "--open"
+        or args_list[0].split("=", 1)[0] in ("--open", "--agent")
         or (args_list[0] not in COMMANDS and not args_list[0].startswith("-"))
     ):
         args_list = ["gui", *args_list]
@@ -295,6 +306,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     workspace = Path(getattr(args, "path", ".")).resolve()
     if not workspace.is_dir():
         return _fail(f"{workspace} is not a directory")
+    agent = None
+    if getattr(args, "agent", None) is not None:
+        try:
+            agent = _agent(workspace, args.agent)
+        except ValueError as exc:
+            return _fail(str(exc))
     from ide.qtplatform import display_problem
 
     # Qt aborts the process when its platform plugin cannot load; say why, with the fix, before it does.
@@ -308,4 +325,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     open_tree = getattr(args, "open_tree", None)
     if open_tree is not None and not Path(open_tree).is_file():
         return _fail(f"{open_tree} is not a file")
-    return run_gui(workspace, Path(open_tree).resolve() if open_tree else None)
+    return run_gui(workspace, Path(open_tree).resolve() if open_tree else None, agent)
+
+
+def _agent(workspace: Path, spec: str) -> AgentChoice:
+    """The agent ``--agent`` names (ValueError says why there is none); a workspace's own [agents] count
+    only once it is trusted."""
+    from ide.agentproc import resolve_agent
+
+    try:
+        resolved = load_settings(workspace)
+    except SettingsError as exc:
+        raise ValueError(str(exc)) from None
+    try:
+        return resolve_agent(spec, resolved.settings.agents)
+    except ValueError as exc:
+        held = [item for item in resolved.held_back if item.key == "agents" and spec.strip() in item.value]
+        if held:
+            raise ValueError(
+                f"{exc}; {held[0].source} defines {spec.strip()!r}, but it waits until you trust the "
+                f"workspace: arbor trust {workspace}"
+            ) from None
+        raise

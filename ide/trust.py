@@ -33,6 +33,7 @@ TRUST_ENV = "ARBOR_TRUST_WORKSPACE"
 
 COMMANDS = {
     "lsp.servers": "defines language-server commands",
+    "agents": "defines agent commands the window may start",
     "workflows.sources": "defines retrieval-source commands",
     "workflows.test_command": "names the command workflow test stages run",
     "lats.test_command": "names the command LATS runs to test answers",
@@ -150,6 +151,12 @@ def _command_lines(key: str, value: Any) -> list[str]:
             if argv:
                 lines.append(f"{name}: {shlex.join(str(a) for a in argv)}")
         return lines
+    if key == "agents" and isinstance(value, Mapping):
+        return [
+            f"{name}: {shlex.join(str(a) for a in [agent.get('command'), *agent.get('args', [])])}"
+            for name, agent in value.items()
+            if isinstance(agent, Mapping) and agent.get("command")
+        ]
     if key in ("workflows.test_command", "lats.test_command") and value:
         return [str(value)]
     return []

@@ -16,6 +16,7 @@ import qasync
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
+from ide.agentproc import AgentChoice
 from ide.app.gcpolicy import settle_heap, settle_run
 from ide.app.theme import apply_theme
 from ide.app.window import MainWindow
@@ -38,7 +39,7 @@ def configure_application(app: QApplication) -> None:
 
 
 def _version() -> str:
-    from ide.app.acp_client import client_version
+    from ide.agentproc import client_version
 
     return client_version()
 
@@ -75,10 +76,11 @@ def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> Non
         log.warning("stopping the backend failed: %s", task.exception())
 
 
-def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
+def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice | None = None) -> int:
     """Open the window on ``workspace`` and run until it closes; returns the process exit code.
 
-    ``open_tree`` is a ``.arbor-tree.jsonl`` file shown in the search-tree dock at start.
+    ``open_tree`` is a ``.arbor-tree.jsonl`` file shown in the search-tree dock at start; ``agent`` the ACP
+    agent the window drives (default: Arbor's backend).
     """
     setup_logging(logging.WARNING)
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "arbor"])
@@ -90,7 +92,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None) -> int:
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, app.closeAllWindows)
 
-    window = MainWindow(workspace)
+    window = MainWindow(workspace, agent=agent)
     window.show()
     smoke = _smoke_test(window, app) if os.environ.get(SMOKE_ENV) else None
     # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is

@@ -10,6 +10,7 @@ from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
+from ide.agentproc import ARBOR_AGENT, AgentChoice, default_backend_command
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
 from ide.app.docks import AppContext, Dock, Part, registry
@@ -46,6 +47,7 @@ class MainWindow(QMainWindow):
         backend_command: list[str] | None = None,
         backend_env: dict[str, str] | None = None,
         settings: Settings | None = None,
+        agent: AgentChoice | None = None,
     ) -> None:
         super().__init__()
         self.workspace = workspace.resolve()
@@ -62,6 +64,12 @@ class MainWindow(QMainWindow):
                 settings = Settings()
         self.settings = settings
 
+        if agent is None:
+            name = ARBOR_AGENT if backend_command is None else Path(backend_command[0]).name
+            agent = AgentChoice(name, backend_command or default_backend_command(), backend_env or {})
+        backend_command, backend_env = agent.command, agent.env
+        self.agent = agent
+        """The agent chosen at start; the Agent menu switches to another."""
         self.bridge = BackendBridge(self.workspace, backend_command, backend_env, parent=self)
         self.banner = Banner()
         self.viewer = CodeViewer(settings.workspace.max_file_bytes)

@@ -326,6 +326,19 @@ class LspSettings(_Section):
     )
 
 
+class AgentServerSettings(_Section):
+    """Another ACP agent the window can drive (like Zed's ``agent_servers``); its edits go through Arbor's
+    review."""
+
+    command: str = Field(description="Program to start, e.g. claude-code-acp, gemini, goose")
+    args: list[str] = Field(default_factory=list, description='Its arguments, e.g. ["--experimental-acp"]')
+    env: dict[str, str] = Field(default_factory=dict, description="Environment variables added for it")
+
+    def argv(self) -> list[str]:
+        """The command line: the program and its arguments."""
+        return [self.command, *self.args]
+
+
 class SourceSettings(_Section):
     """A pluggable retrieval source (web search, CVE database…): a command that answers queries."""
 
@@ -412,6 +425,11 @@ class Settings(_Section):
     review: ReviewSettings = Field(default_factory=ReviewSettings)
     workflows: WorkflowSettings = Field(default_factory=WorkflowSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    agents: dict[str, AgentServerSettings] = Field(
+        default_factory=dict,
+        description="ACP agents the window can drive instead of Arbor's, by name ([agents.NAME] with "
+        "command, args, env): arbor --agent NAME, or the Agent menu",
+    )
 
     def resolved_data_dir(self) -> Path:
         """The data directory: the setting, else ``ARBOR_DATA_DIR`` (also for settings made without
