@@ -150,12 +150,11 @@ class ArborAgent(Agent):
     async def _open(
         self, session_id: str, cwd: str, settings: Settings, mode: str, mcp_servers: Any = None
     ) -> Session:
+        from ide.backend.permissions import connect_mcp
         from ide.backend.session import Session
-        from ide.tools import builtin_tool_names
-        from ide.tools.mcp import connect
 
         services = await self.services.open(cwd, settings)
-        connection = await connect(list(mcp_servers or []), builtin_tool_names())
+        connection = await connect_mcp(self.conn, session_id, mcp_servers, self._sessions.get(session_id))
         session = Session(session_id, cwd, settings, services, mode=mode, extra_tools=tuple(connection.tools))
         if connection.notice():
             session.notices.append(connection.notice())
@@ -388,9 +387,10 @@ class ArborAgent(Agent):
         log.debug("ignoring extension notification _%s", method)
 
     async def close(self) -> None:
-        """Stop running turns, the workspaces' services and the checkpoint databases."""
+        """Stop running turns, the MCP servers, the workspaces' services and the checkpoint databases."""
         for session in self._sessions.values():
             if session.turn is not None and not session.turn.done():
                 session.cancel_requested = True
                 session.turn.cancel()
+        await asyncio.gather(*(s.mcp.aclose() for s in self._sessions.values() if s.mcp is not None))
         await self.services.close()

@@ -1,17 +1,35 @@
-"""Asks the ACP client (``session/request_permission``) before an MCP server's tool that may change things runs."""
+"""A session's MCP servers, connected with the ACP permission ask their tools that change things need."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+from typing import TYPE_CHECKING, Any
 
-from acp import Client, RequestError
+from acp import Client
 from acp.schema import PermissionOption, ToolCallUpdate
 
-from ide.backend.limits import RAW_IO_CAP, cap_text
-from ide.tools.mcp import Answer, ToolAsk
+from ide.backend.limits import RAW_IO_CAP
+from ide.search.events import cap_text
+from ide.tools.mcp import Answer, McpConnection, ToolAsk, connect
+
+if TYPE_CHECKING:
+    from ide.backend.session import Session
 
 log = logging.getLogger(__name__)
+
+
+async def connect_mcp(conn: Client, session_id: str, servers: Any, replaced: Session | None) -> McpConnection:
+    """Start the servers a client handed ``session/new`` (or ``session/load``), their calls asking
+    ``conn``; the servers of the session this one replaces (same id, opened again) end first."""
+    from ide.tools import builtin_tool_names
+
+    if replaced is not None and replaced.mcp is not None:
+        await replaced.mcp.aclose()
+    connection = await connect(list(servers or []), builtin_tool_names())
+    connection.ask = functools.partial(ask_tool_permission, conn, session_id)
+    return connection
 
 
 async def ask_tool_permission(conn: Client, session_id: str, ask: ToolAsk) -> Answer:
@@ -39,7 +57,7 @@ async def ask_tool_permission(conn: Client, session_id: str, ask: ToolAsk) -> An
                 PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
             ],
         )
-    except (RequestError, ConnectionError) as exc:
+    except Exception as exc:  # an error answer (RequestError), or the connection is gone
         log.info("client cannot be asked to run %s (%s): not running it", ask.title, exc)
         return "unavailable"
     if getattr(response.outcome, "outcome", None) == "cancelled":

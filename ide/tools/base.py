@@ -32,6 +32,9 @@ class ToolSpec:
     """Paths an editing tool changes; their diffs go to the client with the result."""
     json_schema: dict[str, Any] | None = None
     """The arguments' JSON Schema shown to the model, when it is not ``args_model``'s (MCP tools)."""
+    shown_kind: ToolKind | None = None
+    """The ACP kind the client sees when it is not ``kind`` (MCP tools keep ``kind`` "other", so a run
+    never answers them from its cache: a server's state is not in the change set)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ class Toolbox:
         if where is not None:
             with contextlib.suppress(ToolError):
                 locations.append((str(self.workspace.resolve(where[0])), where[1]))
-        return spec.title(parsed), spec.kind, locations
+        return spec.title(parsed), spec.shown_kind or spec.kind, locations
 
     def langchain_tools(self) -> list[BaseTool]:
         """The tools as LangChain tools, for binding to a chat model (schemas only; we execute them)."""
