@@ -26,7 +26,6 @@ from ide.agentproc import (
     BackendState,
     PermissionHandler,
     StderrTail,
-    client_version,
     error_from_request,
     local_user_message,
 )
@@ -70,6 +69,8 @@ class BackendBridge(QObject):
     """The process is gone and reaped, whether it was asked to stop or died."""
     modeChanged = Signal(str)
     """The session's mode (agent architecture) is now this id."""
+    cancelRequested = Signal()
+    """The user asked to end the running turn (an open permission question is answered ``cancelled``)."""
 
     def __init__(
         self,
@@ -81,7 +82,7 @@ class BackendBridge(QObject):
         super().__init__(parent)
         self.workspace = workspace.resolve()
         self.command = list(command) if command else agentproc.default_backend_command()
-        self._env = dict(env) if env is not None else None
+        self.env = dict(env) if env is not None else None  # added to the window's environment
         self.state = BackendState.STOPPED
         self.agent_meta: AgentMeta | None = None
         self.agent_name: str | None = None
@@ -92,13 +93,14 @@ class BackendBridge(QObject):
         self.can_load_session = False
         self.agent: agentproc.AgentProcess | None = None
         self.permission_handler: PermissionHandler | None = None
+        self.fs_handler: agentproc.FsHandler | None = None  # serves fs/*, advertised only when set
         self._conn: ClientSideConnection | None = None
         self._generation = 0
         self._stopping = False
         self._lifecycle: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._connections: dict[int, ClientSideConnection] = {}
-        self._subscribers: dict[str, list[tuple[type[BaseModel], Callable[[Any], None]]]] = {}
+        self._notifications = agentproc.NotificationRouter()
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
@@ -118,6 +120,16 @@ class BackendBridge(QObject):
     def restart(self) -> asyncio.Task[None]:
         """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
         return self._run_lifecycle(self._restart)
+
+    def switch(self, command: Sequence[str], env: Mapping[str, str] | None) -> asyncio.Task[None]:
+        """Stop whatever runs and start ``command`` (with ``env`` added) in a new session."""
+
+        async def switch() -> None:
+            await self._stop()
+            self.command, self.env, self.session_id = list(command), dict(env or {}), None
+            await self._start(resume=None)
+
+        return self._run_lifecycle(switch)
 
     def stop(self) -> asyncio.Task[None]:
         """Ask the backend to exit (EOF, then SIGTERM, then SIGKILL); no death is reported."""
@@ -143,6 +155,7 @@ class BackendBridge(QObject):
     def cancel(self) -> None:
         """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""
         if self.state == BackendState.BUSY and self._conn is not None and self.session_id is not None:
+            self.cancelRequested.emit()
             spawn(self._send_cancel(self._conn, self.session_id), name="cancel")
 
     def set_mode(self, mode_id: str) -> bool:
@@ -183,7 +196,7 @@ class BackendBridge(QObject):
     def on_notification(self, method: str, model: type[M], handler: Callable[[M], None]) -> None:
         """Call ``handler`` with each ``_method`` notification of the current backend, read as ``model``;
         one that carries a ``session_id`` reaches it only when that is the current session's."""
-        self._subscribers.setdefault(method, []).append((model, handler))
+        self._notifications.subscribe(method, model, handler)
 
     async def _deliver(
         self,
@@ -201,20 +214,8 @@ class BackendBridge(QObject):
             on_result(answer)
 
     def _on_notification(self, generation: int, method: str, params: dict[str, Any]) -> None:
-        subscribers = self._subscribers.get(method)
-        if not subscribers:
-            log.debug("ignoring extension notification _%s", method)
-            return
-        if generation != self._generation:
-            return
-        for model, handler in subscribers:
-            try:
-                message = model.model_validate(params)
-            except ValidationError as exc:
-                log.warning("ignoring malformed _%s: %s", method, exc)
-                return
-            if getattr(message, "session_id", self.session_id) == self.session_id:
-                handler(message)
+        if generation == self._generation:
+            self._notifications.dispatch(method, params, self.session_id)
 
     def _run_lifecycle(self, step: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
         previous = self._lifecycle
@@ -240,7 +241,7 @@ class BackendBridge(QObject):
         self._stopping = False
         self.agent_meta = None
         self._set_state(BackendState.STARTING)
-        env = {**os.environ, **self._env} if self._env is not None else None
+        env = {**os.environ, **self.env} if self.env is not None else None
         try:
             # Spawn first: the backend's own start-up then overlaps with loading the SDK here.
             self.agent = agent = await agentproc.AgentProcess.spawn(self.command, env)
@@ -259,6 +260,7 @@ class BackendBridge(QObject):
             partial(self._on_session_update, generation),
             lambda: self.permission_handler,
             partial(self._on_notification, generation),
+            lambda: self.fs_handler,
         )
         self._conn = conn = agentproc.connect(agent, callbacks)
         self._connections[generation] = conn
@@ -275,9 +277,7 @@ class BackendBridge(QObject):
 
     async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
         hello = await asyncio.wait_for(
-            agentproc.initialize(
-                conn, client="arbor", title="Arbor", version=client_version(), meta=CLIENT_META
-            ),
+            agentproc.initialize(conn, meta=CLIENT_META, fs=self.fs_handler is not None),
             INITIALIZE_TIMEOUT_S,
         )
         self.agent_meta, self.agent_name = hello.meta, hello.name

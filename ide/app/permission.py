@@ -1,5 +1,6 @@
-"""The dialog that answers an agent's permission request (e.g. a workflow's test run): one button per
-option the agent offers, nothing chosen when the dialog is closed."""
+"""The dialog that answers an agent's permission request (a workflow's test run, a foreign agent's edit or
+command): what the tool call would do — its diff, command and arguments — and one button per option the
+agent offers. Closing it (Esc, the window) rejects; only a cancelled turn answers ``cancelled``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import json
 from typing import Any
 
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -17,9 +19,45 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ide.app.diffs import local_hunks
+from ide.protocol.diff import TextFile, diff_text
+
+DETAILS_MAX_HEIGHT = 320
+
+
+def tool_call_details(tool_call: Any) -> str:
+    """What a permission request's tool call would do, as text: the command it runs, each ``diff`` of its
+    content as a small unified diff, its text content, then its raw arguments."""
+    parts: list[str] = []
+    raw = getattr(tool_call, "raw_input", None)
+    command = raw.get("command") if isinstance(raw, dict) else None
+    if isinstance(command, list):
+        command = " ".join(str(part) for part in command)
+    if isinstance(command, str) and command:
+        parts.append(f"$ {command}")
+    for item in getattr(tool_call, "content", None) or []:
+        kind = getattr(item, "type", None)
+        if kind == "diff":
+            old, new = getattr(item, "old_text", None), item.new_text
+            hunks = local_hunks(item.path, old, new)
+            status = "added" if old is None else "modified"
+            parts.append(
+                diff_text([TextFile(item.path, hunks, status=status)], "plain") or f"{item.path}: no change"
+            )
+        elif kind == "content":
+            text = getattr(item.content, "text", None)
+            if text:
+                parts.append(text)
+        elif kind == "terminal":
+            parts.append(f"(terminal {item.terminal_id})")
+    if raw:
+        parts.append("Arguments:\n" + json.dumps(raw, indent=2, ensure_ascii=False, default=str))
+    return "\n\n".join(parts)
+
 
 class PermissionDialog(QDialog):
-    """Asks one question at a time; :meth:`ask` resolves to the chosen option id or None."""
+    """Asks one question at a time; :meth:`ask` resolves to the chosen option id, the reject option when
+    the dialog is closed, or None (``cancelled``) when the turn is cancelled or nothing can reject."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -31,13 +69,16 @@ class PermissionDialog(QDialog):
         self.title.setWordWrap(True)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
-        self.details.setMaximumHeight(120)
+        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.details.setMaximumHeight(DETAILS_MAX_HEIGHT)
         self.buttons = QDialogButtonBox()
         layout.addWidget(self.title)
         layout.addWidget(self.details)
         layout.addWidget(self.buttons)
         self._answer: asyncio.Future[str | None] | None = None
-        self.rejected.connect(lambda: self._resolve(None))
+        self._reject: str | None = None
+        self.rejected.connect(lambda: self._resolve(self._reject))
 
     def button_for(self, option_id: str) -> QPushButton | None:
         for button in self.buttons.buttons():
@@ -47,12 +88,13 @@ class PermissionDialog(QDialog):
 
     async def ask(self, session_id: str, tool_call: Any, options: list[Any]) -> str | None:
         if self._answer is not None and not self._answer.done():
-            return None  # one question at a time; a second one is refused, never answered blindly
+            return self._reject_of(options)  # one question at a time; a second one is refused
         self._answer = asyncio.get_running_loop().create_future()
+        self._reject = self._reject_of(options)
         self.title.setText(getattr(tool_call, "title", None) or "Allow this?")
-        raw = getattr(tool_call, "raw_input", None)
-        self.details.setPlainText(json.dumps(raw, indent=2) if raw else "")
-        self.details.setVisible(bool(raw))
+        details = tool_call_details(tool_call)
+        self.details.setPlainText(details)
+        self.details.setVisible(bool(details))
         self.buttons.clear()
         for option in options:
             button = self.buttons.addButton(option.name, QDialogButtonBox.ButtonRole.ActionRole)
@@ -64,6 +106,18 @@ class PermissionDialog(QDialog):
             return await self._answer
         finally:
             self.hide()
+
+    def cancel_turn(self) -> None:
+        """The turn was cancelled: an open question is answered ``cancelled``, as ACP asks."""
+        self._resolve(None)
+
+    @staticmethod
+    def _reject_of(options: list[Any]) -> str | None:
+        kinds = [getattr(option, "kind", "") or "" for option in options]
+        for wanted in ("reject_once", "reject_always"):
+            if wanted in kinds:
+                return options[kinds.index(wanted)].option_id
+        return None
 
     def _choose(self, option_id: str) -> None:
         self._resolve(option_id)

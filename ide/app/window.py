@@ -105,6 +105,7 @@ class MainWindow(QMainWindow):
         self._lay_out([part for part in self.docks.values() if isinstance(part, Dock)])
         self.permission_dialog = PermissionDialog(self)
         self.bridge.permission_handler = self.permission_dialog.ask
+        self.bridge.cancelRequested.connect(self.permission_dialog.cancel_turn)
         self._connect()
         self._restore_layout()
         if settings_error is not None:

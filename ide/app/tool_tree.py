@@ -1,0 +1,164 @@
+"""A search tree from plain ACP session updates, Qt-free: an agent that sends no ``_arbor/tree`` events
+(Claude Code, Gemini CLI, goose …) still gets one run per turn — a node per tool call (title, kind, status,
+raw input and output) and its plan's steps — as :class:`~ide.protocol.tree.TreeEvent` records."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from ide.protocol.tree import OBSERVATION_CAP, NodeKind, NodeStatus, ToolAction, TreeEvent, TreeNode
+
+STATUSES: dict[str, NodeStatus] = {
+    "pending": "generated",
+    "in_progress": "active",
+    "completed": "evaluated",
+    "failed": "failed",
+}
+"""ACP tool-call and plan-entry statuses as node statuses."""
+ROOT = "turn"
+PLAN = "plan"
+
+
+def _text(value: Any) -> str | None:
+    """A raw output (or content) as capped text for the node's observation."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    data = text.encode("utf-8")
+    return text if len(data) <= OBSERVATION_CAP else data[:OBSERVATION_CAP].decode("utf-8", "ignore") + "…"
+
+
+def _content_text(content: Any) -> str | None:
+    """The text items of a tool call's ACP content (diffs are shown by the review, not here)."""
+    parts = []
+    for item in content or []:
+        inner = getattr(item, "content", None)
+        text = getattr(inner, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+    return "\n".join(parts) or None
+
+
+def _args(raw_input: Any) -> dict[str, Any]:
+    if raw_input is None:
+        return {}
+    return dict(raw_input) if isinstance(raw_input, dict) else {"input": raw_input}
+
+
+class ToolCallTree:
+    """Feed it a turn's ``session/update`` payloads; each call returns the tree events they make.
+
+    A run opens at the first tool call or plan of a turn (a turn of plain chat makes no tree) and ends
+    with :meth:`finish`. Updates of unknown tool calls add their node; plan entries are steps under one
+    plan node, and a step a later plan dropped is marked pruned."""
+
+    def __init__(self, agent: str = "agent") -> None:
+        self.agent = agent
+        self.run_id: str | None = None
+        self._seq = 0
+        self._nodes: set[str] = set()
+        self._steps = 0
+        self._tool_calls = 0
+        self._prompt = ""
+
+    def start_turn(self, prompt: str = "") -> list[TreeEvent]:
+        """A new turn: what is open ends (unfinished), the next tool call starts a new run."""
+        events = self.finish("interrupted") if self.run_id is not None else []
+        self._prompt = prompt
+        return events
+
+    def update(self, update: Any) -> list[TreeEvent]:
+        """The events one ``session/update`` makes (none for chat text, thoughts, modes …)."""
+        kind = getattr(update, "session_update", None)
+        if kind in ("tool_call", "tool_call_update"):
+            return self._tool_call(update, new=kind == "tool_call")
+        if kind == "plan":
+            return self._plan(update.entries)
+        return []
+
+    def finish(self, stop_reason: str) -> list[TreeEvent]:
+        """The turn ended: the open run is finished with its stop reason and count of tool calls."""
+        if self.run_id is None:
+            return []
+        figures = {"stop_reason": stop_reason, "tool_calls": self._tool_calls}
+        event = self._event("finished", figures=figures)
+        self.run_id = None
+        return [event]
+
+    def _event(self, kind: str, **fields: Any) -> TreeEvent:
+        assert self.run_id is not None
+        self._seq += 1
+        return TreeEvent(
+            run_id=self.run_id, seq=self._seq, kind=kind, architecture="acp", at=time.time(), **fields
+        )  # type: ignore[arg-type]
+
+    def _open(self) -> list[TreeEvent]:
+        if self.run_id is not None:
+            return []
+        self.run_id, self._seq, self._steps, self._tool_calls = f"acp-{uuid.uuid4().hex[:12]}", 0, 0, 0
+        self._nodes = {ROOT}
+        label = f"{self.agent}: {self._prompt}" if self._prompt else self.agent
+        return [self._event("node_added", node=self._node(ROOT, None, "root", label[:200], "active"))]
+
+    def _node(
+        self, node_id: str, parent: str | None, kind: NodeKind, label: str, status: NodeStatus
+    ) -> TreeNode:
+        now = time.time()
+        depth = 0 if parent is None else (1 if parent == ROOT else 2)
+        return TreeNode(
+            id=node_id, parent=parent, depth=depth, kind=kind, label=label, status=status,
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+
+    def _tool_call(self, update: Any, *, new: bool) -> list[TreeEvent]:
+        events = self._open()
+        node_id = f"tool:{update.tool_call_id}"
+        status = STATUSES.get(getattr(update, "status", None) or "")
+        observation = _text(getattr(update, "raw_output", None)) or _text(_content_text(update.content))
+        raw_input = getattr(update, "raw_input", None)
+        title = getattr(update, "title", None)
+        if node_id not in self._nodes:
+            self._nodes.add(node_id)
+            self._tool_calls += 1
+            node = self._node(node_id, ROOT, "action", title or "tool call", status or "generated")
+            node.action = ToolAction(tool=getattr(update, "kind", None) or "other", args=_args(raw_input))
+            node.observation = observation
+            return [*events, self._event("node_added", node=node)]
+        changes: dict[str, Any] = {"updated_at": time.time()}
+        if status is not None:
+            changes["status"] = status
+        if title:
+            changes["label"] = title
+        if observation is not None:
+            changes["observation"] = observation
+        if raw_input is not None:
+            changes["action"] = ToolAction(
+                tool=getattr(update, "kind", None) or "other", args=_args(raw_input)
+            )
+        return [*events, self._event("node_updated", node_id=node_id, changes=changes)]
+
+    def _plan(self, entries: list[Any]) -> list[TreeEvent]:
+        events = self._open()
+        if PLAN not in self._nodes:
+            self._nodes.add(PLAN)
+            events.append(self._event("node_added", node=self._node(PLAN, ROOT, "plan", "Plan", "active")))
+        for index, entry in enumerate(entries):
+            step_id, status = f"{PLAN}:{index + 1}", STATUSES.get(entry.status, "generated")
+            if index < self._steps:
+                changes = {"label": entry.content[:200], "status": status, "updated_at": time.time()}
+                events.append(self._event("node_updated", node_id=step_id, changes=changes))
+            else:
+                node = self._node(step_id, PLAN, "step", entry.content[:200], status)
+                events.append(self._event("node_added", node=node))
+        for index in range(len(entries), self._steps):
+            changes = {"status": "pruned", "updated_at": time.time()}
+            events.append(self._event("node_updated", node_id=f"{PLAN}:{index + 1}", changes=changes))
+        self._steps = max(self._steps, len(entries))
+        done = entries and all(entry.status == "completed" for entry in entries)
+        events.append(
+            self._event("node_updated", node_id=PLAN, changes={"status": "evaluated" if done else "active"})
+        )
+        return events
