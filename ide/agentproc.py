@@ -106,7 +106,12 @@ def resolve_agent(spec: str, agents: Mapping[str, Any]) -> AgentChoice:
             f"--agent {spec!r}: no agent of that name in the settings ({known}) and no program "
             f"{argv[0]!r} on PATH"
         )
-    return AgentChoice(Path(argv[0]).name, argv, {})
+    return AgentChoice(command_name(argv), argv, {})
+
+
+def command_name(argv: Sequence[str]) -> str:
+    """A short name for an agent given as a command line: its words without directories."""
+    return " ".join(Path(word).name or word for word in argv)[:60]
 
 
 def client_version() -> str:

@@ -76,6 +76,11 @@ def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> Non
         log.warning("stopping the backend failed: %s", task.exception())
 
 
+async def _close(window: MainWindow) -> None:
+    """Stop the agent and, when a foreign agent's edits were reviewed, Arbor's review backend."""
+    await asyncio.gather(window.bridge.aclose(), window.review_backend.aclose())  # type: ignore[attr-defined]
+
+
 def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice | None = None) -> int:
     """Open the window on ``workspace`` and run until it closes; returns the process exit code.
 
@@ -109,5 +114,5 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
         # loop, and an ACP task resumed there fails ("Queue … is bound to a different event loop").
         loop.run_forever()
         # The window is gone but the backend may still be finishing: give it its graceful stop.
-        _run_to_end(loop, window.bridge.aclose())
+        _run_to_end(loop, _close(window))
     return smoke["code"] if smoke is not None else 0

@@ -10,7 +10,7 @@ from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
-from ide.agentproc import ARBOR_AGENT, AgentChoice, default_backend_command
+from ide.agentproc import ARBOR_AGENT, AgentChoice, command_name, default_backend_command
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner
 from ide.app.docks import AppContext, Dock, Part, registry
@@ -65,7 +65,7 @@ class MainWindow(QMainWindow):
         self.settings = settings
 
         if agent is None:
-            name = ARBOR_AGENT if backend_command is None else Path(backend_command[0]).name
+            name = ARBOR_AGENT if backend_command is None else command_name(backend_command)
             agent = AgentChoice(name, backend_command or default_backend_command(), backend_env or {})
         backend_command, backend_env = agent.command, agent.env
         self.agent = agent

@@ -78,8 +78,21 @@ class ReviewDock(Dock):
         self.pane.show_branch(changeset, header)
         self.ctx.show_dock(self.name)
 
+    def show_external(self, changeset: ChangeSetView) -> None:
+        """A foreign agent's edits, held by Arbor's review backend: reviewed, applied and rolled back here
+        like Arbor's own (the plain ACP diffs shown so far give way to it)."""
+        self.pane.set_session(changeset.session_id, str(self.ctx.workspace))
+        self.pane.set_interactive(True)
+        self.changesetReceived.emit(changeset)
+
     def _send(self, method: str, params: BaseModel, result: type[BaseModel], done: SignalInstance) -> bool:
-        return self.bridge.request(method, params, result, done.emit, partial(self._failed, method))
+        failed = partial(self._failed, method)
+        external = self.ctx.parts.get("external")
+        if external is not None and external.reviewing:
+            session_id = getattr(params, "session_id", None)
+            if session_id is None or external.owns(session_id):
+                return external.review.request(method, params, result, done.emit, failed)
+        return self.bridge.request(method, params, result, done.emit, failed)
 
     def _failed(self, method: str, info: ErrorInfo) -> None:
         self.ctx.show_error(info)

@@ -1,0 +1,55 @@
+"""The agent picker: Agent → Use Agent lists Arbor first, then the agents of the ``[agents]`` settings (and
+one given with ``--agent``); picking another restarts the connection with it, in a new session."""
+
+from __future__ import annotations
+
+import shlex
+
+from PySide6.QtGui import QAction, QActionGroup
+
+from ide.agentproc import ARBOR_AGENT, AgentChoice, arbor_agent
+from ide.app.docks.base import AppContext, Part
+
+
+class AgentPicker(Part):
+    """The Agent menu's list of ACP agents the window can drive; one is checked, the one running."""
+
+    name = "agents"
+    order = 10
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__(ctx)
+        started: AgentChoice = ctx.window.agent  # type: ignore[attr-defined]
+        self.choices: dict[str, AgentChoice] = {ARBOR_AGENT: started if started.is_arbor else arbor_agent()}
+        for name, agent in ctx.settings.agents.items():
+            self.choices[name] = AgentChoice(name, agent.argv(), dict(agent.env))
+        if not started.is_arbor:
+            self.choices[started.name or "custom"] = started
+        self.current = ARBOR_AGENT if started.is_arbor else started.name or "custom"
+        self.menu = ctx.menus["agent"].addMenu("Use &Agent")
+        self.menu.setObjectName("agentPickerMenu")
+        self.group = QActionGroup(self)
+        self.group.setExclusive(True)
+        self.actions: dict[str, QAction] = {}
+        for name, choice in self.choices.items():
+            label = "Arbor" if name == ARBOR_AGENT else name
+            action = QAction(label, self.group)
+            action.setCheckable(True)
+            action.setChecked(name == self.current)
+            action.setToolTip(shlex.join(choice.command))
+            action.triggered.connect(lambda _checked=False, chosen=name: self.switch(chosen))
+            self.menu.addAction(action)
+            self.actions[name] = action
+
+    def switch(self, name: str) -> bool:
+        """Drive the agent ``name`` instead of the current one, in a new session; False if unknown or
+        already current."""
+        choice = self.choices.get(name)
+        if choice is None or name == self.current:
+            return False
+        self.current = name
+        self.actions[name].setChecked(True)
+        label = "Arbor" if name == ARBOR_AGENT else name
+        self.ctx.message(f"Switching to {label}…", 5000)
+        self.bridge.switch(choice.command, choice.env)
+        return True

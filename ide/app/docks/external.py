@@ -1,0 +1,79 @@
+"""When the window drives an ACP agent that is not Arbor: its file edits go to Arbor's review (through
+:class:`~ide.app.external.ReviewBackend`), and its tool calls and plans make a tree in the Search tree dock
+(:class:`~ide.app.tool_tree.ToolCallTree`), since such an agent sends no ``_arbor/tree`` events."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ide.app.acp_client import BackendState
+from ide.app.background import spawn
+from ide.app.docks.base import AppContext, Part
+from ide.app.external import ReviewBackend
+from ide.app.tool_tree import ToolCallTree
+from ide.protocol.review import ChangeSetView
+
+
+class ForeignAgent(Part):
+    """Serves the agent's ``fs/*`` through the review backend and builds its tool-call tree."""
+
+    name = "external"
+    order = 20
+    exposes: ClassVar[dict[str, str]] = {"review_backend": "review"}
+
+    def __init__(self, ctx: AppContext) -> None:
+        super().__init__(ctx)
+        self.review = ReviewBackend(ctx.workspace, parent=self)
+        self.review.enabled = self.is_foreign
+        self.tree = ToolCallTree()
+        self._turns = 0
+        self._session: str | None = None
+        bridge = self.bridge
+        bridge.fs_handler = self.review
+        bridge.sessionReady.connect(self._on_session_ready)
+        bridge.stateChanged.connect(self._on_state)
+        bridge.sessionUpdate.connect(self._on_update)
+        bridge.turnFinished.connect(self._on_turn_finished)
+        self.review.changesetReceived.connect(self._show_changeset)
+        ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))  # type: ignore[attr-defined]
+
+    def is_foreign(self) -> bool:
+        """The agent is not Arbor (its initialize carried no ``_meta.arbor``)."""
+        return self.bridge.state != BackendState.STOPPED and self.bridge.agent_meta is None
+
+    def owns(self, session_id: str | None) -> bool:
+        """Whether ``session_id`` is the review session of the foreign agent's edits."""
+        return session_id is not None and session_id == self.review.session_id
+
+    @property
+    def reviewing(self) -> bool:
+        """A review session holds the foreign agent's edits (Review requests go to it)."""
+        return self.is_foreign() and self.review.session_id is not None
+
+    def _on_session_ready(self, session_id: str, _replayed: bool) -> None:
+        if session_id != self._session:
+            self._session = session_id
+            self.review.reset(self.bridge.agent_name or "another agent")
+            self.tree = ToolCallTree(self.bridge.agent_name or "agent")
+            self._turns = 0
+
+    def _on_state(self, state: str) -> None:
+        if state == BackendState.BUSY and self.is_foreign():
+            self._turns += 1
+            self._emit(self.tree.start_turn(f"turn {self._turns}"))
+
+    def _on_update(self, update: Any) -> None:
+        if self.is_foreign():
+            self._emit(self.tree.update(update))
+
+    def _on_turn_finished(self, stop_reason: str, _meta: object) -> None:
+        if self.is_foreign():
+            self._emit(self.tree.finish(stop_reason))
+
+    def _emit(self, events: list[Any]) -> None:
+        if events and "tree" in self.ctx.parts:
+            self.ctx.dock("tree").treeEvents.emit(events)
+
+    def _show_changeset(self, changeset: ChangeSetView) -> None:
+        if "review" in self.ctx.parts and self.owns(changeset.session_id):
+            self.ctx.dock("review").show_external(changeset)

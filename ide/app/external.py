@@ -1,0 +1,214 @@
+"""Arbor's review for another ACP agent: a second connection to Arbor's own backend (``arbor acp``), used
+only to hold the foreign agent's file edits in a review change set, and the ``fs/*`` serving that feeds it.
+
+The foreign agent's ``fs/write_text_file`` becomes ``_arbor/external/write`` (into the change set, never on
+disk) and ``fs/read_text_file`` becomes ``_arbor/external/read`` (pending edits visible). The backend is
+started on the first file request, the review session opened with ``_arbor/external/open``; its session id
+then works with every ``_arbor/review/*`` method, so the Review dock applies and rolls back these edits as
+it does Arbor's own. Paths outside the workspace are refused here; secrets, ``.git`` and the rest of the
+confinement are the backend's, whose message is passed on to the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from PySide6.QtCore import QObject, Signal
+
+from ide import agentproc
+from ide.app.background import run_blocking, spawn
+from ide.protocol import ErrorInfo
+from ide.protocol import external as ex
+from ide.protocol.review import ChangeSetView
+
+if TYPE_CHECKING:
+    from acp import RequestError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+START_TIMEOUT_S = 60.0
+INTERNAL_ERROR = -32603
+INVALID_PARAMS = -32602
+
+
+def _refusal(code: int, message: str, path: str) -> RequestError:
+    from acp import RequestError
+
+    return RequestError(code, message, {"path": path, "message": message})
+
+
+class ReviewBackend(QObject):
+    """Arbor's backend as the review of a foreign agent's edits; serves that agent's ``fs/*``."""
+
+    changesetReceived = Signal(object)
+    """The review session's :class:`ChangeSetView` after each write the agent made."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        command: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.workspace = workspace.resolve()
+        self.command = list(command) if command else agentproc.default_backend_command()
+        self.env = dict(env) if env is not None else None
+        self.agent_label = ""
+        """The foreign agent's name: the review session's title."""
+        self.enabled: Callable[[], bool] = lambda: True
+        """False while the window drives Arbor's own agent: its edits never come through ``fs/*``."""
+        self.session_id: str | None = None
+        """The review session in Arbor's backend (None until the agent's first file request)."""
+        self.agent: agentproc.AgentProcess | None = None
+        self._conn: Any = None
+        self._opening: asyncio.Future[tuple[Any, str]] | None = None
+
+    @property
+    def process(self) -> asyncio.subprocess.Process | None:
+        return self.agent.process if self.agent is not None else None
+
+    def reset(self, agent_label: str) -> None:
+        """A new session of the foreign agent: its first file request opens a new review session."""
+        self.agent_label, self.session_id, self._opening = agent_label, None, None
+
+    async def read_text_file(self, session_id: str, path: str, line: int | None, limit: int | None) -> str:
+        """``fs/read_text_file``: the file as the review leaves it (pending edits included)."""
+        target = self._check("fs/read_text_file", path)
+        params = {"path": target, "line": line, "limit": limit}
+        answer = await self._call("fs/read_text_file", ex.EXTERNAL_READ, params, ex.ExternalText, path)
+        return answer.content
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None:
+        """``fs/write_text_file``: into the review's change set, never on disk before Apply."""
+        target = self._check("fs/write_text_file", path)
+        params = {"path": target, "content": content}
+        view = await self._call("fs/write_text_file", ex.EXTERNAL_WRITE, params, ChangeSetView, path)
+        self.changesetReceived.emit(view)
+
+    def request(
+        self,
+        method: str,
+        params: BaseModel,
+        result_type: type[T],
+        on_result: Callable[[T], None],
+        on_error: Callable[[ErrorInfo], None],
+    ) -> bool:
+        """An ``_arbor/review/*`` request to the review backend; False (nothing sent) when it is not up."""
+        conn = self._conn
+        if conn is None or self.session_id is None:
+            return False
+
+        async def deliver() -> None:
+            answer = await agentproc.ask(conn, method, params, result_type)
+            if answer is None:
+                on_error(ErrorInfo(kind="internal", message="Arbor's review backend has stopped."))
+            elif isinstance(answer, ErrorInfo):
+                on_error(answer)
+            else:
+                on_result(answer)
+
+        spawn(deliver(), name=f"review _{method}")
+        return True
+
+    async def aclose(self) -> None:
+        """Stop the review backend and wait until it is reaped."""
+        agent, conn = self.agent, self._conn
+        self.agent, self._conn, self._opening, self.session_id = None, None, None, None
+        if agent is not None:
+            await agent.stop(conn)
+
+    def _check(self, method: str, path: str) -> str:
+        if not self.enabled():
+            raise _refusal(INVALID_PARAMS, f"{method}: Arbor's own agent edits through its review", path)
+        if not os.path.isabs(path):
+            raise _refusal(INVALID_PARAMS, f"{method}: the path must be absolute, got {path!r}", path)
+        resolved = Path(os.path.realpath(path))
+        if resolved != self.workspace and self.workspace not in resolved.parents:
+            raise _refusal(
+                INVALID_PARAMS, f"{method}: {path} is outside the workspace {self.workspace}", path
+            )
+        return path
+
+    async def _call(self, method: str, ext: str, params: dict[str, Any], result: type[T], path: str) -> T:
+        from acp import RequestError
+
+        conn, session_id = await self._connection()
+        try:
+            raw = await conn.ext_method(ext, {"session_id": session_id, **params})
+            return result.model_validate(raw)
+        except RequestError as exc:
+            detail = exc.data.get("message") if isinstance(exc.data, dict) else None
+            raise _refusal(exc.code, f"{method}: {detail or exc}", path) from None
+        except ValidationError:
+            raise _refusal(
+                INTERNAL_ERROR, f"{method}: Arbor's review backend answered garbage", path
+            ) from None
+        except ConnectionError:
+            self._conn, self._opening = None, None
+            raise _refusal(INTERNAL_ERROR, f"{method}: Arbor's review backend has stopped", path) from None
+
+    async def _connection(self) -> tuple[Any, str]:
+        if self._opening is None or (self._opening.done() and self._opening.exception() is not None):
+            self._opening = asyncio.ensure_future(self._open())
+        return await asyncio.shield(self._opening)
+
+    async def _open(self) -> tuple[Any, str]:
+        from acp import RequestError
+
+        if self._conn is None or self.process is None or self.process.returncode is not None:
+            await self._start()
+        conn = self._conn
+        try:
+            opened = await conn.ext_method(
+                ex.EXTERNAL_OPEN,
+                ex.ExternalOpenParams(cwd=str(self.workspace), agent=self.agent_label).model_dump(),
+            )
+            self.session_id = ex.ExternalSession.model_validate(opened).session_id
+        except (RequestError, ValidationError, ConnectionError) as exc:
+            raise _refusal(
+                INTERNAL_ERROR, f"Arbor's review backend could not open a review: {exc}", ""
+            ) from None
+        return conn, self.session_id
+
+    async def _start(self) -> None:
+        from acp import RequestError
+
+        env = {**os.environ, **self.env} if self.env is not None else None
+        line = shlex.join(self.command)
+        try:
+            self.agent = agent = await agentproc.AgentProcess.spawn(self.command, env)
+        except OSError as exc:
+            raise _refusal(
+                INTERNAL_ERROR, f"Cannot start Arbor's review backend `{line}`: {exc}", ""
+            ) from None
+        await run_blocking(agentproc.load_sdk)
+        callbacks = agentproc.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
+        self._conn = conn = agentproc.connect(agent, callbacks)
+        try:
+            hello = await asyncio.wait_for(agentproc.initialize(conn, meta={"review": True}), START_TIMEOUT_S)
+        except (RequestError, TimeoutError, ConnectionError, ValidationError) as exc:
+            with contextlib.suppress(Exception):
+                await agent.stop(conn)
+            self._conn = None
+            tail = agent.stderr.text(5)
+            raise _refusal(
+                INTERNAL_ERROR,
+                f"Arbor's review backend `{line}` did not start: {exc or 'no answer'} {tail}",
+                "",
+            ) from None
+        if hello.meta is None or ex.EXTERNAL_OPEN not in hello.meta.extensions:
+            await agent.stop(conn)
+            self._conn = None
+            raise _refusal(
+                INTERNAL_ERROR, f"`{line}` is not Arbor's backend: it offers no _{ex.EXTERNAL_OPEN}", ""
+            )

@@ -1,0 +1,172 @@
+"""The window drives an ACP agent that is not Arbor (tests/interop/foreign_agent.mjs, on the official
+TypeScript SDK's AgentSideConnection) and reviews its edits with Arbor's own backend: the write lands in the
+Review dock and not on disk, Apply commits it, Roll back restores it; a read outside the workspace is
+refused with a clear error; the tool calls form a tree; closing the permission dialog rejects."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from ide.agentproc import command_name, resolve_agent
+from ide.app.window import MainWindow
+from tests.app.conftest import make_window, qloop, qsettings_dir, session_qloop  # noqa: F401
+from tests.app.support import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.git import git
+
+ORIGINAL = 'print("hello")\n'
+EDITED = ORIGINAL + 'print("edited by the foreign agent")\n'
+REVIEW_START_TIMEOUT_MS = 60_000
+"""The first write starts Arbor's own backend (LangGraph and friends) for the review."""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "hello.py").write_text(ORIGINAL)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    (tmp_path / "outside.txt").write_text("not yours\n")
+    return root
+
+
+def foreign_window(factory: WindowFactory, node_peers: Path, workspace: Path) -> MainWindow:
+    # What `arbor --agent "node foreign_agent.mjs"` resolves to.
+    agent = resolve_agent(f"node {shlex.quote(str(node_peers / 'foreign_agent.mjs'))}", {})
+    assert agent.command[0] == "node" and agent.name == "node foreign_agent.mjs" and not agent.is_arbor
+    return factory(workspace, command=agent.command)
+
+
+def chat_text(window: MainWindow) -> str:
+    window.chat.flush()
+    return "\n".join(view.plain_text() for view in window.chat.views())
+
+
+def stop_review_backend(qtbot: Any, window: MainWindow) -> None:
+    review = window.review_backend  # type: ignore[attr-defined]
+    task = asyncio.ensure_future(review.aclose())
+    qtbot.waitUntil(task.done, timeout=15_000)
+
+
+def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
+    make_window: WindowFactory,  # noqa: F811 (the window tests' fixture, imported above)
+    node_peers: Path,
+    workspace: Path,
+    qtbot: Any,
+) -> None:
+    window = foreign_window(make_window, node_peers, workspace)
+    try:
+        wait_ready(qtbot, window)
+        assert window.bridge.agent_meta is None and window.bridge.agent_name == "Foreign agent"
+        head = git(workspace, "rev-parse", "HEAD").strip()
+        review = window.docks["review"]
+
+        with qtbot.waitSignal(review.changesetReceived, timeout=REVIEW_START_TIMEOUT_MS) as received:
+            window.send_prompt("edit hello.py")
+        qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+        changeset = received.args[0]
+        assert changeset.session_id == window.review_backend.session_id != window.bridge.session_id
+        assert [file.path for file in changeset.files] == ["hello.py"]
+        pane = window.review
+        assert pane.interactive and pane.files_model.rowCount() == 1
+        assert (workspace / "hello.py").read_text() == ORIGINAL, "nothing on disk before Apply"
+
+        text = chat_text(window)
+        assert "fs offered: read=true write=true" in text
+        run = next(tree for tree in window.tree_view.runs.values() if "tool:read-2" in tree.nodes)
+        assert run.finished and run.figures == {"stop_reason": "end_turn", "tool_calls": 3}
+        read, write, outside = (run.nodes[f"tool:{name}"] for name in ("read-1", "write-1", "read-2"))
+        assert (read.label, read.status) == ("Read hello.py", "evaluated")
+        assert read.observation == '{"content": "print(\\"hello\\")\\n"}'
+        assert write.status == "evaluated" and write.action is not None and write.action.tool == "edit"
+        assert outside.status == "failed"
+        assert "fs/read_text_file" in (outside.observation or "")
+        assert "is outside the workspace" in (outside.observation or "")
+        assert "not yours" not in (outside.observation or "")
+        assert [run.nodes[n].status for n in run.children("plan")] == ["evaluated"] * 3
+
+        with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
+            pane.decide_file("accepted")
+        with (
+            qtbot.waitSignal(review.applied, timeout=TURN_TIMEOUT_MS) as applied,
+            qtbot.waitSignal(review.historyReceived, timeout=TURN_TIMEOUT_MS),
+        ):
+            qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
+        result = applied.args[0]
+        assert result.conflicts == [] and result.batch.paths == ["hello.py"]
+        assert (workspace / "hello.py").read_text() == EDITED
+        assert git(workspace, "rev-parse", "HEAD~1").strip() == head
+        assert git(workspace, "show", "--name-only", "--format=", "HEAD").split() == ["hello.py"]
+
+        assert pane.history_tree.topLevelItemCount() == 1
+        pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
+        with qtbot.waitSignal(review.rolledBack, timeout=TURN_TIMEOUT_MS) as rolled:
+            qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+        assert rolled.args[0].refused == [] and rolled.args[0].restored == ["hello.py"]
+        assert (workspace / "hello.py").read_text() == ORIGINAL
+        assert git(workspace, "status", "--porcelain") == ""
+    finally:
+        stop_review_backend(qtbot, window)
+
+
+def test_closing_the_permission_dialog_rejects_the_foreign_agents_edit(
+    make_window: WindowFactory,  # noqa: F811 (the window tests' fixture, imported above)
+    node_peers: Path,
+    workspace: Path,
+    qtbot: Any,
+) -> None:
+    window = foreign_window(make_window, node_peers, workspace)
+    try:
+        wait_ready(qtbot, window)
+        dialog = window.permission_dialog
+        window.send_prompt("ask before you edit")
+        qtbot.waitUntil(dialog.isVisible, timeout=TURN_TIMEOUT_MS)
+        assert dialog.title.text() == "Edit hello.py"
+        assert '+print("edited by the foreign agent")' in dialog.details.toPlainText()
+        qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+        qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=REVIEW_START_TIMEOUT_MS)
+        text = chat_text(window)
+        assert 'permission: {"optionId":"reject","outcome":"selected"}' in text
+        assert window.review_backend.session_id is not None  # its reads went through the review backend
+        assert (workspace / "hello.py").read_text() == ORIGINAL
+        assert window.review.files_model.rowCount() == 0
+    finally:
+        stop_review_backend(qtbot, window)
+
+
+def test_the_agent_menu_switches_to_a_configured_agent(
+    make_window: WindowFactory,  # noqa: F811 (the window tests' fixture, imported above)
+    node_peers: Path,
+    workspace: Path,
+    qtbot: Any,
+    user_config: Any,
+) -> None:
+    script = str(node_peers / "foreign_agent.mjs")
+    user_config(f'[agents.foreign]\ncommand = "node"\nargs = [{json.dumps(script)}]\n')
+    window = make_window(workspace, command=ECHO_AGENT)
+    try:
+        wait_ready(qtbot, window)
+        picker = window.docks["agents"]
+        names = [action.text() for action in picker.menu.actions()]
+        echo = command_name(ECHO_AGENT)
+        assert echo.endswith(" echo_agent.py") and names == ["Arbor", "foreign", echo]
+        assert picker.actions[echo].isChecked() and window.bridge.agent_name == "echo"
+        echo_session = window.bridge.session_id
+        assert picker.actions["foreign"].toolTip() == f"node {shlex.quote(script)}"
+
+        with qtbot.waitSignal(window.bridge.sessionReady, timeout=TURN_TIMEOUT_MS) as ready:
+            picker.actions["foreign"].trigger()
+        assert ready.args == [window.bridge.session_id, False] and window.bridge.session_id != echo_session
+        assert window.bridge.agent_name == "Foreign agent" and picker.actions["foreign"].isChecked()
+        assert window.bridge.command == ["node", script]
+        assert not picker.switch("foreign"), "already the current agent"
+    finally:
+        stop_review_backend(qtbot, window)
