@@ -13,6 +13,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ide.changes.hunks import is_binary
 from ide.changes.overlay import ChangeError
 from ide.gitsafe import base_argv, git_argv
 
@@ -367,6 +368,48 @@ def commit_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry], message: s
             git(repo.top, "update-ref", "-d", "HEAD", commit)
         raise
     return commit
+
+
+def tree_blob(repo: Repo, rev: str | None, rel: str) -> bytes | None:
+    """The bytes of ``rel`` in commit ``rev``; None when it is not there (or there is no commit)."""
+    if not rev:
+        return None
+    argv = git_argv(repo.top, "cat-file", "blob", f"{rev}:{repo.path(rel)}")
+    proc = subprocess.run(argv, cwd=repo.top, capture_output=True, check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def replay_change(
+    repo: Repo, rev: str | None, entries: list[tuple[str, bytes | None, bytes | None, int | None]]
+) -> tuple[list[IndexEntry], list[str]]:
+    """What to commit on top of ``rev`` so the commit holds exactly the change ``before → after`` of each
+    ``(path, before, after, mode)``, and nothing else that differs on disk (edits the user never committed).
+
+    The change is merged onto ``rev``'s version of the file; a file where that overlaps such edits is left
+    out (second list): it is on disk, but committing it would commit the user's edits too.
+    """
+    committed: list[IndexEntry] = []
+    left_out: list[str] = []
+    for rel, before, after, mode in entries:
+        recorded = tree_blob(repo, rev, rel)
+        if recorded == before:
+            if after is not None or recorded is not None:
+                committed.append((rel, after, mode))
+            continue
+        if (
+            recorded is None
+            or before is None
+            or after is None
+            or any(map(is_binary, (recorded, before, after)))
+        ):
+            left_out.append(rel)
+            continue
+        merged, clean = merge3(recorded, before, after, ("committed", "before", "after"))
+        if clean:
+            committed.append((rel, merged, mode))
+        else:
+            left_out.append(rel)
+    return committed, left_out
 
 
 def ensure_identity(repo: Repo) -> None:

@@ -20,6 +20,7 @@ from ide.changes.gitutil import (
     find_repo,
     merge3,
     read_disk,
+    replay_change,
     same_repository,
     stage_paths,
 )
@@ -276,15 +277,21 @@ class Review:
             plans.append(plan)
 
         writing = [p for p in plans if p.writes]
-        batch = None
+        batch, uncommitted = None, []
         if writing:
-            batch = self._write_batch(root, writing, message)
+            batch, uncommitted = self._write_batch(root, writing, message)
         for plan in plans:
             self._settle(plan)
-        return ApplyResult(batch=batch, conflicts=conflicts, changeset=self.view())
+        return ApplyResult(batch=batch, conflicts=conflicts, uncommitted=uncommitted, changeset=self.view())
 
-    def _write_batch(self, root: Path, writing: list[_Plan], message: str | None) -> BatchView | None:
-        """Checkpoint, write and commit the planned files — all of it or, when any step fails, nothing."""
+    def _write_batch(
+        self, root: Path, writing: list[_Plan], message: str | None
+    ) -> tuple[BatchView | None, list[str]]:
+        """Checkpoint, write and commit the planned files — all of it or, when any step fails, nothing.
+
+        The disk gets the merged files (the user's edits since the agent read them kept); git gets only the
+        accepted change, replayed onto HEAD, so the user's own uncommitted edits stay uncommitted. Returns
+        the batch and the files left out of the commit (where that replay overlapped such edits)."""
         entries: list[IndexEntry] = [
             (rel, data, mode) for plan in writing for rel, (data, mode) in plan.writes.items()
         ]
@@ -296,8 +303,16 @@ class Review:
         if repo is not None and self.commit_mode == "commit":
             ensure_identity(repo)
         blobs = Blobs(repo, self.store.blob_dir)
+        recorded: list[IndexEntry] = []
+        uncommitted: list[str] = []
         if repo is not None and self.commit_mode in ("commit", "stage"):
-            check_trackable(repo, blobs, entries)
+            changes = [
+                (rel, plan.bases.get(rel), data, mode)
+                for plan in writing
+                for rel, (data, mode) in plan.proposed.items()
+            ]
+            recorded, uncommitted = replay_change(repo, repo.head(), changes)
+            check_trackable(repo, blobs, recorded)
         batch_id = uuid.uuid4().hex
         text = message or self.title or "Apply reviewed changes"
         full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
@@ -334,10 +349,10 @@ class Review:
                     confined.write(rel, data, mode or 0o644)
                 written.append(rel)
             commit = None
-            if repo is not None and self.commit_mode == "commit":
-                commit = commit_paths(repo, blobs, entries, full_message)
-            elif repo is not None and self.commit_mode == "stage":
-                stage_paths(repo, blobs, entries)
+            if repo is not None and self.commit_mode == "commit" and recorded:
+                commit = commit_paths(repo, blobs, recorded, full_message)
+            elif repo is not None and self.commit_mode == "stage" and recorded:
+                stage_paths(repo, blobs, recorded)
             else:
                 for _rel, data, _mode in entries:
                     if data is not None:
@@ -357,7 +372,7 @@ class Review:
                 f"else changed. {fix}"
             ) from None
         self.store.finish(batch_id, state="applied", commit=commit)
-        return self.store.get(batch_id)
+        return self.store.get(batch_id), uncommitted
 
     def _put_back(
         self, confined: Confined, written: list[str], before: dict[str, tuple[bytes | None, int | None]]
@@ -415,6 +430,7 @@ class Review:
     def _merge_with_disk(self, plan: _Plan) -> ConflictView | None:
         """Fold in what the user changed on disk since the agent read each file; a conflict stops the file."""
         root = self.changeset.root
+        plan.proposed = dict(plan.writes)
         for rel, (data, mode) in list(plan.writes.items()):
             base = plan.bases.get(rel)
             if (root / rel).is_symlink():
@@ -492,6 +508,9 @@ class _Plan:
     change: FileChange
     decisions: dict[str, Decision]
     writes: dict[str, tuple[bytes | None, int | None]] = field(default_factory=dict)
+    """What goes to disk: the accepted change, merged with the user's edits since the agent read."""
+    proposed: dict[str, tuple[bytes | None, int | None]] = field(default_factory=dict)
+    """The accepted change alone (what the commit records, replayed onto HEAD)."""
     bases: dict[str, bytes | None] = field(default_factory=dict)
     kept: bytes = b""
     accepted_content: bytes | None = None

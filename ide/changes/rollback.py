@@ -17,7 +17,9 @@ from ide.changes.gitutil import (
     git,
     merge3,
     read_disk,
+    replay_change,
     stage_paths,
+    tree_blob,
 )
 from ide.changes.hunks import is_binary
 from ide.changes.overlay import ChangeError
@@ -103,7 +105,15 @@ def rollback_batch(root: Path, store: BatchStore, batch_id: str | None = None) -
             f"Arbor-Session: {batch.session_id}\nArbor-Batch: {batch_id}\n"
         )
         if mode == "commit" and batch.commit:
-            commit_paths(repo, blobs, changed, message)
+            # Revert exactly what the batch committed: the restored files may hold the user's own edits,
+            # which stay uncommitted as they were.
+            undo = [
+                (rel, tree_blob(repo, batch.commit, rel), tree_blob(repo, f"{batch.commit}^", rel), file_mode)
+                for rel, _data, file_mode in changed
+            ]
+            recorded, _left = replay_change(repo, repo.head(), [u for u in undo if u[1] != u[2]])
+            if recorded:
+                commit_paths(repo, blobs, recorded, message)
         elif mode == "stage":
             stage_paths(repo, blobs, changed)
     if not refused:

@@ -122,6 +122,11 @@ class ApplyParams(BaseModel):
 class ApplyResult(BaseModel):
     batch: BatchView | None = Field(None, description="None when nothing accepted could be written")
     conflicts: list[ConflictView] = Field(default_factory=list)
+    uncommitted: list[str] = Field(
+        default_factory=list,
+        description="Files written but left out of the commit: the accepted change overlaps edits of yours "
+        "that were never committed, so committing it would commit them too",
+    )
     changeset: ChangeSetView = Field(description="What remains to review after the apply")
 
 
