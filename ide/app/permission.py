@@ -5,7 +5,9 @@ agent offers. Closing it (Esc, the window) rejects; only a cancelled turn answer
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtGui import QFontDatabase
@@ -25,9 +27,10 @@ from ide.protocol.diff import TextFile, diff_text
 DETAILS_MAX_HEIGHT = 320
 
 
-def tool_call_details(tool_call: Any) -> str:
+def tool_call_details(tool_call: Any, root: Path | None = None) -> str:
     """What a permission request's tool call would do, as text: the command it runs, each ``diff`` of its
-    content as a small unified diff, its text content, then its raw arguments."""
+    content as a small unified diff (paths inside ``root`` shown relative to it), its text content, then
+    its raw arguments."""
     parts: list[str] = []
     raw = getattr(tool_call, "raw_input", None)
     command = raw.get("command") if isinstance(raw, dict) else None
@@ -39,11 +42,10 @@ def tool_call_details(tool_call: Any) -> str:
         kind = getattr(item, "type", None)
         if kind == "diff":
             old, new = getattr(item, "old_text", None), item.new_text
-            hunks = local_hunks(item.path, old, new)
+            path = _shown_path(item.path, root)
+            hunks = local_hunks(path, old, new)
             status = "added" if old is None else "modified"
-            parts.append(
-                diff_text([TextFile(item.path, hunks, status=status)], "plain") or f"{item.path}: no change"
-            )
+            parts.append(diff_text([TextFile(path, hunks, status=status)], "plain") or f"{path}: no change")
         elif kind == "content":
             text = getattr(item.content, "text", None)
             if text:
@@ -55,12 +57,23 @@ def tool_call_details(tool_call: Any) -> str:
     return "\n\n".join(parts)
 
 
+def _shown_path(path: str, root: Path | None) -> str:
+    """``path`` relative to the workspace when it lies inside it, else as given without a leading slash
+    (a diff header reads ``a/PATH``)."""
+    if root is not None:
+        with contextlib.suppress(ValueError):
+            return Path(path).relative_to(root).as_posix()
+    return path.lstrip("/")
+
+
 class PermissionDialog(QDialog):
     """Asks one question at a time; :meth:`ask` resolves to the chosen option id, the reject option when
     the dialog is closed, or None (``cancelled``) when the turn is cancelled or nothing can reject."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, root: Path | None = None) -> None:
         super().__init__(parent)
+        self.root = root
+        """The workspace: diffs show paths relative to it."""
         self.setObjectName("permissionDialog")
         self.setWindowTitle("The agent asks")
         self.setModal(False)
@@ -92,7 +105,7 @@ class PermissionDialog(QDialog):
         self._answer = asyncio.get_running_loop().create_future()
         self._reject = self._reject_of(options)
         self.title.setText(getattr(tool_call, "title", None) or "Allow this?")
-        details = tool_call_details(tool_call)
+        details = tool_call_details(tool_call, self.root)
         self.details.setPlainText(details)
         self.details.setVisible(bool(details))
         self.buttons.clear()

@@ -103,7 +103,7 @@ class MainWindow(QMainWindow):
         menus["file"].addSeparator()
         self.ctx.action("file", "&Quit", self.close, QKeySequence.StandardKey.Quit)
         self._lay_out([part for part in self.docks.values() if isinstance(part, Dock)])
-        self.permission_dialog = PermissionDialog(self)
+        self.permission_dialog = PermissionDialog(self, self.workspace)
         self.bridge.permission_handler = self.permission_dialog.ask
         self.bridge.cancelRequested.connect(self.permission_dialog.cancel_turn)
         self._connect()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from acp.schema import PermissionOption, RequestPermissionRequest
@@ -33,8 +34,10 @@ EDIT = {
 
 
 def test_details_show_diff_command_and_arguments() -> None:
-    text = tool_call_details(request(EDIT).tool_call)
-    assert "--- a//w/hello.py\n+++ b//w/hello.py\n@@ -1,2 +1,2 @@\n a\n-b\n+c" in text
+    text = tool_call_details(request(EDIT).tool_call, Path("/w"))
+    assert "--- a/hello.py\n+++ b/hello.py\n@@ -1,2 +1,2 @@\n a\n-b\n+c" in text
+    outside = tool_call_details(request(EDIT).tool_call, Path("/elsewhere"))
+    assert "--- a/w/hello.py\n+++ b/w/hello.py" in outside
     assert text.endswith('Arguments:\n{\n  "path": "/w/hello.py"\n}')
     new_file = {**EDIT, "content": [{"type": "diff", "path": "/w/new.py", "newText": "x\n"}]}
     assert "+x" in tool_call_details(request(new_file).tool_call)
