@@ -1,0 +1,172 @@
+"""Make the README's pictures from one real run: the window, the Review dock and the Search tree of LATS.
+
+    xvfb-run -a python scripts/readme_pictures.py [--output-dir resources/screenshots] [--size 1280x800]
+
+It copies the LATS sample's workspace (resources/samples/lats-bugfix) into a temporary git repository, opens
+the real window on it with the real backend, runs the sample's task in LATS mode with the sample's scripted
+model (no model server needed), allows the test command when the window asks, and grabs:
+
+- ``tree.png`` — the Search tree dock on the run, the solution node selected;
+- ``review.png`` — the Review dock with the run's best branch, its first hunk accepted;
+- ``window.png`` — the whole window after the turn, the changed file open.
+
+Under Xvfb (``QT_QPA_PLATFORM=xcb``, the default there) the pictures come from a real X window; without a
+display it falls back to Qt's offscreen platform. Nothing outside the temporary directory is touched except
+the output files: data dir, config dir and the window's QSettings all point into it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import qasync
+from PySide6.QtCore import QCoreApplication, QSettings, SignalInstance
+from PySide6.QtWidgets import QApplication, QWidget
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ide.app.main import configure_application
+from ide.app.window import MainWindow
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "resources" / "samples" / "lats-bugfix"
+TASK = "mean() in stats.py returns the wrong value; fix it so check_stats.py passes"
+TIMEOUT_S = 120.0
+GIT = ["git", "-c", "user.name=Arbor", "-c", "user.email=arbor@example.com"]
+
+
+def workspace_copy(root: Path) -> Path:
+    """The sample workspace as a git repository with one commit."""
+    target = root / "stats-project"
+    shutil.copytree(SAMPLE / "workspace", target)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "Sample project"]):
+        subprocess.run([*GIT, *args], cwd=target, check=True)
+    return target
+
+
+async def next_emission(signal: SignalInstance, timeout: float = TIMEOUT_S) -> tuple[Any, ...]:
+    """The arguments of the next emission of ``signal``."""
+    future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
+
+    def receive(*args: Any) -> None:
+        if not future.done():
+            future.set_result(args)
+
+    signal.connect(receive)
+    try:
+        return await asyncio.wait_for(future, timeout)
+    finally:
+        signal.disconnect(receive)
+
+
+async def settle(seconds: float = 0.4) -> None:
+    """Let layout passes, coalesced repaints and the chat's scrolling land before a grab."""
+    await asyncio.sleep(seconds)
+    QApplication.processEvents()
+
+
+def save(widget: QWidget, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not widget.grab().save(str(path)):
+        raise RuntimeError(f"could not write {path}")
+    print(path)
+
+
+async def allow_tests(window: MainWindow) -> None:
+    """Answer the window's permission question for the test command with its allow option."""
+    dialog = window.permission_dialog
+    for _ in range(int(TIMEOUT_S * 20)):  # bounded: the question comes within the turn
+        if dialog.isVisible():
+            button = dialog.button_for("allow")
+            if button is not None:
+                button.click()
+                return
+        await asyncio.sleep(0.05)
+
+
+async def capture(window: MainWindow, output_dir: Path) -> None:
+    ready = asyncio.ensure_future(next_emission(window.bridge.sessionReady))
+    window.start()
+    await ready
+    finished = asyncio.ensure_future(next_emission(window.bridge.turnFinished))
+    review = window.docks["review"]
+    changeset = asyncio.ensure_future(next_emission(review.changesetReceived))
+    asker = asyncio.ensure_future(allow_tests(window))
+    window.send_prompt(TASK)
+    await finished
+    await changeset
+    asker.cancel()
+    window.chat.flush()
+
+    tree_dock = window.docks["tree"]
+    tree_dock.dock.raise_()
+    view = window.tree_view
+    run = next(iter(view.runs.values()))
+    solution = next((n for n in run.best_path if run.nodes[n].kind == "answer"), run.best_path[-1])
+    view.select_node(solution)
+    await settle()
+    save(tree_dock.dock, output_dir / "tree.png")
+
+    review.dock.raise_()
+    pane = window.review
+    decided = asyncio.ensure_future(next_emission(review.changesetReceived))
+    pane.decide_hunk("accepted")
+    await decided
+    await settle()
+    save(review.dock, output_dir / "review.png")
+
+    window.viewer.show_file(window.workspace / "stats.py")
+    await settle()
+    save(window, output_dir / "window.png")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output-dir", type=Path, default=REPO / "resources" / "screenshots")
+    parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
+    args = parser.parse_args(argv)
+    width, height = (int(part) for part in args.size.lower().split("x"))
+
+    with tempfile.TemporaryDirectory(prefix="arbor-pictures-") as temp:
+        root = Path(temp)
+        workspace = workspace_copy(root)
+        backend_env = {
+            "ARBOR_MODEL": f"scripted:{SAMPLE / 'script.jsonl'}",
+            "ARBOR_AGENT_ARCHITECTURE": "lats",
+            "ARBOR_LATS_EXPANSION_WIDTH": "3",
+            "ARBOR_LATS_MAX_ITERATIONS": "4",
+            "ARBOR_LATS_TEST_COMMAND": f"{sys.executable} check_stats.py",
+            "ARBOR_DATA_DIR": str(root / "data"),
+            "ARBOR_CONFIG_DIR": str(root / "config"),
+        }
+        app = QApplication([sys.argv[0]])
+        configure_application(app)
+        QCoreApplication.setOrganizationName("arbor-pictures")
+        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
+        loop = qasync.QEventLoop(app)
+        asyncio.set_event_loop(loop)
+        window = MainWindow(workspace, backend_env=backend_env)
+        window.resize(width, height)
+        window.show()
+        with loop:
+            try:
+                loop.run_until_complete(capture(window, args.output_dir))
+            finally:
+                window.close()
+                loop.run_until_complete(window.bridge.aclose())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
