@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ide.llm import ROLES, HealthCheck, ModelError, ModelRouter, ModelSpec, probe_model
 from ide.llm.probe import ProbeCache, probe_all
@@ -134,12 +135,26 @@ async def probe_models(resolved: ResolvedSettings) -> list[ModelProbe]:
     return await probe_all(router, ProbeCache(resolved.settings.resolved_data_dir()))
 
 
+def setting_rows(resolved: ResolvedSettings) -> list[tuple[str, Any, str]]:
+    """(key, value, source) as doctor prints them: ``data_dir`` as the path really used, never "(unset)"."""
+    rows = []
+    for key, value, source in resolved.rows():
+        if key == "data_dir":
+            value = str(resolved.settings.resolved_data_dir())
+            if resolved.settings.data_dir is None:
+                from_env = os.environ.get("ARBOR_DATA_DIR")
+                source = "env ARBOR_DATA_DIR" if from_env else "default (the platform's user data dir)"
+        rows.append((key, value, source))
+    return rows
+
+
 def run_doctor(resolved: ResolvedSettings, out: TextIO, *, probe: bool = False) -> int:
     """Print settings and checks (and with ``probe``, a real request to each model); exit code 1 when a
     required check fails or a model cannot call tools at all."""
     out.write("Settings (value  ← source)\n")
-    width = max(len(key) for key, _, _ in resolved.rows())
-    for key, value, source in resolved.rows():
+    rows = setting_rows(resolved)
+    width = max(len(key) for key, _, _ in rows)
+    for key, value, source in rows:
         out.write(f"  {key:<{width}}  {to_toml_value(value)}  ← {source}\n")
     if resolved.files:
         out.write("Config files read: " + ", ".join(str(p) for p in resolved.files) + "\n")

@@ -97,6 +97,32 @@ def test_doctor_prints_sources_and_fixes(git_workspace: Path) -> None:
     assert "git present" in out
 
 
+def _data_dir_row(out: str) -> str:
+    return next(line for line in out.splitlines() if line.strip().startswith("data_dir "))
+
+
+def test_doctor_shows_the_data_dir_it_uses_and_where_it_comes_from(tmp_path: Path, user_config) -> None:
+    env = {"ARBOR_MODEL": "scripted:/nowhere.jsonl"}
+    done = arbor("doctor", "-w", str(tmp_path), env={**env, "ARBOR_DATA_DIR": str(tmp_path / "elsewhere")})
+    row = _data_dir_row(done.stdout)
+    assert row.split()[1:] == [str(tmp_path / "elsewhere"), "←", "env", "ARBOR_DATA_DIR"]
+
+    home = {k: v for k, v in os.environ.items() if k != "ARBOR_DATA_DIR"}
+    home.update(env, XDG_DATA_HOME=str(tmp_path / "xdg"), HOME=str(tmp_path / "home"))
+    default = subprocess.run(
+        [*ARBOR, "doctor", "-w", str(tmp_path)], capture_output=True, text=True, timeout=90, env=home
+    )
+    row = _data_dir_row(default.stdout)
+    assert str(tmp_path / "xdg" / "arbor") in row and "← default" in row and "(unset)" not in row
+
+    config = user_config(f'data_dir = "{tmp_path / "configured"}"\n')
+    done = subprocess.run(
+        [*ARBOR, "doctor", "-w", str(tmp_path)], capture_output=True, text=True, timeout=90, env=home
+    )
+    row = _data_dir_row(done.stdout)
+    assert str(tmp_path / "configured") in row and f"← {config}:1" in row
+
+
 def test_doctor_reports_a_bad_setting_plainly(tmp_path: Path) -> None:
     done = arbor("doctor", "-w", str(tmp_path), env={"ARBOR_AGENT_MAX_STEPS": "many"})
     assert done.returncode == 2
