@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
 from ide.changes import ChangeSet, Review
+from ide.changes.review import commit_subject
 from ide.llm import ContextTier, ModelError, ModelRouter
 from ide.llm.textcalls import is_recovered
 from ide.protocol import TurnMeta
@@ -236,7 +237,7 @@ class Session:
         if command is not None:
             return await self._run_command(*command, emit, emit_tree)
         if self.review.title is None:
-            self.review.title = text.strip().splitlines()[0][:72] if text.strip() else None
+            self.review.title = commit_subject(text)
         mode = self.mode
         history: list[BaseMessage] | None = None
         if mode == "auto":

@@ -128,6 +128,24 @@ def file_changes(changeset: ChangeSet, cache: HunkCache | None = None) -> list[F
     return out
 
 
+SUBJECT_MAX = 72
+"""Longest commit subject git tools show without cutting it."""
+
+
+def commit_subject(text: str | None, limit: int = SUBJECT_MAX) -> str | None:
+    """A commit subject from a prompt: its first non-blank line, spaces collapsed, cut at a word boundary
+    with "…" to at most ``limit`` characters (mid-word only for a single word longer than that)."""
+    line = next((raw.strip() for raw in (text or "").splitlines() if raw.strip()), "")
+    line = " ".join(line.split())
+    if len(line) <= limit:
+        return line or None
+    room = line[: limit - 1]
+    cut = room.rfind(" ")
+    if cut > limit // 3:  # a word boundary that keeps most of the line
+        room = room[:cut]
+    return room.rstrip(" ,;:-–—.") + "…"
+
+
 class Review:
     """Decisions on a change set's hunks, and applying the accepted ones to the workspace."""
 
@@ -314,7 +332,7 @@ class Review:
             recorded, uncommitted = replay_change(repo, repo.head(), changes)
             check_trackable(repo, blobs, recorded)
         batch_id = uuid.uuid4().hex
-        text = message or self.title or "Apply reviewed changes"
+        text = message or commit_subject(self.title) or "Apply reviewed changes"
         full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
         checkpoints = []
         before: dict[str, tuple[bytes | None, int | None]] = {}

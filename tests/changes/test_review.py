@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ide.changes import BatchStore, ChangeError, ChangeSet, Review, rollback_batch
+from ide.changes.review import commit_subject
 from ide.protocol.review import DecideParams
 
 from .conftest import git
@@ -296,3 +297,40 @@ def test_deleting_the_only_file_keeps_the_workspace_root(tmp_path: Path, store: 
     rollback_batch(root, store)
     rollback_batch(root, store)
     assert (root / "d" / "only.bin").read_bytes() == b"\x00data" and not (root / "moved.bin").exists()
+
+
+def test_commit_subject_of_a_long_prompt_ends_at_a_word_with_an_ellipsis(
+    git_workspace: Path, store: BatchStore
+) -> None:
+    prompt = (
+        "Add a --verbose flag to the greeting command that prints every greeting it makes, "
+        "with timestamps, and document it"
+    )
+    review = Review(
+        ChangeSet(git_workspace),
+        session_id="s1",
+        title=prompt,
+        store=store,
+        commit_mode="commit",
+    )
+    review.changeset.edit("pkg/greet.py", "Hello", "Hi")
+    decide(review, "accepted", paths=["pkg/greet.py"])
+    assert review.apply().batch is not None
+    subject = git(git_workspace, "log", "-1", "--format=%s").strip()
+    assert subject == "Add a --verbose flag to the greeting command that prints every…"
+    assert len(subject) <= 72 and prompt.startswith(subject[:-1])
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("Fix the bug", "Fix the bug"),
+        ("\n  Fix   the\tbug  \nand more lines", "Fix the bug"),
+        ("", None),
+        ("x" * 80, "x" * 71 + "…"),
+        ("word " * 20, "word word word word word word word word word word word word word word…"),
+    ],
+)
+def test_commit_subject_cuts_at_word_boundaries(text: str, subject: str | None) -> None:
+    assert commit_subject(text) == subject
+    assert subject is None or len(subject) <= 72
