@@ -390,7 +390,7 @@ class Session:
             outcome = await architecture.run(ctx)
         except BaseException as exc:
             if not recorder.tree.finished and recorder.tree.root is not None:
-                ctx.finish_tree("cancelled" if isinstance(exc, asyncio.CancelledError) else "error")
+                close_failed_tree(ctx, exc)
             if isinstance(exc, asyncio.CancelledError):
                 self._adopt_best_so_far(ctx)
             raise
@@ -464,6 +464,39 @@ class Session:
         branch = ctx.branches.get(node.changeset_id) if node and node.changeset_id else None
         if branch is not None and branch is not self.changeset and branch.changed_paths():
             self.changeset.adopt(branch)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What a failed turn's tree says about why: a model error's message and fix, else the exception."""
+    if isinstance(exc, ModelError):
+        return exc.info.text()
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def close_failed_tree(ctx: RunContext, exc: BaseException) -> None:
+    """Close the tree of a run that raised: ``cancelled`` or ``error``, never a node left ``active``.
+
+    A failed run's active nodes become ``failed`` and its reason is the root's observation and the
+    figures' ``error``; a cancelled run's active nodes become ``terminated_early``.
+    """
+    cancelled = isinstance(exc, asyncio.CancelledError)
+    recorder = ctx.recorder
+    with recorder.lock:
+        tree = recorder.tree
+        ended = "terminated_early" if cancelled else "failed"
+        for node in list(tree.nodes.values()):
+            if node.status == "active":
+                recorder.update(node.id, status=ended)
+        if cancelled:
+            ctx.finish_tree("cancelled")
+            return
+        reason = failure_reason(exc)
+        root = tree.root
+        if root is not None:
+            said = tree.nodes[root].observation
+            recorder.update(root, observation=f"{said}\n\nFailed: {reason}" if said else f"Failed: {reason}")
+        # The reason first, so the tree dock's one-line summary of the run shows it.
+        recorder.finish(**{"stop_reason": "error", "error": reason, **ctx.figures()})
 
 
 def translate_event(event: ProgressEvent | dict[str, Any]) -> BaseModel | None:

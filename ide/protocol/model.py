@@ -1,6 +1,7 @@
-"""Wire models of the model probe (``_arbor/model/probe``): what a real request showed about a model —
-structured or text tool calls, the JSON-schema format, speed and context window — for ``arbor doctor
---probe`` and the window's "Test model"."""
+"""Wire models of the model checks: the probe (``_arbor/model/probe``), what a real request showed about a
+model — structured or text tool calls, the JSON-schema format, speed and context window — for ``arbor
+doctor --probe`` and the window's "Test model"; and the health check (``_arbor/model/health``), whether
+the default model's server answers and has the model, asked when a session opens."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ CONTEXT_NOTIFICATION = "arbor/context"
 """Sent before each model request of a turn: how full the request is of the model's window."""
 MODEL_PROBE = "arbor/model/probe"
 MODEL_PROBES_CACHED = "arbor/model/probes"
-MODEL_METHODS = (MODEL_PROBE, MODEL_PROBES_CACHED)
+MODEL_HEALTH = "arbor/model/health"
+MODEL_METHODS = (MODEL_PROBE, MODEL_PROBES_CACHED, MODEL_HEALTH)
 
 ToolCalling = Literal["structured", "recovered", "none", "failed"]
+HealthLevel = Literal["ok", "warning", "error"]
 Formatting = Literal["honoured", "refused", "ignored", "failed", "not_applicable"]
 
 
@@ -81,3 +84,38 @@ class ContextFill(BaseModel):
     role: str
     tokens: int
     window: int
+
+
+class HealthParams(BaseModel):
+    cwd: str = Field(description="Workspace whose settings name the default model")
+
+
+class HealthLine(BaseModel):
+    """One check of the default model (``arbor doctor``'s lines): ``ok`` None when skipped."""
+
+    name: str
+    ok: bool | None
+    detail: str
+    fix: str | None = None
+
+
+class ModelHealth(BaseModel):
+    """The default model as a session opens: its server reached, the model there, tool support.
+
+    Cheap: the model list and the model's card with a short timeout; no generation.
+    """
+
+    model: str = Field(description="provider:model, or the setting's text when it does not parse")
+    level: HealthLevel = Field(description="error: a turn would fail; warning: it may go badly; ok")
+    reason: str = Field("", description="The first failed check's detail ('' when ok)")
+    fix: str | None = None
+    checks: list[HealthLine] = Field(default_factory=list)
+
+    def describe(self) -> str:
+        """Lines for a tooltip: the verdict, then each check with ✓, ✗ or –."""
+        lines = [f"{self.model}: {self.reason or 'ready'}"]
+        if self.fix:
+            lines.append(self.fix)
+        marks = {True: "✓", False: "✗", None: "–"}
+        lines += [f"{marks[line.ok]} {line.name}: {line.detail}" for line in self.checks]
+        return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Model checks ("Test Model", ``_arbor/model/*``) and how full a request is (``_arbor/context``)."""
+"""Model checks ("Test Model", the health check as a session opens, ``_arbor/model/*``) and how full a
+request is (``_arbor/context``)."""
 
 from __future__ import annotations
 
@@ -39,5 +40,33 @@ async def cached(backend: Backend, params: dict[str, Any]) -> BaseModel:
     return md.ProbeResult(probes=[probe for probe in found if probe is not None])
 
 
-HANDLERS = {md.MODEL_PROBE: probe, md.MODEL_PROBES_CACHED: cached}
+WARNING_CHECKS = frozenset({"model supports tools"})
+"""Checks whose failure leaves the model usable, if badly (text tool calls are recovered)."""
+
+
+async def health(backend: Backend, params: dict[str, Any]) -> BaseModel:
+    """Whether the default model can answer: its server, the model pulled, tools; no generation."""
+    from ide.llm import ModelError, ModelRouter, probe_model
+
+    request = md.HealthParams.model_validate(params)
+    cwd, settings = backend.workspace(request.cwd)
+    try:
+        spec = ModelRouter(settings, base_dir=Path(cwd)).spec_for("default")
+    except ModelError as exc:
+        return md.ModelHealth(
+            model=settings.llm.model, level="error", reason=exc.info.message, fix=exc.info.fix
+        )
+    checks = [
+        md.HealthLine(name=check.name, ok=check.ok, detail=check.detail, fix=check.fix)
+        for check in await probe_model(spec, settings)
+    ]
+    failed = [check for check in checks if check.ok is False]
+    worst = next((c for c in failed if c.name not in WARNING_CHECKS), failed[0] if failed else None)
+    if worst is None:
+        return md.ModelHealth(model=str(spec), level="ok", checks=checks)
+    level = "warning" if worst.name in WARNING_CHECKS else "error"
+    return md.ModelHealth(model=str(spec), level=level, reason=worst.detail, fix=worst.fix, checks=checks)
+
+
+HANDLERS = {md.MODEL_PROBE: probe, md.MODEL_PROBES_CACHED: cached, md.MODEL_HEALTH: health}
 NOTIFICATIONS = (md.CONTEXT_NOTIFICATION,)
