@@ -6,17 +6,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from acp import text_block
 
 from ide.memory import MemoryStore, task_type
-from ide.memory.learn import learn_from_error, learn_from_run, tool_sequence
+from ide.memory.learn import (
+    classify_error,
+    learn_from_error,
+    learn_from_run,
+    rejected_paths,
+    tool_sequence,
+    unlearn_changes,
+)
 from ide.protocol import memory as mp
+from ide.protocol import review as rv
 from ide.protocol.tree import ToolAction
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import ToolServices
 from ide.tools import toolbox as make_toolbox
-from tests.support.acp_client import acp_backend
+from tests.support.acp_client import RecordingClient, acp_backend
 from tests.support.fake_ollama import FakeOllama
 
 
@@ -83,8 +92,93 @@ def test_a_solved_run_becomes_an_investigation_a_pattern_and_its_lessons_insight
     low = solved_tree("fix another typo", score=4.0).tree
     learn_from_run(store, task="fix another typo", answer="", tree=low, stop_reason="end_turn")
     assert store.counts()["investigations"] == 1
-    learn_from_error(store, task="fix it", error="ModelError: Ollama is not reachable")
-    assert store.list("errors")[0].title == "ModelError: Ollama is not reachable"
+    learn_from_error(store, task="fix it", error="KeyError: 'greeting' in pkg/greet.py")
+    assert store.list("errors")[0].title == "KeyError: 'greeting' in pkg/greet.py"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "ModelError: Ollama is not reachable",
+        "Ollama is not reachable at http://127.0.0.1:9 (connection refused)\nStart it with: ollama serve",
+        'Model "qwen3:8b" is not pulled on Ollama at http://localhost:11434\nRun "ollama pull qwen3:8b"',
+        "No API key for openai: OPENAI_API_KEY is not set",
+        "ollama:qwen3:8b sent nothing within 300 s",
+        "ollama:llama3.2:1b does not support tool calling, which the agent needs",
+    ],
+)
+def test_a_setup_failure_is_no_workspace_error(tmp_path: Path, error: str) -> None:
+    store = MemoryStore(tmp_path / "memory.sqlite")
+    assert classify_error(error) == "setup"
+    assert learn_from_error(store, task="fix it", error=error) is None
+    assert store.counts()["errors"] == 0
+    assert classify_error("ToolError: pkg/nope.py does not exist") == "workspace"
+
+
+def test_unlearn_takes_back_only_that_sessions_runs_over_those_files(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "memory.sqlite")
+    for session, path in (("s1", "pkg/greet.py"), ("s2", "pkg/greet.py"), ("s1", "pkg/other.py")):
+        tree = solved_tree("fix the greeting typo", score=9.0).tree
+        learn_from_run(
+            store,
+            task="fix it",
+            answer="ok",
+            tree=tree,
+            stop_reason="end_turn",
+            changed=[path],
+            session_id=session,
+        )
+    assert store.counts()["investigations"] == 3 and store.counts()["patterns"] == 3
+    assert len(unlearn_changes(store, session_id="s1", paths=["pkg/greet.py"])) == 2
+    left = {(i.session_id, tuple(i.data["files"])) for i in store.list("investigations")}
+    assert left == {("s2", ("pkg/greet.py",)), ("s1", ("pkg/other.py",))}
+    assert store.counts()["patterns"] == 2 and store.counts()["insights"] == 3  # lessons stay
+    assert rejected_paths([("a", ["rejected", "rejected"]), ("b", ["rejected", "accepted"]), ("c", [])]) == [
+        "a"
+    ]
+
+
+@pytest.mark.parametrize("answer", ["discard", "apply"])
+async def test_rejected_or_rolled_back_work_is_no_investigation(
+    git_workspace: Path, write_script, answer: str
+) -> None:
+    script = write_script(
+        [
+            {"tool_calls": [{"name": "read_file", "args": {"path": "pkg/greet.py"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "name": "edit_file",
+                        "args": {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hi"},
+                    }
+                ]
+            },
+            {"content": "Fixed the greeting in pkg/greet.py."},
+        ]
+    )
+    client = RecordingClient(permission_answer=answer)
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, client=client) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("fix the greeting bug")])
+        assert client.permission_requests, "the plain client was asked to apply"
+
+        async def counts() -> dict[str, int]:
+            listing = await backend.conn.ext_method(
+                mp.MEMORY_SEARCH, {"session_id": session.session_id, "query": ""}
+            )
+            return mp.MemoryList.model_validate(listing).counts
+
+        if answer == "apply":
+            assert "Hi," in (git_workspace / "pkg" / "greet.py").read_text()
+            assert (await counts())["investigations"] == 1
+            rolled = rv.RollbackResult.model_validate(
+                await backend.conn.ext_method(rv.ROLLBACK, {"cwd": str(git_workspace)})
+            )
+            assert rolled.batch.paths == ["pkg/greet.py"]
+        else:
+            assert "Hello," in (git_workspace / "pkg" / "greet.py").read_text()
+        after = await counts()
+        assert after["investigations"] == 0 and after["patterns"] == 0
 
 
 def test_search_blends_embeddings_when_a_model_is_configured(tmp_path: Path) -> None:

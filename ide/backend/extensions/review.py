@@ -19,6 +19,7 @@ from ide.protocol import review as rv
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
     from ide.backend.session import Session
+    from ide.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,10 @@ async def apply(backend: Backend, params: dict[str, Any]) -> BaseModel:
     session = backend.session(request.session_id)
     if session.turn is not None and not session.turn.done():
         raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
+    rejected = _rejected(session)
     result = await asyncio.to_thread(session.review.apply, request.message)
     await backend.save_review(session)
+    await _unlearn(session.memory, session.id, rejected)
     return result
 
 
@@ -52,7 +55,29 @@ async def rollback(backend: Backend, params: dict[str, Any]) -> BaseModel:
     request = rv.RollbackParams.model_validate(params)
     cwd, settings = backend.workspace(request.cwd)
     batches = backend.services.batches(cwd, settings)
-    return await asyncio.to_thread(rollback_batch, Path(request.cwd), batches, request.batch_id)
+    result = await asyncio.to_thread(rollback_batch, Path(request.cwd), batches, request.batch_id)
+    memory = await backend.services.memory(cwd, settings)
+    await _unlearn(memory, result.batch.session_id, result.batch.paths)
+    return result
+
+
+def _rejected(session: Session) -> list[str]:
+    from ide.memory.learn import rejected_paths
+
+    files = session.review.view().files
+    return rejected_paths((f.path, [h.decision for h in f.hunks]) for f in files)
+
+
+async def _unlearn(memory: MemoryStore | None, session_id: str, paths: list[str]) -> None:
+    """Rejected or rolled-back changes were no successful investigation: the memory forgets it."""
+    if memory is None or not paths:
+        return
+    from ide.memory.learn import unlearn_changes
+
+    try:
+        await asyncio.to_thread(unlearn_changes, memory, session_id=session_id, paths=paths)
+    except Exception:  # the memory must never fail a review
+        log.exception("the memory could not forget the rejected changes")
 
 
 async def history(backend: Backend, params: dict[str, Any]) -> BaseModel:
@@ -154,5 +179,7 @@ async def _ask_to_apply(
     decision = "accepted" if approved else "rejected"
     paths = [f.path for f in files]
     session.review.decide(rv.DecideParams(session_id=session.id, decision=decision, paths=paths))
+    rejected = _rejected(session)
     await asyncio.to_thread(session.review.apply, None)
+    await _unlearn(session.memory, session.id, rejected)
     return True
