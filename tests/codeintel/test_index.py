@@ -202,6 +202,21 @@ def test_search_ranks_exact_then_prefix_then_substring_then_fuzzy(index: CodeInd
     assert scores == sorted(scores, reverse=True)
 
 
+def test_search_finds_subsequences_anywhere_in_a_name(index: CodeIndex, workspace: Path) -> None:
+    (workspace / "flags.py").write_text(
+        "def get_debug_flag():\n    pass\n\ndef dbgflag():\n    pass\n\ndef dbgflag_reset():\n    pass\n"
+        "\ndef do_big_flagging_things():\n    pass\n"
+    )
+    index.refresh()
+    hits = [hit.name for hit in index.search("dbgflag", 10)]
+    assert hits[:2] == ["dbgflag", "dbgflag_reset"]  # exact, then prefix, then the subsequences
+    assert set(hits[2:]) == {"get_debug_flag", "do_big_flagging_things"}
+    assert [hit.name for hit in index.search("gdbgflag", 5)] == ["get_debug_flag"]
+    assert [hit.name for hit in index.search("dditem", 5)] == ["add_item"]
+    assert [hit.name for hit in index.search("DBGFLAG", 5)][:1] == ["dbgflag"]
+    assert index.search("gflagd", 5) == []  # letters out of order: no subsequence
+
+
 def test_cli_index_stats_and_symbols(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["index", str(workspace), "--stats"]) == 0
     figures = json.loads(capsys.readouterr().out)

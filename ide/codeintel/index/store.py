@@ -340,7 +340,7 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
     Cheap tiers first, each only while the earlier ones found too few: exact name, name prefix (both
     through the name index), substring of a name or qualified name (FTS5 trigram), words of
     signatures and docstrings (FTS5 words, bm25), then a fuzzy subsequence of the name that starts
-    at its first letter.
+    anywhere in it (``dbgflag`` finds ``get_debug_flag``), best subsequences first.
     """
     words = _WORD.findall(query)
     if not words:
@@ -378,19 +378,32 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
         match = " AND ".join(_phrase(w) + "*" for w in words)  # words starting so
         add(text + "WHERE text_fts MATCH ? ORDER BY bm25(text_fts, 1.0, 2.0) LIMIT ?", (match, limit), -5.0)
     if len(candidates) < limit and len(words) == 1 and len(head) >= 2:
-        low, high = _prefix_range(head[0])
-        pattern = "".join(_like_escape(ch) + "%" for ch in head)
-        add(
-            select + "WHERE d.name >= ? COLLATE NOCASE AND d.name < ? COLLATE NOCASE "
-            "AND d.name LIKE ? ESCAPE '\\' LIMIT ?",
-            (low, high, pattern, pool),
-            -10.0,
-        )
+        for names in _batched(_fuzzy_names(db, head, pool), 500):
+            marks = ", ".join("?" * len(names))
+            add(select + f"WHERE d.name IN ({marks}) LIMIT ?", (*names, pool), -10.0)
     hits = list(candidates.values())
     for hit in hits:
         hit.score = round(hit.score + _name_bonus(hit.name, head) + KIND_WEIGHT.get(hit.kind, 1.0), 3)
     hits.sort(key=lambda h: (-h.score, h.path.count("/"), h.path, h.line))
     return hits[:limit]
+
+
+def _fuzzy_names(db: sqlite3.Connection, query: str, pool: int) -> list[str]:
+    """The distinct names holding ``query``'s letters in order (case-insensitively), best ``pool`` first.
+
+    One pass over the name index (distinct names, not rows); SQLite's LIKE keeps only subsequences.
+    """
+    pattern = "%" + "".join(_like_escape(ch) + "%" for ch in query)
+    rows = db.execute("SELECT DISTINCT name FROM defs WHERE name LIKE ? ESCAPE '\\'", (pattern,))
+    q = query.lower()
+    scored = [(_fuzzy(name, q), name) for (name,) in rows]
+    scored.sort(key=lambda pair: (-pair[0], len(pair[1]), pair[1]))
+    return [name for score, name in scored[:pool] if score > 0]
+
+
+def _batched(items: list[str], size: int) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _phrase(word: str) -> str:
