@@ -160,10 +160,12 @@ class IndexProgress(QWidget):
             self.label.setToolTip(status.message or "")
         elif status.state == "ready":
             self.bar.hide()
-            self.label.setText(f"Index: {status.files:,} files · {status.symbols:,} symbols")
+            of = f" of {status.scanned:,}" if status.scanned else ""
+            self.label.setText(f"Index: {status.files:,}{of} files · {status.symbols:,} symbols")
+            counts = status.counts or f"{status.skipped:,} skipped · {status.failed:,} with errors"
             self.label.setToolTip(
-                f"{status.references:,} references · {status.skipped:,} skipped · {status.failed:,} with "
-                f"errors · last full pass {status.seconds:.1f} s"
+                f"{counts}\n{status.references:,} references · last full pass {status.seconds:.1f} s\n"
+                "Files: the workspace's files less .gitignore'd, workspace.exclude and workspace.secrets ones"
                 + (f"\n{status.message}" if status.message else "")
             )
         else:

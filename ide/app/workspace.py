@@ -203,6 +203,11 @@ class WorkspacePanel(QWidget):
         for path in expanded:
             self.tree.expand(self.model.index_of(path))
         self._count.setText(f"{len(paths)} files")
+        self._count.setToolTip(
+            "Files git lists (tracked, and untracked but not ignored) less workspace.exclude. The code "
+            "index counts fewer: it also leaves out secrets (workspace.secrets) and skips files in no "
+            "language it reads, binaries and files over workspace.max_file_bytes (status bar tooltip)."
+        )
         self.loaded.emit(len(paths))
 
     def _expanded_paths(self) -> list[str]:

@@ -66,10 +66,9 @@ def run_index(path: Path, stats: bool, out: TextIO | None = None, err: TextIO | 
 
 def _summary(result: IndexStats, db_path: Path) -> str:
     return (
-        f"{result.files:,} files indexed ({result.parsed:,} parsed, {result.unchanged:,} unchanged, "
-        f"{result.removed:,} removed; {result.skipped:,} skipped, {result.failed:,} with errors): "
-        f"{result.symbols:,} symbols, {result.references:,} references in {result.seconds:.2f} s "
-        f"→ {db_path}"
+        f"{result.describe()}; this pass: {result.parsed:,} parsed, {result.unchanged:,} unchanged, "
+        f"{result.removed:,} removed; {result.symbols:,} symbols, {result.references:,} references "
+        f"in {result.seconds:.2f} s → {db_path}"
     )
 
 

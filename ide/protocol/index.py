@@ -30,6 +30,8 @@ class IndexStatus(BaseModel):
     files_done: int = Field(0, description="Files examined so far in the current (or last) pass")
     files_total: int = Field(0, description="Files to examine in the current (or last) pass")
     files: int = Field(0, description="Files in the index")
+    scanned: int = Field(0, description="Files of the workspace the index looked at (not ignored or secret)")
+    counts: str | None = Field(None, description="The file counts in words, as `arbor index` prints them")
     symbols: int = 0
     references: int = 0
     skipped: int = 0

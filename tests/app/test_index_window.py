@@ -40,7 +40,7 @@ def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory
     window = make_window(workspace)
     wait_ready(qtbot, window)
     qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
-    assert window.index_progress.label.text() == "Index: 4 files · 5 symbols"
+    assert window.index_progress.label.text() == "Index: 4 of 5 files · 5 symbols"
 
     shapes = workspace / "pkg" / "shapes.py"
     with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
@@ -120,6 +120,10 @@ def test_the_status_bar_shows_indexing_progress_then_the_totals_or_why_it_failed
 
     progress.set_status(IndexStatus(state="ready", files=15000, symbols=210345, references=900000))
     assert progress.label.text() == "Index: 15,000 files · 210,345 symbols"
+    counts = "15,000 indexed of 15,020 files, 20 skipped (18 not code, 2 binary)"
+    progress.set_status(IndexStatus(state="ready", files=15000, scanned=15020, symbols=210345, counts=counts))
+    assert progress.label.text() == "Index: 15,000 of 15,020 files · 210,345 symbols"
+    assert progress.label.toolTip().startswith(counts)
     assert not progress.bar.isVisible()
 
     progress.set_status(IndexStatus(state="failed", message="the index database is locked"))
@@ -145,4 +149,4 @@ def test_the_outline_follows_edits_to_the_open_file(
     with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         shapes.write_text(SHAPES + "\n\ndef make_square(side: float) -> float:\n    return side * side\n")
     assert [item.text(0) for item in window.outline.items()][-1] == "ƒ  make_square"
-    assert window.index_progress.label.text() == "Index: 4 files · 6 symbols"
+    assert window.index_progress.label.text() == "Index: 4 of 5 files · 6 symbols"

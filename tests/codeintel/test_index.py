@@ -101,8 +101,28 @@ def test_second_pass_with_nothing_changed_parses_nothing(index: CodeIndex) -> No
     index.refresh()
     generation = index.generation
     again = index.refresh()
-    assert (again.parsed, again.unchanged, again.removed) == (0, 0, 0)
+    # app.py, util.py, notes.md and .gitignore (no suffix: read once for a #! line) are not read again
+    assert (again.parsed, again.unchanged, again.removed) == (0, 4, 0)
     assert index.generation == generation
+    assert (again.files, again.scanned, again.skipped, again.not_code) == (3, 5, 2, 2)
+    assert again.describe() == "3 indexed of 5 files, 2 skipped (2 not code)"
+
+
+def test_counts_say_what_they_count(index: CodeIndex, workspace: Path) -> None:
+    (workspace / "blob.py").write_bytes(b"\x00\x01binary")
+    (workspace / "huge.py").write_text("x = 1\n" * 3000)  # over max_file_bytes = 10,000
+    seen: list[tuple[int, int]] = []
+    stats = index.refresh(progress=lambda done, total: seen.append((done, total)))
+    assert (stats.scanned, stats.files, stats.skipped) == (7, 3, 4)
+    assert (stats.not_code, stats.binary, stats.too_large) == (2, 1, 1)
+    assert stats.describe() == "3 indexed of 7 files, 4 skipped (2 not code, 1 binary, 1 too large)"
+    assert seen[-1] == (7, 7) and all(total == 7 for _, total in seen)  # progress over every file
+    (workspace / "pkg" / "new.py").write_text("def fresh():\n    pass\n")
+    index.update_paths(["pkg/new.py"])
+    assert (index.stats().files, index.stats().scanned) == (4, 8)
+    (workspace / "pkg" / "new.py").unlink()
+    index.update_paths(["pkg/new.py"])
+    assert (index.stats().files, index.stats().scanned) == (3, 7)
 
 
 def test_touched_file_is_hashed_not_parsed(index: CodeIndex, workspace: Path) -> None:
@@ -110,8 +130,8 @@ def test_touched_file_is_hashed_not_parsed(index: CodeIndex, workspace: Path) ->
     util = workspace / "pkg" / "util.py"
     os.utime(util, ns=(util.stat().st_atime_ns, util.stat().st_mtime_ns + 5_000_000_000))
     again = index.refresh()
-    assert (again.parsed, again.unchanged) == (0, 1)
-    assert index.refresh().unchanged == 0  # the new mtime was remembered
+    assert (again.parsed, again.unchanged) == (0, 4)  # util.py hashed, the others by their stat
+    assert index.refresh().parsed == 0  # the new mtime was remembered
 
 
 def test_edit_rename_and_delete_reach_the_index(index: CodeIndex, workspace: Path) -> None:

@@ -56,9 +56,33 @@ class IndexStats:
     parsed: int = 0
     removed: int = 0
     unchanged: int = 0
+    scanned: int = 0
+    """Files of the workspace the index looked at (not ignored, excluded or secret)."""
+    not_code: int = 0
+    """Skipped because they are in no language the index reads (images, licences, lock files, …)."""
+    binary: int = 0
+    too_large: int = 0
 
     def as_dict(self) -> dict[str, int | float]:
         return asdict(self)
+
+    def describe(self) -> str:
+        """The file counts in words, the same in ``arbor index`` and the window's status bar."""
+        reasons = [
+            f"{count:,} {what}"
+            for count, what in (
+                (self.not_code, "not code"),
+                (self.binary, "binary"),
+                (self.too_large, "too large"),
+            )
+            if count
+        ]
+        text = f"{self.files:,} indexed of {self.scanned:,} files"
+        if self.skipped:
+            text += f", {self.skipped:,} skipped ({', '.join(reasons) or 'not readable'})"
+        if self.failed:
+            text += f", {self.failed:,} with parse errors"
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +148,9 @@ class CodeIndex:
             jobs: list[_Job] = []
             stats: dict[str, os.stat_result] = {}
             seen: set[str] = set()
-            unknown = 0
+            unknown = scanned = same = 0
             for rel, entry in self.workspace.scan():
+                scanned += 1
                 language = _language_by_name(rel)
                 if language is None:
                     unknown += 1
@@ -137,16 +162,22 @@ class CodeIndex:
                     continue
                 old = known.get(rel)
                 if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
+                    same += 1
                     continue
                 stats[rel] = stat
                 jobs.append(_Job(rel, language or None, old[3] if old else ""))
             gone = [known[rel][0] for rel in known.keys() - seen]
             store.delete_files(self._writer, gone)
-            self._writer.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('unknown_files', ?)", (str(unknown),)
+            self._writer.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [("unknown_files", str(unknown)), ("scanned_files", str(scanned))],
             )
             self._writer.commit()
-            parsed, unchanged = self._run(jobs, known, stats, progress, cancel)
+            # Progress counts every file of the workspace: the ones not to read again are done already.
+            ahead = scanned - len(jobs)
+            overall = None if progress is None else lambda done, _total: progress(ahead + done, scanned)
+            parsed, unchanged = self._run(jobs, known, stats, overall, cancel)
+            unchanged += same
             if parsed or gone:
                 self.generation += 1
             result = self.stats()
@@ -181,6 +212,12 @@ class CodeIndex:
                     stats[file_rel] = stat
                     jobs.append(_Job(file_rel, _language_by_name(file_rel) or None, old[3] if old else ""))
             store.delete_files(self._writer, gone)
+            added = sum(1 for job in jobs if job.rel not in known)
+            if added or gone:  # keep "indexed of N files" true between full passes
+                self._writer.execute(
+                    "UPDATE meta SET value = max(0, CAST(value AS INTEGER) + ?) WHERE key = 'scanned_files'",
+                    (added - len(gone),),
+                )
             self._writer.commit()
             parsed, unchanged = self._run(jobs, known, stats, None, None)
             if parsed or gone:
@@ -293,11 +330,18 @@ class CodeIndex:
     # Reading
 
     def stats(self) -> IndexStats:
-        counts = store.counts(self._writer if self._write_lock.locked() else self.db)
-        unknown = self.db.execute("SELECT value FROM meta WHERE key = 'unknown_files'").fetchone()
+        db = self._writer if self._write_lock.locked() else self.db
+        counts = store.counts(db)
+        meta = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE '%_files'").fetchall())
+        unknown = int(meta.get("unknown_files", 0))
+        notes = store.skipped_notes(db)
         return IndexStats(
             files=counts["files"] - counts.get("skipped", 0),
-            skipped=counts.get("skipped", 0) + int(unknown[0] if unknown else 0),
+            skipped=counts.get("skipped", 0) + unknown,
+            scanned=int(meta.get("scanned_files", 0)),
+            not_code=unknown + notes.get("unknown language", 0),
+            binary=notes.get("binary", 0),
+            too_large=sum(n for note, n in notes.items() if note.startswith("over ")),
             failed=counts.get("failed", 0) + counts.get("partial", 0),
             partial=counts.get("partial", 0),
             symbols=counts["symbols"],

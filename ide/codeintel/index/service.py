@@ -120,6 +120,8 @@ class IndexService:
             files_done=self.done,
             files_total=self.total,
             files=stats.files,
+            scanned=stats.scanned,
+            counts=stats.describe() if self.last is not None else None,
             symbols=stats.symbols,
             references=stats.references,
             skipped=stats.skipped,

@@ -290,6 +290,12 @@ def counts(db: sqlite3.Connection) -> dict[str, int]:
     return {"files": files, "symbols": symbols, "references": references, **by_status}
 
 
+def skipped_notes(db: sqlite3.Connection) -> dict[str, int]:
+    """Why the skipped files were skipped (their notes: binary, over N bytes, unknown language), counted."""
+    rows = db.execute("SELECT note, count(*) FROM files WHERE status = 'skipped' GROUP BY note")
+    return dict(rows.fetchall())
+
+
 def file_row(db: sqlite3.Connection, rel: str) -> FileRow | None:
     row = db.execute(
         "SELECT path, language, size, mtime_ns, hash, status, note, lines FROM files WHERE path = ?", (rel,)
