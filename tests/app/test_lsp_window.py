@@ -9,6 +9,7 @@ import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QToolTip
 
+from ide.app.docks.lsp import HOVER_LINES, HOVER_WIDTH, hover_text
 from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 from tests.codeintel.test_lsp import shop  # noqa: F401  (the fixture package)
 
@@ -46,3 +47,23 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
     with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS):
         window.viewer.editor.hoverRequested.emit(3, 9, QPoint(20, 20))
     assert "class Product" in QToolTip.text()
+    QToolTip.hideText()
+
+    # A name with a long docstring: the tooltip stays a few lines of bounded width, cut with "…".
+    doc = "\n".join(f"    Line {i}: " + "a rather long explanation " * 8 for i in range(80))
+    (shop / "verbose.py").write_text(f'def chatty():\n    """Says a lot.\n\n{doc}\n    """\n\n\nchatty()\n')
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shop / "verbose.py")
+    with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS) as answered:
+        window.viewer.editor.hoverRequested.emit(87, 2, QPoint(20, 20))
+    assert len(answered.args[2].text.splitlines()) > 80  # what the server said
+    shown = QToolTip.text().splitlines()
+    assert "chatty" in QToolTip.text() and len(shown) <= HOVER_LINES and shown[-1] == "…"
+    assert max(len(line) for line in shown) <= HOVER_WIDTH
+
+
+def test_hover_text_wraps_and_cuts() -> None:
+    assert hover_text("short") == "short"
+    assert hover_text("x" * 200, lines=12, width=90).splitlines() == ["x" * 90, "x" * 90, "x" * 20]
+    cut = hover_text("\n".join(map(str, range(40))), lines=5).splitlines()
+    assert cut == ["0", "1", "2", "3", "…"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import ClassVar
 
 from PySide6.QtCore import QPoint, Signal
@@ -17,6 +18,23 @@ from ide.protocol.lsp import (
     LocationsResult,
     PositionParams,
 )
+
+HOVER_LINES = 12
+"""A hover shows at most this many lines (the rest is cut with "…"): it must not cover the window."""
+HOVER_WIDTH = 90
+"""Characters per hover line; longer lines are wrapped (a signature) before the line cap applies."""
+
+
+def hover_text(text: str, lines: int = HOVER_LINES, width: int = HOVER_WIDTH) -> str:
+    """``text`` capped for a tooltip: lines wrapped to ``width``, at most ``lines`` of them, "…" when cut."""
+    wrapped: list[str] = []
+    for line in text.strip().splitlines():
+        wrapped.extend(textwrap.wrap(line, width, break_long_words=True, replace_whitespace=False) or [""])
+        if len(wrapped) > lines:
+            break
+    if len(wrapped) > lines:
+        wrapped = [*wrapped[: lines - 1], "…"]
+    return "\n".join(wrapped)
 
 
 class LanguageServerPart(Part):
@@ -86,7 +104,8 @@ class LanguageServerPart(Part):
         if isinstance(result, HoverResult):
             where = self._hover_pos.pop((params.path, params.line, params.column), None)
             if where is not None and (result.text or result.message):
-                QToolTip.showText(where, result.text or result.message or "", self.ctx.viewer.editor)
+                text = hover_text(result.text or result.message or "")
+                QToolTip.showText(where, text, self.ctx.viewer.editor)
             return
         if result.message:
             self.ctx.message(result.message, 8000)
