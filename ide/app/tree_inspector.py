@@ -1,4 +1,5 @@
-"""The node inspector: a node's fields and UCT terms as HTML, beside the Show branch diff button."""
+"""The node inspector: a node's fields (and UCT terms, for a LATS node) as HTML, under the legend and
+above the Show branch diff button; and the short text shown when hovering a node."""
 
 from __future__ import annotations
 
@@ -8,8 +9,48 @@ import math
 
 from PySide6.QtWidgets import QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from ide.protocol.tree import TreeNode
+from ide.app.tree_legend import TreeLegend
+from ide.app.tree_style import node_caption, node_reward
+from ide.protocol.tree import SearchTree, TreeNode
 from ide.protocol.uct import EXPLORATION, uct_terms
+
+TOOLTIP_LINES = 4
+"""Lines of the thought and of the observation a hover shows."""
+TOOLTIP_CHARS = 300
+
+
+def uses_uct(tree: SearchTree, node: TreeNode) -> bool:
+    """Whether ``node`` was chosen by UCT: a LATS run's node (ReAct, ToT and plan nodes are not)."""
+    return tree.architecture == "lats" or (node.role or "").startswith("lats.")
+
+
+def _head(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    head = "\n".join(lines[:TOOLTIP_LINES])
+    if len(head) > TOOLTIP_CHARS:
+        head = head[: TOOLTIP_CHARS - 1].rstrip() + "…"
+    elif len(lines) > TOOLTIP_LINES:
+        head += "\n…"
+    return head
+
+
+def node_tooltip(node: TreeNode) -> str:
+    """The hover text of ``node`` (rich text): caption, kind, status and score, then the first lines of
+    its thought and of its observation."""
+    e = html.escape
+    reward = node_reward(node)
+    facts = [e(node.kind), e(node.status.replace("_", " "))]
+    if reward is not None:
+        facts.append(f"score {reward:g} / 10")
+    if node.visits:
+        facts.append(f"value {node.value:.2f} over {node.visits} visits")
+    parts = [f"<b>{e(node_caption(node))}</b><br>{' · '.join(facts)}"]
+    for title, text in (("Thought", node.thought), ("Observation", node.observation)):
+        head = _head(text)
+        if head:
+            body = e(head).replace("\n", "<br>")
+            parts.append(f"<b>{title}</b><br><span style='white-space:pre-wrap'>{body}</span>")
+    return "<p>" + "</p><p>".join(parts) + "</p>"
 
 
 def exploration_constant(figures: dict[str, object]) -> float:
@@ -22,8 +63,8 @@ def exploration_constant(figures: dict[str, object]) -> float:
 
 
 def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EXPLORATION) -> str:
-    """The inspector's text for ``node``: every field a person reads to judge a step, and, for a child,
-    the UCT terms its selection was scored by."""
+    """The inspector's text for ``node``: every field a person reads to judge a step, and, given the
+    ``parent`` of a node chosen by UCT, the UCT terms its selection was scored by."""
     e = html.escape
     rows: list[tuple[str, str]] = [
         ("Label", e(node.label)),
@@ -78,11 +119,12 @@ def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EX
 
 
 class TreeInspector(QWidget):
-    """The side panel of the tree: the selected node's text and, for a node with a change set, a button
-    that asks for its branch diff (enabled only when the backend can serve it)."""
+    """The side panel of the tree: the legend, the selected node's text and, for a node with a change
+    set, a button that asks for its branch diff (enabled only when the backend can serve it)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.legend = TreeLegend()
         self.text = QTextBrowser()
         self.text.setObjectName("treeInspector")
         self.text.setOpenLinks(False)
@@ -93,13 +135,15 @@ class TreeInspector(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
+        layout.addWidget(self.legend)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.branch_button)
 
     def show_node(
         self, node: TreeNode | None, parent: TreeNode | None = None, c: float = EXPLORATION
     ) -> None:
-        """Show ``node`` (None clears), with the UCT terms under ``parent`` scored with constant ``c``."""
+        """Show ``node`` (None clears), with the UCT terms under ``parent`` (None: no UCT terms) scored
+        with constant ``c``."""
         if node is None:
             self.text.clear()
         else:

@@ -1,13 +1,30 @@
-"""Moving about the drawn tree: the zooming, panning graphics view and the corner overview map."""
+"""Moving about the drawn tree: the zooming, panning graphics view (with hover text) and the overview map.
+
+The map shows only when the tree does not fit the view, in a corner of the view where it covers no
+node; when every corner would cover one, it moves out of the drawing, into a margin beside it.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, QSizeF, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPaintEvent, QPen, QResizeEvent, QWheelEvent
-from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
+from collections.abc import Callable
 
-from ide.app.tree_scene import TreeCanvas
-from ide.app.tree_style import SELECT_COLOUR
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, QSizeF, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QHelpEvent,
+    QImage,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QResizeEvent,
+    QTransform,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
+
+from ide.app.tree_scene import TreeCanvas, fit_scale
+from ide.app.tree_style import MIN_SCALE, SELECT_COLOUR
 
 
 class TreeGraphicsView(QGraphicsView):
@@ -19,6 +36,8 @@ class TreeGraphicsView(QGraphicsView):
     """The user zoomed or panned: stop fitting the tree to the view as it grows."""
     viewChanged = Signal()
     """The visible part of the scene moved or changed size (the overview redraws its rectangle)."""
+    resized = Signal()
+    """The view itself (not only its viewport) changed size: a followed tree is fitted again."""
 
     def __init__(self, scene: QGraphicsScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
@@ -28,11 +47,23 @@ class TreeGraphicsView(QGraphicsView):
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
         self.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         self._press: QPoint | None = None
+        self.tooltip_text: Callable[[QPointF], str] | None = None
+        """The hover text at a scene point ("" for none)."""
 
     def zoom(self, factor: float) -> None:
         scale = self.transform().m11()
         factor = min(max(factor, 0.0005 / scale), 8.0 / scale)
         self.scale(factor, factor)
+        self.viewChanged.emit()
+
+    def fit_tree(self, rect: QRectF, focus: QPointF | None, *, whole: bool = False) -> None:
+        """Show the tree drawn in ``rect`` (scene), never blown up: whole, however small that makes it,
+        or never smaller than :data:`MIN_SCALE`, scrolled to ``focus`` when it does not fit then."""
+        viewport = self.viewport().size()
+        scale = fit_scale((rect.width(), rect.height()), viewport.width(), viewport.height())
+        shown = scale if whole else max(scale, MIN_SCALE)
+        self.setTransform(QTransform.fromScale(shown, shown))
+        self.centerOn(focus if focus is not None and shown > scale else rect.center())
         self.viewChanged.emit()
 
     def visible_scene_rect(self) -> QRectF:
@@ -44,8 +75,25 @@ class TreeGraphicsView(QGraphicsView):
         self.viewChanged.emit()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
+        super().resizeEvent(event)  # the viewport's size
         self.viewChanged.emit()
+
+    def event(self, event: QEvent) -> bool:
+        handled = super().event(event)
+        if event.type() == QEvent.Type.Resize:
+            self.resized.emit()
+        return handled
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            text = self.tooltip_text(self.mapToScene(event.pos())) if self.tooltip_text else ""
+            if text:
+                QToolTip.showText(event.globalPos(), text, self.viewport())
+            else:
+                QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().viewportEvent(event)
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         steps = event.angleDelta().y() / 120
@@ -70,7 +118,7 @@ class TreeGraphicsView(QGraphicsView):
 
 
 class TreeOverview(QWidget):
-    """A small picture of the whole tree in the view's corner, with the visible part outlined.
+    """A small picture of the whole tree, with the visible part outlined, where it covers no node.
 
     Clicking or dragging in it centres the main view on that point. The picture is drawn once per new
     layout (into an image) and the rectangle on every move, so panning costs only a blit.
@@ -80,6 +128,8 @@ class TreeOverview(QWidget):
     """The user moved the main view from the overview."""
 
     SIZE = QSize(180, 110)
+    SMALL = QSize(120, 74)
+    MARGIN = 6
 
     def __init__(self, view: TreeGraphicsView, canvas: TreeCanvas) -> None:
         super().__init__(view)
@@ -92,6 +142,11 @@ class TreeOverview(QWidget):
         self._image: QImage | None = None
         self._scale = 1.0
         self._offset = QPointF()
+        self.wanted = True
+        """The user wants the map (the toolbar's Overview): shown whenever the tree does not fit."""
+        self.in_margin = False
+        """Out of the drawing, in a margin to the right of the viewport (no corner was free)."""
+        self._placing = False
         view.viewChanged.connect(self.update)
 
     def invalidate(self) -> None:
@@ -99,10 +154,67 @@ class TreeOverview(QWidget):
         self._image = None
         self.update()
 
+    def set_wanted(self, wanted: bool) -> None:
+        self.wanted = wanted
+        self.reconsider()
+
+    def reconsider(self) -> None:
+        """Look for a free corner again (after a fit, a new layout or a resize), leaving the margin."""
+        self._set_margin(False)
+        self.place()
+
+    def _set_margin(self, on: bool) -> None:
+        if on != self.in_margin:
+            self.in_margin = on
+            self._view.setViewportMargins(0, 0, self.SMALL.width() + 2 * self.MARGIN if on else 0, 0)
+
+    def _covers_a_node(self, rect: QRect) -> bool:
+        view, geo = self._view, self._canvas.geometry
+        area = view.mapToScene(rect.translated(-view.viewport().pos())).boundingRect()
+        return any(area.intersects(geo.node_box(i)) for i in geo.visible(area))
+
     def place(self) -> None:
-        """Keep to the bottom-right corner of the viewport."""
-        viewport = self._view.viewport().geometry()
-        self.move(viewport.right() - self.width() - 6, viewport.bottom() - self.height() - 6)
+        """Show the map where it covers no node, or hide it when the whole tree is in view."""
+        if self._placing:
+            return
+        self._placing = True
+        try:
+            self._place()
+        finally:
+            self._placing = False
+
+    def _place(self) -> None:
+        bounds = self._canvas.geometry.bounds
+        view = self._view
+        shown = view.visible_scene_rect().adjusted(-2, -2, 2, 2)
+        if not self.wanted or bounds.isEmpty() or shown.contains(bounds):
+            self._set_margin(False)
+            self.hide()
+            return
+        viewport = view.viewport().geometry()
+        if self.in_margin:
+            self.setFixedSize(self.SMALL)
+            self.move(viewport.right() + self.MARGIN + 1, viewport.bottom() - self.height() - self.MARGIN)
+            self.show()
+            return
+        m = self.MARGIN
+        for size in (self.SIZE, self.SMALL):
+            w, h = size.width(), size.height()
+            for x, y in (
+                (viewport.right() - w - m, viewport.bottom() - h - m),
+                (viewport.left() + m, viewport.bottom() - h - m),
+                (viewport.right() - w - m, viewport.top() + m),
+                (viewport.left() + m, viewport.top() + m),
+            ):
+                spot = QRect(x, y, w, h)
+                if not self._covers_a_node(spot.adjusted(-2, -2, 2, 2)):
+                    self.setFixedSize(size)
+                    self.move(x, y)
+                    self.show()
+                    self.raise_()
+                    return
+        self._set_margin(True)  # the viewport narrows; its resize places the map again
+        self._place()
 
     def _fit(self) -> QRectF:
         bounds = self._canvas.geometry.bounds

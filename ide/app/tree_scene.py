@@ -1,10 +1,11 @@
 """The drawn tree: scene geometry precomputed after a layout, and the one item that paints it, culled.
 
-:class:`TreeCanvas` paints the whole tree, culled to ``option.exposedRect`` through a per-row index (a
-tidy layout puts each depth on its own row, so the visible nodes are a bisect per row away), with levels
-of detail: coloured squares when nodes are a few pixels wide, shapes and outlines when they are larger,
-labels and edge labels (the action's tool) only when the text would be legible. The scene renders to
-PNG and SVG files for export.
+:class:`TreeCanvas` paints the whole tree, culled to ``option.exposedRect`` through a per-depth index (a
+tidy layout puts each depth on its own row, or column when the tree is drawn left to right, so the
+visible nodes are a bisect per depth away), with levels of detail: coloured squares when nodes are a
+few pixels wide, shapes and outlines when they are larger, captions (the label, or an action's tool and
+main argument, wrapped on two lines) and scores only when the text would be legible. The scene renders
+to PNG and SVG files for export.
 """
 
 from __future__ import annotations
@@ -23,13 +24,18 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QStyleOptionGraphic
 from ide.app.tree_model import Layout
 from ide.app.tree_style import (
     BEST_COLOUR,
+    CAPTION_H,
+    CAPTION_LINES,
+    CAPTION_W,
     DEFAULT_PEN,
     EDGE_COLOUR,
     FONT_PT,
     H_UNIT,
     LABEL_PX,
+    LINE_H,
     MAX_R,
     POLYGONS,
+    ROW_UNIT,
     SELECT_COLOUR,
     SHAPE_PX,
     STATUS_PENS,
@@ -41,16 +47,84 @@ from ide.protocol.tree import SearchTree, TreeNode
 
 EXPORT_MAX_PX = 8000
 """Longest side, in pixels, of an exported PNG image."""
+PAD = max(CAPTION_W / 2, MAX_R + CAPTION_H + 8) + 2
+"""How far a node's drawing (ring, caption) reaches from its centre, in scene pixels."""
+CAPTION_BACKGROUND = QColor(255, 255, 255, 215)
 
 EdgeRow = tuple[list[QLineF], list[float], list[float], list[bool]]
 
 
+def extent(layout: Layout, horizontal: bool) -> tuple[float, float]:
+    """Scene width and height of ``layout`` drawn top-down or left to right (captions included)."""
+    if len(layout) == 0:
+        return 0.0, 0.0
+    breadth = max(layout.x) - min(layout.x)
+    depth = max(layout.depth)
+    if horizontal:
+        return depth * H_UNIT + CAPTION_W + 8, breadth * ROW_UNIT + 2 * MAX_R + CAPTION_H + 17
+    return breadth * H_UNIT + CAPTION_W + 8, depth * V_UNIT + 2 * MAX_R + CAPTION_H + 17
+
+
+def fit_scale(size: tuple[float, float], width: float, height: float) -> float:
+    """The scale at which a drawing of ``size`` fits ``width`` × ``height`` (at most 1: never blown up)."""
+    return min(width / max(size[0], 1.0), height / max(size[1], 1.0), 1.0)
+
+
+def prefers_left_to_right(layout: Layout, width: float, height: float) -> bool:
+    """Whether ``layout`` fits a ``width`` × ``height`` view better left to right than top-down: deep
+    chains do, wide trees do not. Equal fits (a tree that fits either way) go by shape."""
+    across = fit_scale(extent(layout, True), width, height)
+    down = fit_scale(extent(layout, False), width, height)
+    if not math.isclose(across, down, rel_tol=0.02):
+        return across > down
+    depth = max(layout.depth, default=0)
+    return depth + 1 > max(1.0, max(layout.x, default=0.0) - min(layout.x, default=0.0) + 1)
+
+
+def wrap_caption(text: str, metrics: QFontMetricsF, width: float, lines: int = CAPTION_LINES) -> list[str]:
+    """``text`` on at most ``lines`` lines of ``width`` pixels, the last one elided with "…" if text is
+    left: broken at a space, or where a space would leave a line too short, after a ``/``, ``.``, ``_``
+    or ``-`` (``read_file src/`` / ``pkg/stats.py``), else anywhere."""
+    out: list[str] = []
+    rest = text.strip()
+    while rest and len(out) < lines:
+        if metrics.horizontalAdvance(rest) <= width:
+            out.append(rest)
+            break
+        if len(out) == lines - 1:
+            out.append(metrics.elidedText(rest, Qt.TextElideMode.ElideRight, width))
+            break
+        lo, hi = 1, len(rest)
+        while lo < hi:  # the longest prefix that fits
+            mid = (lo + hi + 1) // 2
+            if metrics.horizontalAdvance(rest[:mid]) <= width:
+                lo = mid
+            else:
+                hi = mid - 1
+        cut = lo
+        space = rest.rfind(" ", 0, cut + 1)
+        if space >= 0.6 * cut:
+            out.append(rest[:space])
+            rest = rest[space + 1 :].lstrip()
+            continue
+        mark = max(rest.rfind(c, 0, cut) for c in "/._-")
+        if mark + 1 >= cut / 2 and mark > space:
+            cut = mark + 1
+        elif space > 0:
+            out.append(rest[:space])
+            rest = rest[space + 1 :].lstrip()
+            continue
+        out.append(rest[:cut])
+        rest = rest[cut:]
+    return out
+
+
 @dataclass
 class Geometry:
-    """What the canvas paints, precomputed after a layout: scene positions, styles and a row index.
+    """What the canvas paints, precomputed after a layout: scene positions, styles and a depth index.
 
     Styles change in place (:meth:`restyle`, :meth:`set_best`) when nodes are updated; only a change of
-    shape (a node added, a pruned node hidden) needs a new layout and a new Geometry.
+    shape (a node added, a pruned node hidden) or of direction needs a new Geometry.
     """
 
     ids: list[str] = field(default_factory=list)
@@ -61,18 +135,31 @@ class Geometry:
     kind: list[str] = field(default_factory=list)
     status: list[str] = field(default_factory=list)
     label: list[str] = field(default_factory=list)
-    edge_label: list[str] = field(default_factory=list)
+    """Each node's caption (before wrapping)."""
+    score: list[str] = field(default_factory=list)
+    """Each node's score as drawn in it (reward 0–10), or ""."""
     parent: list[int] = field(default_factory=list)
     best: list[bool] = field(default_factory=list)
     index: dict[str, int] = field(default_factory=dict)
     rows: list[tuple[list[float], list[int]]] = field(default_factory=list)
-    """Per depth: the nodes' x (sorted) and their indices."""
+    """Per depth: the nodes' positions across (sorted) and their indices."""
     edges: list[EdgeRow | None] = field(default_factory=list)
-    """Per depth, built when first painted: lines from parents to the row's nodes, x extents, best flags."""
+    """Per depth, built when first painted: lines from parents to the depth's nodes, extents across
+    and best flags."""
     bounds: QRectF = field(default_factory=QRectF)
+    horizontal: bool = False
+    """Drawn left to right (depth along x) rather than top-down."""
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def depth_unit(self) -> float:
+        return H_UNIT if self.horizontal else V_UNIT
+
+    def across(self, index: int) -> float:
+        """Node ``index``'s position across the depths (x top-down, y left to right)."""
+        return self.cy[index] if self.horizontal else self.cx[index]
 
     def edge_row(self, depth: int) -> EdgeRow:
         row = self.edges[depth]
@@ -84,17 +171,55 @@ class Geometry:
                 if p < 0:
                     continue
                 lines.append(QLineF(cx[p], cy[p], cx[i], cy[i]))
-                lo.append(min(cx[p], cx[i]))
-                hi.append(max(cx[p], cx[i]))
+                a, b = self.across(p), self.across(i)
+                lo.append(min(a, b))
+                hi.append(max(a, b))
                 flags.append(best[i] and best[p])
             row = self.edges[depth] = (lines, lo, hi, flags)
         return row
+
+    def depth_range(self, rect: QRectF, pad: float = PAD) -> tuple[int, int, float, float]:
+        """The depths ``rect`` (scene) shows, grown by ``pad``, and its extent across them."""
+        if self.horizontal:
+            m0, m1, c0, c1 = rect.left(), rect.right(), rect.top(), rect.bottom()
+        else:
+            m0, m1, c0, c1 = rect.top(), rect.bottom(), rect.left(), rect.right()
+        unit = self.depth_unit
+        d0 = max(0, math.floor((m0 - pad) / unit))
+        d1 = min(len(self.rows) - 1, math.ceil((m1 + pad) / unit))
+        return d0, d1, c0 - pad, c1 + pad
+
+    def visible(self, rect: QRectF, pad: float = PAD) -> list[int]:
+        """Indices of the nodes whose drawing may reach into ``rect`` (scene coordinates)."""
+        if not self.ids:
+            return []
+        d0, d1, c0, c1 = self.depth_range(rect, pad)
+        found: list[int] = []
+        for d in range(d0, d1 + 1):
+            xs, members = self.rows[d]
+            found.extend(members[bisect_left(xs, c0) : bisect_right(xs, c1)])
+        return found
+
+    def node_rect(self, index: int) -> QRectF:
+        """Node ``index``'s shape (with its rings) in scene coordinates."""
+        x, y, reach = self.cx[index], self.cy[index], self.r[index] + 7
+        return QRectF(x - reach, y - reach, 2 * reach, 2 * reach)
+
+    def caption_rect(self, index: int) -> QRectF:
+        """Where node ``index``'s caption may be drawn, in scene coordinates."""
+        return QRectF(
+            self.cx[index] - CAPTION_W / 2, self.cy[index] + self.r[index] + 3, CAPTION_W, CAPTION_H
+        )
+
+    def node_box(self, index: int) -> QRectF:
+        """Everything drawn for node ``index``: its shape, rings and caption."""
+        return self.node_rect(index).united(self.caption_rect(index))
 
     def restyle(self, index: int, node: TreeNode) -> None:
         """Take the updated ``node``'s style (drawn at ``index``) without a new layout."""
         style = node_style(node)
         self.r[index], self.fill[index], self.kind[index], self.status[index] = style[:4]
-        self.label[index], self.edge_label[index] = style[4], style[5]
+        self.label[index], self.score[index] = style[4], style[5]
 
     def set_best(self, path: Iterable[str]) -> None:
         """Mark the best path (edges along it are rebuilt when next painted)."""
@@ -103,46 +228,45 @@ class Geometry:
         self.edges = [None] * len(self.rows)
 
 
-def build_geometry(tree: SearchTree, layout: Layout) -> Geometry:
-    """Scene coordinates and styles of ``layout``'s nodes, and the per-row index used for culling."""
+def build_geometry(tree: SearchTree, layout: Layout, *, horizontal: bool = False) -> Geometry:
+    """Scene coordinates and styles of ``layout``'s nodes, top-down or left to right, and the per-depth
+    index used for culling."""
     nodes = tree.nodes
-    geo = Geometry()
+    geo = Geometry(horizontal=horizontal)
     if len(layout) == 0:
         return geo
     ids = layout.ids
     geo.ids = ids
-    geo.cx = cx = [x * H_UNIT for x in layout.x]
-    geo.cy = [d * V_UNIT for d in layout.depth]
+    if horizontal:
+        geo.cx = [d * H_UNIT for d in layout.depth]
+        geo.cy = [x * ROW_UNIT for x in layout.x]
+        across = geo.cy
+    else:
+        geo.cx = [x * H_UNIT for x in layout.x]
+        geo.cy = [d * V_UNIT for d in layout.depth]
+        across = geo.cx
     geo.parent = layout.parent
     geo.index = {node_id: i for i, node_id in enumerate(ids)}
     styles = [node_style(nodes[node_id]) for node_id in ids]
     if styles:
-        r, fill, kind, status, label, edge_label = (list(column) for column in zip(*styles, strict=True))
-        geo.r, geo.fill, geo.kind, geo.status, geo.label, geo.edge_label = (
-            r,
-            fill,
-            kind,
-            status,
-            label,
-            edge_label,
-        )
+        r, fill, kind, status, label, score = (list(column) for column in zip(*styles, strict=True))
+        geo.r, geo.fill, geo.kind, geo.status, geo.label, geo.score = r, fill, kind, status, label, score
     best = set(tree.best_path)
     geo.best = [node_id in best for node_id in ids]
     row_members: list[list[int]] = [[] for _ in range(max(layout.depth) + 1)]
     for i, d in enumerate(layout.depth):
-        row_members[d].append(i)  # layout order is preorder: each row comes out left to right
+        row_members[d].append(i)  # layout order is preorder: each depth comes out in order across
     for members in row_members:
-        xs = [cx[i] for i in members]
+        xs = [across[i] for i in members]
         if any(a > b for a, b in itertools.pairwise(xs)):
-            members.sort(key=cx.__getitem__)
-            xs = [cx[i] for i in members]
+            members.sort(key=across.__getitem__)
+            xs = [across[i] for i in members]
         geo.rows.append((xs, members))
     geo.edges = [None] * len(row_members)
-    margin = MAX_R + H_UNIT / 2
-    left, right = min(cx), max(cx)
-    geo.bounds = QRectF(
-        left - margin, -margin, right - left + 2 * margin, (len(row_members) - 1) * V_UNIT + 2 * margin
-    )
+    left, right, top, bottom = min(geo.cx), max(geo.cx), min(geo.cy), max(geo.cy)
+    side = CAPTION_W / 2 + 4
+    above, below = MAX_R + 8, MAX_R + 3 + CAPTION_H + 6
+    geo.bounds = QRectF(left - side, top - above, right - left + 2 * side, bottom - top + above + below)
     return geo
 
 
@@ -157,43 +281,55 @@ class TreeCanvas(QGraphicsItem):
         self.paint_count = 0
         self.last_painted = 0
         """Nodes drawn by the last paint (tests and the bench check the culling with it)."""
+        self.last_captions: dict[int, list[str]] = {}
+        """The caption lines the last paint drew, by node index (empty when captions were not drawn)."""
         self._font = QFont()
         self._font.setPointSizeF(FONT_PT)
         self._metrics = QFontMetricsF(self._font)
-        self._elided: dict[int, str] = {}
+        self._score_font = QFont(self._font)
+        self._score_font.setPointSizeF(FONT_PT - 1.5)
+        self._score_font.setBold(True)
+        self._captions: dict[int, tuple[list[str], float]] = {}
         self._brushes: dict[str, QBrush] = {}
         self._pens: dict[tuple[str, float], QPen] = {}
 
     def forget_label(self, index: int) -> None:
-        """Node ``index``'s label changed: elide it again when next painted."""
-        self._elided.pop(index, None)
+        """Node ``index``'s caption changed: wrap it again when next painted."""
+        self._captions.pop(index, None)
 
     def set_geometry(self, geometry: Geometry) -> None:
         self.prepareGeometryChange()
         self.geometry = geometry
-        self._elided = {}
+        self._captions = {}
         self.update()
 
     def boundingRect(self) -> QRectF:
         return QRectF(self.geometry.bounds)
 
+    def caption_lines(self, index: int) -> list[str]:
+        """Node ``index``'s caption as drawn: wrapped on at most two lines, elided when longer."""
+        return self._caption(index)[0]
+
+    def _caption(self, index: int) -> tuple[list[str], float]:
+        cached = self._captions.get(index)
+        if cached is None:
+            lines = wrap_caption(self.geometry.label[index], self._metrics, CAPTION_W)
+            width = max((self._metrics.horizontalAdvance(line) for line in lines), default=0.0)
+            cached = self._captions[index] = (lines, width)
+        return cached
+
     def node_at(self, point: QPointF) -> int:
-        """Index of the node under ``point`` (scene coordinates), or -1."""
+        """Index of the node under ``point`` (scene coordinates; its shape or caption), or -1."""
         geo = self.geometry
-        if not geo.ids:
-            return -1
-        depth = round(point.y() / V_UNIT)
-        if not 0 <= depth < len(geo.rows):
-            return -1
-        xs, members = geo.rows[depth]
-        k = bisect_left(xs, point.x())
         best, best_distance = -1, float("inf")
-        for j in (k - 1, k):
-            if 0 <= j < len(members):
-                i = members[j]
-                distance = math.hypot(geo.cx[i] - point.x(), geo.cy[i] - point.y())
-                if distance <= max(geo.r[i] * 1.3, 6.0) and distance < best_distance:
-                    best, best_distance = i, distance
+        for i in geo.visible(QRectF(point, point), PAD):
+            distance = math.hypot(geo.cx[i] - point.x(), geo.cy[i] - point.y())
+            lines, width = self._caption(i)
+            caption = geo.caption_rect(i)
+            caption = QRectF(geo.cx[i] - width / 2 - 2, caption.top(), width + 4, max(len(lines), 1) * LINE_H)
+            hit = distance <= max(geo.r[i] * 1.3, 6.0) or caption.contains(point)
+            if hit and distance < best_distance:
+                best, best_distance = i, distance
         return best
 
     def _brush(self, colour: str) -> QBrush:
@@ -215,44 +351,42 @@ class TreeCanvas(QGraphicsItem):
     ) -> None:
         geo = self.geometry
         self.paint_count += 1
+        self.last_captions = {}
         if not geo.ids:
             self.last_painted = 0
             return
         lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
         exposed = option.exposedRect  # type: ignore[attr-defined]
-        pad = MAX_R * 1.3
-        x0, x1 = exposed.left() - pad, exposed.right() + pad
-        d0 = max(0, math.floor((exposed.top() - pad) / V_UNIT))
-        d1 = min(len(geo.rows) - 1, math.ceil((exposed.bottom() + pad) / V_UNIT))
+        d0, d1, c0, c1 = geo.depth_range(exposed)
         visible: list[int] = []
         for d in range(d0, d1 + 1):
             xs, members = geo.rows[d]
-            visible.extend(members[bisect_left(xs, x0) : bisect_right(xs, x1)])
+            visible.extend(members[bisect_left(xs, c0) : bisect_right(xs, c1)])
         self.last_painted = len(visible)
-        self._paint_edges(painter, geo, lod, x0, x1, d0, min(len(geo.rows) - 1, d1 + 1))
+        self._paint_edges(painter, geo, lod, c0, c1, d0, min(len(geo.rows) - 1, d1 + 1))
         if not visible:
             return
-        if H_UNIT * lod * 0.3 < SHAPE_PX:
+        if H_UNIT * lod * 0.15 < SHAPE_PX:
             self._paint_dots(painter, geo, visible)
         else:
             self._paint_shapes(painter, geo, visible, lod)
         if FONT_PT * lod >= LABEL_PX:
-            self._paint_labels(painter, geo, visible, lod, d0, d1, x0, x1)
+            self._paint_captions(painter, geo, visible)
 
     def _paint_edges(
-        self, painter: QPainter, geo: Geometry, lod: float, x0: float, x1: float, d0: float, d1: int
+        self, painter: QPainter, geo: Geometry, lod: float, c0: float, c1: float, d0: int, d1: int
     ) -> None:
         normal: list[QLineF] = []
         best: list[QLineF] = []
-        for d in range(max(1, int(d0)), d1 + 1):
+        for d in range(max(1, d0), d1 + 1):
             lines, lo, hi, flags = geo.edge_row(d)
             if not lines:
                 continue
-            if lo and min(lo) >= x0 and max(hi) <= x1 and not any(flags):
+            if lo and min(lo) >= c0 and max(hi) <= c1 and not any(flags):
                 normal.extend(lines)
                 continue
             for line, a, b, flag in zip(lines, lo, hi, flags, strict=True):
-                if b >= x0 and a <= x1:
+                if b >= c0 and a <= c1:
                     (best if flag else normal).append(line)
         if normal:
             painter.setPen(self._pen(EDGE_COLOUR, 1.0, cosmetic=True))
@@ -319,52 +453,36 @@ class TreeCanvas(QGraphicsItem):
             painter.setPen(self._pen(SELECT_COLOUR, 2.5, cosmetic=True))
             painter.drawEllipse(QPointF(cx[i], cy[i]), r[i] + 7, r[i] + 7)
 
-    def _paint_labels(
-        self,
-        painter: QPainter,
-        geo: Geometry,
-        visible: list[int],
-        lod: float,
-        d0: int,
-        d1: int,
-        x0: float,
-        x1: float,
-    ) -> None:
+    def _paint_captions(self, painter: QPainter, geo: Geometry, visible: list[int]) -> None:
+        cx, cy, r = geo.cx, geo.cy, geo.r
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(CAPTION_BACKGROUND)
+        placed: list[tuple[int, list[str], float]] = []
+        for i in visible:
+            lines, width = self._caption(i)
+            if lines:
+                placed.append((i, lines, width))
+                top = cy[i] + r[i] + 3
+                painter.drawRect(QRectF(cx[i] - width / 2 - 2, top, width + 4, len(lines) * LINE_H))
         painter.setFont(self._font)
         painter.setPen(self._pen(TEXT_COLOUR, 1.0))
-        height = self._metrics.height()
-        width = H_UNIT - 4
-        cx, cy, r = geo.cx, geo.cy, geo.r
-        for i in visible:
-            text = self._elided.get(i)
-            if text is None:
-                text = self._elided[i] = self._metrics.elidedText(
-                    geo.label[i], Qt.TextElideMode.ElideRight, width
-                )
-            painter.drawText(
-                QRectF(cx[i] - width / 2, cy[i] + r[i] + 2, width, height),
-                Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
-                text,
-            )
-        if FONT_PT * lod < LABEL_PX * 1.4:
-            return  # edge labels need a little more room than node labels
-        painter.setPen(self._pen(BEST_COLOUR, 1.0))
-        small = QFont(self._font)
-        small.setItalic(True)
-        painter.setFont(small)
-        for d in range(max(d0, 1), d1 + 2):
-            if d >= len(geo.rows):
-                break
-            xs, members = geo.rows[d]
-            for i in members[bisect_left(xs, x0) : bisect_right(xs, x1)]:
-                tool, p = geo.edge_label[i], geo.parent[i]
-                if not tool or p < 0:
-                    continue
-                mx, my = cx[p] + 0.6 * (cx[i] - cx[p]), cy[p] + 0.6 * (cy[i] - cy[p])
+        for i, lines, _width in placed:
+            top = cy[i] + r[i] + 3
+            for k, line in enumerate(lines):
                 painter.drawText(
-                    QRectF(mx - H_UNIT, my - height, 2 * H_UNIT, height),
-                    Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom,
-                    self._metrics.elidedText(tool, Qt.TextElideMode.ElideRight, 2 * H_UNIT),
+                    QRectF(cx[i] - CAPTION_W / 2 - 20, top + k * LINE_H, CAPTION_W + 40, LINE_H),
+                    Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter,
+                    line,
+                )
+            self.last_captions[i] = lines
+        scored = [i for i in visible if geo.score[i]]
+        if scored:
+            painter.setFont(self._score_font)
+            for i in scored:
+                painter.drawText(
+                    QRectF(cx[i] - r[i], cy[i] - r[i], 2 * r[i], 2 * r[i]),
+                    Qt.AlignmentFlag.AlignCenter,
+                    geo.score[i],
                 )
 
 

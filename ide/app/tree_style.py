@@ -1,4 +1,4 @@
-"""How a search-tree node looks: its size, fill colour by value, outline by status and shape by kind."""
+"""How a search-tree node looks: size, fill colour by value, outline by status, shape by kind, caption."""
 
 from __future__ import annotations
 
@@ -9,16 +9,28 @@ from PySide6.QtGui import QColor
 from ide.app.theme import ACCENT
 from ide.protocol.tree import TreeNode
 
-H_UNIT = 48.0
-"""Scene pixels between sibling centres."""
-V_UNIT = 80.0
-"""Scene pixels between depth levels."""
-MIN_R, MAX_R = 7.0, 18.0
+MIN_R, MAX_R = 10.0, 18.0
+FONT_PT = 9.0
+CAPTION_W = 110.0
+"""Scene width of a node's caption (its label, wrapped): two lines hold 30-odd characters."""
+CAPTION_LINES = 2
+LINE_H = 14.0
+"""Scene height of one caption line (9 pt text)."""
+CAPTION_H = CAPTION_LINES * LINE_H
+H_UNIT = CAPTION_W + 6
+"""Scene pixels between sibling centres top-down, and between depth columns left to right."""
+V_UNIT = 2 * MAX_R + CAPTION_H + 16
+"""Scene pixels between depth levels top-down (a node, its caption and room for the edges)."""
+ROW_UNIT = 2 * MAX_R + CAPTION_H + 8
+"""Scene pixels between sibling rows left to right."""
+MIN_SCALE = 0.8
+"""The default fit never shrinks the drawing below this: it scrolls instead, so captions stay readable."""
 LABEL_PX = 7.0
 """Smallest on-screen text height (pixels) worth drawing."""
 SHAPE_PX = 5.0
 """Below this on-screen node diameter, nodes are plain squares (no outline, no shape)."""
-FONT_PT = 9.0
+MAIN_ARGS = ("path", "file", "file_path", "pattern", "query", "command", "cmd", "url", "name", "symbol")
+"""Tool arguments a caption shows after the tool's name, the first one present."""
 
 
 STATUS_COLOURS = {
@@ -59,7 +71,7 @@ def node_score(node: TreeNode) -> float | None:
 
 
 def node_radius(node: TreeNode) -> float:
-    return min(MIN_R + 2.5 * math.log2(1 + max(node.visits, 0)), MAX_R)
+    return min(MIN_R + 1.6 * math.log2(1 + max(node.visits, 0)), MAX_R)
 
 
 def _regular(count: int, start: float) -> list[tuple[float, float]]:
@@ -83,7 +95,7 @@ POLYGONS: dict[str, list[tuple[float, float]]] = {
 
 
 NodeStyle = tuple[float, str, str, str, str, str]
-"""Radius, fill colour, kind, status, label and edge label (the action's tool) of a drawn node."""
+"""Radius, fill colour, kind, status, caption and score (reward 0–10, or "") of a drawn node."""
 
 _COLOURS: dict[float, str] = {}
 
@@ -95,5 +107,30 @@ def node_style(node: TreeNode) -> NodeStyle:
         fill = STATUS_COLOURS.get(node.status, "#c3c8d1")
     else:
         fill = _COLOURS.get(score) or _COLOURS.setdefault(score, value_colour(score))
-    tool = node.action.tool if node.action is not None else ""
-    return node_radius(node), fill, node.kind, node.status, node.label or node.kind, tool
+    return node_radius(node), fill, node.kind, node.status, node_caption(node), score_text(node)
+
+
+def node_caption(node: TreeNode) -> str:
+    """What a node says under it: an action's tool and main argument, else its label (or its kind)."""
+    action = node.action
+    if action is not None:
+        argument = next((action.args[k] for k in MAIN_ARGS if action.args.get(k) not in (None, "")), None)
+        if argument is None:
+            argument = next((v for v in action.args.values() if isinstance(v, str) and v.strip()), "")
+        text = str(argument).strip().splitlines()[0] if str(argument).strip() else ""
+        return f"{action.tool} {text}".strip()
+    label = (node.label or "").strip()
+    return label.splitlines()[0] if label else node.kind
+
+
+def node_reward(node: TreeNode) -> float | None:
+    """The node's evaluated score on the 0–10 scale, or None when it was not scored."""
+    if node.reward_raw is not None:
+        return node.reward_raw
+    return node.reward * 10 if node.reward is not None else None
+
+
+def score_text(node: TreeNode) -> str:
+    """The score drawn in a node: its reward 0–10 (one decimal at most), or "" when it has none."""
+    reward = node_reward(node)
+    return "" if reward is None else f"{round(reward, 1):g}"

@@ -32,7 +32,8 @@ TOOLBAR_SPACING = 2
 
 
 class TreeToolbar(QWidget):
-    """The run chooser, Fit, Hide pruned, Overview and Export, and the shown run's summary."""
+    """The run chooser, Fit, Whole tree, the direction, Hide pruned, Legend, Overview and Export, and the
+    shown run's summary."""
 
     exportRequested = Signal(str, Path)
     """The user chose where to export the tree: the kind (``png``, ``svg``, ``jsonl``) and the path."""
@@ -43,12 +44,25 @@ class TreeToolbar(QWidget):
         self.run_combo.setMinimumContentsLength(18)
         self.fit_button = QToolButton()
         self.fit_button.setText("Fit")
+        self.fit_button.setToolTip("Fit the tree to the view, as small as still readable (then scroll)")
+        self.whole_button = QToolButton()
+        self.whole_button.setText("Whole tree")
+        self.whole_button.setToolTip("Show the whole tree, however small; zoom in to read the nodes")
+        self.direction_combo = QComboBox()
+        self.direction_combo.setToolTip("Layout direction: chosen to fit the view, or fixed")
+        for text, data in (("Auto", "auto"), ("Left to right", "lr"), ("Top down", "td")):
+            self.direction_combo.addItem(text, data)
         self.hide_pruned_box = QCheckBox("Hide pruned")
         self.overview_button = QToolButton()
         self.overview_button.setText("Overview")
         self.overview_button.setCheckable(True)
         self.overview_button.setChecked(True)
-        self.overview_button.setToolTip("Show a map of the whole tree in the corner")
+        self.overview_button.setToolTip("Show a map of the whole tree when it does not fit the view")
+        self.legend_button = QToolButton()
+        self.legend_button.setText("Legend")
+        self.legend_button.setCheckable(True)
+        self.legend_button.setChecked(True)
+        self.legend_button.setToolTip("Show what colours, shapes and outlines mean, beside the tree")
         self.export_button = QToolButton()
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -64,7 +78,10 @@ class TreeToolbar(QWidget):
         bar.setSpacing(TOOLBAR_SPACING)
         bar.addWidget(self.run_combo)
         bar.addWidget(self.fit_button)
+        bar.addWidget(self.whole_button)
+        bar.addWidget(self.direction_combo)
         bar.addWidget(self.hide_pruned_box)
+        bar.addWidget(self.legend_button)
         bar.addWidget(self.overview_button)
         bar.addWidget(self.export_button)
         bar.addWidget(self.summary, 1)

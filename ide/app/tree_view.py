@@ -5,8 +5,13 @@ its node where it stands (colour, size, status: O(changed)); only a new node, or
 needs a new layout, and those are paced to at most one per :data:`RELAYOUT_MS` and to a bounded share of
 the time (:data:`RELAYOUT_SPACING`), however many batches arrive in between. Duplicated live events are
 ignored, early ones held until the gap fills, and an event that does not fit stops its run with a line in
-the dock (:class:`~ide.app.tree_runs.RunFeed`). A corner overview shows the whole tree and the visible
-part, and pans the view on a click.
+the dock (:class:`~ide.app.tree_runs.RunFeed`).
+
+The default fit keeps captions readable: it never shrinks the drawing below
+:data:`~ide.app.tree_style.MIN_SCALE` (it scrolls to the selected node, the best path's end or the
+newest node instead), and the direction is chosen to fit the dock — left to right for deep chains,
+top-down for wide trees — unless the toolbar overrides it. Hovering a node shows a summary of it; an
+overview map, shown only when the tree does not fit, sits where it covers no node, and pans the view.
 
 The drawing is in :mod:`ide.app.tree_scene` (styles in :mod:`ide.app.tree_style`), the view and the
 overview in :mod:`ide.app.tree_overview`, the inspector in :mod:`ide.app.tree_inspector`, the toolbar
@@ -24,11 +29,18 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QGraphicsScene, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from ide.app.tree_inspector import TreeInspector, exploration_constant, inspector_html
+from ide.app.tree_inspector import TreeInspector, exploration_constant, inspector_html, node_tooltip, uses_uct
 from ide.app.tree_model import Layout, tidy_layout, visible_ids
 from ide.app.tree_overview import TreeGraphicsView, TreeOverview
 from ide.app.tree_runs import HELD_EVENTS_MAX, RunFeed, run_summary
-from ide.app.tree_scene import Geometry, TreeCanvas, build_geometry, render_png, render_svg
+from ide.app.tree_scene import (
+    Geometry,
+    TreeCanvas,
+    build_geometry,
+    prefers_left_to_right,
+    render_png,
+    render_svg,
+)
 from ide.app.tree_style import H_UNIT, V_UNIT, node_style, value_colour
 from ide.app.tree_toolbar import ReplayTimeline, TreeToolbar
 from ide.protocol.tree import SearchTree, TreeEvent, TreeFileError, TreeNode, read_jsonl, write_jsonl
@@ -96,6 +108,10 @@ class SearchTreeView(QWidget):
         self._relayout_cost = 0.0
         self._relayout_done = 0.0
         self._auto_fit = True
+        self._fit_whole = False
+        self.direction = "auto"
+        """``auto`` (chosen to fit the view), ``lr`` (left to right) or ``td`` (top-down)."""
+        self._geometry_dirty = False
         self._urgent = False
         self._fault_shown = False
         self._timer = QTimer(self)
@@ -109,6 +125,8 @@ class SearchTreeView(QWidget):
         self.graphics = TreeGraphicsView(self.scene)
         self.graphics.setObjectName("treeGraphics")
         self.graphics.nodeClicked.connect(self._on_click)
+        self.graphics.tooltip_text = self.tooltip_at
+        self.graphics.resized.connect(self._on_resized)
         self.graphics.userMoved.connect(self._stop_auto_fit)
         self.overview = TreeOverview(self.graphics, self.canvas)
         self.overview.panned.connect(self._stop_auto_fit)
@@ -123,8 +141,15 @@ class SearchTreeView(QWidget):
         self.summary = self.toolbar.summary
         self.run_combo.currentIndexChanged.connect(self._on_run_chosen)
         self.fit_button.clicked.connect(self.fit)
+        self.whole_button = self.toolbar.whole_button
+        self.whole_button.clicked.connect(self.fit_whole)
+        self.direction_combo = self.toolbar.direction_combo
+        self.direction_combo.currentIndexChanged.connect(
+            lambda _i: self.set_direction(self.direction_combo.currentData())
+        )
+        self.legend_button = self.toolbar.legend_button
         self.hide_pruned_box.toggled.connect(self.set_hide_pruned)
-        self.overview_button.toggled.connect(self.overview.setVisible)
+        self.overview_button.toggled.connect(self.overview.set_wanted)
         self.toolbar.exportRequested.connect(self._export)
         self.message = QLabel()
         self.message.setObjectName("treeMessage")
@@ -135,6 +160,8 @@ class SearchTreeView(QWidget):
         self.inspector = self.side.text
         self.branch_button = self.side.branch_button
         self.branch_button.clicked.connect(self._request_branch_diff)
+        self.legend = self.side.legend
+        self.legend_button.toggled.connect(self.legend.setVisible)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.graphics)
         splitter.addWidget(self.side)
@@ -289,10 +316,11 @@ class SearchTreeView(QWidget):
             self._layout = None
             self.canvas.set_geometry(Geometry())
             self.overview.invalidate()
-        elif self._structure_dirty or self._layout is None:
-            roots, children = visible_ids(tree, hide_pruned=self.hide_pruned)
-            self._layout = tidy_layout(roots, children)
-            geometry = build_geometry(tree, self._layout)
+        elif self._structure_dirty or self._geometry_dirty or self._layout is None:
+            if self._structure_dirty or self._layout is None:
+                roots, children = visible_ids(tree, hide_pruned=self.hide_pruned)
+                self._layout = tidy_layout(roots, children)
+            geometry = build_geometry(tree, self._layout, horizontal=self._choose_horizontal(self._layout))
             self.canvas.set_geometry(geometry)
             self.canvas.selected = geometry.index.get(self.selected_id, -1) if self.selected_id else -1
             self.scene.setSceneRect(geometry.bounds)
@@ -303,7 +331,7 @@ class SearchTreeView(QWidget):
             self._relayout_cost = self._relayout_done - started
         else:
             self._restyle_in_place()
-        self._structure_dirty = self._best_dirty = False
+        self._structure_dirty = self._best_dirty = self._geometry_dirty = False
         self._restyle.clear()
         self.layout_count += 1
         self._update_summary()
@@ -329,18 +357,61 @@ class SearchTreeView(QWidget):
         self.canvas.update()
         self.overview.invalidate()
 
+    def _choose_horizontal(self, layout: Layout) -> bool:
+        if self.direction != "auto":
+            return self.direction == "lr"
+        viewport = self.graphics.viewport().size()
+        return prefers_left_to_right(layout, viewport.width(), viewport.height())
+
+    def set_direction(self, direction: str) -> None:
+        """Draw left to right (``lr``), top-down (``td``) or whichever fits the view (``auto``)."""
+        if direction not in ("auto", "lr", "td"):
+            raise ValueError(f"no tree direction {direction!r}; there are auto, lr and td")
+        self.direction = direction
+        self.direction_combo.blockSignals(True)
+        self.direction_combo.setCurrentIndex(self.direction_combo.findData(direction))
+        self.direction_combo.blockSignals(False)
+        self._geometry_dirty = self._auto_fit = True
+        self._schedule(soon=True)
+
     def fit(self, keep_following: bool = False) -> None:
-        """Fit the whole tree in the view (and follow it as it grows, until the user zooms or pans)."""
+        """Fit the tree in the view, never smaller than readable (scrolling to the selected node, the best
+        path's end or the newest node when it does not fit), and follow it as it grows, until the user
+        zooms or pans."""
         if not keep_following:
-            self._auto_fit = True
-        rect = self.canvas.geometry.bounds
-        if rect.isEmpty():
+            self._auto_fit, self._fit_whole = True, False
+        if not self.canvas.geometry.bounds.isEmpty():
+            self.overview.reconsider()
+            focus = None if self._fit_whole else self.scene_pos(self._focus_id())
+            self.graphics.fit_tree(self.canvas.geometry.bounds, focus, whole=self._fit_whole)
+
+    def fit_whole(self) -> None:
+        """Show the whole tree, however small that makes it (captions show again once zoomed in), and
+        follow it so as it grows, until the user zooms or pans or asks for Fit."""
+        self._auto_fit = self._fit_whole = True
+        self.fit(keep_following=True)
+
+    def _focus_id(self) -> str:
+        """The node a fit that cannot show everything shows: selected, best path's end, or newest."""
+        geometry, tree = self.canvas.geometry, self.shown
+        if self.selected_id in geometry.index:
+            return self.selected_id or ""
+        if tree is not None and tree.best_path and tree.best_path[-1] in geometry.index:
+            return tree.best_path[-1]
+        if tree is not None:
+            return next((i for i in reversed(tree.nodes) if i in geometry.index), "")
+        return ""
+
+    def _on_resized(self) -> None:
+        """The dock changed size: a followed tree is fitted again, redrawn if another direction fits."""
+        geometry = self.canvas.geometry
+        if not (self._auto_fit and geometry.ids and self._layout is not None):
             return
-        self.graphics.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
-        if self.graphics.transform().m11() > 1.5:  # a small tree: do not blow it up
-            self.graphics.resetTransform()
-            self.graphics.centerOn(rect.center())
-        self.graphics.viewChanged.emit()
+        if self._choose_horizontal(self._layout) != geometry.horizontal:
+            self._geometry_dirty = True
+            self._schedule(soon=True)
+        else:
+            self.fit(keep_following=True)
 
     def _stop_auto_fit(self) -> None:
         self._auto_fit = False
@@ -379,6 +450,15 @@ class SearchTreeView(QWidget):
         self.graphics.centerOn(QPointF(geometry.cx[index], geometry.cy[index]))
         return True
 
+    def tooltip_at(self, point: QPointF) -> str:
+        """The hover text of the node at ``point`` (scene coordinates), or "" where there is none."""
+        index = self.canvas.node_at(point)
+        tree = self.shown
+        if index < 0 or tree is None:
+            return ""
+        node = tree.nodes.get(self.canvas.geometry.ids[index])
+        return node_tooltip(node) if node is not None else ""
+
     def scene_pos(self, node_id: str) -> QPointF | None:
         geometry = self.canvas.geometry
         index = geometry.index.get(node_id)
@@ -395,7 +475,9 @@ class SearchTreeView(QWidget):
             self.side.show_node(None)
         else:
             parent = tree.nodes.get(node.parent) if node.parent is not None else None
-            self.side.show_node(node, parent, exploration_constant(tree.figures))
+            self.side.show_node(
+                node, parent if uses_uct(tree, node) else None, exploration_constant(tree.figures)
+            )
         self._update_branch_button(node)
 
     def set_branch_diff_supported(self, supported: bool) -> None:
@@ -490,7 +572,8 @@ class SearchTreeView(QWidget):
 
     def _set_enabled(self) -> None:
         has = self.current is not None
-        for widget in (self.fit_button, self.export_button, self.slider, self.hide_pruned_box):
+        controls = (self.fit_button, self.whole_button, self.export_button, self.slider, self.hide_pruned_box)
+        for widget in controls:
             widget.setEnabled(has)
 
     def _export(self, kind: str, path: Path) -> None:

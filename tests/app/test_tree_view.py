@@ -13,6 +13,7 @@ from PySide6.QtCore import QPoint, QRectF, QSizeF, Qt
 from PySide6.QtGui import QImage
 
 from ide.app.tree_model import synthetic_events, tidy_layout
+from ide.app.tree_style import MIN_SCALE
 from ide.app.tree_view import SearchTreeView, value_colour
 from ide.app.window import MainWindow
 from ide.protocol.tree import BranchDiffParams, SearchTree, TreeEvent, TreeNode, read_jsonl
@@ -38,9 +39,16 @@ def big_run() -> list[TreeEvent]:
     return synthetic_events(2000, run_id="big")
 
 
-def added(node_id: str, parent: str | None, seq: int, run_id: str = "r", **fields: Any) -> TreeEvent:
+def added(
+    node_id: str,
+    parent: str | None,
+    seq: int,
+    run_id: str = "r",
+    architecture: str | None = None,
+    **fields: Any,
+) -> TreeEvent:
     node = TreeNode(id=node_id, parent=parent, **fields)
-    return TreeEvent(run_id=run_id, seq=seq, kind="node_added", node=node)
+    return TreeEvent(run_id=run_id, seq=seq, kind="node_added", node=node, architecture=architecture)
 
 
 def test_layout_is_tidy_and_needs_no_recursion() -> None:
@@ -64,7 +72,14 @@ def test_a_2000_node_tree_renders_fits_and_culls(
     assert len(view.shown.nodes) == 2000
     assert len(view.canvas.geometry) == 2000
     assert view.scene.sceneRect().contains(view.canvas.boundingRect())
-    # fitted: the whole tree inside the viewport, so one paint draws every node
+    # the default fit keeps captions readable: a big tree is scrolled (to its best path's end), not
+    # shrunk to dots, and only what is in view is painted
+    assert view.graphics.transform().m11() == pytest.approx(MIN_SCALE)
+    assert view.graphics.visible_scene_rect().contains(view.scene_pos("n1999"))
+    view.graphics.viewport().repaint()
+    assert 0 < view.canvas.last_painted < 2000 and view.canvas.last_captions
+    # Whole tree: all of it inside the viewport, so one paint draws every node
+    view.whole_button.click()
     shown = view.graphics.mapFromScene(view.canvas.geometry.bounds).boundingRect()
     assert view.graphics.viewport().rect().adjusted(-2, -2, 2, 2).contains(shown)
     view.graphics.viewport().repaint()
@@ -76,14 +91,14 @@ def test_a_2000_node_tree_renders_fits_and_culls(
     view.graphics.viewport().repaint()
     assert 0 < view.canvas.last_painted < 200
     assert "2000 nodes" in view.summary.text() and "finished" in view.summary.text()
-    view.fit()
+    view.fit_whole()
     view.graphics.viewport().repaint()
     assert view.canvas.last_painted == 2000
 
 
 def test_clicking_a_node_shows_it_in_the_inspector(qtbot: Any, view: SearchTreeView) -> None:
     events = [
-        added("root", None, 1, kind="root", label="Fix the bug", status="evaluated", visits=10),
+        added("root", None, 1, "r", "lats", kind="root", label="Fix the bug", status="evaluated", visits=10),
         added(
             "a1",
             "root",
