@@ -1,4 +1,5 @@
-"""The banner over the central area: backend deaths and classified errors, each with what to do next."""
+"""The banner across the window's top (above the docks, in :class:`BannerBar`): backend deaths, classified
+errors and the model's health, each with what to do next."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import signal
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QVBoxLayout
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+)
 
 from ide.app.theme import mono_font
 from ide.protocol import ErrorInfo
@@ -53,8 +63,12 @@ class Banner(QFrame):
         super().__init__()
         self.setObjectName("banner")
         self.setProperty("severity", "error")
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Maximum)
         self.kind: str | None = None
+        self.bar: BannerBar | None = None
+        """The toolbar holding the banner across the window's top, shown exactly while the banner is."""
+        self.wanted = False
+        """The banner has something to say (shown), whatever its bar's state."""
 
         self._icon = QLabel("!")
         self._icon.setObjectName("bannerIcon")
@@ -103,7 +117,7 @@ class Banner(QFrame):
         layout.addWidget(self.copy_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.restart_button, 0, Qt.AlignmentFlag.AlignTop)
         layout.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignTop)
-        self.hide()
+        self._set_shown(False)
 
     def show_backend_died(self, code: int, stderr_tail: str, *, had_session: bool = True) -> None:
         """The backend process ended on its own: how, its last words, and a Restart button."""
@@ -132,9 +146,16 @@ class Banner(QFrame):
         self.restart_button.setVisible(restartable)
 
     def dismiss(self) -> None:
-        self.hide()
+        self._set_shown(False)
         self.kind = None
         self.dismissed.emit()
+
+    def _set_shown(self, shown: bool) -> None:
+        self.wanted = shown
+        if self.bar is None:
+            self.setVisible(shown)
+        else:
+            self.bar.show_banner(shown)
 
     def _copy_log(self) -> None:
         QGuiApplication.clipboard().setText(self._log)
@@ -155,4 +176,34 @@ class Banner(QFrame):
         self.details.setText(details)
         self.details.setVisible(bool(details))
         self.set_restartable(restartable)
-        self.show()
+        self._set_shown(True)
+
+
+class BannerBar(QToolBar):
+    """A fixed, full-width toolbar at the window's top holding the banner; visible only while it is.
+
+    ``window.addToolBar(BannerBar(banner))`` puts it above the docks and the central area alike.
+    """
+
+    def __init__(self, banner: Banner) -> None:
+        super().__init__("Banner")
+        self.setObjectName("bannerBar")
+        self.setMovable(False)
+        self.setFloatable(False)
+        self.setAllowedAreas(Qt.ToolBarArea.TopToolBarArea)
+        self.toggleViewAction().setVisible(False)  # not in the toolbars' context menu
+        self.setStyleSheet("QToolBar#bannerBar { border: 0; padding: 0; margin: 0; spacing: 0; }")
+        self.banner = banner
+        banner.setVisible(True)  # from now on the toolbar's action shows and hides it
+        self._action = self.addWidget(banner)
+        banner.bar = self
+        self.show_banner(banner.wanted)
+
+    def show_banner(self, shown: bool) -> None:
+        """Show the banner and its bar, or hide both (a toolbar's widget is hidden through its action)."""
+        self._action.setVisible(shown)
+        self.setVisible(shown)
+
+    def setVisible(self, visible: bool) -> None:
+        # A restored window layout must not show an empty bar.
+        super().setVisible(visible and self.banner.wanted)

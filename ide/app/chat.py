@@ -31,12 +31,13 @@ from ide.app.chat_blocks import (
     BlockView,
     Collapsible,
     MarkdownView,
+    NoticeView,
     PlanView,
     ThoughtView,
     ToolCallView,
     UserMessageView,
 )
-from ide.app.conversation import Block, Conversation, PlanBlock, ToolBlock
+from ide.app.conversation import Block, Conversation, NoticeBlock, PlanBlock, ToolBlock, TurnNotice
 
 __all__ = [
     "AssistantMessageView",
@@ -44,6 +45,7 @@ __all__ = [
     "ChatPanel",
     "Collapsible",
     "MarkdownView",
+    "NoticeView",
     "PlanView",
     "PromptEdit",
     "ThoughtView",
@@ -54,6 +56,8 @@ __all__ = [
 
 RENDER_DELAY_MS = 50
 """Coalescing window for re-rendering streamed text (about 20 renders a second at most)."""
+ANSWER_TOP_MARGIN = 6
+"""Pixels above a tall answer's first line when a turn's end scrolls to it."""
 
 
 class PromptEdit(QPlainTextEdit):
@@ -83,9 +87,9 @@ class PromptEdit(QPlainTextEdit):
 class ChatPanel(QWidget):
     """Dock content: the conversation and the prompt box.
 
-    Interface: :meth:`apply_update`, :meth:`add_user_message`, :meth:`clear`, :meth:`replay`,
-    :meth:`set_backend_state`; signals :attr:`promptSubmitted`, :attr:`stopRequested`,
-    :attr:`locationActivated`.
+    Interface: :meth:`apply_update`, :meth:`add_user_message`, :meth:`turn_ended`, :meth:`turn_failed`,
+    :meth:`clear`, :meth:`replay`, :meth:`set_backend_state`; signals :attr:`promptSubmitted`,
+    :attr:`stopRequested`, :attr:`locationActivated`.
     """
 
     promptSubmitted = Signal(str)
@@ -109,6 +113,8 @@ class ChatPanel(QWidget):
         self._views: dict[Block, BlockView] = {}
         self._dirty: list[BlockView] = []
         self._state = BackendState.STOPPED
+        self.turn_running = False
+        """A prompt was sent and its turn has not ended (set by :meth:`add_user_message`)."""
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_DELAY_MS)
@@ -245,8 +251,38 @@ class ChatPanel(QWidget):
         self.promptSubmitted.emit(text)
 
     def add_user_message(self, text: str) -> None:
-        """Show a prompt the user sent; ACP agents do not echo it during the turn, only on replay."""
+        """Show a prompt the user sent (a turn starts); ACP agents do not echo it, only on replay."""
+        self.turn_running = True
         self.apply_update(local_user_message(text))
+
+    def turn_ended(self, stop_reason: str) -> None:
+        """The turn's answer came: a "Stopped" line if it was cancelled; scroll to the answer."""
+        self.turn_running = False
+        if stop_reason == "cancelled":
+            self.apply_update(
+                TurnNotice("stopped", "Stopped — the turn was cancelled; what it did so far stays")
+            )
+        self.flush()
+        QTimer.singleShot(0, self.scroll_to_answer)
+
+    def turn_failed(self, message: str, fix: str | None = None) -> None:
+        """The turn failed: say why (and the fix) in the conversation, and scroll to it."""
+        self.turn_running = False
+        self.apply_update(TurnNotice("error", f"The turn failed: {message}", fix or ""))
+        self.flush()
+        QTimer.singleShot(0, self.scroll_to_answer)
+
+    def scroll_to_answer(self) -> None:
+        """Show the end of the last turn: the start of its last block if taller than the view, else the
+        bottom of the conversation."""
+        self._blocks.activate()
+        bar = self.scroll.verticalScrollBar()
+        views = self.views()
+        last = views[-1] if views else None
+        if last is not None and last.height() > self.scroll.viewport().height():
+            bar.setValue(min(max(last.y() - ANSWER_TOP_MARGIN, 0), bar.maximum()))
+        else:
+            bar.setValue(bar.maximum())
 
     def apply_update(self, update: Any) -> None:
         """Fold one ``session/update`` into the conversation and schedule the re-render."""
@@ -309,6 +345,8 @@ class ChatPanel(QWidget):
             view.locationActivated.connect(self.locationActivated)
         elif isinstance(block, PlanBlock):
             view = PlanView(block)
+        elif isinstance(block, NoticeBlock):
+            view = NoticeView(block)
         elif block.kind == "user":
             view = UserMessageView(block)
         elif block.kind == "thought":

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.conversation import PlanBlock, TextBlock, ToolBlock
+from ide.app.conversation import NoticeBlock, PlanBlock, TextBlock, ToolBlock
 from ide.app.theme import mono_font
 
 STATUS_GLYPHS = {
@@ -349,3 +349,42 @@ class PlanView(QFrame):
 
 
 BlockView = UserMessageView | AssistantMessageView | ThoughtView | ToolCallView | PlanView
+
+
+NOTICE_STYLES = {
+    "error": "QFrame#chatNotice { background: #fdecec; border: 1px solid #f3c1c1; border-radius: 6px; }",
+    "stopped": "QFrame#chatNotice { border-top: 1px solid #d5d8de; }",
+}
+
+
+class NoticeView(QFrame):
+    """A turn's end said in the chat: the error and its fix in a red box, or a muted "Stopped" rule."""
+
+    def __init__(self, block: NoticeBlock) -> None:
+        super().__init__()
+        self.setObjectName("chatNotice")
+        self.setProperty("kind", block.kind)
+        self.setStyleSheet(NOTICE_STYLES.get(block.kind, ""))
+        self.block = block
+        self.title = _wrapping_label("noticeTitle")
+        self.detail = _wrapping_label("noticeDetail")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.setSpacing(2)
+        layout.addWidget(self.title)
+        layout.addWidget(self.detail)
+        if block.kind == "stopped":
+            self.title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            self.title.setStyleSheet("color: #7a808a;")
+
+    def refresh(self) -> None:
+        mark = "✗ " if self.block.kind == "error" else "■ "
+        self.title.setText(mark + self.block.title)
+        if self.block.kind == "error":
+            self.title.setStyleSheet("color: #9b2c2c; font-weight: 600;")
+        self.detail.setText(self.block.detail)
+        self.detail.setVisible(bool(self.block.detail))
+
+    def plain_text(self) -> str:
+        text = self.title.text()
+        return f"{text}\n{self.detail.text()}" if self.block.detail else text

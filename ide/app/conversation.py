@@ -70,7 +70,30 @@ class PlanBlock:
     items: list[PlanItem] = field(default_factory=list)
 
 
-Block = TextBlock | ToolBlock | PlanBlock
+@dataclass(eq=False)
+class NoticeBlock:
+    """A line the window adds at a turn's end: ``error`` (the turn failed, and why) or ``stopped``."""
+
+    kind: str
+    title: str
+    detail: str = ""
+
+
+TURN_NOTICE = "arbor_turn_notice"
+"""The ``session_update`` of a window-made :class:`TurnNotice` (never sent by an agent)."""
+
+
+@dataclass(frozen=True)
+class TurnNotice:
+    """A pseudo update the chat folds like the agent's, so a restore that fails keeps it too."""
+
+    kind: str
+    title: str
+    detail: str = ""
+    session_update: str = TURN_NOTICE
+
+
+Block = TextBlock | ToolBlock | PlanBlock | NoticeBlock
 
 _TEXT_KINDS = {
     "user_message_chunk": "user",
@@ -100,6 +123,10 @@ class Conversation:
             return self._tool_call(update)
         if update_kind == "plan":
             return self._plan_update(update)
+        if update_kind == TURN_NOTICE:
+            block = NoticeBlock(update.kind, update.title, update.detail)
+            self.blocks.append(block)
+            return block, True
         return None
 
     def _append_text(self, kind: str, text: str, message_id: str | None) -> tuple[Block, bool]:

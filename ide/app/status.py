@@ -1,4 +1,5 @@
-"""Status bar content: which model answers, what the backend is doing, what the last turn cost."""
+"""Status bar content: which model answers and whether it can, what the backend is doing, what the last
+turn cost."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from ide.app.acp_client import BackendState
 from ide.protocol import AgentMeta, TurnMeta
+from ide.protocol.model import ModelHealth
 
 STATE_COLOURS = {
     BackendState.STARTING: "#b7791f",
@@ -15,6 +17,9 @@ STATE_COLOURS = {
     BackendState.BUSY: "#3b6fd4",
     BackendState.STOPPED: "#c53030",
 }
+
+HEALTH_COLOURS = {"ok": "#2f855a", "warning": "#b7791f", "error": "#c53030"}
+HEALTH_UNKNOWN = "#7a808a"
 
 
 def describe_usage(meta: TurnMeta) -> str:
@@ -58,6 +63,8 @@ class BackendStatus(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("backendStatus")
+        self.health = QLabel()
+        self.health.setObjectName("statusHealth")
         self.model = QLabel("model: –")
         self.model.setObjectName("statusModel")
         self.usage = QLabel()
@@ -73,12 +80,14 @@ class BackendStatus(QWidget):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
+        layout.addWidget(self.health)
         layout.addWidget(self.model)
         layout.addWidget(self.usage)
         layout.addWidget(self.context)
         layout.addStretch(1)
         layout.addWidget(self.state)
         self.set_state(BackendState.STOPPED)
+        self.set_model_health(None)
 
     def set_state(self, state: str) -> None:
         colour = STATE_COLOURS.get(BackendState(state), "#7a808a")
@@ -95,6 +104,15 @@ class BackendStatus(QWidget):
             text = f"agent: {name or 'unknown'}"
             self.model.setToolTip("This ACP agent does not report Arbor's model metadata.")
         self.model.setText(f"{text} · {mode}" if mode else text)
+
+    def set_model_health(self, health: ModelHealth | None, note: str = "") -> None:
+        """The model's dot: green ready, amber usable with a problem, red a turn would fail, grey not
+        checked (``note`` says why); the tooltip gives the reason and every check."""
+        colour = HEALTH_COLOURS[health.level] if health is not None else HEALTH_UNKNOWN
+        self.health.setText(f"<span style='color:{colour}'>●</span>")
+        self.health.setProperty("level", health.level if health is not None else "unknown")
+        tip = health.describe() if health is not None else note or "The model has not been checked yet."
+        self.health.setToolTip(tip)
 
     def set_context(self, tokens: int, window: int) -> None:
         self.context.setText(describe_context(tokens, window))

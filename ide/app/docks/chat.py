@@ -1,13 +1,17 @@
-"""The Chat dock: the conversation, its prompt box and mode picker, kept across a restored session."""
+"""The Chat dock: the conversation, its prompt box and mode picker, kept across a restored session; how
+each turn ended (answered, stopped, failed and why), with a failed turn's open search tree closed."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
+from ide.app.acp_client import BackendState
 from ide.app.chat import ChatPanel
 from ide.app.docks.base import AppContext, Dock
+from ide.app.turn_end import closing_events
+from ide.protocol import ErrorInfo
 
 
 class ChatDock(Dock):
@@ -25,12 +29,18 @@ class ChatDock(Dock):
         self.panel.workspace = ctx.workspace
         super().__init__(ctx, self.panel)
         self._saved: list[Any] | None = None
+        self._error: ErrorInfo | None = None
+        """The error the bridge raised in this turn of the event loop (the prompt's answer, if the
+        state goes back to ready in the same call)."""
         bridge, panel = self.bridge, self.panel
         bridge.sessionUpdate.connect(panel.apply_update)
         bridge.stateChanged.connect(panel.set_backend_state)
         bridge.modeChanged.connect(lambda _mode: self._show_modes())
         bridge.sessionReady.connect(self._on_session_ready)
-        bridge.turnFinished.connect(lambda *_: panel.flush())
+        bridge.turnFinished.connect(lambda stop_reason, _meta: panel.turn_ended(stop_reason))
+        bridge.errorRaised.connect(self._on_error)
+        bridge.stateChanged.connect(self._on_state)
+        bridge.backendDied.connect(self._on_backend_died)
         bridge.replayStarting.connect(self._on_replay_starting)
         bridge.replayFailed.connect(self._on_replay_failed)
         panel.promptSubmitted.connect(ctx.send_prompt)
@@ -56,3 +66,36 @@ class ChatDock(Dock):
             self.panel.clear()
             self.panel.replay(self._saved)
             self._saved = None
+
+    def _on_error(self, info: ErrorInfo) -> None:
+        self._error = info
+        QTimer.singleShot(0, self._forget_error)
+
+    def _forget_error(self) -> None:
+        self._error = None
+
+    def _on_state(self, state: str) -> None:
+        # A failed prompt: the bridge raises its error, then goes back to ready in the same call.
+        if state == BackendState.READY and self.panel.turn_running and self._error is not None:
+            info, self._error = self._error, None
+            self._turn_failed(info.message, info.fix)
+
+    def _on_backend_died(self, *_: object) -> None:
+        if self.panel.turn_running:
+            self._turn_failed("the backend stopped during the turn.", "Restart it (the banner's button).")
+
+    def _turn_failed(self, message: str, fix: str | None) -> None:
+        self.panel.turn_failed(message, fix)
+        self.close_open_runs(f"{message}\n{fix}" if fix else message)
+
+    def close_open_runs(self, reason: str) -> None:
+        """End the live search trees no event closed: active nodes failed, the run failed with ``reason``."""
+        tree_dock = self.ctx.parts.get("tree")
+        view = getattr(tree_dock, "view", None)
+        if view is None:
+            return
+        for key, tree in list(view.runs.items()):
+            if key not in view.file_runs and key not in view.run_feed.stale_runs:
+                events = closing_events(tree, reason)
+                if events:
+                    view.add_events(events)

@@ -1,5 +1,6 @@
-"""Agent → Test Model: probe every model the workspace uses; warn before the first turn about one that
-cannot call tools (from what an earlier test found)."""
+"""The model up front: a health check as a session opens (the status bar's dot, the banner when a turn
+would fail); Agent → Test Model probes every model the workspace uses; a warning before the first turn
+about one that cannot call tools (from what an earlier test found)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,29 @@ from typing import ClassVar
 
 from PySide6.QtWidgets import QMessageBox
 
+from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Part
-from ide.protocol.model import MODEL_PROBE, MODEL_PROBES_CACHED, ProbeParams, ProbeResult
+from ide.protocol import ErrorInfo, ErrorKind
+from ide.protocol.model import (
+    MODEL_HEALTH,
+    MODEL_PROBE,
+    MODEL_PROBES_CACHED,
+    HealthParams,
+    ModelHealth,
+    ProbeParams,
+    ProbeResult,
+)
+
+ERROR_KINDS: dict[str, ErrorKind] = {
+    "model server reachable": "model_unreachable",
+    "model pulled": "model_not_found",
+    "provider package installed": "provider_missing",
+    "API key set": "model_auth",
+    "script file": "script_exhausted",
+}
+"""The failed health check → the kind of error a turn would raise (the banner's kind)."""
+MODEL_FAILURES = frozenset({*ERROR_KINDS.values(), "no_tool_support", "model_timeout", "script_mismatch"})
+"""Errors of a turn that say the model cannot answer now: its dot turns red."""
 
 
 class ModelProbe(Part):
@@ -30,6 +52,10 @@ class ModelProbe(Part):
             "Send each model one real tool-call request and one structured request, and show how it did"
         )
         self.bridge.sessionReady.connect(self._on_session_ready)
+        self.bridge.stateChanged.connect(self._on_state)
+        self.bridge.errorRaised.connect(self._on_error)
+        self.health: ModelHealth | None = None
+        """What the last health check (or a turn's model error) said about the default model."""
 
     def request(self, refresh: bool) -> bool:
         """A fresh probe (a real request per model) or the cached results; False if nothing was sent."""
@@ -43,9 +69,43 @@ class ModelProbe(Part):
             self._report = True
             self.ctx.message("Testing the models: one tool-call and one structured request each…")
 
+    def check_health(self) -> bool:
+        """Ask whether the default model can answer (its server, the model, tools); False if not sent."""
+        params = HealthParams(cwd=str(self.ctx.workspace))
+        return self.bridge.request(MODEL_HEALTH, params, ModelHealth, self._on_health)
+
     def _on_session_ready(self, *_: object) -> None:
         self.action.setEnabled(self.bridge.supports(MODEL_PROBE))
         self.request(refresh=False)  # what an earlier test found: warn before the first turn
+        if not self.bridge.supports(MODEL_HEALTH) or not self.check_health():
+            self.ctx.status.set_model_health(None, "This agent does not report whether its model can answer.")
+
+    def _on_state(self, state: str) -> None:
+        if state == BackendState.STOPPED:
+            self.health = None
+            self.ctx.status.set_model_health(None, "The backend is not running.")
+
+    def _on_health(self, health: ModelHealth) -> None:
+        self.health = health
+        self.ctx.status.set_model_health(health)
+        if health.level == "error":
+            failed = next((check.name for check in health.checks if check.ok is False), "")
+            self.ctx.banner.show_error(
+                ErrorInfo(
+                    kind=ERROR_KINDS.get(failed, "settings"),
+                    message=f"The model {health.model} cannot answer: {health.reason}",
+                    fix=health.fix,
+                )
+            )
+        elif health.level == "warning" and self.ctx.banner.kind is None:
+            self.ctx.banner.show_notice(f"The model {health.model}: {health.reason}", health.fix or "")
+
+    def _on_error(self, info: ErrorInfo) -> None:
+        if info.kind not in MODEL_FAILURES:
+            return
+        model = self.health.model if self.health else getattr(self.bridge.agent_meta, "model", "the model")
+        self.health = ModelHealth(model=model, level="error", reason=info.message, fix=info.fix)
+        self.ctx.status.set_model_health(self.health)
 
     def _on_probes(self, result: ProbeResult) -> None:
         lines = [probe.describe() for probe in result.probes]
