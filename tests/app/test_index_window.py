@@ -150,3 +150,38 @@ def test_the_outline_follows_edits_to_the_open_file(
         shapes.write_text(SHAPES + "\n\ndef make_square(side: float) -> float:\n    return side * side\n")
     assert [item.text(0) for item in window.outline.items()][-1] == "ƒ  make_square"
     assert window.index_progress.label.text() == "Index: 4 of 5 files · 6 symbols"
+
+
+def test_a_file_outside_the_workspace_opens_read_only_with_a_plain_outline_note(
+    qtbot: Any, make_window: WindowFactory, workspace: Path, tmp_path: Path
+) -> None:
+    library = tmp_path / "site-packages" / "lib.py"
+    library.parent.mkdir()
+    library.write_text("def helper():\n    return 1\n")
+    window = make_window(workspace)
+    wait_ready(qtbot, window)
+    with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(workspace / "pkg" / "shapes.py")
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(library)  # where F12 into a library lands
+    assert window.viewer.editor.isReadOnly() and "def helper" in window.viewer.editor.toPlainText()
+    qtbot.waitUntil(lambda: not window.outline.message.isHidden(), timeout=TURN_TIMEOUT_MS)
+    assert window.outline.message.text() == "Outside the workspace: no outline."
+    assert window.outline.items() == []
+    assert "refused" not in window.statusBar().currentMessage()
+
+
+async def test_the_index_answers_an_outside_file_with_a_note_not_a_refusal(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from ide.codeintel.index.service import OUTSIDE_MESSAGE, IndexService
+    from ide.settings import Settings
+
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("x = 1\n")
+    service = IndexService(workspace, Settings(data_dir=tmp_path / "data"))
+    try:
+        result = service.outline(str(outside))
+        assert (result.symbols, result.message) == ([], OUTSIDE_MESSAGE)
+    finally:
+        await service.close()

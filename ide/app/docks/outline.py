@@ -75,6 +75,11 @@ class OutlineDock(Dock):
 
     def request_outline(self, path: str) -> None:
         """Ask for the outline of ``path`` (the file the viewer shows)."""
+        real = Path(path).resolve()
+        if not real.is_relative_to(self.ctx.workspace.resolve()):
+            # A file outside the workspace (F12 into a library) is shown read-only; the index has none.
+            self.panel.show_message("Outside the workspace: no outline.")
+            return
         params = OutlineParams(cwd=str(self.ctx.workspace), path=path)
         shown = self.panel.show_message
         sent = self.bridge.request(
