@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import (
-    QTreeWidgetItem,
-)
+from PySide6.QtWidgets import QMessageBox, QTreeWidgetItem
 
 from ide.app.diffs import feedback_prompt
 from ide.app.review_browse import ReviewBrowser
 from ide.protocol.review import (
     ApplyParams,
     ApplyResult,
+    BatchView,
     DecideParams,
     Decision,
     HistoryParams,
@@ -20,9 +19,44 @@ from ide.protocol.review import (
     RollbackResult,
 )
 
+PATHS_NAMED = 8
+"""Files the Roll back confirmation names before "and N more"."""
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 file``, ``3 files``."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def commit_phrase(batch: BatchView) -> str:
+    """``commit 1a2b3c4d5e "Fix the greeting"`` (its subject), or '' for a batch with no commit."""
+    if not batch.commit:
+        return ""
+    subject = batch.message.splitlines()[0] if batch.message else ""
+    return f'commit {batch.commit[:10]} "{subject}"' if subject else f"commit {batch.commit[:10]}"
+
+
+def rollback_question(batch: BatchView) -> tuple[str, str]:
+    """(text, details) of the Roll back confirmation: the files it restores and the commit it reverts."""
+    named = ", ".join(batch.paths[:PATHS_NAMED])
+    more = len(batch.paths) - PATHS_NAMED
+    files = named + (f" and {more} more" if more > 0 else "")
+    restores = plural(len(batch.paths), "file")
+    text = f"Roll back batch {batch.id}? It restores {restores} as they were before Apply: {files}."
+    commit = commit_phrase(batch)
+    details = (
+        f"Arbor's {commit} is reverted by a new commit; edits of yours made since stay on disk, uncommitted."
+        if commit
+        else "The batch made no commit; the files are restored from its checkpoint."
+    )
+    return text, details
+
 
 class PendingReview(ReviewBrowser):
     """Deciding the pending change set hunk by hunk, applying it, and rolling applied batches back."""
+
+    rollback_confirm: QMessageBox | None = None
+    """The last Roll back confirmation asked (it names the files and the commit)."""
 
     def revert(self) -> None:
         """Drop decisions the backend did not confirm (its request failed) and show its last truth."""
@@ -38,13 +72,21 @@ class PendingReview(ReviewBrowser):
         self.conflicts = list(result.conflicts)
         parts = []
         if result.batch is not None:
-            commit = f", commit {result.batch.commit[:10]}" if result.batch.commit else ""
-            parts.append(f"Applied {len(result.batch.paths)} file(s) as batch {result.batch.id}{commit}.")
+            commit = commit_phrase(result.batch)
+            written = plural(len(result.batch.paths), "file")
+            parts.append(f"Applied {written} as batch {result.batch.id}{', ' + commit if commit else ''}.")
         else:
             parts.append("Nothing was written.")
-        if self.conflicts:
+        if result.uncommitted:
             parts.append(
-                f"{len(self.conflicts)} file(s) changed on disk meanwhile and were not written; "
+                f"{plural(len(result.uncommitted), 'file')} written but left out of the commit "
+                f"(it overlaps edits of yours): {', '.join(result.uncommitted)}."
+            )
+        if self.conflicts:
+            changed = plural(len(self.conflicts), "file")
+            verb = "was" if len(self.conflicts) == 1 else "were"
+            parts.append(
+                f"{changed} changed on disk meanwhile and {verb} not written; "
                 "select one below to see the merge with conflict markers."
             )
         self.result_label.setText(" ".join(parts))
@@ -87,7 +129,10 @@ class PendingReview(ReviewBrowser):
         self._update_actions()
 
     def show_rollback_result(self, result: RollbackResult) -> None:
-        text = f"Rolled back batch {result.batch.id}: restored {len(result.restored)} file(s)."
+        commit = commit_phrase(result.batch)
+        text = f"Rolled back batch {result.batch.id}"
+        text += f" ({commit})" if commit else ""
+        text += f": restored {plural(len(result.restored), 'file')}."
         if result.refused:
             text += " Not restored: " + "; ".join(f"{c.path} — {c.message}" for c in result.refused)
         self.history_label.setText(text)
@@ -173,8 +218,21 @@ class PendingReview(ReviewBrowser):
         if not self.interactive or not 0 <= row < len(self.batches.batches):
             return
         batch = self.batches.batches[row]
-        if not batch.rolled_back:
-            self.rollbackRequested.emit(RollbackParams(cwd=batch.cwd, batch_id=batch.id))
+        if batch.rolled_back:
+            return
+        text, details = rollback_question(batch)
+        confirm = QMessageBox(
+            QMessageBox.Icon.Question, "Roll back", text, QMessageBox.StandardButton.Cancel, self
+        )
+        confirm.setObjectName("rollbackConfirm")
+        confirm.setInformativeText(details)
+        button = confirm.addButton("Roll back", QMessageBox.ButtonRole.AcceptRole)
+        confirm.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        params = RollbackParams(cwd=batch.cwd, batch_id=batch.id)
+        button.clicked.connect(lambda: self.rollbackRequested.emit(params))
+        confirm.finished.connect(confirm.deleteLater)
+        self.rollback_confirm = confirm
+        confirm.open()
 
     def _on_tab(self, index: int) -> None:
         if self.tabs.widget(index) is not None and self.tabs.tabText(index) == "History":

@@ -87,8 +87,10 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
     # Roll back from the history: the three files are as before, in a commit of their own
     assert pane.history_tree.topLevelItemCount() == 1
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
+    qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)  # asks first
+    [roll_back] = [b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back"]
     with qtbot.waitSignal(window.docks["review"].rolledBack, timeout=TURN_TIMEOUT_MS) as rolled:
-        qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+        roll_back.click()
     assert rolled.args[0].refused == []
     for n in range(3):
         assert (fifty_files / "src" / f"mod_{n:02d}.py").read_text().startswith(f"VALUE = {n}\n")

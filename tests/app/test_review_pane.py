@@ -162,3 +162,29 @@ def test_read_only_mode_ignores_decisions(qtbot: Any, pane: ReviewPane):
     sent = decisions(qtbot, pane, [("a", none), ("j", none)])
     assert sent == []
     assert pane.current_hunk == 1  # navigation still works
+
+
+def test_apply_and_roll_back_messages_count_files_and_name_the_commit() -> None:
+    from ide.app.review_pending import commit_phrase, plural, rollback_question
+    from ide.protocol.review import BatchView
+
+    assert (plural(1, "file"), plural(3, "file"), plural(0, "file")) == ("1 file", "3 files", "0 files")
+    paths = [f"src/m{n}.py" for n in range(10)]
+    batch = BatchView(
+        id="b7",
+        session_id="s",
+        cwd="/w",
+        created_at="now",
+        message="Fix the greeting\n\nbody",
+        paths=paths,
+        commit="0123456789abcdef",
+    )
+    assert commit_phrase(batch) == 'commit 0123456789 "Fix the greeting"'
+    text, details = rollback_question(batch)
+    assert text.startswith("Roll back batch b7? It restores 10 files as they were before Apply: src/m0.py")
+    assert text.endswith("src/m7.py and 2 more.")
+    assert 'commit 0123456789 "Fix the greeting" is reverted' in details
+    single = batch.model_copy(update={"paths": ["a.py"], "commit": None})
+    text, details = rollback_question(single)
+    assert "It restores 1 file as they were before Apply: a.py." in text
+    assert "made no commit" in details

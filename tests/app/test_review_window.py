@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 from ide.app.window import MainWindow
 from tests.app.support import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
@@ -74,7 +75,8 @@ def test_keyboard_review_and_apply_go_over_the_wire(
     result = applied.args[0]
     assert result.batch.paths == ["src/mod_000.py"]
     assert requests(log, "arbor/review/apply") == [{"session_id": window.bridge.session_id, "message": None}]
-    assert "Applied 1 file(s) as batch b1" in pane.result_label.text()
+    assert "Applied 1 file as batch b1" in pane.result_label.text()
+    assert "1 file changed on disk meanwhile and was not written" in pane.result_label.text()
     assert pane.conflict_list.isVisible() and pane.conflict_list.count() == 1
     assert pane.conflict_list.item(0).text() == "src/mod_002.py — changed on disk"
     pane.conflict_list.setCurrentRow(0)
@@ -101,10 +103,22 @@ def test_history_and_roll_back(qtbot: Any, make_window: WindowFactory, git_works
 
     pane.tabs.setCurrentIndex(1)
     assert pane.rollback_button.isEnabled()
+    # Roll back asks first, naming what it restores; Cancel sends nothing.
+    qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+    confirm = pane.rollback_confirm
+    assert confirm is not None and confirm.isVisible()
+    assert "Roll back batch b1? It restores 3 files" in confirm.text()
+    batch = pane.batches.batches[0]
+    assert all(path in confirm.text() for path in batch.paths)
+    confirm.button(QMessageBox.StandardButton.Cancel).click()
+    assert requests(log, "arbor/review/rollback") == []
+
+    qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+    [roll_back] = [b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back"]
     with qtbot.waitSignal(window.docks["review"].rolledBack, timeout=TURN_TIMEOUT_MS):
-        qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+        roll_back.click()
     assert requests(log, "arbor/review/rollback") == [{"cwd": str(git_workspace.resolve()), "batch_id": "b1"}]
-    assert "restored 3 file(s)" in pane.history_label.text()
+    assert "restored 3 files." in pane.history_label.text()
     item = pane.history_tree.topLevelItem
     qtbot.waitUntil(lambda: item(0).text(4) == "rolled back", timeout=TURN_TIMEOUT_MS)
     assert not pane.rollback_button.isEnabled()
