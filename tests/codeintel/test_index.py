@@ -275,3 +275,40 @@ def test_a_pass_killed_in_bulk_mode_is_repaired_on_open(
     reopened.update_paths(["pkg/util.py"])
     assert [hit.name for hit in reopened.search("nslu", 5)] == ["unslug"]  # and kept current again
     reopened.close()
+
+
+def test_two_processes_on_one_folder_parse_it_once(workspace: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    for i in range(60):
+        (workspace / "pkg" / f"mod{i}.py").write_text(f"def function_{i}():\n    return {i}\n")
+    env = {**os.environ, "ARBOR_DATA_DIR": str(tmp_path / "shared")}
+    argv = [sys.executable, "-m", "ide", "index", str(workspace), "--stats"]
+    procs = [
+        subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    figures = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        figures.append(json.loads(out))
+    # One parsed the workspace; the other waited for its writer lock and found every file current.
+    assert sorted(f["parsed"] for f in figures) == [0, 64]
+    assert all(f["symbols"] == 66 for f in figures)
+    [db_file] = (tmp_path / "shared").glob("workspaces/*/index.sqlite")
+    assert sqlite3.connect(db_file).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_an_index_follows_what_another_process_wrote(workspace: Path, tmp_path: Path) -> None:
+    db_path = tmp_path / "data" / "index.sqlite"
+    first, second = CodeIndex(workspace, db_path), CodeIndex(workspace, db_path)
+    try:
+        assert first.refresh().parsed == 4
+        generation = second.generation
+        assert second.refresh().parsed == 0  # the other one's work is used, not done again
+        assert second.generation == generation + 1  # and its caches know the index changed
+    finally:
+        first.close()
+        second.close()

@@ -96,6 +96,29 @@ class _Job:
 _Result = tuple[str, int, int, str, store.FileRows | None]
 
 
+@contextlib.contextmanager
+def writer_lock(db_path: Path) -> Iterator[None]:
+    """The index file's writer, across processes: two windows (backends) or ``arbor index`` on one folder
+    take turns, so one parses and the other finds the files current by their stat (no double work, one
+    SQLite writer). Waits for the other writer; a no-op where ``fcntl`` is missing (Windows)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux/macOS
+        yield
+        return
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db_path}.lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("waiting for another process writing %s", db_path)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def index_path(settings: Settings, root: Path) -> Path:
     """Where the index of ``root`` lives: the workspace's directory in the user data dir."""
     return settings.workspace_data_dir(root) / "index.sqlite"
@@ -117,7 +140,9 @@ class CodeIndex:
         """Bumped whenever a pass or update changes the index (caches such as the repo map key on it)."""
         self._write_lock = threading.Lock()
         self._local = threading.local()
-        self._writer = store.connect(db_path)
+        with writer_lock(db_path):
+            self._writer = store.connect(db_path)
+        self._seen_version = self._data_version()
 
     @classmethod
     def open(cls, settings: Settings, root: Path) -> CodeIndex:
@@ -143,7 +168,8 @@ class CodeIndex:
     def refresh(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexStats:
         """Bring the whole index up to date with the workspace on disk."""
         started = time.perf_counter()
-        with self._write_lock:
+        with self._write_lock, writer_lock(self.db_path):
+            self._follow()
             known = store.known_files(self._writer)
             jobs: list[_Job] = []
             stats: dict[str, os.stat_result] = {}
@@ -192,7 +218,8 @@ class CodeIndex:
         them costs more than a one-file update.
         """
         started = time.perf_counter()
-        with self._write_lock:
+        with self._write_lock, writer_lock(self.db_path):
+            self._follow()
             known: dict[str, tuple[int, int, int, str]] = {}
             jobs: list[_Job] = []
             stats: dict[str, os.stat_result] = {}
@@ -224,6 +251,16 @@ class CodeIndex:
                 self.generation += 1
         seconds = round(time.perf_counter() - started, 3)
         return IndexStats(seconds=seconds, parsed=parsed, removed=len(gone), unchanged=unchanged)
+
+    def _data_version(self) -> int:
+        return int(self._writer.execute("PRAGMA data_version").fetchone()[0])
+
+    def _follow(self) -> None:
+        """Another process wrote the index since we last looked: caches keyed on the generation go."""
+        version = self._data_version()
+        if version != self._seen_version:
+            self._seen_version = version
+            self.generation += 1
 
     def _present(self, path: Path, rel: str) -> dict[str, os.stat_result]:
         """Indexable files at ``path`` now: the file itself, or every file under a directory."""
