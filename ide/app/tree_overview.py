@@ -186,8 +186,10 @@ class TreeOverview(QWidget):
     def _place(self) -> None:
         bounds = self._canvas.geometry.bounds
         view = self._view
-        shown = view.visible_scene_rect().adjusted(-2, -2, 2, 2)
-        if not self.wanted or bounds.isEmpty() or shown.contains(bounds):
+        fits = (
+            view.viewport().rect().adjusted(-3, -3, 3, 3).contains(view.mapFromScene(bounds).boundingRect())
+        )
+        if not self.wanted or bounds.isEmpty() or fits:
             self._set_margin(False)
             self.hide()
             return

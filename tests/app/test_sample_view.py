@@ -1,4 +1,5 @@
-"""The recorded LATS sample opens in the search-tree dock and its replay slider steps through it."""
+"""The recorded LATS sample opens in the search-tree dock, readable at the dock's size, and its replay
+slider steps through it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from ide.app.tree_view import SearchTreeView
 from ide.protocol.tree import SearchTree, read_jsonl
+from tests.app.test_tree_view import assert_captions_readable, dock_sized
 from tests.test_samples import RECORDED
 
 pytestmark = pytest.mark.window
@@ -43,3 +45,18 @@ def test_the_sample_opens_shows_its_best_path_and_replays(qtbot: Any, qsettings_
 
     view.select_node(expected.best_path[-1])
     assert "Tests passed" in view.inspector.toPlainText()
+
+
+def test_every_node_of_the_sample_is_readable_at_the_default_fit(qtbot: Any, qsettings_dir: Path) -> None:
+    view = dock_sized(qtbot)
+    key = view.open_file(RECORDED)
+    view.flush()
+    tree = view.runs[key]
+    assert not view.canvas.geometry.horizontal, "the sample's tree is wider than deep: top-down"
+    assert_captions_readable(view, list(tree.nodes), all_in_view=True)
+    geometry = view.canvas.geometry
+    scored = [n for n in tree.nodes.values() if n.reward_raw is not None]
+    assert scored and all(geometry.score[geometry.index[n.id]] == f"{n.reward_raw:g}" for n in scored)
+    assert view.overview.isHidden(), "the whole tree is in view: no map over it"
+    view.select_node(tree.best_path[-1])
+    assert "UCT (c = 1.414)" in view.inspector.toPlainText(), "LATS chose its nodes by UCT"

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QPoint, QRectF, QSizeF, Qt
-from PySide6.QtGui import QImage
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSizeF, Qt
+from PySide6.QtGui import QHelpEvent, QImage, QTextDocumentFragment
+from PySide6.QtWidgets import QApplication, QToolTip
 
 from ide.app.tree_model import synthetic_events, tidy_layout
-from ide.app.tree_style import MIN_SCALE
+from ide.app.tree_style import LINE_H, MIN_SCALE
 from ide.app.tree_view import SearchTreeView, value_colour
 from ide.app.window import MainWindow
 from ide.protocol.tree import BranchDiffParams, SearchTree, TreeEvent, TreeNode, read_jsonl
@@ -435,3 +436,177 @@ def test_branch_diff_button_is_disabled_when_the_backend_lacks_it(
     assert view.branch_button.isVisible() and not view.branch_button.isEnabled()
     assert "does not serve branch diffs" in view.branch_button.toolTip()
     assert not window.docks["tree"].branch_diff(BranchDiffParams(session_id="s", changeset_id="cs-n1"))
+
+
+def chain_events(count: int, run_id: str = "react") -> list[TreeEvent]:
+    """A ReAct-shaped chain: the prompt, then thoughts and tool calls one under the other, an answer."""
+    events: list[TreeEvent] = []
+    parent: str | None = None
+    for i in range(count):
+        kind = "root" if i == 0 else "answer" if i == count - 1 else ("action" if i % 2 == 0 else "thought")
+        action = {"tool": "read_file", "args": {"path": f"pkg/stats_{i}.py"}} if kind == "action" else None
+        label = f"Step {i}: the mean is computed in pkg/stats.py, so look there first"
+        events.append(
+            added(
+                f"c{i}",
+                parent,
+                i + 1,
+                run_id,
+                "react" if i == 0 else None,
+                depth=i,
+                kind=kind,
+                label=label,
+                action=action,
+                thought=f"Thought {i}: read the module\nthen decide",
+                observation=f"line one of output {i}\nline two" if action else None,
+                status="evaluated",
+                role="react",
+            )
+        )
+        parent = f"c{i}"
+    return events
+
+
+def dock_sized(qtbot: Any) -> SearchTreeView:
+    """A view the size the Search tree dock has in a 1280×800 window (scripts/screenshot.py)."""
+    widget = SearchTreeView()
+    qtbot.addWidget(widget)
+    widget.resize(1280, 330)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
+def assert_captions_readable(view: SearchTreeView, node_ids: list[str], *, all_in_view: bool) -> None:
+    """Every node's caption is painted at a readable size, with at least 24 characters before any
+    ellipsis (or all of it), and, with ``all_in_view``, inside the viewport."""
+    scale = view.graphics.transform().m11()
+    assert scale >= MIN_SCALE
+    assert LINE_H * scale >= 11, "a caption line is at least 11 pixels high on screen"
+    geometry, canvas = view.canvas.geometry, view.canvas
+    viewport = view.graphics.viewport().rect()
+    for node_id in node_ids:
+        i = geometry.index[node_id]
+        if not all_in_view:
+            view.center_on(node_id)
+        QApplication.processEvents()  # the scene takes a new drawing's size on the next pass
+        view.graphics.viewport().repaint()
+        lines = canvas.last_captions.get(i)
+        assert lines, f"{node_id}'s caption is painted"
+        full = geometry.label[i]
+        shown = " ".join(line.rstrip("…") for line in lines)
+        assert shown.replace(" ", "") == full.replace(" ", "") or len(shown) >= 24, (node_id, lines)
+        width = max(canvas._metrics.horizontalAdvance(line) for line in lines)
+        rect = geometry.caption_rect(i)
+        painted = QRectF(geometry.cx[i] - width / 2, rect.top(), width, len(lines) * LINE_H)
+        on_screen = view.graphics.mapFromScene(painted).boundingRect()
+        assert viewport.contains(on_screen), (node_id, on_screen, viewport)
+
+
+def test_a_ten_node_chain_reads_left_to_right_at_the_default_fit(qtbot: Any, qsettings_dir: Path) -> None:
+    view = dock_sized(qtbot)
+    events = chain_events(10)
+    view.add_events(events)
+    view.flush()
+    assert view.canvas.geometry.horizontal, "a chain is drawn left to right"
+    assert_captions_readable(view, [e.node.id for e in events if e.node], all_in_view=True)
+    tool = view.canvas.caption_lines(view.canvas.geometry.index["c2"])
+    assert tool == ["read_file pkg/", "stats_2.py"]
+    assert view.overview.isHidden(), "no map when the whole tree is in view"
+
+
+def test_every_node_of_a_60_node_tree_is_readable_at_the_default_fit(qtbot: Any, qsettings_dir: Path) -> None:
+    view = dock_sized(qtbot)
+    view.add_events(synthetic_events(60, run_id="sixty"))
+    view.flush()
+    assert_captions_readable(view, list(view.canvas.geometry.ids), all_in_view=False)
+
+
+def test_direction_follows_the_shape_and_the_toolbar_overrides_it(qtbot: Any, qsettings_dir: Path) -> None:
+    view = dock_sized(qtbot)
+    wide = [added("w", None, 1, "wide", kind="root", label="root")] + [
+        added(f"w{i}", "w", i + 2, "wide", depth=1, label=f"option {i}") for i in range(7)
+    ]
+    view.add_events(chain_events(12))
+    view.flush()
+    assert view.canvas.geometry.horizontal
+    view.add_events(wide)
+    view.flush()
+    assert view.current == "wide" and not view.canvas.geometry.horizontal, "a wide tree is drawn top-down"
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        view.direction_combo.setCurrentIndex(view.direction_combo.findData("lr"))
+    assert view.direction == "lr" and view.canvas.geometry.horizontal
+    xs = {view.scene_pos(f"w{i}").x() for i in range(7)}
+    assert len(xs) == 1 and view.scene_pos("w").x() < xs.pop(), "children in a column right of the root"
+    with qtbot.waitSignal(view.relaid, timeout=2000):
+        view.set_direction("auto")
+    assert not view.canvas.geometry.horizontal
+    with pytest.raises(ValueError, match="no tree direction 'up'"):
+        view.set_direction("up")
+
+
+def test_hovering_a_node_shows_its_summary(qtbot: Any, qsettings_dir: Path) -> None:
+    view = dock_sized(qtbot)
+    events = chain_events(6)
+    scored = TreeEvent(
+        run_id="react", seq=7, kind="node_updated", node_id="c2", changes={"reward_raw": 7.5, "reward": 0.75}
+    )
+    view.add_events([*events, scored])
+    view.flush()
+    point = view.graphics.mapFromScene(view.scene_pos("c2"))
+    QToolTip.hideText()
+    event = QHelpEvent(QEvent.Type.ToolTip, point, view.graphics.viewport().mapToGlobal(point))
+    QApplication.sendEvent(view.graphics.viewport(), event)
+    qtbot.waitUntil(QToolTip.isVisible, timeout=2000)
+    text = QTextDocumentFragment.fromHtml(QToolTip.text()).toPlainText()
+    for expected in (
+        "read_file pkg/stats_2.py", "action", "evaluated", "score 7.5 / 10",
+        "Thought 2: read the module", "then decide", "line one of output 2", "line two",
+    ):  # fmt: skip
+        assert expected in text, (expected, text)
+    assert view.canvas.caption_lines(view.canvas.geometry.index["c2"])  # the score is drawn in the node
+    assert view.canvas.geometry.score[view.canvas.geometry.index["c2"]] == "7.5"
+    QToolTip.hideText()
+    assert view.tooltip_at(QPointF(-5000, -5000)) == ""
+
+
+def test_uct_terms_only_for_nodes_chosen_by_uct(qtbot: Any, view: SearchTreeView) -> None:
+    view.add_events(chain_events(4))
+    view.flush()
+    view.select_node("c1")
+    text = view.inspector.toPlainText()
+    assert "Thought 1" in text and "UCT" not in text and "Exploration" not in text
+    view.add_events(synthetic_events(20, run_id="lats"))
+    view.flush()
+    node = next(i for i in view.shown.nodes if i != "n0")
+    view.select_node(node)
+    assert "UCT (c = 1.414)" in view.inspector.toPlainText()
+
+
+def overview_covers_a_node(view: SearchTreeView) -> bool:
+    """Whether the overview map's rectangle meets any drawn node's on-screen rectangle (with caption)."""
+    graphics, geometry = view.graphics, view.canvas.geometry
+    overview = QRectF(view.overview.geometry()).translated(-QPointF(graphics.viewport().pos()))
+    for i in geometry.visible(graphics.visible_scene_rect()):
+        if graphics.mapFromScene(geometry.node_box(i)).boundingRect().intersects(overview.toRect()):
+            return True
+    return False
+
+
+def test_the_overview_never_covers_a_node(qtbot: Any, qsettings_dir: Path, big_run: list[TreeEvent]) -> None:
+    view = dock_sized(qtbot)
+    view.add_events(chain_events(30))
+    view.flush()
+    assert view.overview.isVisible(), "a chain longer than the view gets a map"
+    assert not view.overview.in_margin and not overview_covers_a_node(view)
+    view.add_events(big_run)
+    view.flush()
+    assert view.overview.isVisible()
+    for node_id in ("n0", "n700", "n1400", "n1999"):
+        view.center_on(node_id)
+        assert view.overview.isVisible() and not overview_covers_a_node(view), node_id
+    view.fit_whole()
+    assert view.overview.isHidden(), "the whole tree in view: no map"
+    view.overview_button.setChecked(False)
+    view.fit()
+    assert view.overview.isHidden()
