@@ -58,6 +58,8 @@ RENDER_DELAY_MS = 50
 """Coalescing window for re-rendering streamed text (about 20 renders a second at most)."""
 ANSWER_TOP_MARGIN = 6
 """Pixels above a tall answer's first line when a turn's end scrolls to it."""
+ANSWER_SETTLE_MS = 400
+"""After a turn ends, how long the chat keeps the answer in view while its layout settles."""
 
 
 class PromptEdit(QPlainTextEdit):
@@ -136,6 +138,8 @@ class ChatPanel(QWidget):
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll.setWidget(self._column)
+        self._answer_pending = False
+        self.scroll.verticalScrollBar().rangeChanged.connect(self._on_scroll_range)
 
         self.prompt = PromptEdit()
         self.prompt.submitted.connect(self.submit)
@@ -262,15 +266,27 @@ class ChatPanel(QWidget):
             self.apply_update(
                 TurnNotice("stopped", "Stopped — the turn was cancelled; what it did so far stays")
             )
-        self.flush()
-        QTimer.singleShot(0, self.scroll_to_answer)
+        self._show_answer_soon()
 
     def turn_failed(self, message: str, fix: str | None = None) -> None:
         """The turn failed: say why (and the fix) in the conversation, and scroll to it."""
         self.turn_running = False
         self.apply_update(TurnNotice("error", f"The turn failed: {message}", fix or ""))
+        self._show_answer_soon()
+
+    def _show_answer_soon(self) -> None:
+        # The answer's height settles over a few layout passes: follow them for ANSWER_SETTLE_MS.
         self.flush()
+        self._answer_pending = True
         QTimer.singleShot(0, self.scroll_to_answer)
+        QTimer.singleShot(ANSWER_SETTLE_MS, self._answer_settled)
+
+    def _answer_settled(self) -> None:
+        self._answer_pending = False
+
+    def _on_scroll_range(self, *_: int) -> None:
+        if self._answer_pending:
+            self.scroll_to_answer()
 
     def scroll_to_answer(self) -> None:
         """Show the end of the last turn: the start of its last block if taller than the view, else the
