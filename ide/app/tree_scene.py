@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QStyleOptionGraphic
 from ide.app.tree_model import Layout
 from ide.app.tree_style import (
     BEST_COLOUR,
+    CAPTION_GAP,
     CAPTION_H,
     CAPTION_LINES,
     CAPTION_W,
@@ -208,7 +209,7 @@ class Geometry:
     def caption_rect(self, index: int) -> QRectF:
         """Where node ``index``'s caption may be drawn, in scene coordinates."""
         return QRectF(
-            self.cx[index] - CAPTION_W / 2, self.cy[index] + self.r[index] + 3, CAPTION_W, CAPTION_H
+            self.cx[index] - CAPTION_W / 2, self.cy[index] + self.r[index] + CAPTION_GAP, CAPTION_W, CAPTION_H
         )
 
     def node_box(self, index: int) -> QRectF:
@@ -265,7 +266,7 @@ def build_geometry(tree: SearchTree, layout: Layout, *, horizontal: bool = False
     geo.edges = [None] * len(row_members)
     left, right, top, bottom = min(geo.cx), max(geo.cx), min(geo.cy), max(geo.cy)
     side = CAPTION_W / 2 + 4
-    above, below = MAX_R + 8, MAX_R + 3 + CAPTION_H + 6
+    above, below = MAX_R + 8, MAX_R + CAPTION_GAP + CAPTION_H + 4
     geo.bounds = QRectF(left - side, top - above, right - left + 2 * side, bottom - top + above + below)
     return geo
 
@@ -451,7 +452,7 @@ class TreeCanvas(QGraphicsItem):
             i = self.selected
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.setPen(self._pen(SELECT_COLOUR, 2.5, cosmetic=True))
-            painter.drawEllipse(QPointF(cx[i], cy[i]), r[i] + 7, r[i] + 7)
+            painter.drawEllipse(QPointF(cx[i], cy[i]), r[i] + 6, r[i] + 6)
 
     def _paint_captions(self, painter: QPainter, geo: Geometry, visible: list[int]) -> None:
         cx, cy, r = geo.cx, geo.cy, geo.r
@@ -462,12 +463,12 @@ class TreeCanvas(QGraphicsItem):
             lines, width = self._caption(i)
             if lines:
                 placed.append((i, lines, width))
-                top = cy[i] + r[i] + 3
+                top = cy[i] + r[i] + CAPTION_GAP
                 painter.drawRect(QRectF(cx[i] - width / 2 - 2, top, width + 4, len(lines) * LINE_H))
         painter.setFont(self._font)
         painter.setPen(self._pen(TEXT_COLOUR, 1.0))
         for i, lines, _width in placed:
-            top = cy[i] + r[i] + 3
+            top = cy[i] + r[i] + CAPTION_GAP
             for k, line in enumerate(lines):
                 painter.drawText(
                     QRectF(cx[i] - CAPTION_W / 2 - 20, top + k * LINE_H, CAPTION_W + 40, LINE_H),

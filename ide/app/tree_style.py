@@ -17,6 +17,8 @@ CAPTION_LINES = 2
 LINE_H = 14.0
 """Scene height of one caption line (9 pt text)."""
 CAPTION_H = CAPTION_LINES * LINE_H
+CAPTION_GAP = 5.0
+"""Scene pixels between a node and its caption (the best-path ring stays clear of it)."""
 H_UNIT = CAPTION_W + 6
 """Scene pixels between sibling centres top-down, and between depth columns left to right."""
 V_UNIT = 2 * MAX_R + CAPTION_H + 16
