@@ -18,6 +18,7 @@ import signal
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from acp.core import ClientSideConnection
     from acp.schema import (
         PermissionOption,
+        PromptResponse,
         ReadTextFileResponse,
         RequestPermissionResponse,
         ToolCallUpdate,
@@ -396,6 +398,8 @@ class AgentHello:
     """Arbor's capabilities (None for an ACP agent that is not Arbor)."""
     name: str | None
     can_load_session: bool
+    can_list_sessions: bool = False
+    """The agent lists its sessions (``sessionCapabilities.list``)."""
 
 
 async def initialize(
@@ -429,7 +433,13 @@ async def initialize(
         log.warning("ignoring malformed agentCapabilities._meta.%s: %r", META_KEY, raw_meta)
         agent_meta = None
     name = (init.agent_info.title or init.agent_info.name) if init.agent_info else None
-    return AgentHello(agent_meta, name, bool(capabilities and capabilities.load_session))
+    listing = capabilities.session_capabilities if capabilities else None
+    return AgentHello(
+        agent_meta,
+        name,
+        bool(capabilities and capabilities.load_session),
+        bool(listing and listing.list is not None),
+    )
 
 
 @dataclass
@@ -468,6 +478,68 @@ async def open_session(
             on_replay_failed("The agent cannot restore sessions (no loadSession capability).")
     created = await conn.new_session(cwd=cwd, mcp_servers=[])
     return OpenedSession(created.session_id, created.modes, replayed=False)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One of a workspace's sessions as ``session/list`` gives it."""
+
+    session_id: str
+    title: str | None
+    """Set from the session's first prompt (None until there was one)."""
+    updated_at: datetime | None
+    """When the session last changed (None when the agent did not say)."""
+
+
+LIST_PAGES = 20  # of session/list, 50 sessions each from Arbor's backend
+
+
+def _when(text: str | None) -> datetime | None:
+    with contextlib.suppress(ValueError, TypeError):
+        moment = datetime.fromisoformat(text)  # type: ignore[arg-type]
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return None
+
+
+async def list_sessions(conn: Any, cwd: str) -> list[SessionSummary] | ErrorInfo | None:
+    """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal, None when the
+    connection is lost (the process died) or the answer is unreadable."""
+    from acp import RequestError
+
+    found: list[SessionSummary] = []
+    cursor: str | None = None
+    try:
+        for _ in range(LIST_PAGES):
+            page = await conn.list_sessions(cwd=cwd, cursor=cursor)
+            found += [SessionSummary(s.session_id, s.title, _when(s.updated_at)) for s in page.sessions]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except RequestError as exc:
+        return error_from_request(exc)
+    except (ConnectionError, ValidationError):
+        return None
+    oldest = datetime.min.replace(tzinfo=UTC)
+    return sorted(found, key=lambda s: s.updated_at or oldest, reverse=True)
+
+
+async def prompt(conn: Any, session_id: str, text: str) -> PromptResponse | ErrorInfo | None:
+    """Send ``text`` as a turn and wait for its end: the response, an ErrorInfo for a refusal, or None when
+    the connection is lost or the answer is unreadable."""
+    from acp import RequestError, text_block
+
+    try:
+        return await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+    except RequestError as exc:
+        return error_from_request(exc)
+    except (ConnectionError, ValidationError):
+        return None
+
+
+async def cancel(conn: Any, session_id: str) -> None:
+    """Ask the agent to end the session's running turn (nothing when the connection is gone)."""
+    with contextlib.suppress(ConnectionError):
+        await conn.cancel(session_id=session_id)
 
 
 async def ask(conn: Any, method: str, params: BaseModel, result_type: type[T]) -> T | ErrorInfo | None:

@@ -22,13 +22,7 @@ from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
 from ide import agentproc
-from ide.agentproc import (
-    BackendState,
-    PermissionHandler,
-    StderrTail,
-    error_from_request,
-    local_user_message,
-)
+from ide.agentproc import BackendState, PermissionHandler, StderrTail, error_from_request, local_user_message
 from ide.app.background import run_blocking, spawn
 from ide.protocol import AgentMeta, ErrorInfo
 
@@ -40,6 +34,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
+OnError = Callable[[ErrorInfo], None]
+OnSessions = Callable[[list[agentproc.SessionSummary]], None]
 INITIALIZE_TIMEOUT_S = 60.0
 CLIENT_META = {"review": True, "tree": True, "index": True}  # reviews, search trees, the Outline
 
@@ -54,7 +51,8 @@ class BackendBridge(QObject):
     sessionReady = Signal(str, bool)
     """Session id, and True when it was restored with ``session/load`` (its history was replayed)."""
     replayStarting = Signal()
-    """``session/load`` is about to replay the history: views should forget what they show."""
+    """A session is about to be loaded (``session/load`` replays its history) or a new one opened in the
+    window's current one's place: views should forget what they show."""
     replayFailed = Signal(str)
     """The previous session could not be restored (message); a new session follows."""
     sessionUpdate = Signal(object)
@@ -90,7 +88,7 @@ class BackendBridge(QObject):
         self.mode: str | None = None
         self.modes: list[tuple[str, str, str]] = []
         """The agent's session modes: (id, name, description)."""
-        self.can_load_session = False
+        self.can_load_session = self.can_list_sessions = False
         self.agent: agentproc.AgentProcess | None = None
         self.permission_handler: PermissionHandler | None = None
         self.fs_handler: agentproc.FsHandler | None = None  # serves fs/*, advertised only when set
@@ -123,13 +121,7 @@ class BackendBridge(QObject):
 
     def switch(self, command: Sequence[str], env: Mapping[str, str] | None) -> asyncio.Task[None]:
         """Stop whatever runs and start ``command`` (with ``env`` added) in a new session."""
-
-        async def switch() -> None:
-            await self._stop()
-            self.command, self.env, self.session_id = list(command), dict(env or {}), None
-            await self._start(resume=None)
-
-        return self._run_lifecycle(switch)
+        return self._run_lifecycle(partial(self._restart, list(command), dict(env or {})))
 
     def stop(self) -> asyncio.Task[None]:
         """Ask the backend to exit (EOF, then SIGTERM, then SIGKILL); no death is reported."""
@@ -152,11 +144,32 @@ class BackendBridge(QObject):
         spawn(self._prompt(self._generation, self._conn, self.session_id, text), name="prompt")
         return True
 
+    def list_sessions(self, on_result: OnSessions, on_error: OnError | None = None) -> bool:
+        """Ask for the workspace's sessions (``session/list``, newest first) for ``on_result``; a refusal
+        goes to ``on_error``. False, and nothing sent, unless the agent runs and lists sessions."""
+        if self._conn is None or not self.can_list_sessions:
+            return False
+        call = agentproc.list_sessions(self._conn, str(self.workspace))
+        spawn(self._deliver(self._generation, call, on_result, on_error), name="session/list")
+        return True
+
+    def open_session(self, session_id: str | None) -> bool:
+        """Switch to session ``session_id`` (``session/load`` replays it; if that fails, ``replayFailed`` and
+        a new one) or, for None, a new one: ``replayStarting``, then ``sessionReady``. False unless ready."""
+        if self.state != BackendState.READY or (conn := self._conn) is None:
+            return False
+        if session_id is None:
+            self.replayStarting.emit()
+        self._set_state(BackendState.BUSY)
+        generation = self._generation
+        self._run_lifecycle(lambda: self._guarded(generation, self._open(generation, conn, session_id)))
+        return True
+
     def cancel(self) -> None:
         """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""
         if self.state == BackendState.BUSY and self._conn is not None and self.session_id is not None:
             self.cancelRequested.emit()
-            spawn(self._send_cancel(self._conn, self.session_id), name="cancel")
+            spawn(agentproc.cancel(self._conn, self.session_id), name="cancel")
 
     def set_mode(self, mode_id: str) -> bool:
         """Switch the session's mode (agent architecture) for the next turns; False unless ready.
@@ -201,8 +214,8 @@ class BackendBridge(QObject):
     async def _deliver(
         self,
         generation: int,
-        call: Awaitable[T | ErrorInfo | None],
-        on_result: Callable[[T], None],
+        call: Awaitable[R | ErrorInfo | None],
+        on_result: Callable[[R], None],
         on_error: Callable[[ErrorInfo], None] | None,
     ) -> None:
         answer = await call  # None: the connection was lost, and the watcher reports the death
@@ -230,9 +243,11 @@ class BackendBridge(QObject):
         self._lifecycle = spawn(after_previous(), name="backend lifecycle")
         return self._lifecycle
 
-    async def _restart(self) -> None:
-        resume = self.session_id
+    async def _restart(self, command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
+        resume = self.session_id if command is None else None  # another agent: a new session
         await self._stop()
+        if command is not None:
+            self.command, self.env, self.session_id = command, env, None
         await self._start(resume)
 
     async def _start(self, resume: str | None) -> None:
@@ -252,8 +267,6 @@ class BackendBridge(QObject):
         process = agent.process
         self._watcher = spawn(self._watch(generation, agent), name="watch backend")
         await run_blocking(agentproc.load_sdk)
-        from acp import RequestError
-
         if process.returncode is not None:
             return  # died while the SDK loaded; the watcher has reported it
         callbacks = agentproc.ClientCallbacks(
@@ -264,26 +277,33 @@ class BackendBridge(QObject):
         )
         self._conn = conn = agentproc.connect(agent, callbacks)
         self._connections[generation] = conn
+        await self._guarded(generation, self._handshake(generation, conn, resume))
+
+    async def _guarded(self, generation: int, step: Awaitable[None]) -> None:
+        """Run ``step`` (a handshake, opening a session); a refusal or no answer stops the backend."""
+        from acp import RequestError
+
         try:
-            await self._handshake(generation, conn, resume)
-        except RequestError as exc:
-            await self._fail_start(generation, error_from_request(exc))
-        except TimeoutError:
-            await self._fail_start(generation, agentproc.no_answer_error(INITIALIZE_TIMEOUT_S))
+            await step
+        except (RequestError, TimeoutError) as exc:
+            if generation == self._generation:
+                no_answer = agentproc.no_answer_error(INITIALIZE_TIMEOUT_S)
+                self.errorRaised.emit(error_from_request(exc) if isinstance(exc, RequestError) else no_answer)
+                await self._stop()
         except (ConnectionError, ValidationError):
             # The process died mid-handshake (or spoke garbage); the watcher reports its exit and stderr.
-            if process.returncode is None:
+            if generation == self._generation and self.pid is not None:
                 self._signal_group(signal.SIGKILL)
 
     async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
-        hello = await asyncio.wait_for(
-            agentproc.initialize(conn, meta=CLIENT_META, fs=self.fs_handler is not None),
-            INITIALIZE_TIMEOUT_S,
-        )
+        greeting = agentproc.initialize(conn, meta=CLIENT_META, fs=self.fs_handler is not None)
+        hello = await asyncio.wait_for(greeting, INITIALIZE_TIMEOUT_S)
         self.agent_meta, self.agent_name = hello.meta, hello.name
-        self.can_load_session = hello.can_load_session
+        self.can_load_session, self.can_list_sessions = hello.can_load_session, hello.can_list_sessions
         self.agentChanged.emit(self.agent_meta)
+        await self._open(generation, conn, resume)
 
+    async def _open(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
         def replay() -> None:
             self.session_id = resume  # the replayed updates are of this session
             self.replayStarting.emit()
@@ -295,62 +315,43 @@ class BackendBridge(QObject):
             self.mode, self.modes = None, []
         if opened.modes:
             self.mode, self.modes = agentproc.session_modes(opened.modes)
-        self._ready(generation, opened.session_id, replayed=opened.replayed)
+        if generation == self._generation:
+            self.session_id = opened.session_id
+            self._set_state(BackendState.READY)
+            self.sessionReady.emit(opened.session_id, opened.replayed)
 
     async def _set_mode(self, generation: int, conn: ClientSideConnection, session: str, mode: str) -> None:
         from acp import RequestError
 
         try:
             await conn.set_session_mode(session_id=session, mode_id=mode)
-        except RequestError as exc:
-            if generation == self._generation:
+        except (RequestError, ConnectionError) as exc:
+            if generation == self._generation and isinstance(exc, RequestError):
                 self.errorRaised.emit(error_from_request(exc))
                 self.modeChanged.emit(self.mode or "")
-            return
-        except ConnectionError:
             return
         if generation == self._generation:
             self.note_mode(mode)
 
-    def _ready(self, generation: int, session_id: str, *, replayed: bool) -> None:
-        if generation == self._generation:
-            self.session_id = session_id
-            self._set_state(BackendState.READY)
-            self.sessionReady.emit(session_id, replayed)
-
-    async def _fail_start(self, generation: int, info: ErrorInfo) -> None:
-        if generation == self._generation:
-            self.errorRaised.emit(info)
-            await self._stop()
-
     async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
-        from acp import RequestError, text_block
-
-        try:
-            response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
-        except RequestError as exc:
-            if generation == self._generation:
-                self.errorRaised.emit(error_from_request(exc))
-                self._set_state(BackendState.READY)
+        response = await agentproc.prompt(conn, session_id, text)
+        if generation != self._generation:
             return
-        except (ConnectionError, ValidationError):
+        if response is None:
             # Usually the process died and the watcher reports it. If it still runs, its stdout closed
             # or it spoke garbage: it is of no further use, and killing it lets the watcher report that.
-            if generation == self._generation and self.pid is not None and not self._stopping:
+            if self.pid is not None and not self._stopping:
                 log.warning("backend connection lost while the process runs; killing it")
                 self._signal_group(signal.SIGKILL)
             return
-        if generation != self._generation:
-            return
-        meta = agentproc.turn_meta(response.field_meta)
-        self.turnFinished.emit(response.stop_reason, meta)
-        if meta is not None and meta.error is not None:
-            self.errorRaised.emit(meta.error)
+        if isinstance(response, ErrorInfo):
+            self.errorRaised.emit(response)
+        else:
+            meta = agentproc.turn_meta(response.field_meta)
+            self.turnFinished.emit(response.stop_reason, meta)
+            if meta is not None and meta.error is not None:
+                self.errorRaised.emit(meta.error)
         self._set_state(BackendState.READY)
-
-    async def _send_cancel(self, conn: ClientSideConnection, session_id: str) -> None:
-        with contextlib.suppress(ConnectionError):
-            await conn.cancel(session_id=session_id)
 
     def _on_session_update(self, generation: int, session_id: str, update: Any) -> None:
         if generation != self._generation or session_id != self.session_id:

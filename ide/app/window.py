@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
 from ide.agentproc import ARBOR_AGENT, AgentChoice, command_name, default_backend_command
 from ide.app.acp_client import BackendBridge, BackendState
-from ide.app.banner import Banner
+from ide.app.banner import Banner, BannerBar
 from ide.app.docks import AppContext, Dock, Part, registry
 from ide.app.permission import PermissionDialog
 from ide.app.status import BackendStatus
@@ -21,11 +21,16 @@ from ide.protocol import ErrorInfo, TurnMeta
 from ide.settings import ResolvedSettings, Settings, SettingsError, load_settings
 
 DEFAULT_SIZE = (1280, 800)
-DEFAULT_DOCK_WIDTHS = (270, 470)
+DEFAULT_DOCK_SHARES = (0.18, 0.3)
+"""The window's width the left column (workspace, outline) and the right one (chat) start with: the code
+viewer keeps about half of it."""
+WORKSPACE_SHARE = 0.75
+"""How much of the left column the workspace tree takes over the outline."""
 GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
-# Bump when docks are added or renamed so an old saved layout is not forced onto new panels.
-STATE_VERSION = 5
+# Bump when docks are added or renamed, or the default layout changes, so an old saved layout is not
+# forced onto new panels.
+STATE_VERSION = 6
 MENUS = {"file": "&File", "view": "&View", "go": "&Go", "agent": "&Agent"}
 
 STOP_REASONS = {
@@ -79,7 +84,7 @@ class MainWindow(QMainWindow):
         layout = QVBoxLayout(central)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
-        layout.addWidget(self.banner)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, BannerBar(self.banner))  # above the docks
         layout.addWidget(self.viewer, 1)
         self.setCentralWidget(central)
         self.status = BackendStatus()
@@ -103,6 +108,9 @@ class MainWindow(QMainWindow):
         menus["file"].addSeparator()
         self.ctx.action("file", "&Quit", self.close, QKeySequence.StandardKey.Quit)
         self._lay_out([part for part in self.docks.values() if isinstance(part, Dock)])
+        self._default_state = self.saveState(STATE_VERSION)
+        menus["view"].addSeparator()
+        self.ctx.action("view", "&Reset Layout", self.reset_layout)
         self.permission_dialog = PermissionDialog(self, self.workspace)
         self.bridge.permission_handler = self.permission_dialog.ask
         self.bridge.cancelRequested.connect(self.permission_dialog.cancel_turn)
@@ -212,8 +220,31 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if self._default_docks:
             self._default_docks = False
-            docks = [self.docks["workspace"].dock, self.docks["chat"].dock]  # type: ignore[attr-defined]
-            self.resizeDocks(docks, list(DEFAULT_DOCK_WIDTHS), Qt.Orientation.Horizontal)
+            self._default_sizes()
+
+    def _default_sizes(self) -> None:
+        docks: dict[str, Any] = self.docks
+        workspace, outline, chat = (docks[name].dock for name in ("workspace", "outline", "chat"))
+        widths = [int(self.width() * share) for share in DEFAULT_DOCK_SHARES]
+        self.resizeDocks([workspace, chat], widths, Qt.Orientation.Horizontal)
+        heights = [int(self.height() * WORKSPACE_SHARE), int(self.height() * (1 - WORKSPACE_SHARE))]
+        self.resizeDocks([workspace, outline], heights, Qt.Orientation.Vertical)
+
+    def reset_layout(self) -> None:
+        """Every dock back where a fresh profile has it (a review or search tree that is open stays open,
+        in its place) at the default sizes, and the saved layout forgotten."""
+        still_open = [
+            name
+            for name, part in self.docks.items()
+            if isinstance(part, Dock) and part.hidden and part.dock.isVisible()
+        ]
+        self.restoreState(self._default_state, STATE_VERSION)
+        store = QSettings()
+        store.remove(STATE_KEY)
+        store.sync()
+        self._default_sizes()
+        for name in still_open:
+            self.ctx.show_dock(name)
 
     def save_layout(self) -> None:
         """Remember geometry and dock layout for the next window."""

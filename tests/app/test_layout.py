@@ -1,4 +1,5 @@
-"""Window geometry and dock layout survive closing the window and opening a new one."""
+"""Window geometry and dock layout: the default leaves the code viewer room, Reset Layout brings it back,
+and a changed layout survives closing the window and opening a new one."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QDockWidget
 
+from ide.app.window import STATE_KEY, MainWindow
 from tests.app.support import WindowFactory, close_window
 
 pytestmark = pytest.mark.window
@@ -41,3 +44,76 @@ def test_a_fresh_profile_gets_the_default_layout(qtbot, make_window: WindowFacto
     assert window.dockWidgetArea(window.workspace_dock) == Qt.DockWidgetArea.LeftDockWidgetArea
     assert window.dockWidgetArea(window.chat_dock) == Qt.DockWidgetArea.RightDockWidgetArea
     qtbot.waitUntil(lambda: window.chat_dock.width() > window.workspace_dock.width())
+
+
+def bottom_docks(window: MainWindow) -> tuple[QDockWidget, QDockWidget]:
+    return window.docks["review"].dock, window.docks["tree"].dock  # type: ignore[attr-defined]
+
+
+def open_review_and_tree(qtbot, window: MainWindow) -> None:
+    window.ctx.show_dock("review")
+    window.ctx.show_dock("tree")
+    review, tree = bottom_docks(window)
+    qtbot.waitUntil(lambda: review.isVisible() and tree.isVisible())
+
+
+def workspace_rows(window: MainWindow) -> float:
+    """How many rows of the workspace tree fit in its view."""
+    view = window.workspace_panel.tree
+    return view.viewport().height() / view.sizeHintForRow(0)
+
+
+def assert_default_layout(qtbot, window: MainWindow) -> None:
+    review, tree = bottom_docks(window)
+    bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+    assert window.dockWidgetArea(review) == bottom and window.dockWidgetArea(tree) == bottom
+    assert review in window.tabifiedDockWidgets(tree)  # tabs beside each other, not side by side
+    assert not review.isFloating() and not tree.isFloating()
+    assert window.dockWidgetArea(window.workspace_dock) == Qt.DockWidgetArea.LeftDockWidgetArea
+    assert window.dockWidgetArea(window.chat_dock) == Qt.DockWidgetArea.RightDockWidgetArea
+    # The bottom area takes about 35-40 % of the height once the deferred resize has landed.
+    qtbot.waitUntil(lambda: 0.3 <= (window.height() - window.viewer.height()) / window.height() <= 0.55)
+    assert 0.3 * window.height() <= tree.height() <= 0.42 * window.height()
+    assert window.viewer.width() >= 0.45 * window.width()
+    assert window.chat_dock.width() < 0.35 * window.width()
+    assert workspace_rows(window) >= 8
+
+
+def test_the_default_layout_leaves_the_code_viewer_room(
+    qtbot, make_window: WindowFactory, git_workspace: Path
+):
+    window = make_window(git_workspace, start=False)
+    window.docks["workspace"].start()  # lists the workspace (the backend is not needed here)
+    qtbot.waitExposed(window)
+    assert (window.width(), window.height()) == (1280, 800)
+    qtbot.waitUntil(lambda: window.workspace_panel.tree.model().rowCount() > 0)
+    open_review_and_tree(qtbot, window)
+    assert_default_layout(qtbot, window)
+
+
+def test_reset_layout_restores_the_default_and_forgets_the_saved_one(
+    qtbot, make_window: WindowFactory, git_workspace: Path
+):
+    window = make_window(git_workspace, start=False)
+    window.docks["workspace"].start()
+    qtbot.waitExposed(window)
+    qtbot.waitUntil(lambda: window.workspace_panel.tree.model().rowCount() > 0)
+    open_review_and_tree(qtbot, window)
+    review, tree = bottom_docks(window)
+    # The user rearranges: chat to the left, the tree floating, the review to the right, a wide chat.
+    window.removeDockWidget(window.chat_dock)
+    window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, window.chat_dock)
+    window.chat_dock.show()
+    tree.setFloating(True)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, review)
+    window.resizeDocks([window.chat_dock], [700], Qt.Orientation.Horizontal)
+    qtbot.waitUntil(lambda: window.viewer.width() < 0.45 * window.width())
+    window.save_layout()
+    assert QSettings().contains(STATE_KEY)
+
+    reset = next(a for a in window.menuBar().actions()[1].menu().actions() if a.text() == "&Reset Layout")
+    reset.trigger()
+
+    assert not QSettings().contains(STATE_KEY)
+    assert_default_layout(qtbot, window)
+    assert window.chat_dock.isVisible() and window.workspace_dock.isVisible()

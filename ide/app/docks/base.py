@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QWidget
 
@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from ide.app.status import BackendStatus
     from ide.app.viewer import CodeViewer
 
-DOCK_SHARE = 0.45
+DOCK_SHARE = 0.4
 """How much of the window's height a bottom dock takes when it is shown."""
+DOCK_MIN_WIDTH = 200
+"""The narrowest a dock's content asks to be: what it shows (a long label, a wide answer) never pushes the
+code viewer aside, and a wider need scrolls or is cut in the dock."""
 
 
 class AppContext:
@@ -69,10 +72,13 @@ class AppContext:
         """Show and raise the dock ``name``; a hidden one opens at its share of the window's height."""
         widget = self.dock(name).dock
         if widget.isHidden():
+            # A tab beside one already open keeps the area's height; a dock opening an area sizes it.
+            tabs = [tab for tab in self.window.tabifiedDockWidgets(widget) if tab.isVisible()]
+            height = tabs[0].height() if tabs else int(self.window.height() * DOCK_SHARE)
             widget.show()
-            self.window.resizeDocks(
-                [widget], [int(self.window.height() * DOCK_SHARE)], Qt.Orientation.Vertical
-            )
+            # Once the layout has taken the new dock in (a new tab bar resizes the area).
+            resize = self.window.resizeDocks
+            QTimer.singleShot(0, self.window, lambda: resize([widget], [height], Qt.Orientation.Vertical))
         widget.raise_()
 
     def message(self, text: str, timeout_ms: int = 0) -> None:
@@ -137,6 +143,7 @@ class Dock(Part):
         self.widget = widget
         self.dock = QDockWidget(self.title, ctx.window)
         self.dock.setObjectName(f"{self.name}Dock")
+        widget.setMinimumWidth(DOCK_MIN_WIDTH)
         self.dock.setWidget(widget)
         self.dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable

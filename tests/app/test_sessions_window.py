@@ -1,0 +1,111 @@
+"""The Sessions dock against the real backend: past sessions listed newest first with their titles,
+reopened with their chat, search tree and pending review, and New Session starting afresh."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ide.app.conversation import TextBlock
+from ide.app.window import MainWindow
+from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+
+pytestmark = pytest.mark.window
+
+Script = Callable[[list[dict[str, Any]]], Path]
+
+EDIT_GREET = [
+    {
+        "content": "",
+        "tool_calls": [
+            {
+                "name": "edit_file",
+                "args": {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hi"},
+            }
+        ],
+    },
+    {"content": "greet now says Hi."},
+]
+READ_ME = [{"content": "The README says the demo says hello."}]
+
+
+def chat_texts(window: MainWindow) -> list[tuple[str, str]]:
+    return [(b.kind, b.text) for b in window.chat.conversation.blocks if isinstance(b, TextBlock)]
+
+
+def run_turn(qtbot: Any, window: MainWindow, text: str) -> None:
+    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt(text)
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    window.chat.flush()
+
+
+def switch(qtbot: Any, window: MainWindow, action: Callable[[], bool]) -> None:
+    """Open a session (reopen or new) and wait until it is ready and the list shows it as current."""
+    with qtbot.waitSignal(window.bridge.sessionReady, timeout=TURN_TIMEOUT_MS):
+        assert action()
+    qtbot.waitUntil(lambda: window.sessions.current == window.bridge.session_id, timeout=TURN_TIMEOUT_MS)
+    window.chat.flush()
+
+
+def test_sessions_are_listed_reopened_with_chat_tree_and_review_and_new_starts_empty(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, write_script: Script, user_config: Any
+) -> None:
+    # The model comes from the user's config, read again for each new session: the second session
+    # answers from another script than the first.
+    user_config(f'[llm]\nmodel = "scripted:{write_script(EDIT_GREET)}"\n')
+    window = make_window(git_workspace)
+    wait_ready(qtbot, window)
+    panel = window.sessions
+    # Only the current session, untitled; nothing earlier.
+    qtbot.waitUntil(lambda: panel.titles() == ["New session (no prompt yet)"], timeout=TURN_TIMEOUT_MS)
+    assert panel.message.isVisible()
+
+    first = window.bridge.session_id
+    run_turn(qtbot, window, "Make greet say Hi")
+    qtbot.waitUntil(lambda: window.review.files_model.rowCount() == 1, timeout=TURN_TIMEOUT_MS)
+    assert len(window.tree_view.runs) == 1
+    first_run = next(iter(window.tree_view.runs.values())).run_id
+    # With the search tree open and a real conversation in the chat, the code viewer keeps its room.
+    assert window.tree_dock.isVisible()
+    assert window.viewer.width() >= 0.45 * window.width()
+
+    user_config(f'[llm]\nmodel = "scripted:{write_script(READ_ME)}"\n')
+    switch(qtbot, window, window.new_session)
+    second = window.bridge.session_id
+    assert second != first
+    assert chat_texts(window) == []  # a new session: empty chat, no tree, nothing to review
+    assert window.tree_view.runs == {}
+    assert window.review.files_model.rowCount() == 0
+    run_turn(qtbot, window, "What does the README say?")
+    assert chat_texts(window) == [
+        ("user", "What does the README say?"),
+        ("assistant", "The README says the demo says hello."),
+    ]
+
+    newest_first = ["What does the README say?", "Make greet say Hi"]
+    qtbot.waitUntil(lambda: panel.titles() == newest_first, timeout=TURN_TIMEOUT_MS)
+    assert panel.sessions_shown() == [second, first]
+    assert not panel.message.isVisible()
+
+    # Reopen the first session from the list (double-click / Enter): its chat, tree and review return.
+    assert not panel.open_button.isEnabled()  # nothing selected yet
+    panel.list.setCurrentRow(1)
+    assert panel.open_button.isEnabled()
+    switch(qtbot, window, lambda: (panel.open_button.click(), True)[1])
+    assert window.bridge.session_id == first
+    assert chat_texts(window) == [("user", "Make greet say Hi"), ("assistant", "greet now says Hi.")]
+    qtbot.waitUntil(lambda: len(window.tree_view.runs) == 1, timeout=TURN_TIMEOUT_MS)
+    assert next(iter(window.tree_view.runs.values())).run_id == first_run
+    qtbot.waitUntil(lambda: window.review.files_model.rowCount() == 1, timeout=TURN_TIMEOUT_MS)
+    assert (git_workspace / "pkg" / "greet.py").read_text().count("Hello") == 1, "still only pending"
+    assert panel.current == first and not panel.open_button.isEnabled()
+
+    switch(qtbot, window, window.new_session)
+    assert chat_texts(window) == []
+    assert window.tree_view.runs == {}
+    assert window.review.files_model.rowCount() == 0
+    assert window.bridge.session_id not in (first, second)
