@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 
 from ide.app.conversation import TextBlock
 from ide.app.window import MainWindow
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.app.support import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 
@@ -43,10 +44,10 @@ def run_turn(qtbot: Any, window: MainWindow, text: str) -> None:
     window.chat.flush()
 
 
-def switch(qtbot: Any, window: MainWindow, action: Callable[[], bool]) -> None:
+def switch(qtbot: Any, window: MainWindow, action: Callable[[], object]) -> None:
     """Open a session (reopen or new) and wait until it is ready and the list shows it as current."""
     with qtbot.waitSignal(window.bridge.sessionReady, timeout=TURN_TIMEOUT_MS):
-        assert action()
+        action()
     qtbot.waitUntil(lambda: window.sessions.current == window.bridge.session_id, timeout=TURN_TIMEOUT_MS)
     window.chat.flush()
 
@@ -95,7 +96,7 @@ def test_sessions_are_listed_reopened_with_chat_tree_and_review_and_new_starts_e
     assert not panel.open_button.isEnabled()  # nothing selected yet
     panel.list.setCurrentRow(1)
     assert panel.open_button.isEnabled()
-    switch(qtbot, window, lambda: (panel.open_button.click(), True)[1])
+    switch(qtbot, window, lambda: qtbot.mouseClick(panel.open_button, Qt.MouseButton.LeftButton))
     assert window.bridge.session_id == first
     assert chat_texts(window) == [("user", "Make greet say Hi"), ("assistant", "greet now says Hi.")]
     qtbot.waitUntil(lambda: len(window.tree_view.runs) == 1, timeout=TURN_TIMEOUT_MS)
@@ -109,3 +110,22 @@ def test_sessions_are_listed_reopened_with_chat_tree_and_review_and_new_starts_e
     assert window.tree_view.runs == {}
     assert window.review.files_model.rowCount() == 0
     assert window.bridge.session_id not in (first, second)
+
+
+def test_an_agent_without_session_listing_says_so_and_still_starts_new_sessions(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path
+) -> None:
+    window = make_window(tmp_path, command=ECHO_AGENT)
+    wait_ready(qtbot, window)
+    panel = window.sessions
+    qtbot.waitUntil(lambda: panel.message.text() == "This agent cannot list its sessions.")
+    assert panel.titles() == []
+    assert panel.new_button.isEnabled() and not panel.open_button.isEnabled()
+    run_turn(qtbot, window, "hello")
+    assert chat_texts(window)
+    first = window.bridge.session_id
+    with qtbot.waitSignal(window.bridge.sessionReady, timeout=TURN_TIMEOUT_MS):
+        qtbot.mouseClick(panel.new_button, Qt.MouseButton.LeftButton)
+    assert window.bridge.session_id != first
+    window.chat.flush()
+    assert chat_texts(window) == []
