@@ -52,6 +52,7 @@ class SessionsPanel(QWidget):
         self.list = QListWidget()
         self.list.setObjectName("sessionList")
         self.list.setWordWrap(True)
+        self.list.setSpacing(3)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.itemActivated.connect(self._activated)
         self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
