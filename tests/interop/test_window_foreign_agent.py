@@ -108,8 +108,10 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
 
         assert pane.history_tree.topLevelItemCount() == 1
         pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
+        qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)  # asks first
+        [roll_back] = [b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back"]
         with qtbot.waitSignal(review.rolledBack, timeout=TURN_TIMEOUT_MS) as rolled:
-            qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+            roll_back.click()
         assert rolled.args[0].refused == [] and rolled.args[0].restored == ["hello.py"]
         assert (workspace / "hello.py").read_text() == ORIGINAL
         assert git(workspace, "status", "--porcelain") == ""
