@@ -322,7 +322,8 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
 
     rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.reviewFailed]))
     history = asyncio.ensure_future(next_emission([review.historyReceived]))
-    QTest.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
+    QTest.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)  # asks first
+    next(b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back").click()
     index, rollback = await rolled
     await history
     if index == 1:

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
-from ide import agentproc
-from ide.agentproc import BackendState, PermissionHandler, StderrTail, error_from_request, local_user_message
+from ide import agentconn, agentproc
+from ide.agentconn import PermissionHandler, local_user_message
+from ide.agentproc import BackendState, StderrTail, error_from_request
 from ide.app.background import run_blocking, spawn
 from ide.protocol import AgentMeta, ErrorInfo
 
@@ -36,7 +37,7 @@ T = TypeVar("T", bound=BaseModel)
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 OnError = Callable[[ErrorInfo], None]
-OnSessions = Callable[[list[agentproc.SessionSummary]], None]
+OnSessions = Callable[[list[agentconn.SessionSummary]], None]
 INITIALIZE_TIMEOUT_S = 60.0
 CLIENT_META = {"review": True, "tree": True, "index": True}  # reviews, search trees, the Outline
 
@@ -91,14 +92,14 @@ class BackendBridge(QObject):
         self.can_load_session = self.can_list_sessions = False
         self.agent: agentproc.AgentProcess | None = None
         self.permission_handler: PermissionHandler | None = None
-        self.fs_handler: agentproc.FsHandler | None = None  # serves fs/*, advertised only when set
+        self.fs_handler: agentconn.FsHandler | None = None  # serves fs/*, advertised only when set
         self._conn: ClientSideConnection | None = None
         self._generation = 0
         self._stopping = False
         self._lifecycle: asyncio.Task[None] | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._connections: dict[int, ClientSideConnection] = {}
-        self._notifications = agentproc.NotificationRouter()
+        self._notifications = agentconn.NotificationRouter()
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
@@ -149,7 +150,7 @@ class BackendBridge(QObject):
         goes to ``on_error``. False, and nothing sent, unless the agent runs and lists sessions."""
         if self._conn is None or not self.can_list_sessions:
             return False
-        call = agentproc.list_sessions(self._conn, str(self.workspace))
+        call = agentconn.list_sessions(self._conn, str(self.workspace))
         spawn(self._deliver(self._generation, call, on_result, on_error), name="session/list")
         return True
 
@@ -169,7 +170,7 @@ class BackendBridge(QObject):
         """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""
         if self.state == BackendState.BUSY and self._conn is not None and self.session_id is not None:
             self.cancelRequested.emit()
-            spawn(agentproc.cancel(self._conn, self.session_id), name="cancel")
+            spawn(agentconn.cancel(self._conn, self.session_id), name="cancel")
 
     def set_mode(self, mode_id: str) -> bool:
         """Switch the session's mode (agent architecture) for the next turns; False unless ready.
@@ -202,7 +203,7 @@ class BackendBridge(QObject):
         False, and nothing sent, when the backend is not running or did not advertise ``method``."""
         if self._conn is None or not self.supports(method):
             return False
-        generation, call = self._generation, agentproc.ask(self._conn, method, params, result_type)
+        generation, call = self._generation, agentconn.ask(self._conn, method, params, result_type)
         spawn(self._deliver(generation, call, on_result, on_error), name=f"_{method}")
         return True
 
@@ -266,16 +267,16 @@ class BackendBridge(QObject):
             return
         process = agent.process
         self._watcher = spawn(self._watch(generation, agent), name="watch backend")
-        await run_blocking(agentproc.load_sdk)
+        await run_blocking(agentconn.load_sdk)
         if process.returncode is not None:
             return  # died while the SDK loaded; the watcher has reported it
-        callbacks = agentproc.ClientCallbacks(
+        callbacks = agentconn.ClientCallbacks(
             partial(self._on_session_update, generation),
             lambda: self.permission_handler,
             partial(self._on_notification, generation),
             lambda: self.fs_handler,
         )
-        self._conn = conn = agentproc.connect(agent, callbacks)
+        self._conn = conn = agentconn.connect(agent, callbacks)
         self._connections[generation] = conn
         await self._guarded(generation, self._handshake(generation, conn, resume))
 
@@ -296,7 +297,7 @@ class BackendBridge(QObject):
                 self._signal_group(signal.SIGKILL)
 
     async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
-        greeting = agentproc.initialize(conn, meta=CLIENT_META, fs=self.fs_handler is not None)
+        greeting = agentconn.initialize(conn, meta=CLIENT_META, fs=self.fs_handler is not None)
         hello = await asyncio.wait_for(greeting, INITIALIZE_TIMEOUT_S)
         self.agent_meta, self.agent_name = hello.meta, hello.name
         self.can_load_session, self.can_list_sessions = hello.can_load_session, hello.can_list_sessions
@@ -308,13 +309,13 @@ class BackendBridge(QObject):
             self.session_id = resume  # the replayed updates are of this session
             self.replayStarting.emit()
 
-        opened = await agentproc.open_session(
+        opened = await agentconn.open_session(
             conn, str(self.workspace), resume, self.can_load_session, replay, self.replayFailed.emit
         )
         if not opened.replayed:
             self.mode, self.modes = None, []
         if opened.modes:
-            self.mode, self.modes = agentproc.session_modes(opened.modes)
+            self.mode, self.modes = agentconn.session_modes(opened.modes)
         if generation == self._generation:
             self.session_id = opened.session_id
             self._set_state(BackendState.READY)
@@ -334,7 +335,7 @@ class BackendBridge(QObject):
             self.note_mode(mode)
 
     async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
-        response = await agentproc.prompt(conn, session_id, text)
+        response = await agentconn.prompt(conn, session_id, text)
         if generation != self._generation:
             return
         if response is None:
@@ -347,7 +348,7 @@ class BackendBridge(QObject):
         if isinstance(response, ErrorInfo):
             self.errorRaised.emit(response)
         else:
-            meta = agentproc.turn_meta(response.field_meta)
+            meta = agentconn.turn_meta(response.field_meta)
             self.turnFinished.emit(response.stop_reason, meta)
             if meta is not None and meta.error is not None:
                 self.errorRaised.emit(meta.error)

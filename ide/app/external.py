@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
-from ide import agentproc
+from ide import agentconn, agentproc
 from ide.app.background import run_blocking, spawn
 from ide.protocol import ErrorInfo
 from ide.protocol import external as ex
@@ -109,7 +109,7 @@ class ReviewBackend(QObject):
             return False
 
         async def deliver() -> None:
-            answer = await agentproc.ask(conn, method, params, result_type)
+            answer = await agentconn.ask(conn, method, params, result_type)
             if answer is None:
                 on_error(ErrorInfo(kind="internal", message="Arbor's review backend has stopped."))
             elif isinstance(answer, ErrorInfo):
@@ -191,11 +191,11 @@ class ReviewBackend(QObject):
             raise _refusal(
                 INTERNAL_ERROR, f"Cannot start Arbor's review backend `{line}`: {exc}", ""
             ) from None
-        await run_blocking(agentproc.load_sdk)
-        callbacks = agentproc.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
-        self._conn = conn = agentproc.connect(agent, callbacks)
+        await run_blocking(agentconn.load_sdk)
+        callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
+        self._conn = conn = agentconn.connect(agent, callbacks)
         try:
-            hello = await asyncio.wait_for(agentproc.initialize(conn, meta={"review": True}), START_TIMEOUT_S)
+            hello = await asyncio.wait_for(agentconn.initialize(conn, meta={"review": True}), START_TIMEOUT_S)
         except (RequestError, TimeoutError, ConnectionError, ValidationError) as exc:
             with contextlib.suppress(Exception):
                 await agent.stop(conn)

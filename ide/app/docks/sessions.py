@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.agentproc import SessionSummary
+from ide.agentconn import SessionSummary
 from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Dock
 from ide.protocol import ErrorInfo

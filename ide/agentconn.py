@@ -1,0 +1,356 @@
+"""The Qt-free half of an ACP client connection: callbacks, handshake, sessions, prompt, typed requests and
+notification routing — shared by the window's BackendBridge, its review connection and ``arbor run``.
+
+The ACP SDK is imported only inside functions: the window loads it on a worker thread while the agent's
+process starts (:mod:`ide.agentproc`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ide.protocol import META_KEY, AgentMeta, ErrorInfo, TurnMeta
+
+if TYPE_CHECKING:
+    from acp.core import ClientSideConnection
+    from acp.schema import (
+        PermissionOption,
+        PromptResponse,
+        ReadTextFileResponse,
+        RequestPermissionResponse,
+        ToolCallUpdate,
+        UserMessageChunk,
+        WriteTextFileResponse,
+    )
+
+from ide.agentproc import AgentProcess, client_version, error_from_request
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def load_sdk() -> None:
+    """Import the ACP SDK (blocking, ~1 s the first time); the window runs it on a worker thread."""
+    import acp.schema  # noqa: F401
+
+
+PermissionHandler = Callable[[str, "ToolCallUpdate", list["PermissionOption"]], Awaitable[str | None]]
+"""Decides a permission request: the chosen option id, or None to refuse."""
+
+
+class FsHandler(Protocol):
+    """Serves an agent's ``fs/read_text_file`` and ``fs/write_text_file``; raises ``acp.RequestError`` to
+    refuse (the agent gets that JSON-RPC error)."""
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None, limit: int | None
+    ) -> str: ...
+
+    async def write_text_file(self, session_id: str, path: str, content: str) -> None: ...
+
+
+class ClientCallbacks:
+    """What the agent may call on a client, forwarded to plain callables. Deliberately not a subclass of
+    ``acp.Client``: the Protocol's stub methods would answer terminal requests with null instead of
+    "method not found". ``fs/*`` goes to the ``fs_handler`` when there is one, else "method not found"."""
+
+    def __init__(
+        self,
+        on_update: Callable[[str, Any], None],
+        permission_handler: Callable[[], PermissionHandler | None],
+        on_notification: Callable[[str, dict[str, Any]], None],
+        fs_handler: Callable[[], FsHandler | None] = lambda: None,
+    ) -> None:
+        self._on_update = on_update
+        self._permission_handler = permission_handler
+        self._on_notification = on_notification
+        self._fs_handler = fs_handler
+
+    async def read_text_file(
+        self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        from acp import RequestError
+        from acp.schema import ReadTextFileResponse
+
+        handler = self._fs_handler()
+        if handler is None:
+            raise RequestError.method_not_found("fs/read_text_file")
+        return ReadTextFileResponse(content=await handler.read_text_file(session_id, path, line, limit))
+
+    async def write_text_file(
+        self, content: str, path: str, session_id: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        from acp import RequestError
+        from acp.schema import WriteTextFileResponse
+
+        handler = self._fs_handler()
+        if handler is None:
+            raise RequestError.method_not_found("fs/write_text_file")
+        await handler.write_text_file(session_id, path, content)
+        return WriteTextFileResponse()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        # No await before the handler: notifications are handled as tasks in arrival order, and the
+        # prompt response must not overtake the updates that preceded it.
+        self._on_update(session_id, update)
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        # Without a handler (no permission dialog) refusing is the safe answer.
+        handler = self._permission_handler()
+        return permission_response(await handler(session_id, tool_call, options) if handler else None)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        from acp import RequestError
+
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        self._on_notification(method, params)
+
+
+def connect(agent: AgentProcess, callbacks: ClientCallbacks) -> ClientSideConnection:
+    """The SDK's client connection over the agent's stdio (the SDK must be loaded: :func:`load_sdk`)."""
+    from acp import connect_to_agent
+
+    process = agent.process
+    assert process.stdin is not None and process.stdout is not None
+    return connect_to_agent(callbacks, process.stdin, process.stdout)  # type: ignore[arg-type]
+
+
+def session_modes(state: Any) -> tuple[str, list[tuple[str, str, str]]]:
+    """A ``SessionModeState`` as (current mode id, [(id, name, description)])."""
+    return state.current_mode_id, [(m.id, m.name, m.description or "") for m in state.available_modes]
+
+
+def permission_response(choice: str | None) -> RequestPermissionResponse:
+    """The answer to a permission request: the chosen option id, or None to refuse."""
+    from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
+
+    if choice is None:
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(option_id=choice, outcome="selected"))
+
+
+@dataclass
+class AgentHello:
+    """What ``initialize`` told about the agent."""
+
+    meta: AgentMeta | None
+    """Arbor's capabilities (None for an ACP agent that is not Arbor)."""
+    name: str | None
+    can_load_session: bool
+    can_list_sessions: bool = False
+    """The agent lists its sessions (``sessionCapabilities.list``)."""
+
+
+async def initialize(
+    conn: Any,
+    *,
+    meta: dict[str, bool],
+    client: str = "arbor",
+    title: str | None = "Arbor",
+    version: str | None = None,
+    fs: bool = False,
+) -> AgentHello:
+    """Send ``initialize`` with Arbor's client capabilities ``meta`` (and ``fs/*`` when ``fs``; never
+    ``terminal/*``) and read the agent's answer."""
+    from acp import PROTOCOL_VERSION
+    from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+
+    init = await conn.initialize(
+        protocol_version=PROTOCOL_VERSION,
+        client_capabilities=ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs),
+            terminal=False,
+            field_meta={META_KEY: meta},
+        ),
+        client_info=Implementation(name=client, title=title, version=version or client_version()),
+    )
+    capabilities = init.agent_capabilities
+    raw_meta = (capabilities.field_meta or {}).get(META_KEY) if capabilities else None
+    try:
+        agent_meta = AgentMeta.model_validate(raw_meta) if raw_meta is not None else None
+    except ValidationError:
+        log.warning("ignoring malformed agentCapabilities._meta.%s: %r", META_KEY, raw_meta)
+        agent_meta = None
+    name = (init.agent_info.title or init.agent_info.name) if init.agent_info else None
+    listing = capabilities.session_capabilities if capabilities else None
+    return AgentHello(
+        agent_meta,
+        name,
+        bool(capabilities and capabilities.load_session),
+        bool(listing and listing.list is not None),
+    )
+
+
+@dataclass
+class OpenedSession:
+    """The session :func:`open_session` opened."""
+
+    session_id: str
+    modes: Any
+    """The agent's ``SessionModeState``, if it sent one."""
+    replayed: bool
+    """True when the session was restored with ``session/load`` (its history replayed)."""
+
+
+async def open_session(
+    conn: Any,
+    cwd: str,
+    resume: str | None,
+    can_load: bool,
+    on_replay: Callable[[], None],
+    on_replay_failed: Callable[[str], None],
+) -> OpenedSession:
+    """Restore the session ``resume`` (``on_replay`` just before its history is replayed), else open a new
+    one (``on_replay_failed`` says why a restore was not possible)."""
+    from acp import RequestError
+
+    if resume is not None:
+        if can_load:
+            on_replay()
+            try:
+                loaded = await conn.load_session(cwd=cwd, session_id=resume, mcp_servers=[])
+            except RequestError as exc:
+                on_replay_failed(error_from_request(exc).message)
+            else:
+                return OpenedSession(resume, loaded.modes if loaded else None, replayed=True)
+        else:
+            on_replay_failed("The agent cannot restore sessions (no loadSession capability).")
+    created = await conn.new_session(cwd=cwd, mcp_servers=[])
+    return OpenedSession(created.session_id, created.modes, replayed=False)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One of a workspace's sessions as ``session/list`` gives it."""
+
+    session_id: str
+    title: str | None
+    """Set from the session's first prompt (None until there was one)."""
+    updated_at: datetime | None
+    """When the session last changed (None when the agent did not say)."""
+
+
+LIST_PAGES = 20  # of session/list, 50 sessions each from Arbor's backend
+
+
+def _when(text: str | None) -> datetime | None:
+    with contextlib.suppress(ValueError, TypeError):
+        moment = datetime.fromisoformat(text)  # type: ignore[arg-type]
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return None
+
+
+async def list_sessions(conn: Any, cwd: str) -> list[SessionSummary] | ErrorInfo | None:
+    """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal, None when the
+    connection is lost (the process died) or the answer is unreadable."""
+    from acp import RequestError
+
+    found: list[SessionSummary] = []
+    cursor: str | None = None
+    try:
+        for _ in range(LIST_PAGES):
+            page = await conn.list_sessions(cwd=cwd, cursor=cursor)
+            found += [SessionSummary(s.session_id, s.title, _when(s.updated_at)) for s in page.sessions]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except RequestError as exc:
+        return error_from_request(exc)
+    except (ConnectionError, ValidationError):
+        return None
+    oldest = datetime.min.replace(tzinfo=UTC)
+    return sorted(found, key=lambda s: s.updated_at or oldest, reverse=True)
+
+
+async def prompt(conn: Any, session_id: str, text: str) -> PromptResponse | ErrorInfo | None:
+    """Send ``text`` as a turn and wait for its end: the response, an ErrorInfo for a refusal, or None when
+    the connection is lost or the answer is unreadable."""
+    from acp import RequestError, text_block
+
+    try:
+        return await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+    except RequestError as exc:
+        return error_from_request(exc)
+    except (ConnectionError, ValidationError):
+        return None
+
+
+async def cancel(conn: Any, session_id: str) -> None:
+    """Ask the agent to end the session's running turn (nothing when the connection is gone)."""
+    with contextlib.suppress(ConnectionError):
+        await conn.cancel(session_id=session_id)
+
+
+async def ask(conn: Any, method: str, params: BaseModel, result_type: type[T]) -> T | ErrorInfo | None:
+    """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal or an
+    unreadable answer, or None when the connection is lost (the process died)."""
+    from acp import RequestError
+
+    try:
+        return result_type.model_validate(await conn.ext_method(method, params.model_dump(mode="json")))
+    except RequestError as exc:
+        return error_from_request(exc)
+    except ValidationError as exc:
+        log.warning("malformed answer to _%s: %s", method, exc)
+        return ErrorInfo(
+            kind="internal",
+            message=f"The backend answered _{method} with data this window cannot read.",
+            fix="The window and the backend may be different Arbor versions; reinstall both.",
+        )
+    except ConnectionError:
+        return None
+
+
+class NotificationRouter:
+    """Extension notifications to their subscribers: each read as its model, one that carries a
+    ``session_id`` delivered only when that is the current session's."""
+
+    def __init__(self) -> None:
+        self._subscribers: dict[str, list[tuple[type[BaseModel], Callable[[Any], None]]]] = {}
+
+    def subscribe(self, method: str, model: type[BaseModel], handler: Callable[[Any], None]) -> None:
+        self._subscribers.setdefault(method, []).append((model, handler))
+
+    def dispatch(self, method: str, params: dict[str, Any], session_id: str | None) -> None:
+        for model, handler in self._subscribers.get(method, ()):
+            try:
+                message = model.model_validate(params)
+            except ValidationError as exc:
+                log.warning("ignoring malformed _%s: %s", method, exc)
+                return
+            if getattr(message, "session_id", session_id) == session_id:
+                handler(message)
+        if method not in self._subscribers:
+            log.debug("ignoring extension notification _%s", method)
+
+
+def turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:
+    """Arbor's figures of a finished turn from ``PromptResponse._meta`` (None if absent or malformed)."""
+    raw = (field_meta or {}).get(META_KEY)
+    if raw is None:
+        return None
+    try:
+        return TurnMeta.model_validate(raw)
+    except ValidationError:
+        log.warning("ignoring malformed PromptResponse._meta.%s", META_KEY)
+        return None
+
+
+def local_user_message(text: str) -> UserMessageChunk:
+    """The update a client shows for a prompt the user just sent (agents replay these on load)."""
+    from acp import text_block
+    from acp.schema import UserMessageChunk
+
+    return UserMessageChunk(session_update="user_message_chunk", content=text_block(text))
