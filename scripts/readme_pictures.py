@@ -1,4 +1,4 @@
-"""Make the README's pictures from one real run: the window, the Review dock and the Search tree of LATS.
+"""Make the README's window and Search tree pictures from one real LATS run in the real window.
 
     xvfb-run -a python scripts/readme_pictures.py [--output-dir resources/screenshots] [--size 1280x800]
 
@@ -6,9 +6,10 @@ It copies the LATS sample's workspace (resources/samples/lats-bugfix) into a tem
 the real window on it with the real backend, runs the sample's task in LATS mode with the sample's scripted
 model (no model server needed), allows the test command when the window asks, and grabs:
 
-- ``tree.png`` — the Search tree dock on the run, the solution node selected;
-- ``review.png`` — the Review dock with the run's best branch, its first hunk accepted;
-- ``window.png`` — the whole window after the turn, the changed file open.
+- ``window.png`` — the whole window after the turn in its default layout, the changed file open;
+- ``tree.png`` — the Search tree dock on the run, the solution node selected.
+
+(The Review dock's picture comes from ``scripts/review_demo.py``: a larger, multi-file review.)
 
 Under Xvfb (``QT_QPA_PLATFORM=xcb``, the default there) the pictures come from a real X window; without a
 display it falls back to Qt's offscreen platform. Nothing outside the temporary directory is touched except
@@ -31,7 +32,7 @@ if not os.environ.get("DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import qasync
-from PySide6.QtCore import QCoreApplication, QSettings, SignalInstance
+from PySide6.QtCore import QCoreApplication, QSettings, Qt, SignalInstance
 from PySide6.QtWidgets import QApplication, QWidget
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -43,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "resources" / "samples" / "lats-bugfix"
 TASK = "mean() in stats.py returns the wrong value; fix it so check_stats.py passes"
 TIMEOUT_S = 120.0
+DOCK_PICTURE_HEIGHT = 470
 GIT = ["git", "-c", "user.name=Arbor", "-c", "user.email=arbor@example.com"]
 
 
@@ -109,26 +111,26 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
     asker.cancel()
     window.chat.flush()
 
-    tree_dock = window.docks["tree"]
-    tree_dock.dock.raise_()
-    view = window.tree_view
-    run = next(iter(view.runs.values()))
-    solution = next((n for n in run.best_path if run.nodes[n].kind == "answer"), run.best_path[-1])
-    view.select_node(solution)
-    await settle()
-    save(tree_dock.dock, output_dir / "tree.png")
-
     review.dock.raise_()
     pane = window.review
     decided = asyncio.ensure_future(next_emission(review.changesetReceived))
     pane.decide_hunk("accepted")
     await decided
-    await settle()
-    save(review.dock, output_dir / "review.png")
-
     window.viewer.show_file(window.workspace / "stats.py")
     await settle()
     save(window, output_dir / "window.png")
+
+    # The docks' own pictures at a height that shows a whole small tree without scrolling.
+    tree_dock = window.docks["tree"]
+    tree_dock.dock.raise_()
+    window.resizeDocks([tree_dock.dock], [DOCK_PICTURE_HEIGHT], Qt.Orientation.Vertical)
+    view = window.tree_view
+    run = next(iter(view.runs.values()))
+    solution = next((n for n in run.best_path if run.nodes[n].kind == "answer"), run.best_path[-1])
+    await settle()
+    view.select_node(solution)
+    await settle()
+    save(tree_dock.dock, output_dir / "tree.png")
 
 
 def main(argv: list[str] | None = None) -> int:
