@@ -26,17 +26,17 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 if not os.environ.get("DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import qasync
-from PySide6.QtCore import QCoreApplication, QSettings, Qt, SignalInstance
+from PySide6.QtCore import QCoreApplication, QSettings, Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from ide.app.background import next_emission
 from ide.app.main import configure_application
 from ide.app.window import MainWindow
 
@@ -55,21 +55,6 @@ def workspace_copy(root: Path) -> Path:
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "Sample project"]):
         subprocess.run([*GIT, *args], cwd=target, check=True)
     return target
-
-
-async def next_emission(signal: SignalInstance, timeout: float = TIMEOUT_S) -> tuple[Any, ...]:
-    """The arguments of the next emission of ``signal``."""
-    future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
-
-    def receive(*args: Any) -> None:
-        if not future.done():
-            future.set_result(args)
-
-    signal.connect(receive)
-    try:
-        return await asyncio.wait_for(future, timeout)
-    finally:
-        signal.disconnect(receive)
 
 
 async def settle(seconds: float = 0.4) -> None:
@@ -98,12 +83,12 @@ async def allow_tests(window: MainWindow) -> None:
 
 
 async def capture(window: MainWindow, output_dir: Path) -> None:
-    ready = asyncio.ensure_future(next_emission(window.bridge.sessionReady))
+    ready = asyncio.ensure_future(next_emission([window.bridge.sessionReady], TIMEOUT_S))
     window.start()
     await ready
-    finished = asyncio.ensure_future(next_emission(window.bridge.turnFinished))
+    finished = asyncio.ensure_future(next_emission([window.bridge.turnFinished], TIMEOUT_S))
     review = window.docks["review"]
-    changeset = asyncio.ensure_future(next_emission(review.changesetReceived))
+    changeset = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
     asker = asyncio.ensure_future(allow_tests(window))
     window.send_prompt(TASK)
     await finished
@@ -113,7 +98,7 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
 
     review.dock.raise_()
     pane = window.review
-    decided = asyncio.ensure_future(next_emission(review.changesetReceived))
+    decided = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
     pane.decide_hunk("accepted")
     await decided
     window.viewer.show_file(window.workspace / "stats.py")

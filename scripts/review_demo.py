@@ -35,6 +35,7 @@ from PySide6.QtCore import QCoreApplication, QSettings, Qt, QtMsgType, SignalIns
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QSplitter
 
+from ide.app.background import next_emission
 from ide.app.main import configure_application
 from ide.app.window import MainWindow
 
@@ -144,25 +145,6 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
-async def next_emission(signals: list[SignalInstance], timeout: float = TIMEOUT_S) -> tuple[Any, ...]:
-    """The arguments of the next emission of any of ``signals`` (first element: the signal's index)."""
-    future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
-    receivers = []
-    for index, signal in enumerate(signals):
-
-        def receive(*args: Any, index: int = index) -> None:
-            if not future.done():
-                future.set_result((index, *args))
-
-        signal.connect(receive)
-        receivers.append((signal, receive))
-    try:
-        return await asyncio.wait_for(future, timeout)
-    finally:
-        for signal, receive in receivers:
-            signal.disconnect(receive)
-
-
 async def until(signal: SignalInstance, condition: Callable[[], bool], timeout: float = TIMEOUT_S) -> None:
     """Wait for emissions of ``signal`` until ``condition`` holds."""
     deadline = asyncio.get_running_loop().time() + timeout
@@ -179,7 +161,7 @@ def settle() -> None:
 async def press(window: MainWindow, key: Qt.Key, shift: bool = False) -> None:
     """Press ``key`` in the diff view and wait for the backend's updated change set."""
     review = window.docks["review"]
-    pending = asyncio.ensure_future(next_emission([review.changesetReceived, review.reviewFailed]))
+    pending = asyncio.ensure_future(next_emission([review.changesetReceived, review.reviewFailed], TIMEOUT_S))
     modifier = Qt.KeyboardModifier.ShiftModifier if shift else Qt.KeyboardModifier.NoModifier
     QTest.keyClick(window.review.unified, key, modifier)
     index, *args = await pending
@@ -197,14 +179,14 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     originals = {path: (clone / path).read_text() for path in (SPEC, README)}
     head = git(clone, "rev-parse", "HEAD").strip()
 
-    ready = asyncio.ensure_future(next_emission([bridge.sessionReady]))
+    ready = asyncio.ensure_future(next_emission([bridge.sessionReady], TIMEOUT_S))
     window.start()
     await ready
     log.step("backend ready", agent=bridge.agent_name, review=pane.interactive)
     if not pane.interactive:
         log.step("review extension", ok=False)
 
-    finished = asyncio.ensure_future(next_emission([bridge.turnFinished, bridge.errorRaised]))
+    finished = asyncio.ensure_future(next_emission([bridge.turnFinished, bridge.errorRaised], TIMEOUT_S))
     window.send_prompt(QUESTION)
     index, *args = await finished
     if index == 1:
@@ -242,7 +224,7 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     body = pane.file_list.parentWidget()
     if isinstance(body, QSplitter):
         body.setSizes([360, max(1, body.width() - 360)])
-    highlighted = asyncio.ensure_future(next_emission([window.viewer.highlighted]))
+    highlighted = asyncio.ensure_future(next_emission([window.viewer.highlighted], TIMEOUT_S))
     window.viewer.show_file(clone / SPEC, 51)
     await highlighted
     window.workspace_panel.select(clone / SPEC)
@@ -261,8 +243,8 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     await press(window, Qt.Key.Key_A, shift=True)
     log.step(f"Shift+A {NEW_TEST}", ok=states(window)[NEW_TEST] == "accepted", states=states(window))
 
-    applied = asyncio.ensure_future(next_emission([review.applied, review.reviewFailed]))
-    history = asyncio.ensure_future(next_emission([review.historyReceived]))
+    applied = asyncio.ensure_future(next_emission([review.applied, review.reviewFailed], TIMEOUT_S))
+    history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
     QTest.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     index, result = await applied
     await history
@@ -313,15 +295,15 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     tail = tests.stdout.strip().splitlines()[-1:] if tests.stdout.strip() else [tests.stderr.strip()[-300:]]
     log.step("accepted test passes in the clone", ok=tests.returncode == 0, pytest=tail)
 
-    history = asyncio.ensure_future(next_emission([review.historyReceived]))
+    history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
     pane.tabs.setCurrentIndex(pane.tabs.indexOf(pane.history_tree.parentWidget()))
     await history
     items = pane.history_tree.topLevelItemCount()
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
     log.step("History tab", ok=items == 1 and pane.rollback_button.isEnabled(), batches=items)
 
-    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.reviewFailed]))
-    history = asyncio.ensure_future(next_emission([review.historyReceived]))
+    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.reviewFailed], TIMEOUT_S))
+    history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
     QTest.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)  # asks first
     next(b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back").click()
     index, rollback = await rolled

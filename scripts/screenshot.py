@@ -23,9 +23,10 @@ from typing import Any
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import qasync
-from PySide6.QtCore import QCoreApplication, QSettings, QtMsgType, SignalInstance, qInstallMessageHandler
+from PySide6.QtCore import QCoreApplication, QSettings, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
+from ide.app.background import next_emission
 from ide.app.chat import ThoughtView, ToolCallView
 from ide.app.main import configure_application
 from ide.app.window import MainWindow
@@ -108,26 +109,11 @@ def make_workspace(root: Path) -> Path:
     return workspace
 
 
-async def next_emission(signal: SignalInstance, timeout: float = TIMEOUT_S) -> tuple[Any, ...]:
-    """The arguments of the next emission of ``signal``."""
-    future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
-
-    def receive(*args: Any) -> None:
-        if not future.done():
-            future.set_result(args)
-
-    signal.connect(receive)
-    try:
-        return await asyncio.wait_for(future, timeout)
-    finally:
-        signal.disconnect(receive)
-
-
 async def capture(window: MainWindow, output: Path) -> None:
-    ready = asyncio.ensure_future(next_emission(window.bridge.sessionReady))
+    ready = asyncio.ensure_future(next_emission([window.bridge.sessionReady], TIMEOUT_S))
     window.start()
     await ready
-    finished = asyncio.ensure_future(next_emission(window.bridge.turnFinished))
+    finished = asyncio.ensure_future(next_emission([window.bridge.turnFinished], TIMEOUT_S))
     window.send_prompt(QUESTION)
     await finished
     window.chat.flush()
@@ -136,7 +122,7 @@ async def capture(window: MainWindow, output: Path) -> None:
         if isinstance(view, ThoughtView):
             view.set_expanded(True)
     tool = next(view for view in window.chat.views() if isinstance(view, ToolCallView))
-    highlighted = asyncio.ensure_future(next_emission(window.viewer.highlighted))
+    highlighted = asyncio.ensure_future(next_emission([window.viewer.highlighted], TIMEOUT_S))
     if tool.block.locations:
         tool.locations.linkActivated.emit("0")
     else:

@@ -6,7 +6,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import SignalInstance
 
 log = logging.getLogger(__name__)
 
@@ -45,3 +48,23 @@ def _finished(task: asyncio.Task[Any]) -> None:
 def pending_tasks() -> list[asyncio.Task[Any]]:
     """Tasks started with :func:`spawn` that have not finished (tests cancel them at teardown)."""
     return [task for task in _tasks if not task.done()]
+
+
+async def next_emission(signals: list[SignalInstance], timeout: float) -> tuple[Any, ...]:
+    """The next emission of any of ``signals``: ``(its index, *its arguments)`` — for scripts that drive the
+    real window (screenshots, demos) and wait on it as a user would, without sleeping."""
+    future: asyncio.Future[tuple[Any, ...]] = asyncio.get_running_loop().create_future()
+    receivers = []
+    for index, signal in enumerate(signals):
+
+        def receive(*args: Any, index: int = index) -> None:
+            if not future.done():
+                future.set_result((index, *args))
+
+        signal.connect(receive)
+        receivers.append((signal, receive))
+    try:
+        return await asyncio.wait_for(future, timeout)
+    finally:
+        for signal, receive in receivers:
+            signal.disconnect(receive)
