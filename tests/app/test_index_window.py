@@ -169,19 +169,3 @@ def test_a_file_outside_the_workspace_opens_read_only_with_a_plain_outline_note(
     assert window.outline.message.text() == "Outside the workspace: no outline."
     assert window.outline.items() == []
     assert "refused" not in window.statusBar().currentMessage()
-
-
-async def test_the_index_answers_an_outside_file_with_a_note_not_a_refusal(
-    workspace: Path, tmp_path: Path
-) -> None:
-    from ide.codeintel.index.service import OUTSIDE_MESSAGE, IndexService
-    from ide.settings import Settings
-
-    outside = tmp_path / "elsewhere.py"
-    outside.write_text("x = 1\n")
-    service = IndexService(workspace, Settings(data_dir=tmp_path / "data"))
-    try:
-        result = service.outline(str(outside))
-        assert (result.symbols, result.message) == ([], OUTSIDE_MESSAGE)
-    finally:
-        await service.close()

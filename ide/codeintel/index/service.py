@@ -25,8 +25,6 @@ from ide.settings import Settings
 
 log = logging.getLogger(__name__)
 
-OUTSIDE_MESSAGE = "outside the workspace: no outline"
-
 
 class IndexService:
     """Owns the CodeIndex of one workspace for as long as a window or session has it open."""
@@ -136,8 +134,8 @@ class IndexService:
         """The definitions of one file (absolute or workspace-relative), nested by depth."""
         root = self.index.root
         real = Path(os.path.realpath(root / path))
-        if root not in real.parents:  # F12 into the standard library: shown read-only, no outline
-            return OutlineResult(path=str(real), message=OUTSIDE_MESSAGE)
+        if root not in real.parents:
+            raise ValueError(f"{path} is outside the workspace {root}")
         rel = real.relative_to(root).as_posix()
         row = self.index.file(rel)
         if row is None:
