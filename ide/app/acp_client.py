@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
 from ide import agentconn, agentproc
-from ide.agentconn import PermissionHandler, local_user_message
+from ide.agentconn import PermissionHandler
 from ide.agentproc import BackendState, StderrTail, error_from_request
 from ide.app.background import run_blocking, spawn
 from ide.protocol import AgentMeta, ErrorInfo
@@ -30,7 +30,7 @@ from ide.protocol import AgentMeta, ErrorInfo
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
 
-__all__ = ["BackendBridge", "BackendState", "PermissionHandler", "StderrTail", "local_user_message"]
+__all__ = ["BackendBridge", "BackendState", "PermissionHandler", "StderrTail"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)

@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.acp_client import BackendState, local_user_message
+from ide.agentconn import local_user_message
+from ide.app.acp_client import BackendState
 from ide.app.chat_blocks import (
     AssistantMessageView,
     BlockView,
