@@ -22,7 +22,6 @@ from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
 from ide import agentconn, agentproc
-from ide.agentconn import PermissionHandler
 from ide.agentproc import BackendState, StderrTail, error_from_request
 from ide.app.background import run_blocking, spawn
 from ide.protocol import AgentMeta, ErrorInfo
@@ -30,7 +29,7 @@ from ide.protocol import AgentMeta, ErrorInfo
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
 
-__all__ = ["BackendBridge", "BackendState", "PermissionHandler", "StderrTail"]
+__all__ = ["BackendBridge", "BackendState", "StderrTail"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
@@ -91,7 +90,7 @@ class BackendBridge(QObject):
         """The agent's session modes: (id, name, description)."""
         self.can_load_session = self.can_list_sessions = False
         self.agent: agentproc.AgentProcess | None = None
-        self.permission_handler: PermissionHandler | None = None
+        self.permission_handler: agentconn.PermissionHandler | None = None
         self.fs_handler: agentconn.FsHandler | None = None  # serves fs/*, advertised only when set
         self._conn: ClientSideConnection | None = None
         self._generation = 0
