@@ -30,14 +30,15 @@ from ide.llm.budget import (
     summary_request,
     task_text,
 )
-from ide.llm.errors import ModelError, classify_error, status_code, timed_out
+from ide.llm.errors import ModelError, classify_error, timed_out
 from ide.llm.limits import provider_gate
 from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
-from ide.llm.textcalls import INVALID_JSON, RECOVERED_KEY, TextGate, recover_tool_calls
+from ide.llm.textcalls import RECOVERED_KEY, TextGate, recover_tool_calls
 from ide.llm.thinking import ThinkSplitter
 from ide.llm.tiers import ContextTier
+from ide.llm.wire import openai_response_format, refused_format, retryable, unreadable_calls
 from ide.protocol import RoleUsage
 from ide.settings import LatsModels, PlanModels, Settings, TotModels
 
@@ -191,12 +192,12 @@ class ModelRouter:
                     latency_ms = (time.perf_counter() - started) * 1000
                 break
             except ModelError as err:
-                if constrained and _refused_format(err):
+                if constrained and refused_format(err):
                     log.info("%s refused the JSON schema format (%s); asking without it", spec, err)
                     self.format_refused.add(str(spec))
                     constrained = False
                     continue
-                if retried or streamed or not _retryable(err):
+                if retried or streamed or not retryable(err):
                     raise
                 retried = True
                 log.info("%s failed (%s); retrying once in %g s", spec, err.info.message, llm.retry_backoff_s)
@@ -370,7 +371,7 @@ class ModelRouter:
                 if inspect.isawaitable(result):
                     await result
             if not tool_calls and merged.invalid_tool_calls:
-                tool_calls = _unreadable_calls(merged.invalid_tool_calls, names)
+                tool_calls = unreadable_calls(merged.invalid_tool_calls, names)
             if not tool_calls:
                 recovery = recover_tool_calls(content, names)
                 if recovery.calls:
@@ -503,72 +504,3 @@ async def ollama_context_length(host: str, model: str) -> int | None:
         return context_length_of(await ollama_show(host, model))
     except (httpx.HTTPError, ValueError):
         return None
-
-
-_FORMAT_WORDS = ("format", "response_format", "json_schema", "structured output", "schema")
-_DROPPED = frozenset(
-    {"RemoteProtocolError", "ReadError", "IncompleteRead", "ChunkedEncodingError", "APIConnectionError"}
-)
-"""Exception types of a connection dropped mid-answer (httpx, urllib3, requests, openai)."""
-
-
-def openai_response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    """``response_format`` asking an OpenAI-compatible server for ``schema``'s JSON, strictly: every
-    object closed (``additionalProperties: false``) and every property required, as strict mode wants."""
-
-    def strict(node: Any) -> Any:
-        if isinstance(node, dict):
-            node = {key: strict(value) for key, value in node.items()}
-            if node.get("type") == "object" and "properties" in node:
-                node["additionalProperties"] = False
-                node["required"] = list(node["properties"])
-            return node
-        if isinstance(node, list):
-            return [strict(item) for item in node]
-        return node
-
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": schema.__name__,
-            "schema": strict(schema.model_json_schema()),
-            "strict": True,
-        },
-    }
-
-
-def _unreadable_calls(invalid: list[Any], names: Sequence[str]) -> list[Any]:
-    """Structured calls whose arguments were not JSON, as calls the tool refuses with the reason (so the
-    model reads what was wrong instead of the turn ending with no action)."""
-    calls = []
-    for index, call in enumerate(invalid):
-        if call.get("name") in names:
-            raw = call.get("args") or ""
-            calls.append(
-                {
-                    "name": call["name"],
-                    "args": {INVALID_JSON: raw if isinstance(raw, str) else json.dumps(raw)},
-                    "id": call.get("id") or f"invalid_{index}",
-                    "type": "tool_call",
-                }
-            )
-    return calls
-
-
-def _refused_format(err: ModelError) -> bool:
-    """A server that does not take the JSON-schema format answers 400 naming it."""
-    status = status_code(err.__cause__) if err.__cause__ is not None else None
-    text = err.info.message.lower()
-    return (status == 400 or "http 400" in text) and any(word in text for word in _FORMAT_WORDS)
-
-
-def _retryable(err: ModelError) -> bool:
-    """A dropped connection, a 5xx or a busy server: worth one more try."""
-    cause = err.__cause__
-    if cause is not None:
-        if {cls.__name__ for cls in type(cause).__mro__} & _DROPPED:
-            return True
-        status = status_code(cause)
-        if status is not None and status >= 500:
-            return True
-    return "server busy" in err.info.message.lower()
