@@ -230,8 +230,8 @@ class Session:
     async def run_turn(self, text: str, emit: Emit, emit_tree: EmitTree) -> TurnResult:
         """Run one prompt turn in the session's mode, emitting ACP updates and search-tree events.
 
-        ``auto`` asks the orchestrator model first (react for simple questions, lats for multi-step
-        changes) and says what it chose as a thought.
+        ``auto`` asks the orchestrator model first which mode fits (react, lats, tot, plan or workflow)
+        and says what it chose as a thought.
         """
         command = parse_command(text)
         if command is not None:

@@ -59,7 +59,9 @@ MODES: dict[str, ModeInfo] = {
     "auto": ModeInfo(
         "auto",
         "Auto",
-        "The orchestrator model picks ReAct for simple questions and LATS for multi-step changes",
+        "The orchestrator model picks the mode per task: ReAct for simple questions, LATS for fixes worth "
+        "searching, Tree of Thoughts for open design questions, plan for multi-part changes, a workflow "
+        "where one fits",
     ),
 }
 """Session modes in the order clients list them."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ide.protocol.modes import ARCHITECTURES
+from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
 from ide.search.base import Router, RunContext, RunOutcome, StructuredOutputError, ask_structured
 
 CLASSES: dict[str, tuple[str, str]] = {
@@ -27,12 +27,21 @@ CLASSES: dict[str, tuple[str, str]] = {
 
 assert tuple(CLASSES) == ARCHITECTURES
 
-AUTO_CHOICES = ("react", "lats")
+AUTO_CHOICES = tuple(mode for mode in SESSION_MODES if mode != "auto")
+"""What ``auto`` chooses among: every architecture and the workflow mode."""
 
-AUTO_PROMPT = """You route a coding agent's task to an agent architecture.
+AUTO_PROMPT = """You route a coding agent's task to the agent architecture that fits it best.
 Answer "react" for questions and simple, single-step work: explaining code, finding where something is,
-a one-line fix in a named place. Answer "lats" for multi-step changes where several approaches could be
-tried and checked: bug fixes whose cause is unknown, refactors across files, features that need tests."""
+a small fix in a named place.
+Answer "lats" for a change whose right approach is uncertain and can be checked: a bug whose cause is
+unknown, a fix several approaches could make, where trying branches and scoring them (with the tests)
+pays off.
+Answer "tot" for open design or analysis questions that need no edits: comparing approaches, weighing
+trade-offs, "how should we…", "what is the best way to…".
+Answer "plan" for a multi-part change whose steps are clear: several related edits across files done
+one after another (add X, then use it in Y, then update Z).
+Answer "workflow" when the task is a whole feature with tests, a bug to reproduce, fix and verify, a
+refactor to keep behaviour, or an investigation: a YAML workflow with stages and test runs fits it."""
 
 
 class Architecture(Protocol):
@@ -46,8 +55,15 @@ class Architecture(Protocol):
 
 
 class AutoChoice(BaseModel):
-    architecture: Literal["react", "lats"] = Field(description="react or lats")
+    """The orchestrator's answer in ``auto`` mode."""
+
+    architecture: Literal["react", "lats", "tot", "plan", "workflow"] = Field(
+        description="react, lats, tot, plan or workflow"
+    )
     reason: str = Field("", description="one short sentence")
+
+
+assert get_args(AutoChoice.model_fields["architecture"].annotation) == AUTO_CHOICES
 
 
 def load_architecture(mode: str) -> Architecture:
@@ -62,7 +78,8 @@ def load_architecture(mode: str) -> Architecture:
 async def choose_architecture(
     router: Router, task: str, history: Sequence[BaseMessage] = ()
 ) -> tuple[str, str]:
-    """``auto`` mode: ask the orchestrator role which architecture fits ``task``; (mode, reason).
+    """``auto`` mode: ask the orchestrator role which mode of :data:`AUTO_CHOICES` fits ``task``;
+    (mode, reason).
 
     An answer that stays malformed after one repair falls back to ReAct, saying so in the reason.
     """

@@ -147,6 +147,7 @@ class _LatsRun(LatsEvaluation):
     async def run(self) -> RunOutcome:
         ctx, state = self.ctx, self.state
         try:
+            await self._find_test_command()
             stop_reason = await self._search()
         except asyncio.CancelledError:
             self._close("cancelled")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -12,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from ide.changes import ChangeSet
 from ide.changes.hunks import patch_text, text_hunks
-from ide.changes.testrun import run_tests
+from ide.changes.testrun import detect_test_command, run_tests
 from ide.protocol.tree import TreeNode
 from ide.search.base import (
     RunContext,
@@ -71,6 +73,21 @@ class LatsEvaluation:
     limits: LatsSettings
     tree: SearchTree
     state: _State
+    test_command: str | None = None
+    """What runs the tests at each answer: ``lats.test_command``, else the workspace's detected command."""
+
+    async def _find_test_command(self) -> None:
+        """Set :attr:`test_command`; a detected one is said as a thought, so the user knows what runs."""
+        self.test_command = self.limits.test_command
+        if self.test_command:
+            return
+        root = Path(self.ctx.changeset.root)
+        self.test_command = await asyncio.to_thread(detect_test_command, root)
+        if self.test_command:
+            await self.ctx.think(
+                f"Tests: the workspace's test command looks like `{self.test_command}`; it runs at each "
+                "answer in a scratch worktree once you allow it (lats.test_command sets another)"
+            )
 
     async def _evaluate(self, node_id: str) -> _Verdict:
         """Score a new node: the evaluation model, capped by syntax errors, joined with the tests."""
@@ -89,7 +106,7 @@ class LatsEvaluation:
         score = verdict.score
         notes = [verdict.reflection.strip()] if verdict.reflection.strip() else []
         passed: bool | None = None
-        command = limits.test_command
+        command = self.test_command
         if command and node.kind == "answer" and changed:
             if await ctx.permit(f"Run the tests while searching: {command}", command, for_the_run=True):
                 passed, summary = await self._run_tests(branch, command)
