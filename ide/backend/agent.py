@@ -301,6 +301,7 @@ class ArborAgent(Agent):
             return await session.run_turn(text, emit, transcript.emit_tree)
 
         session.router.on_context = transcript.context_fill
+        session.router.on_notice = lambda note: emit(update_agent_thought(text_block(note)))
         session.turn = asyncio.create_task(turn())
         session.prompting = True
         try:

@@ -63,7 +63,7 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
     result = ModelProbe(model=str(spec), roles=roles, probed_at=now)
     try:
         result.context_window = await router.context_window(role)
-        reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file])
+        reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file], fallback=False)
         recovered = int(reply.additional_kwargs.get(RECOVERED_KEY, 0))
         if not reply.tool_calls:
             result.tool_calls = "none"
@@ -76,7 +76,7 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
         if output and generating > 0:
             result.tokens_per_s = round(output / generating, 1)
         refused_before = str(spec) in router.format_refused
-        answer = await router.stream(role, list(STRUCTURED_REQUEST), schema=ProbeAnswer)
+        answer = await router.stream(role, list(STRUCTURED_REQUEST), schema=ProbeAnswer, fallback=False)
         try:
             ProbeAnswer.model_validate_json(answer.text)
             honoured = True

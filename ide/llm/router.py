@@ -31,6 +31,7 @@ from ide.llm.budget import (
     task_text,
 )
 from ide.llm.errors import ModelError, classify_error, timed_out
+from ide.llm.fallback import Fallback, falls_back
 from ide.llm.limits import provider_gate
 from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
 from ide.llm.scripted import Script, ScriptedChatModel
@@ -100,9 +101,19 @@ class ModelRouter:
         """Role → (tokens of its last request, its window): the status bar's context fill."""
         self.on_context: Callable[[str, int, int], None] | None = None
         """Told (role, tokens, window) before every request, e.g. to show the fill in the window."""
+        self.fallbacks: dict[str, Fallback] = {}
+        """Roles whose own model could not be used, by role: they run on ``llm.model`` for the session."""
+        self.on_notice: Callable[[str], Awaitable[None] | None] | None = None
+        """Told a warning for the user (a role that fell back); without it the call's on_chunk hears it
+        as a thought."""
 
     def spec_for(self, role: str) -> ModelSpec:
-        """The model spec for ``role``: its own setting if set, else ``llm.model``."""
+        """The model spec for ``role``: its own setting if set (and usable so far), else ``llm.model``."""
+        own = None if role in self.fallbacks else self.own_setting(role)
+        return parse_model_spec(own or self.settings.llm.model, base_dir=self.base_dir)
+
+    def own_setting(self, role: str) -> str | None:
+        """The model setting of ``role`` itself, as written; None when it uses ``llm.model``."""
         llm = self.settings.llm
         value: str | None
         if role in DEFAULT_ROLES:
@@ -120,7 +131,7 @@ class ModelRouter:
                 f"Unknown model role {role!r}",
                 f"Use one of: {', '.join(ROLES)}, or agent.<profile>.",
             )
-        return parse_model_spec(value or llm.model, base_dir=self.base_dir)
+        return value or None
 
     def chat_model(self, role: str) -> BaseChatModel:
         """The LangChain chat model for ``role`` (one instance per spec, so roles share HTTP clients)."""
@@ -146,6 +157,7 @@ class ModelRouter:
         on_chunk: OnChunk | None = None,
         *,
         schema: type[BaseModel] | None = None,
+        fallback: bool = True,
     ) -> AIMessage:
         """Call the model for ``role`` with ``tools`` bound, streaming thoughts and text to ``on_chunk``.
 
@@ -156,7 +168,54 @@ class ModelRouter:
         nothing was streamed yet. Returns the whole answer: content without reasoning, tool calls
         (structured, or recovered from the text), reasoning in ``additional_kwargs["reasoning_content"]``,
         usage in ``usage_metadata``. Failures raise ModelError; cancellation propagates.
+
+        A role whose own model cannot be created or reached (``ide.llm.fallback``) runs on ``llm.model``
+        from then on, with a warning (``on_notice``) and a note in its usage; ``fallback=False`` (a probe
+        of that very model) raises instead. Only the default model's own failure fails the call.
         """
+        while True:
+            fell_back = role in self.fallbacks
+            try:
+                return await self._stream(role, messages, tools, on_chunk, schema)
+            except ModelError as err:
+                if not fallback or fell_back or not falls_back(err):
+                    raise
+                if not await self._fall_back(role, err, on_chunk):
+                    raise
+
+    async def _fall_back(self, role: str, err: ModelError, on_chunk: OnChunk | None) -> bool:
+        """Send ``role`` to the default model after ``err`` from its own; False when it already uses it."""
+        if role in self.fallbacks:
+            return True  # a concurrent call of the role fell back meanwhile
+        own = self.own_setting(role)
+        if not own:
+            return False
+        default = parse_model_spec(self.settings.llm.model, base_dir=self.base_dir)
+        try:
+            if parse_model_spec(own, base_dir=self.base_dir) == default:
+                return False
+        except ModelError:
+            pass  # a bad spec of the role's own
+        record = Fallback(role=role, configured=own.strip(), used=default.raw, reason=err)
+        self.fallbacks[role] = record
+        log.warning("%s", record.notice().strip())
+        entry = self._usage.setdefault(role, RoleUsage(model=default.raw))
+        entry.fallback_from = record.configured
+        entry.fallback_reason = err.info.message
+        tell = self.on_notice or (lambda text: on_chunk("thought", text) if on_chunk else None)
+        result = tell(record.notice())
+        if inspect.isawaitable(result):
+            await result
+        return True
+
+    async def _stream(
+        self,
+        role: str,
+        messages: list[BaseMessage],
+        tools: Sequence[BaseTool],
+        on_chunk: OnChunk | None,
+        schema: type[BaseModel] | None,
+    ) -> AIMessage:
         spec = self.spec_for(role)
         llm = self.settings.llm
         try:

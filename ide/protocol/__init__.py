@@ -64,6 +64,10 @@ class RoleUsage(BaseModel):
     output_tokens: int = 0
     latency_ms: float = 0.0
     recovered_calls: int = Field(0, description="Tool calls recovered from the model's text, not structured")
+    fallback_from: str | None = Field(
+        None, description="The role's own model, which could not be used: ``model`` (the default) answered"
+    )
+    fallback_reason: str | None = Field(None, description="Why the role's own model could not be used")
 
 
 class TurnMeta(BaseModel):
