@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from ide.changes.testrun import detect_test_command
 from ide.llm.errors import ModelError
 from ide.search.base import RunOutcome
 from ide.search.lats import LatsSearch
 from tests.search.conftest import Run
+from tests.support.git import git
 
 GREETING = 'def greet(name):\n    return f"Hello, {name}!"\n'
 
@@ -604,3 +606,69 @@ def test_sessions_load_lats_by_mode_name() -> None:
 
     architecture = load_architecture("lats")
     assert isinstance(architecture, LatsSearch) and architecture.name == "lats"
+
+
+GREET_TEST = """import pathlib
+
+from pkg.greet import greet
+
+
+def test_says_hi():
+    pathlib.Path({marker!r}).open("a").write("x")
+    assert greet("Ada") == "Hi, Ada!"
+"""
+
+
+@pytest.mark.parametrize("allow", [True, False], ids=["allowed", "refused"])
+async def test_without_a_test_command_the_workspaces_detected_one_runs_once_allowed(
+    make_run: Callable[..., Run], git_workspace: Path, tmp_path: Path, allow: bool
+) -> None:
+    marker = tmp_path / "ran"
+    (git_workspace / "tests").mkdir()
+    (git_workspace / "tests" / "test_greet.py").write_text(GREET_TEST.format(marker=str(marker)))
+    git(git_workspace, "add", "-A")
+    git(git_workspace, "commit", "-qm", "a test")
+    detected = detect_test_command(git_workspace)
+    assert detected == "python -m pytest -q"
+    run = make_run(
+        [
+            EDIT_HI,
+            EDIT_HEY,
+            evaluate(4),
+            evaluate(5),
+            answer("It now says Hey."),
+            READ,
+            evaluate(6),
+            evaluate(2),
+            lesson("Hey is not it."),
+            answer("It now says Hi."),
+            GREP,
+            evaluate(6),
+            evaluate(3),
+            lesson("Neither is Hi."),
+        ],
+        lats={"expansion_width": 2, "beam_width": 1, "max_iterations": 3, "test_timeout_s": 120},
+    )
+    assert run.ctx.settings.lats.test_command is None
+    asked: list[tuple[str, str]] = []
+
+    async def ask(title: str, what: str) -> bool:
+        asked.append((title, what))
+        return allow
+
+    run.ctx.ask_permission = ask
+    outcome = await search(run)
+
+    thoughts = "".join(p["text"] for p in run.progress if p["type"] == "thought")
+    assert f"the workspace's test command looks like `{detected}`" in thoughts
+    assert asked == [(f"Run the tests while searching: {detected}", detected)]
+    hey, hi = (n for n in run.ctx.recorder.tree.nodes.values() if n.kind == "answer")
+    if allow:
+        assert marker.read_text() == "xx"  # once per answer, each in its own branch's worktree
+        assert "Tests failed (exit status 1" in hey.reflection and hey.reward_raw == 3.0  # (6 + 0) / 2
+        assert "Tests passed (exit status 0" in hi.reflection and hi.status == "solution"  # (6 + 10) / 2
+        assert outcome.answer == "It now says Hi."
+    else:
+        assert not marker.exists()
+        assert all("Tests not run: running python -m pytest -q" in n.reflection for n in (hey, hi))
+        assert hi.status != "solution"  # the evaluator's 6 alone is under the bar
