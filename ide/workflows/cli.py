@@ -7,15 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ide.workflows.loader import (
-    AGENTS_DIR,
-    SUFFIXES,
-    WorkflowError,
-    load_catalog,
-    load_file,
-    located,
-    missing_profile,
-)
+from ide.workflows.loader import AGENTS_DIR, SUFFIXES, check_file, load_catalog
 from ide.workflows.schema import AgentProfile, Workflow, workflow_json_schema
 
 
@@ -62,7 +54,8 @@ def _list(workspace: Path, as_json: bool) -> int:
 
 
 def _validate(paths: list[Path]) -> int:
-    """Check each file as a workflow (or, inside an agents/ folder, as a profile); 1 if any fails."""
+    """Check each file as a workflow (or, inside an agents/ folder, as a profile) and report every problem
+    of each, ``FILE:LINE: field: problem`` sorted by line; 1 if any."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -74,25 +67,18 @@ def _validate(paths: list[Path]) -> int:
             return 2
     profiles = load_catalog(None).profiles
     failed = 0
-    checked: list[tuple[Path, Workflow]] = []
-    for path in files:
-        try:
-            if path.parent.name == AGENTS_DIR:
-                profile = load_file(path, AgentProfile)
+    # Profiles first: workflows are checked against the shipped profiles plus the profiles given with them.
+    agents = [p for p in files if p.parent.name == AGENTS_DIR]
+    for path in [*agents, *(p for p in files if p.parent.name != AGENTS_DIR)]:
+        if path.parent.name == AGENTS_DIR:
+            profile, problems = check_file(path, AgentProfile)
+            if profile is not None:
                 profiles[profile.name] = profile
-            else:
-                checked.append((path, load_file(path, Workflow)))
-                continue
-        except WorkflowError as exc:
-            sys.stderr.write(f"{exc}\n")
-            failed += 1
-            continue
-        sys.stdout.write(f"{path}: ok\n")
-    # Workflows are checked against the shipped profiles plus the profiles given with them.
-    for path, workflow in checked:
-        problem = missing_profile(workflow, profiles)
-        if problem is not None:
-            sys.stderr.write(f"{located(path, *problem)}\n")
+        else:
+            _, problems = check_file(path, Workflow, profiles)
+        for problem in problems:
+            sys.stderr.write(f"{problem}\n")
+        if problems:
             failed += 1
         else:
             sys.stdout.write(f"{path}: ok\n")

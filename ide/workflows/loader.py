@@ -11,7 +11,7 @@ Agent profiles live beside workflows in ``agents/`` folders, one per file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ide.settings import WORKSPACE_DIR, user_config_path
-from ide.workflows.schema import AgentProfile, Workflow
+from ide.workflows.schema import ABORT, AgentProfile, Route, Workflow, route_problems
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -184,7 +184,51 @@ def load_file(path: Path, model: type[T]) -> T:
 
 
 def parse_text(text: str, path: Path, model: type[T]) -> T:
-    """``text`` (the contents of ``path``) as ``model``."""
+    """``text`` (the contents of ``path``) as ``model``; its first problem raises :class:`WorkflowError`."""
+    node, data = _compose(text, path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise _schema_errors(exc, node, path, model)[0] from None
+
+
+def check_file(
+    path: Path, model: type[T], profiles: Mapping[str, AgentProfile] | None = None
+) -> tuple[T | None, list[WorkflowError]]:
+    """One file as ``model`` (None if it is not usable) and every problem in it, sorted by line.
+
+    Beside all its schema errors: for a workflow, routes to no stage, routing loops with no way to DONE or
+    ABORT and (given ``profiles``) agents with no profile; for a profile, tools Arbor does not have."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        node, data = _compose(text, path)
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [WorkflowError(path, None, "", f"cannot be read ({exc})")]
+    except WorkflowError as exc:
+        return None, [exc]
+    result: T | None = None
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    errors: list[WorkflowError] = []
+    try:
+        result = model.model_validate(data)
+    except ValidationError as exc:
+        errors = _schema_errors(exc, node, path, model)
+    if model is Workflow:
+        problems += route_problems(_raw_routes(data.get("stages")))
+        if profiles is not None:
+            problems += _raw_agent_problems(data.get("stages"), profiles)
+    elif model is AgentProfile:
+        problems += _unknown_tools(data.get("tools"))
+    for loc, problem in problems:
+        error = WorkflowError(path, _line_of(node, loc), ".".join(str(p) for p in loc), problem)
+        if (error.where, error.problem) not in {(e.where, e.problem) for e in errors}:
+            errors.append(error)
+    errors.sort(key=lambda e: e.line or 0)
+    return (result if not errors else None), errors
+
+
+def _compose(text: str, path: Path) -> tuple[yaml.Node, dict[str, Any]]:
+    """The YAML node tree (for lines) and the data of ``text``, which must be a mapping."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -198,10 +242,15 @@ def parse_text(text: str, path: Path, model: type[T]) -> T:
         raise WorkflowError(
             path, 1, "", f"expected a mapping of keys at the top, found {type(data).__name__}"
         )
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
+    return node, data
+
+
+def _schema_errors(
+    exc: ValidationError, node: yaml.Node, path: Path, model: type[BaseModel]
+) -> list[WorkflowError]:
+    """Every error pydantic found, each with its line, in pydantic's order."""
+    errors = []
+    for error in exc.errors():
         loc = tuple(error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         # A model-level check names its field in the message ("stages.1.routing…: …").
@@ -210,7 +259,51 @@ def parse_text(text: str, path: Path, model: type[T]) -> T:
             loc = tuple(int(p) if p.isdigit() else p for p in dotted.split("."))
         if error["type"] == "extra_forbidden":
             message = f"unknown field (allowed: {', '.join(_allowed(model, loc[:-1]))})"
-        raise WorkflowError(path, _line_of(node, loc), ".".join(str(p) for p in loc), message) from None
+        errors.append(WorkflowError(path, _line_of(node, loc), ".".join(str(p) for p in loc), message))
+    return errors
+
+
+def _raw_routes(stages: Any) -> list[Route]:
+    """(stage_id, success, failure) of each stage as written, whatever else is wrong with it."""
+    routes: list[Route] = []
+    for stage in stages if isinstance(stages, list) else []:
+        stage = stage if isinstance(stage, dict) else {}
+        routing = stage.get("routing")
+        routing = routing if isinstance(routing, dict) else {}
+        success = routing.get("next_stage_on_success")
+        failure = routing.get("next_stage_on_failure", ABORT)
+        routes.append((stage.get("stage_id"), success, failure))
+    return routes
+
+
+def _raw_agent_problems(
+    stages: Any, profiles: Mapping[str, AgentProfile]
+) -> list[tuple[tuple[Any, ...], str]]:
+    """Each stage agent as written that has no profile in ``profiles``."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    known = ", ".join(f"{name}_agent" for name in sorted(profiles))
+    for index, stage in enumerate(stages if isinstance(stages, list) else []):
+        agents = stage.get("parallel_agents") if isinstance(stage, dict) else None
+        for position, ref in enumerate(agents if isinstance(agents, list) else []):
+            agent = ref.get("agent") if isinstance(ref, dict) else None
+            if isinstance(agent, str) and agent.removesuffix("_agent") not in profiles:
+                loc = ("stages", index, "parallel_agents", position, "agent")
+                problems.append((loc, f"no agent profile {agent!r}; there are: {known}"))
+    return problems
+
+
+def _unknown_tools(tools: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """Each tool of a profile as written that Arbor does not have (an MCP server's tools, which only a
+    session knows, belong in a stage's ``mcp_tools``, which is not checked)."""
+    from ide.tools import builtin_tool_names
+    from ide.workflows.agents import TOOL_ALIASES
+
+    known = builtin_tool_names() | set(TOOL_ALIASES)
+    return [
+        (("tools", position), f"no tool {name!r}; there are: {', '.join(sorted(known))}")
+        for position, name in enumerate(tools if isinstance(tools, list) else [])
+        if isinstance(name, str) and name not in known
+    ]
 
 
 def located(path: Path, loc: tuple[Any, ...], problem: str) -> WorkflowError:

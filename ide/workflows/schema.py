@@ -188,19 +188,14 @@ class Workflow(_Strict):
 
     @model_validator(mode="after")
     def _routes_exist(self) -> Workflow:
-        seen: set[str] = set()
-        for stage in self.stages:
-            if stage.key in seen:
-                raise ValueError(f"stage_id {stage.stage_id} is used twice")
-            seen.add(stage.key)
-        for index, stage in enumerate(self.stages):
-            for field in ("next_stage_on_success", "next_stage_on_failure"):
-                target = getattr(stage.routing, field)
-                if str(target) not in seen and str(target) not in TERMINALS:
-                    raise ValueError(
-                        f"stages.{index}.routing.{field}: {target!r} is neither a stage_id "
-                        f"({', '.join(sorted(seen))}) nor DONE or ABORT"
-                    )
+        routes = [
+            (s.stage_id, s.routing.next_stage_on_success, s.routing.next_stage_on_failure)
+            for s in self.stages
+        ]
+        problems = route_problems(routes)
+        if problems:
+            loc, message = problems[0]
+            raise ValueError(f"{'.'.join(str(p) for p in loc)}: {message}")
         return self
 
     @property
@@ -232,6 +227,54 @@ class AgentProfile(_Strict):
     @property
     def role(self) -> str:
         return self.model_role or f"agent.{self.name}"
+
+
+Route = tuple[Any, Any, Any]
+"""One stage's (stage_id, next_stage_on_success, next_stage_on_failure); None where missing."""
+
+
+def route_problems(routes: list[Route]) -> list[tuple[tuple[Any, ...], str]]:
+    """Every routing problem of the stages ``routes`` as (field path, problem): a stage_id used twice, a
+    route to no stage, and stages that only route among themselves (DONE or ABORT is unreachable)."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    seen: set[str] = set()
+    for index, (stage_id, _, _) in enumerate(routes):
+        if stage_id is not None and str(stage_id) in seen:
+            problems.append((("stages", index, "stage_id"), f"stage_id {stage_id} is used twice"))
+        seen.add(str(stage_id))
+    ids = ", ".join(sorted({str(r[0]) for r in routes if r[0] is not None}))
+    exits: set[str] = set(TERMINALS)
+    for index, (_, *targets) in enumerate(routes):
+        for field, target in zip(("next_stage_on_success", "next_stage_on_failure"), targets, strict=True):
+            if target is not None and str(target) not in seen and str(target) not in TERMINALS:
+                exits.add(str(target))  # reported here; not reported again as a loop
+                problems.append(
+                    (
+                        ("stages", index, "routing", field),
+                        f"{target!r} is neither a stage_id ({ids}) nor DONE or ABORT",
+                    )
+                )
+    # A stage can finish when one of its routes reaches a stage that can: grow that set to a fixed point.
+    edges = {str(s): [str(t) for t in targets if t is not None] for s, *targets in routes}
+    finishing = set(exits)
+    grew = True
+    while grew:
+        grew = False
+        for stage, targets in edges.items():
+            if stage not in finishing and (not targets or any(t in finishing for t in targets)):
+                finishing.add(stage)
+                grew = True
+    trapped = [(index, str(r[0])) for index, r in enumerate(routes) if str(r[0]) not in finishing]
+    if trapped:
+        index, _ = trapped[0]
+        loop = ", ".join(stage for _, stage in trapped)
+        problems.append(
+            (
+                ("stages", index, "routing"),
+                f"stages {loop} route only among themselves: DONE and ABORT cannot be reached from them",
+            )
+        )
+    return problems
 
 
 def workflow_json_schema() -> dict[str, Any]:
