@@ -97,7 +97,7 @@ async def model_checks(resolved: ResolvedSettings) -> list[HealthCheck]:
     specs: dict[str, ModelSpec] = {}
     for role in ROLES:
         try:
-            spec = router.spec_for(role)
+            spec = router.spec_for(role, fallback=False)
         except ModelError as exc:
             checks.append(HealthCheck(f"model for role {role}", False, exc.info.message, exc.info.fix))
             continue

@@ -52,13 +52,13 @@ def roles_by_model(router: ModelRouter) -> dict[str, list[str]]:
     """Each model spec the settings name, with the roles that use it (the default first)."""
     found: dict[str, list[str]] = {}
     for role in ROLES:
-        found.setdefault(str(router.spec_for(role)), []).append(role)
+        found.setdefault(str(router.spec_for(role, fallback=False)), []).append(role)
     return found
 
 
 async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
     """Probe the model of ``role`` (``roles``: every role that uses it, for the report)."""
-    spec = router.spec_for(role)
+    spec = router.spec_for(role, fallback=False)
     now = datetime.now(tz=UTC).isoformat(timespec="seconds")
     result = ModelProbe(model=str(spec), roles=roles, probed_at=now)
     try:

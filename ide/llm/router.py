@@ -102,14 +102,29 @@ class ModelRouter:
         self.on_context: Callable[[str, int, int], None] | None = None
         """Told (role, tokens, window) before every request, e.g. to show the fill in the window."""
         self.fallbacks: dict[str, Fallback] = {}
+        self._untold: list[Fallback] = []
         """Roles whose own model could not be used, by role: they run on ``llm.model`` for the session."""
         self.on_notice: Callable[[str], Awaitable[None] | None] | None = None
         """Told a warning for the user (a role that fell back); without it the call's on_chunk hears it
         as a thought."""
 
-    def spec_for(self, role: str) -> ModelSpec:
-        """The model spec for ``role``: its own setting if set (and usable so far), else ``llm.model``."""
-        own = None if role in self.fallbacks else self.own_setting(role)
+    def spec_for(self, role: str, *, fallback: bool = True) -> ModelSpec:
+        """The model spec for ``role``: its own setting if set, else ``llm.model``.
+
+        With ``fallback`` a role whose own model could not be used gets ``llm.model``, and so does one whose
+        own spec is bad (recorded here, told at the next call); without it, the role's own spec or its error.
+        """
+        own = self.own_setting(role)
+        if own and fallback:
+            if role in self.fallbacks:
+                own = None
+            else:
+                try:
+                    return parse_model_spec(own, base_dir=self.base_dir)
+                except ModelError as err:
+                    if self._record_fallback(role, err) is None:
+                        raise
+                    own = None
         return parse_model_spec(own or self.settings.llm.model, base_dir=self.base_dir)
 
     def own_setting(self, role: str) -> str | None:
@@ -133,9 +148,9 @@ class ModelRouter:
             )
         return value or None
 
-    def chat_model(self, role: str) -> BaseChatModel:
+    def chat_model(self, role: str, *, fallback: bool = True) -> BaseChatModel:
         """The LangChain chat model for ``role`` (one instance per spec, so roles share HTTP clients)."""
-        spec = self.spec_for(role)
+        spec = self.spec_for(role, fallback=fallback)
         if spec.provider == "scripted":
             # Scripted lines may be restricted to a role, so each role gets its own view of the
             # session's one cursor.
@@ -176,37 +191,45 @@ class ModelRouter:
         while True:
             fell_back = role in self.fallbacks
             try:
-                return await self._stream(role, messages, tools, on_chunk, schema)
+                self.spec_for(role, fallback=fallback)  # a bad spec of the role's own falls back here
+                await self._tell(on_chunk)
+                return await self._stream(role, messages, tools, on_chunk, schema, fallback)
             except ModelError as err:
                 if not fallback or fell_back or not falls_back(err):
                     raise
-                if not await self._fall_back(role, err, on_chunk):
+                if self._record_fallback(role, err) is None:
                     raise
+                await self._tell(on_chunk)
 
-    async def _fall_back(self, role: str, err: ModelError, on_chunk: OnChunk | None) -> bool:
-        """Send ``role`` to the default model after ``err`` from its own; False when it already uses it."""
+    def _record_fallback(self, role: str, err: ModelError) -> Fallback | None:
+        """Send ``role`` to the default model after ``err`` from its own; None when it already uses it."""
         if role in self.fallbacks:
-            return True  # a concurrent call of the role fell back meanwhile
+            return self.fallbacks[role]  # a concurrent call of the role fell back meanwhile
         own = self.own_setting(role)
         if not own:
-            return False
+            return None
         default = parse_model_spec(self.settings.llm.model, base_dir=self.base_dir)
         try:
-            if parse_model_spec(own, base_dir=self.base_dir) == default:
-                return False
+            if str(parse_model_spec(own, base_dir=self.base_dir)) == str(default):
+                return None
         except ModelError:
             pass  # a bad spec of the role's own
         record = Fallback(role=role, configured=own.strip(), used=default.raw, reason=err)
         self.fallbacks[role] = record
+        self._untold.append(record)
         log.warning("%s", record.notice().strip())
         entry = self._usage.setdefault(role, RoleUsage(model=default.raw))
         entry.fallback_from = record.configured
         entry.fallback_reason = err.info.message
-        tell = self.on_notice or (lambda text: on_chunk("thought", text) if on_chunk else None)
-        result = tell(record.notice())
-        if inspect.isawaitable(result):
-            await result
-        return True
+        return record
+
+    async def _tell(self, on_chunk: OnChunk | None) -> None:
+        """Say the fallbacks not told yet: through ``on_notice``, else as a thought of this call."""
+        while self._untold:
+            notice = self._untold.pop(0).notice()
+            result = self.on_notice(notice) if self.on_notice else on_chunk and on_chunk("thought", notice)
+            if inspect.isawaitable(result):
+                await result
 
     async def _stream(
         self,
@@ -215,11 +238,12 @@ class ModelRouter:
         tools: Sequence[BaseTool],
         on_chunk: OnChunk | None,
         schema: type[BaseModel] | None,
+        fallback: bool,
     ) -> AIMessage:
-        spec = self.spec_for(role)
+        spec = self.spec_for(role, fallback=fallback)
         llm = self.settings.llm
         try:
-            model = self.chat_model(role)
+            model = self.chat_model(role, fallback=fallback)
         except Exception as exc:
             raise classify_error(exc, spec, llm) from exc
         fitted = await self._fit(role, spec, messages)

@@ -91,6 +91,21 @@ async def test_a_bad_spec_falls_back(write_script: WriteScript) -> None:
     assert router.fallbacks["plan.planner"].reason.kind == "settings"
 
 
+async def test_a_bad_spec_asked_for_by_name_falls_back_and_is_told_at_the_next_call(
+    write_script: WriteScript,
+) -> None:
+    script = write_script([{"content": "ok"}])
+    router, notices = scripted_router(script, lats={"expansion": "gpt-4o-mini"})
+    with pytest.raises(ModelError) as caught:
+        router.spec_for("lats.expansion", fallback=False)  # doctor and probes see the bad spec itself
+    assert caught.value.kind == "settings"
+
+    assert router.spec_for("lats.expansion").raw == f"scripted:{script}"  # a search names its model first
+    assert notices == []
+    assert (await router.stream("lats.selection", ASK)).text == "ok"
+    assert len(notices) == 1 and "lats.expansion" in notices[0] and "gpt-4o-mini" in notices[0]
+
+
 async def test_the_run_fails_with_the_defaults_error_when_the_default_fails_too(
     dead_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +153,7 @@ def test_a_lats_run_completes_on_the_default_and_names_the_role_that_fell_back(
     env.update(
         ARBOR_MODEL=f"scripted:{script}",
         ARBOR_LATS_EVALUATION_MODEL="openai:gpt-4o-mini",
+        ARBOR_LATS_EXPANSION_MODEL="gpt-4o-mini",
         ARBOR_LATS_EXPANSION_WIDTH="1",
     )
     done = subprocess.run(
@@ -161,6 +177,8 @@ def test_a_lats_run_completes_on_the_default_and_names_the_role_that_fell_back(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "greet() returns Hello, NAME!"
     warning = [line for line in done.stderr.splitlines() if "cannot be used" in line]
-    assert len(warning) == 1
-    assert "lats.evaluation" in warning[0] and "openai:gpt-4o-mini" in warning[0]
-    assert f"default model scripted:{script}" in warning[0]
+    assert len(warning) == 2
+    expansion, evaluation = sorted(warning, key=lambda line: "lats.evaluation" in line)
+    assert "The lats.expansion model gpt-4o-mini" in expansion and "names no provider" in expansion
+    assert "The lats.evaluation model openai:gpt-4o-mini" in evaluation and "OPENAI_API_KEY" in evaluation
+    assert all(f"default model scripted:{script}" in line for line in warning)

@@ -57,11 +57,14 @@ def test_unknown_role_lists_the_known_ones() -> None:
     assert "lats.expansion" in (caught.value.info.fix or "")
 
 
-def test_bad_role_setting_is_a_model_error() -> None:
+def test_bad_role_setting_is_a_model_error_where_the_spec_itself_is_asked_for() -> None:
     settings = make_settings()
     settings.llm.retrieval = "qwen3:4b"
+    router = ModelRouter(settings)
     with pytest.raises(ModelError, match="ollama:qwen3:4b"):
-        ModelRouter(settings).spec_for("retrieval")
+        router.spec_for("retrieval", fallback=False)
+    # A run's router uses the default instead (tests/llm/test_fallback.py).
+    assert router.spec_for("retrieval").raw == settings.llm.model
 
 
 def test_ollama_models_are_built_with_explicit_num_ctx_and_cached_per_spec() -> None:
