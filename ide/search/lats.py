@@ -46,6 +46,7 @@ from ide.search.base import (
     gather_in_order,
 )
 from ide.search.events import first_line
+from ide.search.hints import hint_messages, memory_hint
 from ide.search.lats_eval import (
     BACKPROP,
     DIFF_CAP,
@@ -143,10 +144,12 @@ class _LatsRun(LatsEvaluation):
         self.toolbox = ctx.toolbox()
         self.tools = ctx.tools_for()
         self.expansion_model = ctx.model_name(EXPANSION)
+        self.hint = ""
 
     async def run(self) -> RunOutcome:
         ctx, state = self.ctx, self.state
         try:
+            self.hint = await memory_hint(ctx)
             await self._find_test_command()
             stop_reason = await self._search()
         except asyncio.CancelledError:
@@ -344,7 +347,12 @@ class _LatsRun(LatsEvaluation):
         system = EXPANSION_PROMPT.format(
             root=ctx.changeset.root, tools=", ".join(self.toolbox.specs), lessons=lesson_text
         )
-        messages: list[BaseMessage] = [SystemMessage(system), *ctx.history, HumanMessage(ctx.task)]
+        messages: list[BaseMessage] = [
+            SystemMessage(system),
+            *hint_messages(self.hint),
+            *ctx.history,
+            HumanMessage(ctx.task),
+        ]
         for node_id in self.tree.path_to(parent)[1:]:
             step = state.steps.get(node_id)
             if step is not None:

@@ -45,6 +45,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
 from ide.search.base import RunContext, RunOutcome, schema_hint
+from ide.search.hints import hint_messages, memory_hint
 from ide.search.plan_prompts import (
     AGENT_NAMES,
     EXECUTOR,
@@ -105,6 +106,7 @@ class PlanExecute:
         """
         tree = PlanTree(ctx)
         run = _PlanRun(ctx, tree)
+        run.hint = await memory_hint(ctx)
         checkpointer = ctx.checkpointer if ctx.checkpointer is not None else InMemorySaver()
         graph = run.build().compile(checkpointer=checkpointer)
         plan = ctx.settings.plan
@@ -149,6 +151,8 @@ class _PlanRun:
         self.tree = tree
         self.plan = ctx.settings.plan
         self.max_steps = self.plan.executor_max_steps
+        self.hint = ""
+        """The workspace memory's hint for the task (ide.search.hints): the planner's prompt carries it."""
         root = ctx.changeset.root
         self.prompts = {
             PLANNER: PLANNER_PROMPT.format(
@@ -250,8 +254,13 @@ class _PlanRun:
 
         history = close_dangling_tool_calls(list(messages))
         started = time.perf_counter()
+        hint = hint_messages(self.hint) if role == PLANNER else []
         reply = await self.ctx.router.stream(
-            role, [SystemMessage(self.prompts[role]), *history], tools=tools, on_chunk=on_chunk, schema=schema
+            role,
+            [SystemMessage(self.prompts[role]), *hint, *history],
+            tools=tools,
+            on_chunk=on_chunk,
+            schema=schema,
         )
         self.tree.charge(reply, (time.perf_counter() - started) * 1000)
         if streamed:

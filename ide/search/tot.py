@@ -157,6 +157,7 @@ class _TotRun(TotAgents):
         self.stopped_by: str | None = None
         self.synthesis: dict[str, Any] = {"mode": "none", "nodes": []}
         self.notes: list[str] = []
+        self.hint = ""
         self.root = self.recorder.add(
             None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
         )

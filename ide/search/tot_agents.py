@@ -18,6 +18,7 @@ from ide.search.base import (
     trajectory_text,
 )
 from ide.search.events import first_line
+from ide.search.hints import hint_messages, memory_hint
 from ide.search.tot_prompts import (
     ANALYZER,
     ANALYZER_PROMPT,
@@ -59,9 +60,12 @@ class TotAgents:
     stopped_by: str | None
     synthesis: dict[str, Any]
     notes: list[str]
+    hint: str
+    """The workspace memory's hint for the task (ide.search.hints), read once by :meth:`initial_thoughts`."""
 
     async def initial_thoughts(self) -> list[str]:
         """Ask the planner for the initial strategies and add the valid ones at depth 1."""
+        self.hint = await memory_hint(self.ctx)
         messages = self.planner_messages(None)
         try:
             proposals, _reply = await ask_structured(self.ctx.router, PLANNER, messages, ThoughtList)
@@ -162,7 +166,11 @@ class TotAgents:
             parts.append(f"Path of thoughts so far:\n{self.path_text(node)}")
             parts.append(f"Research findings for the last thought:\n{thought.findings or '(none)'}")
             parts.append(f"Its evaluation:\n{self.evaluation_text(thought)}")
-        return [SystemMessage(system), HumanMessage("\n\n".join(p for p in parts if p))]
+        return [
+            SystemMessage(system),
+            *hint_messages(self.hint),
+            HumanMessage("\n\n".join(p for p in parts if p)),
+        ]
 
     def conversation_context(self) -> str:
         recent = [m for m in self.ctx.history if m.type in ("human", "ai")][-4:]

@@ -20,6 +20,7 @@ from ide.changes import ChangeSet
 from ide.protocol.tree import ToolAction
 from ide.search.base import RunContext, schema_hint
 from ide.search.events import first_line
+from ide.search.hints import hint_messages, memory_hint
 from ide.search.plan import TaskReport, task_report
 from ide.workflows.schema import AgentProfile
 
@@ -77,7 +78,7 @@ async def run_agent(
         + "\n"
         + REPORT_PROMPT.format(schema=schema_hint(TaskReport))
     )
-    messages: list[BaseMessage] = [system, HumanMessage(brief)]
+    messages: list[BaseMessage] = [system, *hint_messages(await memory_hint(ctx)), HumanMessage(brief)]
     recorder = ctx.recorder
     node = recorder.add(
         parent,
