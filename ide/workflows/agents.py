@@ -22,7 +22,7 @@ from ide.search.base import RunContext, schema_hint
 from ide.search.events import first_line
 from ide.search.hints import hint_messages, memory_hint
 from ide.search.plan import TaskReport, task_report
-from ide.workflows.schema import AgentProfile
+from ide.workflows.schema import AgentProfile, RetrievalStrategy
 
 TOOL_ALIASES = {
     "tree_sitter_get_ast": "file_outline",
@@ -45,11 +45,28 @@ class AgentReport:
     node: str | None = None
 
 
-def allowed_tools(profile: AgentProfile, extra: list[str], available: list[str]) -> list[str]:
-    """The tools this agent may call: its profile's plus the stage's, that the workspace has now."""
+INDEX_TOOLS = ("find_symbol", "file_outline", "repo_map")
+"""The code-index tools, offered only while the workflow's ``ast_parsing.enabled`` is true."""
+
+
+def allowed_tools(
+    profile: AgentProfile,
+    extra: list[str],
+    available: list[str],
+    strategy: RetrievalStrategy | None = None,
+) -> list[str]:
+    """The tools this agent may call: its profile's plus the stage's, that the workspace has now.
+
+    With ``strategy`` (the workflow's ``retrieval_strategy_config``): no ``lsp_*`` tool while
+    ``lsp_integration.enabled`` is false, no code-index tool while ``ast_parsing.enabled`` is false.
+    """
     wanted = [TOOL_ALIASES.get(name, name) for name in (*profile.tools, *extra)]
     if profile.read_only:
         wanted = [name for name in wanted if not _is_edit(name)]
+    if strategy is not None and not strategy.lsp_integration.enabled:
+        wanted = [name for name in wanted if not name.startswith("lsp_")]
+    if strategy is not None and not strategy.ast_parsing.enabled:
+        wanted = [name for name in wanted if name not in INDEX_TOOLS]
     return [name for name in available if name in wanted]
 
 
@@ -66,12 +83,16 @@ async def run_agent(
     extra_tools: list[str],
     parent: str | None,
     max_steps: int,
+    strategy: RetrievalStrategy | None = None,
 ) -> AgentReport:
-    """Run ``profile`` on ``branch`` with ``brief`` (task, stage, context, last failure) as its request."""
+    """Run ``profile`` on ``branch`` with ``brief`` (task, stage, context, last failure) as its request.
+
+    ``strategy`` (the workflow's retrieval settings) gates the LSP and code-index tools (see allowed_tools).
+    """
     if profile.architecture != "react":
         return await _run_architecture(ctx, profile, branch=branch, brief=brief)
     toolbox = ctx.toolbox(branch, read_only=profile.read_only)
-    names = allowed_tools(profile, extra_tools, list(toolbox.specs))
+    names = allowed_tools(profile, extra_tools, list(toolbox.specs), strategy)
     tools = [tool for tool in toolbox.langchain_tools() if tool.name in names]
     system = SystemMessage(
         profile.prompt.format(root=ctx.changeset.root)

@@ -242,6 +242,7 @@ class WorkflowRun:
             extra_tools=payload.get("tools") or [],
             parent=self.stage_nodes.get(stage),
             max_steps=self.settings.agent_max_steps,
+            strategy=self.workflow.retrieval_strategy_config,
         )
         result = {
             "profile": profile.name,

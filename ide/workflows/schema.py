@@ -54,7 +54,11 @@ class Metadata(_Strict):
 
 
 class AstParsing(_Strict):
-    enabled: bool = True
+    enabled: bool = Field(
+        True,
+        description="false: stage agents are not offered the code-index tools (find_symbol, "
+        "file_outline, repo_map)",
+    )
     model: str = "tree_sitter"
     index_level: Literal["function", "file"] = "function"
     upfront_execution: bool = True
@@ -62,7 +66,7 @@ class AstParsing(_Strict):
 
 
 class LspIntegration(_Strict):
-    enabled: bool = True
+    enabled: bool = Field(True, description="false: stage agents are not offered any lsp_* tool")
     execution: Literal["on_demand"] = "on_demand"
     tools: list[str] = Field(default_factory=list, description="get_signature, find_definition, …")
     reason: str | None = None
