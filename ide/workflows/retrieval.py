@@ -142,17 +142,18 @@ class RetrievalAgent(RetrievalSources):
 
     async def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
         queries = await self._queries(request)
+        avoid = request.strategy.retrieval_hints.avoid
         sources = [
             s
             for s in request.strategy.rag_strategy.sources
-            if not s.trigger_stages or request.stage_name in s.trigger_stages
+            if (not s.trigger_stages or request.stage_name in s.trigger_stages) and s.name not in avoid
         ]
         if not request.strategy.enabled:
             return RetrievalResult(
                 [], [SourceReport("retrieval", False, "off in this workflow")], queries, "upfront"
             )
         reports = await asyncio.gather(*(self._run_source(s, queries, request) for s in sources))
-        snippets = [snip for _report, found in reports for snip in found]
+        snippets = [snip for _report, found in reports for snip in found if not _avoided(snip.path, avoid)]
         return RetrievalResult(
             snippets,
             [report for report, _found in reports],
@@ -215,6 +216,11 @@ class RetrievalAgent(RetrievalSources):
             for s in found[:PER_SOURCE]
         ]
         return SourceReport(name, True, "", len(weighted), _ms(started)), weighted
+
+
+def _avoided(path: str | None, avoid: list[str]) -> bool:
+    """Whether ``retrieval_hints.avoid`` names this snippet's path (a prefix such as ``tests/``)."""
+    return bool(path) and any(path.startswith(entry) or f"/{entry}" in f"/{path}" for entry in avoid)
 
 
 def _ms(started: float) -> float:

@@ -98,7 +98,10 @@ class RagStrategy(_Strict):
 
 class RetrievalHints(_Strict):
     focus_on: list[str] = Field(default_factory=list)
-    avoid: list[str] = Field(default_factory=list)
+    avoid: list[str] = Field(
+        default_factory=list,
+        description="Sources (by name) and path prefixes (tests/) kept out of the retrieved context",
+    )
     token_budget: dict[str, int] = Field(
         default_factory=dict, description="Context tokens per stage name (or stage type)"
     )
