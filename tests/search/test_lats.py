@@ -55,6 +55,23 @@ LIST = expand("list_dir", {"path": "pkg"})
 GREP = expand("grep", {"pattern": "greet"})
 EDIT_HI = expand("edit_file", {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hi"})
 EDIT_HEY = expand("edit_file", {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hey"})
+TWO_ANSWERS_TESTED = [
+    EDIT_HI,
+    EDIT_HEY,
+    evaluate(4),
+    evaluate(5),
+    answer("It now says Hey."),
+    READ,
+    evaluate(6),
+    evaluate(2),
+    lesson("Hey is not it."),
+    answer("It now says Hi."),
+    GREP,
+    evaluate(6),
+    evaluate(3),
+    lesson("Neither is Hi."),
+]
+"""Two answers, each followed by the test command: the tests that allow or refuse running it share it."""
 
 EDIT_WINS = [
     EDIT_HI,
@@ -398,22 +415,7 @@ async def test_the_test_command_runs_only_after_permission_asked_once_per_run(
     code = f"open({str(marker)!r}, 'a').write('x'); raise SystemExit(1)"
     command = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
     run = make_run(
-        [
-            EDIT_HI,
-            EDIT_HEY,
-            evaluate(4),
-            evaluate(5),
-            answer("It now says Hey."),
-            READ,
-            evaluate(6),
-            evaluate(2),
-            lesson("Hey is not it."),
-            answer("It now says Hi."),
-            GREP,
-            evaluate(6),
-            evaluate(3),
-            lesson("Neither is Hi."),
-        ],
+        TWO_ANSWERS_TESTED,
         lats={"expansion_width": 2, "beam_width": 1, "max_iterations": 3, "test_command": command},
     )
     asked: list[tuple[str, str]] = []
@@ -631,22 +633,7 @@ async def test_without_a_test_command_the_workspaces_detected_one_runs_once_allo
     detected = detect_test_command(git_workspace)
     assert detected == "python -m pytest -q"
     run = make_run(
-        [
-            EDIT_HI,
-            EDIT_HEY,
-            evaluate(4),
-            evaluate(5),
-            answer("It now says Hey."),
-            READ,
-            evaluate(6),
-            evaluate(2),
-            lesson("Hey is not it."),
-            answer("It now says Hi."),
-            GREP,
-            evaluate(6),
-            evaluate(3),
-            lesson("Neither is Hi."),
-        ],
+        TWO_ANSWERS_TESTED,
         lats={"expansion_width": 2, "beam_width": 1, "max_iterations": 3, "test_timeout_s": 120},
     )
     assert run.ctx.settings.lats.test_command is None
