@@ -159,7 +159,8 @@ class LlmSettings(_Section):
     retrieval: str | None = Field(
         None,
         json_schema_extra=_env("ARBOR_RETRIEVAL_MODEL"),
-        description="Model writing retrieval queries when workflows.retrieval_queries = model",
+        description="Model writing workflow retrieval queries (used by default once set: "
+        "workflows.retrieval_queries = auto)",
     )
     compactor: str | None = Field(
         None,
@@ -368,10 +369,22 @@ class WorkflowSettings(_Section):
         12, ge=1, description="Stage runs one workflow may make in all (routing loops end in ABORT)"
     )
     agent_max_steps: int = Field(16, ge=1, description="Model calls one stage agent may make")
-    retrieval_queries: Literal["heuristic", "model"] = Field(
-        "heuristic",
-        description="Who writes retrieval queries: terms taken from the task and failure (fast, no model "
-        "call) or the retrieval model",
+    retrieval_queries: Literal["auto", "heuristic", "model"] = Field(
+        "auto",
+        description="Who writes retrieval queries: auto (the retrieval model when llm.retrieval is set, "
+        "else heuristic), heuristic (terms taken from the task and failure: fast, no model call) or model "
+        "(the retrieval model, llm.model when llm.retrieval is unset); a failed model answer falls back to "
+        "the heuristic terms",
+    )
+    retrieval_query_timeout_s: float = Field(
+        60.0, gt=0, description="Time the retrieval model may take to write a stage's queries, seconds"
+    )
+    min_relevance: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="Snippets scoring below this fraction of the best snippet's relevance to the task are "
+        "dropped before the token budget is filled (the best snippet of each source stays); 0 keeps all",
     )
     reranker: str | None = Field(
         None, description="Cross-encoder for context fusion, e.g. cross-encoder:BAAI/bge-reranker-base"
