@@ -1,0 +1,337 @@
+"""The Eval dock: an ``arbor eval`` report read back — model and budgets, the summary per mode against the
+retry baseline, a chart, every run, and any run's search tree opened in the Search tree dock.
+
+It opens ``report.json`` or the ``--out`` directory holding it (Open Report…, here or in the File menu),
+remembers the last one in QSettings and opens it again in the next window, and reloads it whenever
+``arbor eval`` saves it again, so a running evaluation can be watched. A file that is not a report is
+explained in the dock (the :class:`~ide.protocol.eval.ReportError` text), never a traceback. It reads files
+only: the backend is not involved.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from PySide6.QtCore import QFileSystemWatcher, QSettings, Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ide.app.docks.base import AppContext, Dock
+from ide.app.eval_chart import EvalChart
+from ide.app.eval_format import STATUS_TEXT, header_text, mode_label, unfinished_text
+from ide.app.eval_table import RunsTable, SummaryTable
+from ide.protocol.eval import REPORT_FILE, EvalReport, EvalRun, ReportError, load_report
+
+LAST_REPORT_KEY = "eval/lastReport"
+RELOAD_DELAY_MS = 150
+"""A burst of file events (the write of the temporary file, then its rename) becomes one reload."""
+EMPTY = "No report open. Run arbor eval --out DIR, then Open Report… on DIR or DIR/report.json."
+UNFINISHED_STYLE = (
+    "color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;"
+)
+NOTE_STYLE = "color: #5f6570; padding: 2px 0;"
+ERROR_STYLE = (
+    "color: #7a1c1c; background: #fdecec; border: 1px solid #efcccc; border-radius: 3px; padding: 4px 6px;"
+)
+
+
+class EvalPanel(QWidget):
+    """What the dock shows. Interface: :meth:`show_report`, :meth:`show_error`, :meth:`clear`; signals
+    :attr:`openRequested` (Open Report…) and :attr:`treeRequested` (a run's tree to open)."""
+
+    openRequested = Signal()
+    treeRequested = Signal(object)
+    """The EvalRun whose tree to open (double-click, Enter, or Open Tree)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("evalPanel")
+        self.open_button = QPushButton("Open Report…")
+        self.open_button.setToolTip("Open report.json, or the directory arbor eval --out wrote it to")
+        self.open_button.clicked.connect(self.openRequested)
+        self.path_label = QLabel()
+        self.path_label.setObjectName("mutedLabel")
+        self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.header = QLabel()
+        self.header.setObjectName("evalHeader")
+        self.header.setWordWrap(True)
+        self.unfinished = QLabel()
+        self.unfinished.setObjectName("evalUnfinished")
+        self.unfinished.setStyleSheet(UNFINISHED_STYLE)
+        self.unfinished.setWordWrap(True)
+        self.message = QLabel(EMPTY)
+        self.message.setObjectName("evalMessage")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.summary = SummaryTable()
+        self.chart = EvalChart()
+        summary_split = QSplitter(Qt.Orientation.Horizontal)
+        summary_split.addWidget(self.summary)
+        summary_split.addWidget(self.chart)
+        summary_split.setStretchFactor(0, 3)
+        summary_split.setStretchFactor(1, 2)
+        summary_split.setChildrenCollapsible(False)
+
+        self.runs = RunsTable()
+        self.mode_filter = QComboBox()
+        self.mode_filter.setObjectName("evalModeFilter")
+        self.mode_filter.setToolTip("Show the runs of one mode")
+        self.status_filter = QComboBox()
+        self.status_filter.setObjectName("evalStatusFilter")
+        self.status_filter.addItem("all statuses", "")
+        for status, text in STATUS_TEXT.items():
+            self.status_filter.addItem(text, status)
+        self.task_filter = QLineEdit()
+        self.task_filter.setPlaceholderText("Filter tasks…")
+        self.task_filter.setClearButtonEnabled(True)
+        self.shown = QLabel()
+        self.shown.setObjectName("mutedLabel")
+        self.tree_button = QPushButton("Open Tree")
+        self.tree_button.setToolTip("Show the selected run's search tree in the Search tree dock")
+        self.tree_button.setEnabled(False)
+        filters = QHBoxLayout()
+        filters.addWidget(self.mode_filter)
+        filters.addWidget(self.status_filter)
+        filters.addWidget(self.task_filter, 1)
+        filters.addWidget(self.shown)
+        filters.addWidget(self.tree_button)
+        runs_page = QWidget()
+        runs_layout = QVBoxLayout(runs_page)
+        runs_layout.setContentsMargins(0, 4, 0, 0)
+        runs_layout.addLayout(filters)
+        runs_layout.addWidget(self.runs, 1)
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(summary_split, "Summary")
+        self.tabs.addTab(runs_page, "Runs")
+
+        top = QHBoxLayout()
+        top.addWidget(self.open_button)
+        top.addWidget(self.path_label, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(top)
+        layout.addWidget(self.header)
+        layout.addWidget(self.unfinished)
+        layout.addWidget(self.message)
+        layout.addWidget(self.tabs, 1)
+
+        self.report: EvalReport | None = None
+        self.mode_filter.currentIndexChanged.connect(lambda _i: self._filter())
+        self.status_filter.currentIndexChanged.connect(lambda _i: self._filter())
+        self.task_filter.textChanged.connect(lambda _t: self._filter())
+        self.runs.runActivated.connect(self.treeRequested)
+        self.runs.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
+        self.tree_button.clicked.connect(self._open_selected_tree)
+        self.clear()
+
+    def clear(self, message: str = EMPTY, *, error: bool = False) -> None:
+        """No report: the message (an error in red) and nothing else."""
+        self.report = None
+        self.path_label.clear()
+        self.header.hide()
+        self.unfinished.hide()
+        self.tabs.hide()
+        self.summary.set_summary([])
+        self.chart.set_summary([])
+        self.runs.set_runs([])
+        self.show_message(message, error=error)
+
+    def show_message(self, text: str, *, error: bool = False) -> None:
+        """A line above the tables (empty hides it); ``error`` styles it as a fault."""
+        self.message.setText(text)
+        self.message.setStyleSheet(ERROR_STYLE if error else NOTE_STYLE)
+        self.message.setVisible(bool(text))
+
+    def show_error(self, text: str) -> None:
+        self.show_message(text, error=True)
+
+    def show_report(self, report: EvalReport, source: Path) -> None:
+        """Show ``report`` read from ``source``; filters and the selected run stay as they were."""
+        self.report = report
+        self.path_label.setText(str(source))
+        self.path_label.setToolTip(str(source))
+        self.header.setText(header_text(report))
+        self.header.show()
+        note = unfinished_text(report)
+        self.unfinished.setText(note or "")
+        self.unfinished.setVisible(note is not None)
+        self.show_message("")
+        self.tabs.show()
+        self.summary.set_summary(report.summary)
+        self.chart.set_summary(report.summary)
+        self._set_modes(report)
+        self.runs.set_runs(report.runs)
+        self._filter()
+
+    def _set_modes(self, report: EvalReport) -> None:
+        current = self.mode_filter.currentData() or ""
+        modes = list(dict.fromkeys([*report.modes, *(run.mode for run in report.runs)]))
+        self.mode_filter.blockSignals(True)
+        self.mode_filter.clear()
+        self.mode_filter.addItem("all modes", "")
+        for mode in modes:
+            self.mode_filter.addItem(mode_label(mode), mode)
+        self.mode_filter.setCurrentIndex(max(0, self.mode_filter.findData(current)))
+        self.mode_filter.blockSignals(False)
+
+    def set_filter(self, mode: str = "", status: str = "", task: str = "") -> None:
+        """Choose the filters as the combo boxes and the text field would."""
+        self.mode_filter.setCurrentIndex(max(0, self.mode_filter.findData(mode)))
+        self.status_filter.setCurrentIndex(max(0, self.status_filter.findData(status)))
+        self.task_filter.setText(task)
+
+    def _filter(self) -> None:
+        mode, status = self.mode_filter.currentData() or "", self.status_filter.currentData() or ""
+        self.runs.set_filter(mode, status, self.task_filter.text())
+        total = len(self.report.runs) if self.report is not None else 0
+        self.shown.setText(f"{self.runs.filter.rowCount()} of {total} runs")
+        self._selection_changed()
+
+    def _selection_changed(self) -> None:
+        self.tree_button.setEnabled(self.runs.selected_run() is not None)
+
+    def _open_selected_tree(self) -> None:
+        run = self.runs.selected_run()
+        if run is not None:
+            self.treeRequested.emit(run)
+
+
+class EvalDock(Dock):
+    """The Eval panel, tabbed with the review and the search tree; it reads report files itself."""
+
+    name = "eval"
+    title = "Eval"
+    order = 45
+    area = Qt.DockWidgetArea.BottomDockWidgetArea
+    tab_group = "bottom"
+    hidden = True
+    exposes: ClassVar[dict[str, str]] = {"eval_panel": "panel", "open_eval_report": "open_report"}
+
+    reportLoaded = Signal(object)
+    """The EvalReport just shown (opened or reloaded after the file changed)."""
+    reportFailed = Signal(str)
+    """The message shown when a report could not be read."""
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.panel = EvalPanel()
+        super().__init__(ctx, self.panel)
+        self.source: Path | None = None
+        """The report file shown (``report.json``), or None."""
+        self.watcher = QFileSystemWatcher(self)
+        self.watcher.fileChanged.connect(lambda _path: self._reload_soon())
+        self.watcher.directoryChanged.connect(lambda _path: self._reload_soon())
+        self._reload_timer = QTimer(self)
+        self._reload_timer.setSingleShot(True)
+        self._reload_timer.setInterval(RELOAD_DELAY_MS)
+        self._reload_timer.timeout.connect(self.reload)
+        self.panel.openRequested.connect(self._open_dialog)
+        self.panel.treeRequested.connect(self.open_tree)
+        ctx.action("file", "Open &Eval Report…", self._open_dialog)
+
+    def start(self) -> bool:
+        """The last report opened comes back (quietly: a report that has gone just leaves the dock empty)."""
+        last = QSettings().value(LAST_REPORT_KEY)
+        if isinstance(last, str) and last and Path(last).is_file():
+            self.open_report(Path(last), show=False)
+        return True
+
+    def open_report(self, path: Path, *, show: bool = True) -> bool:
+        """Open ``report.json`` or the directory holding it, and watch it; False (the dock says why) if it
+        is not a report."""
+        path = Path(path)
+        file = path / REPORT_FILE if path.is_dir() else path
+        try:
+            report = load_report(file)
+        except ReportError as exc:
+            self._unwatch()
+            self.source = None
+            self.panel.clear(f"Cannot open the report: {exc}", error=True)
+            self.reportFailed.emit(str(exc))
+            if show:
+                self.ctx.show_dock(self.name)
+            return False
+        self.source = file.resolve()
+        self._watch()
+        store = QSettings()
+        store.setValue(LAST_REPORT_KEY, str(self.source))
+        store.sync()
+        self.panel.show_report(report, self.source)
+        self.reportLoaded.emit(report)
+        if show:
+            self.ctx.show_dock(self.name)
+        return True
+
+    def reload(self) -> None:
+        """Read the shown report again; if it cannot be read now, the last good one stays, with the reason."""
+        if self.source is None:
+            return
+        self._watch()  # a replaced file (atomic save) is a new file to the watcher
+        try:
+            report = load_report(self.source)
+        except ReportError as exc:
+            self.panel.show_error(f"Cannot reload the report (showing the last one read): {exc}")
+            self.reportFailed.emit(str(exc))
+            return
+        self.panel.show_report(report, self.source)
+        self.reportLoaded.emit(report)
+
+    def open_tree(self, run: EvalRun) -> bool:
+        """Show ``run``'s search tree in the Search tree dock; the dock says so when there is none."""
+        if self.source is None:
+            return False
+        where = f"{run.task} · {run.mode} · attempt {run.attempt}"
+        if run.tree_file is None:
+            self.panel.show_message(f"{where} recorded no search tree.")
+            return False
+        tree = (self.source.parent / run.tree_file).resolve()
+        if not tree.is_relative_to(self.source.parent.resolve()):
+            self.panel.show_error(f"{where}: its tree file {run.tree_file!r} is outside the report's folder.")
+            return False
+        if not tree.is_file():
+            self.panel.show_error(f"{where}: its tree file {run.tree_file} is missing.")
+            return False
+        self.panel.show_message("")
+        return bool(self.ctx.dock("tree").open_file(tree))
+
+    def _watch(self) -> None:
+        """Watch the report file and its directory (the atomic save replaces the file)."""
+        assert self.source is not None
+        self._unwatch()
+        paths = [str(self.source.parent)]
+        if self.source.exists():
+            paths.append(str(self.source))
+        self.watcher.addPaths(paths)
+
+    def _unwatch(self) -> None:
+        watched = self.watcher.files() + self.watcher.directories()
+        if watched:
+            self.watcher.removePaths(watched)
+
+    def _reload_soon(self) -> None:
+        if self.source is not None:
+            self._reload_timer.start()
+
+    def _open_dialog(self) -> None:
+        start = str(self.source.parent) if self.source is not None else str(self.ctx.workspace)
+        path, _ = QFileDialog.getOpenFileName(
+            self.ctx.window,
+            "Open eval report",
+            start,
+            f"Eval reports ({REPORT_FILE});;JSON (*.json);;All files (*)",
+        )
+        if path:
+            self.open_report(Path(path))

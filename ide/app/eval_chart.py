@@ -1,0 +1,242 @@
+"""The Eval dock's chart, drawn with QPainter: solve rate per mode with its 95% interval, and tokens spent
+per solved task. Two panels side by side (stacked when the widget is narrow); the retry baseline is grey
+and its solve rate a dashed line across the first panel, so each mode reads against it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from ide.app.eval_format import percent, tokens_text
+from ide.app.theme import ACCENT
+from ide.protocol.eval import RETRY_MODE, ModeSummary
+
+BAR_COLOUR = QColor(ACCENT)
+BASELINE_COLOUR = QColor("#8a929e")
+WHISKER_COLOUR = QColor("#1d2b4a")
+GRID_COLOUR = QColor("#e3e6eb")
+AXIS_TEXT = QColor("#5f6570")
+TITLE_TEXT = QColor("#2c3038")
+EMPTY_TEXT = QColor("#7a808a")
+BACKGROUND = QColor("#ffffff")
+
+SOLVE_PANEL = "solve_rate"
+TOKENS_PANEL = "tokens_per_solved"
+SIDE_BY_SIDE_MIN_WIDTH = 520
+MAX_BAR_WIDTH = 56
+PAD = 8
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One drawn bar: its panel, mode, rectangle, value label and (solve rate only) interval whisker."""
+
+    panel: str
+    mode: str
+    rect: QRectF
+    label: str
+    whisker: tuple[float, float] | None = None
+    """The whisker's top and bottom y."""
+
+
+def nice_step(top: float, ticks: int = 4) -> float:
+    """A round axis step (1, 2, 2.5 or 5 × 10^k) giving about ``ticks`` steps up to ``top``."""
+    if top <= 0:
+        return 1.0
+    raw = top / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+
+
+class EvalChart(QWidget):
+    """Interface: :meth:`set_summary`; :meth:`bars` gives what :meth:`paintEvent` draws."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("evalChart")
+        self.summary: list[ModeSummary] = []
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(260, 180)
+
+    def sizeHint(self) -> QSize:
+        return QSize(640, 260)
+
+    def set_summary(self, summary: list[ModeSummary]) -> None:
+        """Chart these rows (one bar per mode in each panel), in their order."""
+        self.summary = list(summary)
+        self.setToolTip(self._tooltip())
+        self.update()
+
+    def panels(self) -> dict[str, QRectF]:
+        """Each panel's whole rectangle (title, axes and bars) at the widget's current size."""
+        area = QRectF(self.rect()).adjusted(PAD, PAD, -PAD, -PAD)
+        if area.width() >= SIDE_BY_SIDE_MIN_WIDTH or area.width() >= area.height():
+            half = (area.width() - 2 * PAD) / 2
+            first = QRectF(area.left(), area.top(), half, area.height())
+            second = QRectF(area.left() + half + 2 * PAD, area.top(), half, area.height())
+        else:
+            half = (area.height() - 2 * PAD) / 2
+            first = QRectF(area.left(), area.top(), area.width(), half)
+            second = QRectF(area.left(), area.top() + half + 2 * PAD, area.width(), half)
+        return {SOLVE_PANEL: first, TOKENS_PANEL: second}
+
+    def plot_area(self, panel: QRectF, axis_labels: list[str]) -> QRectF:
+        """Where the bars go inside ``panel``: below the title, right of the axis labels, above mode names."""
+        metrics = QFontMetrics(self.font())
+        line = metrics.height()
+        axis = max((metrics.horizontalAdvance(text) for text in axis_labels), default=0) + 6
+        return panel.adjusted(axis, line * 2 + 4, -4, -(line + 6))
+
+    def token_axis(self) -> tuple[float, float]:
+        """The tokens panel's axis: (top, step)."""
+        values = [row.tokens_per_solved for row in self.summary if row.tokens_per_solved is not None]
+        step = nice_step(max(values, default=0.0))
+        top = step * max(1, math.ceil(max(values, default=0.0) / step))
+        return top, step
+
+    def bars(self) -> list[Bar]:
+        """Every bar of both panels at the widget's current size."""
+        if not self.summary:
+            return []
+        panels = self.panels()
+        found: list[Bar] = []
+        plot = self.plot_area(panels[SOLVE_PANEL], ["100%"])
+        for index, row in enumerate(self.summary):
+            slot = self._slot(plot, index)
+            top = plot.bottom() - row.solve_rate * plot.height()
+            whisker = (
+                plot.bottom() - row.ci_high * plot.height(),
+                plot.bottom() - row.ci_low * plot.height(),
+            )
+            rect = QRectF(slot.left(), top, slot.width(), plot.bottom() - top)
+            found.append(Bar(SOLVE_PANEL, row.mode, rect, percent(row.solve_rate), whisker))
+        axis_top, step = self.token_axis()
+        plot = self.plot_area(panels[TOKENS_PANEL], self._token_ticks(axis_top, step))
+        for index, row in enumerate(self.summary):
+            slot = self._slot(plot, index)
+            value = row.tokens_per_solved
+            height = 0.0 if value is None else value / axis_top * plot.height()
+            rect = QRectF(slot.left(), plot.bottom() - height, slot.width(), height)
+            label = "none solved" if value is None else tokens_text(value)
+            found.append(Bar(TOKENS_PANEL, row.mode, rect, label))
+        return found
+
+    def _slot(self, plot: QRectF, index: int) -> QRectF:
+        width = plot.width() / max(1, len(self.summary))
+        bar = min(MAX_BAR_WIDTH, width * 0.6)
+        return QRectF(plot.left() + index * width + (width - bar) / 2, plot.top(), bar, plot.height())
+
+    @staticmethod
+    def _token_ticks(top: float, step: float) -> list[str]:
+        count = round(top / step)
+        return [tokens_text(step * i) for i in range(count + 1)]
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.fillRect(self.rect(), BACKGROUND)
+        if not self.summary:
+            painter.setPen(EMPTY_TEXT)
+            painter.drawText(
+                QRectF(self.rect()),
+                Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
+                "No summary yet: arbor eval writes it as runs finish.",
+            )
+            painter.end()
+            return
+        panels = self.panels()
+        bars = self.bars()
+        self._draw_solve_panel(painter, panels[SOLVE_PANEL], [b for b in bars if b.panel == SOLVE_PANEL])
+        self._draw_tokens_panel(painter, panels[TOKENS_PANEL], [b for b in bars if b.panel == TOKENS_PANEL])
+        painter.end()
+
+    def _title(self, painter: QPainter, panel: QRectF, text: str) -> None:
+        font = QFont(self.font())
+        font.setBold(True)
+        painter.setFont(font)
+        painter.setPen(TITLE_TEXT)
+        height = QFontMetrics(font).height()
+        box = QRectF(panel.left(), panel.top(), panel.width(), height)
+        painter.drawText(box, Qt.AlignmentFlag.AlignLeft, text)
+        painter.setFont(self.font())
+
+    def _axis(self, painter: QPainter, plot: QRectF, ticks: list[tuple[float, str]]) -> None:
+        """Grid lines at each (fraction of the height, label), labels left of the plot."""
+        metrics = QFontMetrics(self.font())
+        for fraction, text in ticks:
+            y = plot.bottom() - fraction * plot.height()
+            painter.setPen(QPen(GRID_COLOUR, 1))
+            painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+            painter.setPen(AXIS_TEXT)
+            label = QRectF(plot.left() - 200, y - metrics.height() / 2, 196, metrics.height())
+            painter.drawText(label, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text)
+
+    def _mode_names(self, painter: QPainter, plot: QRectF, bars: list[Bar]) -> None:
+        metrics = QFontMetrics(self.font())
+        width = plot.width() / max(1, len(bars))
+        painter.setPen(AXIS_TEXT)
+        for bar in bars:
+            centre = bar.rect.center().x()
+            name = metrics.elidedText(bar.mode, Qt.TextElideMode.ElideRight, int(width) - 2)
+            box = QRectF(centre - width / 2, plot.bottom() + 4, width, metrics.height())
+            painter.drawText(box, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop, name)
+
+    def _value_label(self, painter: QPainter, bar: Bar, above: float) -> None:
+        metrics = QFontMetrics(self.font())
+        width = max(bar.rect.width() + 40, metrics.horizontalAdvance(bar.label) + 4)
+        box = QRectF(bar.rect.center().x() - width / 2, above - metrics.height() - 2, width, metrics.height())
+        painter.setPen(TITLE_TEXT)
+        painter.drawText(box, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom, bar.label)
+
+    def _draw_solve_panel(self, painter: QPainter, panel: QRectF, bars: list[Bar]) -> None:
+        self._title(painter, panel, "Solve rate (95% interval)")
+        plot = self.plot_area(panel, ["100%"])
+        self._axis(painter, plot, [(f / 4, f"{f * 25}%") for f in range(5)])
+        baseline = next((row for row in self.summary if row.mode == RETRY_MODE), None)
+        for bar in bars:
+            colour = BASELINE_COLOUR if bar.mode == RETRY_MODE else BAR_COLOUR
+            painter.fillRect(bar.rect, colour)
+            top = bar.rect.top()
+            if bar.whisker is not None:
+                high, low = bar.whisker
+                x = bar.rect.center().x()
+                cap = min(8.0, bar.rect.width() / 3)
+                painter.setPen(QPen(WHISKER_COLOUR, 1.5))
+                painter.drawLine(QPointF(x, high), QPointF(x, low))
+                painter.drawLine(QPointF(x - cap, high), QPointF(x + cap, high))
+                painter.drawLine(QPointF(x - cap, low), QPointF(x + cap, low))
+                top = min(top, high)
+            self._value_label(painter, bar, top)
+        if baseline is not None:
+            y = plot.bottom() - baseline.solve_rate * plot.height()
+            pen = QPen(BASELINE_COLOUR, 1, Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+        self._mode_names(painter, plot, bars)
+
+    def _draw_tokens_panel(self, painter: QPainter, panel: QRectF, bars: list[Bar]) -> None:
+        self._title(painter, panel, "Tokens per solved task")
+        top, step = self.token_axis()
+        labels = self._token_ticks(top, step)
+        plot = self.plot_area(panel, labels)
+        self._axis(painter, plot, [(i * step / top, text) for i, text in enumerate(labels)])
+        for bar in bars:
+            colour = BASELINE_COLOUR if bar.mode == RETRY_MODE else BAR_COLOUR
+            if bar.rect.height() > 0:
+                painter.fillRect(bar.rect, colour)
+            self._value_label(painter, bar, bar.rect.top())
+        self._mode_names(painter, plot, bars)
+
+    def _tooltip(self) -> str:
+        lines = []
+        for row in self.summary:
+            cost = tokens_text(row.tokens_per_solved)
+            lines.append(
+                f"{row.mode}: {row.solved}/{row.runs} solved, {percent(row.solve_rate)} "
+                f"(95% interval {percent(row.ci_low)}–{percent(row.ci_high)}), {cost} tokens per solved task"
+            )
+        return "\n".join(lines)

@@ -1,0 +1,133 @@
+"""How the Eval dock words an ``arbor eval`` report: numbers, the header and the unfinished note. No Qt here.
+
+The figures come from the report as ``arbor eval`` wrote it (:mod:`ide.protocol.eval`); nothing here
+recomputes a statistic, it only says them in a few characters each.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+from ide.protocol.eval import RETRY_MODE, EvalReport, EvalRun, ModeSummary
+
+NONE = "—"
+STATUS_TEXT = {
+    "solved": "solved",
+    "failed": "failed",
+    "over_budget": "over budget",
+    "timeout": "timeout",
+    "error": "error",
+}
+
+
+def tokens_text(tokens: float | None) -> str:
+    """``850``, ``12.3k``, ``1.25M``; ``—`` for None."""
+    if tokens is None or not math.isfinite(tokens):
+        return NONE
+    if abs(tokens) < 1000:
+        return f"{tokens:.0f}"
+    if abs(tokens) < 1_000_000:
+        return f"{tokens / 1000:.3g}k" if abs(tokens) < 100_000 else f"{tokens / 1000:.0f}k"
+    return f"{tokens / 1_000_000:.3g}M"
+
+
+def seconds_text(seconds: float | None) -> str:
+    """``0.4 s``, ``12 s``, ``3 min 05 s``, ``1 h 02 min``; ``—`` for None."""
+    if seconds is None or not math.isfinite(seconds):
+        return NONE
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+def percent(rate: float) -> str:
+    """A rate 0–1 as a whole percentage."""
+    return f"{rate * 100:.0f}%"
+
+
+def rate_text(row: ModeSummary) -> str:
+    """``62% (41–79%)``: the solve rate and its 95% interval."""
+    return f"{percent(row.solve_rate)} ({row.ci_low * 100:.0f}–{row.ci_high * 100:.0f}%)"
+
+
+def baseline_of(summary: list[ModeSummary]) -> ModeSummary | None:
+    """The retry baseline's row, if the report has one."""
+    return next((row for row in summary if row.mode == RETRY_MODE), None)
+
+
+def cost_vs_baseline(row: ModeSummary, baseline: ModeSummary | None) -> tuple[str, str]:
+    """Tokens per solved task relative to the retry baseline: (cell text, tooltip)."""
+    if baseline is None:
+        return NONE, "The report has no retry baseline (arbor eval --modes without retry)"
+    if row.mode == baseline.mode:
+        return "1.0×", "The baseline: ReAct retried until solved or out of budget"
+    if row.tokens_per_solved is None:
+        return NONE, f"{row.mode} solved no task, so it has no cost per solved task"
+    if not baseline.tokens_per_solved:
+        return NONE, "The baseline solved no task: there is nothing to compare with"
+    ratio = row.tokens_per_solved / baseline.tokens_per_solved
+    return f"{ratio:.1f}×", (
+        f"{row.mode} spends {tokens_text(row.tokens_per_solved)} tokens per solved task, the retry "
+        f"baseline {tokens_text(baseline.tokens_per_solved)}"
+    )
+
+
+def mode_label(mode: str) -> str:
+    """The mode as the tables and chart name it (the baseline says what it is)."""
+    return f"{mode} (baseline)" if mode == RETRY_MODE else mode
+
+
+def when(timestamp: float) -> str:
+    """A report time in local time, to the minute; ``—`` when unset."""
+    if not timestamp:
+        return NONE
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def expected_runs(report: EvalReport) -> int:
+    """How many runs a finished report holds: tasks × modes × runs per task."""
+    return len(report.tasks) * len(report.modes) * report.runs_per_task
+
+
+def header_text(report: EvalReport) -> str:
+    """One line about the report: model, what ran, budgets, when, and which Arbor."""
+    runs = "run" if report.runs_per_task == 1 else "runs"
+    parts = [
+        f"Model {report.model}",
+        f"{len(report.tasks)} tasks × {len(report.modes)} modes × {report.runs_per_task} {runs}",
+        f"budget {tokens_text(report.budget_tokens)} tokens and {seconds_text(report.budget_s)} per run",
+        f"started {when(report.started_at)}",
+    ]
+    if report.finished_at is not None:
+        took = seconds_text(report.finished_at - report.started_at) if report.started_at else NONE
+        parts.append(f"finished {when(report.finished_at)} (took {took})")
+    if report.arbor_version:
+        parts.append(f"Arbor {report.arbor_version}")
+    return " · ".join(parts)
+
+
+def unfinished_text(report: EvalReport) -> str | None:
+    """The note of an unfinished evaluation, None when it finished."""
+    if report.finished_at is not None:
+        return None
+    return (
+        f"unfinished: {len(report.runs)} of {expected_runs(report)} runs — "
+        "rerun arbor eval with the same --out to resume"
+    )
+
+
+def run_status(run: EvalRun) -> str:
+    """The run's status in words."""
+    return STATUS_TEXT.get(run.status, run.status)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (whitespace runs folded), cut to ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
