@@ -239,6 +239,9 @@ class PlanSettings(_Section):
     max_tasks: int = Field(8, ge=1, description="Tasks a plan may hold")
     max_replans: int = Field(3, ge=0, description="Times the replanner may change the plan")
     executor_max_steps: int = Field(12, ge=1, description="Model calls the executor may make per task")
+    command_timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="Longest one run_command of the executor may run (seconds)"
+    )
 
 
 class ToolSettings(_Section):
