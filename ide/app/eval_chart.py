@@ -1,6 +1,7 @@
 """The Eval dock's chart, drawn with QPainter: solve rate per mode with its 95% interval, and tokens spent
-per solved task. Two panels side by side (stacked when the widget is narrow); the retry baseline is grey
-and its solve rate a dashed line across the first panel, so each mode reads against it."""
+per solved task. Two panels side by side (stacked when the widget is narrow), one horizontal bar per mode
+so mode names stay whole; the retry baseline is grey and its solve rate a dashed line across the first
+panel, so each mode reads against it."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ BACKGROUND = QColor("#ffffff")
 SOLVE_PANEL = "solve_rate"
 TOKENS_PANEL = "tokens_per_solved"
 SIDE_BY_SIDE_MIN_WIDTH = 520
-MAX_BAR_WIDTH = 56
+MAX_BAR_THICKNESS = 22
 PAD = 8
 
 
@@ -40,7 +41,7 @@ class Bar:
     rect: QRectF
     label: str
     whisker: tuple[float, float] | None = None
-    """The whisker's top and bottom y."""
+    """The interval's left and right x (the whisker crosses the bar at its middle)."""
 
 
 def nice_step(top: float, ticks: int = 4) -> float:
@@ -75,24 +76,26 @@ class EvalChart(QWidget):
         """Each panel's whole rectangle (title, axes and bars) at the widget's current size."""
         area = QRectF(self.rect()).adjusted(PAD, PAD, -PAD, -PAD)
         if area.width() >= SIDE_BY_SIDE_MIN_WIDTH or area.width() >= area.height():
-            half = (area.width() - 2 * PAD) / 2
+            half = (area.width() - 3 * PAD) / 2
             first = QRectF(area.left(), area.top(), half, area.height())
-            second = QRectF(area.left() + half + 2 * PAD, area.top(), half, area.height())
+            second = QRectF(area.left() + half + 3 * PAD, area.top(), half, area.height())
         else:
             half = (area.height() - 2 * PAD) / 2
             first = QRectF(area.left(), area.top(), area.width(), half)
             second = QRectF(area.left(), area.top() + half + 2 * PAD, area.width(), half)
         return {SOLVE_PANEL: first, TOKENS_PANEL: second}
 
-    def plot_area(self, panel: QRectF, axis_labels: list[str]) -> QRectF:
-        """Where the bars go inside ``panel``: below the title, right of the axis labels, above mode names."""
+    def plot_area(self, panel: QRectF, value_labels: list[str]) -> QRectF:
+        """Where the bars go inside ``panel``: below the title, right of the mode names, above the axis
+        labels, with room on the right for the widest value label."""
         metrics = QFontMetrics(self.font())
         line = metrics.height()
-        axis = max((metrics.horizontalAdvance(text) for text in axis_labels), default=0) + 6
-        return panel.adjusted(axis, line * 2 + 4, -4, -(line + 6))
+        names = max((metrics.horizontalAdvance(row.mode) for row in self.summary), default=0) + 8
+        values = max((metrics.horizontalAdvance(text) for text in value_labels), default=0) + 8
+        return panel.adjusted(names, line + 8, -values, -(line + 4))
 
     def token_axis(self) -> tuple[float, float]:
-        """The tokens panel's axis: (top, step)."""
+        """The tokens panel's axis: (right end, step)."""
         values = [row.tokens_per_solved for row in self.summary if row.tokens_per_solved is not None]
         step = nice_step(max(values, default=0.0))
         top = step * max(1, math.ceil(max(values, default=0.0) / step))
@@ -107,33 +110,28 @@ class EvalChart(QWidget):
         plot = self.plot_area(panels[SOLVE_PANEL], ["100%"])
         for index, row in enumerate(self.summary):
             slot = self._slot(plot, index)
-            top = plot.bottom() - row.solve_rate * plot.height()
-            whisker = (
-                plot.bottom() - row.ci_high * plot.height(),
-                plot.bottom() - row.ci_low * plot.height(),
-            )
-            rect = QRectF(slot.left(), top, slot.width(), plot.bottom() - top)
+            whisker = (plot.left() + row.ci_low * plot.width(), plot.left() + row.ci_high * plot.width())
+            rect = QRectF(plot.left(), slot.top(), row.solve_rate * plot.width(), slot.height())
             found.append(Bar(SOLVE_PANEL, row.mode, rect, percent(row.solve_rate), whisker))
-        axis_top, step = self.token_axis()
-        plot = self.plot_area(panels[TOKENS_PANEL], self._token_ticks(axis_top, step))
+        axis_end, _step = self.token_axis()
+        labels = [self._token_label(row) for row in self.summary]
+        plot = self.plot_area(panels[TOKENS_PANEL], labels)
         for index, row in enumerate(self.summary):
             slot = self._slot(plot, index)
             value = row.tokens_per_solved
-            height = 0.0 if value is None else value / axis_top * plot.height()
-            rect = QRectF(slot.left(), plot.bottom() - height, slot.width(), height)
-            label = "none solved" if value is None else tokens_text(value)
-            found.append(Bar(TOKENS_PANEL, row.mode, rect, label))
+            length = 0.0 if value is None else value / axis_end * plot.width()
+            rect = QRectF(plot.left(), slot.top(), length, slot.height())
+            found.append(Bar(TOKENS_PANEL, row.mode, rect, labels[index]))
         return found
 
-    def _slot(self, plot: QRectF, index: int) -> QRectF:
-        width = plot.width() / max(1, len(self.summary))
-        bar = min(MAX_BAR_WIDTH, width * 0.6)
-        return QRectF(plot.left() + index * width + (width - bar) / 2, plot.top(), bar, plot.height())
-
     @staticmethod
-    def _token_ticks(top: float, step: float) -> list[str]:
-        count = round(top / step)
-        return [tokens_text(step * i) for i in range(count + 1)]
+    def _token_label(row: ModeSummary) -> str:
+        return "none solved" if row.tokens_per_solved is None else tokens_text(row.tokens_per_solved)
+
+    def _slot(self, plot: QRectF, index: int) -> QRectF:
+        height = plot.height() / max(1, len(self.summary))
+        bar = min(MAX_BAR_THICKNESS, height * 0.62)
+        return QRectF(plot.left(), plot.top() + index * height + (height - bar) / 2, plot.width(), bar)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
@@ -165,70 +163,69 @@ class EvalChart(QWidget):
         painter.setFont(self.font())
 
     def _axis(self, painter: QPainter, plot: QRectF, ticks: list[tuple[float, str]]) -> None:
-        """Grid lines at each (fraction of the height, label), labels left of the plot."""
+        """Grid lines at each (fraction of the width, label), labels under the plot."""
         metrics = QFontMetrics(self.font())
         for fraction, text in ticks:
-            y = plot.bottom() - fraction * plot.height()
+            x = plot.left() + fraction * plot.width()
             painter.setPen(QPen(GRID_COLOUR, 1))
-            painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+            painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()))
             painter.setPen(AXIS_TEXT)
-            label = QRectF(plot.left() - 200, y - metrics.height() / 2, 196, metrics.height())
-            painter.drawText(label, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text)
+            label = QRectF(x - 40, plot.bottom() + 3, 80, metrics.height())
+            painter.drawText(label, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop, text)
 
     def _mode_names(self, painter: QPainter, plot: QRectF, bars: list[Bar]) -> None:
         metrics = QFontMetrics(self.font())
-        width = plot.width() / max(1, len(bars))
-        painter.setPen(AXIS_TEXT)
-        for bar in bars:
-            centre = bar.rect.center().x()
-            name = metrics.elidedText(bar.mode, Qt.TextElideMode.ElideRight, int(width) - 2)
-            box = QRectF(centre - width / 2, plot.bottom() + 4, width, metrics.height())
-            painter.drawText(box, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop, name)
-
-    def _value_label(self, painter: QPainter, bar: Bar, above: float) -> None:
-        metrics = QFontMetrics(self.font())
-        width = max(bar.rect.width() + 40, metrics.horizontalAdvance(bar.label) + 4)
-        box = QRectF(bar.rect.center().x() - width / 2, above - metrics.height() - 2, width, metrics.height())
         painter.setPen(TITLE_TEXT)
-        painter.drawText(box, Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignBottom, bar.label)
+        for bar in bars:
+            top = bar.rect.center().y() - metrics.height() / 2
+            box = QRectF(plot.left() - 200, top, 194, metrics.height())
+            painter.drawText(box, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, bar.mode)
+
+    def _value_label(self, painter: QPainter, bar: Bar, after: float) -> None:
+        metrics = QFontMetrics(self.font())
+        box = QRectF(after + 4, bar.rect.center().y() - metrics.height() / 2, 200, metrics.height())
+        painter.setPen(TITLE_TEXT)
+        painter.drawText(box, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, bar.label)
 
     def _draw_solve_panel(self, painter: QPainter, panel: QRectF, bars: list[Bar]) -> None:
         self._title(painter, panel, "Solve rate (95% interval)")
         plot = self.plot_area(panel, ["100%"])
         self._axis(painter, plot, [(f / 4, f"{f * 25}%") for f in range(5)])
-        baseline = next((row for row in self.summary if row.mode == RETRY_MODE), None)
         for bar in bars:
             colour = BASELINE_COLOUR if bar.mode == RETRY_MODE else BAR_COLOUR
             painter.fillRect(bar.rect, colour)
-            top = bar.rect.top()
+            end = bar.rect.right()
             if bar.whisker is not None:
-                high, low = bar.whisker
-                x = bar.rect.center().x()
-                cap = min(8.0, bar.rect.width() / 3)
+                low, high = bar.whisker
+                y = bar.rect.center().y()
+                cap = min(6.0, bar.rect.height() / 2)
                 painter.setPen(QPen(WHISKER_COLOUR, 1.5))
-                painter.drawLine(QPointF(x, high), QPointF(x, low))
-                painter.drawLine(QPointF(x - cap, high), QPointF(x + cap, high))
-                painter.drawLine(QPointF(x - cap, low), QPointF(x + cap, low))
-                top = min(top, high)
-            self._value_label(painter, bar, top)
+                painter.drawLine(QPointF(low, y), QPointF(high, y))
+                painter.drawLine(QPointF(low, y - cap), QPointF(low, y + cap))
+                painter.drawLine(QPointF(high, y - cap), QPointF(high, y + cap))
+                end = max(end, high)
+            self._value_label(painter, bar, end)
+        baseline = next((row for row in self.summary if row.mode == RETRY_MODE), None)
         if baseline is not None:
-            y = plot.bottom() - baseline.solve_rate * plot.height()
-            pen = QPen(BASELINE_COLOUR, 1, Qt.PenStyle.DashLine)
-            painter.setPen(pen)
-            painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+            x = plot.left() + baseline.solve_rate * plot.width()
+            painter.setPen(QPen(BASELINE_COLOUR, 1, Qt.PenStyle.DashLine))
+            painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()))
         self._mode_names(painter, plot, bars)
 
     def _draw_tokens_panel(self, painter: QPainter, panel: QRectF, bars: list[Bar]) -> None:
         self._title(painter, panel, "Tokens per solved task")
-        top, step = self.token_axis()
-        labels = self._token_ticks(top, step)
-        plot = self.plot_area(panel, labels)
-        self._axis(painter, plot, [(i * step / top, text) for i, text in enumerate(labels)])
+        end, step = self.token_axis()
+        plot = self.plot_area(panel, [bar.label for bar in bars])
+        count = round(end / step)
+        # Every other tick when the labels would crowd.
+        every = 1 if plot.width() / max(1, count) >= 48 else 2
+        ticks = [(i * step / end, tokens_text(i * step)) for i in range(0, count + 1, every)]
+        self._axis(painter, plot, ticks)
         for bar in bars:
             colour = BASELINE_COLOUR if bar.mode == RETRY_MODE else BAR_COLOUR
-            if bar.rect.height() > 0:
+            if bar.rect.width() > 0:
                 painter.fillRect(bar.rect, colour)
-            self._value_label(painter, bar, bar.rect.top())
+            self._value_label(painter, bar, bar.rect.right())
         self._mode_names(painter, plot, bars)
 
     def _tooltip(self) -> str:

@@ -3,7 +3,7 @@ attempt, sortable by any column and filtered by mode, status and task)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QTableWidget, QTableWidgetItem
 
@@ -25,10 +25,10 @@ SUMMARY_COLUMNS = (
     ("runs", "Runs finished in this mode"),
     ("solved", "Runs whose check passed"),
     ("solve rate (95% CI)", "Solved ÷ runs, with its 95% Wilson interval"),
-    ("median tokens", "Median of the tokens (in + out) each run spent"),
-    ("median time", "Median wall time of a run"),
-    ("tokens / solved", "All tokens the mode spent ÷ tasks it solved"),
-    ("cost vs retry", "Tokens per solved task relative to the retry baseline"),
+    ("med. tokens", "Median of the tokens (in + out) each run spent"),
+    ("med. time", "Median wall time of a run"),
+    ("tokens/solved", "All tokens the mode spent ÷ tasks it solved"),
+    ("vs retry", "Cost: tokens per solved task relative to the retry baseline"),
 )
 RUN_COLUMNS = ("task", "mode", "#", "status", "tokens", "time", "nodes", "reason")
 RUN_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -59,9 +59,16 @@ class SummaryTable(QTableWidget):
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setWordWrap(False)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setStretchLastSection(True)
+
+    def sizeHint(self) -> QSize:
+        """Wide enough for every column, so the chart beside it takes only the rest."""
+        hint = super().sizeHint()
+        frame = 2 * self.frameWidth()
+        rows = self.horizontalHeader().height() + self.verticalHeader().length()
+        return QSize(self.horizontalHeader().length() + frame + 2, max(hint.height(), rows + frame))
 
     def set_summary(self, summary: list[ModeSummary]) -> None:
         baseline = baseline_of(summary)
@@ -95,6 +102,7 @@ class SummaryTable(QTableWidget):
                 notes.append(f"{line.errors} errors")
             if notes:
                 self.item(row, 2).setToolTip(", ".join(notes))
+        self.updateGeometry()
 
     def cell_text(self, row: int, column: int) -> str:
         item = self.item(row, column)
@@ -145,6 +153,7 @@ class RunsTable(QTableView):
         self.setSortingEnabled(True)
         self.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.verticalHeader().hide()
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)

@@ -166,15 +166,15 @@ def test_a_report_shows_its_header_summary_chart_and_runs(
     assert [b.mode for b in bars if b.panel == TOKENS_PANEL] == MODES
     lats_tokens = next(b for b in bars if b.panel == TOKENS_PANEL and b.mode == "lats")
     react_tokens = next(b for b in bars if b.panel == TOKENS_PANEL and b.mode == "react")
-    assert lats_tokens.rect.height() > 10 * react_tokens.rect.height() > 0
+    assert lats_tokens.rect.width() > 10 * react_tokens.rect.width() > 0
     assert lats_tokens.label == "92k"
     solve = [b for b in bars if b.panel == SOLVE_PANEL]
-    assert all(b.whisker is not None and b.whisker[0] < b.rect.top() < b.whisker[1] for b in solve)
+    assert all(b.whisker is not None and b.whisker[0] < b.rect.right() < b.whisker[1] for b in solve)
     image = chart.grab().toImage()
     for bar in bars:
         colour = BASELINE_COLOUR if bar.mode == "retry" else BAR_COLOUR
-        # Beside the whisker, halfway down the bar.
-        point = QPoint(int(bar.rect.left() + 3), int(bar.rect.center().y()))
+        # Inside the bar, clear of the whisker across its middle.
+        point = QPoint(int(bar.rect.left() + 3), int(bar.rect.top() + 3))
         assert QColor(image.pixel(point)) == colour, (bar.mode, bar.panel)
 
     # The runs: all nine, sortable by tokens (as numbers), filtered by mode, status and task.

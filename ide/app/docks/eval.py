@@ -40,6 +40,10 @@ EMPTY = "No report open. Run arbor eval --out DIR, then Open Report… on DIR or
 UNFINISHED_STYLE = (
     "color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;"
 )
+LEGEND = (
+    "retry (the baseline) is ReAct run again in a fresh session until solved or out of the token budget; "
+    "vs retry is a mode's tokens per solved task ÷ the baseline's. A header's tooltip says more."
+)
 NOTE_STYLE = "color: #5f6570; padding: 2px 0;"
 ERROR_STYLE = (
     "color: #7a1c1c; background: #fdecec; border: 1px solid #efcccc; border-radius: 3px; padding: 4px 6px;"
@@ -76,12 +80,20 @@ class EvalPanel(QWidget):
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         self.summary = SummaryTable()
+        legend = QLabel(LEGEND)
+        legend.setWordWrap(True)
+        legend.setStyleSheet(NOTE_STYLE)
+        table_column = QWidget()
+        table_layout = QVBoxLayout(table_column)
+        table_layout.setContentsMargins(0, 0, 0, 0)
+        table_layout.addWidget(self.summary, 1)
+        table_layout.addWidget(legend)
         self.chart = EvalChart()
         summary_split = QSplitter(Qt.Orientation.Horizontal)
-        summary_split.addWidget(self.summary)
+        summary_split.addWidget(table_column)
         summary_split.addWidget(self.chart)
-        summary_split.setStretchFactor(0, 3)
-        summary_split.setStretchFactor(1, 2)
+        summary_split.setStretchFactor(0, 0)
+        summary_split.setStretchFactor(1, 1)
         summary_split.setChildrenCollapsible(False)
 
         self.runs = RunsTable()
