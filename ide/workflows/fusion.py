@@ -4,8 +4,13 @@ In order: the grounding check (every snippet must exist verbatim where it says i
 lines as the change set leaves them, a document section, a commit message, a memory row, a plugin's
 document — or it is rejected), exact and near-duplicate removal, reranking (a cross-encoder when one
 is configured, else an embedding model when one is configured, else BM25; always weighted by the
-source's priority in the workflow), then a greedy fill of the stage's token budget. Every snippet keeps
-its attribution (``path:line-line``, ``doc.md#Heading > Sub``, ``git:abc1234``).
+source's priority in the workflow), the relevance threshold (``workflows.min_relevance``: a snippet
+scoring below that fraction of the best snippet's score is dropped, the best of each source stays), then a
+greedy fill of the stage's token budget, and the consistency check over what was kept (definitions of one
+name with different signatures, a document and the code disagreeing on a default, decision records with
+one title deciding differently, the run memory saying a stage both failed and passed), flagged as
+``⚠ conflicting: …`` at the top of the context. Every snippet keeps its attribution (``path:line-line``,
+``doc.md#Heading > Sub``, ``git:abc1234``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,10 +52,34 @@ class FusedContext:
     dropped_over_budget: int = 0
     rejected: list[tuple[str, str]] = field(default_factory=list)
     """(attribution, why) of snippets the grounding check refused."""
+    below_threshold: dict[str, int] = field(default_factory=dict)
+    """Snippets dropped under ``workflows.min_relevance``, by source."""
+    threshold_note: str = ""
+    """Set when the threshold could not judge (no snippet shares a word with the task)."""
+    conflicts: list[str] = field(default_factory=list)
+    """What the consistency check found, one ``⚠ conflicting: …`` line each (the stage agent reads them)."""
 
     def render(self) -> str:
-        """The context as a prompt block: each snippet under its attribution."""
-        return "\n\n".join(render_snippet(s) for s in self.snippets)
+        """The context as a prompt block: the conflict flags, then each snippet under its attribution."""
+        blocks = [render_snippet(s) for s in self.snippets]
+        if self.conflicts:
+            blocks.insert(0, "\n".join(self.conflicts))
+        return "\n\n".join(blocks)
+
+    def notes(self) -> list[str]:
+        """What the relevance threshold and the consistency check did, for the retrieval line a user
+        reads (the tree's retrieval node)."""
+        out = []
+        dropped = sum(self.below_threshold.values())
+        if dropped:
+            by = ", ".join(f"{name} {n}" for name, n in sorted(self.below_threshold.items()))
+            out.append(f"{dropped} snippet{'s' * (dropped != 1)} below the relevance threshold ({by})")
+        if self.threshold_note:
+            out.append(self.threshold_note)
+        if self.conflicts:
+            n = len(self.conflicts)
+            out.append(f"⚠ {n} conflict{'s' * (n != 1)} flagged to the stage agent")
+        return out
 
 
 def render_snippet(snippet: Snippet) -> str:
@@ -304,6 +333,7 @@ async def fuse(
     ranked = sorted(
         zip(candidates, scores, strict=True), key=lambda pair: -(0.5 + 0.5 * pair[1] / top) * pair[0].weight
     )
+    ranked = _above_threshold(ranked, settings.workflows.min_relevance, fused)
     used = 0
     for snippet, _score in ranked:
         cost = estimate_tokens(snippet.text) + 12
@@ -313,7 +343,177 @@ async def fuse(
         used += cost
         fused.snippets.append(snippet)
     fused.tokens = used
+    changed = set(changeset.changed_paths()) if changeset is not None else set()  # type: ignore[attr-defined]
+    fused.conflicts = find_conflicts(fused.snippets, changed)
     return fused
+
+
+def _above_threshold(
+    ranked: list[tuple[Snippet, float]], threshold: float, fused: FusedContext
+) -> list[tuple[Snippet, float]]:
+    """``ranked`` without the snippets whose score is below ``threshold`` × the best score; the best
+    snippet of each source stays. Counts what went in ``fused.below_threshold``."""
+    top = max((score for _s, score in ranked), default=0.0)
+    if threshold <= 0 or not ranked:
+        return ranked
+    if top <= 0:
+        fused.threshold_note = "no snippet shares a word with the task: the relevance threshold kept them all"
+        return ranked
+    best: dict[str, float] = {}
+    for snippet, score in ranked:
+        best[snippet.source] = max(best.get(snippet.source, score), score)
+    kept: list[tuple[Snippet, float]] = []
+    spared: set[str] = set()
+    for snippet, score in ranked:
+        if score >= threshold * top:
+            kept.append((snippet, score))
+        elif score == best[snippet.source] and score > 0 and snippet.source not in spared:
+            spared.add(snippet.source)  # the best of its source, though weak: one stays
+            kept.append((snippet, score))
+        else:
+            fused.below_threshold[snippet.source] = fused.below_threshold.get(snippet.source, 0) + 1
+    return kept
+
+
+MAX_CONFLICTS = 6
+"""Conflict flags one stage's context carries at most (the first found, in a fixed order)."""
+
+_DEF = re.compile(
+    r"^[ \t]*(?:export\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(def|class|function|func|fn)\s+"
+    r"([A-Za-z_]\w*)\s*(\((?:[^()]|\([^()]*\))*\))?(\s*->\s*[^:{\n]+)?",
+    re.M,
+)
+_PARAM_DEFAULT = re.compile(r"([A-Za-z_]\w*)\s*(?::\s*[^=,()]+?)?\s*=\s*((?:[^,()\s]|\([^()]*\))+)")
+_CONSTANT = re.compile(r"^([A-Za-z_]\w*)\s*(?::\s*[^=\n]+)?=\s*([^\n#]+?)\s*(?:#.*)?$", re.M)
+_DOC_DEFAULTS = (
+    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s+defaults\s+to\s+`?([^`\s,;)]+)`?", re.I),
+    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s*\(defaults?(?:\s+to|:)?\s+`?([^`\s,;)]+)`?\)", re.I),
+    re.compile(r"`-{0,2}([A-Za-z_][\w-]*)\s*=\s*([^`\s]+)`"),
+)
+_DOC_SOURCES = ("document_sections", "specifications", "decision_records")
+_MEMORY_ROW = re.compile(r"^Earlier run \((.+?), stage (.+?), (failed|passed)\) for: (.*)$")
+_ADR_NUMBER = re.compile(r"^(?:adr[-_ ]?)?\d+[.:)\-\s]*", re.I)
+
+
+def find_conflicts(snippets: Sequence[Snippet], changed: Collection[str] = ()) -> list[str]:
+    """Where ``snippets`` contradict each other, one ``⚠ conflicting: …`` line each (deterministic,
+    no model): definitions of one name with different signatures in different files (``changed``: paths
+    of the proposed change set, marked as such), a document stating a default the code's definition does
+    not have, decision records with one title whose same section differs, and run-memory rows saying one
+    stage of one task both failed and passed."""
+    found = [
+        *_definition_conflicts(snippets, changed),
+        *_default_conflicts(snippets),
+        *_decision_conflicts(snippets),
+        *_memory_conflicts(snippets),
+    ]
+    return list(dict.fromkeys(found))[:MAX_CONFLICTS]
+
+
+def _where(snippet: Snippet, changed: Collection[str]) -> str:
+    return snippet.attribution() + (" (proposed change)" if snippet.path in changed else "")
+
+
+def _definition_conflicts(snippets: Sequence[Snippet], changed: Collection[str]) -> list[str]:
+    seen: dict[str, tuple[Snippet, str]] = {}
+    out = []
+    for snippet in snippets:
+        match = _DEF.search(snippet.text) if snippet.source == "code_index" else None
+        if match is None or match.group(2).startswith("_"):
+            continue
+        kind, name = match.group(1), match.group(2)
+        key = snippet.title if snippet.title.rsplit(".", 1)[-1] == name else name
+        signature = _normal(f"{kind} {name}{match.group(3) or ''}{match.group(4) or ''}").replace(" (", "(")
+        signature = re.sub(r",\s*\)", ")", signature)
+        if key not in seen:
+            seen[key] = (snippet, signature)
+            continue
+        other, other_signature = seen[key]
+        if other.path != snippet.path and other_signature != signature:
+            out.append(
+                f"⚠ conflicting: `{key}` is defined differently in two places — `{other_signature}` at "
+                f"{_where(other, changed)} and `{signature}` at {_where(snippet, changed)}; check which "
+                "one the task means before calling or changing it"
+            )
+    return out
+
+
+def _same_value(a: str, b: str) -> bool:
+    a, b = (v.strip("`'\".,;").lower() for v in (a, b))
+    if a == b or {a, b} <= {"none", "null", "nil"}:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
+def _default_conflicts(snippets: Sequence[Snippet]) -> list[str]:
+    code: dict[str, tuple[str, Snippet]] = {}  # name → (default in the code, where)
+    for snippet in snippets:
+        if snippet.source != "code_index":
+            continue
+        definition = _DEF.search(snippet.text)
+        if definition is not None and definition.group(3):
+            for name, value in _PARAM_DEFAULT.findall(definition.group(3)):
+                code.setdefault(name, (value, snippet))
+        elif definition is None:
+            for name, value in _CONSTANT.findall(snippet.text.split("\n", 1)[0]):
+                code.setdefault(name, (value, snippet))
+    out = []
+    for snippet in snippets:
+        if snippet.source not in _DOC_SOURCES or not code:
+            continue
+        for pattern in _DOC_DEFAULTS:
+            for raw, said in pattern.findall(snippet.text):
+                name = raw.replace("-", "_")
+                if name in code and not _same_value(said, code[name][0]):
+                    value, where = code[name]
+                    out.append(
+                        f"⚠ conflicting: {snippet.attribution()} says `{name}` defaults to `{said}`, but "
+                        f"{where.attribution()} has `{name}={value}`; the code is what runs — say so if "
+                        "the document is out of date"
+                    )
+    return out
+
+
+def _decision_conflicts(snippets: Sequence[Snippet]) -> list[str]:
+    seen: dict[tuple[str, str], Snippet] = {}
+    out = []
+    for snippet in snippets:
+        if snippet.source != "decision_records" or not snippet.title:
+            continue
+        title, _sep, section = snippet.title.partition(" > ")
+        key = (_normal(_ADR_NUMBER.sub("", title)).lower(), section.lower())
+        body = _normal("\n".join(snippet.text.split("\n")[1:]))
+        if not body or not key[0]:
+            continue
+        other = seen.setdefault(key, snippet)
+        other_body = _normal("\n".join(other.text.split("\n")[1:]))
+        if other.path != snippet.path and other_body != body:
+            out.append(
+                f"⚠ conflicting: two decision records titled {title!r} differ — {other.attribution()}: "
+                f"{other_body[:100]!r}; {snippet.attribution()}: {body[:100]!r}; find out which one is "
+                "current (a later record may supersede the other)"
+            )
+    return out
+
+
+def _memory_conflicts(snippets: Sequence[Snippet]) -> list[str]:
+    outcomes: dict[tuple[str, str, str], dict[str, Snippet]] = {}
+    for snippet in snippets:
+        row = _MEMORY_ROW.match(snippet.text.split("\n", 1)[0]) if snippet.source == "memory" else None
+        if row is not None:
+            workflow, stage, outcome, task = row.groups()
+            key = (workflow, stage, _normal(task).lower())
+            outcomes.setdefault(key, {}).setdefault(outcome, snippet)
+    return [
+        f"⚠ conflicting: the run memory says stage {stage} of {task!r} failed "
+        f"({by['failed'].path}) and passed ({by['passed'].path}); read both summaries before relying "
+        "on either"
+        for (_workflow, stage, task), by in outcomes.items()
+        if len(by) == 2
+    ]
 
 
 __all__ = [
@@ -322,6 +522,7 @@ __all__ = [
     "describe_reranker",
     "document_sections",
     "estimate_tokens",
+    "find_conflicts",
     "fuse",
     "grounding_problem",
 ]

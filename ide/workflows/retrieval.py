@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from ide.codeintel.index import CodeIndex
     from ide.search.base import Router
 
+MAX_QUERY_CHARS = 80
+"""A model-written query longer than this is cut (queries are search terms, not prose)."""
+
 __all__ = [
     "ADR_DIRS",
     "ADR_SOURCES",
@@ -115,6 +118,10 @@ class RetrievalResult:
     sources: list[SourceReport]
     queries: list[str]
     mode: Literal["upfront", "adaptive"]
+    query_source: str = "heuristic"
+    """Who wrote the queries: ``model`` (the retrieval model's, then the heuristic terms) or ``heuristic``."""
+    notes: list[str] = field(default_factory=list)
+    """What the user should know about this retrieval, e.g. a model answer that could not be used."""
 
 
 class RetrievalAgent(RetrievalSources):
@@ -141,7 +148,7 @@ class RetrievalAgent(RetrievalSources):
         self._lock = threading.Lock()
 
     async def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
-        queries = await self._queries(request)
+        queries, query_source, notes = await self._queries(request)
         avoid = request.strategy.retrieval_hints.avoid
         sources = [
             s
@@ -159,40 +166,76 @@ class RetrievalAgent(RetrievalSources):
             [report for report, _found in reports],
             queries,
             "adaptive" if request.failure else "upfront",
+            query_source,
+            notes,
         )
 
-    async def _queries(self, request: RetrievalRequest) -> list[str]:
+    def model_writes_queries(self) -> bool:
+        """Whether the retrieval model writes this agent's queries: always with ``retrieval_queries =
+        model``; with ``auto`` when ``llm.retrieval`` names a model of its own that has not fallen back to
+        the default model in this session; never with ``heuristic`` or without a router."""
+        choice = self.settings.workflows.retrieval_queries
+        if self.router is None or choice == "heuristic":
+            return False
+        if choice == "model":
+            return True
+        own = (self.settings.llm.retrieval or "").strip()
+        return bool(own) and "retrieval" not in (getattr(self.router, "fallbacks", None) or {})
+
+    async def _queries(self, request: RetrievalRequest) -> tuple[list[str], str, list[str]]:
+        """(queries, who wrote them, notes): the retrieval model's terms first when it writes them (see
+        :meth:`model_writes_queries`), then the heuristic ones; a model answer that fails or times out
+        leaves the heuristic terms and a note, never an error."""
         hints = request.strategy.retrieval_hints.focus_on
         if request.failure:
             heuristic = dedupe([*queries_from_failure(request.failure), *queries_from_task(request.task)])
         else:
             heuristic = queries_from_task(request.task, request.guidance, hints)
-        if self.settings.workflows.retrieval_queries != "model" or self.router is None:
-            return heuristic
+        if not self.model_writes_queries():
+            return heuristic, "heuristic", []
+        from ide.llm.errors import ModelError
+        from ide.search.base import StructuredOutputError
+
+        timeout = self.settings.workflows.retrieval_query_timeout_s
+        try:
+            written = await asyncio.wait_for(self._model_queries(request, hints), timeout)
+        except TimeoutError:
+            why = f"no answer within {timeout:g} s (workflows.retrieval_query_timeout_s)"
+        except (StructuredOutputError, ModelError) as exc:
+            why = " ".join(str(exc).split())[:200]
+        else:
+            if written:
+                return dedupe([*written, *heuristic]), "model", ["queries written by the retrieval model"]
+            why = "it wrote no usable query"
+        return heuristic, "heuristic", [f"retrieval model failed ({why}); used the heuristic queries"]
+
+    async def _model_queries(self, request: RetrievalRequest, hints: list[str]) -> list[str]:
+        """The retrieval model's search terms for ``request`` (cleaned: one line each, bounded)."""
         from langchain_core.messages import HumanMessage, SystemMessage
         from pydantic import BaseModel, Field
 
-        from ide.search.base import StructuredOutputError, ask_structured
+        from ide.search.base import ask_structured
 
         class Queries(BaseModel):
             queries: list[str] = Field(description="search terms: identifiers, file names, phrases")
 
+        assert self.router is not None
         about = f"Failure to fix:\n{request.failure}" if request.failure else f"Stage: {request.stage_name}"
-        try:
-            answer, _ = await ask_structured(
-                self.router,
-                "retrieval",
-                [
-                    SystemMessage(
-                        "Write search queries for a code and document search that help with this task."
-                    ),
-                    HumanMessage(f"Task: {request.task}\n{about}\nFocus on: {', '.join(hints)}"),
-                ],
-                Queries,
-            )
-        except StructuredOutputError:
-            return heuristic
-        return dedupe([*answer.queries, *heuristic])
+        answer, _ = await ask_structured(
+            self.router,
+            "retrieval",
+            [
+                SystemMessage(
+                    "Write search queries for a code and document search that help with this task: "
+                    "identifiers, file names and short phrases likely to appear in the relevant code and "
+                    "documents, most specific first."
+                ),
+                HumanMessage(f"Task: {request.task}\n{about}\nFocus on: {', '.join(hints)}"),
+            ],
+            Queries,
+        )
+        cleaned = [" ".join(q.split())[:MAX_QUERY_CHARS] for q in answer.queries if isinstance(q, str)]
+        return [q for q in cleaned if len(q) >= 2][:MAX_QUERIES]
 
     async def _run_source(
         self, source: RagSource, queries: list[str], request: RetrievalRequest
