@@ -183,6 +183,7 @@ class WorkflowRun:
             f"({used or 'nothing found'}); reranked by {fused.reranker}"
             + (f"; {len(fused.rejected)} rejected by the grounding check" if fused.rejected else "")
             + (f"; unavailable: {missing}" if missing else "")
+            + "".join(f"; {note}" for note in [*result.notes, *fused.notes()])
         )
         return fused.render(), line
 
