@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from ide.app.eval_format import percent, tokens_text
+from ide.app.eval_format import percent, plain_tip, tokens_text
 from ide.app.theme import ACCENT
 from ide.protocol.eval import RETRY_MODE, ModeSummary
 
@@ -236,4 +236,4 @@ class EvalChart(QWidget):
                 f"{row.mode}: {row.solved}/{row.runs} solved, {percent(row.solve_rate)} "
                 f"(95% interval {percent(row.ci_low)}–{percent(row.ci_high)}), {cost} tokens per solved task"
             )
-        return "\n".join(lines)
+        return plain_tip("\n".join(lines))

@@ -7,6 +7,7 @@ recomputes a statistic, it only says them in a few characters each.
 from __future__ import annotations
 
 import datetime
+import html
 import math
 
 from ide.protocol.eval import RETRY_MODE, EvalReport, EvalRun, ModeSummary
@@ -131,3 +132,9 @@ def one_line(text: str, limit: int = 300) -> str:
     """``text`` on one line (whitespace runs folded), cut to ``limit`` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def plain_tip(text: str) -> str:
+    """``text`` as a tooltip that shows it as written: report strings are input, and Qt would render a
+    tooltip that looks like HTML as HTML."""
+    return f"<p style='white-space:pre-wrap'>{html.escape(text)}</p>" if text else ""

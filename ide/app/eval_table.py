@@ -13,6 +13,7 @@ from ide.app.eval_format import (
     cost_vs_baseline,
     mode_label,
     one_line,
+    plain_tip,
     rate_text,
     run_status,
     seconds_text,
@@ -94,7 +95,7 @@ class SummaryTable(QTableWidget):
                     font.setItalic(True)
                     item.setFont(font)
                 self.setItem(row, column, item)
-            self.item(row, 7).setToolTip(cost_tip)
+            self.item(row, 7).setToolTip(plain_tip(cost_tip))
             notes = []
             if line.over_budget:
                 notes.append(f"{line.over_budget} over budget")
@@ -167,6 +168,7 @@ class RunsTable(QTableView):
     def set_runs(self, runs: list[EvalRun]) -> None:
         """Show ``runs``; the selected run stays selected when it is still there (a reload)."""
         selected = self.selected_run()
+        scrolled = self.verticalScrollBar().value()
         self.source.removeRows(0, self.source.rowCount())
         for run in runs:
             self.source.appendRow(self._row(run))
@@ -175,6 +177,7 @@ class RunsTable(QTableView):
                 self.resizeColumnToContents(column)
         if selected is not None:
             self.select_run(selected.key)
+        self.verticalScrollBar().setValue(scrolled)  # a reload leaves the view where the user had it
 
     def _row(self, run: EvalRun) -> list[QStandardItem]:
         tree = "no tree" if run.tree_file is None else str(run.tree_nodes)
@@ -203,9 +206,10 @@ class RunsTable(QTableView):
             + (f", {run.recovered_calls} tool calls recovered from text" if run.recovered_calls else "")
             + (f", {run.compactions} context compactions" if run.compactions else "")
         )
-        items[6].setToolTip(run.tree_file or "This run recorded no search tree")
+        items[0].setToolTip(plain_tip(run.task))
+        items[6].setToolTip(plain_tip(run.tree_file or "This run recorded no search tree"))
         if run.reason:
-            items[7].setToolTip(run.reason[-2000:])
+            items[7].setToolTip(plain_tip(run.reason[-2000:]))
         return items
 
     def set_filter(self, mode: str, status: str, task: str = "") -> None:

@@ -339,6 +339,10 @@ def test_an_unfinished_report_says_so_and_reloads_as_the_evaluation_saves(
         (out / REPORT_FILE).write_text("{")
     assert panel.summary.rowCount() == 3 and panel.tabs.isVisible()
     assert panel.message.text().startswith("Cannot reload the report (showing the last one read): ")
+    # Saved whole again: the reason goes.
+    save_report(report, out)
+    qtbot.waitUntil(lambda: panel.message.isHidden(), timeout=5000)
+    assert panel.summary.rowCount() == 3 and panel.unfinished.isHidden()
 
 
 def test_the_last_report_opens_again_in_the_next_window_and_file_menu_has_open(
@@ -392,3 +396,18 @@ def test_the_chart_reads_when_narrow(qtbot: Any, qsettings_dir: Path) -> None:
     assert not image.isNull() and image.width() == 300
     bars = chart.bars()
     assert all(panels[b.panel].contains(b.rect) for b in bars)
+
+
+def test_report_strings_are_shown_as_written_never_as_markup(window: MainWindow, tmp_path: Path) -> None:
+    out = tmp_path / "eval-out"
+    report = make_report(out)
+    report.model = "<b>ollama</b><img src='file:///etc/passwd'>"
+    report.runs[0] = report.runs[0].model_copy(update={"reason": "<a href='https://x.test'>click</a>"})
+    save_report(report, out)
+    assert window.open_eval_report(out)
+    panel = window.eval_panel
+    assert panel.header.textFormat() == Qt.TextFormat.PlainText
+    assert panel.header.text().startswith("Model <b>ollama</b><img src='file:///etc/passwd'> · ")
+    panel.set_filter(mode="react", task="chunked")
+    tip = panel.runs.filter.index(0, 7).data(Qt.ItemDataRole.ToolTipRole)
+    assert "&lt;a href=&#x27;https://x.test&#x27;&gt;click&lt;/a&gt;" in tip and "<a " not in tip

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from ide.app.docks.base import AppContext, Dock
 from ide.app.eval_chart import EvalChart
-from ide.app.eval_format import STATUS_TEXT, header_text, mode_label, unfinished_text
+from ide.app.eval_format import STATUS_TEXT, header_text, mode_label, plain_tip, unfinished_text
 from ide.app.eval_table import RunsTable, SummaryTable
 from ide.protocol.eval import REPORT_FILE, EvalReport, EvalRun, ReportError, load_report
 
@@ -125,6 +125,8 @@ class EvalPanel(QWidget):
         runs_layout.addLayout(filters)
         runs_layout.addWidget(self.runs, 1)
 
+        for label in (self.path_label, self.header, self.unfinished, self.message, legend):
+            label.setTextFormat(Qt.TextFormat.PlainText)  # report strings are input, never markup
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(summary_split, "Summary")
@@ -175,7 +177,7 @@ class EvalPanel(QWidget):
         """Show ``report`` read from ``source``; filters and the selected run stay as they were."""
         self.report = report
         self.path_label.setText(str(source))
-        self.path_label.setToolTip(str(source))
+        self.path_label.setToolTip(plain_tip(str(source)))
         self.header.setText(header_text(report))
         self.header.show()
         note = unfinished_text(report)
@@ -297,6 +299,9 @@ class EvalDock(Dock):
         except ReportError as exc:
             self.panel.show_error(f"Cannot reload the report (showing the last one read): {exc}")
             self.reportFailed.emit(str(exc))
+            return
+        if report == self.panel.report:
+            self.panel.show_message("")  # saved again unchanged (or the chart beside it was written)
             return
         self.panel.show_report(report, self.source)
         self.reportLoaded.emit(report)
