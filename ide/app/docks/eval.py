@@ -142,6 +142,8 @@ class EvalPanel(QWidget):
         layout.addWidget(self.unfinished)
         layout.addWidget(self.message)
         layout.addWidget(self.tabs, 1)
+        layout.addStretch(0)  # takes the room only while there is no report (see _show_tabs)
+        self._layout = layout
 
         self.report: EvalReport | None = None
         self.mode_filter.currentIndexChanged.connect(lambda _i: self._filter())
@@ -158,11 +160,15 @@ class EvalPanel(QWidget):
         self.path_label.clear()
         self.header.hide()
         self.unfinished.hide()
-        self.tabs.hide()
+        self._show_tabs(False)
         self.summary.set_summary([])
         self.chart.set_summary([])
         self.runs.set_runs([])
         self.show_message(message, error=error)
+
+    def _show_tabs(self, shown: bool) -> None:
+        self.tabs.setVisible(shown)
+        self._layout.setStretch(self._layout.count() - 1, 0 if shown else 1)
 
     def show_message(self, text: str, *, error: bool = False) -> None:
         """A line above the tables (empty hides it); ``error`` styles it as a fault."""
@@ -184,7 +190,7 @@ class EvalPanel(QWidget):
         self.unfinished.setText(note or "")
         self.unfinished.setVisible(note is not None)
         self.show_message("")
-        self.tabs.show()
+        self._show_tabs(True)
         self.summary.set_summary(report.summary)
         self.chart.set_summary(report.summary)
         self._set_modes(report)
