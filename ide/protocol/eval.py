@@ -79,6 +79,11 @@ class ModeSummary(BaseModel):
     tokens_per_solved: float | None = Field(None, description="All tokens spent ÷ tasks solved; None if none")
     over_budget: int = 0
     errors: int = 0
+    cost_vs_retry: float | None = Field(
+        None,
+        description="Tokens over the tasks both this mode and the retry baseline ran ÷ the baseline's "
+        "(ide.eval.report.cost_ratio); None without a baseline. The window shows it as written",
+    )
 
 
 class EvalReport(BaseModel):
