@@ -29,6 +29,7 @@ SOLVE_PANEL = "solve_rate"
 TOKENS_PANEL = "tokens_per_solved"
 SIDE_BY_SIDE_MIN_WIDTH = 520
 MAX_BAR_THICKNESS = 22
+NO_RUNS = "no runs yet"
 PAD = 8
 
 
@@ -110,8 +111,11 @@ class EvalChart(QWidget):
         plot = self.plot_area(panels[SOLVE_PANEL], ["100%"])
         for index, row in enumerate(self.summary):
             slot = self._slot(plot, index)
-            whisker = (plot.left() + row.ci_low * plot.width(), plot.left() + row.ci_high * plot.width())
             rect = QRectF(plot.left(), slot.top(), row.solve_rate * plot.width(), slot.height())
+            if not row.runs:  # listed before its first run: nothing to draw yet
+                found.append(Bar(SOLVE_PANEL, row.mode, rect, NO_RUNS))
+                continue
+            whisker = (plot.left() + row.ci_low * plot.width(), plot.left() + row.ci_high * plot.width())
             found.append(Bar(SOLVE_PANEL, row.mode, rect, percent(row.solve_rate), whisker))
         axis_end, _step = self.token_axis()
         labels = [self._token_label(row) for row in self.summary]
@@ -126,6 +130,8 @@ class EvalChart(QWidget):
 
     @staticmethod
     def _token_label(row: ModeSummary) -> str:
+        if not row.runs:
+            return NO_RUNS
         return "none solved" if row.tokens_per_solved is None else tokens_text(row.tokens_per_solved)
 
     def _slot(self, plot: QRectF, index: int) -> QRectF:
@@ -193,7 +199,8 @@ class EvalChart(QWidget):
         self._axis(painter, plot, [(f / 4, f"{f * 25}%") for f in range(5)])
         for bar in bars:
             colour = BASELINE_COLOUR if bar.mode == RETRY_MODE else BAR_COLOUR
-            painter.fillRect(bar.rect, colour)
+            if bar.rect.width() > 0:
+                painter.fillRect(bar.rect, colour)
             end = bar.rect.right()
             if bar.whisker is not None:
                 low, high = bar.whisker
@@ -206,7 +213,7 @@ class EvalChart(QWidget):
                 end = max(end, high)
             self._value_label(painter, bar, end)
         baseline = next((row for row in self.summary if row.mode == RETRY_MODE), None)
-        if baseline is not None:
+        if baseline is not None and baseline.runs:
             x = plot.left() + baseline.solve_rate * plot.width()
             painter.setPen(QPen(BASELINE_COLOUR, 1, Qt.PenStyle.DashLine))
             painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()))
@@ -231,6 +238,9 @@ class EvalChart(QWidget):
     def _tooltip(self) -> str:
         lines = []
         for row in self.summary:
+            if not row.runs:
+                lines.append(f"{row.mode}: {NO_RUNS}")
+                continue
             cost = tokens_text(row.tokens_per_solved)
             lines.append(
                 f"{row.mode}: {row.solved}/{row.runs} solved, {percent(row.solve_rate)} "

@@ -53,7 +53,9 @@ def percent(rate: float) -> str:
 
 
 def rate_text(row: ModeSummary) -> str:
-    """``62% (41–79%)``: the solve rate and its 95% interval."""
+    """``62% (41–79%)``: the solve rate and its 95% interval; ``—`` before the mode's first run."""
+    if not row.runs:
+        return NONE
     return f"{percent(row.solve_rate)} ({row.ci_low * 100:.0f}–{row.ci_high * 100:.0f}%)"
 
 
@@ -63,20 +65,19 @@ def baseline_of(summary: list[ModeSummary]) -> ModeSummary | None:
 
 
 def cost_vs_baseline(row: ModeSummary, baseline: ModeSummary | None) -> tuple[str, str]:
-    """Tokens per solved task relative to the retry baseline: (cell text, tooltip)."""
+    """The mode's cost relative to the retry baseline as ``arbor eval`` wrote it: (cell text, tooltip)."""
+    if row.cost_vs_retry is not None:
+        if row.mode == RETRY_MODE:
+            return f"{row.cost_vs_retry:.1f}×", "The baseline: ReAct retried until solved or out of budget"
+        return f"{row.cost_vs_retry:.1f}×", (
+            f"{row.mode} spent {row.cost_vs_retry:.1f}× the tokens the retry baseline spent on the tasks "
+            "both ran"
+        )
     if baseline is None:
         return NONE, "The report has no retry baseline (arbor eval --modes without retry)"
-    if row.mode == baseline.mode:
-        return "1.0×", "The baseline: ReAct retried until solved or out of budget"
-    if row.tokens_per_solved is None:
-        return NONE, f"{row.mode} solved no task, so it has no cost per solved task"
-    if not baseline.tokens_per_solved:
-        return NONE, "The baseline solved no task: there is nothing to compare with"
-    ratio = row.tokens_per_solved / baseline.tokens_per_solved
-    return f"{ratio:.1f}×", (
-        f"{row.mode} spends {tokens_text(row.tokens_per_solved)} tokens per solved task, the retry "
-        f"baseline {tokens_text(baseline.tokens_per_solved)}"
-    )
+    if not row.runs:
+        return NONE, f"{row.mode} has no finished run yet"
+    return NONE, "The report gives no cost ratio for this mode (no task ran both in it and in the baseline)"
 
 
 def mode_label(mode: str) -> str:

@@ -29,7 +29,10 @@ SUMMARY_COLUMNS = (
     ("med. tokens", "Median of the tokens (in + out) each run spent"),
     ("med. time", "Median wall time of a run"),
     ("tokens/solved", "All tokens the mode spent ÷ tasks it solved"),
-    ("vs retry", "Cost: tokens per solved task relative to the retry baseline"),
+    (
+        "vs retry",
+        "Cost: the tokens this mode spent on the tasks both it and the retry baseline ran ÷ the baseline's",
+    ),
 )
 RUN_COLUMNS = ("task", "mode", "#", "status", "tokens", "time", "nodes", "reason")
 RUN_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -81,8 +84,8 @@ class SummaryTable(QTableWidget):
                 str(line.runs),
                 str(line.solved),
                 rate_text(line),
-                tokens_text(line.median_tokens),
-                seconds_text(line.median_wall_s),
+                tokens_text(line.median_tokens) if line.runs else NONE,
+                seconds_text(line.median_wall_s) if line.runs else NONE,
                 tokens_text(line.tokens_per_solved),
                 cost,
             )

@@ -52,15 +52,17 @@ OUTCOMES: dict[str, list[tuple[str, int, int, float, str]]] = {
 SUMMARY = [
     ModeSummary(
         mode="react", runs=3, solved=2, solve_rate=2 / 3, ci_low=0.208, ci_high=0.939,
-        median_tokens=4_600, median_wall_s=21.0, tokens_per_solved=8_750.0,
+        median_tokens=4_600, median_wall_s=21.0, tokens_per_solved=8_750.0, cost_vs_retry=0.65,
     ),
     ModeSummary(
         mode="lats", runs=3, solved=2, solve_rate=2 / 3, ci_low=0.208, ci_high=0.939,
         median_tokens=60_000, median_wall_s=260.0, tokens_per_solved=92_000.0, over_budget=1,
+        cost_vs_retry=6.92,
     ),
     ModeSummary(
         mode="retry", runs=3, solved=2, solve_rate=2 / 3, ci_low=0.208, ci_high=0.939,
         median_tokens=4_600, median_wall_s=20.0, tokens_per_solved=13_300.0, errors=1,
+        cost_vs_retry=1.0,
     ),
 ]  # fmt: skip
 
@@ -373,13 +375,16 @@ def test_numbers_are_worded_for_the_tables() -> None:
         "0.4 s", "12 s", "1 min 05 s", "1 h 02 min", "—",
     ]  # fmt: skip
     react, lats, retry = SUMMARY
-    assert cost_vs_baseline(react, None)[0] == "—"
-    none_solved = lats.model_copy(update={"solved": 0, "tokens_per_solved": None})
-    assert cost_vs_baseline(none_solved, retry) == (
-        "—",
-        "lats solved no task, so it has no cost per solved task",
+    assert cost_vs_baseline(lats, retry) == (
+        "6.9×",
+        "lats spent 6.9× the tokens the retry baseline spent on the tasks both ran",
     )
-    assert cost_vs_baseline(lats, retry.model_copy(update={"tokens_per_solved": None}))[0] == "—"
+    unset = react.model_copy(update={"cost_vs_retry": None})
+    assert cost_vs_baseline(unset, None) == (
+        "—",
+        "The report has no retry baseline (arbor eval --modes without retry)",
+    )
+    assert cost_vs_baseline(unset.model_copy(update={"runs": 0}), retry)[1] == "react has no finished run yet"
     assert [nice_step(top) for top in (0, 9, 92_000, 1_000_000)] == [1.0, 2.5, 25_000, 250_000]
 
 
@@ -411,3 +416,27 @@ def test_report_strings_are_shown_as_written_never_as_markup(window: MainWindow,
     panel.set_filter(mode="react", task="chunked")
     tip = panel.runs.filter.index(0, 7).data(Qt.ItemDataRole.ToolTipRole)
     assert "&lt;a href=&#x27;https://x.test&#x27;&gt;click&lt;/a&gt;" in tip and "<a " not in tip
+
+
+def test_a_mode_without_runs_yet_is_listed_but_not_drawn(qtbot: Any, qsettings_dir: Path) -> None:
+    from ide.app.eval_chart import EvalChart
+    from ide.app.eval_table import SummaryTable
+
+    waiting = ModeSummary(
+        mode="tot", runs=0, solved=0, solve_rate=0.0, ci_low=0.0, ci_high=1.0, median_tokens=0.0,
+        median_wall_s=0.0,
+    )  # fmt: skip
+    rows = [*SUMMARY[:2], waiting, SUMMARY[2]]
+    chart = EvalChart()
+    qtbot.addWidget(chart)
+    chart.resize(700, 260)
+    chart.set_summary(rows)
+    tot = [bar for bar in chart.bars() if bar.mode == "tot"]
+    assert [(bar.label, bar.whisker, bar.rect.width()) for bar in tot] == [
+        ("no runs yet", None, 0.0), ("no runs yet", None, 0.0),
+    ]  # fmt: skip
+    assert not chart.grab().toImage().isNull()
+    table = SummaryTable()
+    qtbot.addWidget(table)
+    table.set_summary(rows)
+    assert [table.cell_text(2, c) for c in range(8)] == ["tot", "0", "0", "—", "—", "—", "—", "—"]

@@ -42,7 +42,7 @@ UNFINISHED_STYLE = (
 )
 LEGEND = (
     "retry (the baseline) is ReAct run again in a fresh session until solved or out of the token budget; "
-    "vs retry is a mode's tokens per solved task ÷ the baseline's. A header's tooltip says more."
+    "vs retry is the tokens a mode spent on the tasks both ran ÷ the baseline's. Headers' tooltips say more."
 )
 NOTE_STYLE = "color: #5f6570; padding: 2px 0;"
 ERROR_STYLE = (
