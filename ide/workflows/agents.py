@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -22,15 +23,7 @@ from ide.search.base import RunContext, schema_hint
 from ide.search.events import first_line
 from ide.search.hints import hint_messages, memory_hint
 from ide.search.plan import TaskReport, task_report
-from ide.workflows.schema import AgentProfile, RetrievalStrategy
-
-TOOL_ALIASES = {
-    "tree_sitter_get_ast": "file_outline",
-    "get_signature": "lsp_get_signature",
-    "find_definition": "lsp_find_definition",
-    "get_references": "lsp_get_references",
-}
-"""Tool names of the seed's workflow files → Arbor's tools."""
+from ide.workflows.schema import TOOL_ALIASES, AgentProfile, RetrievalStrategy
 
 REPORT_PROMPT = """When the stage's work is done, or you find it cannot be done, stop calling tools and end
 your reply with a JSON object {schema}. Say "failed" only when the stage's goal was not reached."""
@@ -45,29 +38,67 @@ class AgentReport:
     node: str | None = None
 
 
-INDEX_TOOLS = ("find_symbol", "file_outline", "repo_map")
-"""The code-index tools, offered only while the workflow's ``ast_parsing.enabled`` is true."""
-
-
 def allowed_tools(
     profile: AgentProfile,
     extra: list[str],
     available: list[str],
     strategy: RetrievalStrategy | None = None,
 ) -> list[str]:
-    """The tools this agent may call: its profile's plus the stage's, that the workspace has now.
+    """The tools this agent may call, in ``available``'s order: its profile's, plus the stage's
+    ``mcp_tools`` (``extra``: names, or shell-style patterns that match MCP server tools only).
 
-    With ``strategy`` (the workflow's ``retrieval_strategy_config``): no ``lsp_*`` tool while
-    ``lsp_integration.enabled`` is false, no code-index tool while ``ast_parsing.enabled`` is false.
+    An MCP server tool is one in ``available`` that is not Arbor's own (see ``builtin_tool_names``); it
+    is offered only when ``extra`` names or matches it (the schema's default ``["*"]`` matches them all,
+    ``[]`` none). With ``strategy`` (the workflow's ``retrieval_strategy_config``): no ``lsp_*`` tool
+    while ``lsp_integration.enabled`` is false, no code-index tool while ``ast_parsing.enabled`` is false.
     """
-    wanted = [TOOL_ALIASES.get(name, name) for name in (*profile.tools, *extra)]
+    from ide.tools import builtin_tool_names
+
+    builtin = builtin_tool_names()
+    wanted = {TOOL_ALIASES.get(name, name) for name in (*profile.tools, *extra)}
+    patterns = [name for name in extra if _is_pattern(name)]
+    names = [
+        name
+        for name in available
+        if name in wanted or (name not in builtin and any(fnmatchcase(name, p) for p in patterns))
+    ]
     if profile.read_only:
-        wanted = [name for name in wanted if not _is_edit(name)]
-    if strategy is not None and not strategy.lsp_integration.enabled:
-        wanted = [name for name in wanted if not name.startswith("lsp_")]
-    if strategy is not None and not strategy.ast_parsing.enabled:
-        wanted = [name for name in wanted if name not in INDEX_TOOLS]
-    return [name for name in available if name in wanted]
+        names = [name for name in names if not _is_edit(name)]
+    if strategy is not None:
+        names = [name for name in names if name not in builtin or strategy.withheld(name) is None]
+    return names
+
+
+def unavailable_tools(
+    extra: list[str], available: list[str], offered: list[str], *, read_only: bool = False
+) -> list[str]:
+    """What to tell about a stage's ``mcp_tools`` the agent did not get: each name neither Arbor nor the
+    session's MCP servers have, each Arbor tool withheld here, each pattern that matched nothing."""
+    from ide.tools import builtin_tool_names
+
+    builtin = builtin_tool_names()
+    mcp = [name for name in available if name not in builtin]
+    notes = []
+    for entry in extra:
+        name = TOOL_ALIASES.get(entry, entry)
+        if entry == "*" or name in offered:
+            continue
+        if read_only and name not in builtin:
+            notes.append(f"{entry}: a read-only agent gets no MCP server tools")
+        elif _is_pattern(entry):
+            if not any(fnmatchcase(tool, entry) for tool in mcp):
+                notes.append(f"{entry} matches no tool of this session's MCP servers")
+        elif name in builtin:
+            notes.append(
+                f"{entry} is withheld from this agent (read-only, or off in this workflow or workspace)"
+            )
+        else:
+            notes.append(f"{entry} is neither an Arbor tool nor a tool of this session's MCP servers")
+    return notes
+
+
+def _is_pattern(name: str) -> bool:
+    return any(char in name for char in "*?[")
 
 
 def _is_edit(name: str) -> bool:
@@ -87,12 +118,15 @@ async def run_agent(
 ) -> AgentReport:
     """Run ``profile`` on ``branch`` with ``brief`` (task, stage, context, last failure) as its request.
 
-    ``strategy`` (the workflow's retrieval settings) gates the LSP and code-index tools (see allowed_tools).
+    ``strategy`` (the workflow's retrieval settings) gates the LSP and code-index tools, ``extra_tools``
+    (the stage's ``mcp_tools``) the MCP server tools (see allowed_tools); a stage tool the agent cannot
+    have is noted under its node.
     """
     if profile.architecture != "react":
         return await _run_architecture(ctx, profile, branch=branch, brief=brief)
     toolbox = ctx.toolbox(branch, read_only=profile.read_only)
-    names = allowed_tools(profile, extra_tools, list(toolbox.specs), strategy)
+    available = list(toolbox.specs)
+    names = allowed_tools(profile, extra_tools, available, strategy)
     tools = [tool for tool in toolbox.langchain_tools() if tool.name in names]
     system = SystemMessage(
         profile.prompt.format(root=ctx.changeset.root)
@@ -108,6 +142,9 @@ async def run_agent(
         role=profile.role,
         model=ctx.model_name(profile.role),
     )
+    notes = unavailable_tools(extra_tools, available, names, read_only=profile.read_only)
+    if notes:
+        recorder.add(node, kind="thought", label="mcp_tools", thought="; ".join(notes), status="evaluated")
     for step in range(1, max_steps + 1):
         started = time.perf_counter()
         reply: AIMessage = await ctx.router.stream(profile.role, messages, tools=tools)

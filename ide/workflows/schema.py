@@ -53,22 +53,122 @@ class Metadata(_Strict):
         return self.workflow_type.startswith("code")
 
 
+NodeKind = Literal[
+    "function",
+    "method",
+    "class",
+    "interface",
+    "struct",
+    "enum",
+    "union",
+    "trait",
+    "type",
+    "constant",
+    "namespace",
+    "module",
+    "file",
+]
+"""Definition kinds the code index records (``ide.codeintel.index.model.DefinitionKind``)."""
+
+ChunkStrategy = Literal[
+    "semantic_functions",
+    "semantic_sections",
+    "semantic",
+    "sections",
+    "paragraphs",
+    "fixed_lines",
+    "fixed_size",
+    "file",
+]
+"""How the retrieval agent cuts code and documents into snippets (see RagStrategy.chunk_strategy)."""
+
+CodeChunks = Literal["definition", "window", "file"]
+DocumentChunks = Literal["sections", "paragraphs", "window", "file"]
+
+INDEX_TOOLS = ("find_symbol", "file_outline", "find_references", "repo_map")
+"""The code-index (tree-sitter) tools, offered only while the workflow's ``ast_parsing.enabled`` is true."""
+
+TOOL_ALIASES = {
+    "tree_sitter_get_ast": "file_outline",
+    "get_signature": "lsp_get_signature",
+    "find_definition": "lsp_find_definition",
+    "get_references": "lsp_get_references",
+}
+"""Tool names of the seed's workflow files → Arbor's tools."""
+
+
 class AstParsing(_Strict):
     enabled: bool = Field(
         True,
-        description="false: stage agents are not offered the code-index tools (find_symbol, "
-        "file_outline, repo_map)",
+        description="false: no tree-sitter in this workflow. Stage agents are not offered the code-index "
+        "tools (find_symbol, file_outline, find_references, repo_map), and the code retrieval source "
+        "(codebase_semantic_search / code_index) is reported unavailable",
     )
     model: str = "tree_sitter"
-    index_level: Literal["function", "file"] = "function"
+    index_level: Literal["function", "file"] = Field(
+        "function",
+        description="What a code snippet holds. function: the definitions the queries hit, each with its "
+        "own lines (cut as rag_strategy.chunk_strategy says). file: the whole file each hit is in, one "
+        "snippet per file, at most 300 lines (a longer file's snippet says it was cut); this wins over "
+        "chunk_strategy for code",
+    )
     upfront_execution: bool = True
+    languages: list[str] = Field(
+        default_factory=list,
+        description="Languages the code retrieval source takes definitions from, as the index names them "
+        "(python, typescript, javascript, go, rust, java, c, cpp…; typescript includes tsx). Empty: "
+        "every language. Stage agents' tools are not filtered",
+    )
+    node_kinds: list[NodeKind] = Field(
+        default_factory=list,
+        description="Definition kinds the code retrieval source takes (function, method, class, "
+        "interface, struct, enum, type, constant…). Empty: every kind. Stage agents' tools are not filtered",
+    )
     reason: str | None = None
+
+    @field_validator("languages")
+    @classmethod
+    def _known_languages(cls, value: list[str]) -> list[str]:
+        if not value:
+            return value
+        from ide.codeintel.index.languages import EXTENSIONS, FILENAMES
+
+        known = {*EXTENSIONS.values(), *FILENAMES.values()}
+        names = [name.strip().lower() for name in value]
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ValueError(
+                f"unknown language {', '.join(repr(n) for n in unknown)}; the index knows: "
+                + ", ".join(sorted(known))
+            )
+        return names
+
+    def keeps(self, path: str, kind: str) -> bool:
+        """Whether the code retrieval source may use a ``kind`` definition of the file at ``path``."""
+        if self.node_kinds and kind not in self.node_kinds:
+            return False
+        if not self.languages:
+            return True
+        from ide.codeintel.index.languages import detect_language
+
+        language = detect_language(path)
+        return language is not None and (
+            language in self.languages or (language == "tsx" and "typescript" in self.languages)
+        )
 
 
 class LspIntegration(_Strict):
-    enabled: bool = Field(True, description="false: stage agents are not offered any lsp_* tool")
+    enabled: bool = Field(
+        True,
+        description="false: stage agents are not offered any lsp_* tool (and a stage's mcp_tools may not "
+        "name one)",
+    )
     execution: Literal["on_demand"] = "on_demand"
-    tools: list[str] = Field(default_factory=list, description="get_signature, find_definition, …")
+    tools: list[str] = Field(
+        default_factory=list,
+        description="get_signature, find_definition, … (informational: which lsp_* tools an agent gets "
+        "is its profile's tools and its stage's mcp_tools)",
+    )
     reason: str | None = None
 
 
@@ -92,8 +192,29 @@ class RagSource(_Strict):
 
 
 class RagStrategy(_Strict):
-    chunk_strategy: str = "semantic_functions"
+    chunk_strategy: ChunkStrategy = Field(
+        "semantic_functions",
+        description="How retrieved code and documents are cut into snippets. semantic_functions, "
+        "semantic_sections, semantic: by structure — a code hit is its definition (at most 60 lines), a "
+        "document is cut at its headings. sections: the same. paragraphs: code by definition, documents "
+        "by paragraph (blank-line separated, under their heading). fixed_lines (or fixed_size): windows "
+        "of chunk_lines lines — around each code hit, and consecutive windows of each document. file: "
+        "whole files and whole documents (at most 300 lines each; a cut one says so). "
+        "ast_parsing.index_level: file makes code snippets whole files whatever this says",
+    )
+    chunk_lines: int = Field(
+        40, ge=5, le=300, description="Lines of one window for chunk_strategy fixed_lines / fixed_size"
+    )
     sources: list[RagSource] = Field(default_factory=list)
+
+    @property
+    def document_chunks(self) -> DocumentChunks:
+        """How documents are cut: sections, paragraphs, fixed windows or whole files."""
+        if self.chunk_strategy in ("fixed_lines", "fixed_size"):
+            return "window"
+        if self.chunk_strategy in ("paragraphs", "file"):
+            return self.chunk_strategy
+        return "sections"
 
 
 class RetrievalHints(_Strict):
@@ -119,11 +240,33 @@ class RetrievalStrategy(_Strict):
     rag_strategy: RagStrategy = Field(default_factory=RagStrategy)
     retrieval_hints: RetrievalHints = Field(default_factory=RetrievalHints)
 
+    @property
+    def code_chunks(self) -> CodeChunks:
+        """How code hits become snippets: ``ast_parsing.index_level: file`` or ``chunk_strategy: file``
+        give whole files, ``fixed_lines`` / ``fixed_size`` windows, anything else the definition."""
+        chunking = self.rag_strategy.chunk_strategy
+        if self.ast_parsing.index_level == "file" or chunking == "file":
+            return "file"
+        return "window" if chunking in ("fixed_lines", "fixed_size") else "definition"
+
+    def withheld(self, tool: str) -> str | None:
+        """Why this workflow never offers ``tool`` (an Arbor tool name) to its stage agents, or None."""
+        if tool.startswith("lsp_") and not self.lsp_integration.enabled:
+            return "lsp_integration.enabled is false"
+        if tool in INDEX_TOOLS and not self.ast_parsing.enabled:
+            return "ast_parsing.enabled is false"
+        return None
+
 
 class AgentRef(_Strict):
     agent: str = Field(description="An agent profile: code_agent, test_agent, security_agent…")
     mcp_tools: list[str] = Field(
-        default_factory=list, description="Extra tools for this stage on top of the profile's"
+        ["*"],
+        description="Tools this stage's agent gets beyond its profile's: Arbor tools (lsp_get_references, "
+        "file_outline…) and the tools of the session's MCP servers, by name or shell-style pattern "
+        "(github__*). Absent: every MCP server tool (the default, *). A list: only those — [] means no "
+        "MCP server tool at all. Patterns match MCP server tools only; a name neither Arbor nor the "
+        "session's servers have is noted in the run's tree. Read-only stages never get MCP server tools",
     )
 
     @property
@@ -203,6 +346,19 @@ class Workflow(_Strict):
         if problems:
             loc, message = problems[0]
             raise ValueError(f"{'.'.join(str(p) for p in loc)}: {message}")
+        return self
+
+    @model_validator(mode="after")
+    def _stage_tools_allowed(self) -> Workflow:
+        """A stage's mcp_tools may not name a tool this workflow's strategy withholds."""
+        strategy = self.retrieval_strategy_config
+        for index, stage in enumerate(self.stages):
+            for position, ref in enumerate(stage.parallel_agents):
+                for number, name in enumerate(ref.mcp_tools):
+                    why = strategy.withheld(TOOL_ALIASES.get(name, name))
+                    if why:
+                        loc = f"stages.{index}.parallel_agents.{position}.mcp_tools.{number}"
+                        raise ValueError(f"{loc}: {name} is never offered in this workflow: {why}")
         return self
 
     @property

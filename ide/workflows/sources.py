@@ -27,6 +27,10 @@ REPO_MAP_MAX_FILES = 3000
 """Up to this many indexed files the code source adds a focused repo map (above, it takes seconds)."""
 DEF_LINES = 60
 """Lines of a definition's source a code snippet holds at most."""
+FILE_LINES = 300
+"""Lines a whole-file snippet (``index_level: file``, ``chunk_strategy: file``) holds at most."""
+WHOLE_FILE = "whole file"
+"""How a whole-file snippet's title starts; a cut one goes on ", first N of M lines"."""
 MIN_SYMBOL_SCORE = 20.0
 """Index hits scoring lower are fuzzy subsequence guesses ("cli" → "ClientLoader"), not named code."""
 PICKAXE_TERMS = 3
@@ -55,6 +59,8 @@ class Snippet:
     """The source's priority in the workflow (HIGH 1.0, MEDIUM 0.7, LOW 0.4)."""
 
     def attribution(self) -> str:
+        if self.title.startswith(WHOLE_FILE) and self.start_line:
+            return f"{self.path}:{self.start_line}-{self.end_line} ({self.title})"
         if self.path.startswith(("git:", "memory:")) or "://" in self.path:
             return self.path
         if self.title and self.source in ("document_sections", "decision_records", "specifications"):
@@ -103,6 +109,60 @@ def document_sections(text: str, path: str) -> list[tuple[str, int, int, str]]:
         body = "\n".join(lines[start:end]).rstrip()
         sections.append((" > ".join(t for _l, t in stack), start + 1, start + len(body.splitlines()), body))
     return sections
+
+
+def document_chunks(text: str, path: str, shape: str, window: int = 40) -> list[tuple[str, int, int, str]]:
+    """(title, start line, end line, text) of a document cut as ``shape`` says: its heading
+    ``sections``, its ``paragraphs`` (blank-line separated, titled by their section), ``window``s of
+    ``window`` lines, or the whole ``file`` (at most FILE_LINES lines)."""
+    if shape == "file":
+        return [whole_file(text.split("\n"))] if text.strip() else []
+    if shape == "window":
+        lines = text.rstrip().split("\n")
+        return [
+            ("", start + 1, start + len(chunk), "\n".join(chunk))
+            for start in range(0, len(lines), window)
+            for chunk in [lines[start : start + window]]
+            if "\n".join(chunk).strip()
+        ]
+    sections = document_sections(text, path)
+    if shape != "paragraphs":
+        return sections
+    paragraphs = []
+    for title, start, _end, body in sections:
+        block: list[str] = []
+        first, number, in_fence = start, 0, False
+        for offset, line in enumerate([*body.split("\n"), ""]):
+            if line.lstrip().startswith(("```", "~~~")):
+                in_fence = not in_fence
+            if line.strip() or in_fence:
+                if not block:
+                    first = start + offset
+                block.append(line)
+                continue
+            # A block that is only the section's heading (and its reST underline) is named by the title.
+            if block and not (offset == len(block) and _is_heading(block, path)):
+                number += 1
+                paragraphs.append((f"{title} ¶{number}", first, first + len(block) - 1, "\n".join(block)))
+            block = []
+    return paragraphs
+
+
+def _is_heading(block: list[str], path: str) -> bool:
+    if path.endswith(".rst"):
+        return len(block) <= 3 and any(_RST_UNDER.match(line) for line in block)
+    return len(block) == 1 and _MD_HEADING.match(block[0]) is not None
+
+
+def whole_file(lines: list[str]) -> tuple[str, int, int, str]:
+    """(title, 1, last line, text) of a file's first FILE_LINES lines; the title says when it was cut."""
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    kept = lines[:FILE_LINES]
+    title = (
+        WHOLE_FILE if len(kept) == len(lines) else f"{WHOLE_FILE}, first {len(kept)} of {len(lines)} lines"
+    )
+    return title, 1, len(kept), "\n".join(kept)
 
 
 class RunMemory:
@@ -179,16 +239,18 @@ class RetrievalSources:
         finder: Callable[[list[str]], list[Snippet]] | None = None
         reason = ""
         if name in CODE_SOURCES:
-            if self.index is None:
+            if not request.strategy.ast_parsing.enabled:
+                reason = "ast_parsing.enabled is false in this workflow (no tree-sitter code index)"
+            elif self.index is None:
                 reason = "the code index is not open for this workspace"
             else:
                 finder = lambda q: self._code(q, request)  # noqa: E731
         elif name in DOC_SOURCES:
-            finder = lambda q: self._sections(q, "document_sections", None)  # noqa: E731
+            finder = lambda q: self._sections(q, "document_sections", None, request)  # noqa: E731
         elif name in ADR_SOURCES:
-            finder = lambda q: self._sections(q, "decision_records", _is_adr)  # noqa: E731
+            finder = lambda q: self._sections(q, "decision_records", _is_adr, request)  # noqa: E731
         elif name in SPEC_SOURCES:
-            finder = lambda q: self._sections(q, "specifications", _is_spec)  # noqa: E731
+            finder = lambda q: self._sections(q, "specifications", _is_spec, request)  # noqa: E731
         elif name == "git_history":
             finder = self._git
         elif name == "memory":
@@ -218,13 +280,17 @@ class RetrievalSources:
 
     def _code(self, queries: list[str], request: RetrievalRequest) -> list[Snippet]:
         """A repo map focused on what the queries hit, then the definitions they name with their source
-        lines. Files the change set touched are parsed from their proposed text: the index still holds
-        their old lines, and an agent's new definitions are not in it at all."""
+        lines — or windows around them, or their whole files, as the workflow's chunking says — of the
+        languages and kinds its ``ast_parsing`` keeps. Files the change set touched are parsed from their
+        proposed text: the index still holds their old lines, and an agent's new definitions are not in
+        it at all."""
         from ide.codeintel.index.repomap import repo_map, task_focus
         from ide.tools.index import overlay_symbols
         from ide.tools.workspace import Workspace
 
         assert self.index is not None
+        ast = request.strategy.ast_parsing
+        filtered = bool(ast.languages or ast.node_kinds)
         changed = overlay_symbols(Workspace(self.root, self.settings.workspace, self.changeset))
         hits: dict[tuple[str, int], tuple[str, int, int, str, int]] = {}  # → path, line, end, name, score
         for rank, query in enumerate(queries):
@@ -232,8 +298,10 @@ class RetrievalSources:
             if len(term) < 2 or "/" in term:
                 continue
             score = len(queries) - rank
-            for symbol in self.index.search(term, limit=6):
+            for symbol in self.index.search(term, limit=24 if filtered else 6):
                 if symbol.path in changed or symbol.score < MIN_SYMBOL_SCORE:
+                    continue
+                if not ast.keeps(symbol.path, symbol.kind):
                     continue
                 name = symbol.qualname or symbol.name
                 hits.setdefault(
@@ -241,23 +309,10 @@ class RetrievalSources:
                 )
             for rel, symbols in changed.items():
                 for found in symbols.definitions if symbols is not None else ():
-                    if term.lower() in found.qualname.lower():
+                    if term.lower() in found.qualname.lower() and ast.keeps(rel, found.kind):
                         hit = (rel, found.line, found.end_line, found.qualname, score)
                         hits.setdefault((rel, found.line), hit)
-        snippets: list[Snippet] = []
-        texts: dict[str, list[str] | None] = {}
-        for path, line, end_line, name, score in sorted(hits.values(), key=lambda hit: -hit[4]):
-            if path not in texts:
-                text = self._read(path)
-                texts[path] = text.split("\n") if text is not None else None
-            lines = texts[path]
-            if not lines or line < 1 or line > len(lines):
-                continue
-            end = min(max(end_line, line), line + DEF_LINES - 1, len(lines))
-            body = "\n".join(lines[line - 1 : end])
-            snippets.append(Snippet("code_index", path, line, end, body, name, float(score)))
-            if len(snippets) >= PER_SOURCE - 1:
-                break
+        snippets = self._code_snippets(sorted(hits.values(), key=lambda hit: -hit[4]), request)
         if self.index.file_count() > REPO_MAP_MAX_FILES:
             return snippets  # the map costs seconds on large indexes; agents call repo_map on demand
         files, names = task_focus(self.index, " ".join(queries))
@@ -277,6 +332,43 @@ class RetrievalSources:
             snippets.insert(0, Snippet("repo_map", "repo-map", 0, 0, text, "Repo map"))
         return snippets
 
+    def _code_snippets(
+        self, hits: list[tuple[str, int, int, str, int]], request: RetrievalRequest
+    ) -> list[Snippet]:
+        """Snippets of the (path, line, end line, name, score) hits, best first, shaped as the workflow's
+        ``code_chunks`` says: each definition's lines, a window of ``chunk_lines`` around each, or each
+        hit file once, whole."""
+        shape = request.strategy.code_chunks
+        window = request.strategy.rag_strategy.chunk_lines
+        snippets: list[Snippet] = []
+        texts: dict[str, list[str] | None] = {}
+        taken: set[tuple[str, int]] = set()
+        for path, line, end_line, name, score in hits:
+            if path not in texts:
+                text = self._read(path)
+                texts[path] = text.rstrip().split("\n") if text is not None else None
+            lines = texts[path]
+            if not lines or line < 1 or line > len(lines):
+                continue
+            if shape == "file":
+                if (path, 1) in taken:
+                    continue
+                title, start, end, body = whole_file(lines)
+            else:
+                if shape == "window":
+                    start = max(1, min(line - window // 4, len(lines) - window + 1))
+                    end = min(start + window - 1, len(lines))
+                else:
+                    start, end = line, min(max(end_line, line), line + DEF_LINES - 1, len(lines))
+                title, body = name, "\n".join(lines[start - 1 : end])
+            if (path, start) in taken:
+                continue
+            taken.add((path, start))
+            snippets.append(Snippet("code_index", path, start, end, body, title, float(score)))
+            if len(snippets) >= PER_SOURCE - 1:
+                break
+        return snippets
+
     def _doc_files(self) -> list[str]:
         """The workspace's documents: from the code index when it is open (it holds every .md, .rst and
         .txt file with the same ignore rules), else from a walk of the workspace."""
@@ -294,24 +386,37 @@ class RetrievalSources:
             self._docs = sorted({rel for rel in [*found, *proposed] if _is_document(rel)})
         return self._docs
 
-    def _section_index(self, source: str, keep: Callable[[str], bool] | None) -> tuple[list[Snippet], Any]:
-        """Every section of the kind's documents and their BM25 index, made once per agent."""
+    def _section_index(
+        self, source: str, keep: Callable[[str], bool] | None, request: RetrievalRequest | None = None
+    ) -> tuple[list[Snippet], Any]:
+        """Every chunk of the kind's documents (cut as the workflow's chunk_strategy says) and their BM25
+        index, made once per agent."""
         from ide.workflows.fusion import Bm25
 
+        rag = request.strategy.rag_strategy if request is not None else None
+        shape = rag.document_chunks if rag is not None else "sections"
+        window = rag.chunk_lines if rag is not None else 40
+        key = f"{source}/{shape}/{window}"
         with self._lock:
-            if source not in self._sections_by_kind:
+            if key not in self._sections_by_kind:
                 sections: list[Snippet] = []
                 for rel in self._doc_files():
                     if keep is not None and not keep(rel):
                         continue
                     text = self._read(rel)
-                    for title, start, end, body in document_sections(text or "", rel):
+                    for title, start, end, body in document_chunks(text or "", rel, shape, window):
                         sections.append(Snippet(source, rel, start, end, body, title))
-                self._sections_by_kind[source] = (sections, Bm25([f"{c.title}\n{c.text}" for c in sections]))
-            return self._sections_by_kind[source]
+                self._sections_by_kind[key] = (sections, Bm25([f"{c.title}\n{c.text}" for c in sections]))
+            return self._sections_by_kind[key]
 
-    def _sections(self, queries: list[str], source: str, keep: Callable[[str], bool] | None) -> list[Snippet]:
-        sections, bm25 = self._section_index(source, keep)
+    def _sections(
+        self,
+        queries: list[str],
+        source: str,
+        keep: Callable[[str], bool] | None,
+        request: RetrievalRequest | None = None,
+    ) -> list[Snippet]:
+        sections, bm25 = self._section_index(source, keep, request)
         if not sections:
             return []
         scores = bm25.scores(" ".join(queries))
