@@ -12,23 +12,33 @@ the session's checkpointer), so the executor sees what the planner read and the 
 task's work — no context is passed by hand. Each agent gets its own system prompt, tools and model role.
 
 Model calls, in order (what a ``scripted:`` file must hold); every agent may make at most
-``plan.executor_max_steps`` calls per visit, a reply with tool calls asking for another:
+``plan.executor_max_steps`` calls per visit, a reply with tool calls asking for another. Each agent has
+its own tools beside the toolbox's (``ide.search.plan_tools``):
 
-1. ``plan.planner`` with the read-only tools (read_file, list_dir, grep): its last reply (no tool calls)
-   is the plan, a numbered list or ``{"tasks": [...]}`` of at most ``plan.max_tasks`` tasks. If it is
-   unusable, one repair call of ``plan.planner`` with no tools; unusable again ends the run, saying why.
-2. Per task, ``plan.executor`` with read and edit tools over the session's change set; its last reply
-   (no tool calls) ends with ``{"status": "done" | "failed", "summary": "..."}``. A reply without that
-   object counts as done, with its text as the summary. Running out of calls fails the task.
+1. ``plan.planner`` with the read-only tools (read_file, list_dir, grep) and ``create_subtask(title,
+   detail?, files?)``: each call appends a subtask (at most ``plan.max_tasks``, no duplicates), shown at
+   once in the user's plan view. When it made subtasks, they are the plan, and its last reply (no tool
+   calls) is only a summary. Otherwise (a model that answers in text) its last reply is the plan, a
+   numbered list or ``{"tasks": [...]}``; if that is unusable, one repair call of ``plan.planner`` with no
+   tools; unusable again ends the run, saying why.
+2. Per task, ``plan.executor`` with read and edit tools over the session's change set, ``run_command(argv,
+   timeout_s?)`` (asks the user first, runs in a scratch worktree; no model call of its own) and
+   ``attempt_completion(status, summary)``, which ends the task: the next model call is the next task's
+   (or the replanner's). Without it, the last reply (no tool calls) ends with ``{"status": "done" |
+   "failed", "summary": "..."}``; a reply without that object counts as done, with its text as the
+   summary. Running out of calls fails the task (a last reply calling attempt_completion still counts).
 3. After a failed task, and when the queue is empty (never after a task that went well while others
-   wait), ``plan.replanner`` with the read-only tools: its last reply is ``{"done": true, "answer": ...}``
-   or ``{"tasks": [...]}`` (the new queue, which after a failure must differ from the one left). If it is
-   unusable, one repair call with no tools; unusable again ends the run with what was done. New tasks
-   when ``plan.max_replans`` replans were already made end the run (stop reason ``max_turn_requests``).
+   wait), ``plan.replanner`` with the read-only tools and ``analyze_failure(task?)`` (a digest of a failed
+   task from the run's state): its last reply is ``{"done": true, "answer": ...}`` or ``{"tasks": [...]}``
+   (the new queue, which after a failure must differ from the one left). If it is unusable, one repair
+   call with no tools; unusable again ends the run with what was done. New tasks when
+   ``plan.max_replans`` replans were already made end the run (stop reason ``max_turn_requests``).
 
-The tree: root → ``plan`` node (its tasks as ``step`` children, each step's tool calls as ``action``
-children) → each replanner visit as a node under the plan it reviews (kind ``plan`` when it revises the
-queue, ``evaluation`` otherwise) → the ``answer`` on the best path.
+The tree: root → ``plan`` node (its tasks as ``step`` children — a subtask from create_subtask the
+moment it is made — each step's tool calls as ``action`` children, a run_command labelled with its exit
+status, a step ended by attempt_completion labelled done or failed) → each replanner visit as a node
+under the plan it reviews (kind ``plan`` when it revises the queue, ``evaluation`` otherwise) → the
+``answer`` on the best path.
 """
 
 from __future__ import annotations
@@ -44,7 +54,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel
 
+from ide.search import plan_tools
 from ide.search.base import RunContext, RunOutcome, schema_hint
+from ide.search.events import cap_text
 from ide.search.hints import hint_messages, memory_hint
 from ide.search.plan_prompts import (
     AGENT_NAMES,
@@ -66,6 +78,7 @@ from ide.search.plan_prompts import (
     progress_text,
     task_report,
 )
+from ide.search.plan_tools import ATTEMPT_COMPLETION, CREATE_SUBTASK, ToolResult
 from ide.search.plan_tree import PlanTree
 from ide.search.react import close_dangling_tool_calls, turn_ran_out_of_steps
 
@@ -125,6 +138,10 @@ class PlanExecute:
             "replans": 0,
             "answer": None,
             "stop_reason": "end_turn",
+            "details": {},
+            "completion": None,
+            "step_log": {},
+            "failures": [],
         }
         try:
             state: PlanState = await graph.ainvoke(fresh, config)
@@ -164,9 +181,8 @@ class _PlanRun:
             ),
         }
         self.tools: dict[str, list[BaseTool]] = {
-            PLANNER: ctx.tools_for(read_only=True),
-            EXECUTOR: ctx.tools_for(),
-            REPLANNER: ctx.tools_for(read_only=True),
+            role: [*ctx.tools_for(read_only=role != EXECUTOR), *plan_tools.tool_schemas(role)]
+            for role in (PLANNER, EXECUTOR, REPLANNER)
         }
 
     def figures(self) -> dict[str, Any]:
@@ -182,15 +198,15 @@ class _PlanRun:
         graph = StateGraph(PlanState)
         graph.add_node("start_plan", self.start_plan)
         graph.add_node("planner", self.agent(PLANNER))
-        graph.add_node("planner_tools", self.tool_node(read_only=True))
+        graph.add_node("planner_tools", self.tool_node(PLANNER))
         graph.add_node("make_plan", self.make_plan)
         graph.add_node("start_task", self.start_task)
         graph.add_node("executor", self.agent(EXECUTOR))
-        graph.add_node("executor_tools", self.tool_node(read_only=False))
+        graph.add_node("executor_tools", self.tool_node(EXECUTOR))
         graph.add_node("finish_task", self.finish_task)
         graph.add_node("start_review", self.start_review)
         graph.add_node("replanner", self.agent(REPLANNER))
-        graph.add_node("replanner_tools", self.tool_node(read_only=True))
+        graph.add_node("replanner_tools", self.tool_node(REPLANNER))
         graph.add_node("review", self.review)
         graph.add_edge(START, "start_plan")
         graph.add_edge("start_plan", "planner")
@@ -200,7 +216,7 @@ class _PlanRun:
             ("replanner", "replanner_tools", "review"),
         ):
             graph.add_conditional_edges(agent, self.route_after(tools, after), [tools, after])
-            graph.add_edge(tools, agent)
+            graph.add_conditional_edges(tools, self.route_back(agent, after), [agent, after])
         graph.add_conditional_edges("make_plan", self.after_plan, ["start_task", END])
         graph.add_edge("start_task", "executor")
         graph.add_conditional_edges("finish_task", self.after_task, ["start_task", "start_review"])
@@ -213,9 +229,22 @@ class _PlanRun:
 
         def route(state: PlanState) -> str:
             last = state["messages"][-1]
-            if isinstance(last, AIMessage) and last.tool_calls and state.get("steps", 0) < self.max_steps:
-                return tools
+            if isinstance(last, AIMessage) and last.tool_calls:
+                if state.get("steps", 0) < self.max_steps:
+                    return tools
+                if any(call["name"] == ATTEMPT_COMPLETION for call in last.tool_calls):
+                    return tools  # the last call ends the task: honoured, the rest answered "not run"
             return after
+
+        return route
+
+    def route_back(self, agent: str, after: str) -> Any:
+        """After the tool calls: back to the agent, or on once the task ended or no model calls are left."""
+
+        def route(state: PlanState) -> str:
+            if state.get("completion") or state.get("steps", 0) >= self.max_steps:
+                return after
+            return agent
 
         return route
 
@@ -268,30 +297,70 @@ class _PlanRun:
         reply.name = AGENT_NAMES[role]
         return reply
 
-    def tool_node(self, *, read_only: bool) -> Any:
-        """The node running the last reply's tool calls (announced to the user, recorded as actions)."""
+    def tool_node(self, role: str) -> Any:
+        """The node running the last reply's tool calls (announced to the user, recorded as actions):
+        the toolbox's through the run context, the role's own (create_subtask, run_command,
+        attempt_completion, analyze_failure) here, their results folded into the graph's state."""
+        read_only = role != EXECUTOR
 
         async def run_tools(state: PlanState) -> dict[str, Any]:
             last = state["messages"][-1]
+            changes: dict[str, Any] = {}
             results = []
             for call in last.tool_calls:
                 call_id = call.get("id") or ""
-                node = self.tree.start_action(call, read_only=read_only)
-                outcome = await self.ctx.call_tool(
-                    call["name"], call["args"], read_only=read_only, announce=True, call_id=call_id or None
-                )
-                self.tree.end_action(node, outcome.output, outcome.failed)
+                name = call["name"]
+                seen = {**state, **changes}
+                skip = plan_tools.skip_reason(name, seen, self.max_steps)
+                if skip:
+                    output, failed = skip, True
+                elif plan_tools.offers(role, name):
+                    result = await self.own_tool(role, call, seen)
+                    changes.update(result.changes)
+                    output, failed = result.output, result.failed
+                else:
+                    node = self.tree.start_action(call, read_only=read_only)
+                    outcome = await self.ctx.call_tool(
+                        name, call["args"], read_only=read_only, announce=True, call_id=call_id or None
+                    )
+                    self.tree.end_action(node, outcome.output, outcome.failed)
+                    output, failed = outcome.output, outcome.failed
+                if failed and role == EXECUTOR:
+                    log = {**state, **changes}.get("step_log") or {}
+                    changes["step_log"] = plan_tools.record_failed_call(log, name, call["args"], output)
                 results.append(
                     ToolMessage(
-                        content=outcome.output,
+                        content=output,
                         tool_call_id=call_id,
-                        name=call["name"],
-                        status="error" if outcome.failed else "success",
+                        name=name,
+                        status="error" if failed else "success",
                     )
                 )
-            return {"messages": results}
+            return {"messages": results, **changes}
 
         return run_tools
+
+    async def own_tool(self, role: str, call: dict[str, Any], state: dict[str, Any]) -> ToolResult:
+        """Run one of the role's own tools, shown to the user as a tool call and in the tree."""
+        name, args = call["name"], call["args"]
+        title, kind = plan_tools.describe(name, args)
+        ident = call.get("id") or f"plan-{name}-{len(self.ctx.recorder.tree.nodes)}"
+        start = {"type": "tool_start", "id": ident, "name": name, "args": args, "title": title}
+        await self.ctx.progress({**start, "kind": kind, "locations": []})
+        # A subtask that was made is a step node, not an action; everything else is an action.
+        node = None if name == CREATE_SUBTASK else self.tree.start_action(call, read_only=True, title=title)
+        result = await plan_tools.dispatch(self.ctx, name, args, state)
+        output = cap_text(result.output, self.ctx.observation_cap)
+        await self.ctx.progress({"type": "tool_end", "id": ident, "failed": result.failed, "output": output})
+        if node is not None:
+            self.tree.end_action(node, output, result.failed, label=result.label)
+        elif result.failed:
+            self.tree.end_action(self.tree.start_action(call, read_only=True, title=title), output, True)
+        else:
+            title = result.changes["tasks"][-1]
+            self.tree.add_subtask(title, result.changes["details"].get(title, ""))
+            await self.show_plan([], None, result.changes["tasks"])
+        return ToolResult(output, result.failed, result.label, result.changes)
 
     async def repair(
         self, role: str, messages: list[AnyMessage], reason: str, wanted: str, schema: type[BaseModel]
@@ -323,6 +392,11 @@ class _PlanRun:
         messages = list(state["messages"])
         added = self.unrun_calls(messages)
         messages += added
+        drafted = list(state.get("tasks") or [])
+        if drafted:  # the subtasks it made with create_subtask are the plan (already shown)
+            self.tree.adopt_plan(drafted)
+            await self.ctx.think(f"Plan:\n{numbered(drafted)}")
+            return {"messages": added, "tasks": drafted, "steps": 0}
         try:
             if added:
                 raise ValueError("it ran out of model calls before giving a plan")
@@ -369,23 +443,52 @@ class _PlanRun:
         await self.show_plan(state.get("past_steps", []), task, rest)
         queued = f" ({len(rest)} more queued after it)" if rest else " (the last one queued)"
         prompt = f"Execute task {number}{queued}: {task}"
-        return {"messages": [HumanMessage(prompt)], "tasks": rest, "current": task, "steps": 0}
+        detail = (state.get("details") or {}).get(task)
+        if detail:
+            prompt += f"\n\n{detail}"
+        return {
+            "messages": [HumanMessage(prompt)],
+            "tasks": rest,
+            "current": task,
+            "steps": 0,
+            "completion": None,
+            "step_log": {},
+        }
 
     async def finish_task(self, state: PlanState) -> dict[str, Any]:
         """Read the executor's report: done, failed, or out of model calls (failed)."""
         messages = list(state["messages"])
         added = self.unrun_calls(messages)
-        if added:
+        completion = state.get("completion")
+        last = messages[-1]
+        how = ""
+        if completion:
+            ok, result = completion["status"] == "done", completion["summary"]
+            how = ATTEMPT_COMPLETION
+        elif added or not isinstance(last, AIMessage):
             ok, result = False, f"ran out of model calls ({self.max_steps}, plan.executor_max_steps)"
         else:
-            report = task_report(messages[-1].text)
+            report = task_report(last.text)
             ok, result = report.status == "done", report.summary.strip() or report.status
-        self.tree.end_step(ok, result)
+        self.tree.end_step(ok, result, how=how)
         if not ok:
             await self.ctx.think(f"Task failed: {result}")
-        past = [*state.get("past_steps", []), PastStep(task=state.get("current") or "", result=result, ok=ok)]
+        task = state.get("current") or ""
+        past = [*state.get("past_steps", []), PastStep(task=task, result=result, ok=ok)]
+        failures = list(state.get("failures") or [])
+        if not ok:
+            log = state.get("step_log") or {}
+            failures.append(plan_tools.failure_digest(len(past), task, result, log))
         await self.show_plan(past, None, state.get("tasks", []))
-        return {"messages": added, "past_steps": past, "current": None, "steps": 0}
+        return {
+            "messages": added,
+            "past_steps": past,
+            "current": None,
+            "steps": 0,
+            "completion": None,
+            "step_log": {},
+            "failures": failures,
+        }
 
     async def start_review(self, state: PlanState) -> dict[str, Any]:
         """Hand the thread to the replanner: after a failure, or when every queued task has run."""
@@ -395,7 +498,10 @@ class _PlanRun:
         if past and not past[-1]["ok"]:
             why = f"Task {len(past)} failed: {past[-1]['result']}"
             queue = f"Still queued:\n{numbered(left)}" if left else "Nothing else is queued."
-            ask = "Revise the plan, or finish if the request cannot be completed."
+            ask = (
+                "Revise the plan, or finish if the request cannot be completed. "
+                "analyze_failure() shows the failed task's tool errors and command output."
+            )
         else:
             why = "Every planned task has run."
             queue = ""

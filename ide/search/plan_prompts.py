@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -20,25 +20,32 @@ AGENT_NAMES = {PLANNER: "planner", EXECUTOR: "executor", REPLANNER: "replanner"}
 """The ``name`` each agent's replies carry in the shared thread."""
 
 PLANNER_PROMPT = """You are the planner of Arbor, a coding agent working in the workspace at {root}.
-Plan the user's last request as a short list of tasks that another agent, the executor, will carry out
+Plan the user's last request as a short list of subtasks that another agent, the executor, will carry out
 one at a time with file reading and editing tools. You may first look at the workspace with
 read_file(path, start_line?, end_line?), list_dir(path) and grep(pattern, path?); paths are relative
 to the workspace root. Do not change anything yourself.
-Then reply with the plan and nothing else: a numbered list ("1. ...") or a JSON object {schema}, at most
-{max_tasks} tasks, each one concrete, checkable step naming the files it touches."""
+Then make the plan with create_subtask(title, detail?, files?), once per subtask, in order: at most
+{max_tasks}, each one concrete, checkable step naming the files it touches. When the plan is complete,
+reply with a one-line summary and no tool call.
+If you cannot call tools, reply with the plan and nothing else instead: a numbered list ("1. ...") or a
+JSON object {schema}."""
 
 EXECUTOR_PROMPT = """You are the executor of Arbor, a coding agent working in the workspace at {root}.
 The conversation so far holds the user's request, the planner's plan and the work on earlier tasks.
 Carry out only the task you are given now. Read with read_file, list_dir and grep; change files with
 edit_file(path, old_text, new_text), write_file, create_file, delete_file and rename_file. Paths are
 relative to the workspace root. Your edits are proposals the user reviews; your reads already see them.
-When the task is done, or you find it cannot be done, stop calling tools and end your reply with a JSON
-object {schema}."""
+run_command(argv, timeout_s?) runs a program, e.g. argv ["python", "-m", "pytest", "-q"], in a scratch
+copy of the workspace holding your edits, once the user allows it; there is no shell, so give one
+string per argument. When the task is done, or you find it cannot be done, call
+attempt_completion(status, summary) with status "done" or "failed". If you cannot call tools, end your
+last reply with a JSON object {schema} instead."""
 
 REPLANNER_PROMPT = """You are the replanner of Arbor, a coding agent working in the workspace at {root}.
 The conversation holds the user's request, the plan and the work on each task so far. You may look at
-the workspace with read_file, list_dir and grep. Decide what happens next and reply with only a JSON
-object {schema}:
+the workspace with read_file, list_dir and grep; after a failed task, analyze_failure(task?) tells what
+went wrong (its failed tool calls with their errors, its last command's output). Decide what happens
+next and reply with only a JSON object {schema}:
 - {{"done": true, "answer": "..."}} when the request is complete (or cannot be completed): the answer
   is the final message to the user, in Markdown, saying what was changed and citing files as path:line;
 - {{"tasks": ["...", ...]}} otherwise: the tasks still to do, in order, at most {max_tasks}. After a
@@ -66,6 +73,14 @@ class PlanState(TypedDict, total=False):
     replans: int
     answer: str | None
     stop_reason: str
+    details: dict[str, str]
+    """A subtask's detail and files (create_subtask), by its title: the executor is given them."""
+    completion: dict[str, str] | None
+    """The running task's end, from attempt_completion: ``status`` and ``summary``."""
+    step_log: dict[str, Any]
+    """The running task's failed tool calls (``failed_calls``) and last run_command (``last_command``)."""
+    failures: list[dict[str, Any]]
+    """A digest of each failed task (``ide.search.plan_tools.failure_digest``), for analyze_failure."""
 
 
 class PlanReply(BaseModel):

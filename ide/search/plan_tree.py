@@ -58,9 +58,27 @@ class PlanTree:
 
     def set_plan(self, tasks: Sequence[str]) -> None:
         """The phase node becomes the current plan; its tasks are queued as steps, earlier ones pruned."""
-        node = self.phase
         for step in self.queued:
             self.recorder.update(step, status="pruned")
+        self.adopt_plan(tasks)
+        self.queued = [
+            self._add(
+                self.phase, kind="step", label=first_line(task), thought=task, **self._model_fields(EXECUTOR)
+            )
+            for task in tasks
+        ]
+
+    def add_subtask(self, title: str, detail: str = "") -> None:
+        """A subtask the planner just made (create_subtask): a step node under the plan, queued at once."""
+        thought = f"{title}\n\n{detail}" if detail else title
+        fields = self._model_fields(EXECUTOR)
+        self.queued.append(
+            self._add(self.phase, kind="step", label=first_line(title), thought=thought, **fields)
+        )
+
+    def adopt_plan(self, tasks: Sequence[str]) -> None:
+        """The phase node becomes the current plan of ``tasks`` (the steps already queued stay)."""
+        node = self.phase
         if self.plan is not None and self.plan != node:
             self.recorder.update(self.plan, status="evaluated")
         self.recorder.update(
@@ -70,19 +88,21 @@ class PlanTree:
             thought=numbered(tasks),
         )
         self.plan = node
-        self.queued = [
-            self._add(node, kind="step", label=first_line(task), thought=task, **self._model_fields(EXECUTOR))
-            for task in tasks
-        ]
 
     def start_step(self) -> None:
         self.phase = self.queued.pop(0)
         self.recorder.update(self.phase, status="active")
 
-    def end_step(self, ok: bool, result: str) -> None:
+    def end_step(self, ok: bool, result: str, *, how: str = "") -> None:
+        """The running step ends done (evaluated) or failed; ``how`` says by what (attempt_completion)."""
         self.tasks_run += 1
         self.tasks_failed += not ok
-        self.recorder.update(self.phase, status="evaluated" if ok else "failed", reflection=result)
+        changes: dict[str, Any] = {"status": "evaluated" if ok else "failed", "reflection": result}
+        if how:
+            node = self.recorder.tree.nodes[self.phase]
+            changes["observation"] = f"{how}: {'done' if ok else 'failed'}"
+            changes["label"] = f"{node.label} · {'done' if ok else 'failed'}"
+        self.recorder.update(self.phase, **changes)
 
     def end_phase(self, status: str, label: str | None = None, reflection: str | None = None) -> None:
         changes: dict[str, Any] = {"status": status}
@@ -103,12 +123,18 @@ class PlanTree:
             latency_ms=round(node.latency_ms + latency_ms, 1),
         )
 
-    def start_action(self, call: dict[str, Any], *, read_only: bool) -> str:
-        title = self.ctx.toolbox(read_only=read_only).describe(call["name"], call["args"])[0]
+    def start_action(self, call: dict[str, Any], *, read_only: bool, title: str | None = None) -> str:
+        """A tool call of the running agent, under its phase node; ``title`` for the plan's own tools."""
+        if title is None:
+            title = self.ctx.toolbox(read_only=read_only).describe(call["name"], call["args"])[0]
         return self._add(self.phase, kind="action", label=title, action=ToolAction.of(call), status="active")
 
-    def end_action(self, node: str, observation: str, failed: bool) -> None:
-        self.recorder.update(node, observation=observation, status="failed" if failed else "evaluated")
+    def end_action(self, node: str, observation: str, failed: bool, label: str | None = None) -> None:
+        """The call's result; ``label`` replaces the title (a command's label gains its exit status)."""
+        changes: dict[str, Any] = {"observation": observation, "status": "failed" if failed else "evaluated"}
+        if label is not None:
+            changes["label"] = label
+        self.recorder.update(node, **changes)
 
     def answer(self, text: str, *, solution: bool) -> str:
         return self._add(
