@@ -385,11 +385,15 @@ _DEF = re.compile(
 )
 _PARAM_DEFAULT = re.compile(r"([A-Za-z_]\w*)\s*(?::\s*[^=,()]+?)?\s*=\s*((?:[^,()\s]|\([^()]*\))+)")
 _CONSTANT = re.compile(r"^([A-Za-z_]\w*)\s*(?::\s*[^=\n]+)?=\s*([^\n#]+?)\s*(?:#.*)?$", re.M)
+_FIELD = re.compile(r"^[ \t]+([A-Za-z_]\w*)\s*:\s*[^=\n]+?=\s*([^\n#]+?)\s*(?:#.*)?$", re.M)
+"""An annotated class attribute with its default (dataclass, pydantic model, settings)."""
+_FIELD_CALL = re.compile(r"^(?:\w+\.)?(?:Field|field)\(\s*(?:default\s*=\s*)?([^,()\n]+)")
+_VALUE = r"(`[^`\n]+`|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;)]+)"
 _DOC_DEFAULTS = (
-    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s+defaults\s+to\s+`?([^`\s,;)]+)`?", re.I),
-    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s*\(defaults?(?:\s+to|:)?\s+`?([^`\s,;)]+)`?\)", re.I),
-    re.compile(r"`-{0,2}([A-Za-z_][\w-]*)\s*=\s*([^`\s]+)`"),
+    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s+defaults\s+to\s+" + _VALUE, re.I),
+    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s*\(defaults?(?:\s+to|\s+is|:)?\s+" + _VALUE + r"\)", re.I),
 )
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _DOC_SOURCES = ("document_sections", "specifications", "decision_records")
 _MEMORY_ROW = re.compile(r"^Earlier run \((.+?), stage (.+?), (failed|passed)\) for: (.*)$")
 _ADR_NUMBER = re.compile(r"^(?:adr[-_ ]?)?\d+[.:)\-\s]*", re.I)
@@ -438,42 +442,65 @@ def _definition_conflicts(snippets: Sequence[Snippet], changed: Collection[str])
     return out
 
 
-def _same_value(a: str, b: str) -> bool:
-    a, b = (v.strip("`'\".,;").lower() for v in (a, b))
-    if a == b or {a, b} <= {"none", "null", "nil"}:
-        return True
-    try:
-        return float(a) == float(b)
-    except ValueError:
-        return False
+def _literal(value: str, *, bare_words: bool) -> str | None:
+    """``value`` as a comparable literal (number, true/false/none, string), or None when it is not one (an
+    expression, a name, prose): only literals are compared. ``bare_words``: an unquoted word counts as a
+    string (a document's backticked value)."""
+    text = value.strip().rstrip(".,;:").strip("`").strip()
+    called = _FIELD_CALL.match(text)
+    if called:
+        text = called.group(1).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return "str:" + text[1:-1]
+    if _NUMBER.fullmatch(text):
+        return f"num:{float(text):g}"
+    low = text.lower()
+    if low in ("true", "false", "yes", "no", "on", "off"):
+        return "bool:" + str(low in ("true", "yes", "on"))
+    if low in ("none", "null", "nil", "undefined"):
+        return "none"
+    return f"str:{text}" if bare_words and re.fullmatch(r"[\w.:/+-]+", text) else None
 
 
-def _default_conflicts(snippets: Sequence[Snippet]) -> list[str]:
-    code: dict[str, tuple[str, Snippet]] = {}  # name → (default in the code, where)
+def _code_defaults(snippets: Sequence[Snippet]) -> dict[str, list[tuple[str, str, Snippet]]]:
+    """name → [(literal, as written, snippet)] of the defaults the code snippets give: parameters of a
+    function's signature, annotated attributes of a class, a module constant."""
+    found: dict[str, list[tuple[str, str, Snippet]]] = {}
     for snippet in snippets:
         if snippet.source != "code_index":
             continue
         definition = _DEF.search(snippet.text)
-        if definition is not None and definition.group(3):
-            for name, value in _PARAM_DEFAULT.findall(definition.group(3)):
-                code.setdefault(name, (value, snippet))
-        elif definition is None:
-            for name, value in _CONSTANT.findall(snippet.text.split("\n", 1)[0]):
-                code.setdefault(name, (value, snippet))
+        if definition is None:
+            pairs = _CONSTANT.findall(snippet.text.split("\n", 1)[0])
+        elif definition.group(1) == "class":
+            pairs = _FIELD.findall(snippet.text)
+        else:
+            pairs = _PARAM_DEFAULT.findall(definition.group(3) or "")
+        for name, written in pairs:
+            literal = _literal(written, bare_words=False)
+            if literal is not None:
+                found.setdefault(name, []).append((literal, written.strip(), snippet))
+    return found
+
+
+def _default_conflicts(snippets: Sequence[Snippet]) -> list[str]:
+    code = _code_defaults(snippets)
     out = []
-    for snippet in snippets:
-        if snippet.source not in _DOC_SOURCES or not code:
+    for snippet in snippets if code else ():
+        if snippet.source not in _DOC_SOURCES:
             continue
         for pattern in _DOC_DEFAULTS:
             for raw, said in pattern.findall(snippet.text):
                 name = raw.replace("-", "_")
-                if name in code and not _same_value(said, code[name][0]):
-                    value, where = code[name]
-                    out.append(
-                        f"⚠ conflicting: {snippet.attribution()} says `{name}` defaults to `{said}`, but "
-                        f"{where.attribution()} has `{name}={value}`; the code is what runs — say so if "
-                        "the document is out of date"
-                    )
+                literal = _literal(said, bare_words=said.startswith("`"))
+                if name not in code or literal is None or any(literal == c for c, _w, _s in code[name]):
+                    continue
+                _c, written, where = code[name][0]
+                out.append(
+                    f"⚠ conflicting: {snippet.attribution()} says `{name}` defaults to "
+                    f"`{said.strip('`').rstrip('.,;:')}`, but {where.attribution()} has `{name}={written}`; "
+                    "the code is what runs — say so if the document is out of date"
+                )
     return out
 
 

@@ -289,6 +289,37 @@ async def test_a_document_stating_another_default_than_the_code_is_flagged(
     assert any(s.path == "README.md" for s in agreed.snippets)
 
 
+def test_defaults_are_compared_only_as_literals() -> None:
+    """A settings class's attributes (pydantic ``Field``), a signature's parameters and a document's claims:
+    numbers compare as numbers, prose ("the current directory") and advice ("set `retries=8`") are no claims,
+    and only real differences are flagged."""
+    code = [
+        Snippet(
+            "code_index",
+            "app/config.py",
+            1,
+            3,
+            'class Config(BaseModel):\n    timeout_s: float = Field(60.0, gt=0)\n    mode: str = "fast"',
+            "Config",
+        ),
+        Snippet("code_index", "app/db.py", 1, 1, "def open_db(path=None, retries=3): ...", "open_db"),
+    ]
+    doc = (
+        "`timeout_s` defaults to 60 seconds. `mode` defaults to `slow`. `path` defaults to the current "
+        "directory. `retries` (default: 5) tries; set `retries=8` on flaky disks (advice, not a default)."
+    )
+    docs = [Snippet("document_sections", "docs/config.md", 1, 1, doc, "Config")]
+
+    flags = find_conflicts([*code, *docs])
+
+    assert flags == [
+        "⚠ conflicting: docs/config.md#Config says `mode` defaults to `slow`, but app/config.py:1-3 has "
+        '`mode="fast"`; the code is what runs — say so if the document is out of date',
+        "⚠ conflicting: docs/config.md#Config says `retries` defaults to `5`, but app/db.py:1-1 has "
+        "`retries=3`; the code is what runs — say so if the document is out of date",
+    ]
+
+
 async def test_a_proposed_definition_that_differs_from_the_indexed_one_is_flagged(
     ledger: Path, index: CodeIndex
 ) -> None:
