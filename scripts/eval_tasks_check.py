@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ide.eval.tasks import EvalTask, TaskError, load_tasks, verify_task  # noqa: E402
+from ide.eval.tasks import EvalTask, TaskError, load_tasks, verify_task
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -174,6 +174,21 @@ def tasks_dir() -> Path:
     return installed if installed.is_dir() else Path(__file__).parents[2] / "resources" / "eval" / "tasks"
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_task(path: Path) -> EvalTask:
     """Read one task file; :class:`TaskError` (``FILE:LINE: problem`` or ``FILE: field: problem``)."""
     try:
@@ -181,7 +196,7 @@ def load_task(path: Path) -> EvalTask:
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: builds plain data only
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""

@@ -159,6 +159,14 @@ def test_bad_yaml_names_file_and_line(tmp_path: Path) -> None:
     assert "not valid YAML" in str(caught.value)
 
 
+def test_a_field_given_twice_is_an_error(tmp_path: Path) -> None:
+    path = write_task(tmp_path)
+    path.write_text(path.read_text() + "prompt: a second prompt\n")
+    with pytest.raises(TaskError, match=r"the key 'prompt' is given twice") as caught:
+        load_task(path)
+    assert str(caught.value).startswith(f"{path}:{len(path.read_text().splitlines())}:")
+
+
 def test_unknown_field_is_an_error(tmp_path: Path) -> None:
     path = write_task(tmp_path)
     path.write_text(path.read_text() + "hint: the fix is in more.py\n")
