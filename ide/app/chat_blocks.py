@@ -45,7 +45,9 @@ STATUS_GLYPHS = {
     "completed": ("✓", "#2f855a", "done"),
     "failed": ("✗", "#c53030", "failed"),
 }
-PLAN_GLYPHS = {"pending": "○", "in_progress": "◐", "completed": "✓"}
+PLAN_GLYPHS = {"pending": "○", "in_progress": "◐", "completed": "✓", "failed": "✗"}
+PLAN_FAILED = " — failed"
+"""ACP plans have no failed status: Arbor's backend sends a failed entry as completed with this suffix."""
 CODE_BACKGROUND = QColor("#f1f3f6")
 PARAGRAPH_SPACING = 10
 LIST_ITEM_SPACING = 3
@@ -339,13 +341,19 @@ class PlanView(QFrame):
 
     def refresh(self) -> None:
         rows = "".join(
-            f"<div>{PLAN_GLYPHS.get(item.status, '•')} {html.escape(item.content)}</div>"
+            f"<div>{PLAN_GLYPHS.get(plan_status(item.status, item.content), '•')} "
+            f"{html.escape(item.content)}</div>"
             for item in self.block.items
         )
         self.label.setText(f"<b>Plan</b>{rows}")
 
     def plain_text(self) -> str:
         return self.label.text()
+
+
+def plan_status(status: str, content: str) -> str:
+    """The status a plan entry is shown with: ``failed`` for a completed entry Arbor marked failed."""
+    return "failed" if status == "completed" and content.endswith(PLAN_FAILED) else status
 
 
 BlockView = UserMessageView | AssistantMessageView | ThoughtView | ToolCallView | PlanView
