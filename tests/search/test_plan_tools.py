@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import text_block
 from acp.schema import AgentPlanUpdate
 from langchain_core.messages import ToolMessage
 
@@ -22,6 +23,9 @@ from ide.search.plan import PlanExecute
 from ide.search.plan_tools import analyze_failure, create_subtask, failure_digest
 from tests.search.conftest import Run
 from tests.search.test_plan import GREET, capture_calls, edit, executor, nodes_of, planner, replanner
+from tests.support.acp_client import RecordingClient, acp_backend
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"  # the plan view test: never a window on the screen
 
 HI = GREET.replace("Hello", "Hi")
 
@@ -370,3 +374,71 @@ def test_analyze_failure_finds_a_task_by_number_or_words() -> None:
     missing = analyze_failure({"task": 2}, failures)
     assert missing.failed and "task 1: Fix the parser; task 3: Add docs" in missing.output
     assert analyze_failure({}, []).output == "No task has failed in this run."
+
+
+# Over real ACP, and in the window's plan view
+
+
+def made_and_failed_script(check: list[str]) -> list[dict[str, Any]]:
+    """The planner makes two subtasks; the executor runs ``check`` and fails the first; the replanner
+    reads the failure and stops."""
+    return [
+        planner(tool_calls=subtask("Check the greeting", files=["pkg/greet.py"])),
+        planner(tool_calls=subtask("Say so in README.md")),
+        planner("Two subtasks."),
+        executor(tool_calls=command(check)),
+        executor(tool_calls=complete("failed", "the check fails")),
+        replanner(tool_calls=[{"name": "analyze_failure", "args": {"task": 1}}]),
+        replanner(done("The check fails; nothing was changed.")),
+    ]
+
+
+async def test_over_acp_subtasks_are_the_plan_and_run_command_asks_the_client(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    check = [sys.executable, "-c", "import sys; print('greeting checked'); sys.exit(1)"]
+    script = write_script(made_and_failed_script(check))
+    client = RecordingClient(permission_answer="allow")
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, None, client) as backend:
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        await backend.conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+        response = await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("Check it")])
+    assert response.stop_reason == "end_turn"
+    [(asked, options)] = client.permission_requests
+    assert asked.kind == "execute" and asked.raw_input["command"] == shlex.join(check)
+    assert "scratch worktree" in asked.title
+    assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once"]
+    plans = [
+        [(e.content, e.status) for e in u.entries]
+        for _, u in client.updates
+        if isinstance(u, AgentPlanUpdate)
+    ]
+    assert plans[0] == [("Check the greeting", "pending")]
+    assert plans[1] == [("Check the greeting", "pending"), ("Say so in README.md", "pending")]
+    assert plans[-1] == [("Check the greeting — failed", "completed"), ("Say so in README.md", "pending")]
+    calls = [u for _, u in client.updates if u.session_update == "tool_call"]
+    assert [(c.title.split(" ")[0], c.kind) for c in calls if c.kind == "execute"] == [("Run", "execute")]
+    assert "The check fails; nothing was changed." in client.text()
+
+
+async def test_the_window_plan_view_shows_each_subtask_and_its_status(
+    qtbot: Any, make_run: Callable[..., Run]
+) -> None:
+    from ide.app.chat_blocks import PlanView
+    from ide.app.conversation import Conversation
+
+    run = make_run(made_and_failed_script([sys.executable, "-c", "raise SystemExit(1)"]), architecture="plan")
+    _asked, run.ctx.ask_permission = asker(True)
+    await PlanExecute().run(run.ctx)
+
+    conversation = Conversation()
+    shown = []
+    for event in (e for e in run.progress if e["type"] == "plan"):
+        block, _new = conversation.apply(translate_event(event))
+        view = PlanView(block)
+        qtbot.addWidget(view)
+        view.refresh()
+        shown.append(view.label.text())
+    assert "○ Check the greeting" in shown[0] and "README" not in shown[0]
+    assert "◐ Check the greeting" in shown[2] and "○ Say so in README.md" in shown[2]
+    assert "✗ Check the greeting — failed" in shown[-1] and "○ Say so in README.md" in shown[-1]
