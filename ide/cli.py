@@ -29,6 +29,7 @@ COMMANDS = (
     "lsp",
     "workflows",
     "mcp",
+    "eval",
 )
 
 JEDI_COMMAND = "jedi-language-server"
@@ -140,6 +141,10 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("paths", nargs="+", help="YAML files or folders")
     schema = wsub.add_parser("schema", help="print the JSON Schema of workflow files (for editors)")
     schema.add_argument("--agent", action="store_true", help="the schema of agent-profile files instead")
+
+    from ide.eval.cli import add_parser as add_eval_parser
+
+    add_eval_parser(sub)
 
     for command in (run, doctor, index, symbols, lsp, mcp):
         command.add_argument(
@@ -288,6 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not workspace.is_dir():
             return _fail(f"workspace {workspace} is not a directory")
         return serve_mcp(workspace, args.mode)
+
+    if args.command == "eval":
+        from ide.eval.cli import run_eval
+
+        return run_eval(args)
 
     if args.command == "workflows":
         from ide.workflows.cli import run_workflows

@@ -29,6 +29,9 @@ keys only the fake knows:
   for failures during generation);
 - ``"done_reason"``, ``"prompt_eval_count"``, ``"eval_count"`` — override the final chunk's fields.
 
+``responder(body)`` answers a chat from its parsed body (a response dict, or None to take the next of
+``responses``): a model simulator (``tests/support/eval_model.py``).
+
 ``models`` maps model names to ``{"tools": bool = True, "thinking": bool = False, "context_length": int =
 32768, "arch": str = "qwen2", "capabilities": bool = True}`` (``capabilities: False`` imitates an old server
 that does not report them). Failures it produces by itself, like Ollama: an unknown model → 404
@@ -74,7 +77,7 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -167,7 +170,11 @@ class FakeOllama:
         text_tool_calls: str | None = None,
         max_pending: int | None = None,
         chars_per_token: float = 4.0,
+        responder: Callable[[dict[str, Any]], Mapping[str, Any] | None] | None = None,
     ) -> None:
+        self.responder = responder
+        """Answers a parsed /api/chat body with a response (same format as ``responses``), or None to
+        take the next of ``responses``; called on the server's threads."""
         self.responses: list[dict[str, Any]] = [dict(r) for r in responses]
         self.models: dict[str, dict[str, Any]] = {
             name: dict(config) for name, config in (DEFAULT_MODELS if models is None else models).items()
@@ -406,7 +413,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(400, f"invalid format: {model} does not support a JSON schema format")
             return
         seen = self._see(body, config)
-        response = self.fake._take_response()
+        hook = self.fake.responder
+        answer = hook(body) if hook is not None else None
+        response = dict(answer) if answer is not None else self.fake._take_response()
         if response is None:
             self._send_error(500, "fake ollama: no scripted response left")
             return

@@ -1,0 +1,510 @@
+"""``arbor eval``: every task × mode × attempt run through the backend exactly as a session runs, checked.
+
+Each run builds the task's workspace in a scratch directory (:func:`ide.eval.tasks.build_workspace`),
+spawns ``arbor acp`` with a config and data dir of its own (so runs never share memory, sessions or the
+user's dirs) and ``llm.model`` pointed at the evaluated model, opens a session in the run's mode, sends
+the task's prompt and collects the search tree as it streams. The run ends with the turn, or is cancelled
+at the time budget (``timeout``) or once the tree's tokens pass the token budget (``over_budget``; a turn
+whose final figures pass it is over budget too, never solved). Then every hunk is accepted and applied
+in the scratch copy (as the window's Apply all), and the task's check runs (a question's check reads the
+agent's final message). The retry baseline (:data:`~ide.protocol.eval.RETRY_MODE`) is ReAct in a fresh
+session on a fresh workspace, tried again until solved or the token budget is spent.
+
+The report is saved after every run, so an interrupted evaluation resumes where it stopped when run again
+with the same settings; :meth:`Evaluation.stop` (Ctrl-C) lets no new run start, cancels the running ones
+and leaves the report as it was after the last finished run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ide.agentconn import ClientCallbacks, cancel, connect, initialize, turn_meta
+from ide.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
+from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
+from ide.eval.tasks import EvalTask, TaskError, build_workspace, run_check
+from ide.protocol import TurnMeta
+from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, RoleCost, load_report, save_report
+from ide.protocol.review import APPLY, CHANGESET_NOTIFICATION, DECIDE, ApplyParams, ApplyResult, DecideParams
+from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeError, TreeEvent, TreeEventBatch, write_jsonl
+from ide.settings import user_config_path
+
+TREES_DIR = "trees"
+START_TIMEOUT_S = 60.0
+"""Time the backend may take to answer ``initialize`` and ``session/new``."""
+CANCEL_GRACE_S = 30.0
+"""Time a cancelled turn may take to end before the backend is stopped."""
+MAX_RETRY_TRIES = 10
+"""Sessions the retry baseline starts at most for one task, however cheap each failure was."""
+COMPACTOR_ROLE = "compactor"
+
+
+class EvalError(ValueError):
+    """An evaluation that cannot start; the message says why and what to do."""
+
+
+@dataclass
+class EvalOptions:
+    """What ``arbor eval`` was asked to do."""
+
+    out: Path
+    model: str
+    modes: list[str]
+    tasks: list[EvalTask]
+    runs: int = 1
+    budget_tokens: int = 200_000
+    budget_s: float = 900.0
+    jobs: int = 1
+    baseline: bool = True
+    fresh: bool = False
+    backend_command: list[str] | None = None
+    scratch_dir: Path | None = None
+    """Where run workspaces are built (default: the system's temporary directory)."""
+
+    @property
+    def all_modes(self) -> list[str]:
+        return [*self.modes, RETRY_MODE] if self.baseline else list(self.modes)
+
+
+@dataclass
+class _Outcome:
+    """One session's run, before it becomes an :class:`EvalRun`."""
+
+    status: str
+    reason: str = ""
+    meta: TurnMeta | None = None
+    events: list[TreeEvent] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        if self.meta is None:
+            return 0
+        return sum(u.input_tokens + u.output_tokens for u in self.meta.usage.values())
+
+
+class _RunClient:
+    """The ACP client of one run: collects the answer, the tree (counting its tokens), the change set;
+    allows test runs (the workspace is the task's own scratch copy) and refuses anything else."""
+
+    def __init__(self, budget_tokens: int) -> None:
+        self.budget_tokens = budget_tokens
+        self.session_id: str | None = None
+        self.answer: list[str] = []
+        self.events: list[TreeEvent] = []
+        self.has_changes = False
+        self.over_budget = asyncio.Event()
+        self._node_tokens: dict[tuple[str, str], int] = {}
+
+    def on_update(self, session_id: str, update: Any) -> None:
+        if getattr(update, "session_update", None) == "agent_message_chunk":
+            self.answer.append(getattr(update.content, "text", "") or "")
+
+    def on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == TREE_NOTIFICATION:
+            with contextlib.suppress(ValueError):
+                self._tree(TreeEventBatch.model_validate(params))
+        elif method == CHANGESET_NOTIFICATION:
+            self.has_changes = bool(params.get("files"))
+
+    def _tree(self, batch: TreeEventBatch) -> None:
+        for event in batch.events:
+            self.events.append(event)
+            key = (event.run_id, event.node_id or (event.node.id if event.node else ""))
+            if event.kind == "node_added" and event.node is not None:
+                self._node_tokens[key] = event.node.input_tokens + event.node.output_tokens
+            elif event.kind == "node_updated" and {"input_tokens", "output_tokens"} & event.changes.keys():
+                before = self._node_tokens.get(key, 0)
+                self._node_tokens[key] = (
+                    int(event.changes.get("input_tokens", 0) or 0)
+                    + int(event.changes.get("output_tokens", 0) or 0)
+                    or before
+                )
+        if sum(self._node_tokens.values()) > self.budget_tokens:
+            self.over_budget.set()
+
+    async def permission(self, session_id: str, tool_call: Any, options: list[Any]) -> str | None:
+        if getattr(tool_call, "kind", None) != "execute":
+            return None
+        return next((o.option_id for o in options if o.kind == "allow_once"), None)
+
+
+def run_env(options: EvalOptions, scratch: Path, budget_tokens: int, budget_s: float) -> dict[str, str]:
+    """The backend's environment for one run: its own config and data dirs under ``scratch`` (the user's
+    config.toml copied in, so their server settings apply), the evaluated model and the budgets."""
+    config = scratch / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    user_config = user_config_path()
+    if user_config.is_file():
+        shutil.copyfile(user_config, config / user_config.name)
+    env = dict(os.environ)
+    env.update(
+        {
+            "ARBOR_CONFIG_DIR": str(config),
+            "ARBOR_DATA_DIR": str(scratch / "data"),
+            "ARBOR_MODEL": options.model,
+            "ARBOR_LATS_MAX_TOKENS": str(max(1, budget_tokens)),
+            "ARBOR_LATS_TIME_LIMIT_S": str(max(1.0, budget_s)),
+            "ARBOR_TOT_TIME_LIMIT_S": str(max(1.0, budget_s)),
+        }
+    )
+    return env
+
+
+def run_from(task: str, mode: str, attempt: int, outcomes: Sequence[_Outcome], status: str) -> EvalRun:
+    """The record of a run made of ``outcomes`` (one session each; several only for the retry baseline)."""
+    usage: dict[str, RoleCost] = {}
+    recovered = compactions = 0
+    for outcome in outcomes:
+        if outcome.meta is None:
+            continue
+        for role, used in outcome.meta.usage.items():
+            cost = usage.setdefault(role, RoleCost())
+            cost.calls += used.calls
+            cost.input_tokens += used.input_tokens
+            cost.output_tokens += used.output_tokens
+            recovered += used.recovered_calls
+            if role == COMPACTOR_ROLE:
+                compactions += used.calls
+    nodes = sum(tree_size(o.events) for o in outcomes)
+    return EvalRun(
+        task=task,
+        mode=mode,
+        attempt=attempt,
+        status=status,  # type: ignore[arg-type]
+        reason=outcomes[-1].reason if outcomes else "",
+        usage=usage,
+        model_calls=sum(c.calls for c in usage.values()),
+        input_tokens=sum(c.input_tokens for c in usage.values()),
+        output_tokens=sum(c.output_tokens for c in usage.values()),
+        wall_s=round(sum(o.wall_s for o in outcomes), 3),
+        tree_nodes=nodes,
+        recovered_calls=recovered,
+        compactions=compactions,
+        tries=max(1, len(outcomes)),
+    )
+
+
+def tree_size(events: Sequence[TreeEvent]) -> int:
+    """Nodes of every run the events describe (events that do not replay are not counted)."""
+    trees: dict[str, SearchTree] = {}
+    for event in events:
+        with contextlib.suppress(TreeError):
+            trees.setdefault(event.run_id, SearchTree()).apply(event)
+    return sum(len(tree.nodes) for tree in trees.values())
+
+
+def _tail(text: str, limit: int = 1500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+class Evaluation:
+    """One ``arbor eval``: opens (or resumes) the report, runs what is missing, saves after every run."""
+
+    def __init__(
+        self,
+        options: EvalOptions,
+        *,
+        log: TextIO = sys.stderr,
+        on_run: Callable[[EvalRun], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.log = log
+        self.on_run = on_run
+        self.report = self._open_report()
+        self.stopped = False
+        self._running: set[asyncio.Task[Any]] = set()
+
+    @property
+    def report_path(self) -> Path:
+        return self.options.out / REPORT_FILE
+
+    def _open_report(self) -> EvalReport:
+        options = self.options
+        fresh = EvalReport(
+            model=options.model,
+            modes=options.all_modes,
+            tasks=[t.id for t in options.tasks],
+            runs_per_task=options.runs,
+            budget_tokens=options.budget_tokens,
+            budget_s=options.budget_s,
+            arbor_version=client_version(),
+            started_at=time.time(),
+        )
+        if options.fresh or not self.report_path.exists():
+            return fresh
+        try:
+            old = load_report(self.report_path)
+        except ValueError as exc:
+            raise EvalError(f"{exc}; use another --out, or --fresh to start over") from None
+        differ = [
+            f"{name} {mine!r} (the report has {theirs!r})"
+            for name, mine, theirs in (
+                ("model", fresh.model, old.model),
+                ("modes", fresh.modes, old.modes),
+                ("tasks", fresh.tasks, old.tasks),
+                ("runs", fresh.runs_per_task, old.runs_per_task),
+                ("budget tokens", fresh.budget_tokens, old.budget_tokens),
+                ("budget seconds", fresh.budget_s, old.budget_s),
+            )
+            if mine != theirs
+        ]
+        if differ:
+            raise EvalError(
+                f"{self.report_path} holds an evaluation with other settings, so it cannot be resumed: "
+                + "; ".join(differ)
+                + ". Use another --out, or --fresh to start over."
+            )
+        old.finished_at = None
+        return old
+
+    def pending(self) -> list[tuple[EvalTask, str, int]]:
+        """The runs the report does not hold yet, in task, mode, attempt order."""
+        return [
+            (task, mode, attempt)
+            for task in self.options.tasks
+            for mode in self.options.all_modes
+            for attempt in range(self.options.runs)
+            if self.report.run_of(task.id, mode, attempt) is None
+        ]
+
+    def stop(self) -> None:
+        """Start no new run and cancel the running ones (Ctrl-C); finished runs stay in the report."""
+        self.stopped = True
+        for task in list(self._running):
+            task.cancel()
+
+    async def run(self) -> EvalReport:
+        """Run every pending run (``jobs`` at once); the report, finished unless :meth:`stop` was called."""
+        self.options.out.mkdir(parents=True, exist_ok=True)
+        (self.options.out / TREES_DIR).mkdir(exist_ok=True)
+        if self.options.fresh:
+            for old in (self.options.out / TREES_DIR).glob("*"):
+                old.unlink()
+        self._save()
+        queue = iter(self.pending())
+
+        async def worker() -> None:
+            for task, mode, attempt in queue:
+                if self.stopped:
+                    return
+                job = asyncio.ensure_future(self.run_one(task, mode, attempt))
+                self._running.add(job)
+                try:
+                    run = await job
+                except asyncio.CancelledError:
+                    if self.stopped:
+                        return
+                    raise
+                finally:
+                    self._running.discard(job)
+                self._record(run)
+
+        await asyncio.gather(*(worker() for _ in range(max(1, self.options.jobs))))
+        if not self.stopped:
+            self.report.finished_at = time.time()
+            write_chart(self.report, self.options.out / CHART_FILE)
+            self.report.chart_file = CHART_FILE
+            self._save()
+        return self.report
+
+    def _record(self, run: EvalRun) -> None:
+        self.report.runs.append(run)
+        self._save()
+        tries = f", {run.tries} tries" if run.tries > 1 else ""
+        self.log.write(
+            f"[eval] {run.task} {run.mode}#{run.attempt}: {run.status} "
+            f"({run.tokens} tokens, {run.wall_s:.1f} s{tries})\n"
+        )
+        self.log.flush()
+        if self.on_run is not None:
+            self.on_run(run)
+
+    def _save(self) -> None:
+        self.report.summary = summarize(self.report)
+        save_report(self.report, self.report_path)
+
+    def table(self) -> str:
+        return format_table(self.report)
+
+    async def run_one(self, task: EvalTask, mode: str, attempt: int) -> EvalRun:
+        """One run of ``task`` in ``mode`` (the retry baseline: several sessions), its tree file written."""
+        budget = self.options.budget_tokens
+        if mode != RETRY_MODE:
+            outcome = await self.session(task, mode, budget, self.options.budget_s)
+            outcomes, status = [outcome], outcome.status
+        else:
+            outcomes, status = await self._retry(task, budget)
+        run = run_from(task.id, mode, attempt, outcomes, status)
+        events = [
+            e.model_copy(update={"run_id": f"try{i}:{e.run_id}"}) if len(outcomes) > 1 else e
+            for i, outcome in enumerate(outcomes, start=1)
+            for e in outcome.events
+        ]
+        if events:
+            name = f"{task.id}.{mode}.{attempt}"
+            written = write_jsonl(events, self.options.out / TREES_DIR / name)
+            run.tree_file = written.relative_to(self.options.out).as_posix()
+        return run
+
+    async def _retry(self, task: EvalTask, budget: int) -> tuple[list[_Outcome], str]:
+        """ReAct, a fresh session on a fresh workspace each try, until solved or the budget is spent."""
+        outcomes: list[_Outcome] = []
+        spent_tokens, spent_s = 0, 0.0
+        for _ in range(MAX_RETRY_TRIES):
+            left_s = self.options.budget_s - spent_s
+            if spent_tokens >= budget or left_s <= 0:
+                break
+            outcome = await self.session(task, "react", budget - spent_tokens, left_s)
+            outcomes.append(outcome)
+            spent_tokens += outcome.tokens
+            spent_s += outcome.wall_s
+            if outcome.status in ("solved", "over_budget", "timeout"):
+                return outcomes, outcome.status
+            if outcome.status == "error" and outcome.tokens == 0:
+                return outcomes, "error"  # nothing was spent: another try would fail the same way
+        if spent_tokens >= budget:
+            return outcomes, "over_budget"
+        if spent_s >= self.options.budget_s:
+            return outcomes, "timeout"
+        return outcomes, outcomes[-1].status if outcomes else "error"
+
+    async def session(self, task: EvalTask, mode: str, budget_tokens: int, budget_s: float) -> _Outcome:
+        """One session: a fresh workspace and backend, the prompt in ``mode``, apply, check."""
+        base = self.options.scratch_dir
+        if base is not None:
+            base.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f"arbor-eval-{task.id[:40]}-", dir=base))
+        started = time.monotonic()
+        try:
+            workspace = scratch / "workspace"
+            try:
+                await asyncio.to_thread(build_workspace, task, workspace)
+            except TaskError as exc:
+                return _Outcome("error", f"the workspace could not be built: {exc}")
+            env = run_env(self.options, scratch, budget_tokens, budget_s)
+            outcome = await self._drive(task, mode, workspace, env, budget_tokens, budget_s)
+            outcome.wall_s = round(time.monotonic() - started, 3)
+            return outcome
+        finally:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+    async def _drive(
+        self,
+        task: EvalTask,
+        mode: str,
+        workspace: Path,
+        env: dict[str, str],
+        budget_tokens: int,
+        budget_s: float,
+    ) -> _Outcome:
+        from acp import RequestError, text_block
+
+        command = self.options.backend_command or default_backend_command()
+        try:
+            agent = await AgentProcess.spawn(command, env)
+        except OSError as exc:
+            return _Outcome("error", f"the backend could not start: {exc.strerror or exc}")
+        client = _RunClient(budget_tokens)
+        conn = connect(
+            agent, ClientCallbacks(client.on_update, lambda: client.permission, client.on_notification)
+        )
+        deadline = time.monotonic() + budget_s
+        try:
+            await asyncio.wait_for(
+                initialize(conn, meta={"review": True, "tree": True}, client="arbor-eval"), START_TIMEOUT_S
+            )
+            session = await asyncio.wait_for(
+                conn.new_session(cwd=str(workspace), mcp_servers=[]), START_TIMEOUT_S
+            )
+            sid = client.session_id = session.session_id
+            current = session.modes.current_mode_id if session.modes else None
+            if mode != current:
+                await conn.set_session_mode(session_id=sid, mode_id=mode)
+            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(task.prompt)]))
+            over = asyncio.ensure_future(client.over_budget.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    {turn, over},
+                    timeout=max(0.0, deadline - time.monotonic()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                over.cancel()
+            if turn not in done:
+                status = "over_budget" if client.over_budget.is_set() else "timeout"
+                await cancel(conn, sid)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(turn), CANCEL_GRACE_S)
+                turn.cancel()
+                meta = (
+                    turn_meta(turn.result().field_meta)
+                    if turn.done() and not turn.cancelled() and turn.exception() is None
+                    else None
+                )
+                why = (
+                    f"the tree's tokens passed the budget of {budget_tokens}"
+                    if status == "over_budget"
+                    else f"the turn ran past the time budget of {budget_s:.0f} s"
+                )
+                return _Outcome(status, why, meta, client.events)
+            response = turn.result()
+            meta = turn_meta(response.field_meta)
+            outcome = _Outcome("failed", "", meta, client.events)
+            if outcome.tokens > budget_tokens:
+                outcome.status = "over_budget"
+                outcome.reason = f"the turn spent {outcome.tokens} tokens, over the budget of {budget_tokens}"
+                return outcome
+            if client.has_changes:
+                problem = await self._apply(conn, sid)
+                if problem:
+                    outcome.reason = problem
+            answer = "".join(client.answer)
+            check = await asyncio.to_thread(run_check, task, workspace, answer)
+            if check.passed:
+                outcome.status, outcome.reason = "solved", ""
+            elif meta is not None and meta.error is not None:
+                outcome.status, outcome.reason = "error", meta.error.message
+            else:
+                outcome.reason = "; ".join(p for p in (outcome.reason, _tail(check.output)) if p)
+            return outcome
+        except RequestError as exc:
+            return _Outcome("error", error_from_request(exc).message, None, client.events)
+        except (ConnectionError, TimeoutError) as exc:
+            tail = agent.stderr.text(lines=8)
+            why = (
+                "the backend did not answer in time"
+                if isinstance(exc, TimeoutError)
+                else "the backend stopped"
+            )
+            return _Outcome("error", f"{why}{': ' + tail if tail else ''}", None, client.events)
+        finally:
+            await agent.stop(conn)
+
+    async def _apply(self, conn: Any, session_id: str) -> str:
+        """Accept every hunk and apply it in the scratch copy; what went wrong, or ''."""
+        from acp import RequestError
+
+        try:
+            await conn.ext_method(
+                DECIDE, DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
+            )
+            result = ApplyResult.model_validate(
+                await conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
+            )
+        except RequestError as exc:
+            return f"the changes could not be applied: {error_from_request(exc).message}"
+        problems = [f"{c.path}: {c.message}" for c in result.conflicts]
+        problems += [f"{f.path} needs its own accept ({f.meta})" for f in result.changeset.files if f.meta]
+        return "not applied: " + "; ".join(problems) if problems else ""
