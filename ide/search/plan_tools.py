@@ -219,6 +219,13 @@ def create_subtask(
 def check_argv(args: Mapping[str, Any]) -> tuple[list[str], float | None]:
     """The argument list and timeout of a run_command call, or ValueError saying what is wrong."""
     argv = args.get("argv")
+    if isinstance(argv, str) and argv.lstrip().startswith("["):
+        try:  # a list sent JSON-encoded, as some models do: still one string per argument
+            args = {**args, "argv": json.loads(argv)}
+        except ValueError:
+            pass
+        else:
+            argv = args["argv"]
     if isinstance(argv, str):
         raise ValueError(
             "argv must be a list with one string per argument, e.g. "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -20,7 +21,7 @@ from langchain_core.messages import ToolMessage
 
 from ide.backend.session import translate_event
 from ide.search.plan import PlanExecute
-from ide.search.plan_tools import analyze_failure, create_subtask, failure_digest
+from ide.search.plan_tools import analyze_failure, check_argv, create_subtask, failure_digest
 from tests.search.conftest import Run
 from tests.search.test_plan import GREET, capture_calls, edit, executor, nodes_of, planner, replanner
 from tests.support.acp_client import RecordingClient, acp_backend
@@ -286,6 +287,34 @@ async def test_a_command_over_its_timeout_is_killed(make_run: Callable[..., Run]
         os.kill(pid, 0)
     (action,) = [a for a in nodes_of(run, "action") if a.action and a.action.tool == "run_command"]
     assert action.label.endswith("→ timed out") and action.status == "failed"
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        ({"argv": "python -m pytest"}, "a command line in one string is not run (there is no shell)"),
+        ({"argv": "[not json"}, "a command line in one string is not run"),
+        ({"argv": []}, "argv: name the program to run first"),
+        ({"argv": ["", "x"]}, "argv: name the program to run first"),
+        ({"argv": ["python", 3]}, "argv.1: Input should be a valid string"),
+        ({"argv": ["python", "a\x00b"]}, "argv: an argument holds a NUL character"),
+        ({"argv": ["x"] * 65}, "argv: 65 arguments, at most 64"),
+        ({"argv": ["python"], "timeout_s": 0}, "timeout_s: give a number of seconds above 0"),
+        ({}, "argv: Field required"),
+    ],
+)
+def test_run_command_arguments_are_checked_before_anything_is_asked(
+    args: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        check_argv(args)
+
+
+def test_an_argument_list_sent_as_json_text_is_still_an_argument_list() -> None:
+    assert check_argv({"argv": '["python", "-m", "pytest"]', "timeout_s": 5}) == (
+        ["python", "-m", "pytest"],
+        5,
+    )
 
 
 # attempt_completion and the replanner's analyze_failure
