@@ -232,7 +232,8 @@ class _PlanRun:
             if isinstance(last, AIMessage) and last.tool_calls:
                 if state.get("steps", 0) < self.max_steps:
                     return tools
-                if any(call["name"] == ATTEMPT_COMPLETION for call in last.tool_calls):
+                ends = any(call["name"] == ATTEMPT_COMPLETION for call in last.tool_calls)
+                if ends and tools == "executor_tools":
                     return tools  # the last call ends the task: honoured, the rest answered "not run"
             return after
 
@@ -315,7 +316,7 @@ class _PlanRun:
                 if skip:
                     output, failed = skip, True
                 elif plan_tools.offers(role, name):
-                    result = await self.own_tool(role, call, seen)
+                    result = await self.own_tool(call, seen)
                     changes.update(result.changes)
                     output, failed = result.output, result.failed
                 else:
@@ -340,7 +341,7 @@ class _PlanRun:
 
         return run_tools
 
-    async def own_tool(self, role: str, call: dict[str, Any], state: dict[str, Any]) -> ToolResult:
+    async def own_tool(self, call: dict[str, Any], state: dict[str, Any]) -> ToolResult:
         """Run one of the role's own tools, shown to the user as a tool call and in the tree."""
         name, args = call["name"], call["args"]
         title, kind = plan_tools.describe(name, args)
