@@ -192,7 +192,9 @@ class RetrievalAgent(RetrievalSources):
         else:
             heuristic = queries_from_task(request.task, request.guidance, hints)
         if not self.model_writes_queries():
-            return heuristic, "heuristic", []
+            fell_back = self.settings.workflows.retrieval_queries == "auto" and self.settings.llm.retrieval
+            note = "the retrieval model could not be used (see the warning): heuristic queries"
+            return heuristic, "heuristic", [note] if fell_back and self.router is not None else []
         from ide.llm.errors import ModelError
         from ide.search.base import StructuredOutputError
 

@@ -220,6 +220,25 @@ async def test_a_failed_model_answer_falls_back_to_the_heuristic_queries_with_a_
     assert any(s.path == "README.md" for s in result.snippets)  # the run went on with the heuristic terms
 
 
+async def test_a_retrieval_model_that_cannot_be_used_falls_back_once_then_auto_goes_heuristic(
+    ledger: Path, write_script: Any
+) -> None:
+    """The router sends a role whose own model is missing to llm.model, with a warning (issue 21, item 2);
+    auto then stops asking a model for queries: the default model is not what the user chose for them."""
+    script = write_script([{"role": "retrieval", "content": '{"queries": ["rates"]}'}])
+    with FakeOllama(responses=[], models={"other:7b": {}}) as server:
+        settings = settings_with(server, script)
+        router = ModelRouter(settings, base_dir=ledger)
+        agent = RetrievalAgent(ledger, settings, router=router)
+        first = await agent.retrieve(request())
+        second = await agent.retrieve(request())
+    assert first.queries[0] == "rates" and first.query_source == "model"
+    assert "retrieval" in router.fallbacks
+    assert second.queries == queries_from_task(TASK, "", []) and second.query_source == "heuristic"
+    assert second.notes == ["the retrieval model could not be used (see the warning): heuristic queries"]
+    assert router.usage_snapshot()["retrieval"].calls == 1
+
+
 # -- the relevance threshold ------------------------------------------------------------------------
 
 
