@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 
 MAX_QUERY_CHARS = 80
 """A model-written query longer than this is cut (queries are search terms, not prose)."""
+MODEL_QUERIES = MAX_QUERIES - 4
+"""Model-written queries kept at most: the task's own leading terms always follow them."""
 
 __all__ = [
     "ADR_DIRS",
@@ -212,7 +214,8 @@ class RetrievalAgent(RetrievalSources):
         return heuristic, "heuristic", [f"retrieval model failed ({why}); used the heuristic queries"]
 
     async def _model_queries(self, request: RetrievalRequest, hints: list[str]) -> list[str]:
-        """The retrieval model's search terms for ``request`` (cleaned: one line each, bounded)."""
+        """The retrieval model's search terms for ``request`` (one line each, at most ``MODEL_QUERIES`` of
+        ``MAX_QUERY_CHARS``)."""
         from langchain_core.messages import HumanMessage, SystemMessage
         from pydantic import BaseModel, Field
 
@@ -237,7 +240,7 @@ class RetrievalAgent(RetrievalSources):
             Queries,
         )
         cleaned = [" ".join(q.split())[:MAX_QUERY_CHARS] for q in answer.queries if isinstance(q, str)]
-        return [q for q in cleaned if len(q) >= 2][:MAX_QUERIES]
+        return [q for q in cleaned if len(q) >= 2][:MODEL_QUERIES]
 
     async def _run_source(
         self, source: RagSource, queries: list[str], request: RetrievalRequest

@@ -5,6 +5,7 @@ answer falling back to the heuristic terms, the relevance threshold, and the con
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,12 +184,15 @@ async def test_auto_lets_the_retrieval_model_write_the_queries_only_when_one_is_
     assert result.queries == heuristic and result.query_source == "heuristic" and result.notes == []
     assert "retrieval" not in router.usage_snapshot()
 
-    # `model` still forces the model: llm.model answers for the retrieval role.
-    script = write_script([{"role": "retrieval", "content": '{"queries": ["rates"]}'}])
+    # `model` still forces the model: llm.model answers for the retrieval role. A long answer is bounded:
+    # eight model terms, each one line of at most 80 characters, then the task's own leading terms.
+    terms = ["rates  \n now", *(f"term{n}" for n in range(20))]
+    script = write_script([{"role": "retrieval", "content": json.dumps({"queries": terms})}])
     forced = settings_with(None, script, retrieval_queries="model")
     router = ModelRouter(forced, base_dir=ledger)
     result = await RetrievalAgent(ledger, forced, router=router).retrieve(request())
-    assert result.queries[0] == "rates" and router.usage_snapshot()["retrieval"].calls == 1
+    assert result.queries == ["rates now", *(f"term{n}" for n in range(7)), *heuristic[:4]]
+    assert router.usage_snapshot()["retrieval"].calls == 1
 
 
 @pytest.mark.parametrize(
