@@ -357,7 +357,7 @@ def _above_threshold(
     if threshold <= 0 or not ranked:
         return ranked
     if top <= 0:
-        fused.threshold_note = "no snippet shares a word with the task: the relevance threshold kept them all"
+        fused.threshold_note = "no snippet scored above 0 for the task: the relevance threshold kept them all"
         return ranked
     best: dict[str, float] = {}
     for snippet, score in ranked:
@@ -377,21 +377,27 @@ def _above_threshold(
 
 MAX_CONFLICTS = 6
 """Conflict flags one stage's context carries at most (the first found, in a fixed order)."""
+SCAN_CHARS = 4000
+"""The consistency check reads this much of a code snippet (its definition line and the start of its body)."""
+LINE_CHARS = 500
+"""… and this much of a document line: workspace text is hostile input, every scan stays bounded."""
 
 _DEF = re.compile(
     r"^[ \t]*(?:export\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?(def|class|function|func|fn)\s+"
     r"([A-Za-z_]\w*)\s*(\((?:[^()]|\([^()]*\))*\))?(\s*->\s*[^:{\n]+)?",
     re.M,
 )
-_PARAM_DEFAULT = re.compile(r"([A-Za-z_]\w*)\s*(?::\s*[^=,()]+?)?\s*=\s*((?:[^,()\s]|\([^()]*\))+)")
-_CONSTANT = re.compile(r"^([A-Za-z_]\w*)\s*(?::\s*[^=\n]+)?=\s*([^\n#]+?)\s*(?:#.*)?$", re.M)
-_FIELD = re.compile(r"^[ \t]+([A-Za-z_]\w*)\s*:\s*[^=\n]+?=\s*([^\n#]+?)\s*(?:#.*)?$", re.M)
+_PARAM_DEFAULT = re.compile(
+    r"(?<!\w)([A-Za-z_]\w{0,63})\s*(?::\s*[^=,()]{1,120}?)?\s*=\s*((?:[^,()\s]|\([^()]*\)){1,200})"
+)
+_CONSTANT = re.compile(r"^([A-Za-z_]\w{0,63})\s*(?::\s*[^=\n]{1,120})?=\s*([^\n#]+?)\s*(?:#.*)?$")
+_FIELD = re.compile(r"^[ \t]+([A-Za-z_]\w{0,63})\s*:\s*[^=\n]{1,120}?=\s*([^\n#]+?)\s*(?:#.*)?$")
 """An annotated class attribute with its default (dataclass, pydantic model, settings)."""
 _FIELD_CALL = re.compile(r"^(?:\w+\.)?(?:Field|field)\(\s*(?:default\s*=\s*)?([^,()\n]+)")
 _VALUE = r"(`[^`\n]+`|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;)]+)"
 _DOC_DEFAULTS = (
-    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s+defaults\s+to\s+" + _VALUE, re.I),
-    re.compile(r"`?-{0,2}([A-Za-z_][\w-]*)`?\s*\(defaults?(?:\s+to|\s+is|:)?\s+" + _VALUE + r"\)", re.I),
+    re.compile(r"`?-{0,2}([A-Za-z_][\w-]{0,63})`?\s+defaults\s+to\s+" + _VALUE, re.I),
+    re.compile(r"`?-{0,2}([A-Za-z_][\w-]{0,63})`?\s*\(defaults?(?:\s+to|\s+is|:)?\s+" + _VALUE + r"\)", re.I),
 )
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _DOC_SOURCES = ("document_sections", "specifications", "decision_records")
@@ -422,7 +428,7 @@ def _definition_conflicts(snippets: Sequence[Snippet], changed: Collection[str])
     seen: dict[str, tuple[Snippet, str]] = {}
     out = []
     for snippet in snippets:
-        match = _DEF.search(snippet.text) if snippet.source == "code_index" else None
+        match = _DEF.search(snippet.text[:SCAN_CHARS]) if snippet.source == "code_index" else None
         if match is None or match.group(2).startswith("_"):
             continue
         kind, name = match.group(1), match.group(2)
@@ -469,11 +475,12 @@ def _code_defaults(snippets: Sequence[Snippet]) -> dict[str, list[tuple[str, str
     for snippet in snippets:
         if snippet.source != "code_index":
             continue
-        definition = _DEF.search(snippet.text)
+        head = snippet.text[:SCAN_CHARS]
+        definition = _DEF.search(head)
         if definition is None:
-            pairs = _CONSTANT.findall(snippet.text.split("\n", 1)[0])
+            pairs = _CONSTANT.findall(head.split("\n", 1)[0][:LINE_CHARS])
         elif definition.group(1) == "class":
-            pairs = _FIELD.findall(snippet.text)
+            pairs = [pair for line in head.split("\n") for pair in _FIELD.findall(line[:LINE_CHARS])]
         else:
             pairs = _PARAM_DEFAULT.findall(definition.group(3) or "")
         for name, written in pairs:
@@ -489,8 +496,9 @@ def _default_conflicts(snippets: Sequence[Snippet]) -> list[str]:
     for snippet in snippets if code else ():
         if snippet.source not in _DOC_SOURCES:
             continue
-        for pattern in _DOC_DEFAULTS:
-            for raw, said in pattern.findall(snippet.text):
+        lines = [line[:LINE_CHARS] for line in snippet.text.split("\n") if "default" in line.lower()]
+        for pattern, line in ((p, line) for p in _DOC_DEFAULTS for line in lines):
+            for raw, said in pattern.findall(line):
                 name = raw.replace("-", "_")
                 literal = _literal(said, bare_words=said.startswith("`"))
                 if name not in code or literal is None or any(literal == c for c, _w, _s in code[name]):
@@ -529,7 +537,8 @@ def _decision_conflicts(snippets: Sequence[Snippet]) -> list[str]:
 def _memory_conflicts(snippets: Sequence[Snippet]) -> list[str]:
     outcomes: dict[tuple[str, str, str], dict[str, Snippet]] = {}
     for snippet in snippets:
-        row = _MEMORY_ROW.match(snippet.text.split("\n", 1)[0]) if snippet.source == "memory" else None
+        first = snippet.text.split("\n", 1)[0][:LINE_CHARS]
+        row = _MEMORY_ROW.match(first) if snippet.source == "memory" else None
         if row is not None:
             workflow, stage, outcome, task = row.groups()
             key = (workflow, stage, _normal(task).lower())

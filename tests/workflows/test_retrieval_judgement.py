@@ -288,7 +288,7 @@ async def test_when_nothing_shares_a_word_with_the_task_the_threshold_keeps_all_
     fused = await fuse(snippets, "refund rounding", budget_tokens=5000, root=tmp_path, settings=Settings())
 
     assert len(fused.snippets) == 2 and fused.below_threshold == {}
-    assert any("no snippet shares a word with the task" in note for note in fused.notes())
+    assert any("no snippet scored above 0 for the task" in note for note in fused.notes())
 
 
 # -- the consistency check --------------------------------------------------------------------------
