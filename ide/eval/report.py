@@ -126,7 +126,8 @@ def format_table(report: EvalReport) -> str:
     return title + "\n" + "\n".join(line.rstrip() for line in out) + "\n"
 
 
-BAR_W, GAP, LEFT, TOP, PLOT_H = 56, 28, 56, 24, 220
+BAR_W, GAP, LEFT, TOP, PLOT_H = 56, 28, 56, 40, 220
+TITLE_CHAR_W = 7.5
 
 
 def _svg_bars(
@@ -141,13 +142,13 @@ def _svg_bars(
     unit: str = "",
 ) -> str:
     """One bar chart: a bar per mode (``class=css``), optional interval whiskers, value labels."""
-    width = LEFT + len(modes) * (BAR_W + GAP) + GAP
+    width = max(LEFT + len(modes) * (BAR_W + GAP) + GAP, int(len(title) * TITLE_CHAR_W) + 16)
     height = TOP + PLOT_H + 48
     scale = PLOT_H / top if top > 0 else 0.0
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
         f'aria-label="{html.escape(title)}">',
-        f'<text x="{LEFT}" y="14" class="title">{html.escape(title)}</text>',
+        f'<text x="8" y="16" class="title">{html.escape(title)}</text>',
         f'<line x1="{LEFT}" y1="{TOP + PLOT_H}" x2="{width - GAP / 2}" y2="{TOP + PLOT_H}" class="axis"/>',
         f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + PLOT_H}" class="axis"/>',
         f'<text x="{LEFT - 6}" y="{TOP + 4}" class="tick" text-anchor="end">{html.escape(label)}</text>',
@@ -164,7 +165,9 @@ def _svg_bars(
             f"{'none solved' if value is None else f'{value:,.3g}{unit}'}</title></rect>"
         )
         interval = low_high[index]
+        label_y = TOP + PLOT_H - bar_h - 4
         if interval is not None:
+            label_y = min(label_y, TOP + PLOT_H - interval[1] * scale - 4)
             y1, y2 = TOP + PLOT_H - interval[0] * scale, TOP + PLOT_H - interval[1] * scale
             mid = x + BAR_W / 2
             parts.append(
@@ -173,7 +176,7 @@ def _svg_bars(
             )
         text = "–" if value is None else (f"{value:.0%}" if unit == "%" else f"{value:,.0f}")
         parts.append(
-            f'<text x="{x + BAR_W / 2}" y="{TOP + PLOT_H - bar_h - 4:.1f}" class="value" '
+            f'<text x="{x + BAR_W / 2}" y="{label_y:.1f}" class="value" '
             f'text-anchor="middle">{html.escape(text)}</text>'
         )
         parts.append(

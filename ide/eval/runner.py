@@ -433,6 +433,8 @@ class Evaluation:
             if mode != current:
                 await conn.set_session_mode(session_id=sid, mode_id=mode)
             turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(task.prompt)]))
+            # Retrieved even when this run is cancelled (Ctrl-C) and the connection closes under it.
+            turn.add_done_callback(lambda done: done.cancelled() or done.exception())
             over = asyncio.ensure_future(client.over_budget.wait())
             try:
                 done, _ = await asyncio.wait(

@@ -8,6 +8,9 @@ import asyncio
 import io
 import json
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -145,29 +148,47 @@ def test_retry_baseline_tries_until_solved_or_until_the_budget_is_spent(sim: Sim
     assert {e.run_id.split(":")[0] for e in events} == {"try1", "try2"}
 
 
-def test_an_interrupted_evaluation_resumes_with_only_the_missing_runs(sim: Sim, tmp_path: Path) -> None:
+def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_does_only_the_missing_ones(
+    sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
-    options = sim.options(out, [BUG, QUESTION], ["react"])
-    first = Evaluation(options, log=io.StringIO())
-    first.on_run = lambda run: first.stop()  # Ctrl-C after the first run
-    report = asyncio.run(first.run())
-    assert len(report.runs) == 1 and report.finished_at is None
-    assert not (out / "chart.html").exists()
+    argv = ["eval", "--tasks", f"{QUESTION},{READER}", "--modes", "react", "--no-baseline", "--model", MODEL]
+    argv += ["--out", str(out)]
+    sim.skills({READER: "read"})  # the second run reads on and on: Ctrl-C lands in it
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ide", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        # The question takes one model call; the second call is the second run's first.
+        assert sim.server.wait_for_chats(2, timeout=60)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "interrupted after 1 of 2 runs" in stderr and "Traceback" not in stderr
     saved = load_report(out)
-    assert saved.runs == report.runs and saved.finished_at is None
-    done = saved.runs[0]
-    asked_before = len(sim.model.requests)
+    assert [(r.task, r.status) for r in saved.runs] == [(QUESTION, "solved")]
+    assert saved.finished_at is None and not (out / "chart.html").exists()
+    assert re.search(r"^react\s+1/1\s+100%", stdout, re.MULTILINE), stdout
 
-    _, resumed = evaluate(sim.options(out, [BUG, QUESTION], ["react"]))
-    assert [r.task for r in resumed.runs] == [done.task, QUESTION if done.task == BUG else BUG]
-    assert resumed.runs[0] == done and resumed.finished_at is not None
+    asked_before = len(sim.model.requests)
+    sim.skills({})
+    assert main(argv) == 0, capsys.readouterr().err
+    resumed = load_report(out)
+    assert [r.task for r in resumed.runs] == [QUESTION, READER]
+    assert resumed.runs[0] == saved.runs[0] and resumed.runs[1].status == "solved"
+    assert resumed.finished_at is not None and (out / "chart.html").is_file()
     # Only the missing run asked the model anything.
-    assert {task for _, task in sim.model.requests[asked_before:]} == {resumed.runs[1].task}
+    assert {task for _, task in sim.model.requests[asked_before:]} == {READER}
+    assert "1 already done (resuming)" in capsys.readouterr().err
 
     # Other settings cannot resume this report: a clear error, and --fresh starts over.
-    with pytest.raises(EvalError, match=r"other settings.*budget tokens 1000 \(the report has 60000\)"):
-        Evaluation(sim.options(out, [BUG, QUESTION], ["react"], budget_tokens=1000))
-    assert Evaluation(sim.options(out, [BUG], ["react"], fresh=True)).pending() != []
+    with pytest.raises(EvalError, match=r"other settings.*budget tokens 1000 \(the report has 200000\)"):
+        Evaluation(sim.options(out, [QUESTION, READER], ["react"], budget_tokens=1000))
+    assert main([*argv, "--budget-tokens", "1000"]) == 2
+    assert "--fresh to start over" in capsys.readouterr().err
+    assert len(Evaluation(sim.options(out, [QUESTION, READER], ["react"], fresh=True)).pending()) == 2
 
 
 def test_arbor_eval_runs_every_editing_mode_end_to_end(
