@@ -151,8 +151,9 @@ class Session:
     """Keeps the current workflow run in the session store (set by the ACP agent)."""
     interrupted: ActiveRun | None = None
     """A workflow run stopped before it finished (cancelled, or the backend was killed): /resume."""
-    tests_allowed: bool = False
-    """The user answered "always" when asked to run the tests."""
+    allowed_commands: set[str] = field(default_factory=set)
+    """Commands the user answered "always" for: each runs again in this session without asking (only that
+    exact command — "always" for the tests never lets a model-chosen command run)."""
     commands_sent: bool = False
     """The slash commands went to the client on this connection."""
 

@@ -114,9 +114,10 @@ async def offer_commands(conn: Client, session: Session) -> None:
 
 
 async def ask_to_run_tests(conn: Client, session: Session, title: str, command: str) -> bool:
-    """Ask the client before the tests run (a workflow's test stage, LATS evaluating an answer):
-    allow once, allow always, or no."""
-    if session.tests_allowed:
+    """Ask the client before a command runs in a scratch worktree (a workflow's test stage, LATS
+    evaluating an answer, a plan executor's run_command): allow once, always (this exact command, for the
+    rest of the session), or no."""
+    if command in session.allowed_commands:
         return True
     try:
         response = await conn.request_permission(
@@ -129,15 +130,17 @@ async def ask_to_run_tests(conn: Client, session: Session, title: str, command: 
                 raw_input={"command": command, "where": "a scratch git worktree with the proposed changes"},
             ),
             options=[
-                PermissionOption(option_id="allow", name="Run the tests", kind="allow_once"),
-                PermissionOption(option_id="always", name="Always run the tests", kind="allow_always"),
-                PermissionOption(option_id="deny", name="Do not run them", kind="reject_once"),
+                PermissionOption(option_id="allow", name="Run it", kind="allow_once"),
+                PermissionOption(
+                    option_id="always", name="Always run this command in this session", kind="allow_always"
+                ),
+                PermissionOption(option_id="deny", name="Do not run it", kind="reject_once"),
             ],
         )
     except RequestError as exc:
-        log.info("client cannot be asked to run the tests (%s): not running them", exc)
+        log.info("client cannot be asked to run %s (%s): not running it", command, exc)
         return False
     choice = getattr(response.outcome, "option_id", None)
     if choice == "always":
-        session.tests_allowed = True
+        session.allowed_commands.add(command)
     return choice in ("allow", "always")
