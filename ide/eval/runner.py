@@ -174,8 +174,10 @@ def run_from(task: str, mode: str, attempt: int, outcomes: Sequence[_Outcome], s
             cost.input_tokens += used.input_tokens
             cost.output_tokens += used.output_tokens
             recovered += used.recovered_calls
-            if role == COMPACTOR_ROLE:
-                compactions += used.calls
+        # The turn's figures count every compacted request; without them, the compactor's summaries.
+        counted = outcome.meta.figures.get("compactions")
+        summaries = outcome.meta.usage[COMPACTOR_ROLE].calls if COMPACTOR_ROLE in outcome.meta.usage else 0
+        compactions += counted if isinstance(counted, int) else summaries
     nodes = sum(tree_size(o.events) for o in outcomes)
     return EvalRun(
         task=task,

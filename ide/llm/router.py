@@ -99,6 +99,8 @@ class ModelRouter:
         """Models whose server refused a JSON-schema format: later structured calls go unconstrained."""
         self.context: dict[str, tuple[int, int]] = {}
         """Role → (tokens of its last request, its window): the status bar's context fill."""
+        self.compactions = 0
+        """Requests whose messages were compacted to fit (older results elided, summarised or cut)."""
         self.on_context: Callable[[str, int, int], None] | None = None
         """Told (role, tokens, window) before every request, e.g. to show the fill in the window."""
         self.fallbacks: dict[str, Fallback] = {}
@@ -312,6 +314,8 @@ class ModelRouter:
                 log.warning("could not summarise older steps (%s); cutting them instead", exc)
         if fitted.tokens > limit:
             fitted = cut_to_fit(fitted, limit, calibration)
+        if fitted.notes:
+            self.compactions += 1
         if fitted.changed or fitted.notes:
             log.info(
                 "%s: %d → %d tokens for a %d-token window (%s)",

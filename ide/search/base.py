@@ -151,6 +151,7 @@ class RunContext:
     """Every branch change set made in this run, by id (the window asks for a node's branch diff)."""
     started: float = field(default_factory=time.monotonic)
     usage_before: dict[str, RoleUsage] = field(default_factory=dict)
+    compactions_before: int = -1
     _toolboxes: dict[tuple[str, bool], Toolbox] = field(default_factory=dict, repr=False)
     _refused: set[str] = field(default_factory=set, repr=False)
     _allowed: set[str] = field(default_factory=set, repr=False)
@@ -158,6 +159,8 @@ class RunContext:
     def __post_init__(self) -> None:
         if not self.usage_before:
             self.usage_before = self.router.usage_snapshot()
+        if self.compactions_before < 0:
+            self.compactions_before = getattr(self.router, "compactions", 0)
         self.branches.setdefault(self.changeset.id, self.changeset)
 
     async def permit(self, title: str, command: str, *, for_the_run: bool = False) -> bool:
@@ -260,6 +263,10 @@ class RunContext:
         """Calls, tokens and model latency per role in this run so far."""
         return usage_delta(self.usage_before, self.router.usage_snapshot())
 
+    def compactions(self) -> int:
+        """Requests of this run whose messages were compacted to fit the model's window."""
+        return getattr(self.router, "compactions", 0) - self.compactions_before
+
     def tokens_used(self) -> int:
         return int(sum(u["input_tokens"] + u["output_tokens"] for u in self.usage().values()))
 
@@ -278,6 +285,7 @@ class RunContext:
             "output_tokens": int(sum(u["output_tokens"] for u in usage.values())),
             "by_role": usage,
             "tool_cache": {"hits": self.cache.hits, "misses": self.cache.misses},
+            "compactions": self.compactions(),
             **extra,
         }
 

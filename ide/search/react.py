@@ -313,5 +313,9 @@ class ReactArchitecture:
         stop = "max_turn_requests" if turn_ran_out_of_steps(messages) else "end_turn"
         tree.finish(stop)
         answer = next((m.text for m in reversed(messages) if isinstance(m, AIMessage) and m.text), "")
-        figures = {**ctx.recorder.tree.figures, "steps": state.values.get("steps", 0)}
+        figures = {
+            **ctx.recorder.tree.figures,
+            "steps": state.values.get("steps", 0),
+            "compactions": ctx.compactions(),
+        }
         return RunOutcome(stop, answer=answer, figures=figures, answered=True)
