@@ -42,11 +42,16 @@ def tasks() -> dict[str, EvalTask]:
 class Sim:
     """FakeOllama answering as the eval-task simulator; OLLAMA_HOST points the backends at it."""
 
-    def __init__(self, tasks: Mapping[str, EvalTask], monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self,
+        tasks: Mapping[str, EvalTask],
+        monkeypatch: pytest.MonkeyPatch,
+        models: dict[str, dict[str, object]] | None = None,
+    ) -> None:
         self.tasks = tasks
         self.monkeypatch = monkeypatch
         self.model = EvalModel(tasks.values())
-        self.server = FakeOllama(responder=self.model).start()
+        self.server = FakeOllama(responder=self.model, models=models).start()
         monkeypatch.setenv("OLLAMA_HOST", self.server.url)
 
     def skills(self, skills: dict[str, Skill]) -> None:
@@ -131,18 +136,26 @@ def test_solved_failed_and_over_budget_runs_with_their_figures_report_and_chart(
     assert "<script" not in chart and "http://" not in chart.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
 
-def test_retry_baseline_tries_until_solved_or_until_the_budget_is_spent(sim: Sim, tmp_path: Path) -> None:
-    sim.skills({BUG: "second_try", WRONG: "wrong"})
-    options = sim.options(tmp_path / "out", [BUG, WRONG], [], baseline=True, budget_tokens=14_000, jobs=2)
-    _, report = evaluate(options)
+def test_retry_baseline_tries_until_solved_or_until_the_budget_is_spent_with_compactions_counted(
+    tasks: dict[str, EvalTask], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A 2k-token model: the file read overflows its window, so later requests are compacted.
+    sim = Sim(tasks, monkeypatch, models={"qwen2.5-coder:7b": {"context_length": 2048}})
+    try:
+        sim.skills({BUG: "second_try", WRONG: "wrong"})
+        options = sim.options(tmp_path / "out", [BUG, WRONG], [], baseline=True, budget_tokens=9_000, jobs=2)
+        _, report = evaluate(options)
+    finally:
+        sim.server.close()
 
     runs = by_key(report)
     flaky = runs[(BUG, RETRY_MODE)]
     assert (flaky.status, flaky.tries) == ("solved", 2)
     assert flaky.model_calls == flaky.usage["react"].calls >= 5  # two sessions of read, edit, answer
+    assert flaky.compactions >= 2  # at least once in each session, after the read
     never = runs[(WRONG, RETRY_MODE)]
     assert never.status == "over_budget" and never.tries >= 2
-    assert never.tokens > 14_000 - 5_000  # it went on while budget was left
+    assert never.tokens > 9_000 - 3_500  # it went on while a session's worth of budget was left
     # The tries' trees are kept apart in one file, one run id per try.
     events = read_jsonl(tmp_path / "out" / str(flaky.tree_file))
     assert {e.run_id.split(":")[0] for e in events} == {"try1", "try2"}
