@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import html
 import math
+import re
 
 from ide.protocol.eval import RETRY_MODE, EvalReport, EvalRun, ModeSummary
 
@@ -127,6 +128,23 @@ def unfinished_text(report: EvalReport) -> str | None:
 def run_status(run: EvalRun) -> str:
     """The run's status in words."""
     return STATUS_TEXT.get(run.status, run.status)
+
+
+PYTEST_COUNTS = re.compile(r"^=*\s*(\d+ (failed|passed|error|errors)\b.*?)\s*=*$")
+
+
+def reason_line(reason: str) -> str:
+    """The line of a run's reason worth a table cell: for a failing check's pytest tail, its first error
+    (``E …``) and the counts (``2 failed in 0.17s``); otherwise the last line that says something."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    error = next((line[1:].strip() for line in lines if line.startswith("E ")), None)
+    failed = next((line for line in lines if line.startswith("FAILED ")), None)
+    counts = next((m.group(1) for line in reversed(lines) if (m := PYTEST_COUNTS.match(line))), None)
+    if error or failed:
+        head = error or failed or ""
+        return one_line(f"{head} ({counts})" if counts else head)
+    meaningful = [line for line in lines if not re.fullmatch(r"exit -?\d+", line)]
+    return one_line(meaningful[-1] if meaningful else reason)
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -12,9 +12,9 @@ from ide.app.eval_format import (
     baseline_of,
     cost_vs_baseline,
     mode_label,
-    one_line,
     plain_tip,
     rate_text,
+    reason_line,
     run_status,
     seconds_text,
     tokens_text,
@@ -192,7 +192,7 @@ class RunsTable(QTableView):
             (tokens_text(run.tokens), run.tokens),
             (seconds_text(run.wall_s), run.wall_s),
             (tree, -1 if run.tree_file is None else run.tree_nodes),
-            (one_line(run.reason) or NONE, run.reason),
+            (reason_line(run.reason) or NONE, run.reason),
         ]
         items = []
         for column, (text, key) in enumerate(cells):

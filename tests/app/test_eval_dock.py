@@ -13,7 +13,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QImage
 
 from ide.app.eval_chart import BAR_COLOUR, BASELINE_COLOUR, SOLVE_PANEL, TOKENS_PANEL, nice_step
-from ide.app.eval_format import cost_vs_baseline, seconds_text, tokens_text
+from ide.app.eval_format import cost_vs_baseline, reason_line, seconds_text, tokens_text
 from ide.app.window import MainWindow
 from ide.protocol.eval import (
     REPORT_FILE,
@@ -440,3 +440,35 @@ def test_a_mode_without_runs_yet_is_listed_but_not_drawn(qtbot: Any, qsettings_d
     qtbot.addWidget(table)
     table.set_summary(rows)
     assert [table.cell_text(2, c) for c in range(8)] == ["tot", "0", "0", "—", "—", "—", "—", "—"]
+
+
+PYTEST_TAIL = """\
+.F                                                                       [100%]
+=================================== FAILURES ===================================
+____________________________ test_lower_camel_case _____________________________
+
+    def test_lower_camel_case():
+>       assert inflection.camelize("device_type", False) == "deviceType"
+E       TypeError: camelize() takes 1 positional argument but 2 were given
+
+tests/test_task.py:9: TypeError
+=========================== short test summary info ============================
+FAILED tests/test_task.py::test_lower_camel_case - TypeError: camelize() take...
+1 failed, 1 passed in 0.12s
+
+exit 1
+"""
+
+
+def test_a_failing_check_is_summed_up_in_one_line_for_the_runs_table() -> None:
+    assert reason_line(PYTEST_TAIL) == (
+        "TypeError: camelize() takes 1 positional argument but 2 were given (1 failed, 1 passed in 0.12s)"
+    )
+    no_error_line = "\n".join(line for line in PYTEST_TAIL.splitlines() if not line.startswith("E "))
+    assert reason_line(no_error_line) == (
+        "FAILED tests/test_task.py::test_lower_camel_case - TypeError: camelize() take... "
+        "(1 failed, 1 passed in 0.12s)"
+    )
+    assert reason_line("collected 0 items\n\nexit 5\n") == "collected 0 items"
+    assert reason_line("the answer does not match 'x'") == "the answer does not match 'x'"
+    assert reason_line("") == ""
