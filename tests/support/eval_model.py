@@ -14,6 +14,8 @@ langchain-ollama client (FakeOllama counts the tokens):
   there is none), then a final answer — or, by its **skill**, a wrong edit (``wrong``), endless reading
   (``read``, to run over a budget), or a wrong first session and a right later one (``second_try``, the
   retry baseline's case);
+- a role offered a tool that records its result (the plan planner's ``create_subtask``, the executor's
+  ``attempt_completion``) calls it once before answering;
 - anything else gets a short answer; for a question, its ``sample_answer``.
 
 Skills are looked up by ``"task/mode"``, then task id, then mode (``react``, ``lats``, ``tot``,
@@ -47,6 +49,8 @@ WORKFLOW_TYPES = {
 TEXT_REPLIES = (PlanReply, ReplanReply, TaskReport)
 """Models whose JSON some prompts ask for in the reply's text (no ``format``)."""
 READ_WINDOW = 20
+CREATE_SUBTASK, ATTEMPT_COMPLETION = "create_subtask", "attempt_completion"
+"""Tools of the plan planner and executor that record their result (called once, when offered)."""
 
 
 @dataclass
@@ -212,7 +216,23 @@ class EvalModel:
             if step is not None:
                 return {"content": "", "tool_calls": [step]}
             progress = True
+        closing = self._closing_call(task, tools, messages, progress)
+        if closing is not None:
+            return {"content": "", "tool_calls": [closing]}
         return {"content": self._answer(task, system, messages, progress)}
+
+    def _closing_call(
+        self, task: SimTask, tools: set[str], messages: list[Mapping[str, Any]], progress: bool
+    ) -> dict[str, Any] | None:
+        """A role's own tool that records its result, once: a planner's subtask, an executor's completion."""
+        made = {name for name, _ in _calls(messages)}
+        if CREATE_SUBTASK in tools and CREATE_SUBTASK not in made:
+            title = f"Fix {task.summary}" if task.kind != "question" else f"Answer: {task.summary}"
+            return _call(CREATE_SUBTASK, title=title[:200], detail=task.prompt[:1000])
+        if ATTEMPT_COMPLETION in tools and ATTEMPT_COMPLETION not in made:
+            status = "done" if progress else "failed"
+            return _call(ATTEMPT_COMPLETION, status=status, summary=final_text(task, progress))
+        return None
 
     def _progress(self, task: SimTask, messages: list[Mapping[str, Any]]) -> bool:
         """Whether the work looks done from this conversation: an answer is known, or an edit was made."""
