@@ -33,13 +33,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="measure each agent architecture's solve rate and cost on the eval task set",
         description="Run every task of the eval set in each mode (and the retry baseline: ReAct retried "
         "until solved or the token budget is spent) through the backend, apply the changes in a scratch "
-        "copy, run the task's check, and report solve rate with its 95%% interval and cost per mode. "
+        "copy, run the task's check, and report solve rate with its 95% interval and cost per mode. "
         f"Writes OUT/{REPORT_FILE}, OUT/trees/*.arbor-tree.jsonl and OUT/chart.html; run the same "
         "command again to resume an interrupted evaluation.",
     )
     parser.add_argument("--tasks", default="*", help="glob(s) of task ids, comma-separated (default: all)")
     parser.add_argument(
-        "--tasks-dir", default=None, help="directory of task YAML files (default: the shipped task set)"
+        "--tasks-dir",
+        default=None,
+        help="directory of task YAML files (default: the shipped task set); their check commands run, "
+        "so use only task files you trust",
     )
     parser.add_argument(
         "--modes",
