@@ -425,27 +425,53 @@ def _where(snippet: Snippet, changed: Collection[str]) -> str:
 
 
 def _definition_conflicts(snippets: Sequence[Snippet], changed: Collection[str]) -> list[str]:
-    seen: dict[str, tuple[Snippet, str]] = {}
-    out = []
+    """One name defined twice, of one kind, with different parameter names: when one side is a proposed
+    change (an agent redefining what exists), or when both are one module in two places (a vendored copy,
+    a stub). Unrelated modules that happen to share a name (``distro.version``, ``platform.version``) and
+    annotations written two ways (``Optional[float]``, ``float | None``) are no conflict."""
+    seen: dict[str, list[tuple[Snippet, str, str, tuple[str, ...]]]] = {}
+    out: dict[str, str] = {}
     for snippet in snippets:
         match = _DEF.search(snippet.text[:SCAN_CHARS]) if snippet.source == "code_index" else None
         if match is None or match.group(2).startswith("_"):
             continue
-        kind, name = match.group(1), match.group(2)
+        kind, name, params = match.group(1), match.group(2), match.group(3) or ""
         key = snippet.title if snippet.title.rsplit(".", 1)[-1] == name else name
-        signature = _normal(f"{kind} {name}{match.group(3) or ''}{match.group(4) or ''}").replace(" (", "(")
-        signature = re.sub(r",\s*\)", ")", signature)
-        if key not in seen:
-            seen[key] = (snippet, signature)
-            continue
-        other, other_signature = seen[key]
-        if other.path != snippet.path and other_signature != signature:
-            out.append(
-                f"⚠ conflicting: `{key}` is defined differently in two places — `{other_signature}` at "
-                f"{_where(other, changed)} and `{signature}` at {_where(snippet, changed)}; check which "
-                "one the task means before calling or changing it"
-            )
-    return out
+        signature = re.sub(r",\s*\)", ")", _normal(f"{kind} {name}{params}{match.group(4) or ''}"))
+        names = _param_names(params)
+        for other, other_kind, other_signature, other_names in seen.get(key, []):
+            related = snippet.path in changed or other.path in changed or _module(snippet) == _module(other)
+            if key in out or other.path == snippet.path or other_kind != kind or other_names == names:
+                continue
+            if related:
+                out[key] = (
+                    f"⚠ conflicting: `{key}` is defined differently in two places — `{other_signature}` at "
+                    f"{_where(other, changed)} and `{signature}` at {_where(snippet, changed)}; check which "
+                    "one the task means before calling or changing it"
+                )
+        seen.setdefault(key, []).append((snippet, kind, signature, names))
+    return list(out.values())
+
+
+def _param_names(params: str) -> tuple[str, ...]:
+    """The parameter names of ``(a: int = 1, *, b, **kw)``: ``("a", "*", "b", "**kw")``, types and
+    defaults left out."""
+    inner = re.sub(r"\([^()]*\)|\[[^\[\]]*\]|<[^<>]*>", "", params.strip()[1:-1])
+    names = []
+    for part in inner.split(","):
+        found = re.match(r"\s*(\*{0,2})\s*([A-Za-z_]\w*)?", part)
+        if found and (found.group(1) or found.group(2)):
+            names.append(found.group(1) + (found.group(2) or ""))
+    return tuple(names)
+
+
+def _module(snippet: Snippet) -> str:
+    """The module a definition lives in, by name: ``pkg/mod.py`` and ``stubs/pkg/mod.pyi`` are both ``mod``;
+    a package's ``__init__``/``index``/``mod`` file is its folder's name."""
+    parts = Path(snippet.path).with_suffix("").parts
+    if len(parts) > 1 and parts[-1] in ("__init__", "index", "mod", "lib"):
+        return parts[-2]
+    return parts[-1] if parts else ""
 
 
 def _literal(value: str, *, bare_words: bool) -> str | None:

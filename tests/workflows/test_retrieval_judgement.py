@@ -363,14 +363,32 @@ async def test_a_proposed_definition_that_differs_from_the_indexed_one_is_flagge
     assert flag in fused.render()
 
 
-def test_identical_signatures_and_one_file_raise_no_definition_conflict() -> None:
-    same = [
-        Snippet("code_index", "a.py", 1, 2, "def total(items):\n    return sum(items)", "total"),
-        Snippet("code_index", "b.py", 1, 2, "def total(items):\n    return 0", "total"),
-        Snippet("code_index", "b.py", 9, 9, "def _helper(x): pass", "_helper"),
-        Snippet("code_index", "c.py", 9, 9, "def _helper(x, y): pass", "_helper"),
+def test_a_definition_conflict_needs_a_related_place_and_other_parameters() -> None:
+    """What a big corpus (the standard library and site-packages) holds and is no conflict: a stub that
+    writes the annotations another way, unrelated modules sharing a name, a class and a function of one
+    name, private helpers. A vendored copy of the module whose parameters differ is one."""
+
+    def code(path: str, text: str, title: str) -> Snippet:
+        return Snippet("code_index", path, 1, 1, text, title)
+
+    quiet = [
+        code("asyncio/timeouts.py", "def timeout(delay: Optional[float]) -> Timeout:", "timeout"),
+        code("typeshed/asyncio/timeouts.pyi", "def timeout(delay: float | None) -> Timeout: ...", "timeout"),
+        code("distro/distro.py", "def version(pretty=False, best=False):", "version"),
+        code("platform.py", "def version():", "version"),
+        code("ensurepip/__init__.py", "def version():", "version"),
+        code("importlib_metadata/__init__.py", "def version(distribution_name):", "version"),
+        code("docutils/nodes.py", "class version(Bibliographic, TextElement): pass", "version"),
+        code("a.py", "def _helper(x): pass", "_helper"),
+        code("b.py", "def _helper(x, y): pass", "_helper"),
     ]
-    assert find_conflicts(same) == []
+    assert find_conflicts(quiet) == []
+
+    vendored = code("vendor/asyncio/timeouts.py", "def timeout(delay, *, loop=None):", "timeout")
+    (flag,) = find_conflicts([*quiet, vendored])
+    assert flag.startswith("⚠ conflicting: `timeout` is defined differently in two places")
+    assert "`def timeout(delay: Optional[float]) -> Timeout` at asyncio/timeouts.py:1-1 and" in flag
+    assert flag.count("vendor/asyncio/timeouts.py:1-1") == 1
 
 
 async def test_decision_records_with_one_title_that_decide_differently_are_flagged(ledger: Path) -> None:
