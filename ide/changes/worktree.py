@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,10 @@ from ide.settings import WorkspaceSettings
 
 PREFIX = "arbor-scratch-"
 _NAME = re.compile(rf"^{PREFIX}(\d+)-")
+_WORKTREES = threading.Lock()
+"""git worktree add, remove and prune one at a time: a prune or an add that lists the worktrees while
+another add is half done fails ("not a git repository: .git/worktrees/treeN"), as concurrent LATS test
+runs showed."""
 
 
 @contextmanager
@@ -37,7 +42,8 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
     worktree = False
     try:
         if repo is not None and repo.head():
-            git(repo.top, "worktree", "add", "--detach", "--quiet", str(checkout), "HEAD")
+            with _WORKTREES:
+                git(repo.top, "worktree", "add", "--detach", "--quiet", str(checkout), "HEAD")
             worktree = True
             _copy_uncommitted(repo.top, checkout)
             workdir = checkout / repo.prefix if repo.prefix else checkout
@@ -55,18 +61,19 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
             os.chmod(target, entry.mode or 0o644)
         yield workdir
     finally:
-        if worktree and repo is not None:
-            subprocess.run(
-                git_argv(repo.top, "worktree", "remove", "--force", str(checkout)),
-                cwd=repo.top,
-                capture_output=True,
-                check=False,
-            )
-        shutil.rmtree(tmp, ignore_errors=True)
-        if repo is not None:
-            subprocess.run(
-                git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
-            )
+        with _WORKTREES:
+            if worktree and repo is not None:
+                subprocess.run(
+                    git_argv(repo.top, "worktree", "remove", "--force", str(checkout)),
+                    cwd=repo.top,
+                    capture_output=True,
+                    check=False,
+                )
+            shutil.rmtree(tmp, ignore_errors=True)
+            if repo is not None:
+                subprocess.run(
+                    git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
+                )
 
 
 def prune_stale_worktrees(root: Path) -> list[Path]:
@@ -80,9 +87,10 @@ def prune_stale_worktrees(root: Path) -> list[Path]:
         removed.append(path)
     repo = find_repo(root)
     if repo is not None:
-        subprocess.run(
-            git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
-        )
+        with _WORKTREES:
+            subprocess.run(
+                git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
+            )
     return removed
 
 

@@ -63,3 +63,28 @@ def test_stale_worktrees_of_dead_processes_are_pruned(git_workspace: Path) -> No
         assert str(stale) not in git(git_workspace, "worktree", "list")
     finally:
         alive.rmdir()
+
+
+def test_concurrent_scratch_worktrees_of_one_repository_all_work(git_workspace: Path) -> None:
+    # LATS runs its test command in several branches at once; git's worktree add, remove and prune
+    # racing each other failed ("not a git repository: .git/worktrees/treeN") before they took turns.
+    import threading
+
+    failures: list[str] = []
+
+    def use_worktrees() -> None:
+        for _ in range(15):
+            try:
+                with scratch_worktree(ChangeSet(git_workspace)) as tree:
+                    assert (tree / "pkg/greet.py").is_file()
+            except Exception as exc:  # collected: an assert in a thread would not fail the test
+                failures.append(repr(exc))
+
+    threads = [threading.Thread(target=use_worktrees) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert failures == []
+    assert git(git_workspace, "worktree", "list").count("\n") == 1  # only the main one is left
