@@ -161,6 +161,20 @@ def test_retry_baseline_tries_until_solved_or_until_the_budget_is_spent_with_com
     assert {e.run_id.split(":")[0] for e in events} == {"try1", "try2"}
 
 
+def test_a_turn_past_the_time_budget_is_cancelled_as_a_timeout(
+    tasks: dict[str, EvalTask], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Every answer's first token takes 5 s (a model loading); the run may take 2 s.
+    sim = Sim(tasks, monkeypatch, models={"qwen2.5-coder:7b": {"first_token_ms": 5000}})
+    try:
+        _, report = evaluate(sim.options(tmp_path / "out", [BUG], ["react"], budget_s=2.0))
+    finally:
+        sim.server.close()
+    (run,) = report.runs
+    assert run.status == "timeout" and "time budget of 2 s" in run.reason
+    assert run.wall_s < 2.0 + 30  # cancelled, not waited out
+
+
 def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_does_only_the_missing_ones(
     sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
