@@ -162,7 +162,10 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     total = done_before + len(evaluation.pending())
     err.write(f"[eval] {model}: {len(tasks)} task(s), modes {', '.join(options.all_modes)}, {total} run(s)")
     err.write(f", {done_before} already done (resuming)\n" if done_before else "\n")
-    report = asyncio.run(_run(evaluation))
+    try:
+        report = asyncio.run(_run(evaluation))
+    except OSError as exc:
+        return _fail(err, f"cannot write the report in {options.out}: {exc.strerror or exc}")
     out.write(evaluation.table())
     if report.finished_at is None:
         err.write(

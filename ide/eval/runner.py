@@ -493,6 +493,8 @@ class Evaluation:
                 else "the backend stopped"
             )
             return _Outcome("error", f"{why}{': ' + tail if tail else ''}", None, client.events)
+        except Exception as exc:  # an answer the client cannot read: this run's error, not the evaluation's
+            return _Outcome("error", f"unexpected {type(exc).__name__}: {exc}", None, client.events)
         finally:
             await agent.stop(conn)
 

@@ -314,3 +314,14 @@ def test_summary_figures_and_cost_against_the_baseline() -> None:
     page = chart_html(report)
     assert page.count('class="rate') == 2 and page.count('class="cost') == 2
     assert json.loads(report.model_dump_json())["modes"] == ["lats", RETRY_MODE]
+
+
+def test_an_output_path_that_cannot_hold_the_report_is_refused(
+    sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "a-file"
+    taken.write_text("not a directory\n")
+    assert main(["eval", "--tasks", BUG, "--model", MODEL, "--out", str(taken)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write the report in {taken}" in err and "Traceback" not in err
+    assert sim.model.requests == []
