@@ -104,7 +104,7 @@ class _RunClient:
         self.events: list[TreeEvent] = []
         self.has_changes = False
         self.over_budget = asyncio.Event()
-        self._node_tokens: dict[tuple[str, str], int] = {}
+        self._node_tokens: dict[tuple[str, str], tuple[int, int]] = {}
 
     def on_update(self, session_id: str, update: Any) -> None:
         if getattr(update, "session_update", None) == "agent_message_chunk":
@@ -122,15 +122,14 @@ class _RunClient:
             self.events.append(event)
             key = (event.run_id, event.node_id or (event.node.id if event.node else ""))
             if event.kind == "node_added" and event.node is not None:
-                self._node_tokens[key] = event.node.input_tokens + event.node.output_tokens
-            elif event.kind == "node_updated" and {"input_tokens", "output_tokens"} & event.changes.keys():
-                before = self._node_tokens.get(key, 0)
-                self._node_tokens[key] = (
-                    int(event.changes.get("input_tokens", 0) or 0)
-                    + int(event.changes.get("output_tokens", 0) or 0)
-                    or before
-                )
-        if sum(self._node_tokens.values()) > self.budget_tokens:
+                self._node_tokens[key] = (event.node.input_tokens, event.node.output_tokens)
+            elif event.kind == "node_updated":
+                tokens_in, tokens_out = self._node_tokens.get(key, (0, 0))
+                with contextlib.suppress(TypeError, ValueError):
+                    tokens_in = int(event.changes.get("input_tokens", tokens_in) or 0)
+                    tokens_out = int(event.changes.get("output_tokens", tokens_out) or 0)
+                self._node_tokens[key] = (tokens_in, tokens_out)
+        if sum(a + b for a, b in self._node_tokens.values()) > self.budget_tokens:
             self.over_budget.set()
 
     async def permission(self, session_id: str, tool_call: Any, options: list[Any]) -> str | None:
