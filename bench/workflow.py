@@ -3,10 +3,12 @@
 Upfront retrieval is what a code workflow does before its first stage: for every planned stage of
 feature_with_iterative_testing, queries from the task, the code index (definitions with their source),
 documents, memory and the other configured sources, then context fusion (grounding check, dedupe, BM25,
-token budget) — exactly ``WorkflowRun.upfront_context``. It runs over the same corpus as
-bench/index.py (the standard library plus a virtualenv's site-packages, ~10k indexed files) with the
-index warm. The peer, measured in the same run on the same queries: ``grep -rIl`` over the corpus (what
-an agent without an index would do first, and it only finds file names). Prints JSON; medians.
+relevance threshold, token budget, consistency check) — exactly ``WorkflowRun.upfront_context``. It runs
+over the same corpus as bench/index.py (the standard library plus a virtualenv's site-packages, ~10k
+indexed files) with the index warm. The peer, measured in the same run on the same queries: ``grep -rIl``
+over the corpus (what an agent without an index would do first, and it only finds file names). Prints
+JSON; medians. Besides the times: snippets and context tokens per run (all stages), snippets the
+relevance threshold dropped and conflicts the consistency check flagged.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import asyncio
 import importlib.util
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -38,6 +41,9 @@ from ide.workflows.loader import load_catalog
 from ide.workflows.plan import StageDecision, assemble_plan
 from ide.workflows.retrieval import queries_from_task
 from ide.workflows.runner import WorkflowRun
+
+BELOW = re.compile(r"(\d+) snippets? below the relevance threshold")
+"""The count the retrieval line of the tree gives for ``workflows.min_relevance``."""
 
 TASKS = (
     "add a --version flag to the CLI",
@@ -75,6 +81,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--site-packages", default=sysconfig.get_paths()["purelib"])
+    parser.add_argument(
+        "--min-relevance", type=float, default=None, help="workflows.min_relevance (default: the setting's)"
+    )
     args = parser.parse_args()
     catalog = load_catalog(None)
     workflow = catalog.get("feature_with_iterative_testing")
@@ -90,7 +99,11 @@ def main() -> None:
         corpus = Path(tmp) / "corpus"
         info = _bench_index_module().build_corpus(corpus, Path(args.site_packages))
         settings = Settings.model_validate(
-            {"llm": {"model": "scripted:unused.jsonl"}, "data_dir": str(Path(tmp) / "data")}
+            {
+                "llm": {"model": "scripted:unused.jsonl"},
+                "data_dir": str(Path(tmp) / "data"),
+                "workflows": {} if args.min_relevance is None else {"min_relevance": args.min_relevance},
+            }
         )
         index = CodeIndex(corpus, Path(tmp) / "index.sqlite", settings.workspace)
         started = time.perf_counter()
@@ -107,6 +120,9 @@ def main() -> None:
         upfront: list[float] = []
         grep: list[float] = []
         snippets: list[int] = []
+        below: list[int] = []
+        conflicts: list[int] = []
+        tokens: list[int] = []
         for _ in range(args.runs):
             for task in TASKS:
                 run = WorkflowRun(context_for(corpus, index, settings, task), catalog, workflow, plan)
@@ -114,6 +130,10 @@ def main() -> None:
                 context = asyncio.run(run.upfront_context())
                 upfront.append(time.perf_counter() - started)
                 snippets.append(sum(text.count("\n```\n") for text in context.values()))
+                conflicts.append(sum(text.count("⚠ conflicting:") for text in context.values()))
+                tokens.append(sum(len(text) // 4 for text in context.values()))
+                lines = [n.thought or "" for n in run.ctx.recorder.tree.nodes.values()]
+                below.append(sum(int(n) for line in lines for n in BELOW.findall(line)))
                 terms = [t for t in queries_from_task(task) if len(t) > 2][:8]
                 command = ["grep", "-rIl", *[arg for t in terms for arg in ("-e", t)], str(corpus)]
                 started = time.perf_counter()
@@ -137,10 +157,14 @@ def main() -> None:
             "target": 1.0,
         },
         "snippets_per_run_median": med(snippets),
+        "context_tokens_per_run_median": med(tokens),
+        "below_relevance_threshold_per_run_median": med(below),
+        "conflicts_flagged_per_run_median": med(conflicts),
         "peer_grep_rIl_s": round(med(grep), 3),
         "ratio_to_grep": round(med(upfront) / med(grep), 2),
         "plan_assembly_ms": round(med(assembly) * 1000, 3),
         "graph_compile_ms": round(med(compile_s) * 1000, 2),
+        "min_relevance": settings.workflows.min_relevance,
         "runs": args.runs,
         "tasks": len(TASKS),
     }
