@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ide import __version__
+from ide.protocol.eval import REPORT_FILE
 from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
 from ide.settings import SettingsError, load_settings
 
@@ -48,7 +49,12 @@ def _parser() -> argparse.ArgumentParser:
 
     gui = sub.add_parser("gui", help="open the window (the default command)")
     gui.add_argument("path", nargs="?", default=".", help="workspace directory (default: .)")
-    gui.add_argument("--open", dest="open_tree", default=None, help="a .arbor-tree.jsonl search tree to show")
+    gui.add_argument(
+        "--open",
+        dest="open_tree",
+        default=None,
+        help="a .arbor-tree.jsonl search tree to show, or an arbor eval report (report.json or its folder)",
+    )
     gui.add_argument(
         "--agent",
         default=None,
@@ -333,8 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:
         return _fail(f"the window cannot start: {exc}")
     open_tree = getattr(args, "open_tree", None)
-    if open_tree is not None and not Path(open_tree).is_file():
-        return _fail(f"{open_tree} is not a file")
+    if open_tree is not None and not (Path(open_tree).is_file() or (Path(open_tree) / REPORT_FILE).is_file()):
+        return _fail(f"{open_tree} is not a file (nor a folder holding an arbor eval {REPORT_FILE})")
     return run_gui(workspace, Path(open_tree).resolve() if open_tree else None, agent)
 
 

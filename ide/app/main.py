@@ -81,11 +81,21 @@ async def _close(window: MainWindow) -> None:
     await asyncio.gather(window.bridge.aclose(), window.review_backend.aclose())  # type: ignore[attr-defined]
 
 
+def open_at_start(window: MainWindow, path: Path) -> bool:
+    """Show ``path`` (``arbor --open``): an ``arbor eval`` report — its ``report.json`` or the folder
+    holding it — in the Eval dock, anything else as a ``.arbor-tree.jsonl`` in the Search tree dock.
+    False when it could not be opened (the dock says why)."""
+    if path.is_dir() or path.suffix == ".json":
+        return bool(window.open_eval_report(path))  # type: ignore[attr-defined]
+    return bool(window.open_tree_file(path))  # type: ignore[attr-defined]
+
+
 def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice | None = None) -> int:
     """Open the window on ``workspace`` and run until it closes; returns the process exit code.
 
-    ``open_tree`` is a ``.arbor-tree.jsonl`` file shown in the search-tree dock at start; ``agent`` the ACP
-    agent the window drives (default: Arbor's backend).
+    ``open_tree`` is a ``.arbor-tree.jsonl`` file shown in the search-tree dock at start, or an ``arbor
+    eval`` report shown in the Eval dock; ``agent`` the ACP agent the window drives (default: Arbor's
+    backend).
     """
     setup_logging(logging.WARNING)
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "arbor"])
@@ -105,7 +115,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     window.bridge.sessionReady.connect(lambda *_: settle_heap())
     window.tree_view.runFinished.connect(lambda *_: settle_run())
     if open_tree is not None:
-        QTimer.singleShot(0, lambda: window.open_tree_file(open_tree))
+        QTimer.singleShot(0, lambda: open_at_start(window, open_tree))
     # Started from inside the loop: the first tasks need it running, and the first paint comes sooner.
     QTimer.singleShot(0, window.start)
     with loop:

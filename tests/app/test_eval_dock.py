@@ -472,3 +472,19 @@ def test_a_failing_check_is_summed_up_in_one_line_for_the_runs_table() -> None:
     assert reason_line("collected 0 items\n\nexit 5\n") == "collected 0 items"
     assert reason_line("the answer does not match 'x'") == "the answer does not match 'x'"
     assert reason_line("") == ""
+
+
+def test_arbor_open_takes_a_report_or_a_tree(qtbot: Any, window: MainWindow, tmp_path: Path) -> None:
+    """``arbor --open``: a report (its folder or report.json) opens in the Eval dock, a tree file in the tree
+    dock."""
+    from ide.app.main import open_at_start
+
+    out = tmp_path / "eval-out"
+    make_report(out)
+    with qtbot.waitSignal(window.docks["eval"].reportLoaded):
+        assert open_at_start(window, out)
+    assert window.eval_panel.path_label.text() == str((out / REPORT_FILE).resolve())
+    assert open_at_start(window, out / REPORT_FILE)
+    assert open_at_start(window, out / "trees" / f"{TASKS[0]}.react.0.arbor-tree.jsonl")
+    qtbot.waitUntil(lambda: window.tree_dock.isVisible())
+    assert window.tree_view.current == f"{TASKS[0]}.react.0.arbor-tree.jsonl · {TASKS[0]}-react-0"
