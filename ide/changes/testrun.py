@@ -11,8 +11,10 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +70,20 @@ def detect_test_command(root: Path) -> str | None:
     return None
 
 
+SECRET_NAME = re.compile(
+    r"(?i)(api_?key|token|secret|passw(or)?d|credential|private_?key|session_?key|^aws_|_auth$|^auth_|^ssh_auth_sock$|^gpg_agent)"
+)
+"""Environment variable names a command from the workspace is not given (an allowed test run executes the
+repository's code: it gets what it needs to run, not the keys Arbor uses to reach model servers, nor the
+SSH agent that would let it push as the user)."""
+
+
+def command_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a test run or an agent's command gets: ours without API keys, tokens and passwords."""
+    source = os.environ if environ is None else environ
+    return {name: value for name, value in source.items() if not SECRET_NAME.search(name)}
+
+
 async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> TestRun:
     """Run ``command`` in a scratch worktree holding ``changeset``; cancellation kills it and cleans up."""
     worktree = scratch_worktree(changeset)
@@ -97,6 +113,7 @@ async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> Tes
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
+                env=command_env(),
                 start_new_session=True,
             )
         except OSError as exc:

@@ -139,3 +139,25 @@ def test_api_keys_never_reach_a_log(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="arbor-redaction-test"):
         logger.info("calling %s with api_key=%s", "https://api.example", "sk-secret-998877665544")
     assert "sk-secret" not in caplog.text and "api_key=[redacted]" in caplog.text
+
+
+async def test_test_commands_get_no_api_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An allowed test run executes the repository's code: it does not get Arbor's keys or SSH agent."""
+    import sys
+
+    from ide.changes.testrun import run_tests
+    from tests.support.git import git
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "env.py").write_text(
+        "import os\nprint(sorted(k for k in os.environ if k.startswith(('ARBOR_T_', 'SSH_'))))\n"
+    )
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    for name in ("ARBOR_T_OPENAI_API_KEY", "ARBOR_T_GITHUB_TOKEN", "ARBOR_T_DB_PASSWORD", "ARBOR_T_PLAIN"):
+        monkeypatch.setenv(name, "sk-secret-0123456789")
+    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
+    run = await run_tests(ChangeSet(root), f"{sys.executable} env.py", 30)
+    assert run.passed and run.output.strip() == "['ARBOR_T_PLAIN']"
