@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ide.codeintel.index.model import DefinitionKind
 from ide.protocol.modes import ArchitectureName
 
 DONE = "DONE"
@@ -53,22 +54,8 @@ class Metadata(_Strict):
         return self.workflow_type.startswith("code")
 
 
-NodeKind = Literal[
-    "function",
-    "method",
-    "class",
-    "interface",
-    "struct",
-    "enum",
-    "union",
-    "trait",
-    "type",
-    "constant",
-    "namespace",
-    "module",
-    "file",
-]
-"""Definition kinds the code index records (``ide.codeintel.index.model.DefinitionKind``)."""
+NodeKind = DefinitionKind
+"""Definition kinds the code index records."""
 
 ChunkStrategy = Literal[
     "semantic_functions",
