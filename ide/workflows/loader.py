@@ -11,6 +11,7 @@ Agent profiles live beside workflows in ``agents/`` folders, one per file.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ide.settings import WORKSPACE_DIR, user_config_path
-from ide.workflows.schema import ABORT, AgentProfile, Route, Workflow, route_problems
+from ide.workflows.schema import (
+    ABORT,
+    AgentProfile,
+    RetrievalStrategy,
+    Route,
+    Workflow,
+    route_problems,
+    stage_tool_problems,
+)
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -215,6 +224,9 @@ def check_file(
         errors = _schema_errors(exc, node, path, model)
     if model is Workflow:
         problems += route_problems(_raw_routes(data.get("stages")))
+        with contextlib.suppress(ValidationError):  # a broken strategy is reported by the schema errors
+            strategy = RetrievalStrategy.model_validate(data.get("retrieval_strategy_config") or {})
+            problems += stage_tool_problems(strategy, data.get("stages"))
         if profiles is not None:
             problems += _raw_agent_problems(data.get("stages"), profiles)
     elif model is AgentProfile:

@@ -338,14 +338,11 @@ class Workflow(_Strict):
     @model_validator(mode="after")
     def _stage_tools_allowed(self) -> Workflow:
         """A stage's mcp_tools may not name a tool this workflow's strategy withholds."""
-        strategy = self.retrieval_strategy_config
-        for index, stage in enumerate(self.stages):
-            for position, ref in enumerate(stage.parallel_agents):
-                for number, name in enumerate(ref.mcp_tools):
-                    why = strategy.withheld(TOOL_ALIASES.get(name, name))
-                    if why:
-                        loc = f"stages.{index}.parallel_agents.{position}.mcp_tools.{number}"
-                        raise ValueError(f"{loc}: {name} is never offered in this workflow: {why}")
+        stages = [stage.model_dump() for stage in self.stages]
+        problems = stage_tool_problems(self.retrieval_strategy_config, stages)
+        if problems:
+            loc, message = problems[0]
+            raise ValueError(f"{'.'.join(str(p) for p in loc)}: {message}")
         return self
 
     @property
@@ -424,6 +421,22 @@ def route_problems(routes: list[Route]) -> list[tuple[tuple[Any, ...], str]]:
                 f"stages {loop} route only among themselves: DONE and ABORT cannot be reached from them",
             )
         )
+    return problems
+
+
+def stage_tool_problems(strategy: RetrievalStrategy, stages: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """Each stage agent's ``mcp_tools`` entry, as written in ``stages`` (raw or dumped), that names a tool
+    ``strategy`` never offers, as (field path, problem)."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    for index, stage in enumerate(stages if isinstance(stages, list) else []):
+        agents = stage.get("parallel_agents") if isinstance(stage, dict) else None
+        for position, ref in enumerate(agents if isinstance(agents, list) else []):
+            tools = ref.get("mcp_tools") if isinstance(ref, dict) else None
+            for number, name in enumerate(tools if isinstance(tools, list) else []):
+                why = strategy.withheld(TOOL_ALIASES.get(name, name)) if isinstance(name, str) else None
+                if why:
+                    loc = ("stages", index, "parallel_agents", position, "mcp_tools", number)
+                    problems.append((loc, f"{name} is never offered in this workflow: {why}"))
     return problems
 
 

@@ -135,3 +135,27 @@ def test_a_valid_file_and_the_shipped_workflows_pass(
     assert sorted(out.splitlines()) == sorted(f"{p}: ok" for p in [good, *shipped])
     workflow, problems = check_file(good, Workflow)
     assert problems == [] and workflow is not None and workflow.name == "loop"
+
+
+def test_a_withheld_stage_tool_is_reported_beside_a_routing_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The routing check used to stop the schema's checks, hiding the mcp_tools contradiction until the
+    route was fixed: both come in one run."""
+    path = tmp_path / "both.yaml"
+    path.write_text(
+        THREE_ERRORS.replace('max_attempts: "many"', "max_attempts: 1")
+        .replace("workflow_type: code_fix\n", "description: d\n  workflow_type: code_fix\n")
+        .replace(
+            "parallel_agents: [{agent: code_agent}]",
+            "parallel_agents: [{agent: code_agent, mcp_tools: [lsp_get_type]}]",
+        )
+        .replace("stages:", "retrieval_strategy_config:\n  lsp_integration: {enabled: false}\nstages:")
+    )
+    code, errors, _ = validate([path], capsys)
+    assert code == 1
+    assert [e.split(": ", 2)[1] for e in errors] == [
+        "stages.0.parallel_agents.0.mcp_tools.0",
+        "stages.0.routing.next_stage_on_success",
+    ]
+    assert "lsp_get_type is never offered in this workflow: lsp_integration.enabled is false" in errors[0]
