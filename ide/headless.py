@@ -76,12 +76,15 @@ class TerminalClient(ReadOnlyClient):
         self.changeset: ChangeSetView | None = None
 
     async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
-        """Test runs of a workflow are allowed with --allow-tests; anything else is refused."""
-        allowed = self.allow_tests and getattr(tool_call, "kind", None) == "execute"
+        """Test runs (LATS, a workflow's test stage) are allowed with --allow-tests; anything else — a
+        command an agent chose, an MCP tool — is refused."""
+        raw = getattr(tool_call, "raw_input", None)
+        purpose = raw.get("purpose", "tests") if isinstance(raw, dict) else None
+        is_test = getattr(tool_call, "kind", None) == "execute" and purpose == "tests"
+        allowed = self.allow_tests and is_test
         choice = next((o for o in options if o.kind == "allow_once"), None) if allowed else None
-        self.err.write(
-            f"\n[permission] {tool_call.title}: {'allowed' if choice else 'refused (see --allow-tests)'}\n"
-        )
+        why = "see --allow-tests" if is_test else "arbor run allows only test runs"
+        self.err.write(f"\n[permission] {tool_call.title}: {'allowed' if choice else f'refused ({why})'}\n")
         if choice is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(

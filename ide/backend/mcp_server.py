@@ -90,7 +90,7 @@ class CommandAsker:
         wanted = ClientCapabilities(elicitation=ElicitationCapability())
         return self.request.session.check_client_capability(wanted)
 
-    async def __call__(self, title: str, command: str) -> bool:
+    async def __call__(self, title: str, command: str, purpose: str = "tests") -> bool:
         if self.request is None or not self.can_ask():
             self.notes.append(
                 f"Not run: `{command}` — this MCP client cannot be asked first (it does not support "

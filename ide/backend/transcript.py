@@ -113,7 +113,9 @@ async def offer_commands(conn: Client, session: Session) -> None:
     await conn.session_update(session_id=session.id, update=commands_update())
 
 
-async def ask_to_run_tests(conn: Client, session: Session, title: str, command: str) -> bool:
+async def ask_to_run_tests(
+    conn: Client, session: Session, title: str, command: str, purpose: str = "tests"
+) -> bool:
     """Ask the client before a command runs in a scratch worktree (a workflow's test stage, LATS
     evaluating an answer, a plan executor's run_command): allow once, always (this exact command, for the
     rest of the session), or no."""
@@ -127,7 +129,11 @@ async def ask_to_run_tests(conn: Client, session: Session, title: str, command: 
                 title=title,
                 kind="execute",
                 status="pending",
-                raw_input={"command": command, "where": "a scratch git worktree with the proposed changes"},
+                raw_input={
+                    "command": command,
+                    "purpose": purpose,
+                    "where": "a scratch git worktree with the proposed changes",
+                },
             ),
             options=[
                 PermissionOption(option_id="allow", name="Run it", kind="allow_once"),

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
@@ -119,8 +119,12 @@ class ToolCache:
         return outcome
 
 
-AskPermission = Callable[[str, str], Awaitable[bool]]
-"""``(title, command) -> allowed``: asks the user (ACP ``session/request_permission``) first."""
+CommandPurpose = Literal["tests", "command"]
+"""Why a command would run: the workspace's test command (LATS, a workflow's test stage), or a command an
+agent chose (a plan executor's ``run_command``) — a client may allow the first and not the second."""
+
+AskPermission = Callable[[str, str, CommandPurpose], Awaitable[bool]]
+"""``(title, command, purpose) -> allowed``: asks the user (ACP ``session/request_permission``) first."""
 
 
 @dataclass
@@ -163,7 +167,9 @@ class RunContext:
             self.compactions_before = getattr(self.router, "compactions", 0)
         self.branches.setdefault(self.changeset.id, self.changeset)
 
-    async def permit(self, title: str, command: str, *, for_the_run: bool = False) -> bool:
+    async def permit(
+        self, title: str, command: str, *, for_the_run: bool = False, purpose: CommandPurpose = "tests"
+    ) -> bool:
         """Whether ``command`` may run now, asked through :attr:`ask_permission`.
 
         A refusal holds for the rest of the run (the user is not asked again); an allowance does too
@@ -173,7 +179,7 @@ class RunContext:
             return False
         if command in self._allowed or self.ask_permission is None:
             return True
-        allowed = await self.ask_permission(title, command)
+        allowed = await self.ask_permission(title, command, purpose)
         if not allowed:
             self._refused.add(command)
         elif for_the_run:

@@ -265,7 +265,7 @@ async def run_command(ctx: RunContext, args: Mapping[str, Any], step_log: Mappin
             label=f"Run {first_line(command, 60)} → not allowed",
         )
     title = f"Run in a scratch worktree with the proposed changes: {first_line(command, 160)}"
-    if not await ctx.permit(title, command):
+    if not await ctx.permit(title, command, purpose="command"):
         return ToolResult(
             f"not run: the user did not allow {command}. Do not ask for it again in this run; carry on "
             "without it, or end the task with attempt_completion.",

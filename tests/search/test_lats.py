@@ -420,7 +420,7 @@ async def test_the_test_command_runs_only_after_permission_asked_once_per_run(
     )
     asked: list[tuple[str, str]] = []
 
-    async def ask(title: str, what: str) -> bool:
+    async def ask(title: str, what: str, purpose: str) -> bool:
         asked.append((title, what))
         return allow
 
@@ -639,7 +639,7 @@ async def test_without_a_test_command_the_workspaces_detected_one_runs_once_allo
     assert run.ctx.settings.lats.test_command is None
     asked: list[tuple[str, str]] = []
 
-    async def ask(title: str, what: str) -> bool:
+    async def ask(title: str, what: str, purpose: str) -> bool:
         asked.append((title, what))
         return allow
 

@@ -55,11 +55,12 @@ def done(answer: str) -> str:
     return json.dumps({"done": True, "answer": answer})
 
 
-def asker(answer: bool) -> tuple[list[tuple[str, str]], Callable[[str, str], Any]]:
+def asker(answer: bool) -> tuple[list[tuple[str, str]], Callable[[str, str, str], Any]]:
     """A run's ask_permission that answers ``answer`` and records what it was asked."""
     asked: list[tuple[str, str]] = []
 
-    async def ask(title: str, cmd: str) -> bool:
+    async def ask(title: str, cmd: str, purpose: str) -> bool:
+        assert purpose == "command"
         asked.append((title, cmd))
         return answer
 
@@ -435,6 +436,7 @@ async def test_over_acp_subtasks_are_the_plan_and_run_command_asks_the_client(
     assert response.stop_reason == "end_turn"
     [(asked, options)] = client.permission_requests
     assert asked.kind == "execute" and asked.raw_input["command"] == shlex.join(check)
+    assert asked.raw_input["purpose"] == "command"  # arbor run --allow-tests does not allow it
     assert "scratch worktree" in asked.title
     assert [o.kind for o in options] == ["allow_once", "allow_always", "reject_once"]
     plans = [

@@ -125,7 +125,7 @@ async def test_workflow_stage_agents(cli_project: Path, make_ctx: Callable[..., 
         workflows={"test_command": f"{sys.executable} -m pytest -q"},
     )
 
-    async def allow(title: str, command: str) -> bool:
+    async def allow(title: str, command: str, purpose: str) -> bool:
         return True
 
     run.ctx.ask_permission = allow

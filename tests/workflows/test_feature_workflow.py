@@ -18,7 +18,7 @@ async def test_add_a_version_flag_runs_through_feature_with_iterative_testing(
     run = make_ctx(cli_project, FEATURE_SCRIPT, workflows={"test_command": f"{sys.executable} -m pytest -q"})
     asked: list[str] = []
 
-    async def allow(title: str, command: str) -> bool:
+    async def allow(title: str, command: str, purpose: str) -> bool:
         asked.append(command)
         return True
 
