@@ -82,8 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--allow-tests",
         action="store_true",
-        help="let the test command run without asking (LATS, workflow test stages); commands an agent chooses "
-        "(plan mode's run_command) are still refused",
+        help="let the test command run without asking (LATS, workflow test stages); commands an agent "
+        "chooses (plan mode's run_command) are still refused",
     )
     run.add_argument("task", help="what the agent should do")
 
