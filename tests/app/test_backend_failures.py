@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,17 +12,11 @@ from PySide6.QtCore import Qt
 
 from ide.app.chat import AssistantMessageView, UserMessageView
 from tests.app.support import BACKEND_START_TIMEOUT_MS, ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.net import closed_port
 
 pytestmark = pytest.mark.window
 
 Script = Callable[[list[dict[str, Any]]], Path]
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_killed_backend_shows_banner_and_restart_replays_the_conversation(

@@ -3,7 +3,6 @@ model's health up front (status dot, banner across the top), Stopped after Stop,
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,17 +14,11 @@ from ide.app.chat import NoticeView
 from ide.app.window import MainWindow
 from ide.protocol.tree import SearchTree
 from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.net import closed_port
 
 pytestmark = pytest.mark.window
 
 Script = Callable[[list[dict[str, Any]]], Path]
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def live_runs(window: MainWindow) -> list[SearchTree]:

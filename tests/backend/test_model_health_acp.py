@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ide.protocol.model import MODEL_HEALTH, ModelHealth
-from tests.backend.test_turn_end_acp import closed_port
 from tests.support.acp_client import acp_backend
 from tests.support.fake_ollama import FakeOllama
+from tests.support.net import closed_port
 
 
 async def health(env: dict[str, str], workspace: Path) -> ModelHealth:

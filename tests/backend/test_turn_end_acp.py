@@ -3,7 +3,6 @@ with the reason, and leaves no node ``active``."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,7 @@ from acp import RequestError, text_block
 from ide.protocol.tree import SearchTree
 from tests.backend.test_tree_acp import WANTS_TREE, tree_events
 from tests.support.acp_client import acp_backend
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support.net import closed_port
 
 
 async def failed_tree(env: dict[str, str], workspace: Path) -> tuple[RequestError, SearchTree]:

@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.support.git import git
 from tests.support.runs import Run, scripted_run
+
+if TYPE_CHECKING:
+    from ide.codeintel.index import CodeIndex
+
+
+def indexed(root: Path, tmp_path: Path) -> Iterator[CodeIndex]:
+    """A fixture body: the code index of ``root``, built up front and closed after the test."""
+    from ide.codeintel.index import CodeIndex
+
+    built = CodeIndex(root, tmp_path / "index.sqlite")
+    built.refresh()
+    yield built
+    built.close()
+
 
 CLI = '''"""greeter's command line."""
 

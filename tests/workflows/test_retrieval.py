@@ -5,6 +5,7 @@ never skip silently) when it cannot."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from ide.workflows.schema import RagSource, RetrievalStrategy
 from tests.support.git import git
 from tests.tools.test_symbol_tools import MODELS
 from tests.tools.test_symbol_tools import SHOP as CART
+from tests.workflows.conftest import indexed
 
 README = """# Shop
 
@@ -107,11 +109,8 @@ def shop(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def index(shop: Path, tmp_path: Path) -> CodeIndex:
-    built = CodeIndex(shop, tmp_path / "index.sqlite")
-    built.refresh()
-    yield built
-    built.close()
+def index(shop: Path, tmp_path: Path) -> Iterator[CodeIndex]:
+    yield from indexed(shop, tmp_path)
 
 
 def strategy(*sources: str | RagSource, **hints: Any) -> RetrievalStrategy:

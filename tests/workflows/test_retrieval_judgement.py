@@ -34,6 +34,7 @@ from ide.workflows.runner import WorkflowRun
 from ide.workflows.schema import RagSource, RetrievalStrategy
 from tests.support.fake_ollama import FakeOllama
 from tests.support.git import git
+from tests.workflows.conftest import indexed
 
 RETRIEVER = "retriever:1b"
 MODELS = {RETRIEVER: {"context_length": 8192}}
@@ -108,10 +109,7 @@ def ledger(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def index(ledger: Path, tmp_path: Path) -> Iterator[CodeIndex]:
-    built = CodeIndex(ledger, tmp_path / "index.sqlite")
-    built.refresh()
-    yield built
-    built.close()
+    yield from indexed(ledger, tmp_path)
 
 
 def strategy(*sources: str) -> RetrievalStrategy:

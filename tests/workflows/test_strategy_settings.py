@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, get_args
 
@@ -27,6 +27,7 @@ from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest, RetrievalR
 from ide.workflows.schema import AgentProfile, NodeKind, RetrievalStrategy, Workflow, workflow_json_schema
 from tests.support.git import git
 from tests.support.runs import scripted_run
+from tests.workflows.conftest import indexed
 
 FIXTURE = Path(__file__).resolve().parents[1] / "support" / "mcp_fixture.py"
 
@@ -90,11 +91,8 @@ def shop(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def index(shop: Path, tmp_path: Path) -> CodeIndex:
-    built = CodeIndex(shop, tmp_path / "index.sqlite")
-    built.refresh()
-    yield built
-    built.close()
+def index(shop: Path, tmp_path: Path) -> Iterator[CodeIndex]:
+    yield from indexed(shop, tmp_path)
 
 
 def strategy(source: str, **settings: Any) -> RetrievalStrategy:
