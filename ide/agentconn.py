@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ide.protocol import META_KEY, AgentMeta, ErrorInfo, TurnMeta
+from ide.protocol.review import APPLY, DECIDE, ApplyParams, ApplyResult, DecideParams
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
@@ -291,6 +292,17 @@ async def cancel(conn: Any, session_id: str) -> None:
     """Ask the agent to end the session's running turn (nothing when the connection is gone)."""
     with contextlib.suppress(ConnectionError):
         await conn.cancel(session_id=session_id)
+
+
+async def apply_all(conn: Any, session_id: str) -> ApplyResult:
+    """Accept every hunk of the session's change set and apply it, as the window's Accept all + Apply
+    (``arbor run --apply``, ``arbor eval``); the agent's refusal raises its ``RequestError``."""
+    await conn.ext_method(
+        DECIDE, DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
+    )
+    return ApplyResult.model_validate(
+        await conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
+    )
 
 
 async def ask(conn: Any, method: str, params: BaseModel, result_type: type[T]) -> T | ErrorInfo | None:

@@ -28,16 +28,12 @@ from acp.schema import (
 )
 
 from ide import __version__, self_command
+from ide.agentconn import apply_all
 from ide.agentproc import StderrTail, drain_stderr, spawn_agent, stop_agent
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
 from ide.protocol.review import (
-    APPLY,
     CHANGESET_NOTIFICATION,
-    DECIDE,
-    ApplyParams,
-    ApplyResult,
     ChangeSetView,
-    DecideParams,
     unified_diff,
 )
 
@@ -206,12 +202,7 @@ async def run_task(
 
 async def _apply_all(conn: Any, session_id: str, err: TextIO) -> bool:
     """Accept every hunk and apply; False when some file could not be written."""
-    await conn.ext_method(
-        DECIDE, DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
-    )
-    result = ApplyResult.model_validate(
-        await conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
-    )
+    result = await apply_all(conn, session_id)
     if result.batch is not None:
         commit = f", commit {result.batch.commit[:12]}" if result.batch.commit else ""
         err.write(f"[review] applied batch {result.batch.id}: {len(result.batch.paths)} file(s){commit}\n")

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ide.agentconn import ClientCallbacks, cancel, connect, initialize, turn_meta
+from ide.agentconn import ClientCallbacks, apply_all, cancel, connect, initialize, turn_meta
 from ide.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
 from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
 from ide.eval.tasks import EvalTask, TaskError, build_workspace, run_check
 from ide.protocol import TurnMeta
 from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, RoleCost, load_report, save_report
-from ide.protocol.review import APPLY, CHANGESET_NOTIFICATION, DECIDE, ApplyParams, ApplyResult, DecideParams
+from ide.protocol.review import CHANGESET_NOTIFICATION
 from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeError, TreeEvent, TreeEventBatch, write_jsonl
 from ide.settings import user_config_path
 
@@ -502,12 +502,7 @@ class Evaluation:
         from acp import RequestError
 
         try:
-            await conn.ext_method(
-                DECIDE, DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
-            )
-            result = ApplyResult.model_validate(
-                await conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
-            )
+            result = await apply_all(conn, session_id)
         except RequestError as exc:
             return f"the changes could not be applied: {error_from_request(exc).message}"
         problems = [f"{c.path}: {c.message}" for c in result.conflicts]
