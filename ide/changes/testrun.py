@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +140,7 @@ async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> Tes
         await asyncio.to_thread(worktree.__exit__, None, None, None)
 
 
-def kill_group(process: asyncio.subprocess.Process) -> None:
+def kill_group(process: asyncio.subprocess.Process | subprocess.Popen[bytes]) -> None:
     """Kill a command and anything it started (it runs in its own session)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if hasattr(os, "killpg"):

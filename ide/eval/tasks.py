@@ -20,7 +20,6 @@ import importlib.metadata
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ide.changes.testrun import kill_group
 from ide.gitsafe import git_argv
 
 TASK_SUFFIX = ".yaml"
@@ -352,7 +352,7 @@ def _run(argv: list[str], workspace: Path, timeout_s: float) -> CheckResult:
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        kill_group(proc)
         out, _ = proc.communicate()
         tail = out.decode("utf-8", "replace")[-OUTPUT_TAIL:]
         return CheckResult(False, f"{tail}\nthe check timed out after {timeout_s:g} s")
@@ -360,13 +360,6 @@ def _run(argv: list[str], workspace: Path, timeout_s: float) -> CheckResult:
     return CheckResult(
         proc.returncode == 0, text if proc.returncode == 0 else f"{text}\nexit {proc.returncode}"
     )
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        proc.kill()
 
 
 def _restore_added(task: EvalTask, workspace: Path) -> str | None:
