@@ -15,6 +15,12 @@ from pathlib import Path
 
 from ide.workflows.sources import Snippet
 
+
+def collapse_space(text: str) -> str:
+    """``text`` with every run of whitespace one space (comparisons that ignore layout)."""
+    return " ".join(text.split())
+
+
 MAX_CONFLICTS = 6
 """Conflict flags one stage's context carries at most (the first found, in a fixed order)."""
 SCAN_CHARS = 4000
@@ -77,7 +83,7 @@ def _definition_conflicts(snippets: Sequence[Snippet], changed: Collection[str])
             continue
         kind, name, params = match.group(1), match.group(2), match.group(3) or ""
         key = snippet.title if snippet.title.rsplit(".", 1)[-1] == name else name
-        signature = re.sub(r",\s*\)", ")", _normal(f"{kind} {name}{params}{match.group(4) or ''}"))
+        signature = re.sub(r",\s*\)", ")", collapse_space(f"{kind} {name}{params}{match.group(4) or ''}"))
         names = _param_names(params)
         for other, other_kind, other_signature, other_names in seen.get(key, []):
             related = snippet.path in changed or other.path in changed or _module(snippet) == _module(other)
@@ -185,12 +191,12 @@ def _decision_conflicts(snippets: Sequence[Snippet]) -> list[str]:
         if snippet.source != "decision_records" or not snippet.title:
             continue
         title, _sep, section = snippet.title.partition(" > ")
-        key = (_normal(_ADR_NUMBER.sub("", title)).lower(), section.lower())
-        body = _normal("\n".join(snippet.text.split("\n")[1:]))
+        key = (collapse_space(_ADR_NUMBER.sub("", title)).lower(), section.lower())
+        body = collapse_space("\n".join(snippet.text.split("\n")[1:]))
         if not body or not key[0]:
             continue
         other = seen.setdefault(key, snippet)
-        other_body = _normal("\n".join(other.text.split("\n")[1:]))
+        other_body = collapse_space("\n".join(other.text.split("\n")[1:]))
         if other.path != snippet.path and other_body != body:
             out.append(
                 f"⚠ conflicting: two decision records titled {title!r} differ — {other.attribution()}: "
@@ -207,7 +213,7 @@ def _memory_conflicts(snippets: Sequence[Snippet]) -> list[str]:
         row = _MEMORY_ROW.match(first) if snippet.source == "memory" else None
         if row is not None:
             workflow, stage, outcome, task = row.groups()
-            key = (workflow, stage, _normal(task).lower())
+            key = (workflow, stage, collapse_space(task).lower())
             outcomes.setdefault(key, {}).setdefault(outcome, snippet)
     return [
         f"⚠ conflicting: the run memory says stage {stage} of {task!r} failed "
@@ -216,7 +222,3 @@ def _memory_conflicts(snippets: Sequence[Snippet]) -> list[str]:
         for (_workflow, stage, task), by in outcomes.items()
         if len(by) == 2
     ]
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ide.settings import Settings
-from ide.workflows.conflicts import find_conflicts
+from ide.workflows.conflicts import collapse_space, find_conflicts
 from ide.workflows.retrieval import PLUGIN_DOCUMENTS, RunMemory, Snippet, _git, document_sections, tokenize
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,8 @@ def grounding_problem(
         message = _git(root, "log", "-n", "1", "--format=%s%n%b", snippet.path[4:])
         if message is None:
             return f"no commit {snippet.path[4:]}"
-        return None if _normal(snippet.text) in _normal(message) else "not in that commit's message"
+        found = collapse_space(snippet.text) in collapse_space(message)
+        return None if found else "not in that commit's message"
     if snippet.path.startswith("memory:"):
         if memory is None or not snippet.path[7:].isdigit():
             return "no run memory to check against"
@@ -202,10 +203,6 @@ def _map_problem(snippet: Snippet, root: Path, changeset: object | None) -> str 
         if missing:
             return f"the repo map shows {stripped[:80]!r}, but {missing[0]!r} is not in that file"
     return None
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _shingles(text: str, size: int = 3) -> set[str]:
@@ -295,7 +292,7 @@ async def fuse(
     unique: list[Snippet] = []
     hashes: set[str] = set()
     for snippet in sorted(grounded, key=lambda s: (-s.weight, -len(s.text))):
-        digest = hashlib.blake2b(_normal(snippet.text).encode(), digest_size=16).hexdigest()
+        digest = hashlib.blake2b(collapse_space(snippet.text).encode(), digest_size=16).hexdigest()
         if digest in hashes:
             fused.dropped_duplicates += 1
             continue
