@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from ide.settings import WORKSPACE_DIR, user_config_path
 from ide.workflows.schema import (
     ABORT,
+    TOOL_ALIASES,
     AgentProfile,
     RetrievalStrategy,
     Route,
@@ -308,7 +309,6 @@ def _unknown_tools(tools: Any) -> list[tuple[tuple[Any, ...], str]]:
     """Each tool of a profile as written that Arbor does not have (an MCP server's tools, which only a
     session knows, belong in a stage's ``mcp_tools``, which is not checked)."""
     from ide.tools import builtin_tool_names
-    from ide.workflows.agents import TOOL_ALIASES
 
     known = builtin_tool_names() | set(TOOL_ALIASES)
     return [

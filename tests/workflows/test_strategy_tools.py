@@ -23,3 +23,11 @@ def test_ast_parsing_disabled_offers_no_index_tools() -> None:
 
 def test_enabled_settings_keep_every_tool() -> None:
     assert allowed_tools(PROFILE, [], AVAILABLE, RetrievalStrategy()) == AVAILABLE
+
+
+def test_the_schemas_index_tool_names_are_the_index_tools() -> None:
+    """ast_parsing.enabled: false withholds exactly the tools ide.tools.index provides."""
+    from ide.tools.index import INDEX_TOOLS as SPECS
+    from ide.workflows.schema import INDEX_TOOLS
+
+    assert tuple(spec.name for spec in SPECS) == INDEX_TOOLS
