@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 
 from PySide6.QtGui import QColor
 
@@ -31,7 +32,9 @@ LABEL_PX = 7.0
 """Smallest on-screen text height (pixels) worth drawing."""
 SHAPE_PX = 5.0
 """Below this on-screen node diameter, nodes are plain squares (no outline, no shape)."""
-MAIN_ARGS = ("path", "file", "file_path", "pattern", "query", "command", "cmd", "url", "name", "symbol")
+MAIN_ARGS = (
+    "path", "file", "file_path", "pattern", "query", "command", "cmd", "argv", "url", "name", "symbol",
+)  # fmt: skip
 """Tool arguments a caption shows after the tool's name, the first one present."""
 
 
@@ -119,6 +122,8 @@ def node_caption(node: TreeNode) -> str:
         argument = next((action.args[k] for k in MAIN_ARGS if action.args.get(k) not in (None, "")), None)
         if argument is None:
             argument = next((v for v in action.args.values() if isinstance(v, str) and v.strip()), "")
+        if isinstance(argument, list) and all(isinstance(part, str) for part in argument):
+            argument = shlex.join(argument)  # an argument list (run_command's argv) as a command line
         text = str(argument).strip().splitlines()[0] if str(argument).strip() else ""
         return f"{action.tool} {text}".strip()
     label = (node.label or "").strip()

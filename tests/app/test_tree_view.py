@@ -610,3 +610,16 @@ def test_the_overview_never_covers_a_node(qtbot: Any, qsettings_dir: Path, big_r
     view.overview_button.setChecked(False)
     view.fit()
     assert view.overview.isHidden()
+
+
+def test_a_commands_caption_shows_its_argument_list_as_a_command_line() -> None:
+    from ide.app.tree_style import node_caption
+    from ide.protocol.tree import ToolAction, TreeNode
+
+    node = TreeNode(
+        id="n9",
+        parent="n1",
+        kind="action",
+        action=ToolAction(tool="run_command", args={"argv": ["python", "-m", "pytest", "-q", "a b.py"]}),
+    )
+    assert node_caption(node) == "run_command python -m pytest -q 'a b.py'"
