@@ -55,6 +55,13 @@ def check_path_text(path: str) -> None:
         )
 
 
+def secret_patterns(patterns: list[str]) -> list[str]:
+    """``workspace.secrets`` without its ``!`` patterns: secrets only add up. A repository may add
+    patterns to the user's list, and a negation appended there (``!.env``) would otherwise take a
+    secret off it."""
+    return [pattern for pattern in patterns if not pattern.startswith("!")]
+
+
 class Overlay(Protocol):
     """The reads of a change set (ide.changes.ChangeSet): the workspace as the agent's edits left it."""
 
@@ -85,10 +92,9 @@ class ConfinedFS:
         self.root = Path(os.path.realpath(root))
         self.settings = settings or WorkspaceSettings()
         self.overlay = overlay
-        self._excludes = GitIgnoreSpec.from_lines(
-            [*ALWAYS_EXCLUDED, *self.settings.exclude, *self.settings.secrets]
-        )
-        self._secrets = GitIgnoreSpec.from_lines(self.settings.secrets)
+        secrets = secret_patterns(self.settings.secrets)
+        self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude, *secrets])
+        self._secrets = GitIgnoreSpec.from_lines(secrets)
         self.skipped = 0
         """Directories the walks skipped (deeper than MAX_DEPTH, or a loop) since the last reset."""
 

@@ -275,27 +275,79 @@ class WorkspaceSettings(_Section):
     max_file_bytes: int = Field(1_000_000, ge=1, description="Files larger than this are skipped")
     secrets: list[str] = Field(
         default_factory=lambda: [
+            # environment files: .env, .env.local, .env_prod, .envrc, .envs/.production/, deploy/prod.env
             ".env",
-            ".env.*",
+            ".env[._-]*",
+            ".envrc",
+            ".envs/",
+            "*.env",
+            # private keys and keystores (public certificates, *.crt / *.cer, stay readable)
             "*.pem",
             "*.key",
+            "*.p8",
             "*.p12",
             "*.pfx",
+            "*.jks",
+            "*.keystore",
+            "*.ppk",
+            "*.kdbx",
+            "*.keytab",
             "id_rsa*",
             "id_dsa*",
             "id_ecdsa*",
             "id_ed25519*",
+            # cloud, cluster and package-manager credentials
             ".aws/",
+            ".azure/",
             ".ssh/",
             ".gnupg/",
-            "credentials.json",
+            ".kube/",
+            "kubeconfig",
+            "**/.config/gcloud/",
+            "**/.docker/config.json",
+            "**/.cargo/credentials*",
+            "**/.gem/credentials",
+            "**/.m2/settings*.xml",
+            ".git-credentials",
             ".netrc",
             ".pgpass",
+            ".my.cnf",
+            ".s3cfg",
+            ".boto",
             ".npmrc",
             ".pypirc",
+            ".yarnrc.yml",
+            ".terraformrc",
+            "terraform.rc",
+            ".vault-token",
+            ".htpasswd",
+            "*service-account*.json",
+            "*service_account*.json",
+            # infrastructure state and variables
+            "*.tfstate",
+            "*.tfstate.*",
+            "*.tfvars",
+            "*.tfvars.json",
+            # named as secrets: a file or directory secret(s), any secret(s).* (settings/secrets.py), and
+            # config or data files whose name holds "secret" or "credential"; code whose name only
+            # mentions them (secret_sharing.py, credentials.py) stays readable
+            "secret",
+            "secrets",
+            "secret.*",
+            "secrets.*",
+            "*.secret",
+            "*.secrets",
+            *(
+                f"*{word}*.{suffix}"
+                for word in ("[Ss]ecret", "[Cc]redential")
+                for suffix in ("json", "y*ml", "toml", "ini", "cfg", "conf", "properties", "xml", "txt")
+            ),
         ],
-        description="Gitignore-style patterns of secret files: never indexed, retrieved, read or written by "
-        "the agent, nor sent to a model",
+        description="Gitignore-style patterns of secret files: never listed, indexed, retrieved, read or "
+        "written by the agent, nor given to a language server or a model. Patterns only add: a `!` "
+        "pattern is ignored. The defaults cover .env files, private keys and keystores, cloud and "
+        "package-manager credentials, Terraform state and variables, and files named secret(s) or "
+        "config files naming secret or credential",
     )
 
 
