@@ -95,6 +95,7 @@ class ConfinedFS:
         secrets = secret_patterns(self.settings.secrets)
         self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude, *secrets])
         self._secrets = GitIgnoreSpec.from_lines(secrets)
+        self._secret_dirs: dict[tuple[str, ...], bool] = {}
         self.skipped = 0
         """Directories the walks skipped (deeper than MAX_DEPTH, or a loop) since the last reset."""
 
@@ -160,10 +161,20 @@ class ConfinedFS:
     def is_secret(self, path: Path) -> bool:
         """True when ``path`` (absolute, inside the root) or a parent matches ``workspace.secrets``."""
         parts = PurePosixPath(path.relative_to(self.root).as_posix()).parts
-        return any(
-            self._secrets.match_file(str(PurePosixPath(*parts[:depth])) + ("/" if depth < len(parts) else ""))
-            for depth in range(1, len(parts) + 1)
-        )
+        if not parts:
+            return False
+        return self._secret_dir(parts[:-1]) or self._secrets.match_file("/".join(parts))
+
+    def _secret_dir(self, parts: tuple[str, ...]) -> bool:
+        """Whether the directory ``parts`` (from the root) or a parent matches, remembered per directory:
+        the files of one directory share the answer (70 patterns checked once, not once per file)."""
+        if not parts:
+            return False
+        known = self._secret_dirs.get(parts)
+        if known is None:
+            known = self._secret_dir(parts[:-1]) or self._secrets.match_file("/".join(parts) + "/")
+            self._secret_dirs[parts] = known
+        return known
 
     def relative(self, path: Path) -> str:
         """Workspace-relative POSIX path ('.' for the root)."""

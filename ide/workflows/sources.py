@@ -9,6 +9,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ide.workflows.queries import tokenize
 if TYPE_CHECKING:
     from ide.changes import ChangeSet
     from ide.codeintel.index import CodeIndex
+    from ide.tools.workspace import Workspace
     from ide.workflows.retrieval import RetrievalRequest
 
 PER_SOURCE = 12
@@ -268,12 +270,24 @@ class RetrievalSources:
             )
         return finder, reason
 
+    @cached_property
+    def _files(self) -> Workspace:
+        """The workspace as the agent's read_file sees it (built once: it compiles every pattern)."""
+        from ide.tools.workspace import Workspace
+
+        return Workspace(self.root, self.settings.workspace, self.changeset)
+
     def _read(self, rel: str) -> str | None:
+        """The text of ``rel`` as read_file gives it (the change set's proposal, the disk's otherwise), or
+        None for a file read_file refuses: a secret, a link out, an excluded file. Paths come from the
+        index, a walk and the change set; one proposed before the secret list grew must not leak."""
+        from ide.tools.workspace import ToolError
+
+        files = self._files
         try:
-            if self.changeset is not None:
-                return self.changeset.read_text(rel)
-            return (self.root / rel).read_text(encoding="utf-8", errors="replace")
-        except (OSError, ValueError, UnicodeDecodeError):
+            path = files.resolve(rel)
+            return None if files.is_ignored(path) else files.read_text(path)
+        except (OSError, ValueError, UnicodeDecodeError, ToolError):
             return None
         except Exception:  # ChangeError for paths the overlay refuses
             return None

@@ -202,3 +202,43 @@ def test_a_repository_cannot_take_a_secret_off_the_list(tmp_path: Path) -> None:
     outcome = toolbox.call("read_file", {"path": ".env"})
     assert outcome.failed and "sk-live" not in outcome.output
     assert ".env" not in toolbox.call("list_dir", {"path": "."}).output.split("\n")
+
+
+def test_an_index_built_before_a_file_became_secret_forgets_it_at_open(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """An index from before the secret list grew (the old defaults, a pattern the user just added) holds
+    the file's definitions with their lines; they are gone as soon as the index opens, before the pass
+    that would drop them after its walk."""
+    db = tmp_path / "old-index.sqlite"
+    before = CodeIndex(workspace, db, WorkspaceSettings(secrets=[]))
+    before.refresh()
+    assert "settings/secrets.py" in before.paths((".py",))
+    before.close()
+    index = CodeIndex(workspace, db, WorkspaceSettings(secrets=["settings/secrets.py"]))
+    try:
+        assert "settings/secrets.py" not in index.paths((".py",))
+        shown = [f"{s.path} {s.signature}" for s in index.search("API_TOKEN", 50)]
+        assert not [line for line in shown if value_of("settings/secrets.py") in line], shown
+        assert any(value_of("src/app/secret_sharing.py") in line for line in shown), shown
+    finally:
+        index.close()
+
+
+async def test_retrieval_reads_no_secret_a_change_set_proposed(tmp_path: Path) -> None:
+    """A pending change set from before the file became secret (a batch restored from an earlier session)
+    proposes it; document retrieval lists the change set's files, and must not read that one."""
+    root = tmp_path / "ws"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "guide.md").write_text("# Database\n\nThe database runs on port 5432.\n")
+    changeset = ChangeSet(root)
+    changeset.write("docs/vault.md", "# Database password\n\nThe database password is hunter2-vault.\n")
+    settings = Settings.model_validate({"workspace": {"secrets": ["docs/vault.md"]}})
+    strategy = RetrievalStrategy.model_validate({"rag_strategy": {"sources": [{"name": "documentation"}]}})
+    request = RetrievalRequest(
+        task="database password", stage_name="analysis", strategy=strategy, is_code=False
+    )
+    result = await RetrievalAgent(root, settings, changeset=changeset).retrieve(request)
+    text = "\n".join(f"{s.path}\n{s.text}" for s in result.snippets)
+    assert "hunter2-vault" not in text and "docs/vault.md" not in text, text
+    assert "port 5432" in text

@@ -25,7 +25,7 @@ from pathlib import Path
 from ide.codeintel.index import store
 from ide.codeintel.index.languages import EXTENSIONS, FILENAMES, TAGGED, detect_language
 from ide.codeintel.index.model import FileSymbols
-from ide.fs import ConfinedFS, is_binary
+from ide.fs import ConfinedFS, ToolError, is_binary, secret_patterns
 from ide.settings import Settings, WorkspaceSettings
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,24 @@ class CodeIndex:
         self._local = threading.local()
         with writer_lock(db_path):
             self._writer = store.connect(db_path)
+            self._forget_secrets()
         self._seen_version = self._data_version()
+
+    def _forget_secrets(self) -> None:
+        """Drop what an earlier pass indexed from files the secret list names now (it grew since: a new
+        default, the user's or a repository's pattern), before any query can read a line of them; the
+        next pass would only drop them after its walk."""
+        patterns = "\n".join(secret_patterns(self.workspace.settings.secrets))
+        row = self._writer.execute("SELECT value FROM meta WHERE key = 'secrets'").fetchone()
+        if row is not None and row[0] == patterns:
+            return
+        known = store.known_files(self._writer)
+        store.delete_files(
+            self._writer,
+            [entry[0] for rel, entry in known.items() if self.workspace.is_secret(self.root / rel)],
+        )
+        self._writer.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('secrets', ?)", (patterns,))
+        self._writer.commit()
 
     @classmethod
     def open(cls, settings: Settings, root: Path) -> CodeIndex:
@@ -273,12 +290,21 @@ class CodeIndex:
                     except OSError:
                         continue
             return found
-        if not path.is_file() or self.workspace.is_ignored(path) or _language_by_name(rel) is None:
+        if not path.is_file() or not self._readable(rel) or _language_by_name(rel) is None:
             return {}
         try:
             return {rel: path.stat()}
         except OSError:
             return {}
+
+    def _readable(self, rel: str) -> bool:
+        """Whether read_file would read ``rel``: the walk's rules for one path the watcher reports (a
+        symlink that leads outside or to a secret, a secret, an excluded or gitignored file are not)."""
+        try:
+            real = self.workspace.resolve(rel)
+        except ToolError:
+            return False
+        return not self.workspace.is_ignored(self.root / rel) and not self.workspace.is_ignored(real)
 
     def _run(
         self,
