@@ -3,6 +3,10 @@
 Positions are 1-based line and column as editors show them. A symbol may be given by name instead;
 the code index finds where it is defined. Files the session's change set modifies reach the server
 with their proposed text. A missing or broken server is a plain observation with the install command.
+
+What a server answers passes read_file's gate (:class:`~ide.codeintel.lsp.LspGate`): a location outside
+the workspace (after symlinks), in a secret, git's metadata or an excluded file is shown as its path with
+the reason, never its line, and hover or signature text of a symbol defined there is withheld.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from ide.codeintel.lsp import Location, LspBridge, LspError, LspPool, LspUnavailable
+from ide.codeintel.lsp import Location, LspBridge, LspError, LspGate, LspPool, LspUnavailable
 from ide.settings import ToolSettings
 from ide.tools.base import ToolSpec
 from ide.tools.workspace import Overlay, ToolError, Workspace
 
 T = TypeVar("T")
 LOCATION_CAP = 60
+CALL_LINES = 50
+"""Lines back from a position a signature's call is looked for (its open parenthesis)."""
 
 
 class PositionArgs(BaseModel):
@@ -103,54 +109,100 @@ def _column_of(workspace: Workspace, path: Path, line: int, name: str | None) ->
     return len(text) - len(text.lstrip()) + 1
 
 
-def _where(workspace: Workspace, location: Location) -> str:
+def _name(workspace: Workspace, location: Location) -> str:
+    """``path:line:column`` of a location: workspace-relative, or absolute outside it (site-packages)."""
     try:
         rel = workspace.relative(location.path)
     except ValueError:
-        rel = str(location.path)  # outside the workspace: the standard library, site-packages
-    line = ""
-    try:
-        lines = location.path.read_text(encoding="utf-8", errors="replace").splitlines()
-        line = lines[location.line - 1].strip()[:160] if location.line <= len(lines) else ""
-    except OSError:
-        pass
-    return f"{rel}:{location.line}:{location.column}: {line}"
+        rel = str(location.path)
+    return f"{rel}:{location.line}:{location.column}"
+
+
+def _where(workspace: Workspace, location: Location, texts: dict[Path, list[str]]) -> str:
+    """A location with its line as read_file would show it, or with the reason it is not shown."""
+    if location.refused is not None:
+        return f"{_name(workspace, location)}: ({location.refused}, not shown)"
+    path = workspace.resolve(str(location.path))
+    if path not in texts:
+        try:
+            texts[path] = workspace.read_text(path).splitlines()
+        except (OSError, ToolError):
+            texts[path] = []
+    lines = texts[path]
+    line = lines[location.line - 1].strip()[:160] if 0 < location.line <= len(lines) else ""
+    return f"{_name(workspace, location)}: {line}"
 
 
 def _locations(workspace: Workspace, found: list[Location], what: str) -> str:
     if not found:
         return f"the language server found no {what}"
-    lines = [_where(workspace, location) for location in found[:LOCATION_CAP]]
+    texts: dict[Path, list[str]] = {}
+    lines = [_where(workspace, location, texts) for location in found[:LOCATION_CAP]]
     if len(found) > LOCATION_CAP:
         lines.append(f"(… {len(found) - LOCATION_CAP} more)")
     return "\n".join(lines)
 
 
-def _ask_each(workspace: Workspace, args: PositionArgs, query: str) -> list[tuple[Path, int, int, Any]]:
-    """(path, line, column, answer) of pool.``query`` at each place the arguments point at."""
+def _query(workspace: Workspace, query: str, path: Path, line: int, column: int) -> Any:
+    """pool.``query`` at one position, through read_file's gate."""
     documents = _documents(workspace)
-    answers = []
-    for path, line, column in _positions(workspace, args):
-        answer = _ask(
-            workspace,
-            lambda pool, p=path, ln=line, c=column: getattr(pool, query)(workspace.root, p, ln, c, documents),
-        )
-        answers.append((path, line, column, answer))
-    return answers
+    gate = LspGate(workspace)
+    return _ask(
+        workspace, lambda pool: getattr(pool, query)(workspace.root, path, line, column, documents, gate)
+    )
 
 
 def _location_query(workspace: Workspace, args: PositionArgs, query: str, what: str) -> str:
-    found = {location for *_place, locations in _ask_each(workspace, args, query) for location in locations}
+    found = {
+        location
+        for path, line, column in _positions(workspace, args)
+        for location in _query(workspace, query, path, line, column)
+    }
     return _locations(workspace, sorted(found, key=lambda loc: (str(loc.path), loc.line)), what)
 
 
 def _text_query(workspace: Workspace, args: PositionArgs, query: str, empty: str) -> str:
-    answers = [
-        f"{workspace.relative(path)}:{line}:{column}\n{text}"
-        for path, line, column, text in _ask_each(workspace, args, query)
-        if text
-    ]
+    """Hover or signature text at each position, unless it comes from a file read_file refuses: the
+    symbol's definition (hover) or the called function's (signature) is asked first."""
+    answers = []
+    for path, line, column in _positions(workspace, args):
+        text = _query(workspace, query, path, line, column)
+        if not text:
+            continue
+        source = (line, column) if query == "hover" else _call_at(workspace, path, line, column)
+        withheld = _withheld(workspace, path, source)
+        answers.append(f"{workspace.relative(path)}:{line}:{column}\n{withheld or text}")
     return "\n\n".join(answers) if answers else empty
+
+
+def _withheld(workspace: Workspace, path: Path, source: tuple[int, int] | None) -> str | None:
+    """Why the text about the symbol at ``source`` in ``path`` is not shown, or None to show it."""
+    if source is None:
+        return "(not shown: the function called there could not be told, so neither could its file)"
+    refused = [loc for loc in _query(workspace, "definition", path, *source) if loc.refused is not None]
+    if not refused:
+        return None
+    return f"(not shown: defined at {_name(workspace, refused[0])}, {refused[0].refused})"
+
+
+def _call_at(workspace: Workspace, path: Path, line: int, column: int) -> tuple[int, int] | None:
+    """(line, column) of the name of the function whose call's parentheses hold the position: the
+    innermost unclosed ``(`` before it, looked for up to CALL_LINES lines back."""
+    lines = workspace.read_text(path).splitlines()
+    depth = 0
+    for number in range(min(line, len(lines)), max(0, line - CALL_LINES), -1):
+        text = lines[number - 1]
+        end = min(column - 1, len(text)) if number == line else len(text)
+        for index in range(end - 1, -1, -1):
+            char = text[index]
+            if char in ")]}":
+                depth += 1
+            elif char in "([{" and depth:
+                depth -= 1
+            elif char == "(":
+                name = re.search(r"[\w$]+\s*$", text[:index])
+                return (number, name.start() + 1) if name else None
+    return None
 
 
 def find_definition(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
@@ -176,7 +228,8 @@ def diagnostics(workspace: Workspace, settings: ToolSettings, args: DiagnosticsA
     if not workspace.exists(path):
         raise ToolError(f"{args.path} does not exist")
     documents = _documents(workspace)
-    found = _ask(workspace, lambda pool: pool.diagnostics(workspace.root, path, documents))
+    gate = LspGate(workspace)
+    found = _ask(workspace, lambda pool: pool.diagnostics(workspace.root, path, documents, gate=gate))
     if not found:
         return f"no problems reported in {workspace.relative(path)}"
     rel = workspace.relative(path)

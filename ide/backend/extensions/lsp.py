@@ -1,4 +1,10 @@
-"""F12, Shift+F12 and hover for the window (``_arbor/lsp/*``); a missing server is a message, not an error."""
+"""F12, Shift+F12 and hover for the window (``_arbor/lsp/*``); a missing server is a message, not an error.
+
+The language server is given only files read_file may read (the same gate as the agent's tools: a file
+outside the workspace, a secret, git's metadata or an excluded file is a message, and never reaches
+the server). The answers are the user's: the window shows every location found with its line, as its
+viewer shows any file the user opens; nothing of it reaches a model.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +22,8 @@ if TYPE_CHECKING:
 
 
 async def query(method: str, backend: Backend, params: dict[str, Any]) -> BaseModel:
-    from ide.codeintel.lsp import LspError, LspUnavailable
+    from ide.codeintel.lsp import LspError, LspGate, LspUnavailable
+    from ide.fs import ConfinedFS
     from ide.tools.lsp import proposed_documents
 
     request = lp.PositionParams.model_validate(params)
@@ -25,11 +32,13 @@ async def query(method: str, backend: Backend, params: dict[str, Any]) -> BaseMo
     session = backend.find_session(request.session_id or "")
     documents = proposed_documents(root, session.changeset if session is not None else None)
     pool = backend.services.lsp(settings).pool
+    gate = LspGate(ConfinedFS(root, settings.workspace))
     try:
         if method == lp.LSP_HOVER:
-            return lp.HoverResult(text=await pool.hover(root, path, request.line, request.column, documents))
+            text = await pool.hover(root, path, request.line, request.column, documents, gate)
+            return lp.HoverResult(text=text)
         ask = pool.definition if method == lp.LSP_DEFINITION else pool.references
-        found = await ask(root, path, request.line, request.column, documents)
+        found = await ask(root, path, request.line, request.column, documents, gate)
     except (LspUnavailable, LspError) as exc:
         empty = lp.HoverResult if method == lp.LSP_HOVER else lp.LocationsResult
         return empty(message=str(exc))

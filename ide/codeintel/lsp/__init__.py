@@ -1,7 +1,8 @@
 """Language servers on demand (pygls client): definitions, references, types, signatures, diagnostics."""
 
+from ide.codeintel.lsp.gate import LspGate
 from ide.codeintel.lsp.pool import Diagnostic, Location, LspBridge, LspPool
 from ide.codeintel.lsp.registry import LspUnavailable
 from ide.codeintel.lsp.server import LspError
 
-__all__ = ["Diagnostic", "Location", "LspBridge", "LspError", "LspPool", "LspUnavailable"]
+__all__ = ["Diagnostic", "Location", "LspBridge", "LspError", "LspGate", "LspPool", "LspUnavailable"]

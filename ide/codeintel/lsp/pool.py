@@ -3,7 +3,9 @@ it, restarted once when it crashed, shut down when idle or when the cap on live 
 
 Queries take and return editor positions (1-based lines, columns in characters) and absolute paths;
 files the caller's change set modifies are passed as ``documents`` and reach the server as open
-documents with their proposed text, so answers see the agent's edits before they are applied.
+documents with their proposed text, so answers see the agent's edits before they are applied. With a
+``gate`` (:class:`~ide.codeintel.lsp.gate.LspGate`) a server is given no file read_file would refuse,
+and every location it answers with says whether read_file would refuse it (``Location.refused``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, TypeVar
 from lsprotocol import types as lsp
 
 from ide.codeintel.index.languages import detect_language
+from ide.codeintel.lsp.gate import LspGate
 from ide.codeintel.lsp.positions import from_lsp_character, to_lsp_character
 from ide.codeintel.lsp.registry import server_for
 from ide.codeintel.lsp.server import LanguageServer, LspError, ServerDied, path_of
@@ -36,6 +39,9 @@ class Location:
     path: Path
     line: int
     column: int
+    refused: str | None = None
+    """Why read_file would refuse the file ("outside the workspace", "a secret file", …), when the query
+    had a gate; the agent is then shown the path, never the file's text."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": str(self.path), "line": self.line, "column": self.column}
@@ -115,8 +121,17 @@ class LspPool:
         path: Path,
         documents: Mapping[Path, str] | None,
         call: Callable[[LanguageServer, str], Awaitable[T]],
+        gate: LspGate | None = None,
     ) -> T:
-        """Run ``call`` with the server for ``path`` and the path's uri, restarting a crashed server once."""
+        """Run ``call`` with the server for ``path`` and the path's uri, restarting a crashed server once.
+        A file the gate refuses is never given to the server: not ``path`` (an error) nor a document."""
+        if gate is not None:
+            why = gate.refusal(path)
+            if why is not None:
+                raise LspError(f"{path} is {why}; language servers are given only files the agent may read")
+            documents = {
+                other: text for other, text in (documents or {}).items() if gate.refusal(other) is None
+            }
         language = detect_language(path.name)
         for attempt in (1, 2):
             server = await self.server(language, root)
@@ -151,8 +166,13 @@ class LspPool:
         line_text = lines[line - 1] if lines else ""
         return lsp.Position(line=line - 1, character=to_lsp_character(line_text, column))
 
-    def _location(self, uri: str, position: lsp.Position, documents: Mapping[Path, str] | None) -> Location:
+    def _location(
+        self, uri: str, position: lsp.Position, documents: Mapping[Path, str] | None, gate: LspGate | None
+    ) -> Location:
         path = path_of(uri)
+        refused = gate.refusal(path) if gate is not None else None
+        if refused is not None:  # not read, not even for the column: UTF-16 units stand in for characters
+            return Location(path, position.line + 1, position.character + 1, refused)
         text = (documents or {}).get(path)
         if text is None:
             with contextlib.suppress(OSError):
@@ -161,32 +181,50 @@ class LspPool:
         line_text = lines[position.line] if position.line < len(lines) else ""
         return Location(path, position.line + 1, from_lsp_character(line_text, position.character))
 
-    def _locations(self, result: Any, documents: Mapping[Path, str] | None) -> list[Location]:
+    def _locations(
+        self, result: Any, documents: Mapping[Path, str] | None, gate: LspGate | None
+    ) -> list[Location]:
         if result is None:
             return []
         items = result if isinstance(result, (list, tuple)) else [result]
         found = []
         for item in items:
             if isinstance(item, lsp.LocationLink):
-                found.append(self._location(item.target_uri, item.target_selection_range.start, documents))
+                found.append(
+                    self._location(item.target_uri, item.target_selection_range.start, documents, gate)
+                )
             else:
-                found.append(self._location(item.uri, item.range.start, documents))
+                found.append(self._location(item.uri, item.range.start, documents, gate))
         return sorted(set(found), key=lambda loc: (str(loc.path), loc.line, loc.column))
 
     async def definition(
-        self, root: Path, path: Path, line: int, column: int, documents: Mapping[Path, str] | None = None
+        self,
+        root: Path,
+        path: Path,
+        line: int,
+        column: int,
+        documents: Mapping[Path, str] | None = None,
+        gate: LspGate | None = None,
     ) -> list[Location]:
         async def call(server: LanguageServer, uri: str) -> list[Location]:
             params = lsp.DefinitionParams(
                 text_document=lsp.TextDocumentIdentifier(uri=uri),
                 position=self._position(server, uri, line, column),
             )
-            return self._locations(await server.request(lsp.TEXT_DOCUMENT_DEFINITION, params), documents)
+            return self._locations(
+                await server.request(lsp.TEXT_DOCUMENT_DEFINITION, params), documents, gate
+            )
 
-        return await self._with_server(root, path, documents, call)
+        return await self._with_server(root, path, documents, call, gate)
 
     async def references(
-        self, root: Path, path: Path, line: int, column: int, documents: Mapping[Path, str] | None = None
+        self,
+        root: Path,
+        path: Path,
+        line: int,
+        column: int,
+        documents: Mapping[Path, str] | None = None,
+        gate: LspGate | None = None,
     ) -> list[Location]:
         async def call(server: LanguageServer, uri: str) -> list[Location]:
             params = lsp.ReferenceParams(
@@ -194,12 +232,20 @@ class LspPool:
                 position=self._position(server, uri, line, column),
                 context=lsp.ReferenceContext(include_declaration=True),
             )
-            return self._locations(await server.request(lsp.TEXT_DOCUMENT_REFERENCES, params), documents)
+            return self._locations(
+                await server.request(lsp.TEXT_DOCUMENT_REFERENCES, params), documents, gate
+            )
 
-        return await self._with_server(root, path, documents, call)
+        return await self._with_server(root, path, documents, call, gate)
 
     async def hover(
-        self, root: Path, path: Path, line: int, column: int, documents: Mapping[Path, str] | None = None
+        self,
+        root: Path,
+        path: Path,
+        line: int,
+        column: int,
+        documents: Mapping[Path, str] | None = None,
+        gate: LspGate | None = None,
     ) -> str:
         """The server's hover text (type and docs) at the position; '' when it has none."""
 
@@ -211,10 +257,16 @@ class LspPool:
             result = await server.request(lsp.TEXT_DOCUMENT_HOVER, params)
             return _markup(result.contents) if result is not None else ""
 
-        return await self._with_server(root, path, documents, call)
+        return await self._with_server(root, path, documents, call, gate)
 
     async def signature(
-        self, root: Path, path: Path, line: int, column: int, documents: Mapping[Path, str] | None = None
+        self,
+        root: Path,
+        path: Path,
+        line: int,
+        column: int,
+        documents: Mapping[Path, str] | None = None,
+        gate: LspGate | None = None,
     ) -> str:
         """The signature of the call around the position, with the active parameter; '' when none."""
 
@@ -230,10 +282,14 @@ class LspPool:
             doc = _markup(active.documentation) if active.documentation else ""
             return active.label + (f"\n{doc}" if doc else "")
 
-        return await self._with_server(root, path, documents, call)
+        return await self._with_server(root, path, documents, call, gate)
 
     async def document_symbols(
-        self, root: Path, path: Path, documents: Mapping[Path, str] | None = None
+        self,
+        root: Path,
+        path: Path,
+        documents: Mapping[Path, str] | None = None,
+        gate: LspGate | None = None,
     ) -> list[tuple[str, str, int]]:
         """(name, kind, line) of the file's symbols, depth first."""
 
@@ -255,10 +311,15 @@ class LspPool:
             walk(result)
             return found
 
-        return await self._with_server(root, path, documents, call)
+        return await self._with_server(root, path, documents, call, gate)
 
     async def diagnostics(
-        self, root: Path, path: Path, documents: Mapping[Path, str] | None = None, wait_s: float = 3.0
+        self,
+        root: Path,
+        path: Path,
+        documents: Mapping[Path, str] | None = None,
+        wait_s: float = 3.0,
+        gate: LspGate | None = None,
     ) -> list[Diagnostic]:
         """What the server reports for the file as given (published after it opens or changes)."""
 
@@ -279,7 +340,7 @@ class LspPool:
                 for d in server.diagnostics.get(uri, [])
             ]
 
-        return await self._with_server(root, path, documents, call)
+        return await self._with_server(root, path, documents, call, gate)
 
 
 def _markup(contents: Any) -> str:
