@@ -173,7 +173,7 @@ async def test_a_gated_pool_gives_a_server_no_refused_file(hostile: Path, tmp_pa
             (hostile / "pkg" / "util.py", 1, None)
         ]
         for refused in ("linked.py", "settings/secrets.py", "build/gen.py"):
-            with pytest.raises(LspError, match="language servers are given only files the agent may read"):
+            with pytest.raises(LspError, match="Arbor gives language servers only files its agent may read"):
                 await pool.hover(hostile, hostile / refused, 1, 1, None, gate)
         (server,) = pool.servers.values()
         assert set(server.documents) == {uri_of(hostile / "app.py")}

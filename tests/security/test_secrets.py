@@ -163,6 +163,8 @@ def test_no_search_index_map_or_retrieval_carries_a_credential(workspace: Path, 
     indexed = {row[0] for row in index.db.execute("SELECT path FROM files")}
     assert indexed.isdisjoint([*CREDENTIALS, *MORE_SECRETS]), indexed & {*CREDENTIALS, *MORE_SECRETS}
     assert "src/app/secret_sharing.py" in indexed
+    why = index.why_not_indexed("settings/secrets.py")
+    assert why == "settings/secrets.py is a secret file (workspace.secrets): never indexed"
 
 
 async def test_workflow_retrieval_carries_no_credential(workspace: Path, index: CodeIndex) -> None:

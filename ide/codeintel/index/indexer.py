@@ -421,6 +421,8 @@ class CodeIndex:
         path = self.root / rel
         if not path.is_file():
             return f"{rel} is not a file on disk"
+        if self.workspace.contains(path) and self.workspace.is_secret(path):
+            return f"{rel} is a secret file (workspace.secrets): never indexed"
         if self.workspace.is_ignored(path):
             return f"{rel} is excluded (.gitignore or workspace.exclude)"
         if _language_by_name(rel) is None:

@@ -128,7 +128,7 @@ class LspPool:
         if gate is not None:
             why = gate.refusal(path)
             if why is not None:
-                raise LspError(f"{path} is {why}; language servers are given only files the agent may read")
+                raise LspError(f"{path} is {why}: Arbor gives language servers only files its agent may read")
             documents = {
                 other: text for other, text in (documents or {}).items() if gate.refusal(other) is None
             }
