@@ -40,15 +40,18 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
 )
+from pydantic import ValidationError
 
 from ide import __version__
 from ide.backend.extensions import registry
 from ide.backend.extensions.review import keep_pending, offer_review
+from ide.backend.limits import cap_prompt
 from ide.backend.services import Services, trust_notice
 from ide.backend.transcript import Transcript, ask_to_run_tests, offer_commands, prompt_text, replay
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
 from ide.protocol import index as ix
 from ide.protocol.modes import MODES
+from ide.search.events import cap_text
 from ide.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
@@ -61,6 +64,28 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LIST_PAGE = 50
+LOGGED_ERROR_CAP = 300
+"""Characters of a refused request's reason kept in the log and the answer (a path may be megabytes)."""
+
+
+class QuietRefusals(logging.Filter):
+    """One line, not a traceback, for what the SDK refuses on its own: a notification with invalid params
+    or an unknown method (JSON-RPC answers no notification, so the log is all that is left of it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, (RequestError, ValidationError)) and "notification" in str(record.msg):
+            reason = str(error).splitlines()[0] if isinstance(error, RequestError) else _first_error(error)
+            record.msg, record.args = f"{record.getMessage()}: {cap_text(reason, LOGGED_ERROR_CAP)}", ()
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"invalid params ({where}: {first['msg']})"
 
 
 def arbor_error(info: ErrorInfo) -> RequestError:
@@ -104,6 +129,9 @@ class ArborAgent(Agent):
         client_info: Any = None,
         **kwargs: Any,
     ) -> InitializeResponse:
+        if not isinstance(client_capabilities, (ClientCapabilities, type(None))):
+            # The SDK turns capabilities it cannot read (a number, a string) into a plain dict of defaults.
+            client_capabilities = ClientCapabilities.model_validate(client_capabilities)
         self._client_caps = client_capabilities
         try:
             self._base_settings = load_settings(None).settings
@@ -128,14 +156,19 @@ class ArborAgent(Agent):
         )
 
     def workspace(self, cwd: str) -> tuple[str, Settings]:
+        shown = cap_text(cwd, LOGGED_ERROR_CAP)  # the answer must stay one short line, whatever was sent
         if not cwd or not os.path.isabs(cwd):
             raise RequestError.invalid_params(
-                {"cwd": cwd, "message": f"cwd must be an absolute path to the workspace, got {cwd!r}"}
+                {"cwd": shown, "message": f"cwd must be an absolute path to the workspace, got {shown!r}"}
             )
         if not os.path.isdir(cwd):
             raise RequestError.invalid_params(
-                {"cwd": cwd, "message": f"cwd {cwd} does not exist or is not a directory"}
+                {"cwd": shown, "message": f"cwd {shown} does not exist or is not a directory"}
             )
+        if os.path.dirname(os.path.realpath(cwd)) == os.path.realpath(cwd):
+            # Indexing and watching the whole machine would never finish (nor let the backend exit).
+            message = f"cwd {cwd} is the root of the file system; open a project folder instead"
+            raise RequestError.invalid_params({"cwd": cwd, "message": message})
         try:
             resolved = load_settings(Path(cwd))
         except SettingsError as exc:
@@ -205,8 +238,9 @@ class ArborAgent(Agent):
         store = self.services.store(settings)
         record = store.get(session_id, cwd)
         if record is None:
+            shown = cap_text(session_id, LOGGED_ERROR_CAP)
             raise RequestError.invalid_params(
-                {"sessionId": session_id, "message": f"no session {session_id} for workspace {cwd}"}
+                {"sessionId": shown, "message": f"no session {shown} for workspace {cwd}"}
             )
         session = self._sessions.get(session_id)
         if session is None:
@@ -272,20 +306,25 @@ class ArborAgent(Agent):
     def session(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         if session is None:
+            shown = cap_text(session_id, LOGGED_ERROR_CAP)
             raise RequestError.invalid_params(
-                {"sessionId": session_id, "message": f"unknown session {session_id}; call session/load first"}
+                {"sessionId": shown, "message": f"unknown session {shown}; call session/load first"}
             )
         return session
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         session = self.session(session_id)
-        if session.turn is not None and not session.turn.done():
+        if session.prompting:
+            # Until its answer is sent (changes still being offered included), or a second turn would reset
+            # the first one's cancel and the two would cancel each other, leaving both unanswered.
             raise RequestError.invalid_request(
                 {"sessionId": session_id, "message": "a prompt turn is already running in this session"}
             )
-        text = prompt_text(prompt)
+        text, cut = cap_prompt(prompt_text(prompt))
         if not text.strip():
             raise RequestError.invalid_params({"message": "the prompt is empty"})
+        if cut is not None:
+            session.notices.append(cut)
         from ide.llm import ModelError
 
         transcript = Transcript(self.conn, session, text, arbor_client=self.client_wants("tree"))
@@ -302,17 +341,17 @@ class ArborAgent(Agent):
 
         session.router.on_context = transcript.context_fill
         session.router.on_notice = lambda note: emit(update_agent_thought(text_block(note)))
-        session.turn = asyncio.create_task(turn())
+        task = session.turn = asyncio.create_task(turn())
         session.prompting = True
         try:
-            result = await session.turn
+            result = await task
             if session.changeset.changed_paths() and not session.cancel_requested:
                 await offer_review(self, session)
             if session.cancel_requested:  # stopped while its changes were being offered
                 return await self._cancelled(session)
         except asyncio.CancelledError:
             if not session.cancel_requested:
-                session.turn.cancel()  # the request itself was cancelled: the connection is closing
+                task.cancel()  # the request itself was cancelled: the connection is closing
                 raise
             flush()
             return await self._cancelled(session)
@@ -368,8 +407,6 @@ class ArborAgent(Agent):
             session.turn.cancel()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        from pydantic import ValidationError
-
         from ide.changes import ChangeError
 
         handler = registry().handlers.get(method)
@@ -382,6 +419,11 @@ class ArborAgent(Agent):
         except ChangeError as exc:
             # Classified, so every client (the window, arbor run) shows the reason, not "Invalid params".
             raise arbor_error(ErrorInfo(kind="bad_request", message=str(exc))) from None
+        except OSError as exc:
+            # The file system refused (a name too long, a permission): the reason, not an internal error.
+            log.warning("_%s: %s", method, cap_text(str(exc), LOGGED_ERROR_CAP))
+            message = f"the file system refused it: {cap_text(str(exc), LOGGED_ERROR_CAP)}"
+            raise arbor_error(ErrorInfo(kind="bad_request", message=message)) from None
         return result.model_dump(mode="json")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:

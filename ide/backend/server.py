@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from asyncio.streams import FlowControlMixin
 
 from acp import run_agent
 
-from ide.backend.agent import ArborAgent
+from ide.backend.agent import ArborAgent, QuietRefusals
+from ide.backend.limits import BadMessage, check_message, return_freed_memory
 
 STDIO_LIMIT = 50 * 1024 * 1024
 
@@ -53,13 +55,9 @@ async def guard_input(
         if not line.strip():
             continue
         try:
-            message = json.loads(line)
-        except ValueError as exc:
-            writer.write(_error_line(-32700, f"Parse error: not JSON ({exc})"))
-            continue
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            request_id = message.get("id") if isinstance(message, dict) else None
-            writer.write(_error_line(-32600, "Invalid Request: expected a JSON-RPC 2.0 object", request_id))
+            check_message(line)
+        except BadMessage as exc:
+            writer.write(_error_line(exc.code, str(exc), exc.request_id))
             continue
         sink.feed_data(line if line.endswith(b"\n") else line + b"\n")
     sink.feed_eof()
@@ -87,6 +85,8 @@ def main(log_level: str = "WARNING") -> int:
     from ide.logs import setup_logging
 
     setup_logging(log_level, "arbor-acp")
+    logging.getLogger().addFilter(QuietRefusals())
+    return_freed_memory()
     try:
         asyncio.run(serve())
     except KeyboardInterrupt:

@@ -85,6 +85,10 @@ class Services:
         """Language-server pools by their settings: a trusted workspace's servers never serve another."""
         self._memories: dict[str, MemoryStore | None] = {}
         self._seen: set[str] = set()
+        self._opening = asyncio.Lock()
+        """Held while a memory or checkpoint database opens: two sessions opening the same workspace at
+        once would each open one, and the one not kept would never be closed (its thread kept the
+        process alive after stdin closed)."""
 
     def store(self, settings: Settings) -> SessionStore:
         """The session store of ``settings``' data dir."""
@@ -161,12 +165,13 @@ class Services:
         """The workspace's memory (shared by its sessions), or None when it is off or cannot open."""
         from ide.memory import open_memory
 
-        if cwd not in self._memories:
-            try:
-                self._memories[cwd] = await asyncio.to_thread(open_memory, Path(cwd), settings)
-            except (OSError, ValueError, sqlite3.Error) as exc:
-                log.warning("memory is off for %s: %s", cwd, exc)
-                self._memories[cwd] = None
+        async with self._opening:
+            if cwd not in self._memories:
+                try:
+                    self._memories[cwd] = await asyncio.to_thread(open_memory, Path(cwd), settings)
+                except (OSError, ValueError, sqlite3.Error) as exc:
+                    log.warning("memory is off for %s: %s", cwd, exc)
+                    self._memories[cwd] = None
         return self._memories[cwd]
 
     async def _checkpointer(self, store: SessionStore, cwd: str) -> AsyncSqliteSaver:
@@ -174,11 +179,12 @@ class Services:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
         path = store.checkpoint_path(cwd)
-        if path not in self._checkpointers:
-            conn = await aiosqlite.connect(path)
-            saver = AsyncSqliteSaver(conn)
-            await saver.setup()
-            self._checkpointers[path] = (conn, saver)
+        async with self._opening:
+            if path not in self._checkpointers:
+                conn = await aiosqlite.connect(path)
+                saver = AsyncSqliteSaver(conn)
+                await saver.setup()
+                self._checkpointers[path] = (conn, saver)
         return self._checkpointers[path][1]
 
     async def close(self) -> None:

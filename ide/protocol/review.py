@@ -143,7 +143,7 @@ class RollbackResult(BaseModel):
 
 class HistoryParams(BaseModel):
     cwd: str
-    limit: int = 50
+    limit: int = Field(50, ge=1, le=10_000)
 
 
 class HistoryResult(BaseModel):

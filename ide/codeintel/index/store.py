@@ -94,6 +94,8 @@ DEF_COLUMNS = ", ".join(
         "parent",
     )
 )
+QUERY_MAX = 1000
+"""Characters of a query searched: no name is longer, and SQLite refuses LIKE patterns over 50,000 bytes."""
 KIND_WEIGHT = {"class": 3.0, "interface": 3.0, "struct": 3.0, "trait": 3.0, "enum": 2.5, "function": 2.5}
 _WORD = re.compile(r"\S+")
 
@@ -348,7 +350,7 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
     signatures and docstrings (FTS5 words, bm25), then a fuzzy subsequence of the name that starts
     anywhere in it (``dbgflag`` finds ``get_debug_flag``), best subsequences first.
     """
-    words = _WORD.findall(query)
+    words = _WORD.findall(query[:QUERY_MAX])
     if not words:
         return []
     head = words[0]
