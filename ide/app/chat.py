@@ -11,13 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMainWindow,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -39,6 +40,7 @@ from ide.app.chat_blocks import (
     UserMessageView,
 )
 from ide.app.conversation import Block, Conversation, NoticeBlock, PlanBlock, ToolBlock, TurnNotice
+from ide.app.links import LinkDialog, web_link
 
 __all__ = [
     "AssistantMessageView",
@@ -61,6 +63,8 @@ ANSWER_TOP_MARGIN = 6
 """Pixels above a tall answer's first line when a turn's end scrolls to it."""
 ANSWER_SETTLE_MS = 400
 """After a turn ends, how long the chat keeps the answer in view while its layout settles."""
+MESSAGE_MS = 10_000
+"""How long a message about a link stays in the status bar."""
 
 
 class PromptEdit(QPlainTextEdit):
@@ -116,6 +120,8 @@ class ChatPanel(QWidget):
         self._views: dict[Block, BlockView] = {}
         self._dirty: list[BlockView] = []
         self._state = BackendState.STOPPED
+        self.link_dialog: LinkDialog | None = None
+        """Asks before a link in an answer opens (made at the first click on one)."""
         self.turn_running = False
         """A prompt was sent and its turn has not ended (set by :meth:`add_user_message`)."""
         self._render_timer = QTimer(self)
@@ -370,10 +376,29 @@ class ChatPanel(QWidget):
             view = ThoughtView(block)
         else:
             view = AssistantMessageView(block)
+            view.anchorClicked.connect(self.open_link)
         self._views[block] = view
         self._empty.setVisible(False)
         self._blocks.insertWidget(self._blocks.count() - 1, view)
         return view
+
+    def open_link(self, url: QUrl) -> None:
+        """A link in an answer was clicked: an http(s) one opens once the user confirms its address in
+        :class:`LinkDialog`; any other never opens, and the status bar says why."""
+        link = web_link(url)
+        if isinstance(link, str):
+            self.say(link)
+            return
+        if self.link_dialog is None:
+            self.link_dialog = LinkDialog(self)
+            self.link_dialog.said.connect(self.say)
+        self.link_dialog.ask(link)
+
+    def say(self, text: str) -> None:
+        """A transient message in the window's status bar (nowhere when the panel has no main window)."""
+        window = self.window()
+        if isinstance(window, QMainWindow):
+            window.statusBar().showMessage(text, MESSAGE_MS)
 
     def _update_buttons(self) -> None:
         ready = self._state == BackendState.READY

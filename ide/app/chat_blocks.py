@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSize, Qt, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QMouseEvent,
@@ -49,18 +49,26 @@ PLAN_GLYPHS = {"pending": "○", "in_progress": "◐", "completed": "✓", "fail
 PLAN_FAILED = " — failed"
 """ACP plans have no failed status: Arbor's backend sends a failed entry as completed with this suffix."""
 CODE_BACKGROUND = QColor("#f1f3f6")
+ALT_TEXT = QTextFormat.Property.ImageAltText
 PARAGRAPH_SPACING = 10
 LIST_ITEM_SPACING = 3
 
 
 class MarkdownView(QTextBrowser):
-    """Read-only Markdown that is exactly as tall as its text, for stacking in a scrolling column."""
+    """Read-only Markdown that is exactly as tall as its text, for stacking in a scrolling column.
+
+    The text is a model's: a click on a link only emits ``anchorClicked`` (the chat decides, see
+    :mod:`ide.app.links`), never navigates the view, and nothing it names is loaded — no image, style sheet
+    or background from the network, a ``file:`` URL, a relative path or a ``data:`` URL. Images show as
+    their alt text.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("markdownView")
         self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setOpenExternalLinks(True)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
@@ -70,8 +78,13 @@ class MarkdownView(QTextBrowser):
 
     def set_markdown(self, text: str) -> None:
         self.setMarkdown(text)
+        _defuse(self.document())
         _style_markdown(self.document())
         self._fit()
+
+    def loadResource(self, type: int, name: QUrl) -> Any:
+        # Not None: for a null answer QTextDocument reads a local file itself (relative names too).
+        return QByteArray()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -120,6 +133,44 @@ def _style_markdown(document: QTextDocument) -> None:
         if kind != "code":
             _shade_inline_code(cursor, block)
         block, kind = following, next_kind
+
+
+def _defuse(document: QTextDocument) -> None:
+    """Make a model's Markdown inert: each image becomes its alt text, greyed (never fetched nor read), and
+    a hover shows a link's real address, not a title the model wrote (a tooltip is rich text, whose
+    ``<img>`` would be read from disk)."""
+    spans: list[tuple[int, int, QTextCharFormat]] = []
+    images: list[tuple[int, str, QTextCharFormat]] = []
+    block = document.firstBlock()
+    while block.isValid():
+        iterator = block.begin()
+        while not iterator.atEnd():
+            fragment = iterator.fragment()
+            source = fragment.charFormat()
+            href = source.anchorHref() if source.isAnchor() else ""
+            if fragment.isValid() and (source.isImageFormat() or href or source.toolTip()):
+                shown = QTextCharFormat()
+                shown.setToolTip(f"<p>{html.escape(href)}</p>" if href else "")
+                if source.isImageFormat():
+                    alt = str(source.property(ALT_TEXT) or "")
+                    shown.setForeground(QColor("#7a808a"))
+                    if href:
+                        shown.setAnchor(True)
+                        shown.setAnchorHref(href)
+                    images += [(fragment.position() + i, alt, shown) for i in range(fragment.length())]
+                else:
+                    spans.append((fragment.position(), fragment.position() + fragment.length(), shown))
+            iterator += 1
+        block = block.next()
+    cursor = QTextCursor(document)
+    for start, end, shown in spans:
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        cursor.mergeCharFormat(shown)
+    for position, alt, shown in reversed(images):  # from the end: earlier positions stay valid
+        cursor.setPosition(position)
+        cursor.setPosition(position + 1, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(f"[image: {alt}]" if alt else "[image]", shown)
 
 
 def _shade_inline_code(cursor: QTextCursor, block: QTextBlock) -> None:
