@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
 WEB_SCHEMES = frozenset({"http", "https"})
 SHOWN_HREF_CHARS = 80
 """A refused link's address in the status message is cut to this many characters (the dialog never cuts)."""
-ADDRESS_MAX_HEIGHT = 140
-DATA_MAX_HEIGHT = 120
+ADDRESS_MAX_LINES = 8
+DATA_MAX_LINES = 8
+"""Taller text scrolls in its box."""
 Encoded = QUrl.ComponentFormattingOption.FullyEncoded
 Decoded = QUrl.ComponentFormattingOption.FullyDecoded
 
@@ -107,9 +108,9 @@ class LinkDialog(QDialog):
         self.notes = QLabel()
         self.notes.setObjectName("linkNotes")
         self.notes.setWordWrap(True)
-        self.address = self._text_box("linkAddress", ADDRESS_MAX_HEIGHT)
+        self.address = self._text_box("linkAddress")
         self.data_caption = QLabel("Data in the address:")
-        self.data = self._text_box("linkData", DATA_MAX_HEIGHT)
+        self.data = self._text_box("linkData")
         warning = QLabel(
             "Text the model read (a file, a web page, a tool's output) can make it write links that send "
             "data from this conversation to someone else in their address. Open it only if you expected "
@@ -153,13 +154,17 @@ class LinkDialog(QDialog):
             )
         if link.user_info:
             notes.append(f"“{link.user_info}@” before the host is not where the link goes.")
-        self.notes.setText(" ".join(notes))
+        self.notes.setText("\n".join(notes))
         self.address.setPlainText(link.url)
         self.data.setPlainText("\n".join(f"{key} = {value}" for key, value in link.data))
         self.data_caption.setVisible(bool(link.data))
         self.data.setVisible(bool(link.data))
         self.cancel_button.setFocus()
         self.open()
+        # Wrapped at the shown width: each box as tall as its text, up to its cap (then it scrolls).
+        for box, lines in ((self.address, ADDRESS_MAX_LINES), (self.data, DATA_MAX_LINES)):
+            _fit(box, lines)
+        self.adjustSize()
 
     def open_link(self) -> None:
         link = self.link
@@ -184,7 +189,7 @@ class LinkDialog(QDialog):
         return button
 
     @staticmethod
-    def _text_box(name: str, max_height: int) -> QPlainTextEdit:
+    def _text_box(name: str) -> QPlainTextEdit:
         # Wrapped anywhere and scrollable: a long address is shown whole, never elided in its middle.
         box = QPlainTextEdit()
         box.setObjectName(name)
@@ -192,5 +197,15 @@ class LinkDialog(QDialog):
         box.setWordWrapMode(QTextOption.WrapMode.WrapAnywhere)
         box.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         box.setStyleSheet(f"QPlainTextEdit#{name} {{ border: 1px solid #dfe3ea; background: #fbfcfd; }}")
-        box.setMaximumHeight(max_height)
         return box
+
+
+def _fit(box: QPlainTextEdit, max_lines: int) -> None:
+    layout = box.document().documentLayout()
+    height, block = 0.0, box.document().firstBlock()
+    while block.isValid():
+        height += layout.blockBoundingRect(block).height()
+        block = block.next()
+    cap = box.fontMetrics().lineSpacing() * max_lines
+    margins = 2 * (box.frameWidth() + box.document().documentMargin())
+    box.setFixedHeight(int(min(height, cap) + margins + 1))
