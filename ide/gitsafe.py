@@ -1,12 +1,40 @@
-"""Git that runs nothing from the repository: the argv every git call of Arbor starts with.
+"""Git that runs nothing from the repository: the argv and environment of every git call Arbor makes.
 
-A repository is input, not configuration. Its ``.git/config`` (a cloned tarball's, or one a ``.git`` file
-points at) can name programs git runs on its own: ``core.fsmonitor`` on any index refresh, hooks on
-commits and ref updates, clean/smudge filter drivers on ``update-index``/``hash-object``/checkout,
-textconv and external diff drivers on ``diff``/``log -G``, ``gpg.program`` when ``commit.gpgSign`` is on.
-Every git Arbor runs gets ``-c core.fsmonitor=false -c core.hooksPath=<an empty directory>`` and, for
-each such driver the repository's own (local or worktree) config defines, an empty override — which git
-treats as unset. Drivers from the user's global config (git-lfs, say) stay honoured.
+A repository is input, not configuration. Its ``.git/config`` (a cloned tarball's, one a ``.git`` file
+points at, or a worktree file it includes) can name programs git runs on its own: ``core.fsmonitor`` on
+any index refresh, hooks on commits and ref updates, clean/smudge filter drivers on
+``update-index``/``hash-object``/checkout, textconv and external diff drivers on ``diff``/``log -G``,
+``gpg.program`` when ``commit.gpgSign`` is on, and a remote helper or an ``ext::`` command when a promisor
+remote lazily "fetches" a missing object. Git 2.39 cannot be told to skip the repository's config, and
+a blacklist of known keys misses the next one, so the guard is by construction:
+
+- **No transport at all.** ``GIT_ALLOW_PROTOCOL`` is set to the empty list — git then treats every
+  protocol (``file``, ``ssh``, ``ext``, any ``<helper>::``) as ``never``, overriding the repository's
+  ``protocol.*.allow``; ``protocol.allow=never`` and every ``protocol.*.allow`` the repository sets are
+  forced to ``never`` too, ``GIT_NO_LAZY_FETCH=1`` stops lazy fetches on git ≥ 2.44 and
+  ``GIT_TERMINAL_PROMPT=0`` any prompt. Arbor never fetches, so every remote-shaped key (``url``,
+  ``insteadOf``, ``promisor``, ``uploadpack``, proxies, ``core.sshCommand``, ``remote.*.vcs``) is inert
+  whatever its value. (``file`` is not allowed either: a local "fetch" runs ``upload-pack`` in another
+  repository, under that repository's config.)
+- **Program-naming keys blanked by shape.** Every key of the repository's own (local or worktree) scope,
+  and of the files those include, whose variable name says it holds a program — ``clean``, ``smudge``,
+  ``process``, ``textconv``, ``driver``, ``external``, anything ending in ``cmd``, ``command``,
+  ``program``, ``helper``, ``editor``, ``pager``, ``askpass``, ``proxy``, ``fsmonitor``, ``hookspath``,
+  plus all of ``pager.*`` and ``filter.*.required`` — is set to the empty value, which git treats as
+  unset, whatever its section or subsection. Drivers from the user's global config (git-lfs) are kept.
+- Always ``core.fsmonitor=false``, ``core.untrackedCache=false`` and ``core.hooksPath=<an empty
+  directory>``.
+
+Keys are passed exactly with ``--config-env=KEY=VAR`` (git splits that at the *last* ``=``; ``-c KEY=``
+splits at the first, so ``-c filter.a=b.clean=`` set the wrong key). The variables live in
+:func:`git_env`: a git started from :func:`git_argv` without that environment stops with "missing
+environment variable" instead of running unguarded. Filters cannot also be switched off by attribute on
+git 2.39 (``--attr-source`` is 2.40+); Arbor hashes and commits bytes itself (``--no-filters``).
+
+The repository's config is read once per config state: the git-dir lookup is cached by the ``stat`` of
+the places git's discovery looks at, and the overrides by the ``stat`` (mtime, size, inode) of every
+file of the include chain — a file an accepted edit fills later is read again, an unchanged one costs
+only stats. :func:`git_env` also leaves out the caller's API keys, tokens and passwords.
 
 Qt-free and dependency-free: the window's file list runs git through it too.
 """
@@ -17,26 +45,58 @@ import atexit
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
+import threading
+import time
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-BASE_CONFIG = ("core.fsmonitor=false", "core.untrackedCache=false", "protocol.allow=never")
-"""Always: no fsmonitor hook, no cache refresh that could start one, and no fetching anywhere."""
+UNSET_VAR = "ARBOR_GIT_UNSET"
+"""Holds the empty value the program-naming keys of the repository get (git reads empty as unset)."""
+NEVER_VAR = "ARBOR_GIT_NEVER"
+"""Holds ``never``: protocol.allow, and every protocol.*.allow the repository sets."""
 
-_COMMAND_KEYS = re.compile(
-    r"^(?:filter\..+\.(?:clean|smudge|process)"
-    r"|diff\..+\.(?:textconv|command)"
-    r"|merge\..+\.driver"
-    r"|diff\.external"
-    r"|core\.(?:sshcommand|pager|editor|askpass|alternaterefscommand)"
-    r"|credential\..*helper"
-    r"|sequence\.editor)$",
+BASE_CONFIG = ("core.fsmonitor=false", "core.untrackedCache=false")
+"""Always: no fsmonitor hook, and no cache refresh that could start one."""
+
+HARDENED_ENV = {
+    UNSET_VAR: "",
+    NEVER_VAR: "never",
+    "GIT_ALLOW_PROTOCOL": "",
+    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+"""What every git Arbor starts has in its environment (see the module docstring)."""
+
+_PROGRAM_VARIABLE = re.compile(
+    r"(?:clean|smudge|process|textconv|driver|external"
+    r"|.*(?:cmd|command|program|helper|editor|pager|askpass|proxy|fsmonitor|hookspath))",
     re.IGNORECASE,
 )
-"""Config keys whose value is a program git may run; blanked when the repository itself sets them."""
-_GPG_KEYS = re.compile(r"^gpg\.(?:[^.]+\.)?program$", re.IGNORECASE)
+"""Variable names (the part after the last dot) that hold a program git may run."""
+_GPG = re.compile(r"^gpg\.(?:.*\.)?program$", re.IGNORECASE)
+
+SECRET_NAME = re.compile(
+    r"(?i)(api_?key|token|secret|passw(or)?d|credential|private_?key|session_?key|^aws_|_auth$|^auth_|^ssh_auth_sock$|^gpg_agent)"
+)
+"""Environment variable names a command from the workspace (a test run, an agent's command, git itself)
+is not given: it gets what it needs to run, not the keys Arbor uses to reach model servers, nor the SSH
+agent that would let it push as the user."""
+
+
+def without_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (default: ours) without API keys, tokens and passwords."""
+    source = os.environ if environ is None else environ
+    return {name: value for name, value in source.items() if not SECRET_NAME.search(name)}
+
+
+def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a git of :func:`git_argv`: ``environ`` (default: ours) without secrets, plus
+    the hardening variables. Without it such a git refuses to start."""
+    return {**without_secrets(environ), **HARDENED_ENV}
 
 
 def hooks_dir() -> str:
@@ -61,69 +121,214 @@ def _hooks_dir() -> str:
     return fallback
 
 
-def _flags(config: tuple[str, ...]) -> list[str]:
-    return [part for item in config for part in ("-c", item)]
-
-
 def base_argv() -> list[str]:
-    """``git`` with the settings that hold in any directory (used to read the repository's config)."""
-    return ["git", *_flags((*BASE_CONFIG, f"core.hooksPath={hooks_dir()}"))]
+    """``git`` with the settings that hold in any directory (run it with :func:`git_env`)."""
+    flags = [part for item in BASE_CONFIG for part in ("-c", item)]
+    # protocol.allow comes from the environment: a call without git_env() fails instead of running.
+    return ["git", *flags, "-c", f"core.hooksPath={hooks_dir()}", f"--config-env=protocol.allow={NEVER_VAR}"]
+
+
+def git_argv(cwd: str | Path, *args: str) -> list[str]:
+    """The full argv of ``git ARGS`` run in ``cwd`` with :func:`git_env`: nothing in the repository can
+    make it run a program."""
+    overrides = repository_overrides(cwd)
+    # The repository's blanks first: the fixed settings after them win where both name a key.
+    return ["git", *overrides, *base_argv()[1:], *args]
 
 
 def repository_overrides(cwd: str | Path) -> list[str]:
-    """``-c KEY=`` for every program-naming key the repository's own config sets (none outside git)."""
-    config = _local_config(str(cwd))
-    if config is None:
+    """``--config-env`` flags neutralising every program-naming key the repository's own config sets."""
+    found = _repository(str(cwd))
+    if found is None:
         return []
+    return list(_overrides(str(cwd), found))
+
+
+_Stat = tuple[int, int, int, int] | None
+_lock = threading.Lock()
+_lookups: dict[tuple[object, ...], tuple[str, ...] | None] = {}
+_states: dict[tuple[str, ...], _State] = {}
+_DISCOVERY_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    "GIT_CONFIG",
+    "GIT_CONFIG_COUNT",
+)
+_DISCOVERY_NAMES = (".git", "HEAD", "objects", "refs", "commondir")
+"""What git's discovery looks at in each directory from ``cwd`` up (a ``.git`` entry, or a bare repo)."""
+
+
+def _stat(path: str) -> _Stat:
     try:
-        mtime = os.stat(config).st_mtime_ns
+        info = os.lstat(path)
     except OSError:
-        mtime = 0
-    return list(_overrides(str(cwd), config, mtime))
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino, info.st_mode)
+
+
+def _entry(path: str) -> _Stat:
+    """What identifies a discovery entry: a file's full stat, a directory's inode (its mtime moves with
+    every file git adds or removes inside, such as index.lock)."""
+    found = _stat(path)
+    if found is not None and stat.S_ISDIR(found[3]):
+        return (0, 0, found[2], found[3])
+    return found
+
+
+def _discovery_key(cwd: str) -> tuple[object, ...]:
+    here = os.path.abspath(cwd)
+    parts: list[object] = [here, *(os.environ.get(name) for name in _DISCOVERY_ENV)]
+    while True:
+        parts.append(_entry(here))
+        parts.extend(_entry(os.path.join(here, name)) for name in _DISCOVERY_NAMES)
+        parent = os.path.dirname(here)
+        if parent == here:
+            return tuple(parts)
+        here = parent
+
+
+def _repository(cwd: str) -> tuple[str, ...] | None:
+    """(config, config.worktree, HEAD) of the repository git finds from ``cwd``, or None outside git;
+    looked up again whenever anything git's discovery reads changed (a ``.git`` file may appear)."""
+    key = _discovery_key(cwd)
+    with _lock:
+        if key in _lookups:
+            return _lookups[key]
+    names = ("config", "config.worktree", "HEAD")
+    listing = _read_git(
+        cwd, "rev-parse", "--path-format=absolute", *(a for n in names for a in ("--git-path", n))
+    )
+    lines = tuple(line for line in (listing or "").splitlines() if line)
+    found = lines if len(lines) == 3 else None
+    with _lock:
+        if len(_lookups) > 256:
+            _lookups.clear()
+        _lookups[key] = found
+    return found
 
 
 def _read_git(cwd: str, *args: str) -> str | None:
     """Stdout of a git command that only reads (config, paths), or None when it fails."""
     try:
         done = subprocess.run(
-            [*base_argv(), *args], cwd=cwd, capture_output=True, text=True, timeout=20, check=False
+            [*base_argv(), *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            env=git_env(),
+            timeout=20,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
 
 
-def _local_config(cwd: str) -> str | None:
-    """The repository's own config file, looked up every time: a ``.git`` file may appear meanwhile."""
-    found = _read_git(cwd, "rev-parse", "--path-format=absolute", "--git-path", "config")
-    return (found or "").strip() or None
+def _overrides(cwd: str, repository: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags for ``repository``, read again only when a file of its config chain changed."""
+    with _lock:
+        known = _states.get(repository)
+    if known is not None and known.holds():
+        return known.flags
+    files = tuple(repository)
+    for _attempt in range(4):
+        # Files are looked at before git reads them: a change after this is seen by the next call.
+        state = _State.of(files)
+        listing = _read_git(cwd, "config", "--list", "--show-origin", "--show-scope", "--includes", "-z")
+        if listing is None:
+            return ()
+        chain, state.flags = _parse(cwd, listing)
+        now = tuple(dict.fromkeys((*repository, *chain)))
+        if now == files:
+            with _lock:
+                _states[repository] = state
+            return state.flags
+        files = now  # an include appeared: look at it too, then read again
+    return state.flags
 
 
-@lru_cache(maxsize=64)
-def _overrides(cwd: str, config: str, mtime: int) -> tuple[str, ...]:
-    """Keyed by the config file's mtime: an edited repository config is read again."""
-    del config, mtime
-    listing = _read_git(cwd, "config", "--list", "--show-scope", "--name-only", "--includes")
-    if listing is None:
-        return ()
+RACY_S = 2.0
+"""A file changed this recently can change again within the same mtime tick, unseen by ``stat``."""
+
+
+class _State:
+    """The config chain's files as last read: their ``stat`` and, for a file modified within ``RACY_S``
+    of that read (where a second write may keep mtime and size), its bytes."""
+
+    def __init__(self, files: tuple[str, ...], stats: tuple[_Stat, ...], contents: tuple[bytes | None, ...]):
+        self.files, self.stats, self.contents = files, stats, contents
+        self.flags: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, files: tuple[str, ...]) -> _State:
+        stats = tuple(map(_stat, files))
+        recent = time.time_ns() - int(RACY_S * 1e9)
+        contents = tuple(
+            _read(f) if s is not None and s[0] > recent else None for f, s in zip(files, stats, strict=True)
+        )
+        return cls(files, stats, contents)
+
+    def holds(self) -> bool:
+        """No file of the chain changed since it was read."""
+        if tuple(map(_stat, self.files)) != self.stats:
+            return False
+        racy = [(f, c) for f, c in zip(self.files, self.contents, strict=True) if c is not None]
+        if not racy:
+            return True
+        if any(_read(f) != c for f, c in racy):
+            return False
+        recent = time.time_ns() - int(RACY_S * 1e9)
+        if all(s is None or s[0] <= recent for s in self.stats):
+            # Old enough now that any further write moves mtime: stats alone decide from here on.
+            self.contents = tuple(None for _ in self.files)
+        return True
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _parse(cwd: str, listing: str) -> tuple[list[str], tuple[str, ...]]:
+    """The files of the repository's config chain (origins and include targets, existing or not), and
+    the override flags for its program-naming keys."""
+    fields = listing.split("\0")
+    chain: list[str] = []
     overrides: dict[str, None] = {}
     gpg = False
-    for line in listing.splitlines():
-        scope, _, key = line.partition("\t")
+    for index in range(0, len(fields) - 2, 3):
+        scope, origin, entry = fields[index : index + 3]
         if scope not in ("local", "worktree"):
             continue
-        if _COMMAND_KEYS.match(key):
-            overrides.setdefault(f"{key}=", None)
-        elif _GPG_KEYS.match(key):
+        key, _, value = entry.partition("\n")
+        source = origin.removeprefix("file:")
+        if origin.startswith("file:"):
+            chain.append(os.path.join(cwd, source))
+        lowered = key.lower()
+        variable = lowered.rpartition(".")[2]
+        if lowered == "include.path" or (lowered.startswith("includeif.") and variable == "path"):
+            target = os.path.expanduser(value)
+            chain.append(os.path.join(os.path.dirname(os.path.join(cwd, source)), target))
+        elif lowered.startswith("protocol.") and variable == "allow":
+            overrides.setdefault(f"--config-env={key}={NEVER_VAR}", None)
+        elif (
+            _PROGRAM_VARIABLE.fullmatch(variable)
+            or lowered.startswith("pager.")
+            or (lowered.startswith("filter.") and variable == "required")
+        ):
+            overrides.setdefault(f"--config-env={key}={UNSET_VAR}", None)
+        if _GPG.match(key):
             gpg = True
-    flags = _flags(tuple(overrides))
+    flags = list(overrides)
     if gpg:
-        # A repository that names its own signing program would run it on our commit: Arbor's commits
-        # in such a repository are left unsigned rather than signed by an unknown program.
+        # A repository that names its own signing program or key would sign our commit with them:
+        # Arbor's commits in such a repository are left unsigned rather than signed by an unknown program.
         flags += ["-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false"]
-    return tuple(flags)
-
-
-def git_argv(cwd: str | Path, *args: str) -> list[str]:
-    """The full argv of ``git ARGS`` run in ``cwd``: nothing in the repository can make it run a program."""
-    return [*base_argv(), *repository_overrides(cwd), *args]
+    return [os.path.normpath(path) for path in chain], tuple(flags)

@@ -9,7 +9,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from ide.fswalk import walk_files
-from ide.gitsafe import git_argv
+from ide.gitsafe import git_argv, git_env
 from ide.settings import WorkspaceSettings
 
 BINARY_SNIFF_BYTES = 8000
@@ -39,6 +39,7 @@ def _git_files(root: Path) -> list[str] | None:
             git_argv(root, "ls-files", "-co", "--exclude-standard", "-z"),
             cwd=root,
             capture_output=True,
+            env=git_env(),
             timeout=GIT_TIMEOUT_S,
             check=False,
         )

@@ -15,9 +15,12 @@ from pathlib import Path
 
 from ide.changes.hunks import is_binary
 from ide.changes.overlay import ChangeError
-from ide.gitsafe import base_argv, git_argv
+from ide.gitsafe import base_argv, git_argv, git_env
 
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+
+def run_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of Arbor's git: hardened, without secrets (ide.gitsafe), messages untranslated."""
+    return {**git_env(), "LC_ALL": "C", **(extra or {})}
 
 
 def git(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
@@ -28,7 +31,7 @@ def git(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] |
         cwd=cwd,
         input=input,
         capture_output=True,
-        env={**os.environ, **GIT_ENV, **(env or {})},
+        env=run_env(env),
         check=False,
     )
     if proc.returncode != 0:
@@ -53,6 +56,7 @@ class Repo:
             git_argv(self.top, "rev-parse", "--verify", "-q", "HEAD"),
             cwd=self.top,
             capture_output=True,
+            env=run_env(),
             check=False,
         )
         return proc.stdout.decode().strip() or None
@@ -64,6 +68,7 @@ def find_repo(root: Path) -> Repo | None:
         git_argv(root, "rev-parse", "--show-toplevel", "--absolute-git-dir"),
         cwd=root,
         capture_output=True,
+        env=run_env(),
         check=False,
     )
     if proc.returncode != 0:
@@ -140,7 +145,8 @@ class Blobs:
     def has(self, oid: str) -> bool:
         if self.repo is not None:
             argv = git_argv(self.repo.top, "cat-file", "-e", oid)
-            return subprocess.run(argv, cwd=self.repo.top, capture_output=True, check=False).returncode == 0
+            done = subprocess.run(argv, cwd=self.repo.top, capture_output=True, env=run_env(), check=False)
+            return done.returncode == 0
         return (self.directory / oid[:2] / oid[2:]).exists()
 
 
@@ -155,7 +161,7 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]
         args = [*base_argv(), "merge-file", "-p"]
         for label in labels:
             args += ["-L", label]
-        proc = subprocess.run([*args, *paths], cwd=tmp, capture_output=True, check=False)
+        proc = subprocess.run([*args, *paths], cwd=tmp, capture_output=True, env=run_env(), check=False)
     if proc.returncode < 0 or proc.returncode > 127:
         raise ChangeError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc.stdout, proc.returncode == 0
@@ -312,7 +318,7 @@ def _update_index(repo: Repo, info: bytes, env: dict[str, str] | None = None) ->
         cwd=repo.top,
         input=info,
         capture_output=True,
-        env={**os.environ, **GIT_ENV, **(env or {})},
+        env=run_env(env),
         check=False,
     )
     errors = proc.stderr.decode(errors="replace").strip()
@@ -334,16 +340,21 @@ def check_trackable(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> None
         index.unlink(missing_ok=True)
 
 
-def commit_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry], message: str) -> str:
-    """Commit exactly ``entries`` on top of HEAD, leaving the user's other changes alone.
+def commit_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry], message: str, head: str | None) -> str:
+    """Commit exactly ``entries`` on top of ``head`` (the HEAD the change was planned against), leaving
+    the user's other changes alone.
 
-    A temporary index built from HEAD holds only these entries; the real index then gets the same
-    entries so ``git status`` shows them clean. Nothing git reads from the working tree is involved.
+    A temporary index built from that commit holds only these entries; the real index then gets the same
+    entries so ``git status`` shows them clean. Nothing git reads from the working tree is involved. HEAD
+    moves only if it is still ``head`` (``update-ref NEW OLD``): a commit that landed meanwhile is never
+    overwritten — a ChangeError says so instead.
     """
     info = _index_info(repo, blobs, entries)
-    head = repo.head()
+    now = repo.head()
+    if head != now:
+        raise ChangeError(_moved(head, now))
     git_dir = repo.git_dir or Path(git(repo.top, "rev-parse", "--absolute-git-dir").decode().strip())
-    index = git_dir / f"arbor-index-{os.getpid()}"
+    index = git_dir / f"arbor-index-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     env = {"GIT_INDEX_FILE": str(index)}
     try:
         if head:
@@ -357,7 +368,12 @@ def commit_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry], message: s
     finally:
         index.unlink(missing_ok=True)
     subject = "arbor: " + message.splitlines()[0]
-    git(repo.top, "update-ref", "-m", subject, "HEAD", commit, head or "0" * 40)
+    try:
+        git(repo.top, "update-ref", "-m", subject, "HEAD", commit, head or "0" * 40)
+    except ChangeError:
+        if repo.head() != head:
+            raise ChangeError(_moved(head, repo.head())) from None
+        raise
     try:
         _update_index(repo, info)
     except ChangeError:
@@ -370,12 +386,20 @@ def commit_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry], message: s
     return commit
 
 
+def _moved(planned: str | None, now: str | None) -> str:
+    return (
+        f"HEAD moved from {(planned or 'no commit')[:12]} to {(now or 'no commit')[:12]} while Apply was "
+        "running (another commit landed); Arbor commits only on top of the HEAD it planned against, so "
+        "nothing was committed over it — Apply again to merge onto the new HEAD"
+    )
+
+
 def tree_blob(repo: Repo, rev: str | None, rel: str) -> bytes | None:
     """The bytes of ``rel`` in commit ``rev``; None when it is not there (or there is no commit)."""
     if not rev:
         return None
     argv = git_argv(repo.top, "cat-file", "blob", f"{rev}:{repo.path(rel)}")
-    proc = subprocess.run(argv, cwd=repo.top, capture_output=True, check=False)
+    proc = subprocess.run(argv, cwd=repo.top, capture_output=True, env=run_env(), check=False)
     return proc.stdout if proc.returncode == 0 else None
 
 

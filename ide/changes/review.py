@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ide.changes.applylock import workspace_lock
 from ide.changes.gitutil import (
     Blobs,
     Confined,
@@ -274,42 +275,48 @@ class Review:
         return self._decisions.get(hunk.id, ("pending", None))[0]
 
     def apply(self, message: str | None = None) -> ApplyResult:
-        """Write exactly the accepted hunks: checkpoint, merge if the disk moved, atomic writes, commit."""
-        root = self.changeset.root
-        files = file_changes(self.changeset, self._hunk_cache)
-        plans: list[_Plan] = []
-        conflicts: list[ConflictView] = []
-        for change in files:
-            plan = self._plan(change)
-            if plan is None:
-                continue
-            conflict = self._merge_with_disk(plan)
-            if conflict is not None:
-                conflicts.append(conflict)
-                self._conflicts[change.path] = conflict.message
-                for hunk in change.hunks:
-                    if self.decision(hunk) == "accepted":
-                        self._decisions[hunk.id] = ("pending", self._decisions[hunk.id][1])
-                continue
-            self._conflicts.pop(change.path, None)
-            plans.append(plan)
+        """Write exactly the accepted hunks: checkpoint, merge if the disk moved, atomic writes, commit.
 
-        writing = [p for p in plans if p.writes]
-        batch, uncommitted = None, []
-        if writing:
-            batch, uncommitted = self._write_batch(root, writing, message)
-        for plan in plans:
-            self._settle(plan)
+        Holds the workspace's lock (ide.changes.applylock) from planning to commit, so another Apply or
+        Roll back never runs in between; the commit is made against the HEAD seen when planning began."""
+        root = self.changeset.root
+        with workspace_lock(self.repo.top if self.repo is not None else root):
+            head = self.repo.head() if self.repo is not None else None
+            files = file_changes(self.changeset, self._hunk_cache)
+            plans: list[_Plan] = []
+            conflicts: list[ConflictView] = []
+            for change in files:
+                plan = self._plan(change)
+                if plan is None:
+                    continue
+                conflict = self._merge_with_disk(plan)
+                if conflict is not None:
+                    conflicts.append(conflict)
+                    self._conflicts[change.path] = conflict.message
+                    for hunk in change.hunks:
+                        if self.decision(hunk) == "accepted":
+                            self._decisions[hunk.id] = ("pending", self._decisions[hunk.id][1])
+                    continue
+                self._conflicts.pop(change.path, None)
+                plans.append(plan)
+
+            writing = [p for p in plans if p.writes]
+            batch, uncommitted = None, []
+            if writing:
+                batch, uncommitted = self._write_batch(root, writing, message, head)
+            for plan in plans:
+                self._settle(plan)
         return ApplyResult(batch=batch, conflicts=conflicts, uncommitted=uncommitted, changeset=self.view())
 
     def _write_batch(
-        self, root: Path, writing: list[_Plan], message: str | None
+        self, root: Path, writing: list[_Plan], message: str | None, head: str | None
     ) -> tuple[BatchView | None, list[str]]:
         """Checkpoint, write and commit the planned files — all of it or, when any step fails, nothing.
 
         The disk gets the merged files (the user's edits since the agent read them kept); git gets only the
-        accepted change, replayed onto HEAD, so the user's own uncommitted edits stay uncommitted. Returns
-        the batch and the files left out of the commit (where that replay overlapped such edits)."""
+        accepted change, replayed onto ``head`` (HEAD when planning began), so the user's own uncommitted
+        edits stay uncommitted; the commit lands only if HEAD is still ``head``. Returns the batch and the
+        files left out of the commit (where that replay overlapped such edits)."""
         entries: list[IndexEntry] = [
             (rel, data, mode) for plan in writing for rel, (data, mode) in plan.writes.items()
         ]
@@ -329,7 +336,7 @@ class Review:
                 for plan in writing
                 for rel, (data, mode) in plan.proposed.items()
             ]
-            recorded, uncommitted = replay_change(repo, repo.head(), changes)
+            recorded, uncommitted = replay_change(repo, head, changes)
             check_trackable(repo, blobs, recorded)
         batch_id = uuid.uuid4().hex
         text = message or commit_subject(self.title) or "Apply reviewed changes"
@@ -339,6 +346,12 @@ class Review:
         for plan in writing:
             for rel, (data, mode) in plan.writes.items():
                 pre, pre_mode = before[rel] = read_disk(root / rel)
+                if pre != plan.seen.get(rel):
+                    # Another program wrote it after the merge above read it: writing now would drop that.
+                    raise ChangeError(
+                        f"{rel} changed on disk while Apply was preparing it; nothing was written — "
+                        "Apply again to merge with the new version"
+                    )
                 base = plan.bases.get(rel)
                 # Only pre-images must be durable before writing; what we write is stored after.
                 pre_id = blobs.put(pre) if pre is not None else None
@@ -368,7 +381,7 @@ class Review:
                 written.append(rel)
             commit = None
             if repo is not None and self.commit_mode == "commit" and recorded:
-                commit = commit_paths(repo, blobs, recorded, full_message)
+                commit = commit_paths(repo, blobs, recorded, full_message, head)
             elif repo is not None and self.commit_mode == "stage" and recorded:
                 stage_paths(repo, blobs, recorded)
             else:
@@ -458,6 +471,7 @@ class Review:
                     "change the file it points to instead",
                 )
             disk, _ = read_disk(root / rel)
+            plan.seen[rel] = disk
             if disk == base:
                 continue
             if disk is None or base is None or data is None or is_binary(disk) or is_binary(data):
@@ -530,6 +544,8 @@ class _Plan:
     proposed: dict[str, tuple[bytes | None, int | None]] = field(default_factory=dict)
     """The accepted change alone (what the commit records, replayed onto HEAD)."""
     bases: dict[str, bytes | None] = field(default_factory=dict)
+    seen: dict[str, bytes | None] = field(default_factory=dict)
+    """What each written file held on disk when the plan was merged with it."""
     kept: bytes = b""
     accepted_content: bytes | None = None
     whole_decision: Decision = "pending"

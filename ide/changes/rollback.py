@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ide.changes.applylock import workspace_lock
 from ide.changes.gitutil import (
     TEMP_MARK,
     Blobs,
@@ -31,10 +32,22 @@ def rollback_batch(root: Path, store: BatchStore, batch_id: str | None = None) -
     """Restore the files of ``batch_id`` (default: the newest batch not rolled back) to their pre-images.
 
     A file the user changed since the batch is merged three-way (base: what the batch wrote, theirs: the
-    pre-image, ours: the disk) or, when that conflicts, left alone and reported in ``refused``.
+    pre-image, ours: the disk) or, when that conflicts, left alone and reported in ``refused``. Holds the
+    workspace's Apply lock (ide.changes.applylock) throughout.
     """
     root = Path(os.path.realpath(root))
-    recover_batches(root, store)
+    with workspace_lock(_lock_place(root)):
+        return _rollback(root, store, batch_id)
+
+
+def _lock_place(root: Path) -> Path:
+    """What the Apply lock of ``root`` is keyed by: its repository's top, or itself outside git."""
+    repo = find_repo(root)
+    return repo.top if repo is not None else root
+
+
+def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackResult:
+    _recover(root, store)
     batch_id = batch_id or store.latest_applied(root)
     if batch_id is None:
         raise ChangeError("nothing to roll back: no applied batch in this workspace")
@@ -111,9 +124,10 @@ def rollback_batch(root: Path, store: BatchStore, batch_id: str | None = None) -
                 (rel, tree_blob(repo, batch.commit, rel), tree_blob(repo, f"{batch.commit}^", rel), file_mode)
                 for rel, _data, file_mode in changed
             ]
-            recorded, _left = replay_change(repo, repo.head(), [u for u in undo if u[1] != u[2]])
+            head = repo.head()
+            recorded, _left = replay_change(repo, head, [u for u in undo if u[1] != u[2]])
             if recorded:
-                commit_paths(repo, blobs, recorded, message)
+                commit_paths(repo, blobs, recorded, message, head)
         elif mode == "stage":
             stage_paths(repo, blobs, changed)
     if not refused:
@@ -141,8 +155,14 @@ def recover_batches(root: Path, store: BatchStore) -> list[str]:
     """Finish what a killed Apply left (``kill -9``, a power cut): each batch still ``applying`` is marked
     applied when its commit landed, else rolled back to its checkpoint; temp files of its writes go.
 
-    Returns the ids of the batches recovered. Files the user changed since are left as they are."""
+    Returns the ids of the batches recovered. Files the user changed since are left as they are. Waits for
+    an Apply running in another process, whose batch is ``applying`` until it finishes."""
     root = Path(os.path.realpath(root))
+    with workspace_lock(_lock_place(root)):
+        return _recover(root, store)
+
+
+def _recover(root: Path, store: BatchStore) -> list[str]:
     recovered = []
     for batch_id in store.unfinished(root):
         files = store.files(batch_id)

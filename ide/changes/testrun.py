@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from ide.changes.overlay import ChangeSet
 from ide.changes.worktree import scratch_worktree
+from ide.gitsafe import without_secrets
 
 OUTPUT_CAP = 64_000
 """Bytes of test output kept (the tail: that is where failures are summarised)."""
@@ -71,18 +71,11 @@ def detect_test_command(root: Path) -> str | None:
     return None
 
 
-SECRET_NAME = re.compile(
-    r"(?i)(api_?key|token|secret|passw(or)?d|credential|private_?key|session_?key|^aws_|_auth$|^auth_|^ssh_auth_sock$|^gpg_agent)"
-)
-"""Environment variable names a command from the workspace is not given (an allowed test run executes the
-repository's code: it gets what it needs to run, not the keys Arbor uses to reach model servers, nor the
-SSH agent that would let it push as the user)."""
-
-
 def command_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a test run or an agent's command gets: ours without API keys, tokens and passwords."""
-    source = os.environ if environ is None else environ
-    return {name: value for name, value in source.items() if not SECRET_NAME.search(name)}
+    """The environment a test run or an agent's command gets: ours without API keys, tokens and passwords
+    (an allowed test run executes the repository's code: it gets what it needs to run, not the keys Arbor
+    uses to reach model servers, nor the SSH agent that would let it push as the user)."""
+    return without_secrets(environ)
 
 
 async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> TestRun:

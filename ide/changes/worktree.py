@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from ide.changes.gitutil import find_repo, git
+from ide.changes.gitutil import find_repo, git, run_env
 from ide.changes.overlay import ChangeSet
 from ide.fswalk import walk_files
 from ide.gitsafe import git_argv
@@ -67,12 +67,17 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
                     git_argv(repo.top, "worktree", "remove", "--force", str(checkout)),
                     cwd=repo.top,
                     capture_output=True,
+                    env=run_env(),
                     check=False,
                 )
             shutil.rmtree(tmp, ignore_errors=True)
             if repo is not None:
                 subprocess.run(
-                    git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
+                    git_argv(repo.top, "worktree", "prune"),
+                    cwd=repo.top,
+                    capture_output=True,
+                    env=run_env(),
+                    check=False,
                 )
 
 
@@ -89,7 +94,11 @@ def prune_stale_worktrees(root: Path) -> list[Path]:
     if repo is not None:
         with _WORKTREES:
             subprocess.run(
-                git_argv(repo.top, "worktree", "prune"), cwd=repo.top, capture_output=True, check=False
+                git_argv(repo.top, "worktree", "prune"),
+                cwd=repo.top,
+                capture_output=True,
+                env=run_env(),
+                check=False,
             )
     return removed
 

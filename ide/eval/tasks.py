@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ide.changes.testrun import kill_group
-from ide.gitsafe import git_argv
+from ide.gitsafe import git_argv, git_env
 
 TASK_SUFFIX = ".yaml"
 INSTALL_HINT = "pip install 'arbor-ide[eval]'"
@@ -267,7 +267,7 @@ def _git(workspace: Path, *args: str, stdin: str | None = None) -> subprocess.Co
         input=stdin,
         capture_output=True,
         text=True,
-        env={**os.environ, **_GIT_ENV},
+        env={**git_env(), **_GIT_ENV},
         timeout=60,
         check=False,
     )

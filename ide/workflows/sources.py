@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ide.gitsafe import git_argv
+from ide.gitsafe import git_argv, git_env
 from ide.settings import Settings
 from ide.workflows.queries import tokenize
 
@@ -547,7 +547,7 @@ def _git(root: Path, *args: str, timeout: float = 20) -> str | None:
         if args[:1] == ("log",):
             args = ("log", "--no-textconv", "--no-ext-diff", *args[1:])
         proc = subprocess.run(
-            git_argv(root, *args), cwd=root, capture_output=True, text=True, timeout=timeout
+            git_argv(root, *args), cwd=root, capture_output=True, text=True, env=git_env(), timeout=timeout
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

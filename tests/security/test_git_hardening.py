@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ide.changes import BatchStore, ChangeError, ChangeSet, Review, rollback_batch
-from ide.gitsafe import git_argv
+from ide.gitsafe import git_argv, git_env
 from ide.protocol.review import DecideParams
 from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest
 from ide.workflows.schema import RagSource, RetrievalStrategy
@@ -73,7 +73,11 @@ def test_apply_and_history_search_run_no_program_the_repository_names(
     assert not marker.exists(), "a program from the repository's config or hooks ran during Apply"
     # The commit holds exactly the bytes Arbor wrote (no clean filter touched them).
     shown = subprocess.run(
-        git_argv(root, "show", f"{result.batch.commit}:pkg/new.py"), cwd=root, capture_output=True, check=True
+        git_argv(root, "show", f"{result.batch.commit}:pkg/new.py"),
+        cwd=root,
+        capture_output=True,
+        env=git_env(),
+        check=True,
     ).stdout
     assert shown == b"VALUE = 1\n" and not marker.exists()
 
