@@ -7,17 +7,21 @@ process starts (:mod:`ide.agentproc`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ide.protocol import META_KEY, AgentMeta, ErrorInfo, TurnMeta
-from ide.protocol.review import APPLY, DECIDE, ApplyParams, ApplyResult, DecideParams
+from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
+from ide.protocol.external import EXTERNAL_WRITE
+from ide.protocol.model import MODEL_PROBE
+from ide.protocol.review import APPLY, DECIDE, ROLLBACK, ApplyParams, ApplyResult, DecideParams
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
@@ -31,11 +35,66 @@ if TYPE_CHECKING:
         WriteTextFileResponse,
     )
 
-from ide.agentproc import AgentProcess, client_version, error_from_request
+from ide.agentproc import AgentProcess, client_version, error_from_request, no_answer_error
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+REQUEST_TIMEOUTS_S: Mapping[str, float | None] = MappingProxyType(
+    {
+        "initialize": 60.0,  # the backend imports LangGraph and friends before it answers
+        "session/new": 60.0,
+        "session/load": 120.0,  # replays the session's whole history first
+        "session/list": 30.0,
+        "session/set_mode": 30.0,
+        "session/prompt": None,  # a turn lasts as long as the model works; Stop cancels it
+        f"_{MODEL_PROBE}": 300.0,  # a generation per model the workspace uses
+        f"_{EXTERNAL_WRITE}": 120.0,  # diffs a whole file into the review
+        f"_{APPLY}": 600.0,  # checkpoint, writes, git commit
+        f"_{ROLLBACK}": 600.0,
+    }
+)
+"""Seconds a client waits for the answer to each request, by its name on the wire (None: no limit)."""
+DEFAULT_REQUEST_TIMEOUT_S = 60.0
+"""Every request not in :data:`REQUEST_TIMEOUTS_S`: index, outline, review, memory, LSP queries."""
+
+
+@dataclass(frozen=True)
+class RequestTimeouts:
+    """How long a client waits for an answer; a window or test may pass shorter ones."""
+
+    seconds: Mapping[str, float | None] = field(default_factory=lambda: REQUEST_TIMEOUTS_S)
+    default: float | None = DEFAULT_REQUEST_TIMEOUT_S
+
+    def of(self, method: str) -> float | None:
+        """The limit of the request ``method`` (its name on the wire), None for none."""
+        return self.seconds.get(method, self.default)
+
+
+class NoAnswer(TimeoutError):
+    """The peer did not answer a request in time. The SDK forgot the request: a late answer is dropped."""
+
+    def __init__(self, method: str, seconds: float) -> None:
+        self.method, self.seconds = method, seconds
+        self.info = no_answer_error(seconds, method)
+        super().__init__(self.info.message)
+
+
+async def within(call: Awaitable[R], method: str, timeouts: RequestTimeouts) -> R:
+    """The answer to the request ``method`` that ``call`` sends; :class:`NoAnswer` when it does not come
+    in time (the wait is cancelled, which takes the request off the connection's pending list)."""
+    seconds = timeouts.of(method)
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except TimeoutError:
+        if seconds is None:
+            raise
+        raise NoAnswer(method, seconds) from None
+
+
+DEFAULT_TIMEOUTS = RequestTimeouts()
 
 
 def load_sdk() -> None:
@@ -162,13 +221,14 @@ async def initialize(
     title: str | None = "Arbor",
     version: str | None = None,
     fs: bool = False,
+    timeouts: RequestTimeouts = DEFAULT_TIMEOUTS,
 ) -> AgentHello:
     """Send ``initialize`` with Arbor's client capabilities ``meta`` (and ``fs/*`` when ``fs``; never
-    ``terminal/*``) and read the agent's answer."""
+    ``terminal/*``) and read the agent's answer; :class:`NoAnswer` when none comes in time."""
     from acp import PROTOCOL_VERSION
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-    init = await conn.initialize(
+    greeting = conn.initialize(
         protocol_version=PROTOCOL_VERSION,
         client_capabilities=ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs),
@@ -177,6 +237,7 @@ async def initialize(
         ),
         client_info=Implementation(name=client, title=title, version=version or client_version()),
     )
+    init = await within(greeting, "initialize", timeouts)
     capabilities = init.agent_capabilities
     raw_meta = (capabilities.field_meta or {}).get(META_KEY) if capabilities else None
     try:
@@ -212,23 +273,26 @@ async def open_session(
     can_load: bool,
     on_replay: Callable[[], None],
     on_replay_failed: Callable[[str], None],
+    timeouts: RequestTimeouts = DEFAULT_TIMEOUTS,
 ) -> OpenedSession:
     """Restore the session ``resume`` (``on_replay`` just before its history is replayed), else open a new
-    one (``on_replay_failed`` says why a restore was not possible)."""
+    one (``on_replay_failed`` says why a restore was not possible); :class:`NoAnswer` when the agent does
+    not answer in time."""
     from acp import RequestError
 
     if resume is not None:
         if can_load:
             on_replay()
             try:
-                loaded = await conn.load_session(cwd=cwd, session_id=resume, mcp_servers=[])
+                load = conn.load_session(cwd=cwd, session_id=resume, mcp_servers=[])
+                loaded = await within(load, "session/load", timeouts)
             except RequestError as exc:
                 on_replay_failed(error_from_request(exc).message)
             else:
                 return OpenedSession(resume, loaded.modes if loaded else None, replayed=True)
         else:
             on_replay_failed("The agent cannot restore sessions (no loadSession capability).")
-    created = await conn.new_session(cwd=cwd, mcp_servers=[])
+    created = await within(conn.new_session(cwd=cwd, mcp_servers=[]), "session/new", timeouts)
     return OpenedSession(created.session_id, created.modes, replayed=False)
 
 
@@ -253,37 +317,47 @@ def _when(text: str | None) -> datetime | None:
     return None
 
 
-async def list_sessions(conn: Any, cwd: str) -> list[SessionSummary] | ErrorInfo | None:
-    """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal, None when the
-    connection is lost (the process died) or the answer is unreadable."""
+async def list_sessions(
+    conn: Any, cwd: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
+) -> list[SessionSummary] | ErrorInfo | None:
+    """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal or no answer in
+    time, None when the connection is lost (the process died) or the answer is unreadable."""
     from acp import RequestError
 
     found: list[SessionSummary] = []
     cursor: str | None = None
     try:
         for _ in range(LIST_PAGES):
-            page = await conn.list_sessions(cwd=cwd, cursor=cursor)
+            page = await within(conn.list_sessions(cwd=cwd, cursor=cursor), "session/list", timeouts)
             found += [SessionSummary(s.session_id, s.title, _when(s.updated_at)) for s in page.sessions]
             cursor = page.next_cursor
             if not cursor:
                 break
     except RequestError as exc:
         return error_from_request(exc)
+    except NoAnswer as exc:
+        return exc.info
     except (ConnectionError, ValidationError):
         return None
     oldest = datetime.min.replace(tzinfo=UTC)
     return sorted(found, key=lambda s: s.updated_at or oldest, reverse=True)
 
 
-async def prompt(conn: Any, session_id: str, text: str) -> PromptResponse | ErrorInfo | None:
-    """Send ``text`` as a turn and wait for its end: the response, an ErrorInfo for a refusal, or None when
-    the connection is lost or the answer is unreadable."""
+async def prompt(
+    conn: Any, session_id: str, text: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
+) -> PromptResponse | ErrorInfo | None:
+    """Send ``text`` as a turn and wait for its end (by default as long as it takes: :func:`cancel` ends
+    it): the response, an ErrorInfo for a refusal or no answer in time, or None when the connection is
+    lost or the answer is unreadable."""
     from acp import RequestError, text_block
 
     try:
-        return await conn.prompt(session_id=session_id, prompt=[text_block(text)])
+        turn = conn.prompt(session_id=session_id, prompt=[text_block(text)])
+        return await within(turn, "session/prompt", timeouts)
     except RequestError as exc:
         return error_from_request(exc)
+    except NoAnswer as exc:
+        return exc.info
     except (ConnectionError, ValidationError):
         return None
 
@@ -294,26 +368,39 @@ async def cancel(conn: Any, session_id: str) -> None:
         await conn.cancel(session_id=session_id)
 
 
-async def apply_all(conn: Any, session_id: str) -> ApplyResult:
+async def apply_all(conn: Any, session_id: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS) -> ApplyResult:
     """Accept every hunk of the session's change set and apply it, as the window's Accept all + Apply
-    (``arbor run --apply``, ``arbor eval``); the agent's refusal raises its ``RequestError``."""
-    await conn.ext_method(
-        DECIDE, DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
-    )
-    return ApplyResult.model_validate(
-        await conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
-    )
+    (``arbor run --apply``, ``arbor eval``); the agent's refusal raises its ``RequestError``, and so does
+    no answer in time (carrying Arbor's ErrorInfo that says so)."""
+    from acp import RequestError
+
+    decide = DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
+    try:
+        await within(conn.ext_method(DECIDE, decide), f"_{DECIDE}", timeouts)
+        applied = conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
+        return ApplyResult.model_validate(await within(applied, f"_{APPLY}", timeouts))
+    except NoAnswer as exc:
+        raise RequestError(ERROR_CODE, exc.info.message, error_data(exc.info)) from None
 
 
-async def ask(conn: Any, method: str, params: BaseModel, result_type: type[T]) -> T | ErrorInfo | None:
-    """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal or an
-    unreadable answer, or None when the connection is lost (the process died)."""
+async def ask(
+    conn: Any,
+    method: str,
+    params: BaseModel,
+    result_type: type[T],
+    timeouts: RequestTimeouts = DEFAULT_TIMEOUTS,
+) -> T | ErrorInfo | None:
+    """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal, an
+    unreadable answer or none in time, or None when the connection is lost (the process died)."""
     from acp import RequestError
 
     try:
-        return result_type.model_validate(await conn.ext_method(method, params.model_dump(mode="json")))
+        answer = await within(conn.ext_method(method, params.model_dump(mode="json")), f"_{method}", timeouts)
+        return result_type.model_validate(answer)
     except RequestError as exc:
         return error_from_request(exc)
+    except NoAnswer as exc:
+        return exc.info
     except ValidationError as exc:
         log.warning("malformed answer to _%s: %s", method, exc)
         return ErrorInfo(

@@ -266,10 +266,13 @@ def start_error(command: Sequence[str], exc: OSError) -> ErrorInfo:
     )
 
 
-def no_answer_error(seconds: float) -> ErrorInfo:
-    """What to tell the user when the backend does not answer ``initialize``."""
+def no_answer_error(seconds: float, method: str = "initialize") -> ErrorInfo:
+    """What to tell the user when the backend does not answer the request ``method`` in time."""
+    doctor = "Run `arbor doctor` in a terminal to see what it is waiting for."
     return ErrorInfo(
         kind="internal",
-        message=f"The backend did not answer within {seconds:.0f} s.",
-        fix="Run `arbor doctor` in a terminal to see what it is waiting for.",
+        message=f"The backend did not answer {method} within {seconds:g} s.",
+        fix=doctor
+        if method == "initialize"
+        else "It may still finish: look before you repeat a change (Apply, Rollback). " + doctor,
     )

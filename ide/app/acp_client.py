@@ -37,7 +37,6 @@ M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 OnError = Callable[[ErrorInfo], None]
 OnSessions = Callable[[list[agentconn.SessionSummary]], None]
-INITIALIZE_TIMEOUT_S = 60.0
 CLIENT_META = {"review": True, "tree": True, "index": True}  # reviews, search trees, the Outline
 
 
@@ -99,6 +98,9 @@ class BackendBridge(QObject):
         self._watcher: asyncio.Task[None] | None = None
         self._connections: dict[int, ClientSideConnection] = {}
         self._notifications = agentconn.NotificationRouter()
+        self.timeouts = agentconn.DEFAULT_TIMEOUTS
+        """How long each request waits for its answer (one table, :data:`agentconn.REQUEST_TIMEOUTS_S`);
+        without one in time its handler gets an error saying so, and a late answer is dropped."""
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
@@ -149,7 +151,7 @@ class BackendBridge(QObject):
         goes to ``on_error``. False, and nothing sent, unless the agent runs and lists sessions."""
         if self._conn is None or not self.can_list_sessions:
             return False
-        call = agentconn.list_sessions(self._conn, str(self.workspace))
+        call = agentconn.list_sessions(self._conn, str(self.workspace), self.timeouts)
         spawn(self._deliver(self._generation, call, on_result, on_error), name="session/list")
         return True
 
@@ -197,12 +199,14 @@ class BackendBridge(QObject):
         on_error: Callable[[ErrorInfo], None] | None = None,
     ) -> bool:
         """Send the extension request ``_method``; its answer, read as ``result_type``, goes to
-        ``on_result``. A refusal or an unreadable answer goes to ``on_error`` (without one, to
-        :attr:`errorRaised`); the answer of a backend that has died or restarted since goes nowhere.
-        False, and nothing sent, when the backend is not running or did not advertise ``method``."""
+        ``on_result``. A refusal, an unreadable answer or none within its time (:attr:`timeouts`) goes to
+        ``on_error`` (without one, to :attr:`errorRaised`); the answer of a backend that has died or
+        restarted since goes nowhere. False, and nothing sent, when the backend is not running or did not
+        advertise ``method``."""
         if self._conn is None or not self.supports(method):
             return False
-        generation, call = self._generation, agentconn.ask(self._conn, method, params, result_type)
+        call = agentconn.ask(self._conn, method, params, result_type, self.timeouts)
+        generation = self._generation
         spawn(self._deliver(generation, call, on_result, on_error), name=f"_{method}")
         return True
 
@@ -285,10 +289,9 @@ class BackendBridge(QObject):
 
         try:
             await step
-        except (RequestError, TimeoutError) as exc:
+        except (RequestError, agentconn.NoAnswer) as exc:
             if generation == self._generation:
-                no_answer = agentproc.no_answer_error(INITIALIZE_TIMEOUT_S)
-                self.errorRaised.emit(error_from_request(exc) if isinstance(exc, RequestError) else no_answer)
+                self.errorRaised.emit(error_from_request(exc) if isinstance(exc, RequestError) else exc.info)
                 await self._stop()
         except (ConnectionError, ValidationError):
             # The process died mid-handshake (or spoke garbage); the watcher reports its exit and stderr.
@@ -296,8 +299,8 @@ class BackendBridge(QObject):
                 self._signal_group(signal.SIGKILL)
 
     async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
-        greeting = agentconn.initialize(conn, meta=CLIENT_META, fs=self.fs_handler is not None)
-        hello = await asyncio.wait_for(greeting, INITIALIZE_TIMEOUT_S)
+        fs = self.fs_handler is not None
+        hello = await agentconn.initialize(conn, meta=CLIENT_META, fs=fs, timeouts=self.timeouts)
         self.agent_meta, self.agent_name = hello.meta, hello.name
         self.can_load_session, self.can_list_sessions = hello.can_load_session, hello.can_list_sessions
         self.agentChanged.emit(self.agent_meta)
@@ -309,7 +312,13 @@ class BackendBridge(QObject):
             self.replayStarting.emit()
 
         opened = await agentconn.open_session(
-            conn, str(self.workspace), resume, self.can_load_session, replay, self.replayFailed.emit
+            conn,
+            str(self.workspace),
+            resume,
+            self.can_load_session,
+            replay,
+            self.replayFailed.emit,
+            self.timeouts,
         )
         if not opened.replayed:
             self.mode, self.modes = None, []
@@ -324,17 +333,19 @@ class BackendBridge(QObject):
         from acp import RequestError
 
         try:
-            await conn.set_session_mode(session_id=session, mode_id=mode)
-        except (RequestError, ConnectionError) as exc:
-            if generation == self._generation and isinstance(exc, RequestError):
-                self.errorRaised.emit(error_from_request(exc))
+            await agentconn.within(
+                conn.set_session_mode(session_id=session, mode_id=mode), "session/set_mode", self.timeouts
+            )
+        except (RequestError, agentconn.NoAnswer, ConnectionError) as exc:
+            if generation == self._generation and not isinstance(exc, ConnectionError):
+                self.errorRaised.emit(error_from_request(exc) if isinstance(exc, RequestError) else exc.info)
                 self.modeChanged.emit(self.mode or "")
             return
         if generation == self._generation:
             self.note_mode(mode)
 
     async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
-        response = await agentconn.prompt(conn, session_id, text)
+        response = await agentconn.prompt(conn, session_id, text, self.timeouts)
         if generation != self._generation:
             return
         if response is None:

@@ -70,6 +70,9 @@ class ReviewBackend(QObject):
         self.session_id: str | None = None
         """The review session in Arbor's backend (None until the agent's first file request)."""
         self.agent: agentproc.AgentProcess | None = None
+        self.timeouts = agentconn.DEFAULT_TIMEOUTS
+        """How long each request to the review backend waits: the agent's ``fs/*`` call fails with the
+        reason when no answer comes in time (never hangs)."""
         self._conn: Any = None
         self._opening: asyncio.Future[tuple[Any, str]] | None = None
 
@@ -109,7 +112,7 @@ class ReviewBackend(QObject):
             return False
 
         async def deliver() -> None:
-            answer = await agentconn.ask(conn, method, params, result_type)
+            answer = await agentconn.ask(conn, method, params, result_type, self.timeouts)
             if answer is None:
                 on_error(ErrorInfo(kind="internal", message="Arbor's review backend has stopped."))
             elif isinstance(answer, ErrorInfo):
@@ -144,8 +147,11 @@ class ReviewBackend(QObject):
 
         conn, session_id = await self._connection()
         try:
-            raw = await conn.ext_method(ext, {"session_id": session_id, **params})
-            return result.model_validate(raw)
+            call = conn.ext_method(ext, {"session_id": session_id, **params})
+            return result.model_validate(await agentconn.within(call, f"_{ext}", self.timeouts))
+        except agentconn.NoAnswer as exc:
+            late = f"{method}: Arbor's review backend did not answer {exc.method} within {exc.seconds:g} s"
+            raise _refusal(INTERNAL_ERROR, late, path) from None
         except RequestError as exc:
             detail = exc.data.get("message") if isinstance(exc.data, dict) else None
             raise _refusal(exc.code, f"{method}: {detail or exc}", path) from None
@@ -169,12 +175,11 @@ class ReviewBackend(QObject):
             await self._start()
         conn = self._conn
         try:
-            opened = await conn.ext_method(
-                ex.EXTERNAL_OPEN,
-                ex.ExternalOpenParams(cwd=str(self.workspace), agent=self.agent_label).model_dump(),
-            )
+            params = ex.ExternalOpenParams(cwd=str(self.workspace), agent=self.agent_label).model_dump()
+            call = conn.ext_method(ex.EXTERNAL_OPEN, params)
+            opened = await agentconn.within(call, f"_{ex.EXTERNAL_OPEN}", self.timeouts)
             self.session_id = ex.ExternalSession.model_validate(opened).session_id
-        except (RequestError, ValidationError, ConnectionError) as exc:
+        except (RequestError, ValidationError, ConnectionError, agentconn.NoAnswer) as exc:
             raise _refusal(
                 INTERNAL_ERROR, f"Arbor's review backend could not open a review: {exc}", ""
             ) from None
