@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QDialog,
@@ -79,6 +80,7 @@ class PermissionDialog(QDialog):
         self.setModal(False)
         layout = QVBoxLayout(self)
         self.title = QLabel()
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # the agent's words: never markup that loads files
         self.title.setWordWrap(True)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)

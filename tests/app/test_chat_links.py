@@ -1,6 +1,7 @@
 """A hostile model's links and images in the chat (issue 27, item 4): an http(s) link opens only after the
 user saw its whole address and confirmed it; ``file:``, ``javascript:``, ``data:`` and relative links never
-open nor navigate the answer; no image is fetched from the network or read from disk for rendering.
+open nor navigate the answer; no image is fetched from the network or read from disk for rendering, in an
+answer or in a foreign agent's permission question.
 
 Opens are caught with ``QDesktopServices.setUrlHandler``, so nothing really opens; the exfiltration target
 is a real HTTP server on 127.0.0.1 that counts what reaches it.
@@ -17,11 +18,14 @@ from typing import Any
 
 import pytest
 from acp import text_block, update_agent_message
+from acp.schema import PermissionOption, ToolCallUpdate
 from PySide6.QtCore import QByteArray, QObject, Qt, QUrl, Slot
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextCursor, QTextDocument
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QMainWindow
 
+from ide.app.background import spawn
 from ide.app.chat import AssistantMessageView, ChatPanel
+from ide.app.permission import PermissionDialog
 from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -287,3 +291,18 @@ def test_a_streamed_answer_from_the_backend_asks_before_its_link_opens(
     qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)
     assert opener.opened == [href]
     assert window.statusBar().currentMessage() == "Opened 127.0.0.1"
+
+
+def test_a_foreign_agents_permission_title_is_text_not_markup(qtbot: Any, qloop: Any, tmp_path: Path) -> None:
+    tall = tmp_path / "tall.png"
+    assert QImage(8, 400, QImage.Format.Format_ARGB32).save(str(tall))
+    title = f"<img src='{tall}'> Edit notes.py"
+    dialog = PermissionDialog()
+    qtbot.addWidget(dialog)
+    option = PermissionOption(option_id="no", name="Reject", kind="reject_once")
+    answer = spawn(dialog.ask("s", ToolCallUpdate(tool_call_id="t", title=title), [option]), name="ask")
+    qtbot.waitUntil(dialog.isVisible, timeout=5000)
+    assert dialog.title.text() == title
+    assert dialog.title.sizeHint().height() < 100  # the file was not read and drawn as an image
+    dialog.reject()
+    qtbot.waitUntil(answer.done, timeout=5000)
