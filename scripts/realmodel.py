@@ -38,6 +38,10 @@ CMAKE_FLAGS = (
     "-DLLAMA_BUILD_EXAMPLES=OFF",
     "-DLLAMA_BUILD_SERVER=ON",
     "-DBUILD_SHARED_LIBS=OFF",
+    # -march=native turns on AMX where the CPU has it, but a sandbox (or kernel) that does not grant AMX
+    # state to the process kills llama-server at its first matmul (SIGSEGV in ggml_backend_amx_mul_mat).
+    "-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+    "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
 )
 
 
@@ -52,7 +56,8 @@ def cache_dir() -> Path:
 
 
 def _cpu_key() -> str:
-    """The build uses this CPU's instruction set (GGML_NATIVE): another CPU gets its own binary."""
+    """The build uses this CPU's instruction set (GGML_NATIVE): another CPU, or other build flags, get
+    their own binary."""
     flags = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -61,7 +66,8 @@ def _cpu_key() -> str:
                 break
     except OSError:
         pass
-    return hashlib.sha256(f"{platform.machine()} {flags}".encode()).hexdigest()[:12]
+    key = f"{platform.machine()} {flags} {CMAKE_FLAGS}"
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def server_path() -> Path:
