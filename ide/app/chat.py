@@ -95,8 +95,8 @@ class ChatPanel(QWidget):
     """Dock content: the conversation and the prompt box.
 
     Interface: :meth:`apply_update`, :meth:`add_user_message`, :meth:`turn_ended`, :meth:`turn_failed`,
-    :meth:`clear`, :meth:`replay`, :meth:`set_backend_state`; signals :attr:`promptSubmitted`,
-    :attr:`stopRequested`, :attr:`locationActivated`.
+    :meth:`clear`, :meth:`replay`, :meth:`set_backend_state`, :meth:`open_link`; signals
+    :attr:`promptSubmitted`, :attr:`stopRequested`, :attr:`locationActivated`.
     """
 
     promptSubmitted = Signal(str)
