@@ -8,8 +8,11 @@ A cloned repository is input, not configuration. Its settings are split in three
   servers, retrieval sources, or a model outside the user's Ollama — are held back until the user
   trusts the workspace;
 - *narrowing keys* apply at once only as far as they narrow what the user allows: the repository's
-  excludes are added to the user's, its ``max_file_bytes`` may lower the user's. The secret list is
-  always the union of the user's and the repository's, trusted or not.
+  excludes are added to the user's, its ``max_file_bytes`` and the time and token limits of commands
+  and searches may lower the user's. The secret list is always the union of the user's and the
+  repository's, trusted or not;
+- *weakening values* of a preference wait for trust too: ``review.commit = "none"`` (Apply then writes
+  without git's check of the paths).
 
 Trust is recorded per user (``<config dir>/trusted-workspaces.json``), keyed by the workspace's real
 path, with a digest of exactly what was trusted: a changed config asks again.
@@ -64,7 +67,19 @@ MODEL_PREFIXES = ("llm.lats.", "llm.tot.", "llm.plan.")
 UNION_KEYS = frozenset({"workspace.exclude", "workspace.secrets"})
 ALWAYS_UNION = frozenset({"workspace.secrets"})
 """The repository may add secret patterns but never remove the user's, even once trusted."""
-AT_MOST_KEYS = frozenset({"workspace.max_file_bytes"})
+AT_MOST = {
+    "workspace.max_file_bytes": "raises your limit, so the agent would read larger files",
+    "plan.command_timeout_s": "raises your limit, so the executor's commands may run longer",
+    "lats.test_timeout_s": "raises your limit, so the repository's tests may run longer",
+    "workflows.test_timeout_s": "raises your limit, so the repository's tests may run longer",
+    "lats.time_limit_s": "raises your limit, so a search may run (and call models) longer",
+    "lats.max_tokens": "raises your limit, so a search may spend more model tokens",
+    "tot.time_limit_s": "raises your limit, so a search may run (and call models) longer",
+}
+"""Limits a repository may lower at once; raising one waits for trust (the reason says what it lifts)."""
+AT_MOST_KEYS = frozenset(AT_MOST)
+WEAKENING = {("review.commit", "none"): "makes Apply write without git's check of the paths it commits"}
+"""Values of otherwise free preferences that switch a check off: they wait for trust."""
 
 Kind = Literal["preference", "trusted", "union", "at_most"]
 
@@ -72,6 +87,8 @@ Kind = Literal["preference", "trusted", "union", "at_most"]
 def kind_of(key: str, value: Any) -> Kind:
     """How a workspace-layer value of ``key`` is treated before the workspace is trusted."""
     if key in COMMANDS or key in HOSTS or key in OTHER:
+        return "trusted"
+    if isinstance(value, str) and (key, value) in WEAKENING:
         return "trusted"
     if key in MODEL_KEYS or key.startswith(MODEL_PREFIXES):
         return "preference" if _all_ollama(value) else "trusted"
@@ -92,6 +109,10 @@ def repository_rule(key: str) -> str:
         return "lowers yours; raising needs trust"
     if key in MODEL_KEYS or key.startswith(MODEL_PREFIXES):
         return "applies for ollama: models; others need trust"
+    weakening = [value for (name, value) in WEAKENING if name == key]
+    if weakening:
+        verb = "needs" if len(weakening) == 1 else "need"
+        return f"{' and '.join(weakening)} {verb} trust; other values apply"
     if kind_of(key, "ollama:any") == "trusted":
         return "needs trust"
     return "applies"
@@ -110,12 +131,14 @@ def reason(key: str, value: Any) -> str:
     for table in (COMMANDS, HOSTS, OTHER):
         if key in table:
             return table[key]
+    if isinstance(value, str) and (key, value) in WEAKENING:
+        return WEAKENING[(key, value)]
     if key in MODEL_KEYS or key.startswith(MODEL_PREFIXES):
         return "uses a model outside your Ollama server (another provider, a script)"
     if key in UNION_KEYS:
         return "removes patterns you set, so the agent would read more"
     if key in AT_MOST_KEYS:
-        return "raises your limit, so the agent would read larger files"
+        return AT_MOST[key]
     return "needs trust"
 
 
