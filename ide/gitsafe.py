@@ -157,8 +157,9 @@ _DISCOVERY_ENV = (
     "GIT_CONFIG",
     "GIT_CONFIG_COUNT",
 )
-_DISCOVERY_NAMES = (".git", "HEAD", "objects", "refs", "commondir")
-"""What git's discovery looks at in each directory from ``cwd`` up (a ``.git`` entry, or a bare repo)."""
+_DISCOVERY_NAMES = (".git", ".git/commondir", "HEAD", "objects", "refs", "commondir")
+"""What git's discovery looks at in each directory from ``cwd`` up (a ``.git`` entry, or a bare repo;
+``commondir`` moves where a repository's config lives)."""
 
 
 def _stat(path: str) -> _Stat:
@@ -245,6 +246,8 @@ def _overrides(cwd: str, repository: tuple[str, ...]) -> tuple[str, ...]:
         now = tuple(dict.fromkeys((*repository, *chain)))
         if now == files:
             with _lock:
+                if len(_states) > 256:  # each scratch worktree has its own config.worktree path
+                    _states.clear()
                 _states[repository] = state
             return state.flags
         files = now  # an include appeared: look at it too, then read again
