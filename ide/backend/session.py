@@ -413,6 +413,10 @@ class Session:
             await graph.aupdate_state(
                 self._config(), {"messages": [HumanMessage(text), AIMessage(outcome.answer)]}, as_node="agent"
             )
+        if self.checkpointer is not None:
+            from ide.backend.services import prune_checkpoints
+
+            await prune_checkpoints(self.checkpointer, [self.id, f"{self.id}:plan"])
         figures = outcome.figures or recorder.tree.figures
         await self.learn(text, outcome.answer, recorder.tree, outcome.stop_reason, mode)
         steps = figures.get("steps") if keeps_conversation else None

@@ -51,8 +51,13 @@ class Calibration:
     samples: int = 0
 
     def tokens(self, messages: Sequence[BaseMessage]) -> int:
-        chars = sum(message_chars(m) for m in messages)
-        return math.ceil(chars / self.chars_per_token) + MESSAGE_OVERHEAD_TOKENS * len(messages)
+        return self.tokens_of(sum(message_chars(m) for m in messages), len(messages))
+
+    def tokens_of(self, chars: int, count: int) -> int:
+        """Tokens of ``count`` messages holding ``chars`` characters (callers that change one message at a
+        time keep the sum: recounting every message after each change made a long conversation's fit
+        quadratic, seconds a request at a few hundred turns)."""
+        return math.ceil(chars / self.chars_per_token) + MESSAGE_OVERHEAD_TOKENS * count
 
     def learn(self, messages: Sequence[BaseMessage], evaluated: int) -> None:
         """Fold in a server's count of the tokens it evaluated for ``messages`` (not cut by it)."""
@@ -94,7 +99,9 @@ def fit_messages(messages: Sequence[BaseMessage], limit: int, calibration: Calib
     messages a summary could replace; :func:`cut_to_fit` is the last resort.
     """
     out = list(messages)
-    before = calibration.tokens(out)
+    sizes = [message_chars(m) for m in out]
+    chars = sum(sizes)
+    before = calibration.tokens_of(chars, len(out))
     fitted = Fitted(out, before, before)
     if before <= limit:
         return fitted
@@ -112,8 +119,10 @@ def fit_messages(messages: Sequence[BaseMessage], limit: int, calibration: Calib
             status=message.status,
         )
         out[index] = stub
+        chars += message_chars(stub) - sizes[index]
+        sizes[index] = message_chars(stub)
         fitted.elided += 1
-        fitted.tokens = calibration.tokens(out)
+        fitted.tokens = calibration.tokens_of(chars, len(out))
     if fitted.elided:
         fitted.notes.append(f"{fitted.elided} older tool result(s) elided")
     if fitted.tokens > limit:
@@ -131,10 +140,12 @@ def cut_to_fit(fitted: Fitted, limit: int, calibration: Calibration) -> Fitted:
     """Last resort: cut the middle out of the longest messages until ``limit`` holds (the system prompt and
     the task are cut last)."""
     out = fitted.messages
+    sizes = [message_chars(m) for m in out]
+    chars = sum(sizes)
     protected_heads = {i for i, m in enumerate(out) if isinstance(m, SystemMessage)} | _task_index(out)
-    order = sorted(range(len(out)), key=lambda i: (i in protected_heads, -message_chars(out[i])))
+    order = sorted(range(len(out)), key=lambda i: (i in protected_heads, -sizes[i]))
     for index in order:
-        excess = calibration.tokens(out) - limit
+        excess = calibration.tokens_of(chars, len(out)) - limit
         if excess <= 0:
             break
         message = out[index]
@@ -152,6 +163,8 @@ def cut_to_fit(fitted: Fitted, limit: int, calibration: Calibration) -> Fitted:
         out[index] = message.model_copy(
             update={"content": text[:keep_head] + marker + text[len(text) - keep_tail :]}
         )
+        chars += message_chars(out[index]) - sizes[index]
+        sizes[index] = message_chars(out[index])
         fitted.cut += 1
     fitted.tokens = calibration.tokens(out)
     fitted.notes.append(f"{fitted.cut} message(s) cut in the middle")
