@@ -75,10 +75,13 @@ class Banner(QFrame):
         self._icon.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.title = QLabel()
         self.title.setObjectName("bannerTitle")
+        # Titles and fixes carry backend and agent text: plain, so markup in them cannot load a file.
+        self.title.setTextFormat(Qt.TextFormat.PlainText)
         self.title.setWordWrap(True)
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fix = QLabel()
         self.fix.setObjectName("bannerFix")
+        self.fix.setTextFormat(Qt.TextFormat.PlainText)
         self.fix.setWordWrap(True)
         self.fix.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.details = QLabel()

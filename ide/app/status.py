@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
 from ide.app.acp_client import BackendState
@@ -77,6 +78,9 @@ class BackendStatus(QWidget):
         )
         self.state = QLabel()
         self.state.setObjectName("statusState")
+        # The model's name and figures come from the backend (or a foreign agent): shown as plain text.
+        for label in (self.model, self.usage, self.context):
+            label.setTextFormat(Qt.TextFormat.PlainText)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from ide.app.theme import mono_font
@@ -46,6 +46,7 @@ class TrustDialog(QDialog):
         layout = QVBoxLayout(self)
         self.intro = QLabel()
         self.intro.setWordWrap(True)
+        self.intro.setTextFormat(Qt.TextFormat.PlainText)  # it names the workspace's path
         self.details = QPlainTextEdit()
         self.details.setObjectName("trustDetails")
         self.details.setReadOnly(True)

@@ -58,6 +58,7 @@ class SessionsPanel(QWidget):
         self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
         self.message = QLabel()
         self.message.setWordWrap(True)
+        self.message.setTextFormat(Qt.TextFormat.PlainText)  # a backend's error text, never markup
         self.message.setObjectName("mutedLabel")
         self.new_button = QPushButton("New Session")
         self.new_button.clicked.connect(self.newRequested)
