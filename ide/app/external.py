@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shlex
@@ -94,6 +95,7 @@ class ReviewBackend(QObject):
     async def write_text_file(self, session_id: str, path: str, content: str) -> None:
         """``fs/write_text_file``: into the review's change set, never on disk before Apply."""
         target = self._check("fs/write_text_file", path)
+        self._check_size(content, path)
         params = {"path": target, "content": content}
         view = await self._call("fs/write_text_file", ex.EXTERNAL_WRITE, params, ChangeSetView, path)
         self.changesetReceived.emit(view)
@@ -129,6 +131,19 @@ class ReviewBackend(QObject):
         self.agent, self._conn, self._opening, self.session_id = None, None, None, None
         if agent is not None:
             await agent.stop(conn)
+
+    def _check_size(self, content: str, path: str) -> None:
+        """Refuse a write whose request would pass the backend's line limit: sent, it would be dropped."""
+        # The line as the SDK sends it (ASCII-escaped JSON), plus room for the ids and the method.
+        size = len(json.dumps(content)) + len(json.dumps(path)) + 1024
+        if size > agentproc.STDIO_LIMIT:
+            mb = 1024 * 1024
+            raise _refusal(
+                INVALID_PARAMS,
+                f"fs/write_text_file: file too large for review: {size / mb:.1f} MB as sent; the limit is "
+                f"{agentproc.STDIO_LIMIT // mb} MB — write it in smaller files",
+                path,
+            )
 
     def _check(self, method: str, path: str) -> str:
         if not self.enabled():

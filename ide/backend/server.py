@@ -6,8 +6,10 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 from asyncio.streams import FlowControlMixin
+from collections.abc import AsyncIterator
 
 from acp import run_agent
 
@@ -15,6 +17,13 @@ from ide.backend.agent import ArborAgent, QuietRefusals
 from ide.backend.limits import BadMessage, check_message, return_freed_memory
 
 STDIO_LIMIT = 50 * 1024 * 1024
+HEAD_BYTES = 4096
+"""How much of an over-long line is kept to find its request id (JSON-RPC clients put it first)."""
+CHUNK_BYTES = 1 << 16
+# The id only when it comes before params (as the SDKs send it): an "id" inside params is not the request's.
+_ID = re.compile(
+    rb'^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?\d+|"[^"\\]{0,200}")'
+)
 
 
 class _WriteProtocol(FlowControlMixin, asyncio.Protocol):
@@ -37,6 +46,47 @@ def _error_line(code: int, message: str, request_id: object = None) -> bytes:
     return (json.dumps(payload, separators=(",", ":")) + "\n").encode()
 
 
+class TooLong:
+    """A line over ``STDIO_LIMIT``, dropped; ``head``: its first bytes, where its id can be found."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    def request_id(self) -> object:
+        """The id of the request the line held, when its first members show it (else None)."""
+        found = _ID.match(self.head)
+        return json.loads(found.group(1)) if found is not None else None
+
+
+async def _lines(source: asyncio.StreamReader, limit: int) -> AsyncIterator[bytes | TooLong]:
+    """Each line of ``source``; one that grows past ``limit`` is skipped to its end (never buffered
+    whole) and given as a :class:`TooLong` with its first bytes."""
+    line = bytearray()
+    dropping: bytes | None = None
+    while chunk := await source.read(CHUNK_BYTES):
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start : end + 1]
+            if dropping is None:
+                line += piece
+                if len(line) > limit:
+                    dropping, line = bytes(line[:HEAD_BYTES]), bytearray()
+            if end < 0:
+                break
+            if dropping is not None:
+                yield TooLong(dropping)
+                dropping = None
+            else:
+                yield bytes(line)
+                line = bytearray()
+            start = end + 1
+    if dropping is not None:
+        yield TooLong(dropping)
+    elif line:
+        yield bytes(line)
+
+
 async def guard_input(
     source: asyncio.StreamReader, sink: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
@@ -44,14 +94,17 @@ async def guard_input(
 
     The SDK only logs a line it cannot parse, so a client that sent garbage would wait forever.
     """
-    while True:
-        try:
-            line = await source.readline()
-        except ValueError:
-            writer.write(_error_line(-32600, f"message longer than {STDIO_LIMIT} bytes; dropped"))
+    async for line in _lines(source, STDIO_LIMIT):
+        if isinstance(line, TooLong):
+            writer.write(
+                _error_line(
+                    -32600,
+                    f"message longer than {STDIO_LIMIT // (1024 * 1024)} MB (the line limit); dropped — "
+                    "send less at once (a file that large cannot go through review)",
+                    line.request_id(),
+                )
+            )
             continue
-        if not line:
-            break
         if not line.strip():
             continue
         try:

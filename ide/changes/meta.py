@@ -1,5 +1,7 @@
 """Meta files: paths whose change alters what runs, what git does, or what Arbor trusts — Arbor's own
-``.arbor/``, git's ``.gitattributes``/``.gitmodules``/``.gitignore``, CI pipelines, hooks and editor tasks.
+``.arbor/``, git's ``.gitattributes``/``.gitmodules``/``.gitignore``, CI pipelines, hooks, editor tasks, and
+the build and test entry points that run code when you build, test or install (``pyproject.toml``,
+``conftest.py``, ``Makefile``, ``sitecustomize.py``, ``*.pth``, ``package.json``, …) in any directory.
 
 An agent's edit to one is marked in review with why it matters and is never covered by "Accept all":
 the user accepts it on its own.
@@ -35,11 +37,44 @@ RULES: tuple[tuple[str, str], ...] = (
     ("lefthook.yml", "git hooks (lefthook): run on your machine when you commit or push"),
     (".lefthook.yml", "git hooks (lefthook): run on your machine when you commit or push"),
     (".envrc", "direnv: runs in your shell when you enter the directory"),
+    (
+        "pyproject.toml",
+        "build settings: names the build backend and tools that run when you build or install",
+    ),
+    ("setup.py", "runs when you build or install the package"),
+    ("setup.cfg", "build settings: names commands and plugins that run when you build, install or test"),
+    ("conftest.py", "pytest loads and runs it when you test"),
+    ("Makefile", "runs when you build or test with make"),
+    ("GNUmakefile", "runs when you build or test with make"),
+    ("makefile", "runs when you build or test with make"),
+    ("tox.ini", "runs when you test with tox"),
+    ("noxfile.py", "runs when you test with nox"),
+    ("sitecustomize.py", "Python runs it at every start once it is on the path"),
+    ("usercustomize.py", "Python runs it at every start once it is on the path"),
+    ("*.pth", "Python runs its import lines at every start once it is in site-packages"),
+    ("package.json", "its scripts run when you npm install, build or test"),
     (".vscode/*", "editor settings and tasks: can name programs your editor runs"),
     (".devcontainer/*", "dev container definition: what your editor builds and runs"),
 )
 
-NESTED = frozenset({".gitattributes", ".gitignore", ".envrc"})
+NESTED = frozenset(
+    {
+        ".gitattributes",
+        ".gitignore",
+        ".envrc",
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "conftest.py",
+        "makefile",
+        "gnumakefile",
+        "tox.ini",
+        "noxfile.py",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "package.json",
+    }
+)
 """Names that matter in any directory, not only at the top."""
 
 
@@ -52,7 +87,10 @@ def meta_reason(path: str) -> str | None:
     name = PurePosixPath(lower).name
     for pattern, why in RULES:
         pattern = pattern.lower()
-        if pattern.endswith("/*"):
+        if pattern.startswith("*."):
+            if name.endswith(pattern[1:]):
+                return why
+        elif pattern.endswith("/*"):
             if lower.startswith(pattern[:-1]):
                 return why
         elif lower == pattern or (name == pattern and name in NESTED):

@@ -283,7 +283,24 @@ class ChangeSet:
             None if entry.data is None else decode(entry.data)[0],
         )
 
+    def check_file_path(self, rel: str, *, on_disk: bool = False) -> None:
+        """Refuse a file at ``rel`` that Apply could never write: the workspace root, a directory, or a
+        path below a file. Checked when the edit is made, so such an entry never reaches review; Apply
+        checks again ``on_disk`` (what is there now, whatever this set proposes)."""
+        parts = rel.strip("/").split("/")
+        if rel.strip("/") in ("", "."):
+            raise ChangeError("give a file path, not the workspace root")
+        if (self.root / rel).is_dir() if on_disk else self.is_dir(rel):
+            raise ChangeError(f"{rel} is a directory; a file cannot take its place")
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            entry = None if on_disk else self._entries.get(parent)
+            if (entry.data is not None) if entry is not None else (self.root / parent).is_file():
+                raise ChangeError(f"{parent} is a file, so {rel} cannot be created below it")
+
     def _set(self, rel: str, data: bytes | None, mode: int | None, origin: str | None = None) -> None:
+        if data is not None:
+            self.check_file_path(rel)
         self.base(rel)
         previous = self._entries.get(rel)
         if origin is None and previous is not None:
@@ -351,6 +368,7 @@ class ChangeSet:
             raise ChangeError(f"{rel} does not exist, so it cannot be renamed")
         if self.exists(new_rel):
             raise ChangeError(f"{new_rel} already exists; delete it first or choose another name")
+        self.check_file_path(new_rel)
         entry = self._entries.get(rel)
         origin = entry.origin if entry is not None and entry.origin else rel
         if self.base(origin).data is None:

@@ -464,6 +464,16 @@ class Review:
         plan.proposed = dict(plan.writes)
         for rel, (data, mode) in list(plan.writes.items()):
             base = plan.bases.get(rel)
+            if data is not None:
+                try:
+                    # The disk can change after the edit was checked: a folder or file now in the way.
+                    self.changeset.check_file_path(rel, on_disk=True)
+                except ChangeError as exc:
+                    return ConflictView(
+                        path=plan.change.path,
+                        message=f"{rel} cannot be written: {exc}; reject this file, or move what is in the "
+                        "way on disk, then apply again",
+                    )
             if (root / rel).is_symlink():
                 return ConflictView(
                     path=plan.change.path,

@@ -38,13 +38,30 @@ async def write(backend: Backend, params: dict[str, Any]) -> BaseModel:
 
 
 def _write(files: Workspace, session: Session, path: Path, rel: str, content: str) -> None:
+    """Refuse, with the reason, what Apply could never write or the user does not see in review: the
+    root, a directory, a path below a file, an ignored path, a name that looks like another."""
+    from ide.changes import ChangeError
     from ide.tools import ToolError
 
     try:
+        _check_listed(files, path)
         files.check_new_name(path)
-    except ToolError as exc:
+        session.changeset.write_bytes(rel, content.encode("utf-8"))
+    except (ToolError, ChangeError) as exc:
         raise RequestError.invalid_params({"path": str(path), "message": str(exc)}) from None
-    session.changeset.write_bytes(rel, content.encode("utf-8"))
+
+
+def _check_listed(files: Workspace, path: Path) -> None:
+    """Refuse a path gitignored or in ``workspace.exclude``: the file tree and Arbor's own tools hide it,
+    so another agent must neither read it (build output, local config) nor slip edits in there."""
+    from ide.tools import ToolError
+
+    if path != files.root and files.is_ignored(path):
+        raise ToolError(
+            f"{files.relative(path)} is excluded from the workspace (.gitignore or workspace.exclude); "
+            "Arbor neither reads nor writes it for another agent — to let the agent use it, remove it "
+            "from .gitignore (or workspace.exclude)"
+        )
 
 
 async def read(backend: Backend, params: dict[str, Any]) -> BaseModel:
@@ -67,6 +84,7 @@ def _read(files: Workspace, path: Path) -> str:
     if not files.exists(path) or files.is_dir(path):
         raise RequestError.invalid_params({"path": str(path), "message": f"{path} is not a file"})
     try:
+        _check_listed(files, path)
         return files.read_text(path)
     except ToolError as exc:
         raise RequestError.invalid_params({"path": str(path), "message": str(exc)}) from None
