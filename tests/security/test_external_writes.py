@@ -189,3 +189,30 @@ def test_a_folder_made_on_disk_after_the_write_blocks_only_that_file(
     assert [(c.path, "notes.txt is a directory" in c.message) for c in result.conflicts] == [
         ("notes.txt", True)
     ]
+
+
+def _format_characters_refused() -> bool:
+    from ide.fs import check_path_text
+    from ide.tools import ToolError
+
+    try:
+        check_path_text("notes\u202eyp.txt")
+    except ToolError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(
+    not _format_characters_refused(),
+    reason="needs the Cf refusal in ide.fs.check_path_text (issue 27, item 5)",
+)
+@pytest.mark.parametrize("name", ["notes\u202etxt.py", "pkg/__init__\u200b.py"])
+async def test_a_name_with_hidden_characters_is_refused(git_workspace: Path, name: str) -> None:
+    async with acp_backend() as backend:
+        sid = (await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace)}))["session_id"]
+        with pytest.raises(RequestError):
+            await backend.conn.ext_method(
+                ex.EXTERNAL_WRITE, {"session_id": sid, "path": f"{git_workspace}/{name}", "content": "x\n"}
+            )
+        view = await backend.conn.ext_method(rv.CHANGESET, {"session_id": sid})
+        assert view["files"] == []
