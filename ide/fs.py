@@ -16,6 +16,7 @@ from typing import Protocol
 from pathspec import GitIgnoreSpec
 
 from ide.changes.overlay import FileTooLarge
+from ide.protocol.hidden import code_point, is_hidden_char
 from ide.settings import WorkspaceSettings
 
 ALWAYS_EXCLUDED = (".git/",)
@@ -36,7 +37,8 @@ def is_git_name(name: str) -> bool:
 
 def check_path_text(path: str) -> None:
     """Refuse, before any file system work, a path a tool must not take: too long or deep, control
-    characters (they fake lines in listings and diffs), or a ``.git`` component (git's metadata)."""
+    characters (they fake lines in listings and diffs), bidi controls or invisible characters (a name
+    that reads as another), or a ``.git`` component (git's metadata)."""
     if len(path) > MAX_PATH_CHARS:
         raise ToolError(f"the path is {len(path)} characters long; paths are limited to {MAX_PATH_CHARS}")
     found = _CONTROL.search(path)
@@ -44,6 +46,13 @@ def check_path_text(path: str) -> None:
         raise ToolError(
             f"the path contains the control character {found.group()!r}; use a name without control "
             "characters (they would fake lines in listings and diffs)"
+        )
+    hidden = next((ch for ch in path if is_hidden_char(ch)), None) if not path.isascii() else None
+    if hidden is not None:
+        raise ToolError(
+            f"the path contains the invisible character {code_point(hidden)}; use a name without bidi "
+            "controls or zero-width characters (they make a name read as another: notes<U+202E>txt.py "
+            "looks like notesyp.txt)"
         )
     parts = [part for part in re.split(r"[/\\]", path) if part and part != "."]
     if len(parts) > MAX_DEPTH:

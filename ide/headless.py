@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -31,6 +32,7 @@ from ide import __version__, self_command
 from ide.agentconn import apply_all
 from ide.agentproc import StderrTail, drain_stderr, spawn_agent, stop_agent
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
+from ide.protocol.hidden import describe, escape_terminal
 from ide.protocol.review import (
     CHANGESET_NOTIFICATION,
     ChangeSetView,
@@ -129,6 +131,7 @@ async def run_task(
     The turn's change set is printed as a unified diff and nothing is written, unless ``apply``: then
     every hunk is accepted and applied (checkpoint, writes, commit) exactly as the window's Apply all.
     """
+    out, err = EscapedText(out), EscapedText(err)  # type: ignore[assignment]
     # Its own process group, as the window does: stopping it also stops the language servers it spawned.
     proc = await spawn_agent(command or BACKEND_COMMAND, os.environ.copy())
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -176,7 +179,7 @@ async def run_task(
             return EXIT_CANCELLED
         if client.changeset is not None and client.changeset.files:
             if not apply:
-                out.write(unified_diff(client.changeset))
+                out.write(marked_diff(client.changeset))
                 err.write("[review] nothing was written; run again with --apply to apply these changes\n")
             elif not await _apply_all(conn, session_id, err):
                 return EXIT_FAILED
@@ -214,7 +217,44 @@ async def _apply_all(conn: Any, session_id: str, err: TextIO) -> bool:
                 f"[review] not applied: {file.path} needs its own accept ({file.meta}); "
                 "review it in Arbor's window\n"
             )
+        elif any(hunk.hidden for hunk in file.hunks):
+            hidden = [finding for hunk in file.hunks for finding in hunk.hidden]
+            err.write(
+                f"[review] not applied: {file.path} hides characters ({describe(hidden)}); "
+                "review it in Arbor's window\n"
+            )
     return not result.conflicts
+
+
+class EscapedText(io.TextIOBase):
+    """A terminal stream that prints a model's or a file's text as text: control, bidi and invisible
+    characters escaped (ide.protocol.hidden.escape_terminal), so what it prints cannot drive the terminal
+    (clipboard writes, links, hidden text, a cleared screen) nor overwrite what the user reads."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(escape_terminal(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def marked_diff(changeset: ChangeSetView) -> str:
+    """The change set's unified diff, with a ``# !`` note before each hunk that hides characters."""
+    text = unified_diff(changeset)
+    notes = {hunk.header: describe(hunk.hidden) for f in changeset.files for hunk in f.hunks if hunk.hidden}
+    if not notes:
+        return text
+    lines = []
+    for line in text.splitlines(keepends=True):
+        note = notes.get(line.rstrip("\r\n")) if line.startswith("@@") else None
+        if note:
+            lines.append(f"# ! this hunk hides characters: {note}\n")
+        lines.append(line)
+    return "".join(lines)
 
 
 async def close_backend(conn: Any, proc: asyncio.subprocess.Process, grace_s: float = 5.0) -> None:

@@ -170,8 +170,7 @@ class PendingReview(ReviewBrowser):
         if not self.interactive or self.changeset is None:
             return
         params = DecideParams(session_id=self.changeset.session_id, decision=decision, all=True)
-        # As the backend does: meta files are never decided wholesale.
-        self._decide(params, [hunk for file in self.changeset.files if not file.meta for hunk in file.hunks])
+        self._decide(params, self.changeset.wholesale_hunks())
 
     def comment_on_hunk(self) -> None:
         """Attach the comment box's text to the current hunk (and record it with the backend)."""

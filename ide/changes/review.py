@@ -30,6 +30,7 @@ from ide.changes.meta import meta_reason
 from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
 from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
+from ide.protocol.hidden import scan_hunk
 from ide.protocol.review import (
     ApplyResult,
     BatchView,
@@ -225,9 +226,10 @@ class Review:
                         old_count=hunk.old_count,
                         new_start=hunk.new_start,
                         new_count=hunk.new_count,
-                        lines=hunk.display_lines(),
+                        lines=(lines := hunk.display_lines()),
                         decision=decision,
                         comment=comment,
+                        hidden=scan_hunk(lines, hunk.new_start),
                     )
                 )
             views.append(
@@ -254,8 +256,8 @@ class Review:
         by_path = {f.path: f for f in files}
         chosen: list[str] = []
         if params.all:
-            # Meta files (.arbor/, .git*, CI, hooks) are accepted or rejected only on their own.
-            chosen = [h.id for f in files if f.meta is None for h in f.hunks]
+            # Meta files and hunks hiding characters are accepted or rejected only on their own.
+            chosen = [h.id for h in self._view(files).wholesale_hunks()]
         for hunk_id in params.hunk_ids:
             if hunk_id not in by_id:
                 raise ChangeError(f"no hunk {hunk_id} in the change set; it may have changed, fetch it again")

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from ide.protocol.diff import diff_text
 from ide.protocol.diff import quote_path as quote_path
+from ide.protocol.hidden import HiddenFinding
 
 CHANGESET_NOTIFICATION = "arbor/changeset"
 DECIDE = "arbor/review/decide"
@@ -47,6 +48,11 @@ class HunkView(BaseModel):
     )
     decision: Decision = "pending"
     comment: str | None = None
+    hidden: list[HiddenFinding] = Field(
+        default_factory=list,
+        description="Bidi controls, invisible characters and mixed-script identifiers on added lines: "
+        "such a hunk reads differently than it runs, so Accept all leaves it to be accepted on its own",
+    )
 
 
 class FileChangeView(BaseModel):
@@ -75,13 +81,19 @@ class ChangeSetView(BaseModel):
     title: str | None = Field(None, description="The task that produced it")
     files: list[FileChangeView] = Field(default_factory=list)
 
+    def wholesale_hunks(self) -> list[HunkView]:
+        """The hunks Accept all / Reject all decide: all but meta files' and those hiding characters,
+        which are decided only on their own (the backend and the window share this rule)."""
+        return [hunk for file in self.files if not file.meta for hunk in file.hunks if not hunk.hidden]
+
 
 class ChangeSetParams(BaseModel):
     session_id: str
 
 
 class DecideParams(BaseModel):
-    """Decide hunks: by id, by file, or all of them (all but meta files, which need their own decision)."""
+    """Decide hunks: by id, by file, or all of them (``ChangeSetView.wholesale_hunks``: all but meta files
+    and hunks hiding characters, which need their own decision)."""
 
     session_id: str
     decision: Decision
