@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ide.protocol.diff import CONTEXT_LINES, NO_NEWLINE, diff_text, hunk_header, line_hunks
+from ide.protocol.hidden import scan_hunk, show_hidden
 from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView
 
 FileState = Literal["pending", "partly", "accepted", "rejected", "conflict"]
@@ -74,6 +75,7 @@ def local_hunks(path: str, old: str | None, new: str | None) -> list[HunkView]:
                 new_start=found.new_start,
                 new_count=found.new_count,
                 lines=lines,
+                hidden=scan_hunk(lines, found.new_start),
             )
         )
     return hunks
@@ -167,7 +169,8 @@ def hunk_header_text(hunk: HunkView) -> str:
 
 def header_text(hunk: HunkView, decision: Decision, comment: str | None) -> str:
     note = f"  💬 {comment}" if comment else ""
-    return f"{hunk.header}{DECISION_TAGS[decision]}{note}"
+    hidden = "  ⚠ hides characters" if hunk.hidden else ""
+    return f"{hunk.header}{DECISION_TAGS[decision]}{hidden}{note}"
 
 
 def unified_rows(file: FileChangeView, header: Callable[[HunkView], str] = hunk_header_text) -> list[Row]:
@@ -179,6 +182,7 @@ def unified_rows(file: FileChangeView, header: Callable[[HunkView], str] = hunk_
         dels: list[Row] = []
         adds: list[Row] = []
         for line in hunk.lines:
+            line = show_hidden(line)  # bidi and invisible characters as a visible ⟪U+202E⟫
             prefix = line[:1]
             if prefix == "-":
                 row = Row("del", line, index, old_no=old_no)

@@ -11,6 +11,7 @@ from PySide6.QtCore import (
 from ide.app.diff_editor import DiffEditor, lex_rows
 from ide.app.diffs import file_state, header_text, side_by_side_rows, unified_rows
 from ide.app.review_layout import META_MARK, ReviewLayout
+from ide.protocol.hidden import describe
 from ide.protocol.review import Decision, FileChangeView, HunkView
 
 
@@ -65,14 +66,24 @@ class ReviewBrowser(ReviewLayout):
     def _render_current(self) -> None:
         """Render the selected file into the unified or the side-by-side view (only that file)."""
         file = self._current_file_view()
-        self.meta_label.setVisible(file is not None and file.meta is not None)
+        hidden = [finding for hunk in file.hunks for finding in hunk.hidden] if file is not None else []
+        self.meta_label.setVisible(file is not None and (file.meta is not None or bool(hidden)))
         if file is None:
             return
+        notes = []
         if file.meta:
-            self.meta_label.setText(
+            notes.append(
                 f"{META_MARK}{file.path} needs its own accept — {file.meta}. "
                 "Accept all leaves it pending; Accept file (Shift+A) or each hunk accepts it."
             )
+        if hidden:
+            notes.append(
+                f"{META_MARK}This change hides characters: {describe(hidden)}. The text reads differently "
+                "than it runs (Trojan Source); they are shown as ⟪U+…⟫. Accept all leaves such hunks "
+                "pending: read each, then accept it on its own."
+            )
+        if notes:
+            self.meta_label.setText("\n".join(notes))
         if not file.hunks:
             if file.binary:
                 self._show_message(f"{file.path} is a binary file ({file.status}).")

@@ -307,6 +307,15 @@ class ReviewLayout(QWidget):
         self.refresh_history_button = QPushButton("Refresh")
         self.refresh_history_button.clicked.connect(self.request_history)
         self.history_label = QLabel("")
+        # These show paths, an agent's branch notes and the backend's messages: text, never markup.
+        for label in (
+            self.meta_label,
+            self.branch_label,
+            self.message,
+            self.result_label,
+            self.history_label,
+        ):
+            label.setTextFormat(Qt.TextFormat.PlainText)
         self.history_label.setWordWrap(True)
         history_bar = QHBoxLayout()
         history_bar.addWidget(self.history_label, 1)

@@ -1,0 +1,56 @@
+"""The Review dock shows hidden characters (issue 27, item 5): bidi controls and invisible characters as
+visible ⟪U+…⟫ marks, a banner saying what the file's hunks hide, the hunk header marked, and Accept all
+leaving those hunks to be accepted on their own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from ide.app.diffs import local_file_change
+from ide.app.review import ReviewPane
+from ide.protocol.review import ChangeSetView, DecideParams
+
+pytestmark = pytest.mark.window
+
+RLO, ZWSP, CYRILLIC_A = "\u202e", "\u200b", "\u0430"
+OLD = "def pay(amount):\n    return amount\n"
+NEW = f'def pay(amount):\n    level = "user{RLO} # admin"\n    token{ZWSP} = p{CYRILLIC_A}y(amount)\n'
+
+
+@pytest.fixture
+def pane(qtbot: Any) -> ReviewPane:
+    widget = ReviewPane()
+    qtbot.addWidget(widget)
+    widget.resize(1100, 600)
+    widget.show()
+    widget.set_session("s1", "/w")
+    widget.set_interactive(True)
+    files = [local_file_change("pkg/pay.py", OLD, NEW), local_file_change("pkg/ok.py", "a\n", "b\n")]
+    widget.set_changeset(ChangeSetView(session_id="s1", cwd="/w", title="t", files=files))
+    return widget
+
+
+def test_hidden_characters_are_shown_and_the_file_carries_a_banner(pane: ReviewPane) -> None:
+    pane.select_file(0, 0)
+    text = pane.unified.toPlainText()
+    assert RLO not in text and ZWSP not in text
+    assert "⟪U+202E⟫" in text and "⟪U+200B⟫" in text
+    assert "⚠ hides characters" in text.splitlines()[0]
+    assert pane.meta_label.isVisible()
+    banner = pane.meta_label.text()
+    assert "bidirectional control characters" in banner and "invisible characters" in banner
+    assert f"p{CYRILLIC_A}y" in banner and "Accept all leaves such hunks pending" in banner
+    pane.select_file(1, 0)
+    assert not pane.meta_label.isVisible()
+
+
+def test_accept_all_leaves_them_pending(qtbot: Any, pane: ReviewPane) -> None:
+    sent: list[DecideParams] = []
+    pane.decideRequested.connect(sent.append)
+    qtbot.mouseClick(pane.accept_all_button, Qt.MouseButton.LeftButton)
+    assert [(p.decision, p.all) for p in sent] == [("accepted", True)]
+    decided = {f.path: [pane.decision_of(h) for h in f.hunks] for f in pane.changeset.files}
+    assert decided == {"pkg/pay.py": ["pending"], "pkg/ok.py": ["accepted"]}
