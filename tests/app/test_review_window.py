@@ -132,7 +132,10 @@ def test_a_refused_review_request_shows_a_banner_and_reverts(
     pane = window.review
     review_turn(qtbot, window, 1)
     pane.changeset.session_id = "not-a-session"  # type: ignore[union-attr]
-    with qtbot.waitSignal(window.docks["review"].reviewFailed, timeout=TURN_TIMEOUT_MS):
+    refused = window.docks["review"].reviewFailed
+    with qtbot.waitSignal(
+        refused, timeout=TURN_TIMEOUT_MS, check_params_cb=lambda m: m == "arbor/review/decide"
+    ):
         pane.decide_hunk("accepted")
         assert pane.files_model.index(0, 3).data() == "partly"  # optimistic
     assert window.banner.isVisible() and "unknown session not-a-session" in window.banner.title.text()
