@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
@@ -211,6 +212,9 @@ class CodeViewer(QWidget):
 
     async def _show(self, path: Path, line: int | None) -> None:
         content = await run_blocking(read_for_viewer, path, self._max_file_bytes)
+        # The window may have closed (and its widgets been deleted) while the worker ran.
+        if not shiboken6.isValid(self.editor):
+            return
         self._path = path
         self._title.setText(self._display_name(path))
         self._title.setToolTip(str(path))
@@ -226,7 +230,7 @@ class CodeViewer(QWidget):
             self.editor.setExtraSelections([])
         self.fileShown.emit(str(path))
         spans = await run_blocking(lex_lines, path.name, content.text)
-        if self._path != path:
+        if not shiboken6.isValid(self.editor) or self._path != path:
             return
         if spans is None:
             self.highlighted.emit(str(path))

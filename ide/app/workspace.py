@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
@@ -197,6 +198,8 @@ class WorkspacePanel(QWidget):
     async def _list(self) -> None:
         paths = await run_blocking(list_workspace_files, self.root, self._settings)
         tree = await run_blocking(build_tree, paths)
+        if not shiboken6.isValid(self):
+            return  # the window closed while the listing ran
         expanded = self._expanded_paths()
         self.files = paths
         self.model.set_root(tree)
