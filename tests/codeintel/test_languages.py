@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ide.codeintel.index.extract import extract
-from ide.codeintel.index.languages import TAGGED, detect_language
+from ide.codeintel.index.languages import TAGGED, detect_language, query_source
 
 JAVA = """\
 package demo;
@@ -361,3 +361,18 @@ def test_a_parameter_list_over_several_lines_reads_as_one() -> None:
         "def run(path: list[int], query: str) -> int",
         "(path: list[int], query: str)",
     )
+
+
+def test_a_query_file_inherits_its_base_language_first() -> None:
+    c, cpp = query_source("c"), query_source("cpp")
+    assert cpp.startswith(c) and "class_specifier" in cpp and "class_specifier" not in c
+    assert query_source("tsx", "refs").startswith(query_source("typescript", "refs"))
+    assert query_source("tsx").startswith(query_source("ecma"))
+    with pytest.raises(FileNotFoundError):
+        query_source("ecma", "refs")
+
+
+def test_cpp_finds_what_it_inherits_from_c() -> None:
+    source = b"static inline int **slots(struct obj *o) { return o->slots; }\n"
+    for language in ("c", "cpp"):
+        assert [(d.name, d.kind) for d in extract(source, language).definitions] == [("slots", "function")]

@@ -60,19 +60,18 @@ def detect_language(path: str | PurePosixPath, head: bytes = b"") -> str | None:
     return None
 
 
-QUERY_ALIASES = {"tsx": "typescript"}
-"""Languages whose grammar extends another's closely enough to share its queries; their own files, where
-present, add patterns for what only they have (TSX's JSX elements)."""
+INHERITS = "; inherits:"
+"""First line of a query file whose grammar extends another's (nvim-treesitter's convention):
+``; inherits: c`` puts c's file of the same kind before this one, so the file holds only what c lacks."""
 
 
 def query_source(language: str, kind: str = "") -> str:
     """Text of ``<language>.scm`` (definitions, scopes, imports) or ``<language>.<kind>.scm``, after the
-    text of the language it extends; FileNotFoundError when neither exists."""
-    texts = []
-    for name in (QUERY_ALIASES.get(language), language):
-        path = QUERY_DIR / (f"{name}.{kind}.scm" if kind else f"{name}.scm") if name else None
-        if path is not None and path.is_file():
-            texts.append(path.read_text("utf-8"))
-    if not texts:
+    text of each language its first line inherits from; FileNotFoundError when the file does not exist."""
+    path = QUERY_DIR / (f"{language}.{kind}.scm" if kind else f"{language}.scm")
+    if not path.is_file():
         raise FileNotFoundError(f"no {kind or 'tag'} queries for {language}")
-    return "\n".join(texts)
+    text = path.read_text("utf-8")
+    first = text.split("\n", 1)[0]
+    bases = first.removeprefix(INHERITS).split(",") if first.startswith(INHERITS) else []
+    return "\n".join([*(query_source(base.strip(), kind) for base in bases), text])

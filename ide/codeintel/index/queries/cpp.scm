@@ -1,11 +1,12 @@
-; Definitions: @definition.<kind> on the whole node, @name on its name. Out-of-line members
-; (void Foo::bar() {}, Foo<T>::Foo()) capture the qualified name; extract.py splits it into Foo and bar.
+; inherits: c
+; C++'s own definitions. Out-of-line members (void Foo::bar() {}, Foo<T>::Foo()) capture the qualified
+; name; extract.py splits it into Foo and bar.
 (function_definition
   declarator: (function_declarator
-    declarator: [(identifier) (field_identifier) (operator_name) (destructor_name) (qualified_identifier)] @name)) @definition.function
+    declarator: [(field_identifier) (operator_name) (destructor_name) (qualified_identifier)] @name)) @definition.function
 (function_definition
   declarator: (pointer_declarator
-    declarator: (function_declarator declarator: [(identifier) (field_identifier) (qualified_identifier)] @name))) @definition.function
+    declarator: (function_declarator declarator: [(field_identifier) (qualified_identifier)] @name))) @definition.function
 (function_definition
   declarator: (reference_declarator
     (function_declarator declarator: [(identifier) (field_identifier) (qualified_identifier)] @name))) @definition.function
@@ -17,41 +18,15 @@
   declarator: (function_declarator declarator: [(identifier) (operator_name) (destructor_name)] @name)) @definition.function
 
 (class_specifier name: [(type_identifier) (qualified_identifier)] @name body: (_)) @definition.class
-(struct_specifier name: [(type_identifier) (qualified_identifier)] @name body: (_)) @definition.struct
-(union_specifier name: [(type_identifier) (qualified_identifier)] @name body: (_)) @definition.union
-(enum_specifier name: [(type_identifier) (qualified_identifier)] @name body: (_)) @definition.enum
+(struct_specifier name: (qualified_identifier) @name body: (_)) @definition.struct
+(union_specifier name: (qualified_identifier) @name body: (_)) @definition.union
+(enum_specifier name: (qualified_identifier) @name body: (_)) @definition.enum
 (namespace_definition name: [(namespace_identifier) (nested_namespace_specifier)] @name) @definition.namespace
-(type_definition declarator: (type_identifier) @name) @definition.type
-(type_definition declarator: (pointer_declarator declarator: (type_identifier) @name)) @definition.type
-(type_definition
-  declarator: (function_declarator
-    declarator: (parenthesized_declarator (pointer_declarator declarator: (type_identifier) @name)))) @definition.type
 (alias_declaration name: (type_identifier) @name) @definition.type
 (concept_definition name: (identifier) @name) @definition.type
 
-; Constants: object-like macros with a value (not include guards) and const/constexpr variables at
-; file or namespace level.
-(preproc_def name: (identifier) @name value: (_)) @definition.constant
-(preproc_function_def name: (identifier) @name) @definition.function
-(translation_unit
-  (declaration
-    (type_qualifier)
-    declarator: (init_declarator declarator: (identifier) @name)) @definition.constant)
+; Constants: const/constexpr variables at namespace level too.
 (declaration_list
   (declaration
     (type_qualifier)
     declarator: (init_declarator declarator: (identifier) @name)) @definition.constant)
-(preproc_ifdef
-  (declaration
-    (type_qualifier)
-    declarator: (init_declarator declarator: (identifier) @name)) @definition.constant)
-(preproc_if
-  (declaration
-    (type_qualifier)
-    declarator: (init_declarator declarator: (identifier) @name)) @definition.constant)
-(preproc_else
-  (declaration
-    (type_qualifier)
-    declarator: (init_declarator declarator: (identifier) @name)) @definition.constant)
-
-(preproc_include path: (_) @import)

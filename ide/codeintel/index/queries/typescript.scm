@@ -1,11 +1,8 @@
-; Definitions: @definition.<kind> on the whole node, @name on its name; @receiver names a method's type.
-(function_declaration name: (identifier) @name) @definition.function
-(generator_function_declaration name: (identifier) @name) @definition.function
+; inherits: ecma
+; TypeScript's own definitions: signatures, abstract classes, interfaces, type aliases, enums, namespaces.
 (function_signature name: (identifier) @name) @definition.function
 (class_declaration name: (type_identifier) @name) @definition.class
 (abstract_class_declaration name: (type_identifier) @name) @definition.class
-(class_body
-  (method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.method)
 (class_body
   (public_field_definition
     name: [(property_identifier) (private_property_identifier)] @name
@@ -16,41 +13,5 @@
 (type_alias_declaration name: (type_identifier) @name) @definition.type
 (enum_declaration name: (identifier) @name) @definition.enum
 (internal_module name: [(identifier) (nested_identifier)] @name) @definition.namespace
-(variable_declarator
-  name: (identifier) @name
-  value: [(arrow_function) (function_expression) (generator_function)]) @definition.function
-(variable_declarator name: (identifier) @name value: (class)) @definition.class
 
-; Module-level assignments of functions: exports.f = …, Foo.prototype.bar = ….
-(program
-  (expression_statement
-    (assignment_expression
-      left: (member_expression
-        object: [(identifier) (member_expression)] @_object
-        property: (property_identifier) @name)
-      right: [(arrow_function) (function_expression) (generator_function)]) @definition.function)
-  (#not-match? @_object "prototype$"))
-(program
-  (expression_statement
-    (assignment_expression
-      left: (member_expression
-        object: (member_expression
-          object: (identifier) @receiver
-          property: (property_identifier) @_prototype)
-        property: (property_identifier) @name)
-      right: [(arrow_function) (function_expression) (generator_function)]) @definition.function)
-  (#eq? @_prototype "prototype"))
-
-; Module-level constants: top-level `const` (functions and classes above win for the same node).
-(program (lexical_declaration kind: "const" (variable_declarator name: (identifier) @name) @definition.constant))
-(program
-  (export_statement
-    (lexical_declaration kind: "const" (variable_declarator name: (identifier) @name) @definition.constant)))
-
-(import_statement source: (string (string_fragment) @import))
 (import_require_clause source: (string (string_fragment) @import))
-(export_statement source: (string (string_fragment) @import))
-(call_expression
-  function: [(identifier) (import)] @_require
-  arguments: (arguments . (string (string_fragment) @import))
-  (#any-of? @_require "require" "import"))
