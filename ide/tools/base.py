@@ -15,6 +15,23 @@ from ide.settings import ToolSettings
 from ide.tools.workspace import ToolError, Workspace
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+ToolLocation = tuple[str, int | None] | None
+"""Where a call acts: a workspace path and a 1-based line (None: the whole file); None for nowhere."""
+
+
+def nowhere(args: Any) -> ToolLocation:
+    """The location of a call that acts on no one file (a search of the whole workspace, the memory)."""
+    return None
+
+
+def at_path(args: Any) -> ToolLocation:
+    """The location of a call on the file or directory ``args.path``."""
+    return (args.path, None)
+
+
+def at_path_if_given(args: Any) -> ToolLocation:
+    """The location of a call whose ``args.path`` narrows it when given (the whole workspace when not)."""
+    return (args.path, None) if args.path else None
 
 
 @dataclass(frozen=True)
@@ -27,7 +44,7 @@ class ToolSpec:
     args_model: type[BaseModel]
     run: Callable[[Workspace, ToolSettings, Any], str]
     title: Callable[[Any], str]
-    location: Callable[[Any], tuple[str, int | None] | None]
+    location: Callable[[Any], ToolLocation] = nowhere
     touches: Callable[[Any], list[str]] | None = None
     """Paths an editing tool changes; their diffs go to the client with the result."""
     json_schema: dict[str, Any] | None = None

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from ide.changes import ChangeError, ChangeSet
 from ide.settings import ToolSettings
-from ide.tools.base import ToolKind, ToolSpec
+from ide.tools.base import ToolKind, ToolSpec, at_path
 from ide.tools.workspace import ToolError, Workspace
 
 
@@ -86,7 +86,7 @@ def _path_tool(
         args_model=args_model,
         run=run,
         title=lambda a: f"{title} {a.path}",
-        location=lambda a: (a.path, None),
+        location=at_path,
         touches=lambda a: [a.path],
     )
 

@@ -17,7 +17,7 @@ from ide.codeintel.index.languages import TAGGED, detect_language
 from ide.codeintel.index.repomap import repo_map, task_focus
 from ide.codeintel.index.store import nesting
 from ide.settings import ToolSettings
-from ide.tools.base import ToolSpec
+from ide.tools.base import ToolSpec, at_path, at_path_if_given
 from ide.tools.workspace import ToolError, Workspace, is_binary
 
 REFERENCE_CAP = 80
@@ -175,7 +175,6 @@ INDEX_TOOLS = (
         args_model=FindSymbolArgs,
         run=find_symbol,
         title=lambda a: f"Find symbol {a.query!r}",
-        location=lambda a: None,
     ),
     ToolSpec(
         name="file_outline",
@@ -184,7 +183,7 @@ INDEX_TOOLS = (
         args_model=FileOutlineArgs,
         run=file_outline,
         title=lambda a: f"Outline {a.path}",
-        location=lambda a: (a.path, None),
+        location=at_path,
     ),
     ToolSpec(
         name="find_references",
@@ -193,7 +192,7 @@ INDEX_TOOLS = (
         args_model=FindReferencesArgs,
         run=find_references,
         title=lambda a: f"References of {a.name}" + (f" in {a.path}" if a.path else ""),
-        location=lambda a: (a.path, None) if a.path else None,
+        location=at_path_if_given,
     ),
     ToolSpec(
         name="repo_map",
@@ -203,6 +202,5 @@ INDEX_TOOLS = (
         args_model=RepoMapArgs,
         run=repo_map_tool,
         title=lambda a: "Repo map",
-        location=lambda a: None,
     ),
 )

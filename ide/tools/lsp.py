@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from ide.codeintel.lsp import Location, LspBridge, LspError, LspGate, LspPool, LspUnavailable
 from ide.settings import ToolSettings
-from ide.tools.base import ToolSpec
+from ide.tools.base import ToolKind, ToolLocation, ToolSpec, at_path
 from ide.tools.workspace import Overlay, ToolError, Workspace
 
 T = TypeVar("T")
@@ -240,44 +240,55 @@ def _at(args: PositionArgs) -> str:
     return args.symbol or f"{args.path}:{args.line}" + (f":{args.column}" if args.column else "")
 
 
+def _position(args: PositionArgs) -> ToolLocation:
+    return (args.path, args.line) if args.path else None
+
+
+def _position_tool(
+    name: str, description: str, kind: ToolKind, run: Callable[..., str], title: str
+) -> ToolSpec:
+    """A tool that asks the language server about the symbol at a position (or a named symbol)."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        kind=kind,
+        args_model=PositionArgs,
+        run=run,
+        title=lambda a: f"{title} {_at(a)}",
+        location=_position,
+    )
+
+
 LSP_TOOLS = (
-    ToolSpec(
-        name="lsp_find_definition",
-        description="Where a symbol is defined, resolved by the language server (imports followed, across "
-        "packages). Give path + line (+ column) of a use, or symbol.",
-        kind="search",
-        args_model=PositionArgs,
-        run=find_definition,
-        title=lambda a: f"Definition of {_at(a)}",
-        location=lambda a: (a.path, a.line) if a.path else None,
+    _position_tool(
+        "lsp_find_definition",
+        "Where a symbol is defined, resolved by the language server (imports followed, across packages). "
+        "Give path + line (+ column) of a use, or symbol.",
+        "search",
+        find_definition,
+        "Definition of",
     ),
-    ToolSpec(
-        name="lsp_get_references",
-        description="Every reference to a symbol, resolved by the language server. Give path + line "
+    _position_tool(
+        "lsp_get_references",
+        "Every reference to a symbol, resolved by the language server. Give path + line "
         "(+ column) or symbol.",
-        kind="search",
-        args_model=PositionArgs,
-        run=get_references,
-        title=lambda a: f"References of {_at(a)}",
-        location=lambda a: (a.path, a.line) if a.path else None,
+        "search",
+        get_references,
+        "References of",
     ),
-    ToolSpec(
-        name="lsp_get_type",
-        description="The type and documentation of the symbol at a position (hover), or of a named symbol.",
-        kind="read",
-        args_model=PositionArgs,
-        run=get_type,
-        title=lambda a: f"Type of {_at(a)}",
-        location=lambda a: (a.path, a.line) if a.path else None,
+    _position_tool(
+        "lsp_get_type",
+        "The type and documentation of the symbol at a position (hover), or of a named symbol.",
+        "read",
+        get_type,
+        "Type of",
     ),
-    ToolSpec(
-        name="lsp_get_signature",
-        description="The signature of the function called at a position (inside the call's parentheses).",
-        kind="read",
-        args_model=PositionArgs,
-        run=get_signature,
-        title=lambda a: f"Signature at {_at(a)}",
-        location=lambda a: (a.path, a.line) if a.path else None,
+    _position_tool(
+        "lsp_get_signature",
+        "The signature of the function called at a position (inside the call's parentheses).",
+        "read",
+        get_signature,
+        "Signature at",
     ),
     ToolSpec(
         name="lsp_diagnostics",
@@ -286,6 +297,6 @@ LSP_TOOLS = (
         args_model=DiagnosticsArgs,
         run=diagnostics,
         title=lambda a: f"Diagnostics of {a.path}",
-        location=lambda a: (a.path, None),
+        location=at_path,
     ),
 )

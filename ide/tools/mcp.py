@@ -236,6 +236,5 @@ def _spec(
         args_model=McpArgs,
         run=run,
         title=lambda a: title,
-        location=lambda a: None,
         json_schema={"title": name, "description": tool.description or name, **tool.inputSchema},
     )

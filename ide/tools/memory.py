@@ -76,7 +76,6 @@ MEMORY_TOOLS = (
         args_model=SearchMemoryArgs,
         run=search_memory,
         title=lambda a: f"Search memory for {a.query!r}",
-        location=lambda a: None,
     ),
     ToolSpec(
         name="store_insight",
@@ -86,7 +85,6 @@ MEMORY_TOOLS = (
         args_model=StoreInsightArgs,
         run=store_insight,
         title=lambda a: f"Remember: {a.title}",
-        location=lambda a: None,
     ),
     ToolSpec(
         name="get_insights",
@@ -95,6 +93,5 @@ MEMORY_TOOLS = (
         args_model=GetInsightsArgs,
         run=get_insights,
         title=lambda a: "Insights" + (f" about {a.query!r}" if a.query else ""),
-        location=lambda a: None,
     ),
 )

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from ide.fs import MAX_DEPTH
 from ide.settings import ToolSettings
-from ide.tools.base import ToolSpec
+from ide.tools.base import ToolSpec, at_path, at_path_if_given
 from ide.tools.workspace import ToolError, Workspace, is_binary
 
 GREP_LINE_CAP = 240
@@ -146,7 +146,7 @@ READ_TOOLS = (
         args_model=ListDirArgs,
         run=list_dir,
         title=lambda a: f"List {a.path}",
-        location=lambda a: (a.path, None),
+        location=at_path,
     ),
     ToolSpec(
         name="grep",
@@ -155,6 +155,6 @@ READ_TOOLS = (
         args_model=GrepArgs,
         run=grep,
         title=lambda a: f"Grep {a.pattern!r}" + (f" in {a.path}" if a.path else ""),
-        location=lambda a: (a.path, None) if a.path else None,
+        location=at_path_if_given,
     ),
 )
