@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -197,6 +198,32 @@ class LspPool:
                 found.append(self._location(item.uri, item.range.start, documents, gate))
         return sorted(set(found), key=lambda loc: (str(loc.path), loc.line, loc.column))
 
+    async def _at_position(
+        self,
+        root: Path,
+        path: Path,
+        line: int,
+        column: int,
+        documents: Mapping[Path, str] | None,
+        gate: LspGate | None,
+        method: str,
+        answer: Callable[[Any], T],
+        **extra: Any,
+    ) -> T:
+        """Send ``method`` about the position (line, column) of ``path`` to its server and read the result
+        with ``answer``; ``extra`` are the method's further params (references' context)."""
+        params_type = lsp.METHOD_TO_TYPES[method][2]  # (request, response, params, registration options)
+
+        async def call(server: LanguageServer, uri: str) -> T:
+            params = params_type(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                position=self._position(server, uri, line, column),
+                **extra,
+            )
+            return answer(await server.request(method, params))
+
+        return await self._with_server(root, path, documents, call, gate)
+
     async def definition(
         self,
         root: Path,
@@ -206,16 +233,10 @@ class LspPool:
         documents: Mapping[Path, str] | None = None,
         gate: LspGate | None = None,
     ) -> list[Location]:
-        async def call(server: LanguageServer, uri: str) -> list[Location]:
-            params = lsp.DefinitionParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri),
-                position=self._position(server, uri, line, column),
-            )
-            return self._locations(
-                await server.request(lsp.TEXT_DOCUMENT_DEFINITION, params), documents, gate
-            )
-
-        return await self._with_server(root, path, documents, call, gate)
+        answer = partial(self._locations, documents=documents, gate=gate)
+        return await self._at_position(
+            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_DEFINITION, answer
+        )
 
     async def references(
         self,
@@ -226,17 +247,11 @@ class LspPool:
         documents: Mapping[Path, str] | None = None,
         gate: LspGate | None = None,
     ) -> list[Location]:
-        async def call(server: LanguageServer, uri: str) -> list[Location]:
-            params = lsp.ReferenceParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri),
-                position=self._position(server, uri, line, column),
-                context=lsp.ReferenceContext(include_declaration=True),
-            )
-            return self._locations(
-                await server.request(lsp.TEXT_DOCUMENT_REFERENCES, params), documents, gate
-            )
-
-        return await self._with_server(root, path, documents, call, gate)
+        answer = partial(self._locations, documents=documents, gate=gate)
+        context = lsp.ReferenceContext(include_declaration=True)
+        return await self._at_position(
+            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_REFERENCES, answer, context=context
+        )
 
     async def hover(
         self,
@@ -248,16 +263,9 @@ class LspPool:
         gate: LspGate | None = None,
     ) -> str:
         """The server's hover text (type and docs) at the position; '' when it has none."""
-
-        async def call(server: LanguageServer, uri: str) -> str:
-            params = lsp.HoverParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri),
-                position=self._position(server, uri, line, column),
-            )
-            result = await server.request(lsp.TEXT_DOCUMENT_HOVER, params)
-            return _markup(result.contents) if result is not None else ""
-
-        return await self._with_server(root, path, documents, call, gate)
+        return await self._at_position(
+            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_HOVER, _hover_text
+        )
 
     async def signature(
         self,
@@ -269,20 +277,9 @@ class LspPool:
         gate: LspGate | None = None,
     ) -> str:
         """The signature of the call around the position, with the active parameter; '' when none."""
-
-        async def call(server: LanguageServer, uri: str) -> str:
-            params = lsp.SignatureHelpParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri),
-                position=self._position(server, uri, line, column),
-            )
-            result = await server.request(lsp.TEXT_DOCUMENT_SIGNATURE_HELP, params)
-            if result is None or not result.signatures:
-                return ""
-            active = result.signatures[result.active_signature or 0]
-            doc = _markup(active.documentation) if active.documentation else ""
-            return active.label + (f"\n{doc}" if doc else "")
-
-        return await self._with_server(root, path, documents, call, gate)
+        return await self._at_position(
+            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_SIGNATURE_HELP, _signature_text
+        )
 
     async def document_symbols(
         self,
@@ -341,6 +338,18 @@ class LspPool:
             ]
 
         return await self._with_server(root, path, documents, call, gate)
+
+
+def _hover_text(result: lsp.Hover | None) -> str:
+    return _markup(result.contents) if result is not None else ""
+
+
+def _signature_text(result: lsp.SignatureHelp | None) -> str:
+    if result is None or not result.signatures:
+        return ""
+    active = result.signatures[result.active_signature or 0]
+    doc = _markup(active.documentation) if active.documentation else ""
+    return active.label + (f"\n{doc}" if doc else "")
 
 
 def _markup(contents: Any) -> str:
