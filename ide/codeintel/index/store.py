@@ -11,8 +11,9 @@ import re
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from ide.codeintel.index.model import Definition, FileSymbols
 
@@ -78,22 +79,8 @@ CREATE TRIGGER IF NOT EXISTS defs_ad AFTER DELETE ON defs BEGIN
 END;
 """
 
-DEF_COLUMNS = ", ".join(
-    f"d.{c}" if c != "path" else "f.path"
-    for c in (
-        "name",
-        "qualname",
-        "kind",
-        "path",
-        "line",
-        "end_line",
-        "signature",
-        "params",
-        "returns",
-        "doc",
-        "parent",
-    )
-)
+DEF_COLUMNS = ", ".join([*(f"d.{column.name}" for column in fields(Definition)), "f.path"])
+"""A Symbol's columns in its field order: the definition's, then its file's path."""
 QUERY_MAX = 1000
 """Characters of a query searched: no name is longer, and SQLite refuses LIKE patterns over 50,000 bytes."""
 KIND_WEIGHT = {"class": 3.0, "interface": 3.0, "struct": 3.0, "trait": 3.0, "enum": 2.5, "function": 2.5}
@@ -101,27 +88,23 @@ _WORD = re.compile(r"\S+")
 
 
 @dataclass(slots=True)
-class Symbol:
-    """A definition as the surfaces show it; ``path`` is relative to the workspace root (POSIX)."""
+class Symbol(Definition):
+    """A definition as the surfaces show it: found in the file at ``path``, relative to the workspace root
+    (POSIX), with its ``score`` when a search found it."""
 
-    name: str
-    qualname: str
-    kind: str
-    path: str
-    line: int
-    end_line: int
-    signature: str = ""
-    params: str = ""
-    returns: str = ""
-    doc: str = ""
-    parent: str = ""
-    score: float = 0.0
+    path: str = field(kw_only=True)
+    score: float = field(default=0.0, kw_only=True)
 
     @classmethod
     def of(cls, path: str, definition: Definition) -> Symbol:
         """``definition`` (extracted, not yet stored) as found in the file at ``path``."""
-        name, qualname, kind, *rest = definition.row()
-        return cls(name, qualname, kind, path, *rest)
+        return cls(*definition.row(), path=path)
+
+    @classmethod
+    def read(cls, row: tuple[Any, ...]) -> Symbol:
+        """The symbol of a row selected as ``DEF_COLUMNS``."""
+        *definition, path = row
+        return cls(*definition, path=path)
 
 
 def nesting(symbols: Iterable[Symbol]) -> list[int]:
@@ -312,7 +295,7 @@ def outline(db: sqlite3.Connection, rel: str) -> list[Symbol]:
         "ORDER BY d.line, d.id",
         (rel,),
     )
-    return [Symbol(*row) for row in rows]
+    return [Symbol.read(row) for row in rows]
 
 
 def definitions(db: sqlite3.Connection, name: str | None = None) -> Iterator[Symbol]:
@@ -323,7 +306,7 @@ def definitions(db: sqlite3.Connection, name: str | None = None) -> Iterator[Sym
         args,
     )
     for row in rows:
-        yield Symbol(*row)
+        yield Symbol.read(row)
 
 
 def references(db: sqlite3.Connection, name: str, limit: int) -> list[tuple[str, int]]:
@@ -365,7 +348,7 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
 
     def add(sql: str, args: tuple[object, ...], base: float) -> None:
         for row in db.execute(sql, args):
-            symbol = Symbol(*row)
+            symbol = Symbol.read(row)
             key = (symbol.path, symbol.line, symbol.qualname)
             if key not in candidates:
                 symbol.score = base
