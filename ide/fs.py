@@ -16,6 +16,7 @@ from typing import Protocol
 from pathspec import GitIgnoreSpec
 
 from ide.changes.overlay import FileTooLarge
+from ide.fswalk import folder_entries
 from ide.protocol.hidden import code_point, is_hidden_char
 from ide.settings import WorkspaceSettings
 
@@ -263,17 +264,14 @@ class ConfinedFS:
                 folder_specs = [*folder_specs, (rel_folder, own)]
             try:
                 info = folder.stat()
-                if (info.st_dev, info.st_ino) in seen:
-                    self.skipped += 1
-                    continue
-                seen.add((info.st_dev, info.st_ino))
-                with os.scandir(folder) as handle:
-                    entries = sorted(handle, key=lambda entry: entry.name)
             except OSError:
                 continue
+            if (info.st_dev, info.st_ino) in seen:
+                self.skipped += 1
+                continue
+            seen.add((info.st_dev, info.st_ino))
             subdirs = []
-            for entry in entries:
-                rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            for rel, entry in folder_entries(folder, rel_folder):
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
                     # A link is listed only when it stays inside and does not lead to a secret.

@@ -13,6 +13,18 @@ MAX_WALK_DEPTH = 64
 """Directories deeper than this are not entered (real projects stay far below it)."""
 
 
+def folder_entries(folder: str | os.PathLike[str], rel_folder: str) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(relative POSIX path, entry) of each entry of ``folder``, whose own path is ``rel_folder`` ("" for the
+    walk's root), by name so a walk's order is the same on every file system; none when it is unreadable."""
+    try:
+        with os.scandir(folder) as handle:
+            entries = sorted(handle, key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        yield (f"{rel_folder}/{entry.name}" if rel_folder else entry.name), entry
+
+
 def walk_files(
     root: str | os.PathLike[str],
     keep_dir: Callable[[str], bool] = lambda _rel: True,
@@ -26,14 +38,8 @@ def walk_files(
     stack: list[tuple[str, str, int]] = [(os.fspath(root), "", 0)]
     while stack:
         folder, rel_folder, depth = stack.pop()
-        try:
-            with os.scandir(folder) as handle:
-                entries = sorted(handle, key=lambda entry: entry.name)
-        except OSError:
-            continue
         subdirs = []
-        for entry in entries:
-            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+        for rel, entry in folder_entries(folder, rel_folder):
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if depth + 1 < max_depth and keep_dir(rel):
