@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import uuid
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,7 +198,19 @@ class Confined:
     def __init__(self, root: Path) -> None:
         self.root = Path(os.path.realpath(root))
 
-    def _parent(self, rel: str, *, create: bool) -> tuple[int, str] | None:
+    @contextlib.contextmanager
+    def _parent(self, rel: str, *, create: bool) -> Iterator[tuple[int, str] | None]:
+        """``_open_parent``'s fd of ``rel``'s directory and file name (or None), the fd closed on exit."""
+        found = self._open_parent(rel, create=create)
+        if found is None:
+            yield None
+            return
+        try:
+            yield found
+        finally:
+            os.close(found[0])
+
+    def _open_parent(self, rel: str, *, create: bool) -> tuple[int, str] | None:
         """An fd of ``rel``'s directory and its file name; None when the directory is missing (and not
         ``create``). A ChangeError when a component is a link, not a directory, or escapes."""
         parts = rel.split("/")
@@ -230,26 +243,24 @@ class Confined:
 
     def check(self, rel: str) -> None:
         """Refuse, before anything is written, a path whose parents or itself are links now."""
-        found = self._parent(rel, create=False)
-        if found is None:
-            return
-        fd, name = found
-        try:
-            if stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode):
-                raise ChangeError(
-                    f"{rel} is a symbolic link on disk now; Arbor does not write through links — change the "
-                    "file it points to instead"
-                )
-        except FileNotFoundError:
-            pass
-        finally:
-            os.close(fd)
+        with self._parent(rel, create=False) as found:
+            if found is None:
+                return
+            fd, name = found
+            try:
+                if stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode):
+                    raise ChangeError(
+                        f"{rel} is a symbolic link on disk now; Arbor does not write through links — change "
+                        "the file it points to instead"
+                    )
+            except FileNotFoundError:
+                pass
 
     def write(self, rel: str, data: bytes, mode: int) -> None:
         """``rel`` written whole or not at all (temp file beside it, fsync, rename), through no link."""
-        fd, name = self._parent(rel, create=True)  # type: ignore[misc]
-        tmp = f".{name}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
-        try:
+        with self._parent(rel, create=True) as found:
+            fd, name = found  # type: ignore[misc]
+            tmp = f".{name}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
             out = os.open(tmp, flags, mode, dir_fd=fd)
             try:
@@ -263,32 +274,33 @@ class Confined:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=fd)
                 raise
-        finally:
-            os.close(fd)
+
+    def put(self, rel: str, data: bytes | None, mode: int | None) -> None:
+        """``rel`` made to hold ``data`` (with ``mode``, 0o644 when not known), or removed when ``data`` is
+        None: how a checkpoint or a batch records a file that does not exist."""
+        if data is None:
+            self.remove(rel)
+        else:
+            self.write(rel, data, mode or 0o644)
 
     def remove(self, rel: str) -> None:
         """Delete ``rel`` (never through a link), then the directories it leaves empty, as git does."""
-        found = self._parent(rel, create=False)
-        if found is None:
-            return
-        fd, name = found
-        try:
+        with self._parent(rel, create=False) as found:
+            if found is None:
+                return
+            fd, name = found
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=fd)
-        finally:
-            os.close(fd)
         parts = rel.split("/")[:-1]
         while parts:
-            holder = self._parent("/".join(parts), create=False)
-            if holder is None:
-                return
-            parent_fd, last = holder
-            try:
-                os.rmdir(last, dir_fd=parent_fd)
-            except OSError:
-                return
-            finally:
-                os.close(parent_fd)
+            with self._parent("/".join(parts), create=False) as holder:
+                if holder is None:
+                    return
+                parent_fd, last = holder
+                try:
+                    os.rmdir(last, dir_fd=parent_fd)
+                except OSError:
+                    return
             parts.pop()
 
 

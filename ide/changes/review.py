@@ -376,10 +376,7 @@ class Review:
         written: list[str] = []
         try:
             for rel, data, mode in entries:
-                if data is None:
-                    confined.remove(rel)
-                else:
-                    confined.write(rel, data, mode or 0o644)
+                confined.put(rel, data, mode)
                 written.append(rel)
             commit = None
             if repo is not None and self.commit_mode == "commit" and recorded:
@@ -414,10 +411,7 @@ class Review:
         for rel in reversed(written):
             previous, previous_mode = before[rel]
             try:
-                if previous is None:
-                    confined.remove(rel)
-                else:
-                    confined.write(rel, previous, previous_mode or 0o644)
+                confined.put(rel, previous, previous_mode)
             except (OSError, ChangeError):
                 log.exception("could not restore %s after a failed apply", rel)
 

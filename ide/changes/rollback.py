@@ -104,10 +104,7 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
     for rel, _data, _mode in writes:
         confined.check(rel)
     for rel, data, mode in writes:
-        if data is None:
-            confined.remove(rel)
-        else:
-            confined.write(rel, data, mode or 0o644)
+        confined.put(rel, data, mode)
         restored.append(rel)
     changed: list[IndexEntry] = [(rel, data, mode or 0o644) for rel, data, mode in writes]
     mode = store.commit_mode(batch_id)
@@ -185,12 +182,8 @@ def _recover(root: Path, store: BatchStore) -> list[str]:
                 left.append(entry.path)
                 continue
             try:
-                if entry.pre_blob is None:
-                    confined.remove(entry.path)
-                else:
-                    confined.write(
-                        entry.path, blobs.get(entry.pre_blob), entry.pre_mode or disk_mode or 0o644
-                    )
+                pre = blobs.get(entry.pre_blob) if entry.pre_blob is not None else None
+                confined.put(entry.path, pre, entry.pre_mode or disk_mode)
             except (OSError, ChangeError):
                 left.append(entry.path)
         note = "interrupted before it finished; its files were put back"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -14,10 +14,9 @@ from pathlib import Path
 
 from pathspec import GitIgnoreSpec
 
-from ide.changes.gitutil import find_repo, git, run_env
-from ide.changes.overlay import ChangeSet
+from ide.changes.gitutil import find_repo, git
+from ide.changes.overlay import ChangeError, ChangeSet
 from ide.fswalk import walk_files
-from ide.gitsafe import git_argv
 from ide.settings import WorkspaceSettings
 
 PREFIX = "arbor-scratch-"
@@ -63,22 +62,10 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
     finally:
         with _WORKTREES:
             if worktree and repo is not None:
-                subprocess.run(
-                    git_argv(repo.top, "worktree", "remove", "--force", str(checkout)),
-                    cwd=repo.top,
-                    capture_output=True,
-                    env=run_env(),
-                    check=False,
-                )
+                _git_cleanup(repo.top, "worktree", "remove", "--force", str(checkout))
             shutil.rmtree(tmp, ignore_errors=True)
             if repo is not None:
-                subprocess.run(
-                    git_argv(repo.top, "worktree", "prune"),
-                    cwd=repo.top,
-                    capture_output=True,
-                    env=run_env(),
-                    check=False,
-                )
+                _git_cleanup(repo.top, "worktree", "prune")
 
 
 def prune_stale_worktrees(root: Path) -> list[Path]:
@@ -93,14 +80,14 @@ def prune_stale_worktrees(root: Path) -> list[Path]:
     repo = find_repo(root)
     if repo is not None:
         with _WORKTREES:
-            subprocess.run(
-                git_argv(repo.top, "worktree", "prune"),
-                cwd=repo.top,
-                capture_output=True,
-                env=run_env(),
-                check=False,
-            )
+            _git_cleanup(repo.top, "worktree", "prune")
     return removed
+
+
+def _git_cleanup(top: Path, *args: str) -> None:
+    """git in ``top`` for a clean-up whose failure leaves nothing worse (a worktree already gone)."""
+    with contextlib.suppress(ChangeError):
+        git(top, *args)
 
 
 def _alive(pid: int) -> bool:
