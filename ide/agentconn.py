@@ -317,30 +317,40 @@ def _when(text: str | None) -> datetime | None:
     return None
 
 
-async def list_sessions(
-    conn: Any, cwd: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
-) -> list[SessionSummary] | ErrorInfo | None:
-    """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal or no answer in
-    time, None when the connection is lost (the process died) or the answer is unreadable."""
+async def _answered(call: Awaitable[R]) -> R | ErrorInfo | None:
+    """What ``call`` returns, an ErrorInfo for the agent's refusal or no answer in time, or None when the
+    connection is lost (the process died) or the answer is unreadable."""
     from acp import RequestError
 
-    found: list[SessionSummary] = []
-    cursor: str | None = None
     try:
-        for _ in range(LIST_PAGES):
-            page = await within(conn.list_sessions(cwd=cwd, cursor=cursor), "session/list", timeouts)
-            found += [SessionSummary(s.session_id, s.title, _when(s.updated_at)) for s in page.sessions]
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        return await call
     except RequestError as exc:
         return error_from_request(exc)
     except NoAnswer as exc:
         return exc.info
     except (ConnectionError, ValidationError):
         return None
-    oldest = datetime.min.replace(tzinfo=UTC)
-    return sorted(found, key=lambda s: s.updated_at or oldest, reverse=True)
+
+
+async def list_sessions(
+    conn: Any, cwd: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
+) -> list[SessionSummary] | ErrorInfo | None:
+    """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal or no answer in
+    time, None when the connection is lost (the process died) or the answer is unreadable."""
+
+    async def pages() -> list[SessionSummary]:
+        found: list[SessionSummary] = []
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
+            page = await within(conn.list_sessions(cwd=cwd, cursor=cursor), "session/list", timeouts)
+            found += [SessionSummary(s.session_id, s.title, _when(s.updated_at)) for s in page.sessions]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        oldest = datetime.min.replace(tzinfo=UTC)
+        return sorted(found, key=lambda s: s.updated_at or oldest, reverse=True)
+
+    return await _answered(pages())
 
 
 async def prompt(
@@ -349,17 +359,13 @@ async def prompt(
     """Send ``text`` as a turn and wait for its end (by default as long as it takes: :func:`cancel` ends
     it): the response, an ErrorInfo for a refusal or no answer in time, or None when the connection is
     lost or the answer is unreadable."""
-    from acp import RequestError, text_block
+    from acp import text_block
 
-    try:
+    async def answer() -> PromptResponse:
         turn = conn.prompt(session_id=session_id, prompt=[text_block(text)])
         return await within(turn, "session/prompt", timeouts)
-    except RequestError as exc:
-        return error_from_request(exc)
-    except NoAnswer as exc:
-        return exc.info
-    except (ConnectionError, ValidationError):
-        return None
+
+    return await _answered(answer())
 
 
 async def cancel(conn: Any, session_id: str) -> None:
