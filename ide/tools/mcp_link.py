@@ -94,30 +94,27 @@ class McpLink:
     async def call(self, tool: str, args: dict[str, Any], timeout: float) -> CallToolResult:
         """Call ``tool``; if the server died, start it again once and retry; a second death raises."""
         held = await self._current()
-        try:
-            async with asyncio.timeout(timeout):
-                return await held.session.call_tool(tool, args)
-        except Exception as exc:
-            if not _died(exc):
-                raise
-            first = reason(exc)
-        log.warning("MCP server %s stopped (%s): starting it again", self.config.name, first)
-        try:
-            held = await self._restart(held)
-        except Exception as exc:
-            raise ServerDied(
-                f"MCP server {self.config.name} stopped ({first}) and did not start again: {reason(exc)}"
-            ) from None
-        try:
-            async with asyncio.timeout(timeout):
-                return await held.session.call_tool(tool, args)
-        except Exception as exc:
-            if not _died(exc):
-                raise
-            await self._drop(held)
-            raise ServerDied(
-                f"MCP server {self.config.name} stopped again after it was restarted ({reason(exc)})"
-            ) from None
+        for attempt in (1, 2):
+            try:
+                async with asyncio.timeout(timeout):
+                    return await held.session.call_tool(tool, args)
+            except Exception as exc:
+                if not _died(exc):
+                    raise
+                if attempt == 2:
+                    await self._drop(held)
+                    raise ServerDied(
+                        f"MCP server {self.config.name} stopped again after it was restarted ({reason(exc)})"
+                    ) from None
+                first = reason(exc)
+            log.warning("MCP server %s stopped (%s): starting it again", self.config.name, first)
+            try:
+                held = await self._restart(held)
+            except Exception as exc:
+                raise ServerDied(
+                    f"MCP server {self.config.name} stopped ({first}) and did not start again: {reason(exc)}"
+                ) from None
+        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         """End the session and the server (a stdio server's process is terminated with its children)."""
