@@ -23,6 +23,11 @@ def _env(*names: str) -> dict[str, Any]:
     return {"env": list(names)}
 
 
+def _role_model(env: str, what: str) -> Any:
+    """The field of one role's model: unset, the role uses llm.model; ``env`` sets it."""
+    return Field(None, json_schema_extra=_env(env), description=f"{what} (default: llm.model)")
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -30,81 +35,31 @@ class _Section(BaseModel):
 class LatsModels(_Section):
     """Models for the LATS phases; unset phases use the default model."""
 
-    selection: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_LATS_SELECTION_MODEL"),
-        description="Model choosing which leaf to expand (default: llm.model)",
-    )
-    expansion: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_LATS_EXPANSION_MODEL"),
-        description="Model proposing the next actions (default: llm.model)",
-    )
-    evaluation: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_LATS_EVALUATION_MODEL"),
-        description="Model scoring nodes 0–10 (default: llm.model)",
-    )
-    backprop: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_LATS_BACKPROP_MODEL"),
-        description="Model writing lessons from failed branches (default: llm.model)",
+    selection: str | None = _role_model("ARBOR_LATS_SELECTION_MODEL", "Model choosing which leaf to expand")
+    expansion: str | None = _role_model("ARBOR_LATS_EXPANSION_MODEL", "Model proposing the next actions")
+    evaluation: str | None = _role_model("ARBOR_LATS_EVALUATION_MODEL", "Model scoring nodes 0–10")
+    backprop: str | None = _role_model(
+        "ARBOR_LATS_BACKPROP_MODEL", "Model writing lessons from failed branches"
     )
 
 
 class TotModels(_Section):
     """Models for the Tree-of-Thoughts agents; unset agents use the default model."""
 
-    coordinator: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_TOT_COORDINATOR_MODEL"),
-        description="Model of the ToT coordinator (default: llm.model)",
-    )
-    planner: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_TOT_PLANNER_MODEL"),
-        description="Model of the ToT planner (default: llm.model)",
-    )
-    researcher: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_TOT_RESEARCHER_MODEL"),
-        description="Model of the ToT researcher (default: llm.model)",
-    )
-    analyzer: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_TOT_ANALYZER_MODEL"),
-        description="Model of the ToT analyzer (default: llm.model)",
-    )
-    critic: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_TOT_CRITIC_MODEL"),
-        description="Model of the ToT critic (default: llm.model)",
-    )
-    synthesizer: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_TOT_SYNTHESIZER_MODEL"),
-        description="Model of the ToT synthesizer (default: llm.model)",
-    )
+    coordinator: str | None = _role_model("ARBOR_TOT_COORDINATOR_MODEL", "Model of the ToT coordinator")
+    planner: str | None = _role_model("ARBOR_TOT_PLANNER_MODEL", "Model of the ToT planner")
+    researcher: str | None = _role_model("ARBOR_TOT_RESEARCHER_MODEL", "Model of the ToT researcher")
+    analyzer: str | None = _role_model("ARBOR_TOT_ANALYZER_MODEL", "Model of the ToT analyzer")
+    critic: str | None = _role_model("ARBOR_TOT_CRITIC_MODEL", "Model of the ToT critic")
+    synthesizer: str | None = _role_model("ARBOR_TOT_SYNTHESIZER_MODEL", "Model of the ToT synthesizer")
 
 
 class PlanModels(_Section):
     """Models for plan/execute/replan; unset roles use the default model."""
 
-    planner: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_PLAN_PLANNER_MODEL"),
-        description="Model of the planner (default: llm.model)",
-    )
-    executor: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_PLAN_EXECUTOR_MODEL"),
-        description="Model of the executor (default: llm.model)",
-    )
-    replanner: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_PLAN_REPLANNER_MODEL"),
-        description="Model of the replanner (default: llm.model)",
-    )
+    planner: str | None = _role_model("ARBOR_PLAN_PLANNER_MODEL", "Model of the planner")
+    executor: str | None = _role_model("ARBOR_PLAN_EXECUTOR_MODEL", "Model of the executor")
+    replanner: str | None = _role_model("ARBOR_PLAN_REPLANNER_MODEL", "Model of the replanner")
 
 
 class LlmSettings(_Section):
@@ -151,10 +106,8 @@ class LlmSettings(_Section):
     rate_limit_per_minute: dict[str, float] = Field(
         default_factory=dict, description="Optional calls per minute per provider"
     )
-    orchestrator: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_ORCHESTRATOR_MODEL"),
-        description="Model that picks architectures, workflows and optional stages (default: llm.model)",
+    orchestrator: str | None = _role_model(
+        "ARBOR_ORCHESTRATOR_MODEL", "Model that picks architectures, workflows and optional stages"
     )
     retrieval: str | None = Field(
         None,
@@ -162,11 +115,9 @@ class LlmSettings(_Section):
         description="Model writing workflow retrieval queries (used by default once set: "
         "workflows.retrieval_queries = auto)",
     )
-    compactor: str | None = Field(
-        None,
-        json_schema_extra=_env("ARBOR_COMPACTOR_MODEL"),
-        description="Model summarising older steps when a conversation would overflow the context window "
-        "(default: llm.model)",
+    compactor: str | None = _role_model(
+        "ARBOR_COMPACTOR_MODEL",
+        "Model summarising older steps when a conversation would overflow the context window",
     )
     lats: LatsModels = Field(default_factory=LatsModels)
     tot: TotModels = Field(default_factory=TotModels)
