@@ -154,43 +154,41 @@ class SessionStore:
             rows = []
             for update in merge_chunks(updates):
                 seq += 1
-                rows.append((session_id, seq, turn, json.dumps(update, separators=(",", ":"))))
+                rows.append((session_id, seq, turn, _compact(update)))
             db.executemany("INSERT INTO events (session_id, seq, turn, payload) VALUES (?, ?, ?, ?)", rows)
             db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id))
 
     def save_review(self, session_id: str, cwd: str, snapshot: dict[str, Any] | None) -> None:
         """Keep a session's pending change set and decisions (None: nothing pending)."""
-        with self._db(cwd) as db:
-            if snapshot is None:
-                db.execute("DELETE FROM pending_reviews WHERE session_id = ?", (session_id,))
-            else:
-                db.execute(
-                    "INSERT OR REPLACE INTO pending_reviews (session_id, payload) VALUES (?, ?)",
-                    (session_id, json.dumps(snapshot, separators=(",", ":"))),
-                )
+        self._keep(cwd, _PENDING_REVIEWS, session_id, snapshot)
 
     def load_review(self, session_id: str, cwd: str) -> dict[str, Any] | None:
-        with self._db(cwd) as db:
-            row = db.execute(
-                "SELECT payload FROM pending_reviews WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return json.loads(row[0]) if row else None
+        return self._kept(cwd, _PENDING_REVIEWS, session_id)
 
     def save_workflow(self, session_id: str, cwd: str, run: dict[str, Any] | None) -> None:
         """Keep the session's current workflow run (what ``/resume`` needs after a restart)."""
-        key = f"workflow:{session_id}"
-        with self._db(cwd) as db:
-            if run is None:
-                db.execute("DELETE FROM meta WHERE key = ?", (key,))
-            else:
-                db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    (key, json.dumps(run, separators=(",", ":"))),
-                )
+        self._keep(cwd, _META, f"workflow:{session_id}", run)
 
     def load_workflow(self, session_id: str, cwd: str) -> dict[str, Any] | None:
+        return self._kept(cwd, _META, f"workflow:{session_id}")
+
+    def _keep(self, cwd: str, where: tuple[str, str, str], key: str, value: dict[str, Any] | None) -> None:
+        """``value`` as JSON in the row ``key`` of ``where`` (table, key column, value column); None deletes
+        the row."""
+        table, key_column, value_column = where
         with self._db(cwd) as db:
-            row = db.execute("SELECT value FROM meta WHERE key = ?", (f"workflow:{session_id}",)).fetchone()
+            if value is None:
+                db.execute(f"DELETE FROM {table} WHERE {key_column} = ?", (key,))
+            else:
+                db.execute(
+                    f"INSERT OR REPLACE INTO {table} ({key_column}, {value_column}) VALUES (?, ?)",
+                    (key, _compact(value)),
+                )
+
+    def _kept(self, cwd: str, where: tuple[str, str, str], key: str) -> dict[str, Any] | None:
+        table, key_column, value_column = where
+        with self._db(cwd) as db:
+            row = db.execute(f"SELECT {value_column} FROM {table} WHERE {key_column} = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def events(self, session_id: str, cwd: str) -> list[dict[str, Any]]:
@@ -202,6 +200,15 @@ class SessionStore:
 
 
 _CHUNK_KINDS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
+
+
+# Where SessionStore._keep keeps a JSON value: table, key column, value column.
+_PENDING_REVIEWS = ("pending_reviews", "session_id", "payload")
+_META = ("meta", "key", "value")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def merge_chunks(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
