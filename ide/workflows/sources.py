@@ -281,7 +281,7 @@ class RetrievalSources:
         """The text of ``rel`` as read_file gives it (the change set's proposal, the disk's otherwise), or
         None for a file read_file refuses: a secret, a link out, an excluded file. Paths come from the
         index, a walk and the change set; one proposed before the secret list grew must not leak."""
-        from ide.tools.workspace import ToolError
+        from ide.fs import ToolError
 
         files = self._files
         try:
