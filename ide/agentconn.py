@@ -378,7 +378,8 @@ async def apply_all(conn: Any, session_id: str, timeouts: RequestTimeouts = DEFA
 
     decide = DecideParams(session_id=session_id, decision="accepted", all=True)
     try:
-        await call(conn, DECIDE, decide, timeouts)
+        # Only whether it was refused matters here: its answer (the change set) is not read.
+        await within(conn.ext_method(DECIDE, decide.model_dump(mode="json")), f"_{DECIDE}", timeouts)
         return await call(conn, APPLY, ApplyParams(session_id=session_id), timeouts)
     except NoAnswer as exc:
         raise RequestError(ERROR_CODE, exc.info.message, error_data(exc.info)) from None
