@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
 from ide.protocol.external import EXTERNAL_WRITE
+from ide.protocol.method import Method, Notification
 from ide.protocol.model import MODEL_PROBE
 from ide.protocol.review import APPLY, DECIDE, ROLLBACK, ApplyParams, ApplyResult, DecideParams
 
@@ -39,6 +40,7 @@ from ide.agentproc import AgentProcess, client_version, error_from_request, no_a
 
 log = logging.getLogger(__name__)
 
+P = TypeVar("P", bound=BaseModel)
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
@@ -380,29 +382,31 @@ async def apply_all(conn: Any, session_id: str, timeouts: RequestTimeouts = DEFA
     no answer in time (carrying Arbor's ErrorInfo that says so)."""
     from acp import RequestError
 
-    decide = DecideParams(session_id=session_id, decision="accepted", all=True).model_dump()
+    decide = DecideParams(session_id=session_id, decision="accepted", all=True)
     try:
-        await within(conn.ext_method(DECIDE, decide), f"_{DECIDE}", timeouts)
-        applied = conn.ext_method(APPLY, ApplyParams(session_id=session_id).model_dump())
-        return ApplyResult.model_validate(await within(applied, f"_{APPLY}", timeouts))
+        # Only whether it was refused matters here: its answer (the change set) is not read.
+        await within(conn.ext_method(DECIDE, decide.model_dump(mode="json")), f"_{DECIDE}", timeouts)
+        return await call(conn, APPLY, ApplyParams(session_id=session_id), timeouts)
     except NoAnswer as exc:
         raise RequestError(ERROR_CODE, exc.info.message, error_data(exc.info)) from None
 
 
+async def call(conn: Any, method: Method[P, T], params: P, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS) -> T:
+    """Call the extension ``_method`` and read its answer as the method's result; raises what the
+    connection raises (``acp.RequestError``, :class:`NoAnswer`, pydantic's ``ValidationError``, …)."""
+    answer = await within(conn.ext_method(method, params.model_dump(mode="json")), f"_{method}", timeouts)
+    return method.result.model_validate(answer)
+
+
 async def ask(
-    conn: Any,
-    method: str,
-    params: BaseModel,
-    result_type: type[T],
-    timeouts: RequestTimeouts = DEFAULT_TIMEOUTS,
+    conn: Any, method: Method[P, T], params: P, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
 ) -> T | ErrorInfo | None:
     """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal, an
     unreadable answer or none in time, or None when the connection is lost (the process died)."""
     from acp import RequestError
 
     try:
-        answer = await within(conn.ext_method(method, params.model_dump(mode="json")), f"_{method}", timeouts)
-        return result_type.model_validate(answer)
+        return await call(conn, method, params, timeouts)
     except RequestError as exc:
         return error_from_request(exc)
     except NoAnswer as exc:
@@ -425,8 +429,8 @@ class NotificationRouter:
     def __init__(self) -> None:
         self._subscribers: dict[str, list[tuple[type[BaseModel], Callable[[Any], None]]]] = {}
 
-    def subscribe(self, method: str, model: type[BaseModel], handler: Callable[[Any], None]) -> None:
-        self._subscribers.setdefault(method, []).append((model, handler))
+    def subscribe(self, notification: Notification[T], handler: Callable[[T], None]) -> None:
+        self._subscribers.setdefault(notification, []).append((notification.payload, handler))
 
     def dispatch(self, method: str, params: dict[str, Any], session_id: str | None) -> None:
         for model, handler in self._subscribers.get(method, ()):

@@ -91,7 +91,7 @@ class TerminalClient(ReadOnlyClient):
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == CHANGESET_NOTIFICATION:
-            self.changeset = ChangeSetView.model_validate(params)
+            self.changeset = CHANGESET_NOTIFICATION.payload.model_validate(params)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         if isinstance(update, AgentThoughtChunk):

@@ -22,16 +22,18 @@ from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
 from ide import agentconn, agentproc
-from ide.agentproc import BackendState, StderrTail, error_from_request
+from ide.agentproc import BackendState, error_from_request
 from ide.app.background import run_blocking, spawn
 from ide.protocol import AgentMeta, ErrorInfo
+from ide.protocol.method import Method, Notification
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
 
-__all__ = ["BackendBridge", "BackendState", "StderrTail"]
+__all__ = ["BackendBridge", "BackendState"]
 log = logging.getLogger(__name__)
 
+P = TypeVar("P", bound=BaseModel)
 T = TypeVar("T", bound=BaseModel)
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -192,28 +194,27 @@ class BackendBridge(QObject):
 
     def request(
         self,
-        method: str,
-        params: BaseModel,
-        result_type: type[T],
+        method: Method[P, T],
+        params: P,
         on_result: Callable[[T], None],
         on_error: Callable[[ErrorInfo], None] | None = None,
     ) -> bool:
-        """Send the extension request ``_method``; its answer, read as ``result_type``, goes to
+        """Send the extension request ``_method``; its answer, read as the method's result type, goes to
         ``on_result``. A refusal, an unreadable answer or none within its time (:attr:`timeouts`) goes to
         ``on_error`` (without one, to :attr:`errorRaised`); the answer of a backend that has died or
         restarted since goes nowhere. False, and nothing sent, when the backend is not running or did not
         advertise ``method``."""
         if self._conn is None or not self.supports(method):
             return False
-        call = agentconn.ask(self._conn, method, params, result_type, self.timeouts)
+        call = agentconn.ask(self._conn, method, params, self.timeouts)
         generation = self._generation
         spawn(self._deliver(generation, call, on_result, on_error), name=f"_{method}")
         return True
 
-    def on_notification(self, method: str, model: type[M], handler: Callable[[M], None]) -> None:
-        """Call ``handler`` with each ``_method`` notification of the current backend, read as ``model``;
+    def on_notification(self, notification: Notification[M], handler: Callable[[M], None]) -> None:
+        """Call ``handler`` with each such notification of the current backend, read as its payload type;
         one that carries a ``session_id`` reaches it only when that is the current session's."""
-        self._notifications.subscribe(method, model, handler)
+        self._notifications.subscribe(notification, handler)
 
     async def _deliver(
         self,

@@ -28,13 +28,14 @@ from ide import agentconn, agentproc
 from ide.app.background import run_blocking, spawn
 from ide.protocol import ErrorInfo
 from ide.protocol import external as ex
-from ide.protocol.review import ChangeSetView
+from ide.protocol.method import Method
 
 if TYPE_CHECKING:
     from acp import RequestError
 
 log = logging.getLogger(__name__)
 
+P = TypeVar("P", bound=BaseModel)
 T = TypeVar("T", bound=BaseModel)
 START_TIMEOUT_S = 60.0
 INTERNAL_ERROR = -32603
@@ -89,7 +90,7 @@ class ReviewBackend(QObject):
         """``fs/read_text_file``: the file as the review leaves it (pending edits included)."""
         target = self._check("fs/read_text_file", path)
         params = {"path": target, "line": line, "limit": limit}
-        answer = await self._call("fs/read_text_file", ex.EXTERNAL_READ, params, ex.ExternalText, path)
+        answer = await self._call("fs/read_text_file", ex.EXTERNAL_READ, params, path)
         return answer.content
 
     async def write_text_file(self, session_id: str, path: str, content: str) -> None:
@@ -97,14 +98,13 @@ class ReviewBackend(QObject):
         target = self._check("fs/write_text_file", path)
         self._check_size(content, path)
         params = {"path": target, "content": content}
-        view = await self._call("fs/write_text_file", ex.EXTERNAL_WRITE, params, ChangeSetView, path)
+        view = await self._call("fs/write_text_file", ex.EXTERNAL_WRITE, params, path)
         self.changesetReceived.emit(view)
 
     def request(
         self,
-        method: str,
-        params: BaseModel,
-        result_type: type[T],
+        method: Method[P, T],
+        params: P,
         on_result: Callable[[T], None],
         on_error: Callable[[ErrorInfo], None],
     ) -> bool:
@@ -114,7 +114,7 @@ class ReviewBackend(QObject):
             return False
 
         async def deliver() -> None:
-            answer = await agentconn.ask(conn, method, params, result_type, self.timeouts)
+            answer = await agentconn.ask(conn, method, params, self.timeouts)
             if answer is None:
                 on_error(ErrorInfo(kind="internal", message="Arbor's review backend has stopped."))
             elif isinstance(answer, ErrorInfo):
@@ -157,13 +157,13 @@ class ReviewBackend(QObject):
             )
         return path
 
-    async def _call(self, method: str, ext: str, params: dict[str, Any], result: type[T], path: str) -> T:
+    async def _call(self, method: str, ext: Method[Any, T], params: dict[str, Any], path: str) -> T:
         from acp import RequestError
 
         conn, session_id = await self._connection()
         try:
             call = conn.ext_method(ext, {"session_id": session_id, **params})
-            return result.model_validate(await agentconn.within(call, f"_{ext}", self.timeouts))
+            return ext.result.model_validate(await agentconn.within(call, f"_{ext}", self.timeouts))
         except agentconn.NoAnswer as exc:
             late = f"{method}: Arbor's review backend did not answer {exc.method} within {exc.seconds:g} s"
             raise _refusal(INTERNAL_ERROR, late, path) from None
@@ -193,7 +193,7 @@ class ReviewBackend(QObject):
             params = ex.ExternalOpenParams(cwd=str(self.workspace), agent=self.agent_label).model_dump()
             call = conn.ext_method(ex.EXTERNAL_OPEN, params)
             opened = await agentconn.within(call, f"_{ex.EXTERNAL_OPEN}", self.timeouts)
-            self.session_id = ex.ExternalSession.model_validate(opened).session_id
+            self.session_id = ex.EXTERNAL_OPEN.result.model_validate(opened).session_id
         except (RequestError, ValidationError, ConnectionError, agentconn.NoAnswer) as exc:
             raise _refusal(
                 INTERNAL_ERROR, f"Arbor's review backend could not open a review: {exc}", ""

@@ -44,18 +44,17 @@ from pydantic import ValidationError
 
 from ide import __version__
 from ide.backend.extensions import registry
-from ide.backend.extensions.review import keep_pending, offer_review
 from ide.backend.limits import cap_prompt
 from ide.backend.services import Services, trust_notice
 from ide.backend.transcript import Transcript, ask_to_run_tests, offer_commands, prompt_text, replay
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
-from ide.protocol import index as ix
 from ide.protocol.modes import MODES
 from ide.search.events import cap_text
 from ide.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from ide.backend.session import Session, TurnResult
+    from ide.protocol.index import IndexChanged
     from ide.workflows.mode import ActiveRun
 
 # LangGraph, LangChain and the model layer are imported when the first session opens, not at start:
@@ -176,9 +175,8 @@ class ArborAgent(Agent):
         self._held_back[cwd] = trust_notice(resolved)
         return cwd, resolved.settings
 
-    async def _index_changed(self, change: ix.IndexChanged) -> None:
-        if self.client_wants("index"):  # only a client that asked: others would have to ignore it
-            await self.conn.ext_notification(ix.INDEX_CHANGED, change.model_dump(mode="json"))
+    async def _index_changed(self, change: IndexChanged) -> None:
+        await registry().index_changed(self, change)
 
     async def _open(
         self, session_id: str, cwd: str, settings: Settings, mode: str, mcp_servers: Any = None
@@ -291,14 +289,13 @@ class ArborAgent(Agent):
         session.mode = mode_id
         session.services.store.update(session_id, session.cwd, mode=mode_id)
 
-    async def open_review_session(self, cwd: str, settings: Settings, title: str) -> Session:
+    async def open_session(self, cwd: str, settings: Settings, title: str) -> Session:
+        """A new stored session titled ``title`` that no client has prompted (an extension's)."""
         session_id = uuid.uuid4().hex
         store = self.services.store(settings)
         store.create(session_id, cwd, "react")
         store.update(session_id, cwd, title=title)
-        session = await self._open(session_id, cwd, settings, "react")
-        session.review.title = title
-        return session
+        return await self._open(session_id, cwd, settings, "react")
 
     def find_session(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
@@ -345,8 +342,8 @@ class ArborAgent(Agent):
         session.prompting = True
         try:
             result = await task
-            if session.changeset.changed_paths() and not session.cancel_requested:
-                await offer_review(self, session)
+            if not session.cancel_requested:
+                await registry().turn_ended(self, session)  # e.g. its changes offered for review
             if session.cancel_requested:  # stopped while its changes were being offered
                 return await self._cancelled(session)
         except asyncio.CancelledError:
@@ -356,7 +353,7 @@ class ArborAgent(Agent):
             flush()
             return await self._cancelled(session)
         except ModelError as exc:
-            await self.save_review(session)
+            await session.save_review()
             log.warning("turn failed: %s", exc)
             await session.learn_error(text, exc.info.text())
             raise arbor_error(exc.info) from None
@@ -371,7 +368,7 @@ class ArborAgent(Agent):
             flush()
             if session.mode != mode_before:
                 session.services.store.update(session_id, session.cwd, mode=session.mode)
-        await self.save_review(session)
+        await session.save_review()
         return PromptResponse(
             stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
         )
@@ -379,16 +376,11 @@ class ArborAgent(Agent):
     async def _cancelled(self, session: Session) -> PromptResponse:
         # What the agent proposed before the user stopped it (a search's best branch so far) stays
         # pending, never dropped and never written; the response lists it.
-        pending = await keep_pending(self, session)
-        await self.save_review(session)
+        pending = session.changeset.changed_paths()
+        await registry().turn_cancelled(self, session)
+        await session.save_review()
         meta = TurnMeta(usage=session.router.usage_snapshot(), pending=pending)
         return PromptResponse(stop_reason="cancelled", field_meta={META_KEY: meta.model_dump(mode="json")})
-
-    async def save_review(self, session: Session) -> None:
-        """Persist the session's pending review, so a restarted backend loses none of it."""
-        # Taken on the loop thread (snapshot() copies its state); the worker thread only writes it out.
-        snapshot = session.review_snapshot()
-        await asyncio.to_thread(session.services.store.save_review, session.id, session.cwd, snapshot)
 
     def client_wants(self, feature: str) -> bool:
         """True when the client asked for an Arbor extension in ``_meta.arbor`` ("review", "tree")."""
@@ -413,7 +405,7 @@ class ArborAgent(Agent):
         if handler is None:
             raise RequestError.method_not_found(f"_{method}")
         try:
-            result = await handler(self, params)
+            return await handler.answer(self, params)
         except ValidationError as exc:
             raise RequestError.invalid_params({"errors": exc.errors(include_url=False)}) from None
         except ChangeError as exc:
@@ -424,7 +416,6 @@ class ArborAgent(Agent):
             log.warning("_%s: %s", method, cap_text(str(exc), LOGGED_ERROR_CAP))
             message = f"the file system refused it: {cap_text(str(exc), LOGGED_ERROR_CAP)}"
             raise arbor_error(ErrorInfo(kind="bad_request", message=message)) from None
-        return result.model_dump(mode="json")
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
         log.debug("ignoring extension notification _%s", method)

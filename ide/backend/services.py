@@ -84,6 +84,7 @@ class Services:
         self._lsp: dict[str, LspBridge] = {}
         """Language-server pools by their settings: a trusted workspace's servers never serve another."""
         self._memories: dict[str, MemoryStore | None] = {}
+        self._batches: dict[Path, BatchStore] = {}
         self._seen: set[str] = set()
         self._opening = asyncio.Lock()
         """Held while a memory or checkpoint database opens: two sessions opening the same workspace at
@@ -98,10 +99,14 @@ class Services:
         return self._stores[data_dir]
 
     def batches(self, cwd: str, settings: Settings) -> BatchStore:
-        """Where the workspace's applied batches (checkpoints for Roll back) are kept."""
+        """Where the workspace's applied batches (checkpoints for Roll back) are kept: one store per
+        workspace, the same for its sessions' Apply, Roll back, the history and crash recovery."""
         from ide.changes import BatchStore
 
-        return BatchStore(self.store(settings).workspace_dir(cwd))
+        directory = self.store(settings).workspace_dir(cwd)
+        if directory not in self._batches:
+            self._batches[directory] = BatchStore(directory)
+        return self._batches[directory]
 
     async def open(self, cwd: str, settings: Settings, *, sessions: bool = True) -> WorkspaceServices:
         """The workspace's services, started on first use. The first time a workspace is seen, scratch

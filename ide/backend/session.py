@@ -134,8 +134,8 @@ class Session:
     memory: MemoryStore | None = field(init=False)
     """The workspace's memory writing as this session: the agent's memory tools, hints, lessons."""
     router: ModelRouter = field(init=False)
-    changeset: ChangeSet = field(init=False)
     review: Review = field(init=False)
+    """The session's pending review, which owns its change set (:attr:`changeset`)."""
     toolbox: Toolbox = field(init=False)
     turn: asyncio.Task[TurnResult] | None = None
     cancel_requested: bool = False
@@ -163,9 +163,8 @@ class Session:
         self.memory = shared.for_session(self.id) if shared is not None else None
         self.router = ModelRouter(self.settings, base_dir=Path(self.cwd))
         # Rule 3: the agent's edits go into this overlay; only the review writes the user's files.
-        self.changeset = ChangeSet(Path(self.cwd), max_file_bytes=self.settings.workspace.max_file_bytes)
         self.review = Review(
-            self.changeset,
+            ChangeSet(Path(self.cwd), max_file_bytes=self.settings.workspace.max_file_bytes),
             session_id=self.id,
             title=None,
             store=self.services.batches,
@@ -173,6 +172,11 @@ class Session:
         )
         self.toolbox = self._toolbox()
         self._graph: Any = None
+
+    @property
+    def changeset(self) -> ChangeSet:
+        """The overlay the agent's edits go into: the review's change set, so the two never differ."""
+        return self.review.changeset
 
     @property
     def checkpointer(self) -> Any:
@@ -189,13 +193,18 @@ class Session:
     def restore_review(self, snapshot: dict[str, Any]) -> None:
         """Bring back the pending change set and decisions saved before the backend restarted."""
         self.review = Review.restore(snapshot, store=self.services.batches)
-        self.changeset = self.review.changeset
         self.toolbox = self._toolbox()
         self._graph = None
 
     def review_snapshot(self) -> dict[str, Any] | None:
         """What to save so a restarted backend still has the pending review (None: nothing pending)."""
         return self.review.snapshot() if self.changeset.changed_paths() else None
+
+    async def save_review(self) -> None:
+        """Persist the pending review, so a restarted backend loses none of it."""
+        # Taken on the loop thread (snapshot() copies its state); the worker thread only writes it out.
+        snapshot = self.review_snapshot()
+        await asyncio.to_thread(self.services.store.save_review, self.id, self.cwd, snapshot)
 
     async def _observation_cap(self) -> int:
         try:

@@ -113,7 +113,7 @@ class _RunClient:
     def on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == TREE_NOTIFICATION:
             with contextlib.suppress(ValueError):
-                self._tree(TreeEventBatch.model_validate(params))
+                self._tree(TREE_NOTIFICATION.payload.model_validate(params))
         elif method == CHANGESET_NOTIFICATION:
             self.has_changes = bool(params.get("files"))
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-EXTERNAL_OPEN = "arbor/external/open"
-EXTERNAL_WRITE = "arbor/external/write"
-EXTERNAL_READ = "arbor/external/read"
-EXTERNAL_METHODS = (EXTERNAL_OPEN, EXTERNAL_WRITE, EXTERNAL_READ)
+from ide.protocol.method import Method
+from ide.protocol.review import ChangeSetView
 
 
 class ExternalOpenParams(BaseModel):
@@ -42,3 +40,9 @@ class ExternalReadParams(BaseModel):
 
 class ExternalText(BaseModel):
     content: str
+
+
+EXTERNAL_OPEN = Method("arbor/external/open", ExternalOpenParams, ExternalSession)
+EXTERNAL_WRITE = Method("arbor/external/write", ExternalWriteParams, ChangeSetView)
+EXTERNAL_READ = Method("arbor/external/read", ExternalReadParams, ExternalText)
+EXTERNAL_METHODS = (EXTERNAL_OPEN, EXTERNAL_WRITE, EXTERNAL_READ)

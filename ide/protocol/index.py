@@ -9,12 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-INDEX_STATUS = "arbor/index/status"
-INDEX_OUTLINE = "arbor/index/outline"
-INDEX_SEARCH = "arbor/index/search"
-INDEX_CHANGED = "arbor/index/changed"
-"""Notification from the backend: files were re-indexed (a pass finished, or the watcher saw edits)."""
-INDEX_METHODS = (INDEX_STATUS, INDEX_OUTLINE, INDEX_SEARCH)
+from ide.protocol.method import Method, Notification
 
 IndexState = Literal["indexing", "ready", "failed"]
 
@@ -91,3 +86,11 @@ class IndexChanged(BaseModel):
     cwd: str
     paths: list[str] = Field(default_factory=list, description="Absolute paths re-indexed or removed")
     status: IndexStatus
+
+
+INDEX_STATUS = Method("arbor/index/status", IndexStatusParams, IndexStatus)
+INDEX_OUTLINE = Method("arbor/index/outline", OutlineParams, OutlineResult)
+INDEX_SEARCH = Method("arbor/index/search", SymbolSearchParams, SymbolSearchResult)
+INDEX_CHANGED = Notification("arbor/index/changed", IndexChanged)
+"""From the backend: files were re-indexed (a pass finished, or the watcher saw edits)."""
+INDEX_METHODS = (INDEX_STATUS, INDEX_OUTLINE, INDEX_SEARCH)

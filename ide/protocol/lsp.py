@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-LSP_DEFINITION = "arbor/lsp/definition"
-LSP_REFERENCES = "arbor/lsp/references"
-LSP_HOVER = "arbor/lsp/hover"
-LSP_METHODS = (LSP_DEFINITION, LSP_REFERENCES, LSP_HOVER)
+from ide.protocol.method import Method
 
 
 class PositionParams(BaseModel):
@@ -34,3 +31,9 @@ class LocationsResult(BaseModel):
 class HoverResult(BaseModel):
     text: str = ""
     message: str | None = None
+
+
+LSP_DEFINITION = Method("arbor/lsp/definition", PositionParams, LocationsResult)
+LSP_REFERENCES = Method("arbor/lsp/references", PositionParams, LocationsResult)
+LSP_HOVER = Method("arbor/lsp/hover", PositionParams, HoverResult)
+LSP_METHODS = (LSP_DEFINITION, LSP_REFERENCES, LSP_HOVER)

@@ -10,11 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-MEMORY_SEARCH = "arbor/memory/search"
-MEMORY_DELETE = "arbor/memory/delete"
-MEMORY_EXPORT = "arbor/memory/export"
-MEMORY_KEEP = "arbor/memory/keep"
-MEMORY_METHODS = (MEMORY_SEARCH, MEMORY_DELETE, MEMORY_EXPORT, MEMORY_KEEP)
+from ide.protocol.method import Method
+
 NAMESPACES = ("investigations", "insights", "patterns", "errors")
 
 
@@ -71,3 +68,10 @@ class MemoryList(BaseModel):
 class MemoryExported(BaseModel):
     path: str
     entries: int
+
+
+MEMORY_SEARCH = Method("arbor/memory/search", MemorySearchParams, MemoryList)
+MEMORY_DELETE = Method("arbor/memory/delete", MemoryDeleteParams, MemoryList)
+MEMORY_EXPORT = Method("arbor/memory/export", MemoryExportParams, MemoryExported)
+MEMORY_KEEP = Method("arbor/memory/keep", MemoryKeepParams, MemoryList)
+MEMORY_METHODS = (MEMORY_SEARCH, MEMORY_DELETE, MEMORY_EXPORT, MEMORY_KEEP)

@@ -9,12 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-CONTEXT_NOTIFICATION = "arbor/context"
-"""Sent before each model request of a turn: how full the request is of the model's window."""
-MODEL_PROBE = "arbor/model/probe"
-MODEL_PROBES_CACHED = "arbor/model/probes"
-MODEL_HEALTH = "arbor/model/health"
-MODEL_METHODS = (MODEL_PROBE, MODEL_PROBES_CACHED, MODEL_HEALTH)
+from ide.protocol.method import Method, Notification
 
 ToolCalling = Literal["structured", "recovered", "none", "failed"]
 HealthLevel = Literal["ok", "warning", "error"]
@@ -119,3 +114,11 @@ class ModelHealth(BaseModel):
         marks = {True: "✓", False: "✗", None: "–"}
         lines += [f"{marks[line.ok]} {line.name}: {line.detail}" for line in self.checks]
         return "\n".join(lines)
+
+
+CONTEXT_NOTIFICATION = Notification("arbor/context", ContextFill)
+"""Sent before each model request of a turn: how full the request is of the model's window."""
+MODEL_PROBE = Method("arbor/model/probe", ProbeParams, ProbeResult)
+MODEL_PROBES_CACHED = Method("arbor/model/probes", ProbeParams, ProbeResult)
+MODEL_HEALTH = Method("arbor/model/health", HealthParams, ModelHealth)
+MODEL_METHODS = (MODEL_PROBE, MODEL_PROBES_CACHED, MODEL_HEALTH)

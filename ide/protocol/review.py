@@ -20,14 +20,7 @@ from pydantic import BaseModel, Field
 from ide.protocol.diff import diff_text
 from ide.protocol.diff import quote_path as quote_path
 from ide.protocol.hidden import HiddenFinding
-
-CHANGESET_NOTIFICATION = "arbor/changeset"
-DECIDE = "arbor/review/decide"
-APPLY = "arbor/review/apply"
-ROLLBACK = "arbor/review/rollback"
-HISTORY = "arbor/review/history"
-CHANGESET = "arbor/review/changeset"
-REVIEW_METHODS = [CHANGESET_NOTIFICATION, DECIDE, APPLY, ROLLBACK, HISTORY, CHANGESET]
+from ide.protocol.method import Method, Notification
 
 Decision = Literal["pending", "accepted", "rejected"]
 FileStatus = Literal["added", "modified", "deleted", "renamed"]
@@ -160,6 +153,15 @@ class HistoryParams(BaseModel):
 
 class HistoryResult(BaseModel):
     batches: list[BatchView] = Field(default_factory=list)
+
+
+CHANGESET_NOTIFICATION = Notification("arbor/changeset", ChangeSetView)
+DECIDE = Method("arbor/review/decide", DecideParams, ChangeSetView)
+APPLY = Method("arbor/review/apply", ApplyParams, ApplyResult)
+ROLLBACK = Method("arbor/review/rollback", RollbackParams, RollbackResult)
+HISTORY = Method("arbor/review/history", HistoryParams, HistoryResult)
+CHANGESET = Method("arbor/review/changeset", ChangeSetParams, ChangeSetView)
+REVIEW_METHODS = [CHANGESET_NOTIFICATION, DECIDE, APPLY, ROLLBACK, HISTORY, CHANGESET]
 
 
 def unified_diff(view: ChangeSetView) -> str:

@@ -22,7 +22,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-TREE_NOTIFICATION = "arbor/tree"
+from ide.protocol.method import Method, Notification
+from ide.protocol.review import ChangeSetView
+
 TREE_FILE_SUFFIX = ".arbor-tree.jsonl"
 OBSERVATION_CAP = 2048
 """Bytes of a tool observation kept in a node record."""
@@ -108,6 +110,8 @@ class TreeEventBatch(BaseModel):
     session_id: str
     events: list[TreeEvent]
 
+
+TREE_NOTIFICATION = Notification("arbor/tree", TreeEventBatch)
 
 FIXED_FIELDS = frozenset({"id", "parent", "depth", "created_at"})
 """Fields set when a node is added; a ``node_updated`` may not change them."""
@@ -340,12 +344,11 @@ def first_error(exc: ValidationError) -> str:
     return f"{location}: {error['msg']}{more}"
 
 
-BRANCH_DIFF = "arbor/tree/branch"
-"""Extension method: the proposed changes of one search branch (a node's ``changeset_id``), as a
-read-only :class:`~ide.protocol.review.ChangeSetView`. Served for the runs of the backend's live
-sessions; a run opened from a file has no change sets to show."""
-
-
 class BranchDiffParams(BaseModel):
     session_id: str
     changeset_id: str
+
+
+BRANCH_DIFF = Method("arbor/tree/branch", BranchDiffParams, ChangeSetView)
+"""The proposed changes of one search branch (a node's ``changeset_id``), read-only. Served for the runs
+of the backend's live sessions; a run opened from a file has no change sets to show."""

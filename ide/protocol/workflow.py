@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-WORKFLOWS_LIST = "arbor/workflows/list"
-WORKFLOWS_SELECT = "arbor/workflows/select"
-WORKFLOW_METHODS = (WORKFLOWS_LIST, WORKFLOWS_SELECT)
+from ide.protocol.method import Method
+
 AUTO = "auto"
 
 
@@ -51,3 +50,8 @@ class WorkflowList(BaseModel):
         default_factory=list,
         description="Not errors: e.g. a workspace workflow listed as workspace.NAME beside a shipped one",
     )
+
+
+WORKFLOWS_LIST = Method("arbor/workflows/list", WorkflowsParams, WorkflowList)
+WORKFLOWS_SELECT = Method("arbor/workflows/select", SelectWorkflowParams, WorkflowList)
+WORKFLOW_METHODS = (WORKFLOWS_LIST, WORKFLOWS_SELECT)

@@ -21,6 +21,7 @@ from ide.app.acp_client import BackendBridge
 from ide.app.background import spawn
 from ide.app.external import ReviewBackend
 from ide.protocol import ErrorInfo
+from ide.protocol.method import Method
 from tests.app.support import BACKEND_START_TIMEOUT_MS
 
 pytestmark = pytest.mark.window
@@ -37,6 +38,10 @@ class Nothing(BaseModel):
 class Answer(BaseModel):
     ok: bool
     late: bool
+
+
+SLOW = Method("arbor/test/slow", Nothing, Answer)
+RELEASE = Method("arbor/test/release", Nothing, Answer)
 
 
 def short(**overrides: float | None) -> agentconn.RequestTimeouts:
@@ -83,7 +88,7 @@ def test_a_query_without_an_answer_gets_an_error_and_its_late_answer_is_dropped(
     bridge.timeouts = short()
     results: list[Answer] = []
     errors: list[ErrorInfo] = []
-    assert bridge.request("arbor/test/slow", Nothing(), Answer, results.append, errors.append)
+    assert bridge.request(SLOW, Nothing(), results.append, errors.append)
 
     qtbot.waitUntil(lambda: bool(errors), timeout=WAIT_MS)
     assert errors[0].message == f"The backend did not answer _arbor/test/slow within {SHORT:g} s."
@@ -91,7 +96,7 @@ def test_a_query_without_an_answer_gets_an_error_and_its_late_answer_is_dropped(
     assert results == [] and pending_requests(bridge) == {}
 
     # The peer now answers the slow request, then this one: by this answer, the late one was read too.
-    assert bridge.request("arbor/test/release", Nothing(), Answer, results.append, errors.append)
+    assert bridge.request(RELEASE, Nothing(), results.append, errors.append)
     qtbot.waitUntil(lambda: bool(results), timeout=WAIT_MS)
     assert results == [Answer(ok=True, late=False)] and len(errors) == 1
     assert bridge.state == "ready"
@@ -103,7 +108,7 @@ def test_an_unanswered_request_without_a_handler_is_reported_by_the_window(
     bridge = started(qtbot, make_bridge("_arbor/test/slow"))
     bridge.timeouts = short()
     with qtbot.waitSignal(bridge.errorRaised, timeout=WAIT_MS) as raised:
-        assert bridge.request("arbor/test/slow", Nothing(), Answer, lambda _answer: None)
+        assert bridge.request(SLOW, Nothing(), lambda _answer: None)
     assert "did not answer _arbor/test/slow" in raised.args[0].message
 
 

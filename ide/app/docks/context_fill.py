@@ -14,7 +14,7 @@ class ContextFillPart(Part):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        ctx.bridge.on_notification(CONTEXT_NOTIFICATION, ContextFill, self._show)
+        ctx.bridge.on_notification(CONTEXT_NOTIFICATION, self._show)
 
     def _show(self, fill: ContextFill) -> None:
         self.ctx.status.set_context(fill.tokens, fill.window)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QToolTip
@@ -18,6 +18,7 @@ from ide.protocol.lsp import (
     LocationsResult,
     PositionParams,
 )
+from ide.protocol.method import Method
 
 HOVER_LINES = 12
 """A hover shows at most this many lines (the rest is cut with "…"): it must not cover the window."""
@@ -65,7 +66,9 @@ class LanguageServerPart(Part):
         ctx.viewer.editor.hoverRequested.connect(self._request_hover)
         self.lspAnswered.connect(self._on_answer)
 
-    def ask(self, method: str, line: int | None = None, column: int | None = None) -> bool:
+    def ask(
+        self, method: Method[PositionParams, Any], line: int | None = None, column: int | None = None
+    ) -> bool:
         """Definition or references at the viewer's cursor (or the given position)."""
         viewer = self.ctx.viewer
         path = viewer.current_path
@@ -81,11 +84,9 @@ class LanguageServerPart(Part):
             column=column,
             session_id=self.bridge.session_id,
         )
-        result_type = HoverResult if method == LSP_HOVER else LocationsResult
         if not self.bridge.request(
             method,
             params,
-            result_type,
             lambda result: self.lspAnswered.emit(method, params, result),
             lambda info: self.ctx.message(info.message, 8000),
         ):

@@ -40,7 +40,6 @@ from ide.protocol.memory import (
     NAMESPACES,
     MemoryDeleteParams,
     MemoryEntry,
-    MemoryExported,
     MemoryExportParams,
     MemoryKeepParams,
     MemoryList,
@@ -256,7 +255,7 @@ class MemoryDock(Dock):
                 namespace=namespace or None,
                 unreviewed_only=unreviewed_only,
             )
-            self.bridge.request(MEMORY_SEARCH, params, MemoryList, self.memoryReceived.emit, self._failed)
+            self.bridge.request(MEMORY_SEARCH, params, self.memoryReceived.emit, self._failed)
 
     def delete(self, memory_id: int) -> None:
         """Forget an entry; the delete button waits for the answer."""
@@ -264,7 +263,7 @@ class MemoryDock(Dock):
         if session_id is None:
             return
         params = MemoryDeleteParams(session_id=session_id, id=memory_id)
-        if self.bridge.request(MEMORY_DELETE, params, MemoryList, self.memoryChanged.emit, self._failed):
+        if self.bridge.request(MEMORY_DELETE, params, self.memoryChanged.emit, self._failed):
             self.deleting = memory_id
             self.panel.delete_button.setEnabled(False)
 
@@ -273,7 +272,7 @@ class MemoryDock(Dock):
         session_id = self.bridge.session_id
         if session_id is not None:
             params = MemoryKeepParams(session_id=session_id, id=memory_id)
-            self.bridge.request(MEMORY_KEEP, params, MemoryList, self.memoryChanged.emit, self._failed)
+            self.bridge.request(MEMORY_KEEP, params, self.memoryChanged.emit, self._failed)
 
     def export(self, path: str | None = None) -> None:
         """Write every entry to ``path`` (asked for when None) as JSON."""
@@ -286,7 +285,7 @@ class MemoryDock(Dock):
             )
         if path:
             params = MemoryExportParams(session_id=session_id, path=path)
-            self.bridge.request(MEMORY_EXPORT, params, MemoryExported, self.memoryExported.emit, self._failed)
+            self.bridge.request(MEMORY_EXPORT, params, self.memoryExported.emit, self._failed)
 
     def _on_session_ready(self, *_: object) -> None:
         self.deleting = None

@@ -58,7 +58,7 @@ class OutlineDock(Dock):
         ctx.viewer.fileShown.connect(self.request_outline)
         self.panel.lineActivated.connect(ctx.open_location)
         self.bridge.sessionReady.connect(self._on_session_ready)
-        self.bridge.on_notification(INDEX_CHANGED, IndexChanged, self._on_index_changed)
+        self.bridge.on_notification(INDEX_CHANGED, self._on_index_changed)
         self.indexStatus.connect(self._on_index_status)
         self.outlineReceived.connect(self._on_outline)
 
@@ -67,7 +67,7 @@ class OutlineDock(Dock):
         params = IndexStatusParams(cwd=str(self.ctx.workspace))
         failed = self.progress.show_failure
         if not self.bridge.request(
-            INDEX_STATUS, params, IndexStatus, self.indexStatus.emit, lambda info: failed(info.message)
+            INDEX_STATUS, params, self.indexStatus.emit, lambda info: failed(info.message)
         ):
             self.progress.label.setText("")
             if not self.bridge.supports(INDEX_STATUS) and self.bridge.state != BackendState.STOPPED:
@@ -83,7 +83,7 @@ class OutlineDock(Dock):
         params = OutlineParams(cwd=str(self.ctx.workspace), path=path)
         shown = self.panel.show_message
         sent = self.bridge.request(
-            INDEX_OUTLINE, params, OutlineResult, self.outlineReceived.emit, lambda info: shown(info.message)
+            INDEX_OUTLINE, params, self.outlineReceived.emit, lambda info: shown(info.message)
         )
         if not sent and self.bridge.supports(INDEX_OUTLINE):
             self.panel.show_message("The outline appears when the backend is running.")

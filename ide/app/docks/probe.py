@@ -61,7 +61,7 @@ class ModelProbe(Part):
         """A fresh probe (a real request per model) or the cached results; False if nothing was sent."""
         params = ProbeParams(cwd=str(self.ctx.workspace), refresh=refresh)
         method = MODEL_PROBE if refresh else MODEL_PROBES_CACHED
-        return self.bridge.request(method, params, ProbeResult, self._on_probes)
+        return self.bridge.request(method, params, self._on_probes)
 
     def test_models(self) -> None:
         """Probe every model the workspace uses; the answer opens a report."""
@@ -72,7 +72,7 @@ class ModelProbe(Part):
     def check_health(self) -> bool:
         """Ask whether the default model can answer (its server, the model, tools); False if not sent."""
         params = HealthParams(cwd=str(self.ctx.workspace))
-        return self.bridge.request(MODEL_HEALTH, params, ModelHealth, self._on_health)
+        return self.bridge.request(MODEL_HEALTH, params, self._on_health)
 
     def _on_session_ready(self, *_: object) -> None:
         self.action.setEnabled(self.bridge.supports(MODEL_PROBE))

@@ -4,7 +4,7 @@ read-only. A failed review request reverts only the review's optimistic decision
 from __future__ import annotations
 
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 from PySide6.QtCore import Qt, Signal, SignalInstance
@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, Signal, SignalInstance
 from ide.app.docks.base import AppContext, Dock
 from ide.app.review import ReviewPane
 from ide.protocol import ErrorInfo
+from ide.protocol.method import Method
 from ide.protocol.review import (
     APPLY,
     CHANGESET,
@@ -20,14 +21,11 @@ from ide.protocol.review import (
     HISTORY,
     ROLLBACK,
     ApplyParams,
-    ApplyResult,
     ChangeSetParams,
     ChangeSetView,
     DecideParams,
     HistoryParams,
-    HistoryResult,
     RollbackParams,
-    RollbackResult,
 )
 
 
@@ -60,7 +58,7 @@ class ReviewDock(Dock):
         bridge.sessionUpdate.connect(pane.apply_update)
         bridge.sessionReady.connect(self._on_session_ready)
         bridge.replayStarting.connect(pane.clear)  # the replayed tool calls rebuild it
-        bridge.on_notification(CHANGESET_NOTIFICATION, ChangeSetView, self.changesetReceived.emit)
+        bridge.on_notification(CHANGESET_NOTIFICATION, self.changesetReceived.emit)
         self.changesetReceived.connect(pane.set_changeset)
         self.applied.connect(pane.show_apply_result)
         self.rolledBack.connect(pane.show_rollback_result)
@@ -85,14 +83,14 @@ class ReviewDock(Dock):
         self.pane.set_interactive(True)
         self.changesetReceived.emit(changeset)
 
-    def _send(self, method: str, params: BaseModel, result: type[BaseModel], done: SignalInstance) -> bool:
+    def _send(self, method: Method[Any, Any], params: BaseModel, done: SignalInstance) -> bool:
         failed = partial(self._failed, method)
         external = self.ctx.parts.get("external")
         if external is not None and external.reviewing:
             session_id = getattr(params, "session_id", None)
             if session_id is None or external.owns(session_id):
-                return external.review.request(method, params, result, done.emit, failed)
-        return self.bridge.request(method, params, result, done.emit, failed)
+                return external.review.request(method, params, done.emit, failed)
+        return self.bridge.request(method, params, done.emit, failed)
 
     def _failed(self, method: str, info: ErrorInfo) -> None:
         self.ctx.show_error(info)
@@ -103,23 +101,23 @@ class ReviewDock(Dock):
         self.pane.set_session(session_id, str(self.ctx.workspace))
         if self.pane.interactive:
             params = ChangeSetParams(session_id=session_id)
-            self._send(CHANGESET, params, ChangeSetView, self.changesetReceived)
+            self._send(CHANGESET, params, self.changesetReceived)
 
     def _decide(self, params: DecideParams) -> None:
-        if not self._send(DECIDE, params, ChangeSetView, self.changesetReceived):
+        if not self._send(DECIDE, params, self.changesetReceived):
             self.pane.revert()
             self._unavailable()
 
     def _apply(self, params: ApplyParams) -> None:
-        if not self._send(APPLY, params, ApplyResult, self.applied):
+        if not self._send(APPLY, params, self.applied):
             self._unavailable()
 
     def _rollback(self, params: RollbackParams) -> None:
-        if not self._send(ROLLBACK, params, RollbackResult, self.rolledBack):
+        if not self._send(ROLLBACK, params, self.rolledBack):
             self._unavailable()
 
     def _history(self, params: HistoryParams) -> None:
-        self._send(HISTORY, params, HistoryResult, self.historyReceived)  # a refresh: no banner
+        self._send(HISTORY, params, self.historyReceived)  # a refresh: no banner
 
     def _unavailable(self) -> None:
         self.ctx.banner.show_notice(

@@ -45,7 +45,6 @@ class SymbolSearchPart(Part):
         if not self.bridge.request(
             INDEX_SEARCH,
             params,
-            SymbolSearchResult,
             lambda result: self.symbolsFound.emit(params, result),
             lambda info: self.dialog.show_error(info.message),
         ):

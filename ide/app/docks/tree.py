@@ -55,7 +55,7 @@ class TreeDock(Dock):
         self._branch_requests: dict[str, tuple[str, str]] = {}
         """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
         bridge, view = self.bridge, self.view
-        bridge.on_notification(TREE_NOTIFICATION, TreeEventBatch, self._on_batch)
+        bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
         bridge.sessionReady.connect(self._on_session_ready)
         bridge.stateChanged.connect(self._on_state)
         bridge.replayStarting.connect(self._on_replay_starting)
@@ -90,7 +90,6 @@ class TreeDock(Dock):
         return self.bridge.request(
             BRANCH_DIFF,
             params,
-            ChangeSetView,
             lambda changeset: self.branchDiffReceived.emit(params, changeset),
             lambda info: self.branchDiffFailed.emit(params, info.message),
         )

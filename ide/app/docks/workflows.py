@@ -36,9 +36,9 @@ class Workflows(Part):
             return False
         if select is None:
             params: WorkflowsParams = WorkflowsParams(session_id=session_id)
-            return self.bridge.request(WORKFLOWS_LIST, params, WorkflowList, self.workflowsReceived.emit)
+            return self.bridge.request(WORKFLOWS_LIST, params, self.workflowsReceived.emit)
         chosen = SelectWorkflowParams(session_id=session_id, name=select)
-        return self.bridge.request(WORKFLOWS_SELECT, chosen, WorkflowList, self.workflowsReceived.emit)
+        return self.bridge.request(WORKFLOWS_SELECT, chosen, self.workflowsReceived.emit)
 
     def _on_session_ready(self, *_: object) -> None:
         if self.bridge.supports(WORKFLOWS_LIST):

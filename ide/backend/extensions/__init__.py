@@ -1,9 +1,12 @@
 """Arbor's ``_arbor/*`` extension methods, one module per feature, found by :func:`registry`.
 
-Each module of this package exports ``HANDLERS`` (method name → ``async handler(backend, params)``
-returning a pydantic model) and may export ``NOTIFICATIONS`` (the ``_arbor/*`` notifications its feature
-sends). ``initialize`` advertises exactly what the registry holds and ``ext_method`` dispatches through
-it, so what is advertised and what is served cannot drift. A new feature is one new module here.
+Each module of this package exports ``HANDLERS``, a tuple of :class:`Handler` — a method declared in
+``ide.protocol`` (:class:`~ide.protocol.method.Method`) and ``async handler(backend, params)`` that gets
+the params validated as the declaration's params type and returns its result type. It may export
+``NOTIFICATIONS`` (the :class:`~ide.protocol.method.Notification` s its feature sends) and ``HOOKS``
+(:class:`Hooks`: what the feature does when a turn ends, is cancelled, or the index changes).
+``initialize`` advertises exactly what the registry holds, ``ext_method`` dispatches through it and the
+ACP agent calls the hooks through it, so the agent knows no feature and a new feature is one new module.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import importlib
 import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -23,7 +26,12 @@ if TYPE_CHECKING:
 
     from ide.backend.services import Services
     from ide.backend.session import Session
+    from ide.protocol.index import IndexChanged
+    from ide.protocol.method import Method
     from ide.settings import Settings
+
+P = TypeVar("P", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
 
 
 class Backend(Protocol):
@@ -40,15 +48,14 @@ class Backend(Protocol):
 
     def find_session(self, session_id: str) -> Session | None: ...
 
-    async def open_review_session(self, cwd: str, settings: Settings, title: str) -> Session:
-        """A new session that only holds a change set for review (another agent's edits)."""
+    async def open_session(self, cwd: str, settings: Settings, title: str) -> Session:
+        """A new stored session titled ``title`` that no client has prompted (it holds a change set that
+        comes by other means: another agent's edits)."""
         ...
 
     def workspace(self, cwd: str) -> tuple[str, Settings]:
         """``cwd`` checked (absolute, a directory) and its settings, or an Invalid params error."""
         ...
-
-    async def save_review(self, session: Session) -> None: ...
 
     def client_wants(self, feature: str) -> bool:
         """True when the client asked for an Arbor extension in ``_meta.arbor`` ("review", "tree")."""
@@ -59,30 +66,75 @@ class Backend(Protocol):
         ...
 
 
-Handler = Callable[[Backend, dict[str, Any]], Awaitable[BaseModel]]
+@dataclass(frozen=True)
+class Handler(Generic[P, R]):
+    """A handler registered against its declaration: ``Handler(ix.INDEX_STATUS, status)``."""
+
+    method: Method[P, R]
+    run: Callable[[Backend, P], Awaitable[R]]
+
+    async def answer(self, backend: Backend, params: dict[str, Any]) -> dict[str, Any]:
+        """The JSON answer to ``params``; params that do not fit the declaration raise pydantic's
+        ``ValidationError`` (the agent answers it as Invalid params)."""
+        result = await self.run(backend, self.method.params.model_validate(params))
+        return result.model_dump(mode="json")
+
+
+SessionHook = Callable[["Backend", "Session"], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What a feature does at moments of the core's life; the agent calls every module's hooks in turn."""
+
+    turn_end: SessionHook | None = None
+    """A turn ended as asked (not cancelled, not failed); the session's change set holds its edits."""
+    cancel: SessionHook | None = None
+    """A turn was cancelled: its change set stays pending (the prompt's answer lists the files)."""
+    index_changed: Callable[[Backend, IndexChanged], Awaitable[None]] | None = None
+    """A workspace's index changed (a pass finished, or the watcher re-indexed files)."""
 
 
 @dataclass(frozen=True)
 class Registry:
-    handlers: dict[str, Handler]
+    handlers: dict[str, Handler[Any, Any]]
     notifications: tuple[str, ...]
+    hooks: tuple[Hooks, ...]
 
     @property
     def advertised(self) -> list[str]:
         """Every ``_arbor/*`` method and notification this backend serves or sends (without the ``_``)."""
-        return [*self.handlers, *self.notifications]
+        return [str(name) for name in (*self.handlers, *self.notifications)]
+
+    async def turn_ended(self, backend: Backend, session: Session) -> None:
+        for hooks in self.hooks:
+            if hooks.turn_end is not None:
+                await hooks.turn_end(backend, session)
+
+    async def turn_cancelled(self, backend: Backend, session: Session) -> None:
+        for hooks in self.hooks:
+            if hooks.cancel is not None:
+                await hooks.cancel(backend, session)
+
+    async def index_changed(self, backend: Backend, change: IndexChanged) -> None:
+        for hooks in self.hooks:
+            if hooks.index_changed is not None:
+                await hooks.index_changed(backend, change)
 
 
 @functools.cache
 def registry() -> Registry:
-    """The handlers and notifications of every module in this package."""
-    handlers: dict[str, Handler] = {}
+    """The handlers, notifications and hooks of every module in this package."""
+    handlers: dict[str, Handler[Any, Any]] = {}
     notifications: list[str] = []
+    hooks: list[Hooks] = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda found: found.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        for method, handler in getattr(module, "HANDLERS", {}).items():
-            if method in handlers:
-                raise RuntimeError(f"_{method} is handled twice (in {info.name} and before)")
-            handlers[method] = handler
+        for handler in getattr(module, "HANDLERS", ()):
+            if handler.method in handlers:
+                raise RuntimeError(f"_{handler.method} is handled twice (in {info.name} and before)")
+            handlers[handler.method] = handler
         notifications.extend(getattr(module, "NOTIFICATIONS", ()))
-    return Registry(handlers, tuple(notifications))
+        if hasattr(module, "HOOKS"):
+            hooks.append(module.HOOKS)
+    return Registry(handlers, tuple(notifications), tuple(hooks))

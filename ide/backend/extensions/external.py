@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import RequestError
-from pydantic import BaseModel
 
+from ide.backend.extensions import Handler
 from ide.protocol import external as ex
+from ide.protocol.review import ChangeSetView
 
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
@@ -18,17 +19,16 @@ if TYPE_CHECKING:
     from ide.tools import Workspace
 
 
-async def open_session(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = ex.ExternalOpenParams.model_validate(params)
+async def open_session(backend: Backend, request: ex.ExternalOpenParams) -> ex.ExternalSession:
     cwd, settings = backend.workspace(request.cwd)
     title = f"Edits by {request.agent}" if request.agent else "Edits by another agent"
-    session = await backend.open_review_session(cwd, settings, title)
+    session = await backend.open_session(cwd, settings, title)
+    session.review.title = title
     return ex.ExternalSession(session_id=session.id)
 
 
-async def write(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def write(backend: Backend, request: ex.ExternalWriteParams) -> ChangeSetView:
     """Put a file's new text into the change set (nothing is written to disk before Apply)."""
-    request = ex.ExternalWriteParams.model_validate(params)
     session = backend.session(request.session_id)
     files = _confined(session)
     path = _resolve(files, request.path)
@@ -64,9 +64,8 @@ def _check_listed(files: Workspace, path: Path) -> None:
         )
 
 
-async def read(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def read(backend: Backend, request: ex.ExternalReadParams) -> ex.ExternalText:
     """A file as the change set leaves it (the agent sees its own pending edits), or some of its lines."""
-    request = ex.ExternalReadParams.model_validate(params)
     files = _confined(backend.session(request.session_id))
     path = _resolve(files, request.path)
     text = await asyncio.to_thread(_read, files, path)
@@ -110,4 +109,8 @@ def _resolve(files: Workspace, path: str) -> Path:
         raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
 
 
-HANDLERS = {ex.EXTERNAL_OPEN: open_session, ex.EXTERNAL_WRITE: write, ex.EXTERNAL_READ: read}
+HANDLERS = (
+    Handler(ex.EXTERNAL_OPEN, open_session),
+    Handler(ex.EXTERNAL_WRITE, write),
+    Handler(ex.EXTERNAL_READ, read),
+)

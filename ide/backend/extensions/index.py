@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import RequestError
-from pydantic import BaseModel
 
+from ide.backend.extensions import Handler, Hooks
 from ide.protocol import index as ix
 
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
 
 
-async def status(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = ix.IndexStatusParams.model_validate(params)
+async def status(backend: Backend, request: ix.IndexStatusParams) -> ix.IndexStatus:
     cwd, settings = backend.workspace(request.cwd)
     return backend.services.index(cwd, settings).status()
 
 
-async def outline(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def outline(backend: Backend, request: ix.OutlineParams) -> ix.OutlineResult:
     """The definitions of one file, as the index holds them (the window's Outline dock)."""
-    request = ix.OutlineParams.model_validate(params)
     cwd, settings = backend.workspace(request.cwd)
     try:
         return await asyncio.to_thread(backend.services.index(cwd, settings).outline, request.path)
@@ -30,12 +28,22 @@ async def outline(backend: Backend, params: dict[str, Any]) -> BaseModel:
         raise RequestError.invalid_params({"message": str(exc)}) from None
 
 
-async def search(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = ix.SymbolSearchParams.model_validate(params)
+async def search(backend: Backend, request: ix.SymbolSearchParams) -> ix.SymbolSearchResult:
     cwd, settings = backend.workspace(request.cwd)
     service = backend.services.index(cwd, settings)
     return await asyncio.to_thread(service.search, request.query, request.limit)
 
 
-HANDLERS = {ix.INDEX_STATUS: status, ix.INDEX_OUTLINE: outline, ix.INDEX_SEARCH: search}
+async def changed(backend: Backend, change: ix.IndexChanged) -> None:
+    """Tell a client that asked for it (``_meta.arbor.index``); others would have to ignore it."""
+    if backend.client_wants("index"):
+        await backend.conn.ext_notification(ix.INDEX_CHANGED, change.model_dump(mode="json"))
+
+
+HANDLERS = (
+    Handler(ix.INDEX_STATUS, status),
+    Handler(ix.INDEX_OUTLINE, outline),
+    Handler(ix.INDEX_SEARCH, search),
+)
 NOTIFICATIONS = (ix.INDEX_CHANGED,)
+HOOKS = Hooks(index_changed=changed)

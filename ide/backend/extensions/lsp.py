@@ -9,39 +9,45 @@ viewer shows any file the user opens; nothing of it reaches a model.
 from __future__ import annotations
 
 import asyncio
-import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
+from ide.backend.extensions import Handler
 from ide.protocol import lsp as lp
 
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
+    from ide.codeintel.lsp import LspGate, LspPool
 
 
-async def query(method: str, backend: Backend, params: dict[str, Any]) -> BaseModel:
-    from ide.codeintel.lsp import LspError, LspGate, LspUnavailable
-    from ide.fs import ConfinedFS
-    from ide.tools.lsp import proposed_documents
+async def hover(backend: Backend, request: lp.PositionParams) -> lp.HoverResult:
+    from ide.codeintel.lsp import LspError, LspUnavailable
 
-    request = lp.PositionParams.model_validate(params)
-    cwd, settings = backend.workspace(request.cwd)
-    root, path = Path(cwd), Path(request.path)
-    session = backend.find_session(request.session_id or "")
-    documents = proposed_documents(root, session.changeset if session is not None else None)
-    pool = backend.services.lsp(settings).pool
-    gate = LspGate(ConfinedFS(root, settings.workspace))
+    root, path, documents, pool, gate = _query(backend, request)
     try:
-        if method == lp.LSP_HOVER:
-            text = await pool.hover(root, path, request.line, request.column, documents, gate)
-            return lp.HoverResult(text=text)
-        ask = pool.definition if method == lp.LSP_DEFINITION else pool.references
+        text = await pool.hover(root, path, request.line, request.column, documents, gate)
+    except (LspUnavailable, LspError) as exc:
+        return lp.HoverResult(message=str(exc))
+    return lp.HoverResult(text=text)
+
+
+async def definition(backend: Backend, request: lp.PositionParams) -> lp.LocationsResult:
+    return await _locations(backend, request, references=False)
+
+
+async def references(backend: Backend, request: lp.PositionParams) -> lp.LocationsResult:
+    return await _locations(backend, request, references=True)
+
+
+async def _locations(backend: Backend, request: lp.PositionParams, *, references: bool) -> lp.LocationsResult:
+    from ide.codeintel.lsp import LspError, LspUnavailable
+
+    root, path, documents, pool, gate = _query(backend, request)
+    ask = pool.references if references else pool.definition
+    try:
         found = await ask(root, path, request.line, request.column, documents, gate)
     except (LspUnavailable, LspError) as exc:
-        empty = lp.HoverResult if method == lp.LSP_HOVER else lp.LocationsResult
-        return empty(message=str(exc))
+        return lp.LocationsResult(message=str(exc))
     texts = await asyncio.to_thread(line_texts, [(loc.path, loc.line) for loc in found], documents)
     return lp.LocationsResult(
         locations=[
@@ -49,6 +55,22 @@ async def query(method: str, backend: Backend, params: dict[str, Any]) -> BaseMo
             for loc, text in zip(found, texts, strict=True)
         ]
     )
+
+
+def _query(
+    backend: Backend, request: lp.PositionParams
+) -> tuple[Path, Path, dict[Path, str], LspPool, LspGate]:
+    """The workspace, the file, the session's proposed texts, the pool and read_file's gate."""
+    from ide.codeintel.lsp import LspGate
+    from ide.fs import ConfinedFS
+    from ide.tools.lsp import proposed_documents
+
+    cwd, settings = backend.workspace(request.cwd)
+    root, path = Path(cwd), Path(request.path)
+    session = backend.find_session(request.session_id or "")
+    documents = proposed_documents(root, session.changeset if session is not None else None)
+    pool = backend.services.lsp(settings).pool
+    return root, path, documents, pool, LspGate(ConfinedFS(root, settings.workspace))
 
 
 def line_texts(places: list[tuple[Path, int]], documents: dict[Path, str]) -> list[str]:
@@ -67,4 +89,8 @@ def line_texts(places: list[tuple[Path, int]], documents: dict[Path, str]) -> li
     return texts
 
 
-HANDLERS = {method: functools.partial(query, method) for method in lp.LSP_METHODS}
+HANDLERS = (
+    Handler(lp.LSP_DEFINITION, definition),
+    Handler(lp.LSP_REFERENCES, references),
+    Handler(lp.LSP_HOVER, hover),
+)

@@ -6,11 +6,11 @@ import asyncio
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import RequestError
-from pydantic import BaseModel
 
+from ide.backend.extensions import Handler
 from ide.protocol import memory as mp
 
 if TYPE_CHECKING:
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from ide.memory.store import MemoryStore
 
 
-async def search(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = mp.MemorySearchParams.model_validate(params)
+async def search(backend: Backend, request: mp.MemorySearchParams) -> mp.MemoryList:
     memory = backend.session(request.session_id).memory
     if memory is None:
         return mp.MemoryList(message="Memory is off for this workspace (memory.enabled = false).")
@@ -34,13 +33,11 @@ async def search(backend: Backend, params: dict[str, Any]) -> BaseModel:
     )
 
 
-async def delete(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = mp.MemoryDeleteParams.model_validate(params)
+async def delete(backend: Backend, request: mp.MemoryDeleteParams) -> mp.MemoryList:
     return await _change(backend, request.session_id, request.id, "delete")
 
 
-async def keep(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = mp.MemoryKeepParams.model_validate(params)
+async def keep(backend: Backend, request: mp.MemoryKeepParams) -> mp.MemoryList:
     return await _change(backend, request.session_id, request.id, "keep")
 
 
@@ -52,8 +49,7 @@ async def _change(backend: Backend, session_id: str, entry: int, how: str) -> mp
     return await _counts(memory)
 
 
-async def export(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = mp.MemoryExportParams.model_validate(params)
+async def export(backend: Backend, request: mp.MemoryExportParams) -> mp.MemoryExported:
     memory = backend.session(request.session_id).memory
     if memory is None or not os.path.isabs(request.path):
         raise RequestError.invalid_params({"message": "memory is off, or the path is not absolute"})
@@ -72,9 +68,9 @@ async def _counts(memory: MemoryStore) -> mp.MemoryList:
     )
 
 
-HANDLERS = {
-    mp.MEMORY_SEARCH: search,
-    mp.MEMORY_DELETE: delete,
-    mp.MEMORY_EXPORT: export,
-    mp.MEMORY_KEEP: keep,
-}
+HANDLERS = (
+    Handler(mp.MEMORY_SEARCH, search),
+    Handler(mp.MEMORY_DELETE, delete),
+    Handler(mp.MEMORY_EXPORT, export),
+    Handler(mp.MEMORY_KEEP, keep),
+)

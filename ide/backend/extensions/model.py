@@ -5,34 +5,31 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
+from ide.backend.extensions import Handler
 from ide.protocol import model as md
 
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
 
 
-async def probe(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def probe(backend: Backend, request: md.ProbeParams) -> md.ProbeResult:
     """Send each model the workspace uses one tool-call and one structured request ("Test model")."""
     from ide.llm import ModelRouter
     from ide.llm.probe import ProbeCache, probe_all
 
-    request = md.ProbeParams.model_validate(params)
     cwd, settings = backend.workspace(request.cwd)
     router = ModelRouter(settings, base_dir=Path(cwd))
     probes = await probe_all(router, ProbeCache(settings.resolved_data_dir()))
     return md.ProbeResult(probes=probes, fresh=True)
 
 
-async def cached(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def cached(backend: Backend, request: md.ProbeParams) -> md.ProbeResult:
     """What earlier probes found about the models the workspace uses (the window warns before a turn)."""
     from ide.llm import ModelRouter
     from ide.llm.probe import ProbeCache, cache_key, roles_by_model
 
-    request = md.ProbeParams.model_validate(params)
     cwd, settings = backend.workspace(request.cwd)
     router = ModelRouter(settings, base_dir=Path(cwd))
     known = await asyncio.to_thread(ProbeCache(settings.resolved_data_dir()).read)
@@ -44,11 +41,10 @@ WARNING_CHECKS = frozenset({"model supports tools"})
 """Checks whose failure leaves the model usable, if badly (text tool calls are recovered)."""
 
 
-async def health(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def health(backend: Backend, request: md.HealthParams) -> md.ModelHealth:
     """Whether the default model can answer: its server, the model pulled, tools; no generation."""
     from ide.llm import ModelError, ModelRouter, probe_model
 
-    request = md.HealthParams.model_validate(params)
     cwd, settings = backend.workspace(request.cwd)
     try:
         spec = ModelRouter(settings, base_dir=Path(cwd)).spec_for("default")
@@ -68,5 +64,9 @@ async def health(backend: Backend, params: dict[str, Any]) -> BaseModel:
     return md.ModelHealth(model=str(spec), level=level, reason=worst.detail, fix=worst.fix, checks=checks)
 
 
-HANDLERS = {md.MODEL_PROBE: probe, md.MODEL_PROBES_CACHED: cached, md.MODEL_HEALTH: health}
+HANDLERS = (
+    Handler(md.MODEL_PROBE, probe),
+    Handler(md.MODEL_PROBES_CACHED, cached),
+    Handler(md.MODEL_HEALTH, health),
+)
 NOTIFICATIONS = (md.CONTEXT_NOTIFICATION,)

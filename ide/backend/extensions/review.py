@@ -7,12 +7,12 @@ import asyncio
 import logging
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import RequestError, tool_diff_content
 from acp.schema import PermissionOption, ToolCallUpdate
-from pydantic import BaseModel
 
+from ide.backend.extensions import Handler, Hooks
 from ide.backend.limits import DIFF_INLINE_CAP
 from ide.protocol import review as rv
 
@@ -24,38 +24,34 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def changeset(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = rv.ChangeSetParams.model_validate(params)
+async def changeset(backend: Backend, request: rv.ChangeSetParams) -> rv.ChangeSetView:
     return backend.session(request.session_id).review.view()
 
 
-async def decide(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = rv.DecideParams.model_validate(params)
+async def decide(backend: Backend, request: rv.DecideParams) -> rv.ChangeSetView:
     session = backend.session(request.session_id)
     view = session.review.decide(request)
-    await backend.save_review(session)
+    await session.save_review()
     return view
 
 
-async def apply(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = rv.ApplyParams.model_validate(params)
+async def apply(backend: Backend, request: rv.ApplyParams) -> rv.ApplyResult:
     session = backend.session(request.session_id)
     if session.turn is not None and not session.turn.done():
         raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
     rejected = _rejected(session)
     result = await asyncio.to_thread(session.review.apply, request.message)
-    await backend.save_review(session)
+    await session.save_review()
     await _unlearn(session.memory, session.id, rejected)
     return result
 
 
-async def rollback(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def rollback(backend: Backend, request: rv.RollbackParams) -> rv.RollbackResult:
     from ide.changes import rollback_batch
 
-    request = rv.RollbackParams.model_validate(params)
     cwd, settings = backend.workspace(request.cwd)
     batches = backend.services.batches(cwd, settings)
-    result = await asyncio.to_thread(rollback_batch, Path(request.cwd), batches, request.batch_id)
+    result = await asyncio.to_thread(rollback_batch, Path(cwd), batches, request.batch_id)
     memory = await backend.services.memory(cwd, settings)
     await _unlearn(memory, result.batch.session_id, result.batch.paths)
     return result
@@ -80,31 +76,18 @@ async def _unlearn(memory: MemoryStore | None, session_id: str, paths: list[str]
         log.exception("the memory could not forget the rejected changes")
 
 
-async def history(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = rv.HistoryParams.model_validate(params)
+async def history(backend: Backend, request: rv.HistoryParams) -> rv.HistoryResult:
     cwd, settings = backend.workspace(request.cwd)
-    batches = backend.services.batches(cwd, settings).history(request.cwd, limit=request.limit)
+    batches = backend.services.batches(cwd, settings).history(cwd, limit=request.limit)
     return rv.HistoryResult(batches=batches)
 
 
-HANDLERS = {
-    rv.CHANGESET: changeset,
-    rv.DECIDE: decide,
-    rv.APPLY: apply,
-    rv.ROLLBACK: rollback,
-    rv.HISTORY: history,
-}
-NOTIFICATIONS = (rv.CHANGESET_NOTIFICATION,)
-
-
-async def keep_pending(backend: Backend, session: Session) -> list[str]:
+async def keep_pending(backend: Backend, session: Session) -> None:
     """After a cancelled turn: nothing is asked and nothing written; the change set stays pending (in
-    Arbor's Review dock; a plain client is offered it at the end of its next turn). Its files."""
-    pending = session.changeset.changed_paths()
-    if pending and backend.client_wants("review"):
+    Arbor's Review dock; a plain client is offered it at the end of its next turn)."""
+    if session.changeset.changed_paths() and backend.client_wants("review"):
         view = session.review.view()
         await backend.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
-    return pending
 
 
 async def offer_review(backend: Backend, session: Session) -> None:
@@ -115,6 +98,8 @@ async def offer_review(backend: Backend, session: Session) -> None:
     the client offers it, else through our own apply (checkpoint, atomic writes, commit). Meta files
     (Arbor's settings, git attributes, CI, hooks) are asked about on their own, with why they matter.
     """
+    if not session.changeset.changed_paths():
+        return
     view = session.review.view()
     if backend.client_wants("review"):
         await backend.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
@@ -183,3 +168,14 @@ async def _ask_to_apply(
     await asyncio.to_thread(session.review.apply, None)
     await _unlearn(session.memory, session.id, rejected)
     return True
+
+
+HANDLERS = (
+    Handler(rv.CHANGESET, changeset),
+    Handler(rv.DECIDE, decide),
+    Handler(rv.APPLY, apply),
+    Handler(rv.ROLLBACK, rollback),
+    Handler(rv.HISTORY, history),
+)
+NOTIFICATIONS = (rv.CHANGESET_NOTIFICATION,)
+HOOKS = Hooks(turn_end=offer_review, cancel=keep_pending)

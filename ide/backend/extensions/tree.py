@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import RequestError
-from pydantic import BaseModel
 
+from ide.backend.extensions import Handler
+from ide.protocol.review import ChangeSetView
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams
 
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
 
 
-async def branch_diff(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def branch_diff(backend: Backend, request: BranchDiffParams) -> ChangeSetView:
     """The proposed changes of one search branch, read-only (for the tree view's inspector)."""
     from ide.changes import Review
 
-    request = BranchDiffParams.model_validate(params)
     session = backend.session(request.session_id)
     branch = session.branch(request.changeset_id)
     if branch is None:
@@ -32,5 +32,5 @@ async def branch_diff(backend: Backend, params: dict[str, Any]) -> BaseModel:
     return await asyncio.to_thread(view.view)
 
 
-HANDLERS = {BRANCH_DIFF: branch_diff}
+HANDLERS = (Handler(BRANCH_DIFF, branch_diff),)
 NOTIFICATIONS = (TREE_NOTIFICATION,)

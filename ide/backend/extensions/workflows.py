@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp import RequestError
-from pydantic import BaseModel
 
+from ide.backend.extensions import Handler
 from ide.protocol import workflow as wf
 
 if TYPE_CHECKING:
@@ -16,14 +16,12 @@ if TYPE_CHECKING:
     from ide.backend.session import Session
 
 
-async def list_workflows(backend: Backend, params: dict[str, Any]) -> BaseModel:
-    request = wf.WorkflowsParams.model_validate(params)
+async def list_workflows(backend: Backend, request: wf.WorkflowsParams) -> wf.WorkflowList:
     return await listing(backend.session(request.session_id))
 
 
-async def select(backend: Backend, params: dict[str, Any]) -> BaseModel:
+async def select(backend: Backend, request: wf.SelectWorkflowParams) -> wf.WorkflowList:
     """The picker's choice: the same as ``/workflow NAME`` (and the session goes to the workflow mode)."""
-    request = wf.SelectWorkflowParams.model_validate(params)
     session = backend.session(request.session_id)
     found = await listing(session)
     if request.name != wf.AUTO and request.name not in {w.name for w in found.workflows}:
@@ -68,4 +66,4 @@ async def listing(session: Session) -> wf.WorkflowList:
     )
 
 
-HANDLERS = {wf.WORKFLOWS_LIST: list_workflows, wf.WORKFLOWS_SELECT: select}
+HANDLERS = (Handler(wf.WORKFLOWS_LIST, list_workflows), Handler(wf.WORKFLOWS_SELECT, select))
