@@ -215,7 +215,6 @@ def test_no_module_over_600_lines() -> None:
     assert long_modules() == {}
 
 
-@OPEN
 def test_the_acp_agent_imports_no_feature_extension() -> None:
     imported = import_graph()["ide.backend.agent"]
     assert sorted(m for m in imported if m.startswith("ide.backend.extensions.")) == []
