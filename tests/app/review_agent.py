@@ -4,7 +4,9 @@ A prompt ``edit N`` proposes edits to N files: each streams as a standard ``tool
 content, and (unless ``--standard``) the turn ends with an ``_arbor/changeset`` notification. The
 ``_arbor/review/*`` requests act on the in-memory change set. Every request it receives is appended as
 a JSON line to ``$REVIEW_AGENT_LOG``, so tests can check what really crossed the wire. A file named in
-``$REVIEW_AGENT_CONFLICT`` comes back from apply as a conflict.
+``$REVIEW_AGENT_CONFLICT`` comes back from apply as a conflict. With ``$REVIEW_AGENT_LATE_CHANGESET`` set, a
+change-set query made before any edit is answered only after the next turn's change set was pushed (a
+slow answer overtaken by a turn).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class ReviewAgent:
         self.cwd = ""
         self.changeset: ChangeSetView | None = None
         self.batches: list[BatchView] = []
+        self.pushed = asyncio.Event()
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
@@ -112,6 +115,7 @@ class ReviewAgent:
         self.changeset = ChangeSetView(session_id=session_id, cwd=self.cwd, title=text, files=files)
         if not STANDARD:
             await self._conn.ext_notification("arbor/changeset", self.changeset.model_dump(mode="json"))
+            self.pushed.set()
         return PromptResponse(stop_reason="end_turn")
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -128,6 +132,8 @@ class ReviewAgent:
         if method == "arbor/review/rollback":
             return self.rollback(RollbackParams.model_validate(params)).model_dump(mode="json")
         if self.changeset is None and method == "arbor/review/changeset":
+            if os.environ.get("REVIEW_AGENT_LATE_CHANGESET"):
+                await self.pushed.wait()
             # As Arbor's backend answers before a turn made any edit: an empty change set, not an error
             # (an error here, arriving late, raced the tests that wait for a refused request's banner).
             return ChangeSetView(session_id=params.get("session_id", ""), cwd=self.cwd).model_dump(

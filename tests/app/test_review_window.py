@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from ide.app.window import MainWindow
+from ide.protocol.review import HistoryParams
 from tests.app.support import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
 
 pytestmark = pytest.mark.window
@@ -147,6 +148,23 @@ def test_a_refused_review_request_shows_a_banner_and_reverts(
     pane.decide_hunk("accepted")
     assert window.banner.isVisible() and "could not be sent" in window.banner.title.text()
     assert pane.files_model.index(0, 3).data() == "pending"
+
+
+def test_a_change_set_answer_overtaken_by_a_turn_does_not_blank_the_review(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
+):
+    """The session's startup change-set query is answered (empty) only after the turn's change set
+    arrived: the older answer must not replace it (it did, and emptied the review, under load)."""
+    env = review_agent_env(tmp_path / "log", REVIEW_AGENT_LATE_CHANGESET="1")
+    window = make_window(git_workspace, command=REVIEW_AGENT, env=env)
+    wait_ready(qtbot, window)
+    pane, dock = window.review, window.docks["review"]
+    review_turn(qtbot, window, 2)
+    # The late answer was written before the history answer; once that is in, the late one was handled.
+    with qtbot.waitSignal(dock.historyReceived, timeout=TURN_TIMEOUT_MS):
+        pane.historyRequested.emit(HistoryParams(cwd=str(git_workspace)))
+    assert pane.files_model.rowCount() == 2
+    assert pane.files_model.index(0, 0).data() == "src/mod_000.py"
 
 
 def test_standard_acp_diffs_are_shown_read_only(

@@ -3,6 +3,7 @@ read-only. A failed review request reverts only the review's optimistic decision
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar
 
@@ -58,7 +59,10 @@ class ReviewDock(Dock):
         bridge.sessionUpdate.connect(pane.apply_update)
         bridge.sessionReady.connect(self._on_session_ready)
         bridge.replayStarting.connect(pane.clear)  # the replayed tool calls rebuild it
-        bridge.on_notification(CHANGESET_NOTIFICATION, self.changesetReceived.emit)
+        self._pushed = 0
+        """Change sets pushed so far (turn ends, a foreign agent's review): an answer to a query sent
+        before the latest of them is older than what the pane shows, and is dropped."""
+        bridge.on_notification(CHANGESET_NOTIFICATION, self._push)
         self.changesetReceived.connect(pane.set_changeset)
         self.applied.connect(pane.show_apply_result)
         self.rolledBack.connect(pane.show_rollback_result)
@@ -81,16 +85,23 @@ class ReviewDock(Dock):
         like Arbor's own (the plain ACP diffs shown so far give way to it)."""
         self.pane.set_session(changeset.session_id, str(self.ctx.workspace))
         self.pane.set_interactive(True)
+        self._push(changeset)
+
+    def _push(self, changeset: ChangeSetView) -> None:
+        self._pushed += 1
         self.changesetReceived.emit(changeset)
 
-    def _send(self, method: Method[Any, Any], params: BaseModel, done: SignalInstance) -> bool:
+    def _send(
+        self, method: Method[Any, Any], params: BaseModel, done: SignalInstance | Callable[[Any], None]
+    ) -> bool:
         failed = partial(self._failed, method)
+        answered = done.emit if isinstance(done, SignalInstance) else done
         external = self.ctx.parts.get("external")
         if external is not None and external.reviewing:
             session_id = getattr(params, "session_id", None)
             if session_id is None or external.owns(session_id):
-                return external.review.request(method, params, done.emit, failed)
-        return self.bridge.request(method, params, done.emit, failed)
+                return external.review.request(method, params, answered, failed)
+        return self.bridge.request(method, params, answered, failed)
 
     def _failed(self, method: str, info: ErrorInfo) -> None:
         self.ctx.show_error(info)
@@ -101,7 +112,13 @@ class ReviewDock(Dock):
         self.pane.set_session(session_id, str(self.ctx.workspace))
         if self.pane.interactive:
             params = ChangeSetParams(session_id=session_id)
-            self._send(CHANGESET, params, self.changesetReceived)
+            self._send(CHANGESET, params, partial(self._answered, self._pushed))
+
+    def _answered(self, pushed_before: int, changeset: ChangeSetView) -> None:
+        """The answer to the session's change-set query, unless a turn's change set came in meanwhile
+        (the answer, sent before it, would blank the review it shows)."""
+        if self._pushed == pushed_before:
+            self.changesetReceived.emit(changeset)
 
     def _decide(self, params: DecideParams) -> None:
         if not self._send(DECIDE, params, self.changesetReceived):
