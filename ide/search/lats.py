@@ -47,35 +47,17 @@ from ide.search.base import (
 )
 from ide.search.events import first_line
 from ide.search.hints import hint_messages, memory_hint
-from ide.search.lats_eval import (
-    BACKPROP,
-    DIFF_CAP,
-    EVALUATION,
-    EVALUATION_PROMPT,
-    REFLECTION_PROMPT,
-    SYNTAX_CAP,
-    TEST_OUTPUT_CAP,
-    Evaluation,
-    LatsEvaluation,
-)
+from ide.search.lats_eval import BACKPROP, EVALUATION, LatsEvaluation
 from ide.search.uct import UNSELECTABLE, uct_score
 from ide.tools import ToolError
 
 __all__ = [
-    "BACKPROP",
-    "DIFF_CAP",
-    "EVALUATION",
-    "EVALUATION_PROMPT",
     "EXPANSION",
     "EXPANSION_PROMPT",
     "LESSONS_IN_PROMPT",
     "PHASES",
-    "REFLECTION_PROMPT",
     "SELECTION",
     "SELECTION_PROMPT",
-    "SYNTAX_CAP",
-    "TEST_OUTPUT_CAP",
-    "Evaluation",
     "LatsSearch",
     "Selection",
 ]

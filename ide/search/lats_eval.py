@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from ide.changes import ChangeSet
 from ide.changes.hunks import patch_text, text_hunks
 from ide.changes.testrun import detect_test_command, run_tests
-from ide.protocol.tree import TreeNode
+from ide.protocol.tree import SearchTree, TreeNode
 from ide.search.base import (
     RunContext,
     StructuredOutputError,
@@ -24,7 +24,6 @@ from ide.search.base import (
     trajectory_text,
 )
 from ide.search.events import cap_text, first_line
-from ide.search.tree import SearchTree
 from ide.search.uct import UNSELECTABLE, backpropagate, normalise_reward
 from ide.settings import LatsSettings
 

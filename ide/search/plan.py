@@ -71,7 +71,6 @@ from ide.search.plan_prompts import (
     PlanState,
     ReplanReply,
     TaskReport,
-    check_tasks,
     numbered,
     parse_plan,
     parse_replan,
@@ -82,28 +81,7 @@ from ide.search.plan_tools import ATTEMPT_COMPLETION, CREATE_SUBTASK, ToolResult
 from ide.search.plan_tree import PlanTree
 from ide.search.react import close_dangling_tool_calls, turn_ran_out_of_steps
 
-__all__ = [
-    "AGENT_NAMES",
-    "EXECUTOR",
-    "EXECUTOR_PROMPT",
-    "PLANNER",
-    "PLANNER_PROMPT",
-    "REPLANNER",
-    "REPLANNER_PROMPT",
-    "PastStep",
-    "PlanExecute",
-    "PlanReply",
-    "PlanState",
-    "PlanTree",
-    "ReplanReply",
-    "TaskReport",
-    "check_tasks",
-    "numbered",
-    "parse_plan",
-    "parse_replan",
-    "progress_text",
-    "task_report",
-]
+__all__ = ["PlanExecute"]
 
 
 class PlanExecute:

@@ -53,64 +53,9 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from ide.search.base import RunContext, RunOutcome, StructuredOutputError, ask_structured
 from ide.search.events import first_line
 from ide.search.tot_agents import TotAgents
-from ide.search.tot_prompts import (
-    ANALYZER,
-    ANALYZER_PROMPT,
-    COORDINATOR,
-    COORDINATOR_PROMPT,
-    CRITIC,
-    CRITIC_PROMPT,
-    FINDINGS_CAP,
-    PLANNER,
-    PLANNER_PROMPT,
-    RESEARCH_CALLS,
-    RESEARCHER,
-    RESEARCHER_PROMPT,
-    SYNTHESIZER,
-    SYNTHESIZER_PROMPT,
-    Analysis,
-    Answer,
-    Ask,
-    ContinueDecision,
-    Critique,
-    Thought,
-    ThoughtList,
-    ThoughtProposal,
-    ask_structured_together,
-    normalised_title,
-    tokens_of,
-    validate_thought,
-)
+from ide.search.tot_prompts import COORDINATOR, COORDINATOR_PROMPT, ContinueDecision, Thought
 
-__all__ = [
-    "ANALYZER",
-    "ANALYZER_PROMPT",
-    "COORDINATOR",
-    "COORDINATOR_PROMPT",
-    "CRITIC",
-    "CRITIC_PROMPT",
-    "FINDINGS_CAP",
-    "PLANNER",
-    "PLANNER_PROMPT",
-    "RESEARCHER",
-    "RESEARCHER_PROMPT",
-    "RESEARCH_CALLS",
-    "SYNTHESIZER",
-    "SYNTHESIZER_PROMPT",
-    "Analysis",
-    "Answer",
-    "Ask",
-    "ContinueDecision",
-    "Critique",
-    "Thought",
-    "ThoughtList",
-    "ThoughtProposal",
-    "TotSearch",
-    "ask_structured_together",
-    "normalised_title",
-    "tokens_of",
-    "validate_thought",
-]
+__all__ = ["TotSearch"]
 
 
 class TotSearch:
