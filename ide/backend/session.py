@@ -36,9 +36,8 @@ from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
 from ide.changes import ChangeSet, Review
 from ide.changes.review import commit_subject
 from ide.llm import ContextTier, ModelError, ModelRouter
-from ide.llm.textcalls import is_recovered
 from ide.protocol import TurnMeta
-from ide.protocol.tree import TreeEvent
+from ide.protocol.tree import TreeEvent, is_recovered
 from ide.search.base import AskPermission, RunContext
 from ide.search.events import TREE_FLUSH_EVENTS, ProgressEvent, cap_text
 from ide.search.react import build_react_graph, react_config
