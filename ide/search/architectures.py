@@ -1,8 +1,8 @@
 """The architectures a session can run, by mode name, and ``auto``: the orchestrator model picks one.
 
 Every architecture — ReAct, LATS, Tree of Thoughts, plan/execute/replan, and the workflow mode — runs on a
-:class:`~ide.search.base.RunContext`; the classes are imported when first used. Mode names and
-descriptions live in :mod:`ide.protocol.modes`.
+:class:`~ide.search.base.RunContext`; the classes are imported when first used. Mode ids, names and
+descriptions live in the table of :mod:`ide.protocol.modes`; what this module adds is keyed by it.
 """
 
 from __future__ import annotations

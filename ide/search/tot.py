@@ -52,7 +52,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from ide.search.base import RunContext, RunOutcome, StructuredOutputError, ask_structured
 from ide.search.events import first_line
-from ide.search.tot_agents import Evaluator, Planner, Researcher, Synthesizer, TotState
+from ide.search.tot_agents import Evaluator, Planner, Researcher, Synthesizer, TotAgent, TotState
 from ide.search.tot_prompts import COORDINATOR, COORDINATOR_PROMPT, ContinueDecision
 
 __all__ = ["TotSearch"]
@@ -85,14 +85,8 @@ class TotSearch:
             raise
 
 
-class Coordinator:
+class Coordinator(TotAgent):
     """The coordinator: which evaluated thoughts stay active, within the run's limits."""
-
-    def __init__(self, ctx: RunContext, state: TotState) -> None:
-        self.ctx = ctx
-        self.state = state
-        self.settings = ctx.settings.tot
-        self.recorder = ctx.recorder
 
     async def select(self, nodes: list[str], depth: int) -> list[str]:
         """Which evaluated nodes of this depth stay active; the others end terminated early or evaluated."""

@@ -99,14 +99,21 @@ def evaluation_text(thought: Thought) -> str:
     return "\n".join(parts) or "(not evaluated)"
 
 
-class Planner:
-    """The planner: the initial strategies, and the next thoughts of each node the coordinator keeps."""
+class TotAgent:
+    """One agent of a run, given the run's context and the state the agents share."""
 
     def __init__(self, ctx: RunContext, state: TotState) -> None:
         self.ctx = ctx
         self.state = state
         self.settings = ctx.settings.tot
         self.recorder = ctx.recorder
+
+
+class Planner(TotAgent):
+    """The planner: the initial strategies, and the next thoughts of each node the coordinator keeps."""
+
+    def __init__(self, ctx: RunContext, state: TotState) -> None:
+        super().__init__(ctx, state)
         self.hint = ""
         """The workspace memory's hint for the task (ide.search.hints), read by :meth:`initial_thoughts`."""
 
@@ -219,13 +226,8 @@ class Planner:
         ]
 
 
-class Researcher:
+class Researcher(TotAgent):
     """The researchers of new thoughts: read-only tool calls in lockstep rounds, then findings."""
-
-    def __init__(self, ctx: RunContext, state: TotState) -> None:
-        self.ctx = ctx
-        self.state = state
-        self.recorder = ctx.recorder
 
     async def research(self, nodes: list[str]) -> None:
         """The researchers of ``nodes``, in lockstep rounds (see the module docstring); sets findings."""
@@ -301,13 +303,8 @@ class Researcher:
             pending = still
 
 
-class Evaluator:
+class Evaluator(TotAgent):
     """The analyzer and the critic: both judge every new thought; its score is the mean of theirs."""
-
-    def __init__(self, ctx: RunContext, state: TotState) -> None:
-        self.ctx = ctx
-        self.state = state
-        self.recorder = ctx.recorder
 
     async def evaluate(self, nodes: list[str]) -> None:
         """The analyzer and critic of every node (concurrently), then each node's record and verdict."""
@@ -366,14 +363,8 @@ class Evaluator:
         ]
 
 
-class Synthesizer:
+class Synthesizer(TotAgent):
     """The synthesizer: the answer from the best thoughts, streamed to the user, as the synthesis node."""
-
-    def __init__(self, ctx: RunContext, state: TotState) -> None:
-        self.ctx = ctx
-        self.state = state
-        self.settings = ctx.settings.tot
-        self.recorder = ctx.recorder
 
     def synthesis_nodes(self) -> tuple[str, list[str]]:
         """The nodes to synthesise from: all scoring ≥ the threshold, else the top N; and which rule."""
