@@ -36,15 +36,14 @@ from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
 from ide.changes import ChangeSet, Review
 from ide.changes.review import commit_subject
 from ide.llm import ContextTier, ModelError, ModelRouter
-from ide.llm.textcalls import is_recovered
 from ide.protocol import TurnMeta
-from ide.protocol.tree import TreeEvent
+from ide.protocol.tree import TreeEvent, is_recovered
 from ide.search.base import AskPermission, RunContext
 from ide.search.events import TREE_FLUSH_EVENTS, ProgressEvent, cap_text
 from ide.search.react import build_react_graph, react_config
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
-from ide.tools import Toolbox, ToolServices, toolbox
+from ide.tools import ToolServices
 
 if TYPE_CHECKING:
     from ide.backend.services import WorkspaceServices
@@ -136,7 +135,6 @@ class Session:
     router: ModelRouter = field(init=False)
     review: Review = field(init=False)
     """The session's pending review, which owns its change set (:attr:`changeset`)."""
-    toolbox: Toolbox = field(init=False)
     turn: asyncio.Task[TurnResult] | None = None
     cancel_requested: bool = False
     prompting: bool = False
@@ -170,7 +168,6 @@ class Session:
             store=self.services.batches,
             commit_mode=self.settings.review.commit,
         )
-        self.toolbox = self._toolbox()
         self._graph: Any = None
 
     @property
@@ -186,15 +183,9 @@ class Session:
         """What the session's tools may use: the workspace's services, its own memory view, MCP tools."""
         return self.services.tools(self.extra_tools, memory=self.memory or False)
 
-    def _toolbox(self) -> Toolbox:
-        """The agent's tools over the session's current change set."""
-        return toolbox(Path(self.cwd), self.settings, self.changeset, self.tool_services())
-
     def restore_review(self, snapshot: dict[str, Any]) -> None:
         """Bring back the pending change set and decisions saved before the backend restarted."""
         self.review = Review.restore(snapshot, store=self.services.batches)
-        self.toolbox = self._toolbox()
-        self._graph = None
 
     def review_snapshot(self) -> dict[str, Any] | None:
         """What to save so a restarted backend still has the pending review (None: nothing pending)."""
@@ -214,15 +205,10 @@ class Session:
         return tier.observation_cap(self.settings.agent.observation_cap_bytes)
 
     async def graph(self) -> Any:
-        """The session's ReAct graph over its conversation thread (kept; rebuilt after a restore)."""
+        """The ReAct graph over the session's checkpointer: its thread is the conversation every mode's
+        turns join (ReAct's own runs compile the same graph over the same checkpointer)."""
         if self._graph is None:
-            self._graph = build_react_graph(
-                self.router,
-                self.toolbox,
-                max_steps=self.settings.agent.max_steps,
-                observation_cap=await self._observation_cap(),
-                checkpointer=self.checkpointer,
-            )
+            self._graph = build_react_graph(self.checkpointer)
         return self._graph
 
     def _config(self) -> dict[str, Any]:
@@ -334,10 +320,6 @@ class Session:
     async def _architecture(self, mode: str) -> Architecture:
         if mode == "workflow":
             return self._workflow_mode()
-        if mode == "react":
-            from ide.search.react import ReactArchitecture
-
-            return ReactArchitecture(await self.graph())
         from ide.search.architectures import load_architecture
 
         return load_architecture(mode)

@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ide.llm.errors import ModelError
 from ide.llm.router import ROLES, TIMING_KEY, ModelRouter
-from ide.llm.textcalls import RECOVERED_KEY
 from ide.protocol.model import ModelProbe
+from ide.protocol.tree import recovered_calls
 
 PROBE_FILE = "model-probes.json"
 
@@ -64,7 +64,7 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
     try:
         result.context_window = await router.context_window(role)
         reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file], fallback=False)
-        recovered = int(reply.additional_kwargs.get(RECOVERED_KEY, 0))
+        recovered = recovered_calls(reply.tool_calls)
         if not reply.tool_calls:
             result.tool_calls = "none"
         else:

@@ -36,11 +36,12 @@ from ide.llm.limits import provider_gate
 from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
-from ide.llm.textcalls import RECOVERED_KEY, TextGate, recover_tool_calls
+from ide.llm.textcalls import TextGate, recover_tool_calls
 from ide.llm.thinking import ThinkSplitter
 from ide.llm.tiers import ContextTier
 from ide.llm.wire import openai_response_format, refused_format, retryable, unreadable_calls
 from ide.protocol import RoleUsage
+from ide.protocol.tree import recovered_calls
 from ide.settings import LatsModels, PlanModels, Settings, TotModels
 
 log = logging.getLogger(__name__)
@@ -464,7 +465,6 @@ class ModelRouter:
                 if recovery.calls:
                     tool_calls = recovery.calls
                     content = recovery.remainder
-                    extra[RECOVERED_KEY] = len(recovery.calls)
         timing = {"first_chunk_s": first_chunk_s or 0.0, "total_s": time.perf_counter() - started}
         return AIMessage(
             content=content,
@@ -496,7 +496,7 @@ class ModelRouter:
         entry.input_tokens += usage["input_tokens"]
         entry.output_tokens += usage["output_tokens"]
         entry.latency_ms += latency_ms
-        entry.recovered_calls += int(message.additional_kwargs.get(RECOVERED_KEY, 0))
+        entry.recovered_calls += recovered_calls(message.tool_calls)
 
     def usage_snapshot(self) -> dict[str, RoleUsage]:
         """Usage so far, by role (copies: later calls do not change a snapshot)."""

@@ -17,14 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ide.protocol.tree import RECOVERED_PREFIX
+from ide.protocol.tree import recovered_call_id
 
 INVALID_JSON = "__invalid_json__"
 INVALID_ARGUMENTS = "__invalid_arguments__"
 """Argument keys of a call whose arguments could not be read: the raw text, for the tool to refuse with."""
-
-RECOVERED_KEY = "arbor_recovered_calls"
-"""``AIMessage.additional_kwargs`` key: how many of the message's tool calls came from its text."""
 
 _MARKERS = re.compile(
     r"```|<tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>|<function=|\{\s*\"(?:name|function|type|tool)\"|\[\s*\{"
@@ -35,11 +32,6 @@ _MARKER_TAIL = 24
 """Characters kept back at the end of streamed text, so a marker split across chunks is still seen."""
 HOLD_LIMIT = 200_000
 """Held text that is still not valid JSON after this many characters is shown after all."""
-
-
-def is_recovered(call_id: str | None) -> bool:
-    """Whether a tool call (by id) was recovered from the model's text."""
-    return bool(call_id) and str(call_id).startswith(RECOVERED_PREFIX)
 
 
 @dataclass
@@ -211,7 +203,7 @@ def _as_call(item: Any, names: set[str]) -> dict[str, Any] | None:
     return {
         "name": name,
         "args": dict(args),
-        "id": f"{RECOVERED_PREFIX}{uuid.uuid4().hex[:12]}",
+        "id": recovered_call_id(uuid.uuid4().hex[:12]),
         "type": "tool_call",
     }
 

@@ -35,7 +35,29 @@ EventKind = Literal["node_added", "node_updated", "best_path", "finished"]
 
 
 RECOVERED_PREFIX = "recovered_"
-"""Id prefix of a tool call Arbor recovered from the model's text (the model wrote the call out)."""
+"""Id prefix of a tool call Arbor recovered from the model's text (the model wrote the call out): the one
+mark of such a call, read and written only through the functions below."""
+
+
+def recovered_call_id(ident: str) -> str:
+    """The id of a tool call recovered from the model's text, made from a unique ``ident``."""
+    return f"{RECOVERED_PREFIX}{ident}"
+
+
+def is_recovered(call_id: str | None) -> bool:
+    """Whether a tool call (by id) was recovered from the model's text."""
+    return bool(call_id) and str(call_id).startswith(RECOVERED_PREFIX)
+
+
+def carried_call_id(call_id: str | None, ident: str) -> str:
+    """``ident`` as the id of a call an agent runs under its own id, still marked recovered when the
+    model's call (``call_id``) was."""
+    return recovered_call_id(ident) if is_recovered(call_id) else ident
+
+
+def recovered_calls(calls: Iterable[Mapping[str, Any]]) -> int:
+    """How many of the LangChain tool-call dicts ``calls`` were recovered from the model's text."""
+    return sum(1 for call in calls if is_recovered(call.get("id")))
 
 
 class ToolAction(BaseModel):
@@ -54,7 +76,7 @@ class ToolAction(BaseModel):
         return cls(
             tool=call.get("name") or "?",
             args=dict(args) if isinstance(args, Mapping) else {},
-            recovered=str(call.get("id") or "").startswith(RECOVERED_PREFIX),
+            recovered=is_recovered(call.get("id")),
         )
 
 

@@ -1,20 +1,20 @@
 """The architectures a session can run, by mode name, and ``auto``: the orchestrator model picks one.
 
 Every architecture — ReAct, LATS, Tree of Thoughts, plan/execute/replan, and the workflow mode — runs on a
-:class:`~ide.search.base.RunContext`; the classes are imported when first used. Mode names and
-descriptions live in :mod:`ide.protocol.modes`.
+:class:`~ide.search.base.RunContext`; the classes are imported when first used. Mode ids, names and
+descriptions live in the table of :mod:`ide.protocol.modes`; what this module adds is keyed by it.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
+from ide.protocol.modes import AUTO_CHOICES, AutoChoiceName
 from ide.search.base import Router, RunContext, RunOutcome, StructuredOutputError, ask_structured
 
 CLASSES: dict[str, tuple[str, str]] = {
@@ -23,25 +23,27 @@ CLASSES: dict[str, tuple[str, str]] = {
     "tot": ("ide.search.tot", "TotSearch"),
     "plan": ("ide.search.plan", "PlanExecute"),
 }
-"""Architecture → (module, class); the keys are :data:`ide.protocol.modes.ARCHITECTURES`."""
+"""Architecture → (module, class), for every :data:`ide.protocol.modes.ARCHITECTURES` (the workflow mode
+is ``ide.workflows.mode.WorkflowMode``, which the session builds with its workflow state)."""
 
-assert tuple(CLASSES) == ARCHITECTURES
-
-AUTO_CHOICES = tuple(mode for mode in SESSION_MODES if mode != "auto")
-"""What ``auto`` chooses among: every architecture and the workflow mode."""
-
-AUTO_PROMPT = """You route a coding agent's task to the agent architecture that fits it best.
-Answer "react" for questions and simple, single-step work: explaining code, finding where something is,
-a small fix in a named place.
-Answer "lats" for a change whose right approach is uncertain and can be checked: a bug whose cause is
+WHEN_TO_CHOOSE: dict[str, str] = {
+    "react": """for questions and simple, single-step work: explaining code, finding where something is,
+a small fix in a named place.""",
+    "lats": """for a change whose right approach is uncertain and can be checked: a bug whose cause is
 unknown, a fix several approaches could make, where trying branches and scoring them (with the tests)
-pays off.
-Answer "tot" for open design or analysis questions that need no edits: comparing approaches, weighing
-trade-offs, "how should we…", "what is the best way to…".
-Answer "plan" for a multi-part change whose steps are clear: several related edits across files done
-one after another (add X, then use it in Y, then update Z).
-Answer "workflow" when the task is a whole feature with tests, a bug to reproduce, fix and verify, a
-refactor to keep behaviour, or an investigation: a YAML workflow with stages and test runs fits it."""
+pays off.""",
+    "tot": """for open design or analysis questions that need no edits: comparing approaches, weighing
+trade-offs, "how should we…", "what is the best way to…".""",
+    "plan": """for a multi-part change whose steps are clear: several related edits across files done
+one after another (add X, then use it in Y, then update Z).""",
+    "workflow": """when the task is a whole feature with tests, a bug to reproduce, fix and verify, a
+refactor to keep behaviour, or an investigation: a YAML workflow with stages and test runs fits it.""",
+}
+"""When ``auto`` should pick each of :data:`ide.protocol.modes.AUTO_CHOICES` (its line of the prompt)."""
+
+AUTO_PROMPT = "You route a coding agent's task to the agent architecture that fits it best.\n" + "\n".join(
+    f'Answer "{mode}" {WHEN_TO_CHOOSE[mode]}' for mode in AUTO_CHOICES
+)
 
 
 class Architecture(Protocol):
@@ -57,13 +59,8 @@ class Architecture(Protocol):
 class AutoChoice(BaseModel):
     """The orchestrator's answer in ``auto`` mode."""
 
-    architecture: Literal["react", "lats", "tot", "plan", "workflow"] = Field(
-        description="react, lats, tot, plan or workflow"
-    )
+    architecture: AutoChoiceName = Field(description=f"{', '.join(AUTO_CHOICES[:-1])} or {AUTO_CHOICES[-1]}")
     reason: str = Field("", description="one short sentence")
-
-
-assert get_args(AutoChoice.model_fields["architecture"].annotation) == AUTO_CHOICES
 
 
 def load_architecture(mode: str) -> Architecture:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from ide.changes import ChangeSet
 from ide.protocol import RoleUsage
-from ide.search.events import ProgressEvent, cap_text
+from ide.search.events import ProgressEvent, cap_text, tool_end, tool_start
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import Toolbox, ToolOutcome, ToolServices, toolbox
@@ -209,42 +209,26 @@ class RunContext:
         changeset: ChangeSet | None = None,
         *,
         read_only: bool = False,
-        announce: bool = False,
+        announce: bool | Progress = False,
         call_id: str | None = None,
     ) -> ToolOutcome:
-        """Run one tool call inside ``changeset`` (via the run's cache), off the event loop.
+        """Run one tool call inside ``changeset`` (via the run's cache), off the event loop: the one way
+        every architecture runs a tool.
 
-        With ``announce`` the user sees it as an ACP tool call (start, then result and diffs). The
-        output is capped at the run's observation cap.
+        With ``announce`` the user sees it as an ACP tool call (start, then result and diffs): ``True``
+        reports it through :attr:`progress`, a callable instead of it (ReAct's graph writes to its
+        stream). The output is capped at the run's observation cap.
         """
         target = changeset or self.changeset
         toolbox = self.toolbox(target, read_only=read_only)
         ident = call_id or f"{target.id[:8]}-{self.cache.hits + self.cache.misses + 1}"
-        if announce:
-            title, kind, locations = toolbox.describe(name, args)
-            await self.progress(
-                {
-                    "type": "tool_start",
-                    "id": ident,
-                    "name": name,
-                    "args": args,
-                    "title": title,
-                    "kind": kind,
-                    "locations": locations,
-                }
-            )
+        report = self.progress if announce is True else announce or None
+        if report is not None:
+            await report(tool_start(ident, name, args, *toolbox.describe(name, args)))
         outcome = await asyncio.to_thread(self.cache.call, toolbox, target, name, args)
         capped = ToolOutcome(cap_text(outcome.output, self.observation_cap), outcome.failed, outcome.diffs)
-        if announce:
-            await self.progress(
-                {
-                    "type": "tool_end",
-                    "id": ident,
-                    "failed": capped.failed,
-                    "output": capped.output,
-                    "diffs": capped.diffs,
-                }
-            )
+        if report is not None:
+            await report(tool_end(ident, capped.failed, capped.output, capped.diffs))
         return capped
 
     def tools_for(self, changeset: ChangeSet | None = None, *, read_only: bool = False) -> list[BaseTool]:

@@ -61,6 +61,31 @@ class PlanEvent(TypedDict):
     entries: list[PlanEntry]
 
 
+def tool_start(
+    ident: str,
+    name: str,
+    args: dict[str, Any],
+    title: str,
+    kind: str,
+    locations: list[tuple[str, int | None]],
+) -> ToolStart:
+    """The event of a tool call starting (shown to the user as an ACP tool call in progress)."""
+    return {
+        "type": "tool_start",
+        "id": ident,
+        "name": name,
+        "args": args,
+        "title": title,
+        "kind": kind,
+        "locations": locations,
+    }
+
+
+def tool_end(ident: str, failed: bool, output: str, diffs: tuple[Any, ...] = ()) -> ToolEnd:
+    """The event of a tool call ending: its output (already capped) and the diffs of what it changed."""
+    return {"type": "tool_end", "id": ident, "failed": failed, "output": output, "diffs": diffs}
+
+
 ProgressEvent = StepStart | StepEnd | TextEvent | ToolStart | ToolEnd | PlanEvent
 """Everything an architecture may report; ``event["type"]`` tells which."""
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -47,35 +46,17 @@ from ide.search.base import (
 )
 from ide.search.events import first_line
 from ide.search.hints import hint_messages, memory_hint
-from ide.search.lats_eval import (
-    BACKPROP,
-    DIFF_CAP,
-    EVALUATION,
-    EVALUATION_PROMPT,
-    REFLECTION_PROMPT,
-    SYNTAX_CAP,
-    TEST_OUTPUT_CAP,
-    Evaluation,
-    LatsEvaluation,
-)
+from ide.search.lats_eval import BACKPROP, EVALUATION, LatsEvaluation, LatsState
 from ide.search.uct import UNSELECTABLE, uct_score
 from ide.tools import ToolError
 
 __all__ = [
-    "BACKPROP",
-    "DIFF_CAP",
-    "EVALUATION",
-    "EVALUATION_PROMPT",
     "EXPANSION",
     "EXPANSION_PROMPT",
     "LESSONS_IN_PROMPT",
     "PHASES",
-    "REFLECTION_PROMPT",
     "SELECTION",
     "SELECTION_PROMPT",
-    "SYNTAX_CAP",
-    "TEST_OUTPUT_CAP",
-    "Evaluation",
     "LatsSearch",
     "Selection",
 ]
@@ -104,23 +85,6 @@ class Selection(BaseModel):
     reason: str = Field("", description="one short sentence")
 
 
-@dataclass
-class _State:
-    """The bookkeeping of one run besides the tree: branches, conversations, lessons, counters."""
-
-    root: str
-    branches: dict[str, ChangeSet]
-    steps: dict[str, tuple[AIMessage, ToolMessage]] = field(default_factory=dict)
-    """Per action node: the model's tool call and its observation (the conversation is rebuilt from these)."""
-    lessons: list[str] = field(default_factory=list)
-    iterations: int = 0
-    nodes_per_iteration: list[int] = field(default_factory=list)
-    selection_fallbacks: int = 0
-    best: str | None = None
-    stop_note: str = ""
-    syntax_errors: dict[tuple[str, Any], str | None] = field(default_factory=dict)
-
-
 class LatsSearch:
     """Language Agent Tree Search over a :class:`~ide.search.base.RunContext` (see the module docstring)."""
 
@@ -131,15 +95,16 @@ class LatsSearch:
         return await _LatsRun(ctx).run()
 
 
-class _LatsRun(LatsEvaluation):
-    """One LATS run: the loop of phases over ``ctx.recorder``'s tree."""
+class _LatsRun:
+    """One LATS run: the loop of phases over ``ctx.recorder``'s tree, with its evaluation composed in."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.limits = ctx.settings.lats
         self.tree = ctx.recorder.tree
         root = ctx.recorder.add(None, kind="root", label=first_line(ctx.task) or "task", status="active")
-        self.state = _State(root=root, branches={root: ctx.changeset})
+        self.state = LatsState(root=root, branches={root: ctx.changeset})
+        self.evaluation = LatsEvaluation(ctx, self.state)
         # Schemas and argument checks do not depend on the branch: one toolbox serves every candidate.
         self.toolbox = ctx.toolbox()
         self.tools = ctx.tools_for()
@@ -150,7 +115,7 @@ class _LatsRun(LatsEvaluation):
         ctx, state = self.ctx, self.state
         try:
             self.hint = await memory_hint(ctx)
-            await self._find_test_command()
+            await self.evaluation.find_test_command()
             stop_reason = await self._search()
         except asyncio.CancelledError:
             self._close("cancelled")
@@ -193,10 +158,10 @@ class _LatsRun(LatsEvaluation):
             selected = await self._select(top, beam)
             new = await self._expand(selected)
             state.nodes_per_iteration.append(len(new))
-            verdicts = await gather_in_order(self._evaluate(node_id) for node_id in new)
+            verdicts = await gather_in_order(self.evaluation.evaluate(node_id) for node_id in new)
             self._update_best()
-            await self._think_evaluation(new, verdicts)
-            await self._backpropagate(new)
+            await self.evaluation.report(new, verdicts)
+            await self.evaluation.backpropagate(new)
             self._update_best()
             if state.best is not None and self.tree.nodes[state.best].status == "solution":
                 state.stop_note = "a solution was found"

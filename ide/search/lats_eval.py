@@ -1,21 +1,25 @@
-"""LATS evaluation and reflection: scoring new nodes (model, syntax, tests), backpropagation and lessons."""
+"""LATS evaluation and reflection: scoring new nodes (model, syntax, tests), backpropagation and lessons.
+
+:class:`LatsState` is what one run keeps beside its tree; the run (``ide.search.lats``) and its
+:class:`LatsEvaluation` share it.
+"""
 
 from __future__ import annotations
 
 import ast
 import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, Field
 
 from ide.changes import ChangeSet
 from ide.changes.hunks import patch_text, text_hunks
 from ide.changes.testrun import detect_test_command, run_tests
-from ide.protocol.tree import TreeNode
+from ide.protocol.tree import SearchTree, TreeNode
 from ide.search.base import (
     RunContext,
     StructuredOutputError,
@@ -24,12 +28,7 @@ from ide.search.base import (
     trajectory_text,
 )
 from ide.search.events import cap_text, first_line
-from ide.search.tree import SearchTree
 from ide.search.uct import UNSELECTABLE, backpropagate, normalise_reward
-from ide.settings import LatsSettings
-
-if TYPE_CHECKING:
-    from ide.search.lats import _State
 
 EVALUATION = "lats.evaluation"
 BACKPROP = "lats.backprop"
@@ -58,7 +57,24 @@ class Evaluation(BaseModel):
 
 
 @dataclass
-class _Verdict:
+class LatsState:
+    """The bookkeeping of one run besides the tree: branches, conversations, lessons, counters."""
+
+    root: str
+    branches: dict[str, ChangeSet]
+    steps: dict[str, tuple[AIMessage, ToolMessage]] = field(default_factory=dict)
+    """Per action node: the model's tool call and its observation (the conversation is rebuilt from these)."""
+    lessons: list[str] = field(default_factory=list)
+    iterations: int = 0
+    nodes_per_iteration: list[int] = field(default_factory=list)
+    selection_fallbacks: int = 0
+    best: str | None = None
+    stop_note: str = ""
+    syntax_errors: dict[tuple[str, Any], str | None] = field(default_factory=dict)
+
+
+@dataclass
+class Verdict:
     """What the evaluation phase concluded about one node (for the progress line)."""
 
     node_id: str
@@ -67,16 +83,18 @@ class _Verdict:
 
 
 class LatsEvaluation:
-    """The evaluate and backpropagate phases of one run; ``_LatsRun`` (ide.search.lats) adds the loop."""
+    """The evaluate and backpropagate phases of one run, over the run's context and its shared state; the
+    run (``ide.search.lats``) composes it and drives the loop."""
 
-    ctx: RunContext
-    limits: LatsSettings
-    tree: SearchTree
-    state: _State
-    test_command: str | None = None
-    """What runs the tests at each answer: ``lats.test_command``, else the workspace's detected command."""
+    def __init__(self, ctx: RunContext, state: LatsState) -> None:
+        self.ctx = ctx
+        self.state = state
+        self.limits = ctx.settings.lats
+        self.tree: SearchTree = ctx.recorder.tree
+        self.test_command: str | None = None
+        """What runs the tests at each answer: ``lats.test_command``, else the one detected."""
 
-    async def _find_test_command(self) -> None:
+    async def find_test_command(self) -> None:
         """Set :attr:`test_command`; a detected one is said as a thought, so the user knows what runs."""
         self.test_command = self.limits.test_command
         if self.test_command:
@@ -89,12 +107,12 @@ class LatsEvaluation:
                 "answer in a scratch worktree once you allow it (lats.test_command sets another)"
             )
 
-    async def _evaluate(self, node_id: str) -> _Verdict:
+    async def evaluate(self, node_id: str) -> Verdict:
         """Score a new node: the evaluation model, capped by syntax errors, joined with the tests."""
         ctx, limits = self.ctx, self.limits
         node = self.tree.nodes[node_id]
         if node.status in UNSELECTABLE:
-            return _Verdict(node_id, None, node.status)
+            return Verdict(node_id, None, node.status)
         branch = self.state.branches[node_id]
         changed = branch.changed_paths()
         messages = [SystemMessage(EVALUATION_PROMPT), HumanMessage(self._evaluation_brief(node, changed))]
@@ -102,7 +120,7 @@ class LatsEvaluation:
             verdict, _reply = await ask_structured(ctx.router, EVALUATION, messages, Evaluation)
         except StructuredOutputError as exc:
             ctx.recorder.update(node_id, status="failed", reflection=f"Evaluation failed: {exc}")
-            return _Verdict(node_id, None, "failed")
+            return Verdict(node_id, None, "failed")
         score = verdict.score
         notes = [verdict.reflection.strip()] if verdict.reflection.strip() else []
         passed: bool | None = None
@@ -131,7 +149,7 @@ class LatsEvaluation:
             reflection="\n".join(notes) or None,
             status=status,
         )
-        return _Verdict(node_id, score, status)
+        return Verdict(node_id, score, status)
 
     def _evaluation_brief(self, node: TreeNode, changed: list[str]) -> str:
         steps = self._steps(node.id)
@@ -181,7 +199,7 @@ class LatsEvaluation:
         run = await run_tests(branch, command, self.limits.test_timeout_s)
         return run.passed, cap_text(run.summary, TEST_OUTPUT_CAP)
 
-    async def _think_evaluation(self, new: list[str], verdicts: list[_Verdict]) -> None:
+    async def report(self, new: list[str], verdicts: list[Verdict]) -> None:
         nodes = self.tree.nodes
         kinds = [nodes[n].kind for n in new]
         statuses = [nodes[n].status for n in new]
@@ -197,7 +215,7 @@ class LatsEvaluation:
             f"{statuses.count('pruned')} pruned); scores: {scores}; best so far {best_text}"
         )
 
-    async def _backpropagate(self, new: list[str]) -> None:
+    async def backpropagate(self, new: list[str]) -> None:
         """Rewards up the tree for every scored or failed node; lessons from failed trajectories."""
         nodes = self.tree.nodes
         failures: list[tuple[str, str]] = []

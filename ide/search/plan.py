@@ -56,7 +56,7 @@ from pydantic import BaseModel
 
 from ide.search import plan_tools
 from ide.search.base import RunContext, RunOutcome, schema_hint
-from ide.search.events import cap_text
+from ide.search.events import cap_text, tool_end, tool_start
 from ide.search.hints import hint_messages, memory_hint
 from ide.search.plan_prompts import (
     AGENT_NAMES,
@@ -71,7 +71,6 @@ from ide.search.plan_prompts import (
     PlanState,
     ReplanReply,
     TaskReport,
-    check_tasks,
     numbered,
     parse_plan,
     parse_replan,
@@ -82,28 +81,7 @@ from ide.search.plan_tools import ATTEMPT_COMPLETION, CREATE_SUBTASK, ToolResult
 from ide.search.plan_tree import PlanTree
 from ide.search.react import close_dangling_tool_calls, turn_ran_out_of_steps
 
-__all__ = [
-    "AGENT_NAMES",
-    "EXECUTOR",
-    "EXECUTOR_PROMPT",
-    "PLANNER",
-    "PLANNER_PROMPT",
-    "REPLANNER",
-    "REPLANNER_PROMPT",
-    "PastStep",
-    "PlanExecute",
-    "PlanReply",
-    "PlanState",
-    "PlanTree",
-    "ReplanReply",
-    "TaskReport",
-    "check_tasks",
-    "numbered",
-    "parse_plan",
-    "parse_replan",
-    "progress_text",
-    "task_report",
-]
+__all__ = ["PlanExecute"]
 
 
 class PlanExecute:
@@ -346,13 +324,12 @@ class _PlanRun:
         name, args = call["name"], call["args"]
         title, kind = plan_tools.describe(name, args)
         ident = call.get("id") or f"plan-{name}-{len(self.ctx.recorder.tree.nodes)}"
-        start = {"type": "tool_start", "id": ident, "name": name, "args": args, "title": title}
-        await self.ctx.progress({**start, "kind": kind, "locations": []})
+        await self.ctx.progress(tool_start(ident, name, args, title, kind, []))
         # A subtask that was made is a step node, not an action; everything else is an action.
         node = None if name == CREATE_SUBTASK else self.tree.start_action(call, read_only=True, title=title)
         result = await plan_tools.dispatch(self.ctx, name, args, state)
         output = cap_text(result.output, self.ctx.observation_cap)
-        await self.ctx.progress({"type": "tool_end", "id": ident, "failed": result.failed, "output": output})
+        await self.ctx.progress(tool_end(ident, result.failed, output))
         if node is not None:
             self.tree.end_action(node, output, result.failed, label=result.label)
         elif result.failed:

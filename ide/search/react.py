@@ -19,14 +19,14 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Checkpointer
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer, Command
 
 from ide.llm.router import TRUNCATED_KEY
 from ide.protocol.tree import ToolAction, TreeEvent
-from ide.search.base import Router, RunContext, RunOutcome
-from ide.search.events import cap_text, first_line
+from ide.search.base import RunContext, RunOutcome
+from ide.search.events import ProgressEvent, first_line
 from ide.search.tree import TreeRecorder
-from ide.tools import Toolbox
 
 ROLE = "react"
 
@@ -66,19 +66,18 @@ def close_dangling_tool_calls(messages: list[AnyMessage]) -> list[AnyMessage]:
     return repaired
 
 
-def build_react_graph(
-    router: Router,
-    toolbox: Toolbox,
-    *,
-    max_steps: int,
-    observation_cap: int,
-    checkpointer: Checkpointer = None,
-) -> Any:
-    """Compile the ReAct graph for one session."""
-    lc_tools = toolbox.langchain_tools()
-    system = SystemMessage(SYSTEM_PROMPT.format(root=toolbox.workspace.root))
+def build_react_graph(checkpointer: Checkpointer = None) -> Any:
+    """Compile the ReAct graph over ``checkpointer`` (the conversation's threads).
 
-    async def agent(state: ReactState) -> dict[str, Any]:
+    What a turn uses — the model router, the tools over its change set, the step limit and the observation
+    cap — comes with each run as its :class:`~ide.search.base.RunContext` (``context=`` of ``astream``), so
+    one compiled graph serves every turn of a session, and its thread is the conversation other modes add
+    their questions and answers to. Tools run through :meth:`RunContext.call_tool` like every
+    architecture's; their start and end go to the graph's stream, which the run's tree records.
+    """
+
+    async def agent(state: ReactState, runtime: Runtime[RunContext]) -> Command[str]:
+        ctx = runtime.context
         writer = get_stream_writer()
 
         def on_chunk(kind: str, text: str) -> None:
@@ -91,7 +90,10 @@ def build_react_graph(
         hints = state.get("hints")
         # The hint quotes every memory entry with its source (MemoryStore.hint): data, not instructions.
         memory = [SystemMessage(hints)] if hints else []
-        reply = await router.stream(ROLE, [system, *memory, *history], tools=lc_tools, on_chunk=on_chunk)
+        system = SystemMessage(SYSTEM_PROMPT.format(root=ctx.changeset.root))
+        reply = await ctx.router.stream(
+            ROLE, [system, *memory, *history], tools=ctx.tools_for(), on_chunk=on_chunk
+        )
         usage = reply.usage_metadata or {}
         writer(
             {
@@ -103,40 +105,24 @@ def build_react_graph(
                 "truncated": reply.additional_kwargs.get(TRUNCATED_KEY),
             }
         )
-        return {"messages": [reply], "steps": step}
+        more = bool(reply.tool_calls) and step < ctx.settings.agent.max_steps
+        return Command(update={"messages": [reply], "steps": step}, goto="tools" if more else END)
 
-    async def tools(state: ReactState) -> dict[str, Any]:
+    async def tools(state: ReactState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
         writer = get_stream_writer()
+
+        async def announce(event: ProgressEvent) -> None:
+            writer(event)
+
         last = state["messages"][-1]
         results = []
         for call in last.tool_calls:
             call_id = call.get("id") or ""
-            title, kind, locations = toolbox.describe(call["name"], call["args"])
-            writer(
-                {
-                    "type": "tool_start",
-                    "id": call_id,
-                    "name": call["name"],
-                    "args": call["args"],
-                    "title": title,
-                    "kind": kind,
-                    "locations": locations,
-                }
-            )
-            outcome = await asyncio.to_thread(toolbox.call, call["name"], call["args"])
-            output = cap_text(outcome.output, observation_cap)
-            writer(
-                {
-                    "type": "tool_end",
-                    "id": call_id,
-                    "failed": outcome.failed,
-                    "output": output,
-                    "diffs": outcome.diffs,
-                }
-            )
+            outcome = await ctx.call_tool(call["name"], call["args"], announce=announce, call_id=call_id)
             results.append(
                 ToolMessage(
-                    content=output,
+                    content=outcome.output,
                     tool_call_id=call_id,
                     name=call["name"],
                     status="error" if outcome.failed else "success",
@@ -144,17 +130,10 @@ def build_react_graph(
             )
         return {"messages": results}
 
-    def after_agent(state: ReactState) -> str:
-        last = state["messages"][-1]
-        if isinstance(last, AIMessage) and last.tool_calls and state.get("steps", 0) < max_steps:
-            return "tools"
-        return END
-
     graph = StateGraph(ReactState)
-    graph.add_node("agent", agent)
+    graph.add_node("agent", agent, destinations=("tools", END))
     graph.add_node("tools", tools)
     graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", after_agent, ["tools", END])
     graph.add_edge("tools", "agent")
     return graph.compile(checkpointer=checkpointer)
 
@@ -276,23 +255,11 @@ class ReactArchitecture:
     keeps_conversation = True
     """The graph adds the question and answer to the conversation itself."""
 
-    def __init__(self, graph: Any = None) -> None:
-        self._graph = graph
-        """A compiled graph to reuse (the session keeps one); else one is built for the run."""
-
     async def run(self, ctx: RunContext) -> RunOutcome:
         settings = ctx.settings.agent
-        graph = self._graph
-        if graph is None:
-            from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.checkpoint.memory import InMemorySaver
 
-            graph = build_react_graph(
-                ctx.router,
-                ctx.toolbox(),
-                max_steps=settings.max_steps,
-                observation_cap=ctx.observation_cap,
-                checkpointer=ctx.checkpointer or InMemorySaver(),
-            )
+        graph = build_react_graph(ctx.checkpointer or InMemorySaver())
         config = react_config(ctx.thread_id or ctx.session_id or "run", settings.max_steps)
         tree = ReactTree(ctx.task, model=ctx.model_name(ROLE), recorder=ctx.recorder)
         memory = ctx.services.memory
@@ -301,6 +268,7 @@ class ReactArchitecture:
             async for event in graph.astream(
                 {"messages": [HumanMessage(ctx.task)], "steps": 0, "hints": hints},
                 config=config,
+                context=ctx,
                 stream_mode="custom",
             ):
                 tree.on_event(event)

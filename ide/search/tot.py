@@ -52,65 +52,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from ide.search.base import RunContext, RunOutcome, StructuredOutputError, ask_structured
 from ide.search.events import first_line
-from ide.search.tot_agents import TotAgents
-from ide.search.tot_prompts import (
-    ANALYZER,
-    ANALYZER_PROMPT,
-    COORDINATOR,
-    COORDINATOR_PROMPT,
-    CRITIC,
-    CRITIC_PROMPT,
-    FINDINGS_CAP,
-    PLANNER,
-    PLANNER_PROMPT,
-    RESEARCH_CALLS,
-    RESEARCHER,
-    RESEARCHER_PROMPT,
-    SYNTHESIZER,
-    SYNTHESIZER_PROMPT,
-    Analysis,
-    Answer,
-    Ask,
-    ContinueDecision,
-    Critique,
-    Thought,
-    ThoughtList,
-    ThoughtProposal,
-    ask_structured_together,
-    normalised_title,
-    tokens_of,
-    validate_thought,
-)
+from ide.search.tot_agents import Evaluator, Planner, Researcher, Synthesizer, TotAgent, TotState
+from ide.search.tot_prompts import COORDINATOR, COORDINATOR_PROMPT, ContinueDecision
 
-__all__ = [
-    "ANALYZER",
-    "ANALYZER_PROMPT",
-    "COORDINATOR",
-    "COORDINATOR_PROMPT",
-    "CRITIC",
-    "CRITIC_PROMPT",
-    "FINDINGS_CAP",
-    "PLANNER",
-    "PLANNER_PROMPT",
-    "RESEARCHER",
-    "RESEARCHER_PROMPT",
-    "RESEARCH_CALLS",
-    "SYNTHESIZER",
-    "SYNTHESIZER_PROMPT",
-    "Analysis",
-    "Answer",
-    "Ask",
-    "ContinueDecision",
-    "Critique",
-    "Thought",
-    "ThoughtList",
-    "ThoughtProposal",
-    "TotSearch",
-    "ask_structured_together",
-    "normalised_title",
-    "tokens_of",
-    "validate_thought",
-]
+__all__ = ["TotSearch"]
 
 
 class TotSearch:
@@ -140,102 +85,18 @@ class TotSearch:
             raise
 
 
-class _TotRun(TotAgents):
-    """One Tree-of-Thoughts run over one RunContext: the phases, the tree and the figures."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        self.settings = ctx.settings.tot
-        self.recorder = ctx.recorder
-        self.root_dir = ctx.changeset.root
-        self.thoughts: dict[str, Thought] = {}
-        self.invalid = 0
-        self.cut = 0
-        self.failed = 0
-        self.coordinator_fallbacks = 0
-        self.active_per_depth: list[int] = []
-        self.stopped_by: str | None = None
-        self.synthesis: dict[str, Any] = {"mode": "none", "nodes": []}
-        self.notes: list[str] = []
-        self.hint = ""
-        self.root = self.recorder.add(
-            None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
-        )
-
-    async def explore_and_answer(self) -> RunOutcome:
-        new = await self.initial_thoughts()
-        depth = 1
-        while new:
-            await self.ctx.think(f"Depth {depth}: {len(new)} thought{'s' * (len(new) != 1)}; evaluating…")
-            await self.research(new)
-            await self.evaluate(new)
-            pool = await self.select(new, depth)
-            self.active_per_depth.append(len(pool))
-            if not pool:
-                break
-            new = await self.expand(pool)
-            depth += 1
-        for node in self.recorder.tree.nodes.values():
-            if node.status == "active" and node.id != self.root:
-                self.recorder.update(node.id, status="evaluated")
-        self.recorder.update(self.root, status="evaluated")
-        answer, synthesis = await self.synthesise()
-        figures = self.ctx.finish_tree("end_turn", synthesis, **self.figures())
-        return RunOutcome("end_turn", answer=answer, changeset=None, figures=figures, answered=True)
-
-    def figures(self) -> dict[str, Any]:
-        """The run's own figures (``RunContext.figures`` adds wall time, tokens and nodes)."""
-        usage = self.ctx.usage()
-        return {
-            "depth_reached": max((t.depth for t in self.thoughts.values()), default=0),
-            "thoughts": len(self.thoughts),
-            "invalid_thoughts": self.invalid,
-            "thoughts_cut": self.cut,
-            "failed_nodes": self.failed,
-            "coordinator_fallbacks": self.coordinator_fallbacks,
-            "active_per_depth": list(self.active_per_depth),
-            "stopped_by": self.stopped_by,
-            "synthesis": dict(self.synthesis),
-            "roles": {
-                role: {"calls": int(u["calls"]), "tokens": int(u["input_tokens"] + u["output_tokens"])}
-                for role, u in usage.items()
-            },
-            "notes": list(self.notes),
-        }
-
-    def best_scored(self) -> str:
-        """The thought with the highest score so far (the first of equals), else the root."""
-        scored = [t for t in self.thoughts.values() if t.score is not None]
-        return max(scored, key=lambda t: t.score or 0.0).id if scored else self.root
-
-    def close_unfinished(self) -> None:
-        """On cancellation or error: nodes still waiting or active end as terminated early."""
-        with self.recorder.lock:
-            if self.recorder.tree.finished:
-                return
-            for node in list(self.recorder.tree.nodes.values()):
-                if node.status in ("active", "generated"):
-                    self.recorder.update(node.id, status="terminated_early")
-
-    def limit_reached(self, depth: int) -> str | None:
-        """Which limit stops the exploration after evaluating ``depth``: depth, nodes, time, or None."""
-        if depth >= self.settings.max_depth:
-            return "depth"
-        if 1 + len(self.thoughts) >= self.settings.max_nodes:
-            return "nodes"
-        if self.ctx.elapsed() >= self.settings.time_limit_s:
-            return "time"
-        return None
+class Coordinator(TotAgent):
+    """The coordinator: which evaluated thoughts stay active, within the run's limits."""
 
     async def select(self, nodes: list[str], depth: int) -> list[str]:
         """Which evaluated nodes of this depth stay active; the others end terminated early or evaluated."""
-        candidates = [node for node in nodes if self.thoughts[node].score is not None]
+        candidates = [node for node in nodes if self.state.thoughts[node].score is not None]
         if not candidates:
             return []
         limit = self.limit_reached(depth)
         if limit is not None:
             # Nothing more can be expanded: no coordinator call; the critic's recommendations stand.
-            self.stopped_by = limit
+            self.state.stopped_by = limit
             for node in candidates:
                 if self.critique_says_stop(node):
                     self.recorder.update(node, status="terminated_early")
@@ -249,7 +110,7 @@ class _TotRun(TotAgents):
         return kept
 
     def critique_says_stop(self, node: str) -> bool:
-        critique = self.thoughts[node].critique
+        critique = self.state.thoughts[node].critique
         return critique is not None and critique.terminate
 
     def limit_text(self, limit: str) -> str:
@@ -259,11 +120,21 @@ class _TotRun(TotAgents):
             "time": f"tot.time_limit_s {self.settings.time_limit_s:g} s reached",
         }[limit]
 
+    def limit_reached(self, depth: int) -> str | None:
+        """Which limit stops the exploration after evaluating ``depth``: depth, nodes, time, or None."""
+        if depth >= self.settings.max_depth:
+            return "depth"
+        if 1 + len(self.state.thoughts) >= self.settings.max_nodes:
+            return "nodes"
+        if self.ctx.elapsed() >= self.settings.time_limit_s:
+            return "time"
+        return None
+
     async def ask_coordinator(self, candidates: list[str]) -> tuple[set[str], str]:
         """The coordinator's choice among ``candidates``, or the fallback rule when its JSON is unusable."""
         lines = []
         for node in candidates:
-            thought = self.thoughts[node]
+            thought = self.state.thoughts[node]
             assert thought.analysis is not None and thought.critique is not None
             lines.append(
                 f"- {node} (depth {thought.depth}) {thought.title}: analyzer {thought.analysis.score:g}/10, "
@@ -280,12 +151,85 @@ class _TotRun(TotAgents):
                 ContinueDecision,
             )
         except StructuredOutputError as exc:
-            self.coordinator_fallbacks += 1
-            self.notes.append(f"coordinator fallback: {exc}")
+            self.state.coordinator_fallbacks += 1
+            self.state.notes.append(f"coordinator fallback: {exc}")
             keep = {node for node in candidates if not self.critique_says_stop(node)}
             return keep, f"its answer was unusable, so keeping those not recommended for termination: {exc}"
         unknown = [i for i in decision.continue_ids if i not in candidates]
         if unknown:
-            self.notes.append(f"coordinator named unknown nodes {', '.join(unknown)}")
+            self.state.notes.append(f"coordinator named unknown nodes {', '.join(unknown)}")
         keep = {i for i in decision.continue_ids if i in candidates}
         return keep, decision.reason.strip() or "no reason given"
+
+
+class _TotRun:
+    """One Tree-of-Thoughts run over one RunContext: the agents composed over one shared state, the loop
+    of phases, and the figures."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.recorder = ctx.recorder
+        root = self.recorder.add(
+            None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
+        )
+        self.state = TotState(tree=self.recorder.tree, root=root)
+        self.planner = Planner(ctx, self.state)
+        self.researcher = Researcher(ctx, self.state)
+        self.evaluator = Evaluator(ctx, self.state)
+        self.coordinator = Coordinator(ctx, self.state)
+        self.synthesizer = Synthesizer(ctx, self.state)
+
+    async def explore_and_answer(self) -> RunOutcome:
+        new = await self.planner.initial_thoughts()
+        depth = 1
+        while new:
+            await self.ctx.think(f"Depth {depth}: {len(new)} thought{'s' * (len(new) != 1)}; evaluating…")
+            await self.researcher.research(new)
+            await self.evaluator.evaluate(new)
+            pool = await self.coordinator.select(new, depth)
+            self.state.active_per_depth.append(len(pool))
+            if not pool:
+                break
+            new = await self.planner.expand(pool)
+            depth += 1
+        for node in self.recorder.tree.nodes.values():
+            if node.status == "active" and node.id != self.state.root:
+                self.recorder.update(node.id, status="evaluated")
+        self.recorder.update(self.state.root, status="evaluated")
+        answer, synthesis = await self.synthesizer.synthesise()
+        figures = self.ctx.finish_tree("end_turn", synthesis, **self.figures())
+        return RunOutcome("end_turn", answer=answer, changeset=None, figures=figures, answered=True)
+
+    def figures(self) -> dict[str, Any]:
+        """The run's own figures (``RunContext.figures`` adds wall time, tokens and nodes)."""
+        state, usage = self.state, self.ctx.usage()
+        return {
+            "depth_reached": max((t.depth for t in state.thoughts.values()), default=0),
+            "thoughts": len(state.thoughts),
+            "invalid_thoughts": state.invalid,
+            "thoughts_cut": state.cut,
+            "failed_nodes": state.failed,
+            "coordinator_fallbacks": state.coordinator_fallbacks,
+            "active_per_depth": list(state.active_per_depth),
+            "stopped_by": state.stopped_by,
+            "synthesis": dict(state.synthesis),
+            "roles": {
+                role: {"calls": int(u["calls"]), "tokens": int(u["input_tokens"] + u["output_tokens"])}
+                for role, u in usage.items()
+            },
+            "notes": list(state.notes),
+        }
+
+    def best_scored(self) -> str:
+        """The thought with the highest score so far (the first of equals), else the root."""
+        scored = [t for t in self.state.thoughts.values() if t.score is not None]
+        return max(scored, key=lambda t: t.score or 0.0).id if scored else self.state.root
+
+    def close_unfinished(self) -> None:
+        """On cancellation or error: nodes still waiting or active end as terminated early."""
+        with self.recorder.lock:
+            if self.recorder.tree.finished:
+                return
+            for node in list(self.recorder.tree.nodes.values()):
+                if node.status in ("active", "generated"):
+                    self.recorder.update(node.id, status="terminated_early")

@@ -1,15 +1,19 @@
-"""The specialist agents of a Tree-of-Thoughts run: planner, researcher, analyzer, critic, synthesizer."""
+"""The specialist agents of a Tree-of-Thoughts run: planner, researcher, analyzer and critic, synthesizer.
+
+Each is a collaborator the run (``ide.search.tot``) composes: it is given the run's context and the
+:class:`TotState` the agents share (the thoughts, the counters the figures report), and owns its own
+prompts and phase.
+"""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from ide.llm.textcalls import is_recovered
-from ide.protocol.tree import RECOVERED_PREFIX, ToolAction
+from ide.protocol.tree import SearchTree, ToolAction, carried_call_id
 from ide.search.base import (
     RunContext,
     StructuredOutputError,
@@ -41,27 +45,77 @@ from ide.search.tot_prompts import (
     tokens_of,
     validate_thought,
 )
-from ide.search.tree import TreeRecorder
-from ide.settings import TotSettings
 
 
-class TotAgents:
-    """The specialists' phases of one run; ``_TotRun`` (ide.search.tot) adds the coordinator and state."""
+@dataclass
+class TotState:
+    """What the agents of one run share beside the tree: the thoughts, and the counters of the figures."""
 
-    ctx: RunContext
-    settings: TotSettings
-    recorder: TreeRecorder
-    root_dir: Path
+    tree: SearchTree
     root: str
-    thoughts: dict[str, Thought]
-    invalid: int
-    cut: int
-    failed: int
-    stopped_by: str | None
-    synthesis: dict[str, Any]
-    notes: list[str]
-    hint: str
-    """The workspace memory's hint for the task (ide.search.hints), read once by :meth:`initial_thoughts`."""
+    thoughts: dict[str, Thought] = field(default_factory=dict)
+    invalid: int = 0
+    cut: int = 0
+    failed: int = 0
+    coordinator_fallbacks: int = 0
+    active_per_depth: list[int] = field(default_factory=list)
+    stopped_by: str | None = None
+    synthesis: dict[str, Any] = field(default_factory=lambda: {"mode": "none", "nodes": []})
+    notes: list[str] = field(default_factory=list)
+
+    def children_of(self, parent: str) -> list[str]:
+        return [t.id for t in self.thoughts.values() if t.parent == parent]
+
+    def path_titles(self, node: str) -> list[str]:
+        """Titles of the thoughts from the first strategy down to ``node``."""
+        return [self.thoughts[n].title for n in self.tree.path_to(node) if n in self.thoughts]
+
+    def path_text(self, node: str) -> str:
+        """The thoughts from the first strategy down to ``node``, numbered, with their details."""
+        steps = [
+            (self.thoughts[n].title, self.thoughts[n].detail or self.thoughts[n].title)
+            for n in self.tree.path_to(node)
+            if n in self.thoughts
+        ]
+        return trajectory_text(steps)
+
+
+def conversation_context(history: list[BaseMessage]) -> str:
+    """The last questions and answers of the conversation, for the planner and the synthesizer."""
+    recent = [m for m in history if m.type in ("human", "ai")][-4:]
+    if not recent:
+        return ""
+    return "Earlier in this conversation:\n" + "\n".join(f"{m.type}: {m.text[:300]}" for m in recent)
+
+
+def evaluation_text(thought: Thought) -> str:
+    """The analyzer's and critic's verdicts on ``thought``, as its node's reflection and in prompts."""
+    parts = []
+    if thought.analysis is not None:
+        parts.append(f"Analysis ({thought.analysis.score:g}/10): {thought.analysis.analysis}")
+    if thought.critique is not None:
+        stop = " Recommends stopping here." if thought.critique.terminate else ""
+        parts.append(f"Critique ({thought.critique.score:g}/10): {thought.critique.critique}{stop}")
+    return "\n".join(parts) or "(not evaluated)"
+
+
+class TotAgent:
+    """One agent of a run, given the run's context and the state the agents share."""
+
+    def __init__(self, ctx: RunContext, state: TotState) -> None:
+        self.ctx = ctx
+        self.state = state
+        self.settings = ctx.settings.tot
+        self.recorder = ctx.recorder
+
+
+class Planner(TotAgent):
+    """The planner: the initial strategies, and the next thoughts of each node the coordinator keeps."""
+
+    def __init__(self, ctx: RunContext, state: TotState) -> None:
+        super().__init__(ctx, state)
+        self.hint = ""
+        """The workspace memory's hint for the task (ide.search.hints), read by :meth:`initial_thoughts`."""
 
     async def initial_thoughts(self) -> list[str]:
         """Ask the planner for the initial strategies and add the valid ones at depth 1."""
@@ -70,10 +124,10 @@ class TotAgents:
         try:
             proposals, _reply = await ask_structured(self.ctx.router, PLANNER, messages, ThoughtList)
         except StructuredOutputError as exc:
-            self.planner_failed(self.root, str(exc))
+            self.planner_failed(self.state.root, str(exc))
             await self.ctx.think(f"The planner's strategies were unusable: {exc}")
             return []
-        return await self.add_thoughts(self.root, proposals)
+        return await self.add_thoughts(self.state.root, proposals)
 
     async def expand(self, pool: list[str]) -> list[str]:
         """Ask the planner for the next thoughts of each active node; the new node ids in order."""
@@ -97,12 +151,12 @@ class TotAgents:
         offered = proposals.thoughts
         kept = offered[: self.settings.max_thoughts]
         if len(offered) > len(kept):
-            self.cut += len(offered) - len(kept)
+            self.state.cut += len(offered) - len(kept)
             await self.ctx.think(
                 f"The planner proposed {len(offered)} thoughts for {parent}; keeping the first "
                 f"{len(kept)} (tot.max_thoughts)."
             )
-        siblings = [self.thoughts[child].title for child in self.children_of(parent)]
+        siblings = [self.state.thoughts[child].title for child in self.state.children_of(parent)]
         model = self.ctx.model_name(PLANNER)
         added: list[str] = []
         rejected: list[str] = []
@@ -111,13 +165,13 @@ class TotAgents:
                 proposal.title,
                 siblings=siblings,
                 depth=depth,
-                nodes=1 + len(self.thoughts),
+                nodes=1 + len(self.state.thoughts),
                 settings=self.settings,
             )
             if reason is not None:
                 rejected.append(reason)
                 if reason.startswith("node limit"):
-                    self.stopped_by = "nodes"
+                    self.state.stopped_by = "nodes"
                 continue
             title, detail = proposal.title.strip(), proposal.detail.strip()
             node = self.recorder.add(
@@ -129,23 +183,20 @@ class TotAgents:
                 role=PLANNER,
                 model=model,
             )
-            self.thoughts[node] = Thought(node, title, detail, depth, parent)
+            self.state.thoughts[node] = Thought(node, title, detail, depth, parent)
             siblings.append(title)
             added.append(node)
         if rejected:
-            self.invalid += len(rejected)
+            self.state.invalid += len(rejected)
             await self.ctx.think(
                 f"Dropped {len(rejected)} proposed thought(s) for {parent}: {'; '.join(rejected)}"
             )
         return added
 
-    def children_of(self, parent: str) -> list[str]:
-        return [t.id for t in self.thoughts.values() if t.parent == parent]
-
     def planner_failed(self, node: str, reason: str) -> None:
         """Record an unusable planner answer as a failed thought under the node it was expanding."""
-        self.failed += 1
-        self.notes.append(f"planner failed for {node}: {reason}")
+        self.state.failed += 1
+        self.state.notes.append(f"planner failed for {node}: {reason}")
         self.recorder.add(
             node,
             kind="thought",
@@ -159,48 +210,35 @@ class TotAgents:
     def planner_messages(self, node: str | None) -> list[BaseMessage]:
         """The planner's prompt: initial strategies (``node`` None) or the next thoughts after ``node``."""
         what = "initial strategies for the task" if node is None else "the next thoughts after the last one"
-        system = PLANNER_PROMPT.format(root=self.root_dir, what=what, max_thoughts=self.settings.max_thoughts)
-        parts = [self.conversation_context(), f"Task:\n{self.ctx.task}"]
+        system = PLANNER_PROMPT.format(
+            root=self.ctx.changeset.root, what=what, max_thoughts=self.settings.max_thoughts
+        )
+        parts = [conversation_context(self.ctx.history), f"Task:\n{self.ctx.task}"]
         if node is not None:
-            thought = self.thoughts[node]
-            parts.append(f"Path of thoughts so far:\n{self.path_text(node)}")
+            thought = self.state.thoughts[node]
+            parts.append(f"Path of thoughts so far:\n{self.state.path_text(node)}")
             parts.append(f"Research findings for the last thought:\n{thought.findings or '(none)'}")
-            parts.append(f"Its evaluation:\n{self.evaluation_text(thought)}")
+            parts.append(f"Its evaluation:\n{evaluation_text(thought)}")
         return [
             SystemMessage(system),
             *hint_messages(self.hint),
             HumanMessage("\n\n".join(p for p in parts if p)),
         ]
 
-    def conversation_context(self) -> str:
-        recent = [m for m in self.ctx.history if m.type in ("human", "ai")][-4:]
-        if not recent:
-            return ""
-        return "Earlier in this conversation:\n" + "\n".join(f"{m.type}: {m.text[:300]}" for m in recent)
 
-    def path_titles(self, node: str) -> list[str]:
-        """Titles of the thoughts from the first strategy down to ``node``."""
-        return [self.thoughts[n].title for n in self.recorder.tree.path_to(node) if n in self.thoughts]
-
-    def path_text(self, node: str) -> str:
-        """The thoughts from the first strategy down to ``node``, numbered, with their details."""
-        steps = [
-            (self.thoughts[n].title, self.thoughts[n].detail or self.thoughts[n].title)
-            for n in self.recorder.tree.path_to(node)
-            if n in self.thoughts
-        ]
-        return trajectory_text(steps)
+class Researcher(TotAgent):
+    """The researchers of new thoughts: read-only tool calls in lockstep rounds, then findings."""
 
     async def research(self, nodes: list[str]) -> None:
         """The researchers of ``nodes``, in lockstep rounds (see the module docstring); sets findings."""
         tools = self.ctx.tools_for(read_only=True)
-        system = SystemMessage(RESEARCHER_PROMPT.format(root=self.root_dir, calls=RESEARCH_CALLS))
+        system = SystemMessage(RESEARCHER_PROMPT.format(root=self.ctx.changeset.root, calls=RESEARCH_CALLS))
         conversations: dict[str, list[BaseMessage]] = {
             node: [
                 system,
                 HumanMessage(
-                    f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.path_text(node)}\n\n"
-                    f"Research the last thought: {self.thoughts[node].title}"
+                    f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.state.path_text(node)}\n\n"
+                    f"Research the last thought: {self.state.thoughts[node].title}"
                 ),
             ]
             for node in nodes
@@ -222,7 +260,7 @@ class TotAgents:
             calls: list[tuple[str, str, dict[str, Any]]] = []
             still: list[str] = []
             for node, reply in zip(pending, replies, strict=True):
-                self.thoughts[node].charge([reply])
+                self.state.thoughts[node].charge([reply])
                 conversations[node].append(reply)
                 if reply.tool_calls and not last:
                     still.append(node)
@@ -237,14 +275,16 @@ class TotAgents:
                         )
                         calls.append((node, action, {**call, "id": call.get("id") or f"{node}-{index}"}))
                 else:
-                    self.thoughts[node].findings = reply.text.strip() or "(the researcher found nothing)"
+                    self.state.thoughts[node].findings = (
+                        reply.text.strip() or "(the researcher found nothing)"
+                    )
             outcomes = await gather_in_order(
                 self.ctx.call_tool(
                     call["name"],
                     call["args"],
                     read_only=True,
                     announce=True,
-                    call_id=f"{RECOVERED_PREFIX if is_recovered(call['id']) else ''}tot-{action}",
+                    call_id=carried_call_id(call["id"], f"tot-{action}"),
                 )
                 for _node, action, call in calls
             )
@@ -262,6 +302,10 @@ class TotAgents:
                 )
             pending = still
 
+
+class Evaluator(TotAgent):
+    """The analyzer and the critic: both judge every new thought; its score is the mean of theirs."""
+
     async def evaluate(self, nodes: list[str]) -> None:
         """The analyzer and critic of every node (concurrently), then each node's record and verdict."""
         asks: list[Ask[Any]] = []
@@ -273,7 +317,7 @@ class TotAgents:
         summary: list[str] = []
         for index, node in enumerate(nodes):
             analysis, critique = answers[2 * index], answers[2 * index + 1]
-            thought = self.thoughts[node]
+            thought = self.state.thoughts[node]
             thought.charge([*analysis.replies, *critique.replies])
             thought.analysis, thought.critique = analysis.value, critique.value
             changes: dict[str, Any] = {
@@ -283,12 +327,12 @@ class TotAgents:
             }
             errors = [a.error for a in (analysis, critique) if a.value is None and a.error]
             if errors:
-                self.failed += 1
-                self.notes.append(f"{node} failed: {'; '.join(errors)}")
+                self.state.failed += 1
+                self.state.notes.append(f"{node} failed: {'; '.join(errors)}")
                 self.recorder.update(
                     node,
                     status="failed",
-                    reflection="\n".join([*errors, self.evaluation_text(thought)]),
+                    reflection="\n".join([*errors, evaluation_text(thought)]),
                     **changes,
                 )
                 summary.append(f"{node} failed")
@@ -298,7 +342,7 @@ class TotAgents:
             self.recorder.update(
                 node,
                 status="evaluated",
-                reflection=self.evaluation_text(thought),
+                reflection=evaluation_text(thought),
                 reward_raw=thought.score,
                 reward=round(thought.score / 10, 4),
                 **changes,
@@ -309,30 +353,24 @@ class TotAgents:
         await self.ctx.think("Scores: " + ", ".join(summary))
 
     def evaluation_messages(self, node: str) -> list[BaseMessage]:
-        thought = self.thoughts[node]
+        thought = self.state.thoughts[node]
         return [
             HumanMessage(
-                f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.path_text(node)}\n\n"
+                f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.state.path_text(node)}\n\n"
                 f"The thought to judge: {thought.title}\n{thought.detail}\n\n"
                 f"Research findings:\n{thought.findings[:FINDINGS_CAP]}"
             )
         ]
 
-    @staticmethod
-    def evaluation_text(thought: Thought) -> str:
-        parts = []
-        if thought.analysis is not None:
-            parts.append(f"Analysis ({thought.analysis.score:g}/10): {thought.analysis.analysis}")
-        if thought.critique is not None:
-            stop = " Recommends stopping here." if thought.critique.terminate else ""
-            parts.append(f"Critique ({thought.critique.score:g}/10): {thought.critique.critique}{stop}")
-        return "\n".join(parts) or "(not evaluated)"
+
+class Synthesizer(TotAgent):
+    """The synthesizer: the answer from the best thoughts, streamed to the user, as the synthesis node."""
 
     def synthesis_nodes(self) -> tuple[str, list[str]]:
         """The nodes to synthesise from: all scoring ≥ the threshold, else the top N; and which rule."""
         scored = [
             t
-            for t in self.thoughts.values()
+            for t in self.state.thoughts.values()
             if t.score is not None
             and self.recorder.tree.nodes[t.id].status in ("evaluated", "active", "terminated_early")
         ]
@@ -345,7 +383,7 @@ class TotAgents:
     async def synthesise(self) -> tuple[str, str]:
         """Write the answer from the selected nodes (streamed to the user); the answer and its node id."""
         mode, nodes = self.synthesis_nodes()
-        self.synthesis = {"mode": mode, "nodes": nodes}
+        self.state.synthesis = {"mode": mode, "nodes": nodes}
         if not nodes:
             return await self.answer_without_thoughts()
         threshold = self.settings.score_threshold
@@ -361,15 +399,15 @@ class TotAgents:
             label = f"synthesis of the top {len(nodes)} node{'s' * (len(nodes) != 1)} (none ≥ {threshold:g})"
         blocks = []
         for node in nodes:
-            thought = self.thoughts[node]
+            thought = self.state.thoughts[node]
             blocks.append(
                 f"### {node}: {thought.title} (score {thought.score:g}/10)\n"
-                f"Path: {' → '.join(self.path_titles(node))}\n"
+                f"Path: {' → '.join(self.state.path_titles(node))}\n"
                 f"Thought: {thought.detail or thought.title}\n"
                 f"Findings:\n{thought.findings[:FINDINGS_CAP]}\n"
-                f"Evaluation:\n{self.evaluation_text(thought)}"
+                f"Evaluation:\n{evaluation_text(thought)}"
             )
-        context = self.conversation_context()
+        context = conversation_context(self.ctx.history)
         prompt = "\n\n".join(
             p for p in (context, f"Task:\n{self.ctx.task}", "Most promising thoughts:", *blocks) if p
         )
@@ -392,7 +430,7 @@ class TotAgents:
             await self.ctx.say(answer)
         inputs, outputs = tokens_of([reply])
         synthesis = self.recorder.add(
-            self.root,
+            self.state.root,
             kind="synthesis",
             label=label,
             thought=answer,
@@ -408,22 +446,26 @@ class TotAgents:
 
     async def answer_without_thoughts(self) -> tuple[str, str]:
         """No node was evaluated: say why instead of calling the synthesizer."""
-        if not self.thoughts:
+        if not self.state.thoughts:
             answer = (
                 "The Tree-of-Thoughts planner proposed no usable strategy, so nothing was explored"
-                + (f" ({self.notes[0]})" if self.notes else "")
+                + (f" ({self.state.notes[0]})" if self.state.notes else "")
                 + ". Try again, or set a stronger model for tot.planner."
             )
-            self.notes.append("no thoughts: the planner failed")
+            self.state.notes.append("no thoughts: the planner failed")
         else:
             answer = (
-                f"None of the {len(self.thoughts)} thoughts explored could be evaluated (see the failed "
-                "nodes in the search tree). Try again, or set stronger models for tot.analyzer and "
-                "tot.critic."
+                f"None of the {len(self.state.thoughts)} thoughts explored could be evaluated (see the "
+                "failed nodes in the search tree). Try again, or set stronger models for tot.analyzer "
+                "and tot.critic."
             )
-            self.notes.append("no thought could be evaluated")
+            self.state.notes.append("no thought could be evaluated")
         await self.ctx.say(answer)
         synthesis = self.recorder.add(
-            self.root, kind="synthesis", label="no thoughts to synthesise", thought=answer, status="failed"
+            self.state.root,
+            kind="synthesis",
+            label="no thoughts to synthesise",
+            thought=answer,
+            status="failed",
         )
         return answer, synthesis

@@ -1,8 +1,8 @@
 """The recorder architectures write their search trees with.
 
-The tree itself (:class:`SearchTree`, built only from events) and the ``.arbor-tree.jsonl`` reader and
-writer live in :mod:`ide.protocol.tree`, so the window replays runs with the same code; they are
-re-exported here for the backend.
+The tree itself (:class:`~ide.protocol.tree.SearchTree`, built only from events) and the
+``.arbor-tree.jsonl`` reader and writer live in :mod:`ide.protocol.tree`, so the window replays runs with
+the same code; import them from there.
 """
 
 from __future__ import annotations
@@ -22,24 +22,13 @@ from ide.protocol.tree import (
     SearchTree,
     TreeError,
     TreeEvent,
-    TreeFileError,
     TreeNode,
     first_error,
-    read_jsonl,
     updated_node,
-    write_jsonl,
 )
 from ide.search.events import cap_text
 
-__all__ = [
-    "SearchTree",
-    "TreeError",
-    "TreeFileError",
-    "TreeRecorder",
-    "read_jsonl",
-    "updated_node",
-    "write_jsonl",
-]
+__all__ = ["TreeRecorder"]
 
 
 class TreeRecorder:

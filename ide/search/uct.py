@@ -13,19 +13,17 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
-from ide.protocol.tree import NodeStatus, TreeEvent
+from ide.protocol.tree import NodeStatus, SearchTree, TreeError, TreeEvent
 from ide.protocol.uct import EXPLORATION, uct_terms
-from ide.search.tree import SearchTree, TreeError, TreeRecorder
+from ide.search.tree import TreeRecorder
 
 __all__ = [
-    "EXPLORATION",
     "REWARD_SCALE",
     "UNSELECTABLE",
     "backpropagate",
     "normalise_reward",
     "select_uct",
     "uct_score",
-    "uct_terms",
 ]
 
 UNSELECTABLE: tuple[NodeStatus, ...] = ("pruned", "failed")

@@ -22,7 +22,7 @@ from ide.protocol.tree import ToolAction
 from ide.search.base import RunContext, schema_hint
 from ide.search.events import first_line
 from ide.search.hints import hint_messages, memory_hint
-from ide.search.plan import TaskReport, task_report
+from ide.search.plan_prompts import TaskReport, task_report
 from ide.workflows.schema import TOOL_ALIASES, AgentProfile, RetrievalStrategy
 
 REPORT_PROMPT = """When the stage's work is done, or you find it cannot be done, stop calling tools and end

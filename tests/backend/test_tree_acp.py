@@ -11,8 +11,7 @@ from acp import text_block
 from acp.schema import ClientCapabilities
 
 from ide.protocol import META_KEY
-from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
-from ide.search.tree import SearchTree
+from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeEvent
 from tests.backend.test_acp import READ_THEN_ANSWER
 from tests.support.acp_client import RecordingClient, acp_backend
 

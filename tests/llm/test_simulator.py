@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langchain_ollama import ChatOllama
 
 from ide.llm import ModelError, ModelRouter
-from ide.llm.textcalls import RECOVERED_KEY, is_recovered
+from ide.protocol.tree import is_recovered
 from ide.search.base import ask_structured
 from tests.llm.conftest import make_settings
 from tests.llm.test_structured import Verdict
@@ -46,12 +46,13 @@ async def test_every_text_shape_arrives_as_content_and_is_recovered(shape: str) 
         )
         assert raw.tool_calls == [] and render_text_tool_calls(CALLS, shape) in str(raw.content)
         shown: list[str] = []
-        reply = await ModelRouter(make_settings(server.url)).stream(
+        router = ModelRouter(make_settings(server.url))
+        reply = await router.stream(
             "react", ASK, tools=[read_file], on_chunk=lambda kind, text: shown.append(text)
         )
     assert [(c["name"], c["args"]) for c in reply.tool_calls] == [(c["name"], c["args"]) for c in CALLS]
     assert all(is_recovered(c["id"]) for c in reply.tool_calls)
-    assert reply.additional_kwargs[RECOVERED_KEY] == 2
+    assert router.usage_snapshot()["react"].recovered_calls == 2
     assert "".join(shown).strip() == ""  # the prose went in the first reply, not this one
     assert reply.text == ""
 

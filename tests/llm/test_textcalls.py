@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from ide.llm.textcalls import TextGate, is_recovered, recover_tool_calls
+from ide.llm.textcalls import TextGate, recover_tool_calls
+from ide.protocol.tree import is_recovered
 
 TOOLS = ["read_file", "edit_file"]
 READ_A = {"name": "read_file", "arguments": {"path": "a.py"}}

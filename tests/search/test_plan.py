@@ -16,7 +16,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from ide.llm.errors import ModelError
 from ide.protocol.tree import SearchTree
-from ide.search.plan import PlanExecute, parse_plan
+from ide.search.plan import PlanExecute
+from ide.search.plan_prompts import parse_plan
 from tests.search.conftest import Run
 
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ide.llm.textcalls import is_recovered
+from ide.protocol.tree import is_recovered
 from ide.search.lats import LatsSearch
 from ide.search.plan import PlanExecute
 from ide.search.tot import TotSearch

@@ -15,9 +15,10 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from ide.llm.errors import ModelError
+from ide.protocol.tree import SearchTree
 from ide.search.base import RunOutcome
-from ide.search.tot import TotSearch, validate_thought
-from ide.search.tree import SearchTree
+from ide.search.tot import TotSearch
+from ide.search.tot_prompts import validate_thought
 from ide.settings import TotSettings
 from tests.search.conftest import Run
 

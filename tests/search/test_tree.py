@@ -8,8 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from ide.protocol.tree import OBSERVATION_CAP, TREE_FILE_SUFFIX, ToolAction, TreeEvent
-from ide.search.tree import SearchTree, TreeError, TreeRecorder, read_jsonl, write_jsonl
+from ide.protocol.tree import (
+    OBSERVATION_CAP,
+    TREE_FILE_SUFFIX,
+    SearchTree,
+    ToolAction,
+    TreeError,
+    TreeEvent,
+    read_jsonl,
+    write_jsonl,
+)
+from ide.search.tree import TreeRecorder
 
 
 def ticking_clock(start: float = 1000.0) -> itertools.count[float]:

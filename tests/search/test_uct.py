@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ide.protocol.tree import TreeEvent
-from ide.search.tree import SearchTree, TreeError, TreeRecorder
+from ide.protocol.tree import SearchTree, TreeError, TreeEvent
+from ide.search.tree import TreeRecorder
 from ide.search.uct import backpropagate, normalise_reward, select_uct, uct_score
 
 
