@@ -127,7 +127,7 @@ class WorkflowRun:
 
     def memory(self) -> Any:
         if self._memory is None:
-            from ide.workflows.retrieval import RunMemory
+            from ide.workflows.sources import RunMemory
 
             try:
                 self._memory = RunMemory(self.root, self.ctx.settings)
