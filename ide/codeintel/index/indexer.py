@@ -22,7 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ide.codeintel.index import store
+import ide.codeintel.index.store as store
 from ide.codeintel.index.languages import EXTENSIONS, FILENAMES, TAGGED, detect_language
 from ide.codeintel.index.model import FileSymbols
 from ide.fs import ConfinedFS, ToolError, is_binary, secret_patterns
