@@ -22,14 +22,14 @@ from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
 from ide import agentconn, agentproc
-from ide.agentproc import BackendState, StderrTail, error_from_request
+from ide.agentproc import BackendState, error_from_request
 from ide.app.background import run_blocking, spawn
 from ide.protocol import AgentMeta, ErrorInfo
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
 
-__all__ = ["BackendBridge", "BackendState", "StderrTail"]
+__all__ = ["BackendBridge", "BackendState"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)

@@ -10,8 +10,9 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ide.fs import Overlay, ToolError
 from ide.settings import Settings
-from ide.tools.workspace import Overlay, ToolError, ToolServices, Workspace
+from ide.tools.workspace import ToolServices, Workspace
 
 if TYPE_CHECKING:
     from ide.tools.base import FileDiff, Toolbox, ToolKind, ToolOutcome, ToolSpec

@@ -10,9 +10,10 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, ValidationError
 
+from ide.fs import ToolError
 from ide.llm.textcalls import INVALID_ARGUMENTS, INVALID_JSON
 from ide.settings import ToolSettings
-from ide.tools.workspace import ToolError, Workspace
+from ide.tools.workspace import Workspace
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 

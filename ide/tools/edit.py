@@ -11,9 +11,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ide.changes import ChangeError, ChangeSet
+from ide.fs import ToolError
 from ide.settings import ToolSettings
 from ide.tools.base import ToolKind, ToolSpec
-from ide.tools.workspace import ToolError, Workspace
+from ide.tools.workspace import Workspace
 
 
 class EditFileArgs(BaseModel):

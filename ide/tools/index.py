@@ -16,9 +16,10 @@ from ide.codeintel.index.extract import extract
 from ide.codeintel.index.languages import TAGGED, detect_language
 from ide.codeintel.index.repomap import repo_map, task_focus
 from ide.codeintel.index.store import nesting
+from ide.fs import ToolError, is_binary
 from ide.settings import ToolSettings
 from ide.tools.base import ToolSpec
-from ide.tools.workspace import ToolError, Workspace, is_binary
+from ide.tools.workspace import Workspace
 
 REFERENCE_CAP = 80
 LINE_CAP = 200

@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, model_validator
 
 from ide.codeintel.lsp import Location, LspBridge, LspError, LspGate, LspPool, LspUnavailable
+from ide.fs import Overlay, ToolError
 from ide.settings import ToolSettings
 from ide.tools.base import ToolSpec
-from ide.tools.workspace import Overlay, ToolError, Workspace
+from ide.tools.workspace import Workspace
 
 T = TypeVar("T")
 LOCATION_CAP = 60

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ide.fs import ToolError
 from ide.settings import ToolSettings
-from ide.tools.base import ToolError, ToolKind, ToolSpec
+from ide.tools.base import ToolKind, ToolSpec
 from ide.tools.mcp_link import McpLink, ServerConfig, ServerDied, reason
 from ide.tools.workspace import Workspace
 

@@ -11,9 +11,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ide.fs import ToolError
 from ide.memory.store import quote_entries
 from ide.settings import ToolSettings
-from ide.tools.base import ToolError, ToolSpec
+from ide.tools.base import ToolSpec
 from ide.tools.workspace import Workspace
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ide.fs import MAX_DEPTH
+from ide.fs import MAX_DEPTH, ToolError, is_binary
 from ide.settings import ToolSettings
 from ide.tools.base import ToolSpec
-from ide.tools.workspace import ToolError, Workspace, is_binary
+from ide.tools.workspace import Workspace
 
 GREP_LINE_CAP = 240
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ide.fs import ConfinedFS, Overlay, ToolError, is_binary
+from ide.fs import ConfinedFS, Overlay
 from ide.settings import WorkspaceSettings
 
 if TYPE_CHECKING:
@@ -14,8 +14,6 @@ if TYPE_CHECKING:
     from ide.codeintel.lsp import LspBridge
     from ide.memory.store import MemoryStore
     from ide.tools.base import ToolSpec
-
-__all__ = ["Overlay", "ToolError", "ToolServices", "Workspace", "is_binary"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from acp import (
 )
 from acp.schema import AvailableCommandsUpdate, ToolCallLocation
 
-from ide.app.acp_client import StderrTail, error_from_request
+from ide.agentproc import StderrTail, error_from_request
 from ide.app.conversation import Conversation, TextBlock, ToolBlock
 from ide.protocol import ERROR_CODE, ErrorInfo, error_data
 
