@@ -21,7 +21,7 @@ from ide.settings import Settings
 from ide.workflows.queries import MAX_QUERIES, dedupe, queries_from_failure, queries_from_task
 from ide.workflows.schema import RagSource, RetrievalStrategy
 from ide.workflows.snippets import PER_SOURCE, Snippet
-from ide.workflows.sources import CODE_SOURCES, LSP_SOURCES, RetrievalSources, RunMemory
+from ide.workflows.sources import CODE_SOURCES, LSP_SOURCES, RetrievalSources, RunMemory, WorkspaceFiles
 
 if TYPE_CHECKING:
     from ide.changes import ChangeSet
@@ -83,7 +83,7 @@ class RetrievalAgent:
     ) -> None:
         self.settings = settings
         self.router = router
-        self.sources = RetrievalSources(Path(root), settings, changeset=changeset, index=index, memory=memory)
+        self.sources = RetrievalSources(WorkspaceFiles(Path(root), settings, changeset), index, memory)
 
     async def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
         queries, query_source, notes = await self._queries(request)

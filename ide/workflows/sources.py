@@ -360,20 +360,13 @@ class RetrievalSources:
     git history, the run memory when it opened, and plugins."""
 
     def __init__(
-        self,
-        root: Path,
-        settings: Settings,
-        *,
-        changeset: ChangeSet | None = None,
-        index: CodeIndex | None = None,
-        memory: RunMemory | None = None,
+        self, files: WorkspaceFiles, index: CodeIndex | None = None, memory: RunMemory | None = None
     ) -> None:
-        files = WorkspaceFiles(root, settings, changeset)
         self.code = CodeSource(files, index) if index is not None else None
         self.documents = DocumentSource(files, index)
-        self.history = GitHistory(root)
+        self.history = GitHistory(files.root)
         self.memory = memory
-        self.plugins = PluginSource(root, settings)
+        self.plugins = PluginSource(files.root, files.settings)
 
     def finder(
         self, name: str, request: RetrievalRequest
