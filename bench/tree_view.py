@@ -51,7 +51,8 @@ from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QWidg
 from ide.app.gcpolicy import settle_heap, settle_run
 from ide.app.theme import apply_theme
 from ide.app.tree_model import synthetic_events
-from ide.app.tree_view import H_UNIT, V_UNIT, SearchTreeView
+from ide.app.tree_style import H_UNIT, V_UNIT
+from ide.app.tree_view import SearchTreeView
 from ide.protocol.tree import TreeEvent, TreeEventBatch
 
 FIRST_PAINT_TARGET_S = 0.150

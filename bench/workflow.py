@@ -39,7 +39,7 @@ from ide.tools import ToolServices
 from ide.workflows.graph import build_workflow_graph
 from ide.workflows.loader import load_catalog
 from ide.workflows.plan import StageDecision, assemble_plan
-from ide.workflows.retrieval import queries_from_task
+from ide.workflows.queries import queries_from_task
 from ide.workflows.runner import WorkflowRun
 
 BELOW = re.compile(r"(\d+) snippets? below the relevance threshold")

@@ -31,8 +31,6 @@ from ide.app.acp_client import BackendState
 from ide.app.chat_blocks import (
     AssistantMessageView,
     BlockView,
-    Collapsible,
-    MarkdownView,
     NoticeView,
     PlanView,
     ThoughtView,
@@ -46,8 +44,6 @@ __all__ = [
     "AssistantMessageView",
     "BlockView",
     "ChatPanel",
-    "Collapsible",
-    "MarkdownView",
     "NoticeView",
     "PlanView",
     "PromptEdit",

@@ -29,10 +29,10 @@ from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QGraphicsScene, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from ide.app.tree_inspector import TreeInspector, exploration_constant, inspector_html, node_tooltip, uses_uct
+from ide.app.tree_inspector import TreeInspector, exploration_constant, node_tooltip, uses_uct
 from ide.app.tree_model import Layout, tidy_layout, visible_ids
 from ide.app.tree_overview import TreeGraphicsView, TreeOverview
-from ide.app.tree_runs import HELD_EVENTS_MAX, RunFeed, run_summary
+from ide.app.tree_runs import RunFeed, run_summary
 from ide.app.tree_scene import (
     Geometry,
     TreeCanvas,
@@ -41,16 +41,10 @@ from ide.app.tree_scene import (
     render_png,
     render_svg,
 )
-from ide.app.tree_style import H_UNIT, V_UNIT, node_style, value_colour
 from ide.app.tree_toolbar import ReplayTimeline, TreeToolbar
 from ide.protocol.tree import SearchTree, TreeEvent, TreeFileError, TreeNode, read_jsonl, write_jsonl
-from ide.protocol.uct import EXPLORATION
 
 __all__ = [
-    "EXPLORATION",
-    "HELD_EVENTS_MAX",
-    "H_UNIT",
-    "V_UNIT",
     "SearchTreeView",
     "TreeCanvas",
     "TreeFileError",
@@ -58,9 +52,6 @@ __all__ = [
     "TreeOverview",
     "build_geometry",
     "exploration_constant",
-    "inspector_html",
-    "node_style",
-    "value_colour",
 ]
 
 RELAYOUT_MS = 100

@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from ide.workflows.sources import Snippet
+from ide.workflows.snippets import Snippet
 
 
 def collapse_space(text: str) -> str:

@@ -18,17 +18,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import math
 import re
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ide.settings import Settings
 from ide.workflows.conflicts import collapse_space, find_conflicts
-from ide.workflows.retrieval import PLUGIN_DOCUMENTS, RunMemory, Snippet, _git, document_sections, tokenize
+from ide.workflows.history import git_output
+from ide.workflows.ranking import bm25_scores, tokenize
+from ide.workflows.snippets import Snippet
+from ide.workflows.sources import PLUGIN_DOCUMENTS, RunMemory
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def grounding_problem(
     if snippet.source == "repo_map":
         return _map_problem(snippet, root, changeset)
     if snippet.path.startswith("git:"):
-        message = _git(root, "log", "-n", "1", "--format=%s%n%b", snippet.path[4:])
+        message = git_output(root, "log", "-n", "1", "--format=%s%n%b", snippet.path[4:])
         if message is None:
             return f"no commit {snippet.path[4:]}"
         found = collapse_space(snippet.text) in collapse_space(message)
@@ -209,37 +210,6 @@ def _shingles(text: str, size: int = 3) -> set[str]:
     # Three-word shingles: with five, one changed word in a 40-word snippet already falls under 0.8.
     words = tokenize(text)
     return {" ".join(words[i : i + size]) for i in range(max(1, len(words) - size + 1))}
-
-
-class Bm25:
-    """Okapi BM25 over fixed documents (tokenised once), scored for any number of queries."""
-
-    def __init__(self, documents: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
-        self.k1, self.b = k1, b
-        self.counts = [Counter(tokenize(d)) for d in documents]
-        self.lengths = [sum(c.values()) for c in self.counts]
-        self.avg = (sum(self.lengths) / len(self.lengths) if self.lengths else 0.0) or 1.0
-        self.df: Counter[str] = Counter(term for c in self.counts for term in c)
-
-    def scores(self, query: str) -> list[float]:
-        n = len(self.counts)
-        terms = [t for t in set(tokenize(query)) if self.df[t]]
-        idf = {t: math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5)) for t in terms}
-        out = []
-        for counts, length in zip(self.counts, self.lengths, strict=True):
-            score = 0.0
-            norm = self.k1 * (1 - self.b + self.b * length / self.avg)
-            for term in terms:
-                tf = counts.get(term, 0)
-                if tf:
-                    score += idf[term] * tf * (self.k1 + 1) / (tf + norm)
-            out.append(score)
-        return out
-
-
-def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
-    """Okapi BM25 of each document for ``query`` (snake/Camel case split, so names match words)."""
-    return Bm25(documents).scores(query) if documents else []
 
 
 async def _embedding_scores(settings: Settings, query: str, texts: list[str]) -> list[float]:
@@ -371,15 +341,3 @@ def _above_threshold(
         else:
             fused.below_threshold[snippet.source] = fused.below_threshold.get(snippet.source, 0) + 1
     return kept
-
-
-__all__ = [
-    "FusedContext",
-    "bm25_scores",
-    "describe_reranker",
-    "document_sections",
-    "estimate_tokens",
-    "find_conflicts",
-    "fuse",
-    "grounding_problem",
-]

@@ -1,4 +1,4 @@
-"""Retrieval queries: search terms from a task or a failure, and the tokenizer BM25 and memory share."""
+"""Retrieval queries: the search terms of a task or of a failure."""
 
 from __future__ import annotations
 
@@ -60,15 +60,3 @@ def queries_from_failure(failure: str) -> list[str]:
         line for line in failure.splitlines() if "assert" in line.lower() or line.startswith("E ")
     )
     return dedupe([*names, *funcs, *files, *errors, *queries_from_task(asserts)])
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-case word tokens; snake_case and CamelCase split as well as kept whole."""
-    out: list[str] = []
-    for word in re.findall(r"[A-Za-z0-9_]+", text):
-        low = word.lower()
-        out.append(low)
-        parts = [p.lower() for p in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", word.replace("_", " "))]
-        if len(parts) > 1:
-            out.extend(parts)
-    return out

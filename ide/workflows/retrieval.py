@@ -12,44 +12,16 @@ never skipped silently. ``lsp_tools`` is not an upfront source: stage agents cal
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ide.settings import Settings
-from ide.workflows.queries import (
-    MAX_QUERIES,
-    STOPWORDS,
-    dedupe,
-    queries_from_failure,
-    queries_from_task,
-    tokenize,
-)
+from ide.workflows.queries import MAX_QUERIES, dedupe, queries_from_failure, queries_from_task
 from ide.workflows.schema import RagSource, RetrievalStrategy
-from ide.workflows.sources import (
-    ADR_DIRS,
-    ADR_SOURCES,
-    CODE_SOURCES,
-    DEF_LINES,
-    DOC_NAMES,
-    DOC_SOURCES,
-    DOC_SUFFIXES,
-    LSP_SOURCES,
-    MIN_SYMBOL_SCORE,
-    PER_SOURCE,
-    PICKAXE_TERMS,
-    PLUGIN_DOCUMENTS,
-    REPO_MAP_MAX_FILES,
-    SPEC_SOURCES,
-    SPEC_WORDS,
-    RetrievalSources,
-    RunMemory,
-    Snippet,
-    _git,
-    document_sections,
-)
+from ide.workflows.snippets import PER_SOURCE, Snippet
+from ide.workflows.sources import CODE_SOURCES, LSP_SOURCES, RetrievalSources, RunMemory, WorkspaceFiles
 
 if TYPE_CHECKING:
     from ide.changes import ChangeSet
@@ -60,37 +32,6 @@ MAX_QUERY_CHARS = 80
 """A model-written query longer than this is cut (queries are search terms, not prose)."""
 MODEL_QUERIES = MAX_QUERIES - 4
 """Model-written queries kept at most: the task's own leading terms always follow them."""
-
-__all__ = [
-    "ADR_DIRS",
-    "ADR_SOURCES",
-    "CODE_SOURCES",
-    "DEF_LINES",
-    "DOC_NAMES",
-    "DOC_SOURCES",
-    "DOC_SUFFIXES",
-    "LSP_SOURCES",
-    "MAX_QUERIES",
-    "MIN_SYMBOL_SCORE",
-    "PER_SOURCE",
-    "PICKAXE_TERMS",
-    "PLUGIN_DOCUMENTS",
-    "REPO_MAP_MAX_FILES",
-    "SPEC_SOURCES",
-    "SPEC_WORDS",
-    "STOPWORDS",
-    "RetrievalAgent",
-    "RetrievalRequest",
-    "RetrievalResult",
-    "RunMemory",
-    "Snippet",
-    "SourceReport",
-    "_git",
-    "document_sections",
-    "queries_from_failure",
-    "queries_from_task",
-    "tokenize",
-]
 
 
 @dataclass
@@ -126,8 +67,9 @@ class RetrievalResult:
     """What the user should know about this retrieval, e.g. a model answer that could not be used."""
 
 
-class RetrievalAgent(RetrievalSources):
-    """Runs a workflow's retrieval strategy for one stage (see the module docstring)."""
+class RetrievalAgent:
+    """Runs a workflow's retrieval strategy for one stage (see the module docstring): writes the queries,
+    runs its :class:`~ide.workflows.sources.RetrievalSources` concurrently and reports on each."""
 
     def __init__(
         self,
@@ -139,15 +81,9 @@ class RetrievalAgent(RetrievalSources):
         router: Router | None = None,
         memory: RunMemory | None = None,
     ) -> None:
-        self.root = Path(root)
         self.settings = settings
-        self.changeset = changeset
-        self.index = index
         self.router = router
-        self.memory = memory
-        self._docs: list[str] | None = None
-        self._sections_by_kind: dict[str, tuple[list[Snippet], Any]] = {}
-        self._lock = threading.Lock()
+        self.sources = RetrievalSources(WorkspaceFiles(Path(root), settings, changeset), index, memory)
 
     async def retrieve(self, request: RetrievalRequest) -> RetrievalResult:
         queries, query_source, notes = await self._queries(request)
@@ -252,7 +188,7 @@ class RetrievalAgent(RetrievalSources):
             return SourceReport(name, False, why), []
         if name in LSP_SOURCES:
             return SourceReport(name, True, "on demand: stage agents call the lsp_* tools"), []
-        finder, reason = self._finder(name, request)
+        finder, reason = self.sources.finder(name, request)
         if finder is None:
             return SourceReport(name, False, reason), []
         try:

@@ -24,10 +24,13 @@ from ide.changes.testrun import detect_test_command, run_tests
 from ide.search.base import RunContext, RunOutcome
 from ide.search.events import first_line
 from ide.workflows.agents import brief_for, run_agent
+from ide.workflows.fusion import fuse
 from ide.workflows.graph import ADAPTIVE, WorkflowState, aggregate, build_workflow_graph
 from ide.workflows.loader import Catalog
 from ide.workflows.plan import ExecutionPlan
+from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest
 from ide.workflows.schema import ABORT, DONE, Workflow
+from ide.workflows.sources import RunMemory
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,7 @@ class WorkflowRun:
         self.attempt_of: dict[str, int] = {}
         self.stage_nodes: dict[str, str] = {}
         self.last_node: str | None = None
-        self._memory: Any = None
+        self._memory: RunMemory | bool | None = None
         self._root_node: str | None = None
 
     def config(self) -> dict[str, Any]:
@@ -125,20 +128,16 @@ class WorkflowRun:
         figures["routing"] = final.get("log", [])
         return RunOutcome(stop, final.get("answer", ""), changeset, figures)
 
-    def memory(self) -> Any:
+    def memory(self) -> RunMemory | None:
         if self._memory is None:
-            from ide.workflows.retrieval import RunMemory
-
             try:
                 self._memory = RunMemory(self.root, self.ctx.settings)
             except Exception as exc:  # an unusable memory file must not stop the workflow
                 log.warning("workflow memory unavailable: %s", exc)
                 self._memory = False
-        return self._memory or None
+        return self._memory if isinstance(self._memory, RunMemory) else None
 
-    def retrieval_agent(self, changeset: ChangeSet) -> Any:
-        from ide.workflows.retrieval import RetrievalAgent
-
+    def retrieval_agent(self, changeset: ChangeSet) -> RetrievalAgent:
         return RetrievalAgent(
             self.root,
             self.ctx.settings,
@@ -149,12 +148,9 @@ class WorkflowRun:
         )
 
     async def _retrieve(
-        self, stage: str, changeset: ChangeSet, failure: str | None, agent: Any = None
+        self, stage: str, changeset: ChangeSet, failure: str | None, agent: RetrievalAgent | None = None
     ) -> tuple[str, str]:
         """(rendered context, one line saying what was found) for ``stage``."""
-        from ide.workflows.fusion import fuse
-        from ide.workflows.retrieval import RetrievalRequest
-
         context = self.plan.task_context[stage]
         agent = agent or self.retrieval_agent(changeset)
         request = RetrievalRequest(

@@ -72,9 +72,6 @@ ChunkStrategy = Literal[
 CodeChunks = Literal["definition", "window", "file"]
 DocumentChunks = Literal["sections", "paragraphs", "window", "file"]
 
-INDEX_TOOLS = ("find_symbol", "file_outline", "find_references", "repo_map")
-"""The code-index (tree-sitter) tools, offered only while the workflow's ``ast_parsing.enabled`` is true."""
-
 TOOL_ALIASES = {
     "tree_sitter_get_ast": "file_outline",
     "get_signature": "lsp_get_signature",
@@ -240,8 +237,13 @@ class RetrievalStrategy(_Strict):
         """Why this workflow never offers ``tool`` (an Arbor tool name) to its stage agents, or None."""
         if tool.startswith("lsp_") and not self.lsp_integration.enabled:
             return "lsp_integration.enabled is false"
-        if tool in INDEX_TOOLS and not self.ast_parsing.enabled:
-            return "ast_parsing.enabled is false"
+        if not self.ast_parsing.enabled:
+            # The code-index (tree-sitter) tools, as ide.tools.index declares them; imported here, where
+            # tools are being chosen, because ide.tools loads langchain and the schema alone does not.
+            from ide.tools.index import INDEX_TOOLS
+
+            if any(spec.name == tool for spec in INDEX_TOOLS):
+                return "ast_parsing.enabled is false"
         return None
 
 

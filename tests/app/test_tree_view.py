@@ -14,8 +14,8 @@ from PySide6.QtGui import QHelpEvent, QImage, QTextDocumentFragment
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from ide.app.tree_model import synthetic_events, tidy_layout
-from ide.app.tree_style import LINE_H, MIN_SCALE
-from ide.app.tree_view import SearchTreeView, value_colour
+from ide.app.tree_style import LINE_H, MIN_SCALE, value_colour
+from ide.app.tree_view import SearchTreeView
 from ide.app.window import MainWindow
 from ide.protocol.tree import BranchDiffParams, SearchTree, TreeEvent, TreeNode, read_jsonl
 from tests.app.support import REPO, TURN_TIMEOUT_MS, WindowFactory, wait_ready

@@ -14,14 +14,10 @@ from ide.changes import ChangeSet
 from ide.settings import Settings
 from ide.workflows.fusion import describe_reranker, fuse, grounding_problem
 from ide.workflows.loader import load_catalog
-from ide.workflows.retrieval import (
-    RetrievalAgent,
-    RetrievalRequest,
-    RunMemory,
-    Snippet,
-    queries_from_failure,
-    queries_from_task,
-)
+from ide.workflows.queries import queries_from_failure, queries_from_task
+from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest
+from ide.workflows.snippets import Snippet
+from ide.workflows.sources import RunMemory
 from tests.support.fake_ollama import FakeOllama
 from tests.support.git import git
 

@@ -14,15 +14,10 @@ import pytest
 from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.settings import Settings, SourceSettings
-from ide.workflows.retrieval import (
-    RetrievalAgent,
-    RetrievalRequest,
-    RetrievalResult,
-    RunMemory,
-    queries_from_failure,
-    queries_from_task,
-)
+from ide.workflows.queries import queries_from_failure, queries_from_task
+from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest, RetrievalResult
 from ide.workflows.schema import RagSource, RetrievalStrategy
+from ide.workflows.sources import RunMemory
 from tests.support.git import git
 from tests.tools.test_symbol_tools import MODELS
 from tests.tools.test_symbol_tools import SHOP as CART

@@ -19,19 +19,16 @@ from ide.search.base import RunContext
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import ToolServices
-from ide.workflows.fusion import FusedContext, find_conflicts, fuse
+from ide.workflows.conflicts import find_conflicts
+from ide.workflows.fusion import FusedContext, fuse
 from ide.workflows.loader import load_catalog
 from ide.workflows.plan import StageDecision, assemble_plan
-from ide.workflows.retrieval import (
-    RetrievalAgent,
-    RetrievalRequest,
-    RetrievalResult,
-    RunMemory,
-    Snippet,
-    queries_from_task,
-)
+from ide.workflows.queries import queries_from_task
+from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest, RetrievalResult
 from ide.workflows.runner import WorkflowRun
 from ide.workflows.schema import RagSource, RetrievalStrategy
+from ide.workflows.snippets import Snippet
+from ide.workflows.sources import RunMemory
 from tests.support.fake_ollama import FakeOllama
 from tests.support.git import git
 from tests.workflows.conftest import indexed

@@ -23,8 +23,9 @@ from ide.tools.mcp import McpConnection, ToolAsk, connect
 from ide.workflows.agents import run_agent
 from ide.workflows.fusion import grounding_problem
 from ide.workflows.loader import WorkflowError, parse_text
-from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest, RetrievalResult, Snippet
+from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest, RetrievalResult
 from ide.workflows.schema import AgentProfile, NodeKind, RetrievalStrategy, Workflow, workflow_json_schema
+from ide.workflows.snippets import Snippet
 from tests.support.git import git
 from tests.support.runs import scripted_run
 from tests.workflows.conftest import indexed

@@ -27,7 +27,9 @@ def test_enabled_settings_keep_every_tool() -> None:
 
 def test_the_schemas_index_tool_names_are_the_index_tools() -> None:
     """ast_parsing.enabled: false withholds exactly the tools ide.tools.index provides."""
-    from ide.tools.index import INDEX_TOOLS as SPECS
-    from ide.workflows.schema import INDEX_TOOLS
+    from ide.tools import builtin_tool_names
+    from ide.tools.index import INDEX_TOOLS
 
-    assert tuple(spec.name for spec in SPECS) == INDEX_TOOLS
+    off = RetrievalStrategy.model_validate({"ast_parsing": {"enabled": False}})
+    withheld = {name for name in builtin_tool_names() if off.withheld(name) == "ast_parsing.enabled is false"}
+    assert withheld == {spec.name for spec in INDEX_TOOLS}
