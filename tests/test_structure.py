@@ -196,7 +196,6 @@ def long_modules() -> dict[str, int]:
 OPEN = pytest.mark.xfail(strict=True, reason="issue 28: the structure is being mended")
 
 
-@OPEN
 def test_no_import_cycle_even_through_function_level_imports() -> None:
     assert cycles(import_graph()) == []
 
@@ -206,7 +205,6 @@ def test_no_module_passes_on_names_it_does_not_use() -> None:
     assert reexports() == {}
 
 
-@OPEN
 def test_no_private_name_crosses_modules() -> None:
     assert private_crossings() == {}
 
