@@ -34,3 +34,23 @@ def test_every_top_level_module_has_a_layer_and_stays_off_qt() -> None:
     }
     assert found - layered == set()
     assert found - qt_free == {"ide.app"}
+
+
+def test_the_documented_window_imports_are_what_the_contract_allows() -> None:
+    """docs/architecture.md rule 1 names every Arbor module the window may import, and only those."""
+    import re
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    window = next(c for c in contracts if c.get("source_modules") == ["ide.app"])
+    top_level = {
+        f"ide.{path.stem if path.is_file() else path.name}"
+        for path in (ROOT / "ide").iterdir()
+        if (path.suffix == ".py" and path.stem not in ("__init__", "__main__"))
+        or (path.is_dir() and (path / "__init__.py").exists())
+    }
+    allowed = top_level - set(window["forbidden_modules"]) - {"ide.app"}
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    rule = text[text.index("1. **The window is a client.**") : text.index("2. **Standard ACP first")]
+    documented = set(re.findall(r"`(ide\.[a-z_]+)`", rule))
+    assert documented == allowed
