@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ide.protocol.eval import REPORT_FILE, EvalReport
+from ide.protocol.modes import AUTO_CHOICES
 
 if TYPE_CHECKING:
     from ide.eval.runner import Evaluation
 
-MODES = ("react", "lats", "tot", "plan", "workflow")
+MODES = AUTO_CHOICES
+"""The modes `arbor eval` compares: every one `auto` may choose."""
 """The architectures ``arbor eval`` can compare (``auto`` is not one: it picks one of these)."""
 
 EXIT_OK = 0
