@@ -26,6 +26,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ide import agentconn, agentproc
 from ide.app.background import run_blocking, spawn
+from ide.app.review_channel import ReviewChannel
 from ide.protocol import ErrorInfo
 from ide.protocol import external as ex
 from ide.protocol.review import ChangeSetView
@@ -232,3 +233,29 @@ class ReviewBackend(QObject):
             raise _refusal(
                 INTERNAL_ERROR, f"`{line}` is not Arbor's backend: it offers no _{ex.EXTERNAL_OPEN}", ""
             )
+
+
+class ForeignReview:
+    """The Review dock's channel for a foreign agent's edits: a request goes to the review session that holds
+    them while the agent runs (one about another session, or any once Arbor's own agent runs again, goes
+    to ``fallback``: Arbor's backend through the bridge)."""
+
+    def __init__(self, backend: ReviewBackend, fallback: ReviewChannel, foreign: Callable[[], bool]) -> None:
+        self.backend = backend
+        self.fallback = fallback
+        self.foreign = foreign
+        """True while the agent the window drives is not Arbor."""
+
+    def request(
+        self,
+        method: str,
+        params: BaseModel,
+        result_type: type[T],
+        on_result: Callable[[T], None],
+        on_error: Callable[[ErrorInfo], None],
+    ) -> bool:
+        if self.foreign() and self.backend.session_id is not None:
+            session_id = getattr(params, "session_id", None)
+            if session_id is None or session_id == self.backend.session_id:
+                return self.backend.request(method, params, result_type, on_result, on_error)
+        return self.fallback.request(method, params, result_type, on_result, on_error)

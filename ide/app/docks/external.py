@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from ide.app.acp_client import BackendState
 from ide.app.background import spawn
 from ide.app.docks.base import AppContext, Part
-from ide.app.external import ReviewBackend
+from ide.app.external import ForeignReview, ReviewBackend
 from ide.app.tool_tree import ToolCallTree
 from ide.protocol.review import ChangeSetView
 
@@ -25,6 +25,8 @@ class ForeignAgent(Part):
         super().__init__(ctx)
         self.review = ReviewBackend(ctx.workspace, parent=self)
         self.review.enabled = self.is_foreign
+        self.channel = ForeignReview(self.review, self.bridge, self.is_foreign)
+        """The Review dock's channel once it shows this agent's edits."""
         self.tree = ToolCallTree()
         self._turns = 0
         self._session: str | None = None
@@ -44,11 +46,6 @@ class ForeignAgent(Part):
     def owns(self, session_id: str | None) -> bool:
         """Whether ``session_id`` is the review session of the foreign agent's edits."""
         return session_id is not None and session_id == self.review.session_id
-
-    @property
-    def reviewing(self) -> bool:
-        """A review session holds the foreign agent's edits (Review requests go to it)."""
-        return self.is_foreign() and self.review.session_id is not None
 
     def _on_session_ready(self, session_id: str, _replayed: bool) -> None:
         if session_id != self._session:
@@ -76,4 +73,4 @@ class ForeignAgent(Part):
 
     def _show_changeset(self, changeset: ChangeSetView) -> None:
         if "review" in self.ctx.parts and self.owns(changeset.session_id):
-            self.ctx.dock("review").show_external(changeset)
+            self.ctx.dock("review").show_external(changeset, self.channel)

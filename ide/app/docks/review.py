@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt, Signal, SignalInstance
 
 from ide.app.docks.base import AppContext, Dock
 from ide.app.review import ReviewPane
+from ide.app.review_channel import ReviewChannel
 from ide.protocol import ErrorInfo
 from ide.protocol.review import (
     APPLY,
@@ -56,6 +57,8 @@ class ReviewDock(Dock):
     def __init__(self, ctx: AppContext) -> None:
         self.pane = ReviewPane()
         super().__init__(ctx, self.pane)
+        self.channel: ReviewChannel = self.bridge
+        """Where review requests go: Arbor's backend, until a foreign agent's review hands over its own."""
         pane, bridge = self.pane, self.bridge
         bridge.sessionUpdate.connect(pane.apply_update)
         bridge.sessionReady.connect(self._on_session_ready)
@@ -78,21 +81,17 @@ class ReviewDock(Dock):
         self.pane.show_branch(changeset, header)
         self.ctx.show_dock(self.name)
 
-    def show_external(self, changeset: ChangeSetView) -> None:
+    def show_external(self, changeset: ChangeSetView, channel: ReviewChannel) -> None:
         """A foreign agent's edits, held by Arbor's review backend: reviewed, applied and rolled back here
-        like Arbor's own (the plain ACP diffs shown so far give way to it)."""
+        like Arbor's own, through ``channel`` from now on (the plain ACP diffs shown so far give way)."""
+        self.channel = channel
         self.pane.set_session(changeset.session_id, str(self.ctx.workspace))
         self.pane.set_interactive(True)
         self.changesetReceived.emit(changeset)
 
     def _send(self, method: str, params: BaseModel, result: type[BaseModel], done: SignalInstance) -> bool:
         failed = partial(self._failed, method)
-        external = self.ctx.parts.get("external")
-        if external is not None and external.reviewing:
-            session_id = getattr(params, "session_id", None)
-            if session_id is None or external.owns(session_id):
-                return external.review.request(method, params, result, done.emit, failed)
-        return self.bridge.request(method, params, result, done.emit, failed)
+        return self.channel.request(method, params, result, done.emit, failed)
 
     def _failed(self, method: str, info: ErrorInfo) -> None:
         self.ctx.show_error(info)
