@@ -26,13 +26,14 @@ from PySide6.QtCore import QObject, Signal
 
 from ide import agentconn, agentproc
 from ide.app.background import run_blocking, spawn
-from ide.app.review_channel import ReviewChannel
 from ide.protocol import ErrorInfo
 from ide.protocol import external as ex
 from ide.protocol.review import ChangeSetView
 
 if TYPE_CHECKING:
     from acp import RequestError
+
+    from ide.app.acp_client import BackendBridge
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +60,12 @@ class ReviewBackend(QObject):
         workspace: Path,
         command: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
+        fallback: BackendBridge | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
+        self.fallback = fallback
+        """Where :meth:`request` sends what is not this review's: Arbor's own backend, through the bridge."""
         self.workspace = workspace.resolve()
         self.command = list(command) if command else agentproc.default_backend_command()
         self.env = dict(env) if env is not None else None
@@ -109,9 +113,17 @@ class ReviewBackend(QObject):
         on_result: Callable[[T], None],
         on_error: Callable[[ErrorInfo], None],
     ) -> bool:
-        """An ``_arbor/review/*`` request to the review backend; False (nothing sent) when it is not up."""
+        """An ``_arbor/review/*`` request of the Review dock, for which this is the channel once it shows the
+        foreign agent's edits: to the review backend while that agent runs and a review session holds them
+        (False, nothing sent, when the backend is not up); one about another session, or any while Arbor's
+        own agent runs, to :attr:`fallback`."""
+        session_id = getattr(params, "session_id", None)
+        if not self.enabled() or self.session_id is None or session_id not in (None, self.session_id):
+            return self.fallback is not None and self.fallback.request(
+                method, params, result_type, on_result, on_error
+            )
         conn = self._conn
-        if conn is None or self.session_id is None:
+        if conn is None:
             return False
 
         async def deliver() -> None:
@@ -233,29 +245,3 @@ class ReviewBackend(QObject):
             raise _refusal(
                 INTERNAL_ERROR, f"`{line}` is not Arbor's backend: it offers no _{ex.EXTERNAL_OPEN}", ""
             )
-
-
-class ForeignReview:
-    """The Review dock's channel for a foreign agent's edits: a request goes to the review session that holds
-    them while the agent runs (one about another session, or any once Arbor's own agent runs again, goes
-    to ``fallback``: Arbor's backend through the bridge)."""
-
-    def __init__(self, backend: ReviewBackend, fallback: ReviewChannel, foreign: Callable[[], bool]) -> None:
-        self.backend = backend
-        self.fallback = fallback
-        self.foreign = foreign
-        """True while the agent the window drives is not Arbor."""
-
-    def request(
-        self,
-        method: str,
-        params: BaseModel,
-        result_type: type[T],
-        on_result: Callable[[T], None],
-        on_error: Callable[[ErrorInfo], None],
-    ) -> bool:
-        if self.foreign() and self.backend.session_id is not None:
-            session_id = getattr(params, "session_id", None)
-            if session_id is None or session_id == self.backend.session_id:
-                return self.backend.request(method, params, result_type, on_result, on_error)
-        return self.fallback.request(method, params, result_type, on_result, on_error)

@@ -148,11 +148,8 @@ class ReviewPane(QWidget):
         layout = QVBoxLayout(changes)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.note)
-        layout.addWidget(self.branch_bar)
-        layout.addWidget(self.toolbar)
-        layout.addWidget(self.result_label)
-        layout.addWidget(self.conflict_list)
+        for row in (self.note, self.branch_bar, self.toolbar, self.result_label, self.conflict_list):
+            layout.addWidget(row)
         layout.addWidget(body, 1)
 
         self.tabs = QTabWidget()

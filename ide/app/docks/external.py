@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from ide.app.acp_client import BackendState
 from ide.app.background import spawn
 from ide.app.docks.base import AppContext, Part
-from ide.app.external import ForeignReview, ReviewBackend
+from ide.app.external import ReviewBackend
 from ide.app.tool_tree import ToolCallTree
 from ide.protocol.review import ChangeSetView
 
@@ -23,10 +23,8 @@ class ForeignAgent(Part):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        self.review = ReviewBackend(ctx.workspace, parent=self)
+        self.review = ReviewBackend(ctx.workspace, fallback=self.bridge, parent=self)
         self.review.enabled = self.is_foreign
-        self.channel = ForeignReview(self.review, self.bridge, self.is_foreign)
-        """The Review dock's channel once it shows this agent's edits."""
         self.tree = ToolCallTree()
         self._turns = 0
         self._session: str | None = None
@@ -73,4 +71,4 @@ class ForeignAgent(Part):
 
     def _show_changeset(self, changeset: ChangeSetView) -> None:
         if "review" in self.ctx.parts and self.owns(changeset.session_id):
-            self.ctx.dock("review").show_external(changeset, self.channel)
+            self.ctx.dock("review").show_external(changeset, self.review)

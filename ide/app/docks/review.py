@@ -4,14 +4,13 @@ read-only. A failed review request reverts only the review's optimistic decision
 from __future__ import annotations
 
 from functools import partial
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 from PySide6.QtCore import Qt, Signal, SignalInstance
 
 from ide.app.docks.base import AppContext, Dock
 from ide.app.review import ReviewPane
-from ide.app.review_channel import ReviewChannel
 from ide.protocol import ErrorInfo
 from ide.protocol.review import (
     APPLY,
@@ -30,6 +29,10 @@ from ide.protocol.review import (
     RollbackParams,
     RollbackResult,
 )
+
+if TYPE_CHECKING:
+    from ide.app.acp_client import BackendBridge
+    from ide.app.external import ReviewBackend
 
 
 class ReviewDock(Dock):
@@ -57,8 +60,8 @@ class ReviewDock(Dock):
     def __init__(self, ctx: AppContext) -> None:
         self.pane = ReviewPane()
         super().__init__(ctx, self.pane)
-        self.channel: ReviewChannel = self.bridge
-        """Where review requests go: Arbor's backend, until a foreign agent's review hands over its own."""
+        self.channel: BackendBridge | ReviewBackend = self.bridge
+        """Where review requests go: Arbor's backend, until a foreign agent's review backend takes over."""
         pane, bridge = self.pane, self.bridge
         bridge.sessionUpdate.connect(pane.apply_update)
         bridge.sessionReady.connect(self._on_session_ready)
@@ -81,7 +84,7 @@ class ReviewDock(Dock):
         self.pane.show_branch(changeset, header)
         self.ctx.show_dock(self.name)
 
-    def show_external(self, changeset: ChangeSetView, channel: ReviewChannel) -> None:
+    def show_external(self, changeset: ChangeSetView, channel: ReviewBackend) -> None:
         """A foreign agent's edits, held by Arbor's review backend: reviewed, applied and rolled back here
         like Arbor's own, through ``channel`` from now on (the plain ACP diffs shown so far give way)."""
         self.channel = channel
