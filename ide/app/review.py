@@ -40,6 +40,7 @@ from ide.protocol.review import (
     ApplyResult,
     BatchView,
     ChangeSetView,
+    DecideParams,
     Decision,
     HistoryResult,
     HunkView,
@@ -439,7 +440,7 @@ class ReviewPane(QWidget):
         self.diff.mark(hunk)
         self._update_actions()
 
-    def _decided(self, params: Any) -> None:
+    def _decided(self, params: DecideParams) -> None:
         self._decisions_changed()
         self.decideRequested.emit(params)
 
