@@ -208,9 +208,8 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
 
     # README.md is row 0 and selected: reject the whole file; the pane moves on to spec.py.
     await press(window, Qt.Key.Key_R, shift=True)
-    log.step(
-        "Shift+R README.md", ok=states(window)[README] == "rejected", now_on=pane._current_file_view().path
-    )
+    now_on = pane.state.current_file_view().path  # type: ignore[union-attr]
+    log.step("Shift+R README.md", ok=states(window)[README] == "rejected", now_on=now_on)
     for (name, key), decision in zip(
         (("a", Qt.Key.Key_A), ("r", Qt.Key.Key_R)), SPEC_DECISIONS, strict=False
     ):

@@ -11,8 +11,6 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 IDE = ROOT / "ide"
 MAX_LINES = 600
@@ -192,15 +190,10 @@ def long_modules() -> dict[str, int]:
     return {name: count for name, count in lengths.items() if count > MAX_LINES}
 
 
-# Issue 28 in progress: each marker goes when its check passes (strict: a pass fails the run).
-OPEN = pytest.mark.xfail(strict=True, reason="issue 28: the structure is being mended")
-
-
 def test_no_import_cycle_even_through_function_level_imports() -> None:
     assert cycles(import_graph()) == []
 
 
-@OPEN
 def test_no_module_passes_on_names_it_does_not_use() -> None:
     assert reexports() == {}
 

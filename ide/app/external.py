@@ -33,6 +33,8 @@ from ide.protocol.method import Method
 if TYPE_CHECKING:
     from acp import RequestError
 
+    from ide.app.acp_client import BackendBridge
+
 log = logging.getLogger(__name__)
 
 P = TypeVar("P", bound=BaseModel)
@@ -59,9 +61,12 @@ class ReviewBackend(QObject):
         workspace: Path,
         command: Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
+        fallback: BackendBridge | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
+        self.fallback = fallback
+        """Where :meth:`request` sends what is not this review's: Arbor's own backend, through the bridge."""
         self.workspace = workspace.resolve()
         self.command = list(command) if command else agentproc.default_backend_command()
         self.env = dict(env) if env is not None else None
@@ -108,9 +113,15 @@ class ReviewBackend(QObject):
         on_result: Callable[[T], None],
         on_error: Callable[[ErrorInfo], None],
     ) -> bool:
-        """An ``_arbor/review/*`` request to the review backend; False (nothing sent) when it is not up."""
+        """An ``_arbor/review/*`` request of the Review dock, for which this is the channel once it shows the
+        foreign agent's edits: to the review backend while that agent runs and a review session holds them
+        (False, nothing sent, when the backend is not up); one about another session, or any while Arbor's
+        own agent runs, to :attr:`fallback`."""
+        session_id = getattr(params, "session_id", None)
+        if not self.enabled() or self.session_id is None or session_id not in (None, self.session_id):
+            return self.fallback is not None and self.fallback.request(method, params, on_result, on_error)
         conn = self._conn
-        if conn is None or self.session_id is None:
+        if conn is None:
             return False
 
         async def deliver() -> None:

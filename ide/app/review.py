@@ -2,44 +2,57 @@
 
 Narrow interface: the window feeds it change sets, apply/rollback results and history, and standard ACP
 ``session/update`` payloads; the pane asks for things through signals carrying ``ide.protocol.review``
-models. Decisions show at once (optimistic overrides) and every ChangeSetView from the backend replaces
-them. Only the selected file is rendered, into one text document, so a change set's size costs little.
-The pending review lives in :mod:`ide.app.review_pending`; a search branch's diff and the plain-ACP diffs
-of an agent without Arbor review are the two read-only modes here.
+models. What it knows and decides is a Qt-free :class:`~ide.app.review_state.ReviewState`: decisions show
+at once (optimistic) and every ChangeSetView from the backend replaces them. The pane composes its pieces
+(:mod:`ide.app.review_widgets`: the file list, the toolbar, the branch bar, the hunk bar, the History tab;
+:mod:`ide.app.review_diff`: the diff), wires their signals to its own methods, and renders the state after
+each change. A search branch's diff and the plain-ACP diffs of an agent without Arbor review are the two
+read-only modes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import (
-    QEvent,
-    QObject,
-    Qt,
-    QTimer,
-)
-from PySide6.QtGui import (
-    QKeyEvent,
-)
-from PySide6.QtWidgets import (
-    QWidget,
-)
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QLabel, QListWidget, QMessageBox, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from ide.app.diff_editor import DiffEditor, DiffHighlighter
-from ide.app.diffs import StandardDiffs, file_state
-from ide.app.review_layout import META_MARK, STANDARD_NOTE, ReviewFileModel
-from ide.app.review_pending import PendingReview
-from ide.protocol.review import ChangeSetView
-
-__all__ = ["META_MARK", "STANDARD_NOTE", "DiffEditor", "DiffHighlighter", "ReviewFileModel", "ReviewPane"]
+from ide.app.review_diff import DiffView
+from ide.app.review_state import (
+    ReviewState,
+    empty_file_message,
+    file_notes,
+    has_notes,
+    rollback_message,
+    rollback_question,
+)
+from ide.app.review_widgets import (
+    STANDARD_NOTE,
+    BranchBar,
+    HistoryTab,
+    HunkBar,
+    ReviewFileList,
+    ReviewToolbar,
+)
+from ide.protocol.review import (
+    ApplyResult,
+    BatchView,
+    ChangeSetView,
+    DecideParams,
+    Decision,
+    HistoryResult,
+    HunkView,
+    RollbackParams,
+    RollbackResult,
+)
 
 STANDARD_DIFF_DELAY_MS = 50
 """Coalescing window for rebuilding the read-only review from streamed ACP diffs."""
 
 
-class ReviewPane(PendingReview):
+class ReviewPane(QWidget):
     """Files on the left, the selected file's diff on the right, hunk actions above it; History tab.
 
     Inputs: :meth:`set_session`, :meth:`set_interactive`, :meth:`set_changeset`, :meth:`show_branch`,
@@ -47,136 +60,426 @@ class ReviewPane(PendingReview):
     :meth:`apply_update`, :meth:`revert`, :meth:`clear`. Outputs: the ``*Requested`` signals.
     """
 
+    decideRequested = Signal(object)
+    """A :class:`DecideParams` to send to the backend."""
+    applyRequested = Signal(object)
+    """An :class:`ApplyParams`."""
+    rollbackRequested = Signal(object)
+    """A :class:`RollbackParams`."""
+    historyRequested = Signal(object)
+    """A :class:`HistoryParams`."""
+    feedbackRequested = Signal(str)
+    """A refinement prompt built from the hunk comments, for the chat to send as a new turn."""
+    changesShown = Signal(int)
+    """A change set with this many files is on screen (the window raises the dock when it is not 0)."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._standard = StandardDiffs()
+        self.setObjectName("reviewPane")
+        self.state = ReviewState()
+        self.rollback_confirm: QMessageBox | None = None
+        """The last Roll back confirmation asked (it names the files and the commit)."""
+        self._build()
+        self._wire()
         self._standard_timer = QTimer(self)
         self._standard_timer.setSingleShot(True)
         self._standard_timer.setInterval(STANDARD_DIFF_DELAY_MS)
         self._standard_timer.timeout.connect(self._show_standard_diffs)
         self._update_actions()
 
+    def _build(self) -> None:
+        self.note = QLabel(STANDARD_NOTE)
+        self.note.setObjectName("mutedLabel")
+        self.note.setWordWrap(True)
+        self.branch_bar = BranchBar()
+        self.branch_bar.hide()
+        self.toolbar = ReviewToolbar()
+        self.files = ReviewFileList()
+        self.hunk_bar = HunkBar()
+        self.diff = DiffView()
+        self.history = HistoryTab()
+        # The pieces' widgets under the names scripts and tests use.
+        self.branch_label, self.back_button = self.branch_bar.label, self.branch_bar.back_button
+        toolbar, hunk_bar, diff, history = self.toolbar, self.hunk_bar, self.diff, self.history
+        self.summary, self.view_toggle = toolbar.summary, toolbar.view_toggle
+        self.accept_all_button, self.reject_all_button = toolbar.accept_all_button, toolbar.reject_all_button
+        self.apply_button, self.feedback_button = toolbar.apply_button, toolbar.feedback_button
+        self.file_list, self.files_model = self.files, self.files.files_model
+        self.hunk_label, self.comment_edit = hunk_bar.hunk_label, hunk_bar.comment_edit
+        self.accept_button, self.reject_button = hunk_bar.accept_button, hunk_bar.reject_button
+        self.accept_file_button, self.reject_file_button = (
+            hunk_bar.accept_file_button,
+            hunk_bar.reject_file_button,
+        )
+        self.comment_button = hunk_bar.comment_button
+        self.diff_pages, self.unified, self.left, self.right = diff, diff.unified, diff.left, diff.right
+        self.message, self.merged_view = diff.message, diff.merged_view
+        self.history_tree, self.history_label = history.tree, history.label
+        self.rollback_button, self.refresh_history_button = history.rollback_button, history.refresh_button
+
+        self.meta_label = QLabel("")
+        self.meta_label.setObjectName("reviewMetaNote")
+        self.meta_label.setWordWrap(True)
+        self.meta_label.hide()
+        self.conflict_list = QListWidget()
+        self.conflict_list.setObjectName("reviewConflicts")
+        self.conflict_list.setMaximumHeight(90)
+        self.conflict_list.hide()
+        self.result_label = QLabel("")
+        self.result_label.setWordWrap(True)
+        self.result_label.hide()
+        # These show paths and the backend's messages: text, never markup.
+        for label in (self.meta_label, self.result_label):
+            label.setTextFormat(Qt.TextFormat.PlainText)
+
+        diff_side = QWidget()
+        diff_layout = QVBoxLayout(diff_side)
+        diff_layout.setContentsMargins(0, 0, 0, 0)
+        diff_layout.setSpacing(0)
+        diff_layout.addWidget(self.meta_label)
+        diff_layout.addWidget(self.hunk_bar)
+        diff_layout.addWidget(self.diff, 1)
+        body = QSplitter(Qt.Orientation.Horizontal)
+        body.addWidget(self.files)
+        body.addWidget(diff_side)
+        body.setStretchFactor(1, 3)
+        body.setSizes([300, 900])
+
+        changes = QWidget()
+        layout = QVBoxLayout(changes)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        for row in (self.note, self.branch_bar, self.toolbar, self.result_label, self.conflict_list):
+            layout.addWidget(row)
+        layout.addWidget(body, 1)
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(changes, "Changes")
+        self.tabs.addTab(self.history, "History")
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.tabs)
+
+        for widget in (self.files, self.unified, self.left, self.right, self):
+            widget.installEventFilter(self)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+
+    def _wire(self) -> None:
+        self.back_button.clicked.connect(self.show_pending)
+        self.view_toggle.toggled.connect(self.set_side_by_side)
+        self.accept_all_button.clicked.connect(lambda: self.decide_all("accepted"))
+        self.reject_all_button.clicked.connect(lambda: self.decide_all("rejected"))
+        self.apply_button.clicked.connect(self.apply)
+        self.feedback_button.clicked.connect(self.send_feedback)
+        self.files.rowChosen.connect(self._on_file_row)
+        self.accept_button.clicked.connect(lambda: self.decide_hunk("accepted"))
+        self.reject_button.clicked.connect(lambda: self.decide_hunk("rejected"))
+        self.accept_file_button.clicked.connect(lambda: self.decide_file("accepted"))
+        self.reject_file_button.clicked.connect(lambda: self.decide_file("rejected"))
+        self.comment_edit.returnPressed.connect(self.comment_on_hunk)
+        self.comment_button.clicked.connect(self.comment_on_hunk)
+        self.conflict_list.currentRowChanged.connect(self.show_conflict)
+        self.history_tree.currentItemChanged.connect(lambda *_: self._update_actions())
+        self.rollback_button.clicked.connect(self.roll_back_selected)
+        self.refresh_history_button.clicked.connect(self.request_history)
+        self.tabs.currentChanged.connect(self._on_tab)
+
+    # The state, read-only, under the names the dock, scripts and tests use.
+
+    @property
+    def changeset(self) -> ChangeSetView | None:
+        return self.state.changeset
+
+    @property
+    def interactive(self) -> bool:
+        return self.state.interactive
+
+    @property
+    def branch(self) -> ChangeSetView | None:
+        return self.state.branch
+
+    @property
+    def current_file(self) -> int:
+        return self.state.current_file
+
+    @property
+    def current_hunk(self) -> int:
+        return self.state.current_hunk
+
+    def current_hunk_view(self) -> HunkView | None:
+        return self.state.current_hunk_view()
+
+    # Inputs.
+
     def set_session(self, session_id: str, cwd: str) -> None:
         """A new session: forget what the pane showed for the previous one."""
-        if session_id != self.session_id:
+        if session_id != self.state.session_id:
             self.clear()
-        self.session_id = session_id
-        self.cwd = cwd
+        self.state.session_id = session_id
+        self.state.cwd = cwd
 
     def set_interactive(self, interactive: bool) -> None:
         """True when the backend serves ``_arbor/review/*``; False shows standard ACP diffs read-only."""
-        if self.branch is not None:
-            self._pending_interactive = interactive  # for when the review comes back
-            return
-        self.interactive = interactive
-        self.note.setVisible(not interactive)
-        self._update_actions()
+        if self.state.set_interactive(interactive):
+            self._show_mode()
+            self._update_actions()
 
     def show_branch(self, changeset: ChangeSetView, header: str) -> None:
         """Show a search branch's changes read-only under ``header`` (no decisions, apply or feedback),
         until :meth:`show_pending` brings back the session's pending review."""
-        if self.branch is None:
-            self._pending = self.changeset
-            self._pending_interactive = self.interactive
-        self.branch = changeset
-        self.interactive = False
-        self.note.hide()
+        self.state.enter_branch(changeset)
+        self._show_mode()
         self.branch_label.setText(header)
-        self.branch_bar.show()
         self.result_label.hide()
         self.conflict_list.hide()
         self._show_changeset(changeset)
 
     def show_pending(self) -> None:
         """Leave a branch shown by :meth:`show_branch`: the pending review, as it is now."""
-        if self.branch is None:
+        if self.state.branch is None:
             return
-        self.branch = None
-        self.branch_bar.hide()
-        self.interactive = self._pending_interactive
-        self.note.setVisible(not self.interactive)
-        pending, self._pending = self._pending, None
+        pending = self.state.leave_branch()
+        self._show_mode()
         if pending is not None:
             self._show_changeset(pending)
         else:
-            self.changeset = None
-            self.files_model.set_files([], [])
-            self.current_file = self.current_hunk = -1
-            self._show_message("Select a file to see its changes.")
-            self._update_actions()
+            self._show_nothing()
 
     def clear(self) -> None:
         """Show nothing (a new session, or a replay about to rebuild the view)."""
-        if self.branch is not None:
-            self._pending = None
-            self.show_pending()
-        self._standard = StandardDiffs()
+        self.state.clear()
+        self._show_mode()
         self._standard_timer.stop()
-        self.changeset = None
-        self.conflicts = []
-        self._decisions.clear()
-        self._comments.clear()
-        self.files_model.set_files([], [])
-        self.current_file = self.current_hunk = -1
         self.conflict_list.clear()
         self.conflict_list.hide()
         self.result_label.hide()
-        self._show_message("Select a file to see its changes.")
-        self._update_actions()
+        self._show_nothing()
 
     def set_changeset(self, changeset: ChangeSetView) -> None:
         """Show ``changeset`` as the truth, keeping the selected file and hunk where they still exist.
 
         While a branch is shown, it is kept for when the review comes back."""
-        if self.branch is not None:
-            self._pending = changeset
-            return
-        self._show_changeset(changeset)
-
-    def _show_changeset(self, changeset: ChangeSetView) -> None:
-        previous_path = self._current_file_view().path if self._current_file_view() else None
-        previous_hunk = self.current_hunk
-        self.changeset = changeset
-        self._decisions.clear()
-        if self.interactive:
-            self._comments.clear()
-        files = changeset.files
-        self.files_model.set_files(files, [file_state(file, self.decision_of) for file in files])
-        row = next((i for i, file in enumerate(files) if file.path == previous_path), 0 if files else -1)
-        self.current_file = -1
-        if row >= 0:
-            keep = previous_hunk if files[row].path == previous_path else 0
-            self.select_file(row, hunk=min(keep, len(files[row].hunks) - 1))
-        else:
-            self.current_hunk = -1
-            self._show_message("No changes to review.")
-        self._update_actions()
-        self.changesShown.emit(len(files))
+        if self.state.receive(changeset):
+            self._show_changeset(changeset)
 
     def apply_update(self, update: Any) -> None:
         """Collect standard ACP ``diff`` content of tool calls (only when the agent is not Arbor)."""
-        if self.interactive:
-            return
-        if getattr(update, "session_update", None) not in ("tool_call", "tool_call_update"):
-            return
-        found = False
-        for item in getattr(update, "content", None) or []:
-            if getattr(item, "type", None) == "diff":
-                self._standard.add(self._relative(item.path), item.old_text, item.new_text)
-                found = True
-        if found and not self._standard_timer.isActive():
+        if self.state.collect(update) and not self._standard_timer.isActive():
             self._standard_timer.start()
 
-    def _relative(self, path: str) -> str:
-        if self.cwd:
-            try:
-                return Path(path).relative_to(self.cwd).as_posix()
-            except ValueError:
-                pass
-        return path
+    def revert(self) -> None:
+        """Drop decisions the backend did not confirm (its request failed) and show its last truth."""
+        if self.state.revert():
+            self._decisions_changed()
+
+    def show_apply_result(self, result: ApplyResult) -> None:
+        """What Apply did: the remaining change set, the batch written and any conflicts."""
+        self.set_changeset(result.changeset)
+        self.result_label.setText(self.state.applied(result))
+        self.result_label.show()
+        self.conflict_list.clear()
+        for conflict in self.state.conflicts:
+            self.conflict_list.addItem(f"{conflict.path} — {conflict.message}")
+        self.conflict_list.setVisible(bool(self.state.conflicts))
+        self.request_history()
+
+    def set_history(self, history: HistoryResult) -> None:
+        """List applied batches, newest first as the backend sends them."""
+        self.state.batches = history
+        self.history.show_batches(history)
+        self._update_actions()
+
+    def show_rollback_result(self, result: RollbackResult) -> None:
+        self.history_label.setText(rollback_message(result))
+        self.request_history()
+
+    # The user's actions.
+
+    def select_file(self, row: int, hunk: int = 0) -> None:
+        """Show file ``row`` of the list with hunk ``hunk`` current (-1: its last hunk)."""
+        previous = self.state.current_file
+        if not self.state.select(row, hunk):
+            return
+        if row != previous:
+            self.files.show_row(row)
+        self._render()
+        self._update_actions()
+
+    def next_hunk(self) -> None:
+        """Move to the next hunk, on to the next file's first hunk after the last one (j)."""
+        self._go(self.state.next_position())
+
+    def previous_hunk(self) -> None:
+        """Move to the previous hunk, back to the previous file's last hunk before the first one (k)."""
+        self._go(self.state.previous_position())
+
+    def set_side_by_side(self, on: bool) -> None:
+        self.diff.side_by_side = on
+        if self.view_toggle.isChecked() != on:
+            self.view_toggle.setChecked(on)
+        self._render()
+
+    def decide_hunk(self, decision: Decision) -> None:
+        """Decide the current hunk, then move to the next one (a / r)."""
+        params = self.state.decide_hunk(decision)
+        if params is not None:
+            self._decided(params)
+            self.next_hunk()
+
+    def decide_file(self, decision: Decision) -> None:
+        """Decide every hunk of the selected file, then move to the next file (Shift+A / Shift+R)."""
+        params = self.state.decide_file(decision)
+        if params is not None:
+            self._decided(params)
+            following = self.state.next_file()
+            if following is not None:
+                self.select_file(following, 0)
+
+    def decide_all(self, decision: Decision) -> None:
+        """Decide every hunk of the change set (Accept all / Reject all)."""
+        params = self.state.decide_all(decision)
+        if params is not None:
+            self._decided(params)
+
+    def comment_on_hunk(self) -> None:
+        """Attach the comment box's text to the current hunk (and record it with the backend)."""
+        text = self.comment_edit.text().strip()
+        if not text or not self.state.commentable:
+            return
+        params = self.state.comment(text)
+        self.comment_edit.clear()
+        if params is not None:
+            self.decideRequested.emit(params)
+        self._render()
+        self._update_actions()
+
+    def feedback_text(self) -> str | None:
+        """The refinement prompt Send feedback would send (None without comments)."""
+        return self.state.feedback_text()
+
+    def send_feedback(self) -> None:
+        text = self.state.feedback()
+        if text is not None:
+            self.feedbackRequested.emit(text)
+
+    def apply(self) -> None:
+        params = self.state.apply_params()
+        if params is not None:
+            self.applyRequested.emit(params)
+
+    def request_history(self) -> None:
+        params = self.state.history_params()
+        if params is not None:
+            self.historyRequested.emit(params)
+
+    def show_conflict(self, index: int) -> None:
+        """Show the merged-with-markers text of conflict ``index`` in place of the diff."""
+        conflict = self.state.conflict(index)
+        if conflict is None:
+            return
+        if conflict.merged is None:
+            self.diff.show_message(f"{conflict.path}: {conflict.message}")
+        else:
+            self.diff.show_merged(conflict.merged)
+
+    def roll_back_selected(self) -> None:
+        """Roll back the batch selected in the History tab, once the user confirms."""
+        batch = self.state.rollback_target(self.history.selected_row())
+        if batch is not None:
+            self._confirm_rollback(batch)
+
+    def _confirm_rollback(self, batch: BatchView) -> None:
+        text, details = rollback_question(batch)
+        confirm = QMessageBox(
+            QMessageBox.Icon.Question, "Roll back", text, QMessageBox.StandardButton.Cancel, self
+        )
+        confirm.setObjectName("rollbackConfirm")
+        confirm.setInformativeText(details)
+        button = confirm.addButton("Roll back", QMessageBox.ButtonRole.AcceptRole)
+        confirm.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        params = RollbackParams(cwd=batch.cwd, batch_id=batch.id)
+        button.clicked.connect(lambda: self.rollbackRequested.emit(params))
+        confirm.finished.connect(confirm.deleteLater)
+        self.rollback_confirm = confirm
+        confirm.open()
+
+    # Rendering the state.
+
+    def _show_changeset(self, changeset: ChangeSetView) -> None:
+        selection = self.state.show(changeset)
+        self.files_model.set_files(changeset.files, self.state.file_states())
+        if selection is not None:
+            self.select_file(*selection)
+        else:
+            self.diff.show_message("No changes to review.")
+        self._update_actions()
+        self.changesShown.emit(len(changeset.files))
+
+    def _show_nothing(self) -> None:
+        self.files_model.set_files([], [])
+        self.diff.show_message("Select a file to see its changes.")
+        self._update_actions()
+
+    def _show_mode(self) -> None:
+        """The standard-diffs note and the branch bar, as the state's mode says."""
+        self.note.setVisible(self.state.branch is None and not self.state.interactive)
+        self.branch_bar.setVisible(self.state.branch is not None)
 
     def _show_standard_diffs(self) -> None:
-        self.set_changeset(self._standard.changeset(self.session_id or "", self.cwd or ""))
+        self.set_changeset(self.state.standard_changeset())
+
+    def _go(self, position: tuple[int, int] | None) -> None:
+        if position is None:
+            return
+        row, hunk = position
+        if row != self.state.current_file:
+            self.select_file(row, hunk)
+            return
+        self.state.current_hunk = hunk
+        self.diff.mark(hunk)
+        self._update_actions()
+
+    def _decided(self, params: DecideParams) -> None:
+        self._decisions_changed()
+        self.decideRequested.emit(params)
+
+    def _decisions_changed(self) -> None:
+        for row, state in enumerate(self.state.file_states()):
+            self.files_model.set_state(row, state)
+        self._render()
+        self._update_actions()
+
+    def _on_file_row(self, row: int) -> None:
+        if row != self.state.current_file:
+            self.select_file(row)
+
+    def _render(self) -> None:
+        """Render the selected file into the unified or the side-by-side view (only that file)."""
+        file = self.state.current_file_view()
+        self.meta_label.setVisible(file is not None and has_notes(file))
+        if file is None:
+            return
+        notes = file_notes(file)
+        if notes:
+            self.meta_label.setText("\n".join(notes))
+        if not file.hunks:
+            self.diff.show_message(empty_file_message(file))
+            return
+        decisions = [self.state.decision_of(hunk) for hunk in file.hunks]
+        self.diff.show_file(file, self.state.header, decisions, self.state.current_hunk)
+
+    def _update_actions(self) -> None:
+        actions = self.state.actions(self.history.selected_row())
+        self.hunk_bar.show_actions(actions, self.state.hunk_caption())
+        self.toolbar.show_actions(actions, self.state.summary())
+        self.history.show_actions(actions)
+
+    def _on_tab(self, index: int) -> None:
+        if self.tabs.widget(index) is not None and self.tabs.tabText(index) == "History":
+            self.request_history()
+
+    # Keys.
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):

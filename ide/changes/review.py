@@ -252,12 +252,14 @@ class Review:
     def decide(self, params: DecideParams) -> ChangeSetView:
         """Set the decision (and comment) of hunks by id, of every hunk of ``paths``, or of all."""
         files = file_changes(self.changeset, self._hunk_cache)
+        # Built once (it scans every hunk for hidden characters); the decisions made below are set on it.
+        view = self._view(files)
         by_id = {h.id: h for f in files for h in f.hunks}
         by_path = {f.path: f for f in files}
         chosen: list[str] = []
         if params.all:
             # Meta files and hunks hiding characters are accepted or rejected only on their own.
-            chosen = [h.id for h in self._view(files).wholesale_hunks()]
+            chosen = [h.id for h in view.wholesale_hunks()]
         for hunk_id in params.hunk_ids:
             if hunk_id not in by_id:
                 raise ChangeError(f"no hunk {hunk_id} in the change set; it may have changed, fetch it again")
@@ -271,7 +273,10 @@ class Review:
                 params.comment if params.comment is not None else self._decisions.get(hunk_id, ("", None))[1]
             )
             self._decisions[hunk_id] = (params.decision, comment)
-        return self._view(files)
+        decided = set(chosen)
+        for hunk in (hunk for file in view.files for hunk in file.hunks if hunk.id in decided):
+            hunk.decision, hunk.comment = self._decisions[hunk.id]
+        return view
 
     def decision(self, hunk: Hunk) -> Decision:
         return self._decisions.get(hunk.id, ("pending", None))[0]

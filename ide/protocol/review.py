@@ -18,7 +18,6 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ide.protocol.diff import diff_text
-from ide.protocol.diff import quote_path as quote_path
 from ide.protocol.hidden import HiddenFinding
 from ide.protocol.method import Method, Notification
 

@@ -25,8 +25,10 @@ from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
 
 from ide.app.background import pending_tasks
+from ide.app.review import ReviewPane
 from ide.app.theme import apply_theme
 from ide.app.window import MainWindow
+from ide.protocol.review import ChangeSetView
 from tests.app.support import WindowFactory, close_window
 
 
@@ -105,3 +107,16 @@ def make_window(qtbot: Any, qloop: asyncio.AbstractEventLoop, qsettings_dir: Pat
     finally:
         if collecting:
             gc.enable()
+
+
+@pytest.fixture
+def pane(qtbot: Any, review_changeset: ChangeSetView) -> ReviewPane:
+    """A shown, interactive Review pane (1100×600) with the test module's ``review_changeset`` on it."""
+    widget = ReviewPane()
+    qtbot.addWidget(widget)
+    widget.resize(1100, 600)
+    widget.show()
+    widget.set_session(review_changeset.session_id, review_changeset.cwd)
+    widget.set_interactive(True)
+    widget.set_changeset(review_changeset)
+    return widget

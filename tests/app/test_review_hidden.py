@@ -21,16 +21,10 @@ NEW = f'def pay(amount):\n    level = "user{RLO} # admin"\n    token{ZWSP} = p{C
 
 
 @pytest.fixture
-def pane(qtbot: Any) -> ReviewPane:
-    widget = ReviewPane()
-    qtbot.addWidget(widget)
-    widget.resize(1100, 600)
-    widget.show()
-    widget.set_session("s1", "/w")
-    widget.set_interactive(True)
+def review_changeset() -> ChangeSetView:
+    """What the ``pane`` fixture (tests/app/conftest.py) shows."""
     files = [local_file_change("pkg/pay.py", OLD, NEW), local_file_change("pkg/ok.py", "a\n", "b\n")]
-    widget.set_changeset(ChangeSetView(session_id="s1", cwd="/w", title="t", files=files))
-    return widget
+    return ChangeSetView(session_id="s1", cwd="/w", title="t", files=files)
 
 
 def test_hidden_characters_are_shown_and_the_file_carries_a_banner(pane: ReviewPane) -> None:
@@ -52,5 +46,5 @@ def test_accept_all_leaves_them_pending(qtbot: Any, pane: ReviewPane) -> None:
     pane.decideRequested.connect(sent.append)
     qtbot.mouseClick(pane.accept_all_button, Qt.MouseButton.LeftButton)
     assert [(p.decision, p.all) for p in sent] == [("accepted", True)]
-    decided = {f.path: [pane.decision_of(h) for h in f.hunks] for f in pane.changeset.files}
+    decided = {f.path: [pane.state.decision_of(h) for h in f.hunks] for f in pane.state.changeset.files}
     assert decided == {"pkg/pay.py": ["pending"], "pkg/ok.py": ["accepted"]}

@@ -23,15 +23,9 @@ def synthetic_changeset(files: int = 50) -> ChangeSetView:
 
 
 @pytest.fixture
-def pane(qtbot: Any) -> ReviewPane:
-    widget = ReviewPane()
-    qtbot.addWidget(widget)
-    widget.resize(1100, 600)
-    widget.show()
-    widget.set_session(SESSION, "/w")
-    widget.set_interactive(True)
-    widget.set_changeset(synthetic_changeset())
-    return widget
+def review_changeset() -> ChangeSetView:
+    """What the ``pane`` fixture (tests/app/conftest.py) shows."""
+    return synthetic_changeset()
 
 
 Keys = list[tuple[str, Qt.KeyboardModifier]]
@@ -109,7 +103,7 @@ def test_accept_all_and_reject_all_buttons(qtbot: Any, pane: ReviewPane):
 
 def test_side_by_side_aligns_old_and_new_with_intraline_marks(pane: ReviewPane):
     pane.view_toggle.click()
-    assert pane.diff_pages.currentWidget() is pane._split_page
+    assert pane.diff_pages.currentWidget() is pane.diff.split
     left, right = pane.left.toPlainText().split("\n"), pane.right.toPlainText().split("\n")
     assert len(left) == len(right)
     assert left[1:3] == ["def f0(x):", "    return x + 0"]
@@ -165,7 +159,7 @@ def test_read_only_mode_ignores_decisions(qtbot: Any, pane: ReviewPane):
 
 
 def test_apply_and_roll_back_messages_count_files_and_name_the_commit() -> None:
-    from ide.app.review_pending import commit_phrase, plural, rollback_question
+    from ide.app.review_state import commit_phrase, plural, rollback_question
     from ide.protocol.review import BatchView
 
     assert (plural(1, "file"), plural(3, "file"), plural(0, "file")) == ("1 file", "3 files", "0 files")

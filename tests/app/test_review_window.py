@@ -109,7 +109,7 @@ def test_history_and_roll_back(qtbot: Any, make_window: WindowFactory, git_works
     confirm = pane.rollback_confirm
     assert confirm is not None and confirm.isVisible()
     assert "Roll back batch b1? It restores 3 files" in confirm.text()
-    batch = pane.batches.batches[0]
+    batch = pane.state.batches.batches[0]
     assert all(path in confirm.text() for path in batch.paths)
     confirm.button(QMessageBox.StandardButton.Cancel).click()
     assert requests(log, "arbor/review/rollback") == []

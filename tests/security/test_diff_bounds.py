@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from ide.changes import BatchStore, ChangeSet, Review
 from ide.changes.hunks import apply_hunks, text_hunks
 from ide.linediff import diff_opcodes
-from ide.protocol.review import quote_path, unified_diff
+from ide.protocol.diff import quote_path
+from ide.protocol.review import unified_diff
 from tests.support.git import git
 
 

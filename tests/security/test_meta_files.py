@@ -105,7 +105,8 @@ def test_accept_all_leaves_meta_files_pending_until_accepted_on_their_own(
 
 
 def test_the_review_pane_marks_meta_files_and_accept_all_skips_them(qtbot: Any) -> None:
-    from ide.app.review import META_MARK, ReviewPane
+    from ide.app.review import ReviewPane
+    from ide.app.review_state import META_MARK
 
     files = [local_file_change(PLAIN, "a\n", "b\n")]
     files += [local_file_change(path, None, text) for path, text in META.items()]

@@ -23,7 +23,7 @@ class ForeignAgent(Part):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        self.review = ReviewBackend(ctx.workspace, parent=self)
+        self.review = ReviewBackend(ctx.workspace, fallback=self.bridge, parent=self)
         self.review.enabled = self.is_foreign
         self.tree = ToolCallTree()
         self._turns = 0
@@ -44,11 +44,6 @@ class ForeignAgent(Part):
     def owns(self, session_id: str | None) -> bool:
         """Whether ``session_id`` is the review session of the foreign agent's edits."""
         return session_id is not None and session_id == self.review.session_id
-
-    @property
-    def reviewing(self) -> bool:
-        """A review session holds the foreign agent's edits (Review requests go to it)."""
-        return self.is_foreign() and self.review.session_id is not None
 
     def _on_session_ready(self, session_id: str, _replayed: bool) -> None:
         if session_id != self._session:
@@ -76,4 +71,4 @@ class ForeignAgent(Part):
 
     def _show_changeset(self, changeset: ChangeSetView) -> None:
         if "review" in self.ctx.parts and self.owns(changeset.session_id):
-            self.ctx.dock("review").show_external(changeset)
+            self.ctx.dock("review").show_external(changeset, self.review)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 from PySide6.QtCore import Qt, Signal, SignalInstance
@@ -28,6 +28,10 @@ from ide.protocol.review import (
     HistoryParams,
     RollbackParams,
 )
+
+if TYPE_CHECKING:
+    from ide.app.acp_client import BackendBridge
+    from ide.app.external import ReviewBackend
 
 
 class ReviewDock(Dock):
@@ -55,6 +59,8 @@ class ReviewDock(Dock):
     def __init__(self, ctx: AppContext) -> None:
         self.pane = ReviewPane()
         super().__init__(ctx, self.pane)
+        self.channel: BackendBridge | ReviewBackend = self.bridge
+        """Where review requests go: Arbor's backend, until a foreign agent's review backend takes over."""
         pane, bridge = self.pane, self.bridge
         bridge.sessionUpdate.connect(pane.apply_update)
         bridge.sessionReady.connect(self._on_session_ready)
@@ -80,9 +86,10 @@ class ReviewDock(Dock):
         self.pane.show_branch(changeset, header)
         self.ctx.show_dock(self.name)
 
-    def show_external(self, changeset: ChangeSetView) -> None:
+    def show_external(self, changeset: ChangeSetView, channel: ReviewBackend) -> None:
         """A foreign agent's edits, held by Arbor's review backend: reviewed, applied and rolled back here
-        like Arbor's own (the plain ACP diffs shown so far give way to it)."""
+        like Arbor's own, through ``channel`` from now on (the plain ACP diffs shown so far give way)."""
+        self.channel = channel
         self.pane.set_session(changeset.session_id, str(self.ctx.workspace))
         self.pane.set_interactive(True)
         self._push(changeset)
@@ -96,12 +103,7 @@ class ReviewDock(Dock):
     ) -> bool:
         failed = partial(self._failed, method)
         answered = done.emit if isinstance(done, SignalInstance) else done
-        external = self.ctx.parts.get("external")
-        if external is not None and external.reviewing:
-            session_id = getattr(params, "session_id", None)
-            if session_id is None or external.owns(session_id):
-                return external.review.request(method, params, answered, failed)
-        return self.bridge.request(method, params, answered, failed)
+        return self.channel.request(method, params, answered, failed)
 
     def _failed(self, method: str, info: ErrorInfo) -> None:
         self.ctx.show_error(info)
