@@ -8,9 +8,9 @@ from pathlib import Path
 from types import ModuleType
 
 from ide.protocol.tree import SearchTree, read_jsonl
+from tests.support.samples import RECORDED
 
 REPO = Path(__file__).resolve().parent.parent
-RECORDED = REPO / "resources" / "samples" / "lats-bugfix.arbor-tree.jsonl"
 
 
 def recorder() -> ModuleType:

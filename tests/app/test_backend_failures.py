@@ -11,8 +11,14 @@ import pytest
 from PySide6.QtCore import Qt
 
 from ide.app.chat import AssistantMessageView, UserMessageView
-from tests.app.support import BACKEND_START_TIMEOUT_MS, ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 from tests.support.net import closed_port
+from tests.support.window import (
+    BACKEND_START_TIMEOUT_MS,
+    ECHO_AGENT,
+    TURN_TIMEOUT_MS,
+    WindowFactory,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.window
 

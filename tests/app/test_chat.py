@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 
 from ide.app.chat import AssistantMessageView, ThoughtView, ToolCallView, UserMessageView
 from ide.app.window import MainWindow
-from tests.app.support import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.window import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

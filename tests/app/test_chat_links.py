@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QMainWindow
 from ide.app.background import spawn
 from ide.app.chat import AssistantMessageView, ChatPanel
 from ide.app.permission import PermissionDialog
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

@@ -24,7 +24,7 @@ from ide.protocol.eval import (
     save_report,
 )
 from ide.protocol.tree import SearchTree, ToolAction, TreeEvent, TreeNode, write_jsonl
-from tests.app.support import ECHO_AGENT, WindowFactory
+from tests.support.window import ECHO_AGENT, WindowFactory
 
 pytestmark = pytest.mark.window
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QDockWidget
 
 from ide.app.window import STATE_KEY, MainWindow
-from tests.app.support import WindowFactory, close_window
+from tests.support.window import WindowFactory, close_window
 
 pytestmark = pytest.mark.window
 

@@ -10,8 +10,8 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QToolTip
 
 from ide.app.docks.lsp import HOVER_LINES, HOVER_WIDTH, hover_text
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
-from tests.codeintel.test_lsp import shop  # noqa: F401  (the fixture package)
+from tests.support.lsp_shop import shop  # noqa: F401  (the fixture package)
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

@@ -12,7 +12,7 @@ import pytest
 
 from ide.protocol.memory import MEMORY_DELETE
 from ide.protocol.workflow import WORKFLOWS_LIST
-from tests.app.support import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
+from tests.support.window import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
 
 pytestmark = pytest.mark.window
 

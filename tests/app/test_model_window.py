@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 from tests.support.fake_ollama import TEXT_SHAPES, FakeOllama
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

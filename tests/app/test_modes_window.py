@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
-from tests.search.test_plan import two_task_script
+from tests.support.plan_script import two_task_script
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 
@@ -47,8 +47,7 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
 def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
     qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
 ) -> None:
-    from tests.backend.test_search_acp import LATS_ENV
-    from tests.search.test_lats import EDIT_WINS
+    from tests.support.lats_script import EDIT_WINS, LATS_ENV
 
     script = tmp_path / "lats.jsonl"
     script.write_text("".join(json.dumps(line) + "\n" for line in EDIT_WINS))

@@ -2,7 +2,8 @@
 answers — as ``arbor acp`` does for a line over its 50 MB limit, whose error carries no id — gives the
 caller an error naming the method and the time, the request is forgotten, and a late answer is dropped.
 
-The peer is a real process speaking ACP on stdio (``silent_agent.py``); the timeouts are injected short.
+The peer is a real process speaking ACP on stdio (``tests/support/silent_agent.py``); the timeouts are
+injected short.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from ide.app.background import spawn
 from ide.app.external import ReviewBackend
 from ide.protocol import ErrorInfo
 from ide.protocol.method import Method
-from tests.app.support import BACKEND_START_TIMEOUT_MS
+from tests.support.window import BACKEND_START_TIMEOUT_MS
 
 pytestmark = pytest.mark.window
 
-SILENT_AGENT = [sys.executable, str(Path(__file__).with_name("silent_agent.py"))]
+SILENT_AGENT = [sys.executable, str(Path(__file__).parents[1] / "support" / "silent_agent.py")]
 SHORT = 0.3
 WAIT_MS = 10_000
 

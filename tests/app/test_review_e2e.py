@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 from tests.support.git import git
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

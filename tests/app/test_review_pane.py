@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from ide.app.diffs import local_file_change, side_by_side_rows, unified_rows
 from ide.app.review import ReviewPane
 from ide.protocol.review import ChangeSetView, DecideParams
-from tests.app.review_agent import sample_file
+from tests.support.review_agent import sample_file
 
 pytestmark = pytest.mark.window
 

@@ -24,7 +24,7 @@ from ide.protocol.review import (
     HistoryResult,
     RollbackResult,
 )
-from tests.app.review_agent import sample_file
+from tests.support.review_agent import sample_file
 
 SESSION = "s1"
 

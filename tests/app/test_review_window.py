@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from ide.app.window import MainWindow
 from ide.protocol.review import HistoryParams
-from tests.app.support import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
+from tests.support.window import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
 
 pytestmark = pytest.mark.window
 

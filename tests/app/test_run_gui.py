@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.support import ECHO_AGENT
+from tests.support.window import ECHO_AGENT
 
 pytestmark = pytest.mark.window
 

@@ -10,8 +10,8 @@ import pytest
 
 from ide.app.tree_view import SearchTreeView
 from ide.protocol.tree import SearchTree, read_jsonl
-from tests.app.test_tree_view import assert_captions_readable, dock_sized
-from tests.test_samples import RECORDED
+from tests.support.samples import RECORDED
+from tests.support.tree_view import assert_captions_readable, dock_sized
 
 pytestmark = pytest.mark.window
 

@@ -14,15 +14,16 @@ from PySide6.QtGui import QHelpEvent, QImage, QTextDocumentFragment
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from ide.app.tree_model import synthetic_events, tidy_layout
-from ide.app.tree_style import LINE_H, MIN_SCALE, value_colour
+from ide.app.tree_style import MIN_SCALE, value_colour
 from ide.app.tree_view import SearchTreeView
 from ide.app.window import MainWindow
 from ide.protocol.tree import BranchDiffParams, SearchTree, TreeEvent, TreeNode, read_jsonl
-from tests.app.support import REPO, TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.tree_view import assert_captions_readable, dock_sized
+from tests.support.window import REPO, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 
-TREE_AGENT = [sys.executable, str(Path(__file__).with_name("tree_agent.py"))]
+TREE_AGENT = [sys.executable, str(Path(__file__).parents[1] / "support" / "tree_agent.py")]
 
 
 @pytest.fixture
@@ -465,42 +466,6 @@ def chain_events(count: int, run_id: str = "react") -> list[TreeEvent]:
         )
         parent = f"c{i}"
     return events
-
-
-def dock_sized(qtbot: Any) -> SearchTreeView:
-    """A view the size the Search tree dock has in a 1280×800 window (scripts/screenshot.py)."""
-    widget = SearchTreeView()
-    qtbot.addWidget(widget)
-    widget.resize(1280, 330)
-    widget.show()
-    qtbot.waitExposed(widget)
-    return widget
-
-
-def assert_captions_readable(view: SearchTreeView, node_ids: list[str], *, all_in_view: bool) -> None:
-    """Every node's caption is painted at a readable size, with at least 24 characters before any
-    ellipsis (or all of it), and, with ``all_in_view``, inside the viewport."""
-    scale = view.graphics.transform().m11()
-    assert scale >= MIN_SCALE
-    assert LINE_H * scale >= 11, "a caption line is at least 11 pixels high on screen"
-    geometry, canvas = view.canvas.geometry, view.canvas
-    viewport = view.graphics.viewport().rect()
-    for node_id in node_ids:
-        i = geometry.index[node_id]
-        if not all_in_view:
-            view.center_on(node_id)
-        QApplication.processEvents()  # the scene takes a new drawing's size on the next pass
-        view.graphics.viewport().repaint()
-        lines = canvas.last_captions.get(i)
-        assert lines, f"{node_id}'s caption is painted"
-        full = geometry.label[i]
-        shown = " ".join(line.rstrip("…") for line in lines)
-        assert shown.replace(" ", "") == full.replace(" ", "") or len(shown) >= 24, (node_id, lines)
-        width = max(canvas._metrics.horizontalAdvance(line) for line in lines)
-        rect = geometry.caption_rect(i)
-        painted = QRectF(geometry.cx[i] - width / 2, rect.top(), width, len(lines) * LINE_H)
-        on_screen = view.graphics.mapFromScene(painted).boundingRect()
-        assert viewport.contains(on_screen), (node_id, on_screen, viewport)
 
 
 def test_a_ten_node_chain_reads_left_to_right_at_the_default_fit(qtbot: Any, qsettings_dir: Path) -> None:

@@ -12,8 +12,8 @@ import pytest
 from PySide6.QtCore import QPoint
 
 from ide.settings import trust_store
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
-from tests.security.test_trust import jedi, payload
+from tests.support.trust_commands import jedi, payload
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

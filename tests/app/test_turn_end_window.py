@@ -13,8 +13,8 @@ from PySide6.QtCore import Qt
 from ide.app.chat import NoticeView
 from ide.app.window import MainWindow
 from ide.protocol.tree import SearchTree
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 from tests.support.net import closed_port
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.app.support import TURN_TIMEOUT_MS, WindowFactory, wait_ready
-from tests.workflows.conftest import FEATURE_SCRIPT, TASK, cli_project  # noqa: F401  (fixture)
+from tests.support.feature_workflow import FEATURE_SCRIPT, TASK, cli_project  # noqa: F401  (fixture)
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from ide.app.files import list_workspace_files, read_for_viewer
 from ide.app.workspace import build_tree
 from ide.settings import WorkspaceSettings
-from tests.app.support import WindowFactory
+from tests.support.window import WindowFactory
 
 pytestmark = pytest.mark.window
 

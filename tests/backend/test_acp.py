@@ -16,14 +16,7 @@ from acp.schema import ToolCallProgress, ToolCallStart
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, TurnMeta, error_info_from_data
 from tests.support.acp_client import BACKEND, acp_backend
 from tests.support.fake_ollama import FakeOllama
-
-READ_THEN_ANSWER = [
-    {
-        "thinking": "The greeting lives in pkg/greet.py.",
-        "tool_calls": [{"name": "read_file", "args": {"path": "pkg/greet.py"}}],
-    },
-    {"thinking": "It formats a string.", "content": "`greet` returns **Hello, NAME!** (pkg/greet.py:2)."},
-]
+from tests.support.react_script import READ_THEN_ANSWER
 
 
 async def test_prompt_turn_streams_thoughts_tool_calls_and_answer_in_order(

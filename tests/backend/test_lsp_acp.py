@@ -6,8 +6,8 @@ from pathlib import Path
 
 from ide.protocol import META_KEY
 from ide.protocol import lsp as lp
-from tests.codeintel.test_lsp import shop  # noqa: F401  (the fixture package)
 from tests.support.acp_client import acp_backend
+from tests.support.lsp_shop import shop  # noqa: F401  (the fixture package)
 
 
 async def test_definition_references_and_hover(shop: Path) -> None:  # noqa: F811

@@ -15,7 +15,7 @@ from ide import agentconn
 from ide.agentproc import AgentProcess
 from ide.protocol import error_info_from_data
 
-SILENT_AGENT = [sys.executable, str(Path(__file__).parents[1] / "app" / "silent_agent.py")]
+SILENT_AGENT = [sys.executable, str(Path(__file__).parents[1] / "support" / "silent_agent.py")]
 SHORT = 0.3
 
 

@@ -15,9 +15,9 @@ from acp.schema import ClientCapabilities
 from ide.protocol import META_KEY
 from ide.protocol.review import CHANGESET_NOTIFICATION
 from ide.protocol.tree import SearchTree
-from tests.backend.test_acp import READ_THEN_ANSWER
-from tests.backend.test_tree_acp import WANTS_TREE, tree_events
-from tests.support.acp_client import acp_backend
+from tests.support.acp_client import WANTS_TREE, acp_backend, tree_events
+from tests.support.lats_script import LATS_ENV
+from tests.support.react_script import READ_THEN_ANSWER
 
 
 def orchestrator(architecture: str, reason: str) -> dict[str, Any]:
@@ -70,7 +70,7 @@ async def test_auto_mode_falls_back_to_react_when_the_orchestrator_answer_is_unu
 async def test_plan_mode_over_acp_shows_the_plan_offers_the_edits_for_review_and_remembers_the_turn(
     git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
 ) -> None:
-    from tests.search.test_plan import GREET, two_task_script
+    from tests.support.plan_script import GREET, two_task_script
 
     lines = [
         *two_task_script(),
@@ -104,10 +104,6 @@ async def test_plan_mode_over_acp_shows_the_plan_offers_the_edits_for_review_and
     assert "it now says Hi" in backend.client.text()
 
 
-LATS_ENV = {"ARBOR_LATS_EXPANSION_WIDTH": "2", "ARBOR_LATS_BEAM_WIDTH": "1"}
-"""The settings under which tests.search.test_lats.EDIT_WINS makes the edit's branch the solution."""
-
-
 async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_branch_diffs(
     git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
 ) -> None:
@@ -115,7 +111,7 @@ async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_bran
 
     from ide.protocol.review import ChangeSetView
     from ide.protocol.tree import BRANCH_DIFF
-    from tests.search.test_lats import EDIT_WINS, GREETING
+    from tests.support.lats_script import EDIT_WINS, GREETING
 
     script = write_script(EDIT_WINS)
     env = {"ARBOR_MODEL": f"scripted:{script}", **LATS_ENV}
@@ -166,7 +162,7 @@ async def test_lats_mode_streams_its_tree_offers_the_best_branch_and_serves_bran
 async def test_stopping_a_lats_run_keeps_its_tree_and_offers_the_best_branch_so_far(
     git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
 ) -> None:
-    from tests.search.test_lats import EDIT_HI, READ, evaluate
+    from tests.support.lats_script import EDIT_HI, READ, evaluate
 
     slow = {"latency_ms": 60000}
     script = write_script([EDIT_HI, READ, evaluate(6), evaluate(3), {**READ, **slow}, {**READ, **slow}])
@@ -192,7 +188,7 @@ async def test_stopping_a_lats_run_keeps_its_tree_and_offers_the_best_branch_so_
 async def test_tot_mode_streams_the_synthesis_once_and_records_the_thought_tree(
     git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
 ) -> None:
-    from tests.search.test_tot import depth_lines, plan, synthesise
+    from tests.support.tot_script import depth_lines, plan, synthesise
 
     answer = "Change `Hello` to `Hi` in pkg/greet.py:2."
     script = write_script(

@@ -8,23 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from acp import text_block
-from acp.schema import ClientCapabilities
 
-from ide.protocol import META_KEY
-from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeEvent
-from tests.backend.test_acp import READ_THEN_ANSWER
-from tests.support.acp_client import RecordingClient, acp_backend
-
-WANTS_TREE = ClientCapabilities(field_meta={META_KEY: {"tree": True}})
-
-
-def tree_events(client: RecordingClient) -> list[TreeEvent]:
-    return [
-        TreeEvent.model_validate(event)
-        for method, params in client.notifications
-        if method == TREE_NOTIFICATION
-        for event in params["events"]
-    ]
+from ide.protocol.tree import SearchTree
+from tests.support.acp_client import WANTS_TREE, acp_backend, tree_events
+from tests.support.react_script import READ_THEN_ANSWER
 
 
 async def test_a_react_turn_streams_its_chain_as_a_tree_and_load_replays_it(

@@ -11,8 +11,7 @@ import pytest
 from acp import RequestError, text_block
 
 from ide.protocol.tree import SearchTree
-from tests.backend.test_tree_acp import WANTS_TREE, tree_events
-from tests.support.acp_client import acp_backend
+from tests.support.acp_client import WANTS_TREE, acp_backend, tree_events
 from tests.support.net import closed_port
 
 

@@ -1,4 +1,4 @@
-"""Helpers for change-set tests: git (identity set by tests/conftest.py), a store, a non-git workspace."""
+"""Fixtures of the change-set tests: a store and a non-git workspace (their git is tests/support/git.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,6 @@ from pathlib import Path
 import pytest
 
 from ide.changes import BatchStore
-from tests.support.git import git
-
-__all__ = ["git"]
 
 
 @pytest.fixture

@@ -11,8 +11,7 @@ import pytest
 
 from ide.changes import BatchStore, rollback_batch
 from ide.changes.rollback import recover_batches
-
-from .conftest import git
+from tests.support.git import git
 
 SCRIPT = textwrap.dedent(
     """

@@ -11,8 +11,7 @@ import pytest
 from ide.changes import BatchStore, ChangeError, ChangeSet, Review, rollback_batch
 from ide.changes.review import commit_subject
 from ide.protocol.review import DecideParams
-
-from .conftest import git
+from tests.support.git import git
 
 TEN = "".join(f"line {i}\n" for i in range(1, 21))
 

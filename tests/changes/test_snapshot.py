@@ -13,8 +13,7 @@ import pytest
 
 from ide.changes import BatchStore, ChangeError, ChangeSet, Review
 from ide.protocol.review import DecideParams
-
-from .conftest import git
+from tests.support.git import git
 
 CRLF = b"".join(b"line %d\r\n" % i for i in range(1, 21))
 LATIN1 = "caf\xe9 au lait\nna\xefve\nfin\n".encode("latin-1")

@@ -9,8 +9,7 @@ import tempfile
 from pathlib import Path
 
 from ide.changes import ChangeSet, prune_stale_worktrees, scratch_worktree
-
-from .conftest import git
+from tests.support.git import git
 
 
 def test_git_scratch_worktree_has_user_state_and_overlay(git_workspace: Path) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 from acp import text_block
 from acp.schema import McpServerStdio
 
-from tests.mcp.asking import AskingClient, children, kill
 from tests.support.acp_client import acp_backend
+from tests.support.asking import AskingClient, children, kill
 
 MARKER = "server-filesystem"
 

@@ -16,9 +16,17 @@ from PySide6.QtCore import Qt
 
 from ide.agentproc import command_name, resolve_agent
 from ide.app.window import MainWindow
-from tests.app.conftest import make_window, qloop, qsettings_dir, session_qloop  # noqa: F401
-from tests.app.support import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 from tests.support.git import git
+from tests.support.window import (  # noqa: F401
+    ECHO_AGENT,
+    TURN_TIMEOUT_MS,
+    WindowFactory,
+    make_window,
+    qloop,
+    qsettings_dir,
+    session_qloop,
+    wait_ready,
+)
 
 ORIGINAL = 'print("hello")\n'
 EDITED = ORIGINAL + 'print("edited by the foreign agent")\n'

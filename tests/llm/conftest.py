@@ -9,20 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool, tool
 
-from ide.settings import Settings
 from tests.support.fake_ollama import FakeOllama
-
-MODEL = "qwen2.5-coder:7b"
-
-
-def make_settings(host: str = "http://127.0.0.1:9", **llm: Any) -> Settings:
-    """Settings for the simulated model (qwen2.5-coder: text tool calls and all), whatever the default."""
-    settings = Settings()
-    settings.llm.ollama_host = host
-    settings.llm.model = f"ollama:{MODEL}"
-    for key, value in llm.items():
-        setattr(settings.llm, key, value)
-    return settings
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from ide.llm.budget import (
     message_chars,
 )
 from ide.llm.router import TRUNCATED_KEY
-from tests.llm.conftest import make_settings
+from tests.support.models import make_settings
 
 SYSTEM = SystemMessage("You are Arbor, a coding agent. " * 20)
 TASK = HumanMessage("TASK-MARKER: find where the retry policy is configured and explain it.")

@@ -15,8 +15,8 @@ from langchain_core.messages import HumanMessage
 
 from ide.llm import ModelError, ModelRouter
 from ide.settings import Settings
-from tests.llm.conftest import MODEL, make_settings
 from tests.support.fake_ollama import FakeOllama
+from tests.support.models import MODEL, make_settings
 
 WriteScript = Callable[[list[dict[str, Any]]], Path]
 ASK = [HumanMessage("hi")]

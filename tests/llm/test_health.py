@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ide.llm import HealthCheck, parse_model_spec, probe_model
-from tests.llm.conftest import make_settings
 from tests.support.fake_ollama import FakeOllama
+from tests.support.models import make_settings
 
 Start = Callable[..., FakeOllama]
 

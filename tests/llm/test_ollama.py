@@ -12,8 +12,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 
 from ide.llm import ContextTier, ModelRouter
-from tests.llm.conftest import MODEL, make_settings
 from tests.support.fake_ollama import FakeOllama
+from tests.support.models import MODEL, make_settings
 
 Start = Callable[..., FakeOllama]
 ASK = [HumanMessage("What does a.py do?")]

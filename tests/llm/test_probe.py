@@ -14,8 +14,8 @@ import pytest
 from ide.llm import ModelRouter
 from ide.llm.probe import ProbeCache, cache_key, probe_all
 from ide.protocol import model as md
-from tests.llm.conftest import make_settings
 from tests.support.acp_client import acp_backend
+from tests.support.models import make_settings
 
 ANSWER = {"content": '{"language": "Python", "year": 1991}'}
 STRUCTURED = {"tool_calls": [{"name": "read_file", "args": {"path": "README.md"}}]}

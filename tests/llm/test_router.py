@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage
 
 from ide.llm import ROLES, ContextTier, ModelError, ModelRouter, ModelSpec, ScriptedChatModel
 from ide.llm.providers import ArborChatOllama
-from tests.llm.conftest import make_settings
+from tests.support.models import make_settings
 
 WriteScript = Callable[[list[dict[str, Any]]], Path]
 ASK = [HumanMessage("hi")]

@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 
 from ide.llm import ModelError, ModelRouter, ScriptedChatModel
-from tests.llm.conftest import make_settings
+from tests.support.models import make_settings
 
 WriteScript = Callable[[list[dict[str, Any]]], Path]
 ASK = [HumanMessage("Fix the failing test in test_greet.py")]

@@ -16,10 +16,9 @@ from langchain_ollama import ChatOllama
 from ide.llm import ModelError, ModelRouter
 from ide.protocol.tree import is_recovered
 from ide.search.base import ask_structured
-from tests.llm.conftest import make_settings
-from tests.llm.test_structured import Verdict
 from tests.support.fake_ollama import BUSY, TEXT_SHAPES, FakeOllama, render_text_tool_calls
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.models import Verdict, make_settings
 
 CALLS = [{"name": "read_file", "args": {"path": "pkg/a.py"}}, {"name": "read_file", "args": {"path": "b.py"}}]
 

@@ -7,18 +7,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
-from pydantic import BaseModel, Field
 
 from ide.llm import ModelError, ModelRouter
 from ide.search.base import ask_structured
-from tests.llm.conftest import make_settings
+from tests.support.models import Verdict, make_settings
 
 BUSY = {"status": 503, "error": "server busy, please try again.  maximum pending requests exceeded"}
-
-
-class Verdict(BaseModel):
-    score: float = Field(ge=0, le=10)
-    reason: str
 
 
 ASK = [HumanMessage("Score this answer.")]

@@ -14,8 +14,8 @@ from typing import Any
 from acp import text_block
 from acp.schema import EnvVariable, McpServerStdio, SseMcpServer
 
-from tests.mcp.asking import AskingClient, children, exited, kill
 from tests.support.acp_client import acp_backend
+from tests.support.asking import AskingClient, children, exited, kill
 
 COUNTER = Path(__file__).resolve().parent / "counter_server.py"
 

@@ -20,32 +20,12 @@ from ide.memory.learn import (
 )
 from ide.protocol import memory as mp
 from ide.protocol import review as rv
-from ide.protocol.tree import ToolAction
-from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import ToolServices
 from ide.tools import toolbox as make_toolbox
 from tests.support.acp_client import RecordingClient, acp_backend
 from tests.support.fake_ollama import FakeOllama
-
-
-def solved_tree(task: str, score: float | None = None) -> TreeRecorder:
-    recorder = TreeRecorder(architecture="react")
-    root = recorder.add(None, kind="root", label=task)
-    read = recorder.add(root, kind="action", label="read_file", action=ToolAction(tool="read_file"))
-    grep = recorder.add(
-        read,
-        kind="action",
-        label="grep",
-        action=ToolAction(tool="grep"),
-        status="failed",
-        reflection="nothing there\nLesson: greetings live in pkg/greet.py, not in the README",
-    )
-    edit = recorder.add(read, kind="action", label="edit_file", action=ToolAction(tool="edit_file"))
-    answer = recorder.add(edit, kind="answer", label="done", status="solution", reward_raw=score)
-    assert grep
-    recorder.best_path(answer)
-    return recorder
+from tests.support.memory_tree import solved_tree
 
 
 def test_store_search_namespaces_delete_and_export(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from ide.memory.store import QUOTE_CAP, defuse, quote_block, quote_entries
 from ide.settings import Settings
 from ide.tools import ToolServices
 from ide.tools import toolbox as make_toolbox
-from tests.memory.test_memory import solved_tree
+from tests.support.memory_tree import solved_tree
 
 BLOCK = re.compile(r'<memory source="([^"]*)">\n(.*?)\n</memory>', re.DOTALL)
 OLD_SCHEMA = (

@@ -3,11 +3,9 @@ errors and keeps serving; random workflow YAML gives validation errors only."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import selectors
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,75 +16,26 @@ from hypothesis import strategies as st
 
 from ide.workflows.loader import WorkflowError, parse_text
 from ide.workflows.schema import AgentProfile, Workflow
+from tests.support.rawwire import RawWire
 
-BACKEND = [sys.executable, "-m", "ide", "acp"]
 READ_TIMEOUT_S = 20.0
+PING_IDS = itertools.count(10_001)
+"""Ids of the pings, above any the fuzzer makes, each used once (the wire keeps every answer by id)."""
 
 
-class RawBackend:
-    """``arbor acp`` over raw pipes: what is written is exactly what the fuzzer made."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            BACKEND,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=os.environ.copy(),
-        )
-        self.selector = selectors.DefaultSelector()
-        assert self.proc.stdout is not None
-        self.selector.register(self.proc.stdout, selectors.EVENT_READ)
-        self.buffer = b""
-        self.next_id = 10_000
-
-    def send(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def line(self) -> dict[str, object]:
-        """The next JSON line from the backend (bounded wait)."""
-        assert self.proc.stdout is not None
-        while b"\n" not in self.buffer:
-            if not self.selector.select(READ_TIMEOUT_S):
-                raise AssertionError("the backend did not answer within the timeout (hang)")
-            chunk = os.read(self.proc.stdout.fileno(), 65536)
-            if not chunk:
-                raise AssertionError(f"the backend closed its output (exit {self.proc.poll()})")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    def alive(self) -> None:
-        """Prove the backend still serves: a well-formed initialize gets its answer."""
-        self.next_id += 1
-        ping = {
-            "jsonrpc": "2.0",
-            "id": self.next_id,
-            "method": "initialize",
-            "params": {"protocolVersion": 1},
-        }
-        self.send(json.dumps(ping).encode() + b"\n")
-        while True:
-            reply = self.line()
-            if reply.get("id") == self.next_id:
-                assert "result" in reply, reply
-                return
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=20)
+def assert_alive(wire: RawWire) -> None:
+    """Prove the backend still serves: a well-formed initialize gets its answer."""
+    reply = wire.request(next(PING_IDS), "initialize", {"protocolVersion": 1}, timeout=READ_TIMEOUT_S)
+    assert "result" in reply, reply
 
 
 @pytest.fixture(scope="module")
-def raw_backend() -> Iterator[RawBackend]:
-    backend = RawBackend()
-    backend.alive()
-    yield backend
-    backend.close()
-    assert backend.proc.returncode == 0
+def raw_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawWire]:
+    """``arbor acp`` over raw pipes: what is written is exactly what the fuzzer made."""
+    wire = RawWire(os.environ.copy(), tmp_path_factory.mktemp("fuzz") / "backend.stderr")
+    assert_alive(wire)
+    yield wire
+    assert wire.close() == 0
 
 
 json_values = st.recursive(
@@ -122,17 +71,15 @@ lines = st.one_of(
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(batch=st.lists(lines, min_size=1, max_size=4))
-def test_random_json_rpc_never_kills_or_hangs_the_backend(
-    raw_backend: RawBackend, batch: list[bytes]
-) -> None:
-    raw_backend.send(b"\n".join(batch) + b"\n")
-    raw_backend.alive()
+def test_random_json_rpc_never_kills_or_hangs_the_backend(raw_backend: RawWire, batch: list[bytes]) -> None:
+    raw_backend.write(b"\n".join(batch) + b"\n")
+    assert_alive(raw_backend)
 
 
-def test_an_oversized_line_is_refused_and_the_backend_goes_on(raw_backend: RawBackend) -> None:
+def test_an_oversized_line_is_refused_and_the_backend_goes_on(raw_backend: RawWire) -> None:
     huge = {"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"text": "x" * 60_000_000}}
-    raw_backend.send(json.dumps(huge).encode() + b"\n")
-    raw_backend.alive()
+    raw_backend.write_json(huge)
+    assert_alive(raw_backend)
 
 
 yaml_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=12)

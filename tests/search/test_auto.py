@@ -12,14 +12,12 @@ from acp import text_block
 
 from ide.protocol.tree import SearchTree
 from ide.search.architectures import AUTO_CHOICES
-from tests.backend.test_acp import READ_THEN_ANSWER
-from tests.backend.test_search_acp import LATS_ENV
-from tests.backend.test_tree_acp import WANTS_TREE, tree_events
-from tests.search.test_lats import EDIT_WINS
-from tests.search.test_plan import two_task_script
-from tests.search.test_tot import depth_lines, plan, synthesise
-from tests.support.acp_client import acp_backend
-from tests.workflows.conftest import done, orchestrator_line
+from tests.support.acp_client import WANTS_TREE, acp_backend, tree_events
+from tests.support.feature_workflow import done, orchestrator_line
+from tests.support.lats_script import EDIT_WINS, LATS_ENV
+from tests.support.plan_script import two_task_script
+from tests.support.react_script import READ_THEN_ANSWER
+from tests.support.tot_script import depth_lines, plan, synthesise
 
 
 def orchestrator(architecture: str, reason: str) -> dict[str, Any]:

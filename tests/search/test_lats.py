@@ -4,7 +4,6 @@ with real signals, backpropagation and lessons, limits, routing, concurrency and
 from __future__ import annotations
 
 import asyncio
-import json
 import shlex
 import sys
 from collections.abc import Callable
@@ -18,73 +17,23 @@ from ide.changes.testrun import detect_test_command
 from ide.llm.errors import ModelError
 from ide.search.base import RunOutcome
 from ide.search.lats import LatsSearch
-from tests.search.conftest import Run
 from tests.support.git import git
-
-GREETING = 'def greet(name):\n    return f"Hello, {name}!"\n'
-
-
-def expand(name: str, args: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "role": "lats.expansion",
-        "content": f"I call {name}.",
-        "tool_calls": [{"name": name, "args": args}],
-        **extra,
-    }
-
-
-def answer(text: str) -> dict[str, Any]:
-    return {"role": "lats.expansion", "content": text}
-
-
-def evaluate(score: float, reflection: str = "ok", *, solution: bool = False) -> dict[str, Any]:
-    verdict = {"score": score, "reflection": reflection, "is_solution": solution}
-    return {"role": "lats.evaluation", "content": json.dumps(verdict)}
-
-
-def select(node_id: str) -> dict[str, Any]:
-    return {"role": "lats.selection", "content": json.dumps({"node_id": node_id, "reason": "looks closest"})}
-
-
-def lesson(text: str) -> dict[str, Any]:
-    return {"role": "lats.backprop", "content": text}
-
-
-READ = expand("read_file", {"path": "pkg/greet.py"})
-LIST = expand("list_dir", {"path": "pkg"})
-GREP = expand("grep", {"pattern": "greet"})
-EDIT_HI = expand("edit_file", {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hi"})
-EDIT_HEY = expand("edit_file", {"path": "pkg/greet.py", "old_text": "Hello", "new_text": "Hey"})
-TWO_ANSWERS_TESTED = [
-    EDIT_HI,
+from tests.support.lats_script import (
     EDIT_HEY,
-    evaluate(4),
-    evaluate(5),
-    answer("It now says Hey."),
-    READ,
-    evaluate(6),
-    evaluate(2),
-    lesson("Hey is not it."),
-    answer("It now says Hi."),
-    GREP,
-    evaluate(6),
-    evaluate(3),
-    lesson("Neither is Hi."),
-]
-"""Two answers, each followed by the test command: the tests that allow or refuse running it share it."""
-
-EDIT_WINS = [
     EDIT_HI,
+    EDIT_WINS,
+    GREETING,
+    GREP,
+    LIST,
     READ,
-    evaluate(6),
-    evaluate(3),
-    answer("Changed the greeting to Hi."),
-    answer("Greeting now says Hi."),
-    evaluate(9, solution=True),
-    evaluate(8, solution=True),
-]
-"""Two candidates (an edit, a read), then an answer on each; with width 2 and beam 1 the edit's branch
-is the solution (n1 → n2 → n4)."""
+    TWO_ANSWERS_TESTED,
+    answer,
+    evaluate,
+    expand,
+    lesson,
+    select,
+)
+from tests.support.runs import Run
 
 
 def record_calls(run: Run) -> list[tuple[str, list[BaseMessage]]]:

@@ -17,7 +17,7 @@ from ide.search.lats import LatsSearch
 from ide.search.plan import PlanExecute
 from ide.search.tot import TotSearch
 from ide.tools import ToolServices
-from tests.search.conftest import Run
+from tests.support.runs import Run
 
 INSIGHT = "greet() in pkg/greet.py builds the greeting text"
 

@@ -22,9 +22,9 @@ from langchain_core.messages import ToolMessage
 from ide.backend.session import translate_event
 from ide.search.plan import PlanExecute
 from ide.search.plan_tools import analyze_failure, check_argv, create_subtask, failure_digest
-from tests.search.conftest import Run
-from tests.search.test_plan import GREET, capture_calls, edit, executor, nodes_of, planner, replanner
 from tests.support.acp_client import RecordingClient, acp_backend
+from tests.support.plan_script import GREET, capture_calls, edit, executor, nodes_of, planner, replanner
+from tests.support.runs import Run
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # the plan view test: never a window on the screen
 

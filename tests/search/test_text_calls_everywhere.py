@@ -20,12 +20,12 @@ from ide.search.lats import LatsSearch
 from ide.search.plan import PlanExecute
 from ide.search.tot import TotSearch
 from ide.workflows.mode import WorkflowMode
-from tests.search.test_lats import EDIT_WINS
-from tests.search.test_plan import GREET, two_task_script
-from tests.search.test_tot import analyze, criticise, plan, research, synthesise
 from tests.support.fake_ollama import TEXT_SHAPES, FakeOllama, render_text_tool_calls
+from tests.support.feature_workflow import FEATURE_SCRIPT, NEW_ARG, cli_project, make_ctx  # noqa: F401  (fixtures)
+from tests.support.lats_script import EDIT_WINS
+from tests.support.plan_script import GREET, two_task_script
 from tests.support.runs import Run
-from tests.workflows.conftest import FEATURE_SCRIPT, NEW_ARG, cli_project, make_ctx  # noqa: F401  (fixtures)
+from tests.support.tot_script import analyze, criticise, plan, research, synthesise
 
 
 def written_out(lines: list[dict[str, Any]], shape: str) -> list[dict[str, Any]]:

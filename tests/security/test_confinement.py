@@ -11,6 +11,7 @@ from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.settings import Settings
 from ide.tools import toolbox as make_toolbox
+from tests.support.path_calls import calls
 
 SECRET = "API_KEY=sk-live-0123456789abcdef"
 OUTSIDE = "outside text that must never be read or changed"
@@ -44,20 +45,6 @@ ATTACKS = [
     "deploy/server.pem",
     "pkg/\x00a.py",
 ]
-
-
-def calls(path: str) -> list[tuple[str, dict[str, str]]]:
-    return [
-        ("read_file", {"path": path}),
-        ("list_dir", {"path": path}),
-        ("grep", {"pattern": "API_KEY|outside", "path": path}),
-        ("edit_file", {"path": path, "old_text": "x", "new_text": "y"}),
-        ("write_file", {"path": path, "content": "pwned"}),
-        ("create_file", {"path": path, "content": "pwned"}),
-        ("delete_file", {"path": path}),
-        ("rename_file", {"path": path, "new_path": "pkg/stolen.txt"}),
-        ("rename_file", {"path": "pkg/a.py", "new_path": path}),
-    ]
 
 
 @pytest.mark.parametrize("attack", ATTACKS)

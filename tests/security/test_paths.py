@@ -23,7 +23,7 @@ from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.settings import Settings
 from ide.tools import toolbox as make_toolbox
-from tests.security.test_confinement import calls
+from tests.support.path_calls import calls
 
 
 @pytest.fixture

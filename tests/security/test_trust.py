@@ -26,22 +26,10 @@ from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest
 from ide.workflows.schema import RagSource, RetrievalStrategy
 from tests.support.acp_client import acp_backend
 from tests.support.fake_ollama import FakeOllama
+from tests.support.trust_commands import jedi, payload
 
 ARBOR = [sys.executable, "-m", "ide"]
 SECRET = "API_KEY=sk-live-0123456789abcdef"
-
-
-def payload(marker: Path, then: str = "") -> list[str]:
-    """A command that leaves ``marker`` behind, then (optionally) execs the real program."""
-    script = f"open({str(marker)!r}, 'w').close()"
-    if then:
-        script += f"; import os; os.execvp({then!r}, [{then!r}])"
-    return [sys.executable, "-c", script]
-
-
-def jedi() -> str:
-    beside = Path(sys.executable).parent / "jedi-language-server"
-    return str(beside) if beside.exists() else "jedi-language-server"
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""An ACP client for tests: spawns ``arbor acp`` and records every session update it receives."""
+"""An ACP client for tests: spawns ``arbor acp`` and records every session update it receives (and, when
+asked for with :data:`WANTS_TREE`, the search-tree events)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from acp.core import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation, InitializeResponse
 
 from ide.headless import ReadOnlyClient, close_backend
+from ide.protocol import META_KEY
+from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
 
 BACKEND = [sys.executable, "-m", "ide", "acp"]
 
@@ -108,3 +111,15 @@ async def acp_backend(
         yield Backend(conn, client, proc, init)
     finally:
         await close_backend(conn, proc)
+
+
+WANTS_TREE = ClientCapabilities(field_meta={META_KEY: {"tree": True}})
+
+
+def tree_events(client: RecordingClient) -> list[TreeEvent]:
+    return [
+        TreeEvent.model_validate(event)
+        for method, params in client.notifications
+        if method == TREE_NOTIFICATION
+        for event in params["events"]
+    ]

@@ -11,7 +11,7 @@ from ide.codeintel.lsp import LspBridge, LspPool
 from ide.settings import LspServerSettings, LspSettings, Settings
 from ide.tools import ToolServices
 from ide.tools import toolbox as make_toolbox
-from tests.codeintel.test_lsp import shop  # noqa: F401  (the fixture package)
+from tests.support.lsp_shop import shop  # noqa: F401  (the fixture package)
 
 
 async def test_definition_references_type_signature_and_diagnostics(shop: Path, tmp_path: Path) -> None:  # noqa: F811

@@ -11,28 +11,7 @@ from ide.codeintel.index import CodeIndex
 from ide.settings import Settings
 from ide.tools import ToolServices
 from ide.tools import toolbox as make_toolbox
-
-MODELS = '''class Order:
-    """An order of items."""
-
-    def total(self) -> int:
-        return sum_prices(self.items)
-
-
-def sum_prices(items) -> int:
-    return sum(i.price for i in items)
-'''
-
-SHOP = """from shop.models import Order, sum_prices
-
-
-def checkout(order: Order) -> int:
-    return order.total()
-
-
-def refund(order):
-    return -sum_prices(order.items)
-"""
+from tests.support.index_shop import MODELS, SHOP
 
 
 @pytest.fixture

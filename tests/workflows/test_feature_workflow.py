@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ide.workflows.mode import WorkflowMode
+from tests.support.feature_workflow import FEATURE_SCRIPT, NEW_ARG, assert_tests_pass_and_version_prints
 from tests.support.git import git
-from tests.workflows.conftest import FEATURE_SCRIPT, NEW_ARG, Run
+from tests.support.runs import Run
 
 
 async def test_add_a_version_flag_runs_through_feature_with_iterative_testing(
@@ -57,15 +57,3 @@ async def test_add_a_version_flag_runs_through_feature_with_iterative_testing(
     for path in changeset.changed_paths():
         (cli_project / path).write_text(changeset.read_text(path))
     assert_tests_pass_and_version_prints(cli_project)
-
-
-def assert_tests_pass_and_version_prints(project: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q"], cwd=project, capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
-    version = subprocess.run(
-        [sys.executable, "-c", "from greeter.cli import main; main(['--version'])"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-    )
-    assert version.stdout == "greeter 1.2.0\n"

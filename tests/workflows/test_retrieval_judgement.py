@@ -29,9 +29,9 @@ from ide.workflows.runner import WorkflowRun
 from ide.workflows.schema import RagSource, RetrievalStrategy
 from ide.workflows.snippets import Snippet
 from ide.workflows.sources import RunMemory
+from tests.support.code_index import indexed
 from tests.support.fake_ollama import FakeOllama
 from tests.support.git import git
-from tests.workflows.conftest import indexed
 
 RETRIEVER = "retriever:1b"
 MODELS = {RETRIEVER: {"context_length": 8192}}

@@ -11,7 +11,8 @@ import pytest
 from ide.workflows.graph import ADAPTIVE, aggregate, decide_route
 from ide.workflows.mode import WorkflowMode
 from ide.workflows.plan import Route
-from tests.workflows.conftest import Run, done
+from tests.support.feature_workflow import done
+from tests.support.runs import Run
 
 ROUTING_WORKFLOW = """
 metadata: {name: routing_check, description: two stages to exercise routing, workflow_type: code_fix}

@@ -7,7 +7,7 @@ from pathlib import Path
 from ide.codeintel.index import CodeIndex
 from ide.settings import Settings
 from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest
-from tests.workflows.test_retrieval import index, shop, strategy  # noqa: F401 (fixtures)
+from tests.support.retrieval_shop import strategy
 
 TASK = "refund should use sum_prices in cents"
 
@@ -23,11 +23,11 @@ async def snippets(root: Path, code_index: CodeIndex, **hints: object) -> list[s
     return [s.path or "" for s in result.snippets]
 
 
-async def test_avoid_keeps_a_path_prefix_out(shop: Path, index: CodeIndex) -> None:  # noqa: F811
+async def test_avoid_keeps_a_path_prefix_out(shop: Path, index: CodeIndex) -> None:
     assert any(p.startswith("shop/") for p in await snippets(shop, index))
     kept = await snippets(shop, index, avoid=["shop/cart.py"])
     assert "shop/cart.py" not in kept
 
 
-async def test_avoid_naming_a_source_skips_it(shop: Path, index: CodeIndex) -> None:  # noqa: F811
+async def test_avoid_naming_a_source_skips_it(shop: Path, index: CodeIndex) -> None:
     assert await snippets(shop, index, avoid=["codebase_semantic_search"]) == []

@@ -26,9 +26,9 @@ from ide.workflows.loader import WorkflowError, parse_text
 from ide.workflows.retrieval import RetrievalAgent, RetrievalRequest, RetrievalResult
 from ide.workflows.schema import AgentProfile, NodeKind, RetrievalStrategy, Workflow, workflow_json_schema
 from ide.workflows.snippets import Snippet
+from tests.support.code_index import indexed
 from tests.support.git import git
 from tests.support.runs import scripted_run
-from tests.workflows.conftest import indexed
 
 FIXTURE = Path(__file__).resolve().parents[1] / "support" / "mcp_fixture.py"
 

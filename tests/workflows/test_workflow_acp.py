@@ -18,16 +18,16 @@ from ide.protocol import META_KEY
 from ide.protocol import review as rv
 from ide.protocol import workflow as wf
 from tests.support.acp_client import RecordingClient, acp_backend
-from tests.support.git import git
-from tests.workflows.conftest import (
+from tests.support.feature_workflow import (
     FEATURE_SCRIPT,
     NEW_ARG,
     TASK,
+    assert_tests_pass_and_version_prints,
     code_lines,
     lines_of_test_agent,
     orchestrator_line,
 )
-from tests.workflows.test_feature_workflow import assert_tests_pass_and_version_prints
+from tests.support.git import git
 
 REVIEW = ClientCapabilities(field_meta={META_KEY: {"review": True, "tree": True}})
 

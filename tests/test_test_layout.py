@@ -1,0 +1,77 @@
+"""The tests' own layout: what several test modules share lives in ``tests/support``, so no test file (a
+conftest.py included) imports another test module — importing one runs its module body, duplicates its
+fixtures in the importer's namespace and ties two test files' fates together.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+SHARED = "tests.support"
+
+
+def _module(path: Path, root: Path) -> list[str]:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def foreign_imports(source: str, module: str, is_package: bool = False) -> list[str]:
+    """The ``tests.*`` modules outside tests/support that ``source`` (the module named ``module``) imports,
+    relative imports resolved, at any depth."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            origin = ".".join(base + ([node.module] if node.module else []))
+            # ``from tests import x`` names the module tests.x; ``from tests.x import y`` the module tests.x.
+            targets = [f"{origin}.{alias.name}" for alias in node.names] if origin == "tests" else [origin]
+        else:
+            continue
+        found += [
+            name
+            for name in targets
+            if name.startswith("tests.") and name != SHARED and not name.startswith(SHARED + ".")
+        ]
+    return found
+
+
+def test_no_test_file_imports_another_test_module() -> None:
+    offenders = {
+        str(path.relative_to(TESTS.parent)): names
+        for path in sorted(TESTS.rglob("*.py"))
+        if (
+            names := foreign_imports(
+                path.read_text(), ".".join(_module(path, TESTS.parent)), path.name == "__init__.py"
+            )
+        )
+    }
+    assert offenders == {}, "move what they share into tests/support"
+
+
+def test_the_finder_sees_every_form_of_import_and_lets_tests_support_pass() -> None:
+    sample = (
+        "import os\n"
+        "import tests.app.support\n"
+        "from tests.llm.conftest import make_settings\n"
+        "from tests import conftest, support\n"
+        "from .conftest import git\n"
+        "from ..search import test_lats\n"
+        "from tests.support.window import qloop\n"
+        "import tests.support.git\n"
+        "def late():\n"
+        "    from tests.workflows.conftest import indexed\n"
+    )
+    assert foreign_imports(sample, "tests.changes.test_review") == [
+        "tests.app.support",
+        "tests.llm.conftest",
+        "tests.conftest",
+        "tests.changes.conftest",
+        "tests.search",
+        "tests.workflows.conftest",
+    ]
+    assert foreign_imports("from . import git\nfrom .runs import Run\n", "tests.support.window") == []
