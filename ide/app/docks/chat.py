@@ -10,7 +10,8 @@ from PySide6.QtCore import Qt, QTimer
 from ide.app.acp_client import BackendState
 from ide.app.chat import ChatPanel
 from ide.app.docks.base import AppContext, Dock
-from ide.app.turn_end import closing_events
+from ide.app.docks.capabilities import Chat, OpensFiles, SearchTrees
+from ide.app.docks.needs import Requires, Uses
 from ide.protocol import ErrorInfo
 
 
@@ -23,6 +24,9 @@ class ChatDock(Dock):
     area = Qt.DockWidgetArea.RightDockWidgetArea
     tab_group = "side"
     exposes: ClassVar[dict[str, str]] = {"chat": "panel"}
+    provides = (Chat,)
+    files = Requires(OpensFiles)
+    trees = Uses(SearchTrees)
 
     def __init__(self, ctx: AppContext) -> None:
         self.panel = ChatPanel()
@@ -46,7 +50,7 @@ class ChatDock(Dock):
         panel.promptSubmitted.connect(ctx.send_prompt)
         panel.modeChosen.connect(bridge.set_mode)
         panel.stopRequested.connect(bridge.cancel)
-        panel.locationActivated.connect(ctx.open_location)
+        panel.locationActivated.connect(self.files.open_location)
 
     def _show_modes(self) -> None:
         self.panel.set_modes(self.bridge.modes, self.bridge.mode)
@@ -86,16 +90,5 @@ class ChatDock(Dock):
 
     def _turn_failed(self, message: str, fix: str | None) -> None:
         self.panel.turn_failed(message, fix)
-        self.close_open_runs(f"{message}\n{fix}" if fix else message)
-
-    def close_open_runs(self, reason: str) -> None:
-        """End the live search trees no event closed: active nodes failed, the run failed with ``reason``."""
-        tree_dock = self.ctx.parts.get("tree")
-        view = getattr(tree_dock, "view", None)
-        if view is None:
-            return
-        for key, tree in list(view.runs.items()):
-            if key not in view.file_runs and key not in view.run_feed.stale_runs:
-                events = closing_events(tree, reason)
-                if events:
-                    view.add_events(events)
+        if self.trees is not None:  # a failed turn's open search trees are closed
+            self.trees.close_open_runs(f"{message}\n{fix}" if fix else message)

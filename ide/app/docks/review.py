@@ -11,6 +11,8 @@ from pydantic import BaseModel
 from PySide6.QtCore import Qt, Signal, SignalInstance
 
 from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.capabilities import ForeignEdits, Review
+from ide.app.docks.needs import Uses
 from ide.app.review import ReviewPane
 from ide.protocol import ErrorInfo
 from ide.protocol.method import Method
@@ -40,6 +42,8 @@ class ReviewDock(Dock):
     tab_group = "bottom"
     hidden = True
     exposes: ClassVar[dict[str, str]] = {"review": "pane"}
+    provides = (Review,)
+    foreign = Uses(ForeignEdits)
 
     changesetReceived = Signal(object)
     """The session's :class:`ChangeSetView`: pushed after a turn, or the answer to a review request."""
@@ -78,7 +82,7 @@ class ReviewDock(Dock):
     def show_branch(self, changeset: ChangeSetView, header: str) -> None:
         """Show a search branch's changes read-only, and the dock."""
         self.pane.show_branch(changeset, header)
-        self.ctx.show_dock(self.name)
+        self.show()
 
     def show_external(self, changeset: ChangeSetView) -> None:
         """A foreign agent's edits, held by Arbor's review backend: reviewed, applied and rolled back here
@@ -96,7 +100,7 @@ class ReviewDock(Dock):
     ) -> bool:
         failed = partial(self._failed, method)
         answered = done.emit if isinstance(done, SignalInstance) else done
-        external = self.ctx.parts.get("external")
+        external = self.foreign
         if external is not None and external.reviewing:
             session_id = getattr(params, "session_id", None)
             if session_id is None or external.owns(session_id):
@@ -144,4 +148,4 @@ class ReviewDock(Dock):
 
     def _show(self, files: int) -> None:
         if files:
-            self.ctx.show_dock(self.name)
+            self.show()

@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (
 from ide.agentconn import SessionSummary
 from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.capabilities import Chat
+from ide.app.docks.needs import Uses
 from ide.protocol import ErrorInfo
 
 SESSION_ROLE = Qt.ItemDataRole.UserRole
@@ -150,6 +152,7 @@ class SessionsDock(Dock):
     area = Qt.DockWidgetArea.RightDockWidgetArea
     tab_group = "side"
     exposes: ClassVar[dict[str, str]] = {"sessions": "panel", "open_session": "open", "new_session": "new"}
+    chat = Uses(Chat)
 
     def __init__(self, ctx: AppContext) -> None:
         self.panel = SessionsPanel()
@@ -198,8 +201,8 @@ class SessionsDock(Dock):
         self.refresh()
 
     def _raise_chat(self) -> None:
-        if "chat" in self.ctx.parts:
-            self.ctx.dock("chat").dock.raise_()
+        if self.chat is not None:
+            self.chat.dock.raise_()
 
     def _show(self, asked: int, found: list[SessionSummary]) -> None:
         if asked == self._asked:  # an older answer than the last question is out of date

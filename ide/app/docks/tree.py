@@ -11,7 +11,10 @@ from PySide6.QtWidgets import QFileDialog
 
 from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.capabilities import Review, SearchTrees
+from ide.app.docks.needs import Requires
 from ide.app.tree_view import SearchTreeView
+from ide.app.turn_end import closing_events
 from ide.protocol.review import ChangeSetView
 from ide.protocol.tree import (
     BRANCH_DIFF,
@@ -19,6 +22,7 @@ from ide.protocol.tree import (
     TREE_NOTIFICATION,
     BranchDiffParams,
     SearchTree,
+    TreeEvent,
     TreeEventBatch,
     TreeFileError,
 )
@@ -39,6 +43,8 @@ class TreeDock(Dock):
         "request_branch_diff": "request_branch_diff",
         "show_tree": "show",
     }
+    provides = (SearchTrees,)
+    review = Requires(Review)
 
     treeEvents = Signal(object)
     """A ``list[TreeEvent]`` of the current session's search tree (``_arbor/tree``), live or replayed."""
@@ -67,10 +73,6 @@ class TreeDock(Dock):
         view.branchDiffRequested.connect(self.request_branch_diff)
         ctx.action("file", "Open &Search Tree…", self._open_dialog)
 
-    def show(self) -> None:
-        """Show and raise the search-tree dock."""
-        self.ctx.show_dock(self.name)
-
     def open_file(self, path: Path) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the dock; the banner explains a bad file."""
         try:
@@ -83,6 +85,19 @@ class TreeDock(Dock):
             return False
         self.show()
         return True
+
+    def add_events(self, events: list[TreeEvent]) -> None:
+        """Add tree events to the session's trees, as ``_arbor/tree`` does (:attr:`treeEvents`)."""
+        self.treeEvents.emit(events)
+
+    def close_open_runs(self, reason: str) -> None:
+        """End the live search trees no event closed: active nodes failed, the run failed with ``reason``."""
+        view = self.view
+        for key, tree in list(view.runs.items()):
+            if key not in view.file_runs and key not in view.run_feed.stale_runs:
+                events = closing_events(tree, reason)
+                if events:
+                    view.add_events(events)
 
     def branch_diff(self, params: BranchDiffParams) -> bool:
         """Ask for one search branch's changes; they arrive as :attr:`branchDiffReceived`, a refusal as
@@ -108,7 +123,7 @@ class TreeDock(Dock):
         node_id, run_id = self._branch_requests.pop(params.changeset_id, (params.changeset_id, "?"))
         if params.session_id != self.bridge.session_id:
             return  # asked in a session that has ended since
-        self.ctx.dock("review").show_branch(
+        self.review.show_branch(
             changeset,
             f"Branch {node_id} of run {run_id[:12]} — read-only; the run's chosen branch is what you review",
         )
