@@ -156,16 +156,17 @@ class MainWindow(QMainWindow):
         first_in_area: dict[Qt.DockWidgetArea, Dock] = {}
         first_of_group: dict[str, Dock] = {}
         for dock in docks:
-            self.addDockWidget(dock.area, dock.dock)
-            group = first_of_group.get(dock.tab_group or "")
+            place = dock.place
+            self.addDockWidget(place.area, dock.dock)
+            group = first_of_group.get(place.tab_group or "")
             if group is not None:
                 self.tabifyDockWidget(group.dock, dock.dock)
-            elif dock.tab_group is None and dock.area in first_in_area:
-                self.splitDockWidget(first_in_area[dock.area].dock, dock.dock, Qt.Orientation.Vertical)
-            if dock.tab_group is not None:
-                first_of_group.setdefault(dock.tab_group, dock)
-            first_in_area.setdefault(dock.area, dock)
-            if dock.hidden:
+            elif place.tab_group is None and place.area in first_in_area:
+                self.splitDockWidget(first_in_area[place.area].dock, dock.dock, Qt.Orientation.Vertical)
+            if place.tab_group is not None:
+                first_of_group.setdefault(place.tab_group, dock)
+            first_in_area.setdefault(place.area, dock)
+            if place.hidden:
                 dock.dock.hide()  # shown when there is something to show
             toggle = dock.dock.toggleViewAction()
             if dock.shortcut:
@@ -243,7 +244,7 @@ class MainWindow(QMainWindow):
         still_open = [
             part
             for part in self.docks.values()
-            if isinstance(part, Dock) and part.hidden and part.dock.isVisible()
+            if isinstance(part, Dock) and part.place.hidden and part.dock.isVisible()
         ]
         self.restoreState(self._default_state, STATE_VERSION)
         store = QSettings()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
@@ -19,11 +21,60 @@ if TYPE_CHECKING:
     from ide.app.status import BackendStatus
     from ide.app.viewer import CodeViewer
 
+S = TypeVar("S")
+
 DOCK_SHARE = 0.4
 """How much of the window's height a bottom dock takes when it is shown."""
 DOCK_MIN_WIDTH = 200
 """The narrowest a dock's content asks to be: what it shows (a long label, a wide answer) never pushes the
 code viewer aside, and a wider need scrolls or is cut in the dock."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a dock goes in the window: its area; the tab group it is tabbed into (the group's first dock is
+    raised, a dock of no group is stacked under the area's first); hidden until it has something to show."""
+
+    area: Qt.DockWidgetArea
+    tab_group: str | None = None
+    hidden: bool = False
+
+
+LEFT = Place(Qt.DockWidgetArea.LeftDockWidgetArea)
+"""The column left of the viewer, its docks stacked (workspace, outline)."""
+SIDE = Place(Qt.DockWidgetArea.RightDockWidgetArea, "side")
+"""Tabs right of the viewer (chat, memory, sessions)."""
+BOTTOM = Place(Qt.DockWidgetArea.BottomDockWidgetArea, "bottom", hidden=True)
+"""Tabs under the viewer, each shown when it has something to show (review, search tree, eval)."""
+
+
+class KeptAcrossReplay(Generic[S]):
+    """What a view showed before a session's replay (a restart, a reopened session): the view is cleared
+    for the replay to rebuild it and, when the replay fails, cleared again and given back what it showed."""
+
+    def __init__(self, bridge: BackendBridge, clear: Callable[[], S], restore: Callable[[S], None]) -> None:
+        self._clear, self._restore = clear, restore
+        self._saved: S | None = None
+        bridge.replayStarting.connect(self._starting)
+        bridge.replayFailed.connect(self._failed)
+        bridge.sessionReady.connect(self._forget)
+
+    @property
+    def replaying(self) -> bool:
+        """A replay is under way (what it brings back is history, not news)."""
+        return self._saved is not None
+
+    def _starting(self) -> None:
+        self._saved = self._clear()
+
+    def _failed(self, _message: str) -> None:
+        if self._saved is not None:
+            saved, self._saved = self._saved, None
+            self._clear()
+            self._restore(saved)
+
+    def _forget(self, *_: object) -> None:
+        self._saved = None
 
 
 class AppContext:
@@ -108,11 +159,8 @@ class Dock(Part):
     """A part shown in a dock widget. Subclasses set the class attributes and :attr:`widget`."""
 
     title: ClassVar[str] = ""
-    area: ClassVar[Qt.DockWidgetArea] = Qt.DockWidgetArea.RightDockWidgetArea
-    tab_group: ClassVar[str | None] = None
-    """Docks of one group are tabified together; the first of the group is raised."""
-    hidden: ClassVar[bool] = False
-    """Hidden until there is something to show."""
+    place: ClassVar[Place] = Place(Qt.DockWidgetArea.RightDockWidgetArea)
+    """Where the dock goes: :data:`LEFT`, :data:`SIDE`, :data:`BOTTOM` (or a place of its own)."""
     shortcut: ClassVar[str | None] = None
     """A shortcut for the View menu's toggle."""
 

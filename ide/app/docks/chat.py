@@ -3,13 +3,13 @@ each turn ended (answered, stopped, failed and why), with a failed turn's open s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 
 from ide.app.acp_client import BackendState
 from ide.app.chat import ChatPanel
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import SIDE, AppContext, Dock, KeptAcrossReplay
 from ide.app.docks.capabilities import Chat, OpensFiles, SearchTrees
 from ide.app.docks.needs import Requires, Uses
 from ide.protocol import ErrorInfo
@@ -21,8 +21,7 @@ class ChatDock(Dock):
     name = "chat"
     title = "Chat"
     order = 20
-    area = Qt.DockWidgetArea.RightDockWidgetArea
-    tab_group = "side"
+    place = SIDE
     exposes: ClassVar[dict[str, str]] = {"chat": "panel"}
     provides = (Chat,)
     files = Requires(OpensFiles)
@@ -32,7 +31,8 @@ class ChatDock(Dock):
         self.panel = ChatPanel()
         self.panel.workspace = ctx.workspace
         super().__init__(ctx, self.panel)
-        self._saved: list[Any] | None = None
+        self.kept = KeptAcrossReplay(self.bridge, self.panel.clear, self.panel.replay)
+        """What the chat showed before a replay: if the replay fails, the old transcript comes back."""
         self._error: ErrorInfo | None = None
         """The error the bridge raised in this turn of the event loop (the prompt's answer, if the
         state goes back to ready in the same call)."""
@@ -45,8 +45,6 @@ class ChatDock(Dock):
         bridge.errorRaised.connect(self._on_error)
         bridge.stateChanged.connect(self._on_state)
         bridge.backendDied.connect(self._on_backend_died)
-        bridge.replayStarting.connect(self._on_replay_starting)
-        bridge.replayFailed.connect(self._on_replay_failed)
         panel.promptSubmitted.connect(ctx.send_prompt)
         panel.modeChosen.connect(bridge.set_mode)
         panel.stopRequested.connect(bridge.cancel)
@@ -57,19 +55,8 @@ class ChatDock(Dock):
 
     def _on_session_ready(self, _session_id: str, replayed: bool) -> None:
         self._show_modes()
-        self._saved = None
         if replayed:
             self.panel.flush()
-
-    def _on_replay_starting(self) -> None:
-        # Keep what the chat showed: if the replay fails, the old transcript comes back.
-        self._saved = self.panel.clear()
-
-    def _on_replay_failed(self, _message: str) -> None:
-        if self._saved is not None:
-            self.panel.clear()
-            self.panel.replay(self._saved)
-            self._saved = None
 
     def _on_error(self, info: ErrorInfo) -> None:
         self._error = info

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock
 from ide.app.docks.capabilities import SearchTrees
 from ide.app.docks.needs import Requires
 from ide.app.eval_chart import EvalChart
@@ -238,9 +238,7 @@ class EvalDock(Dock):
     name = "eval"
     title = "Eval"
     order = 45
-    area = Qt.DockWidgetArea.BottomDockWidgetArea
-    tab_group = "bottom"
-    hidden = True
+    place = BOTTOM
     exposes: ClassVar[dict[str, str]] = {"eval_panel": "panel", "open_eval_report": "open_report"}
     trees = Requires(SearchTrees)
 

@@ -45,13 +45,13 @@ class LanguageServerPart(Part):
 
     name = "lsp"
     order = 95
-    files = Requires(OpensFiles)
     exposes: ClassVar[dict[str, str]] = {
         "location_picker": "picker",
         "definition_action": "definition_action",
         "references_action": "references_action",
         "ask_language_server": "ask",
     }
+    files = Requires(OpensFiles)
     lspAnswered = Signal(str, object, object)
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import LEFT, AppContext, Dock
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
 from ide.app.outline import OutlinePanel
@@ -34,14 +34,14 @@ class OutlineDock(Dock):
     name = "outline"
     title = "Outline"
     order = 50
-    area = Qt.DockWidgetArea.LeftDockWidgetArea
-    files = Requires(OpensFiles)
+    place = LEFT
     exposes: ClassVar[dict[str, str]] = {
         "outline": "panel",
         "index_progress": "progress",
         "request_outline": "request_outline",
         "request_index_status": "request_index_status",
     }
+    files = Requires(OpensFiles)
 
     outlineReceived = Signal(object)
     """OutlineResult of one file (``_arbor/index/outline``)."""

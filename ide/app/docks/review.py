@@ -8,9 +8,9 @@ from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
-from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtCore import Signal, SignalInstance
 
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock
 from ide.app.docks.capabilities import ForeignEdits, Review
 from ide.app.docks.needs import Uses
 from ide.app.review import ReviewPane
@@ -38,9 +38,7 @@ class ReviewDock(Dock):
     name = "review"
     title = "Review"
     order = 30
-    area = Qt.DockWidgetArea.BottomDockWidgetArea
-    tab_group = "bottom"
-    hidden = True
+    place = BOTTOM
     exposes: ClassVar[dict[str, str]] = {"review": "pane"}
     provides = (Review,)
     foreign = Uses(ForeignEdits)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay
 from ide.app.docks.capabilities import Review, SearchTrees
 from ide.app.docks.needs import Requires
 from ide.app.tree_view import SearchTreeView
@@ -21,7 +21,6 @@ from ide.protocol.tree import (
     TREE_FILE_SUFFIX,
     TREE_NOTIFICATION,
     BranchDiffParams,
-    SearchTree,
     TreeEvent,
     TreeEventBatch,
     TreeFileError,
@@ -34,9 +33,7 @@ class TreeDock(Dock):
     name = "tree"
     title = "Search tree"
     order = 40
-    area = Qt.DockWidgetArea.BottomDockWidgetArea
-    tab_group = "bottom"
-    hidden = True
+    place = BOTTOM
     exposes: ClassVar[dict[str, str]] = {
         "tree_view": "view",
         "open_tree_file": "open_file",
@@ -56,16 +53,14 @@ class TreeDock(Dock):
     def __init__(self, ctx: AppContext) -> None:
         self.view = SearchTreeView()
         super().__init__(ctx, self.view)
-        self._saved: dict[str, SearchTree] | None = None
-        self._replaying = False
+        self.kept = KeptAcrossReplay(self.bridge, self.view.clear, self.view.restore)
+        """The trees shown before a replay (the replayed events rebuild them): back if the replay fails."""
         self._branch_requests: dict[str, tuple[str, str]] = {}
         """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
         bridge, view = self.bridge, self.view
         bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
         bridge.sessionReady.connect(self._on_session_ready)
         bridge.stateChanged.connect(self._on_state)
-        bridge.replayStarting.connect(self._on_replay_starting)
-        bridge.replayFailed.connect(self._on_replay_failed)
         self.treeEvents.connect(view.add_events)
         self.branchDiffReceived.connect(self._show_branch_diff)
         self.branchDiffFailed.connect(self._branch_diff_failed)
@@ -138,28 +133,15 @@ class TreeDock(Dock):
 
     def _on_run_started(self, _key: str) -> None:
         # A restored session's runs come back quietly; a run that starts now is shown.
-        if not self._replaying:
+        if not self.kept.replaying:
             self.show()
 
     def _on_session_ready(self, *_: object) -> None:
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
-        self._saved = None
-        self._replaying = False
 
     def _on_state(self, state: str) -> None:
         if state == BackendState.STOPPED:
             self.view.set_branch_diff_supported(False)
-
-    def _on_replay_starting(self) -> None:
-        self._saved = self.view.clear()  # the replayed tree events rebuild it
-        self._replaying = True
-
-    def _on_replay_failed(self, _message: str) -> None:
-        if self._saved is not None:
-            self.view.clear()
-            self.view.restore(self._saved)
-            self._saved = None
-        self._replaying = False
 
     def _open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(

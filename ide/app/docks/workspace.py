@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
 from ide.app.chat import resolve_location
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import LEFT, AppContext, Dock
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.workspace import WorkspacePanel
 
@@ -20,7 +19,7 @@ class WorkspaceDock(Dock):
     name = "workspace"
     title = "Workspace"
     order = 10
-    area = Qt.DockWidgetArea.LeftDockWidgetArea
+    place = LEFT
     exposes: ClassVar[dict[str, str]] = {"workspace_panel": "panel"}
     provides = (OpensFiles,)
 
