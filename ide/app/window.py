@@ -14,6 +14,7 @@ from ide.agentproc import ARBOR_AGENT, AgentChoice, command_name, default_backen
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.banner import Banner, BannerBar
 from ide.app.docks import AppContext, Dock, Part, registry
+from ide.app.docks.capabilities import Chat
 from ide.app.permission import PermissionDialog
 from ide.app.status import BackendStatus
 from ide.app.viewer import CodeViewer
@@ -96,18 +97,22 @@ class MainWindow(QMainWindow):
         )
         self.stop_action = self.ctx.action("agent", "&Stop Turn", self.bridge.cancel, "Ctrl+.")
         self.restart_action = self.ctx.action("agent", "&Restart Backend", self.restart_backend)
-        self.docks: dict[str, Part] = self.ctx.parts
+        self.docks: dict[str, Part] = {}
+        """Every part by name, for scripts and tests (parts see each other through their declared needs)."""
         for part_type in registry():
             part = part_type(self.ctx)
             self.docks[part.name] = part
+            self.ctx.providers.add(part, part.provides)
             for attribute, source in part.exposes.items():
                 setattr(self, attribute, attrgetter(source)(part))
             if isinstance(part, Dock):
                 setattr(self, f"{part.name}_dock", part.dock)
+        self.ctx.providers.complete = True
         self.statusBar().addPermanentWidget(self.status, 1)
         menus["file"].addSeparator()
         self.ctx.action("file", "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        self._lay_out([part for part in self.docks.values() if isinstance(part, Dock)])
+        docks = [part for part in self.docks.values() if isinstance(part, Dock)]
+        self._lay_out(sorted(docks, key=lambda dock: (dock.order, dock.name)))
         self._default_state = self.saveState(STATE_VERSION)
         menus["view"].addSeparator()
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
@@ -137,7 +142,9 @@ class MainWindow(QMainWindow):
         if self.bridge.send_prompt(text):
             if self.banner.kind not in (None, "settings"):
                 self.banner.dismiss()  # what the last turn reported no longer applies
-            self.docks["chat"].panel.add_user_message(text)  # type: ignore[attr-defined]
+            chat = self.ctx.providers.get(Chat)
+            if chat is not None:
+                chat.panel.add_user_message(text)
 
     def restart_backend(self) -> None:
         """Restart the backend and restore the conversation (the banner's Restart button)."""
@@ -149,16 +156,17 @@ class MainWindow(QMainWindow):
         first_in_area: dict[Qt.DockWidgetArea, Dock] = {}
         first_of_group: dict[str, Dock] = {}
         for dock in docks:
-            self.addDockWidget(dock.area, dock.dock)
-            group = first_of_group.get(dock.tab_group or "")
+            place = dock.place
+            self.addDockWidget(place.area, dock.dock)
+            group = first_of_group.get(place.tab_group or "")
             if group is not None:
                 self.tabifyDockWidget(group.dock, dock.dock)
-            elif dock.tab_group is None and dock.area in first_in_area:
-                self.splitDockWidget(first_in_area[dock.area].dock, dock.dock, Qt.Orientation.Vertical)
-            if dock.tab_group is not None:
-                first_of_group.setdefault(dock.tab_group, dock)
-            first_in_area.setdefault(dock.area, dock)
-            if dock.hidden:
+            elif place.tab_group is None and place.area in first_in_area:
+                self.splitDockWidget(first_in_area[place.area].dock, dock.dock, Qt.Orientation.Vertical)
+            if place.tab_group is not None:
+                first_of_group.setdefault(place.tab_group, dock)
+            first_in_area.setdefault(place.area, dock)
+            if place.hidden:
                 dock.dock.hide()  # shown when there is something to show
             toggle = dock.dock.toggleViewAction()
             if dock.shortcut:
@@ -234,17 +242,17 @@ class MainWindow(QMainWindow):
         """Every dock back where a fresh profile has it (a review or search tree that is open stays open,
         in its place) at the default sizes, and the saved layout forgotten."""
         still_open = [
-            name
-            for name, part in self.docks.items()
-            if isinstance(part, Dock) and part.hidden and part.dock.isVisible()
+            part
+            for part in self.docks.values()
+            if isinstance(part, Dock) and part.place.hidden and part.dock.isVisible()
         ]
         self.restoreState(self._default_state, STATE_VERSION)
         store = QSettings()
         store.remove(STATE_KEY)
         store.sync()
         self._default_sizes()
-        for name in still_open:
-            self.ctx.show_dock(name)
+        for dock in still_open:
+            dock.show()
 
     def save_layout(self) -> None:
         """Remember geometry and dock layout for the next window."""

@@ -51,8 +51,8 @@ def bottom_docks(window: MainWindow) -> tuple[QDockWidget, QDockWidget]:
 
 
 def open_review_and_tree(qtbot, window: MainWindow) -> None:
-    window.ctx.show_dock("review")
-    window.ctx.show_dock("tree")
+    window.docks["review"].show()  # type: ignore[attr-defined]
+    window.docks["tree"].show()  # type: ignore[attr-defined]
     review, tree = bottom_docks(window)
     qtbot.waitUntil(lambda: review.isVisible() and tree.isVisible())
 

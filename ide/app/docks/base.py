@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QWidget
 
 from ide.app.acp_client import BackendBridge, BackendState
-from ide.app.chat import resolve_location
+from ide.app.docks.needs import Providers
 from ide.protocol import ErrorInfo
 from ide.settings import ResolvedSettings, Settings
 
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from ide.app.status import BackendStatus
     from ide.app.viewer import CodeViewer
 
+S = TypeVar("S")
+
 DOCK_SHARE = 0.4
 """How much of the window's height a bottom dock takes when it is shown."""
 DOCK_MIN_WIDTH = 200
@@ -26,9 +30,56 @@ DOCK_MIN_WIDTH = 200
 code viewer aside, and a wider need scrolls or is cut in the dock."""
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a dock goes in the window: its area; the tab group it is tabbed into (the group's first dock is
+    raised, a dock of no group is stacked under the area's first); hidden until it has something to show."""
+
+    area: Qt.DockWidgetArea
+    tab_group: str | None = None
+    hidden: bool = False
+
+
+LEFT = Place(Qt.DockWidgetArea.LeftDockWidgetArea)
+"""The column left of the viewer, its docks stacked (workspace, outline)."""
+SIDE = Place(Qt.DockWidgetArea.RightDockWidgetArea, "side")
+"""Tabs right of the viewer (chat, memory, sessions)."""
+BOTTOM = Place(Qt.DockWidgetArea.BottomDockWidgetArea, "bottom", hidden=True)
+"""Tabs under the viewer, each shown when it has something to show (review, search tree, eval)."""
+
+
+class KeptAcrossReplay(Generic[S]):
+    """What a view showed before a session's replay (a restart, a reopened session): the view is cleared
+    for the replay to rebuild it and, when the replay fails, cleared again and given back what it showed."""
+
+    def __init__(self, bridge: BackendBridge, clear: Callable[[], S], restore: Callable[[S], None]) -> None:
+        self._clear, self._restore = clear, restore
+        self._saved: S | None = None
+        bridge.replayStarting.connect(self._starting)
+        bridge.replayFailed.connect(self._failed)
+        bridge.sessionReady.connect(self._forget)
+
+    @property
+    def replaying(self) -> bool:
+        """A replay is under way (what it brings back is history, not news)."""
+        return self._saved is not None
+
+    def _starting(self) -> None:
+        self._saved = self._clear()
+
+    def _failed(self, _message: str) -> None:
+        if self._saved is not None:
+            saved, self._saved = self._saved, None
+            self._clear()
+            self._restore(saved)
+
+    def _forget(self, *_: object) -> None:
+        self._saved = None
+
+
 class AppContext:
-    """What every part sees: the bridge, the workspace, the viewer, status bar and banner, the other parts,
-    and a few window services (open a file at a line, show a dock, a menu, a status message)."""
+    """What every part sees: the bridge, the workspace, the viewer, status bar and banner, the providers
+    of the capabilities parts declare they need, and a few window services (a menu, a status message)."""
 
     def __init__(
         self,
@@ -52,34 +103,8 @@ class AppContext:
         self.banner = banner
         self.menus = menus
         """The menu bar's menus by name: file, view, go, agent."""
-        self.parts: dict[str, Part] = {}
-
-    def dock(self, name: str) -> Any:
-        """The part called ``name`` (a dock or a controller)."""
-        return self.parts[name]
-
-    def open_location(self, path: str, line: int, column: int = 1) -> None:
-        """Show ``path`` (absolute or workspace-relative) in the viewer at ``line``, selected in the tree."""
-        target = resolve_location(self.workspace, path)
-        if self.viewer.current_path == target and line and self.viewer.message is None:
-            self.viewer.editor.go_to(line, column)  # already on screen: just move
-        else:
-            self.viewer.show_file(target, line or None)
-        if "workspace" in self.parts:
-            self.dock("workspace").panel.select(target)
-
-    def show_dock(self, name: str) -> None:
-        """Show and raise the dock ``name``; a hidden one opens at its share of the window's height."""
-        widget = self.dock(name).dock
-        if widget.isHidden():
-            # A tab beside one already open keeps the area's height; a dock opening an area sizes it.
-            tabs = [tab for tab in self.window.tabifiedDockWidgets(widget) if tab.isVisible()]
-            height = tabs[0].height() if tabs else int(self.window.height() * DOCK_SHARE)
-            widget.show()
-            # Once the layout has taken the new dock in (a new tab bar resizes the area).
-            resize = self.window.resizeDocks
-            QTimer.singleShot(0, self.window, lambda: resize([widget], [height], Qt.Orientation.Vertical))
-        widget.raise_()
+        self.providers = Providers()
+        """The parts built so far, by the capabilities they provide (what their needs read)."""
 
     def message(self, text: str, timeout_ms: int = 0) -> None:
         """A transient message in the status bar."""
@@ -110,9 +135,13 @@ class Part(QObject):
     and notifications through ``ctx.bridge``. A controller without a dock subclasses this directly."""
 
     name: ClassVar[str] = ""
-    """Key in ``ctx.parts`` (and the dock's object name, ``<name>Dock``)."""
+    """Key in the window's ``docks`` (and the dock's object name, ``<name>Dock``)."""
     order: ClassVar[int] = 100
-    """Parts are built, and docks listed in the View menu, in this order."""
+    """Where the part comes among the others: its dock in the View menu and its tab group (the first of a
+    group is raised), the actions it adds to a menu. Needs are declared, not ordered: a part is built after
+    the providers of what it requires (:mod:`ide.app.docks.needs`)."""
+    provides: ClassVar[tuple[type, ...]] = ()
+    """The capabilities (:mod:`ide.app.docks.capabilities`) this part offers the others."""
     exposes: ClassVar[dict[str, str]] = {}
     """Window attribute → attribute of this part, for scripts and tests (``{"review": "pane"}``)."""
 
@@ -130,11 +159,8 @@ class Dock(Part):
     """A part shown in a dock widget. Subclasses set the class attributes and :attr:`widget`."""
 
     title: ClassVar[str] = ""
-    area: ClassVar[Qt.DockWidgetArea] = Qt.DockWidgetArea.RightDockWidgetArea
-    tab_group: ClassVar[str | None] = None
-    """Docks of one group are tabified together; the first of the group is raised."""
-    hidden: ClassVar[bool] = False
-    """Hidden until there is something to show."""
+    place: ClassVar[Place] = Place(Qt.DockWidgetArea.RightDockWidgetArea)
+    """Where the dock goes: :data:`LEFT`, :data:`SIDE`, :data:`BOTTOM` (or a place of its own)."""
     shortcut: ClassVar[str | None] = None
     """A shortcut for the View menu's toggle."""
 
@@ -150,3 +176,16 @@ class Dock(Part):
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
         )
+
+    def show(self) -> None:
+        """Show and raise the dock; a hidden one opens at its share of the window's height."""
+        window, widget = self.ctx.window, self.dock
+        if widget.isHidden():
+            # A tab beside one already open keeps the area's height; a dock opening an area sizes it.
+            tabs = [tab for tab in window.tabifiedDockWidgets(widget) if tab.isVisible()]
+            height = tabs[0].height() if tabs else int(window.height() * DOCK_SHARE)
+            widget.show()
+            # Once the layout has taken the new dock in (a new tab bar resizes the area).
+            resize = window.resizeDocks
+            QTimer.singleShot(0, window, lambda: resize([widget], [height], Qt.Orientation.Vertical))
+        widget.raise_()

@@ -3,14 +3,15 @@ each turn ended (answered, stopped, failed and why), with a failed turn's open s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 
 from ide.app.acp_client import BackendState
 from ide.app.chat import ChatPanel
-from ide.app.docks.base import AppContext, Dock
-from ide.app.turn_end import closing_events
+from ide.app.docks.base import SIDE, AppContext, Dock, KeptAcrossReplay
+from ide.app.docks.capabilities import Chat, OpensFiles, SearchTrees
+from ide.app.docks.needs import Requires, Uses
 from ide.protocol import ErrorInfo
 
 
@@ -20,15 +21,18 @@ class ChatDock(Dock):
     name = "chat"
     title = "Chat"
     order = 20
-    area = Qt.DockWidgetArea.RightDockWidgetArea
-    tab_group = "side"
+    place = SIDE
     exposes: ClassVar[dict[str, str]] = {"chat": "panel"}
+    provides = (Chat,)
+    files = Requires(OpensFiles)
+    trees = Uses(SearchTrees)
 
     def __init__(self, ctx: AppContext) -> None:
         self.panel = ChatPanel()
         self.panel.workspace = ctx.workspace
         super().__init__(ctx, self.panel)
-        self._saved: list[Any] | None = None
+        self.kept = KeptAcrossReplay(self.bridge, self.panel.clear, self.panel.replay)
+        """What the chat showed before a replay: if the replay fails, the old transcript comes back."""
         self._error: ErrorInfo | None = None
         """The error the bridge raised in this turn of the event loop (the prompt's answer, if the
         state goes back to ready in the same call)."""
@@ -41,31 +45,18 @@ class ChatDock(Dock):
         bridge.errorRaised.connect(self._on_error)
         bridge.stateChanged.connect(self._on_state)
         bridge.backendDied.connect(self._on_backend_died)
-        bridge.replayStarting.connect(self._on_replay_starting)
-        bridge.replayFailed.connect(self._on_replay_failed)
         panel.promptSubmitted.connect(ctx.send_prompt)
         panel.modeChosen.connect(bridge.set_mode)
         panel.stopRequested.connect(bridge.cancel)
-        panel.locationActivated.connect(ctx.open_location)
+        panel.locationActivated.connect(self.files.open_location)
 
     def _show_modes(self) -> None:
         self.panel.set_modes(self.bridge.modes, self.bridge.mode)
 
     def _on_session_ready(self, _session_id: str, replayed: bool) -> None:
         self._show_modes()
-        self._saved = None
         if replayed:
             self.panel.flush()
-
-    def _on_replay_starting(self) -> None:
-        # Keep what the chat showed: if the replay fails, the old transcript comes back.
-        self._saved = self.panel.clear()
-
-    def _on_replay_failed(self, _message: str) -> None:
-        if self._saved is not None:
-            self.panel.clear()
-            self.panel.replay(self._saved)
-            self._saved = None
 
     def _on_error(self, info: ErrorInfo) -> None:
         self._error = info
@@ -86,16 +77,5 @@ class ChatDock(Dock):
 
     def _turn_failed(self, message: str, fix: str | None) -> None:
         self.panel.turn_failed(message, fix)
-        self.close_open_runs(f"{message}\n{fix}" if fix else message)
-
-    def close_open_runs(self, reason: str) -> None:
-        """End the live search trees no event closed: active nodes failed, the run failed with ``reason``."""
-        tree_dock = self.ctx.parts.get("tree")
-        view = getattr(tree_dock, "view", None)
-        if view is None:
-            return
-        for key, tree in list(view.runs.items()):
-            if key not in view.file_runs and key not in view.run_feed.stale_runs:
-                events = closing_events(tree, reason)
-                if events:
-                    view.add_events(events)
+        if self.trees is not None:  # a failed turn's open search trees are closed
+            self.trees.close_open_runs(f"{message}\n{fix}" if fix else message)

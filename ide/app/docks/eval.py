@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock
+from ide.app.docks.capabilities import SearchTrees
+from ide.app.docks.needs import Requires
 from ide.app.eval_chart import EvalChart
 from ide.app.eval_format import STATUS_TEXT, header_text, mode_label, plain_tip, unfinished_text
 from ide.app.eval_table import RunsTable, SummaryTable
@@ -236,10 +238,9 @@ class EvalDock(Dock):
     name = "eval"
     title = "Eval"
     order = 45
-    area = Qt.DockWidgetArea.BottomDockWidgetArea
-    tab_group = "bottom"
-    hidden = True
+    place = BOTTOM
     exposes: ClassVar[dict[str, str]] = {"eval_panel": "panel", "open_eval_report": "open_report"}
+    trees = Requires(SearchTrees)
 
     reportLoaded = Signal(object)
     """The EvalReport just shown (opened or reloaded after the file changed)."""
@@ -282,7 +283,7 @@ class EvalDock(Dock):
             self.panel.clear(f"Cannot open the report: {exc}", error=True)
             self.reportFailed.emit(str(exc))
             if show:
-                self.ctx.show_dock(self.name)
+                self.show()
             return False
         self.source = file.resolve()
         self._watch()
@@ -292,7 +293,7 @@ class EvalDock(Dock):
         self.panel.show_report(report, self.source)
         self.reportLoaded.emit(report)
         if show:
-            self.ctx.show_dock(self.name)
+            self.show()
         return True
 
     def reload(self) -> None:
@@ -328,7 +329,7 @@ class EvalDock(Dock):
             self.panel.show_error(f"{where}: its tree file {run.tree_file} is missing.")
             return False
         self.panel.show_message("")
-        return bool(self.ctx.dock("tree").open_file(tree))
+        return self.trees.open_file(tree)
 
     def _watch(self) -> None:
         """Watch the report file and its directory (the atomic save replaces the file)."""

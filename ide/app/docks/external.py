@@ -9,6 +9,8 @@ from typing import Any, ClassVar
 from ide.app.acp_client import BackendState
 from ide.app.background import spawn
 from ide.app.docks.base import AppContext, Part
+from ide.app.docks.capabilities import Review, SearchTrees
+from ide.app.docks.needs import Uses
 from ide.app.external import ReviewBackend
 from ide.app.tool_tree import ToolCallTree
 from ide.protocol.review import ChangeSetView
@@ -20,6 +22,8 @@ class ForeignAgent(Part):
     name = "external"
     order = 20
     exposes: ClassVar[dict[str, str]] = {"review_backend": "review"}
+    trees = Uses(SearchTrees)
+    review_dock = Uses(Review)
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
@@ -66,9 +70,9 @@ class ForeignAgent(Part):
             self._emit(self.tree.finish(stop_reason))
 
     def _emit(self, events: list[Any]) -> None:
-        if events and "tree" in self.ctx.parts:
-            self.ctx.dock("tree").treeEvents.emit(events)
+        if events and self.trees is not None:
+            self.trees.add_events(events)
 
     def _show_changeset(self, changeset: ChangeSetView) -> None:
-        if "review" in self.ctx.parts and self.owns(changeset.session_id):
-            self.ctx.dock("review").show_external(changeset, self.review)
+        if self.review_dock is not None and self.owns(changeset.session_id):
+            self.review_dock.show_external(changeset, self.review)

@@ -9,6 +9,8 @@ from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QToolTip
 
 from ide.app.docks.base import AppContext, Part
+from ide.app.docks.capabilities import OpensFiles
+from ide.app.docks.needs import Requires
 from ide.app.symbols import LocationPicker
 from ide.protocol.lsp import (
     LSP_DEFINITION,
@@ -49,6 +51,7 @@ class LanguageServerPart(Part):
         "references_action": "references_action",
         "ask_language_server": "ask",
     }
+    files = Requires(OpensFiles)
     lspAnswered = Signal(str, object, object)
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""
 
@@ -62,7 +65,7 @@ class LanguageServerPart(Part):
         self.references_action = ctx.action(
             "go", "Find &References", lambda: self.ask(LSP_REFERENCES), "Shift+F12"
         )
-        self.picker.locationChosen.connect(ctx.open_location)
+        self.picker.locationChosen.connect(self.files.open_location)
         ctx.viewer.editor.hoverRequested.connect(self._request_hover)
         self.lspAnswered.connect(self._on_answer)
 
@@ -115,7 +118,7 @@ class LanguageServerPart(Part):
             self.ctx.message(f"No {what} found at {params.line}:{params.column}.", 4000)
         elif method == LSP_DEFINITION and len(result.locations) == 1:
             (only,) = result.locations
-            self.ctx.open_location(only.path, only.line, only.column)
+            self.files.open_location(only.path, only.line, only.column)
         else:
             title = "Definitions" if method == LSP_DEFINITION else "References"
             self.picker.show_locations(title, result.locations)

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import SIDE, AppContext, Dock
 from ide.protocol import ErrorInfo
 from ide.protocol.memory import (
     MEMORY_DELETE,
@@ -213,8 +213,7 @@ class MemoryDock(Dock):
     name = "memory"
     title = "Memory"
     order = 60
-    area = Qt.DockWidgetArea.RightDockWidgetArea
-    tab_group = "side"
+    place = SIDE
     exposes: ClassVar[dict[str, str]] = {"memory_panel": "panel"}
 
     memoryReceived = Signal(object)

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import LEFT, AppContext, Dock
+from ide.app.docks.capabilities import OpensFiles
+from ide.app.docks.needs import Requires
 from ide.app.outline import OutlinePanel
 from ide.app.symbols import IndexProgress
 from ide.protocol.index import (
@@ -32,13 +34,14 @@ class OutlineDock(Dock):
     name = "outline"
     title = "Outline"
     order = 50
-    area = Qt.DockWidgetArea.LeftDockWidgetArea
+    place = LEFT
     exposes: ClassVar[dict[str, str]] = {
         "outline": "panel",
         "index_progress": "progress",
         "request_outline": "request_outline",
         "request_index_status": "request_index_status",
     }
+    files = Requires(OpensFiles)
 
     outlineReceived = Signal(object)
     """OutlineResult of one file (``_arbor/index/outline``)."""
@@ -56,7 +59,7 @@ class OutlineDock(Dock):
         self._poll.timeout.connect(self.request_index_status)
         self._state: str | None = None
         ctx.viewer.fileShown.connect(self.request_outline)
-        self.panel.lineActivated.connect(ctx.open_location)
+        self.panel.lineActivated.connect(self.files.open_location)
         self.bridge.sessionReady.connect(self._on_session_ready)
         self.bridge.on_notification(INDEX_CHANGED, self._on_index_changed)
         self.indexStatus.connect(self._on_index_status)

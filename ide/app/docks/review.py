@@ -8,9 +8,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
-from PySide6.QtCore import Qt, Signal, SignalInstance
+from PySide6.QtCore import Signal, SignalInstance
 
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock
+from ide.app.docks.capabilities import Review
 from ide.app.review import ReviewPane
 from ide.protocol import ErrorInfo
 from ide.protocol.method import Method
@@ -40,10 +41,9 @@ class ReviewDock(Dock):
     name = "review"
     title = "Review"
     order = 30
-    area = Qt.DockWidgetArea.BottomDockWidgetArea
-    tab_group = "bottom"
-    hidden = True
+    place = BOTTOM
     exposes: ClassVar[dict[str, str]] = {"review": "pane"}
+    provides = (Review,)
 
     changesetReceived = Signal(object)
     """The session's :class:`ChangeSetView`: pushed after a turn, or the answer to a review request."""
@@ -84,7 +84,7 @@ class ReviewDock(Dock):
     def show_branch(self, changeset: ChangeSetView, header: str) -> None:
         """Show a search branch's changes read-only, and the dock."""
         self.pane.show_branch(changeset, header)
-        self.ctx.show_dock(self.name)
+        self.show()
 
     def show_external(self, changeset: ChangeSetView, channel: ReviewBackend) -> None:
         """A foreign agent's edits, held by Arbor's review backend: reviewed, applied and rolled back here
@@ -146,4 +146,4 @@ class ReviewDock(Dock):
 
     def _show(self, files: int) -> None:
         if files:
-            self.ctx.show_dock(self.name)
+            self.show()

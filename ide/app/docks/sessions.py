@@ -20,7 +20,9 @@ from PySide6.QtWidgets import (
 
 from ide.agentconn import SessionSummary
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import SIDE, AppContext, Dock
+from ide.app.docks.capabilities import Chat
+from ide.app.docks.needs import Uses
 from ide.protocol import ErrorInfo
 
 SESSION_ROLE = Qt.ItemDataRole.UserRole
@@ -147,9 +149,9 @@ class SessionsDock(Dock):
     name = "sessions"
     title = "Sessions"
     order = 65
-    area = Qt.DockWidgetArea.RightDockWidgetArea
-    tab_group = "side"
+    place = SIDE
     exposes: ClassVar[dict[str, str]] = {"sessions": "panel", "open_session": "open", "new_session": "new"}
+    chat = Uses(Chat)
 
     def __init__(self, ctx: AppContext) -> None:
         self.panel = SessionsPanel()
@@ -176,18 +178,18 @@ class SessionsDock(Dock):
 
     def open(self, session_id: str) -> bool:
         """Reopen ``session_id``: the views are cleared and its history replayed into them."""
-        if not self.bridge.open_session(session_id):
-            self.ctx.message("A session can be opened when the agent is ready (no turn running).", 5000)
-            return False
-        self._raise_chat()
-        return True
+        return self._open(session_id, "A session can be opened when the agent is ready (no turn running).")
 
     def new(self) -> bool:
         """Start a new session: an empty chat, no tree, no review."""
-        if not self.bridge.open_session(None):
-            self.ctx.message("A new session can be started when the agent is ready (no turn running).", 5000)
+        return self._open(None, "A new session can be started when the agent is ready (no turn running).")
+
+    def _open(self, session_id: str | None, refused: str) -> bool:
+        if not self.bridge.open_session(session_id):
+            self.ctx.message(refused, 5000)
             return False
-        self._raise_chat()
+        if self.chat is not None:
+            self.chat.dock.raise_()
         return True
 
     def show_list(self) -> None:
@@ -196,10 +198,6 @@ class SessionsDock(Dock):
         self.dock.raise_()
         self.panel.list.setFocus()
         self.refresh()
-
-    def _raise_chat(self) -> None:
-        if "chat" in self.ctx.parts:
-            self.ctx.dock("chat").dock.raise_()
 
     def _show(self, asked: int, found: list[SessionSummary]) -> None:
         if asked == self._asked:  # an older answer than the last question is out of date

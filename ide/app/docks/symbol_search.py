@@ -8,6 +8,8 @@ from PySide6.QtCore import Signal
 
 from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Part
+from ide.app.docks.capabilities import OpensFiles
+from ide.app.docks.needs import Requires
 from ide.app.symbols import SymbolSearch
 from ide.protocol.index import INDEX_SEARCH, SymbolSearchParams, SymbolSearchResult
 
@@ -17,6 +19,7 @@ class SymbolSearchPart(Part):
 
     name = "symbols"
     order = 90
+    files = Requires(OpensFiles)
     exposes: ClassVar[dict[str, str]] = {"symbol_search": "dialog", "symbol_action": "action"}
     symbolsFound = Signal(object, object)
     """(SymbolSearchParams, SymbolSearchResult) of a search (``_arbor/index/search``)."""
@@ -26,7 +29,7 @@ class SymbolSearchPart(Part):
         self.dialog = SymbolSearch(ctx.workspace, ctx.window)
         self.action = ctx.action("go", "Go to &Symbol…", self.open, "Ctrl+T")
         self.dialog.queryChanged.connect(self._search)
-        self.dialog.symbolChosen.connect(ctx.open_location)
+        self.dialog.symbolChosen.connect(self.files.open_location)
         self.symbolsFound.connect(self._show)
 
     def open(self) -> None:

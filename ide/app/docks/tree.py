@@ -6,19 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay
+from ide.app.docks.capabilities import Review, SearchTrees
+from ide.app.docks.needs import Requires
 from ide.app.tree_view import SearchTreeView
+from ide.app.turn_end import closing_events
 from ide.protocol.review import ChangeSetView
 from ide.protocol.tree import (
     BRANCH_DIFF,
     TREE_FILE_SUFFIX,
     TREE_NOTIFICATION,
     BranchDiffParams,
-    SearchTree,
+    TreeEvent,
     TreeEventBatch,
     TreeFileError,
 )
@@ -30,15 +33,15 @@ class TreeDock(Dock):
     name = "tree"
     title = "Search tree"
     order = 40
-    area = Qt.DockWidgetArea.BottomDockWidgetArea
-    tab_group = "bottom"
-    hidden = True
+    place = BOTTOM
     exposes: ClassVar[dict[str, str]] = {
         "tree_view": "view",
         "open_tree_file": "open_file",
         "request_branch_diff": "request_branch_diff",
         "show_tree": "show",
     }
+    provides = (SearchTrees,)
+    review = Requires(Review)
 
     treeEvents = Signal(object)
     """A ``list[TreeEvent]`` of the current session's search tree (``_arbor/tree``), live or replayed."""
@@ -50,26 +53,20 @@ class TreeDock(Dock):
     def __init__(self, ctx: AppContext) -> None:
         self.view = SearchTreeView()
         super().__init__(ctx, self.view)
-        self._saved: dict[str, SearchTree] | None = None
-        self._replaying = False
+        self.kept = KeptAcrossReplay(self.bridge, self.view.clear, self.view.restore)
+        """The trees shown before a replay (the replayed events rebuild them): back if the replay fails."""
         self._branch_requests: dict[str, tuple[str, str]] = {}
         """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
         bridge, view = self.bridge, self.view
         bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
         bridge.sessionReady.connect(self._on_session_ready)
         bridge.stateChanged.connect(self._on_state)
-        bridge.replayStarting.connect(self._on_replay_starting)
-        bridge.replayFailed.connect(self._on_replay_failed)
         self.treeEvents.connect(view.add_events)
         self.branchDiffReceived.connect(self._show_branch_diff)
         self.branchDiffFailed.connect(self._branch_diff_failed)
         view.runStarted.connect(self._on_run_started)
         view.branchDiffRequested.connect(self.request_branch_diff)
         ctx.action("file", "Open &Search Tree…", self._open_dialog)
-
-    def show(self) -> None:
-        """Show and raise the search-tree dock."""
-        self.ctx.show_dock(self.name)
 
     def open_file(self, path: Path) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the dock; the banner explains a bad file."""
@@ -83,6 +80,19 @@ class TreeDock(Dock):
             return False
         self.show()
         return True
+
+    def add_events(self, events: list[TreeEvent]) -> None:
+        """Add tree events to the session's trees, as ``_arbor/tree`` does (:attr:`treeEvents`)."""
+        self.treeEvents.emit(events)
+
+    def close_open_runs(self, reason: str) -> None:
+        """End the live search trees no event closed: active nodes failed, the run failed with ``reason``."""
+        view = self.view
+        for key, tree in list(view.runs.items()):
+            if key not in view.file_runs and key not in view.run_feed.stale_runs:
+                events = closing_events(tree, reason)
+                if events:
+                    view.add_events(events)
 
     def branch_diff(self, params: BranchDiffParams) -> bool:
         """Ask for one search branch's changes; they arrive as :attr:`branchDiffReceived`, a refusal as
@@ -108,7 +118,7 @@ class TreeDock(Dock):
         node_id, run_id = self._branch_requests.pop(params.changeset_id, (params.changeset_id, "?"))
         if params.session_id != self.bridge.session_id:
             return  # asked in a session that has ended since
-        self.ctx.dock("review").show_branch(
+        self.review.show_branch(
             changeset,
             f"Branch {node_id} of run {run_id[:12]} — read-only; the run's chosen branch is what you review",
         )
@@ -123,28 +133,15 @@ class TreeDock(Dock):
 
     def _on_run_started(self, _key: str) -> None:
         # A restored session's runs come back quietly; a run that starts now is shown.
-        if not self._replaying:
+        if not self.kept.replaying:
             self.show()
 
     def _on_session_ready(self, *_: object) -> None:
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
-        self._saved = None
-        self._replaying = False
 
     def _on_state(self, state: str) -> None:
         if state == BackendState.STOPPED:
             self.view.set_branch_diff_supported(False)
-
-    def _on_replay_starting(self) -> None:
-        self._saved = self.view.clear()  # the replayed tree events rebuild it
-        self._replaying = True
-
-    def _on_replay_failed(self, _message: str) -> None:
-        if self._saved is not None:
-            self.view.clear()
-            self.view.restore(self._saved)
-            self._saved = None
-        self._replaying = False
 
     def _open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 
 from ide.app.docks.base import AppContext, Part
+from ide.app.docks.capabilities import Chat
+from ide.app.docks.needs import Requires
 from ide.protocol.workflow import (
     WORKFLOWS_LIST,
     WORKFLOWS_SELECT,
@@ -19,12 +21,13 @@ class Workflows(Part):
 
     name = "workflows"
     order = 25
+    chat_dock = Requires(Chat)
     workflowsReceived = Signal(object)
     """The session's workflows, its pick and the reranker in use (WorkflowList), after a list or select."""
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        self.chat = ctx.dock("chat").panel
+        self.chat = self.chat_dock.panel
         self.chat.workflowChosen.connect(self.request)
         self.workflowsReceived.connect(self._show)
         self.bridge.sessionReady.connect(self._on_session_ready)

@@ -1,13 +1,15 @@
-"""The Workspace dock: the file tree; a file chosen there opens in the viewer."""
+"""The Workspace dock: the file tree; a file chosen there opens in the viewer, and a location another part
+opens is shown in the viewer and selected in the tree."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 
-from ide.app.docks.base import AppContext, Dock
+from ide.app.chat import resolve_location
+from ide.app.docks.base import LEFT, AppContext, Dock
+from ide.app.docks.capabilities import OpensFiles
 from ide.app.workspace import WorkspacePanel
 
 
@@ -17,14 +19,25 @@ class WorkspaceDock(Dock):
     name = "workspace"
     title = "Workspace"
     order = 10
-    area = Qt.DockWidgetArea.LeftDockWidgetArea
+    place = LEFT
     exposes: ClassVar[dict[str, str]] = {"workspace_panel": "panel"}
+    provides = (OpensFiles,)
 
     def __init__(self, ctx: AppContext) -> None:
         self.panel = WorkspacePanel(ctx.workspace, ctx.settings.workspace)
         super().__init__(ctx, self.panel)
         self.panel.fileActivated.connect(ctx.viewer.show_file)
         ctx.action("file", "&Refresh Files", self.panel.refresh, QKeySequence.StandardKey.Refresh)
+
+    def open_location(self, path: str, line: int, column: int = 1) -> None:
+        """Show ``path`` (absolute or workspace-relative) in the viewer at ``line``, selected in the tree."""
+        viewer = self.ctx.viewer
+        target = resolve_location(self.ctx.workspace, path)
+        if viewer.current_path == target and line and viewer.message is None:
+            viewer.editor.go_to(line, column)  # already on screen: just move
+        else:
+            viewer.show_file(target, line or None)
+        self.panel.select(target)
 
     def start(self) -> bool:
         self.panel.refresh()

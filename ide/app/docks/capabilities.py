@@ -1,0 +1,68 @@
+"""What one window part offers the others: a small Protocol each, named in a part's ``provides`` and asked
+for with :class:`~ide.app.docks.needs.Requires` or :class:`~ide.app.docks.needs.Uses`.
+
+A part sees another only through these, never by its name: a new provider (another chat, a test's stand-in)
+serves whoever needs the capability. Each is ``runtime_checkable``: the window checks that a provider has
+every member.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QDockWidget
+
+    from ide.app.chat import ChatPanel
+    from ide.app.external import ReviewBackend
+    from ide.protocol.review import ChangeSetView
+    from ide.protocol.tree import TreeEvent
+
+
+@runtime_checkable
+class OpensFiles(Protocol):
+    """Opens a workspace file in the viewer (the Workspace dock, which selects it in its tree too)."""
+
+    def open_location(self, path: str, line: int, column: int = 1) -> None:
+        """Show ``path`` (absolute or workspace-relative) at ``line`` (0: the file's top)."""
+        ...
+
+
+@runtime_checkable
+class Chat(Protocol):
+    """The conversation (the Chat dock): its panel, and the dock to raise."""
+
+    panel: ChatPanel
+    dock: QDockWidget
+
+
+@runtime_checkable
+class Review(Protocol):
+    """The Review dock: a search branch shown read-only, a foreign agent's edits to review."""
+
+    def show_branch(self, changeset: ChangeSetView, header: str) -> None:
+        """Show a branch's changes read-only under ``header``, and the dock."""
+        ...
+
+    def show_external(self, changeset: ChangeSetView, channel: ReviewBackend) -> None:
+        """Review a foreign agent's edits, held by Arbor's review backend, as Arbor's own: its requests
+        go through ``channel`` from now on."""
+        ...
+
+
+@runtime_checkable
+class SearchTrees(Protocol):
+    """The Search tree dock: trees from events or files, and the live runs a failed turn leaves open."""
+
+    def add_events(self, events: list[TreeEvent]) -> None:
+        """Add tree events to the current session's trees (as ``_arbor/tree`` notifications do)."""
+        ...
+
+    def open_file(self, path: Path) -> bool:
+        """Open a tree file in the dock; False (the banner says why) when it cannot be read."""
+        ...
+
+    def close_open_runs(self, reason: str) -> None:
+        """End the live trees no event closed: active nodes failed, the run failed with ``reason``."""
+        ...
