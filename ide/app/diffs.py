@@ -98,17 +98,28 @@ def local_file_change(path: str, old: str | None, new: str | None) -> FileChange
 
 @dataclass
 class StandardDiffs:
-    """The edits a non-Arbor agent proposed in a session, folded per path: first base, latest text."""
+    """The edits a non-Arbor agent proposed in a session, by tool call, folded per path (first base, latest
+    text) over the calls that did not fail: an edit the user refused, or that failed, is not shown."""
 
-    bases: dict[str, str | None] = field(default_factory=dict)
-    latest: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, list[tuple[str, str | None, str]]] = field(default_factory=dict)
+    """Tool call id → its (path, old, new) diffs, in the order the calls started."""
 
-    def add(self, path: str, old: str | None, new: str) -> None:
-        self.bases.setdefault(path, old)
-        self.latest[path] = new
+    def propose(self, call_id: str, diffs: list[tuple[str, str | None, str]]) -> None:
+        """A call's diffs (an update's content replaces what the call showed before)."""
+        self.calls[call_id] = diffs
+
+    def drop(self, call_id: str) -> bool:
+        """Forget a failed call's diffs; True when it had any."""
+        return bool(self.calls.pop(call_id, None))
 
     def changeset(self, session_id: str, cwd: str) -> ChangeSetView:
-        files = [local_file_change(path, self.bases[path], self.latest[path]) for path in self.latest]
+        bases: dict[str, str | None] = {}
+        latest: dict[str, str] = {}
+        for diffs in self.calls.values():
+            for path, old, new in diffs:
+                bases.setdefault(path, old)
+                latest[path] = new
+        files = [local_file_change(path, bases[path], latest[path]) for path in latest]
         return ChangeSetView(session_id=session_id, cwd=cwd, files=[f for f in files if f.hunks])
 
 

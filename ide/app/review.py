@@ -268,6 +268,12 @@ class ReviewPane(QWidget):
         if self.state.collect(update) and not self._standard_timer.isActive():
             self._standard_timer.start()
 
+    @property
+    def refresh_pending(self) -> bool:
+        """Standard ACP diffs arrived that the pane has not shown yet (they are shown after a short delay,
+        together)."""
+        return self._standard_timer.isActive()
+
     def revert(self) -> None:
         """Drop decisions the backend did not confirm (its request failed) and show its last truth."""
         if self.state.revert():

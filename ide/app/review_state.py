@@ -455,17 +455,23 @@ class ReviewState:
 
     def collect(self, update: Any) -> bool:
         """Fold the standard ACP ``diff`` content of a tool call into the read-only review (only when the
-        agent is not Arbor); True when the update carried one."""
+        agent is not Arbor); True when the view changes: the update carried one, or it says a call that
+        proposed one failed (a refused or failed edit is not shown)."""
         if self.interactive:
             return False
         if getattr(update, "session_update", None) not in ("tool_call", "tool_call_update"):
             return False
-        found = False
-        for item in getattr(update, "content", None) or []:
-            if getattr(item, "type", None) == "diff":
-                self._standard.add(self._relative(item.path), item.old_text, item.new_text)
-                found = True
-        return found
+        call_id = getattr(update, "tool_call_id", "")
+        if getattr(update, "status", None) == "failed":
+            return self._standard.drop(call_id)
+        diffs = [
+            (self._relative(item.path), item.old_text, item.new_text)
+            for item in getattr(update, "content", None) or []
+            if getattr(item, "type", None) == "diff"
+        ]
+        if diffs:
+            self._standard.propose(call_id, diffs)
+        return bool(diffs)
 
     def standard_changeset(self) -> ChangeSetView:
         """The diffs collected so far, as a read-only change set."""

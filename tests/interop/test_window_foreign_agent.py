@@ -147,6 +147,8 @@ def test_closing_the_permission_dialog_rejects_the_foreign_agents_edit(
         assert 'permission: {"optionId":"reject","outcome":"selected"}' in text
         assert window.review_backend.session_id is not None  # its reads went through the review backend
         assert (workspace / "hello.py").read_text() == ORIGINAL
+        # The refused edit's proposed diff is not shown once the pane caught up (it was, 50 ms later).
+        qtbot.waitUntil(lambda: not window.review.refresh_pending, timeout=TURN_TIMEOUT_MS)
         assert window.review.files_model.rowCount() == 0
     finally:
         stop_review_backend(qtbot, window)
