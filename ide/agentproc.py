@@ -68,6 +68,10 @@ class AgentChoice:
     def is_arbor(self) -> bool:
         return self.name == ARBOR_AGENT
 
+    async def start(self) -> AgentProcess:
+        """Start the agent with the window's environment plus its own; OSError when it cannot be run."""
+        return await AgentProcess.spawn(self.command, {**os.environ, **self.env})
+
 
 def arbor_agent() -> AgentChoice:
     """Arbor's own backend (``ARBOR_BACKEND_COMMAND`` when set)."""

@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -72,16 +71,12 @@ class BackendBridge(QObject):
     """The user asked to end the running turn (an open permission question is answered ``cancelled``)."""
 
     def __init__(
-        self,
-        workspace: Path,
-        command: Sequence[str] | None = None,
-        env: Mapping[str, str] | None = None,
-        parent: QObject | None = None,
+        self, workspace: Path, agent: agentproc.AgentChoice | None = None, parent: QObject | None = None
     ) -> None:
         super().__init__(parent)
         self.workspace = workspace.resolve()
-        self.command = list(command) if command else agentproc.default_backend_command()
-        self.env = dict(env) if env is not None else None  # added to the window's environment
+        self.choice = agent or agentproc.arbor_agent()
+        """The agent started: its command line and what it adds to the window's environment."""
         self.state = BackendState.STOPPED
         self.agent_meta: AgentMeta | None = None
         self.agent_name: str | None = None
@@ -123,9 +118,9 @@ class BackendBridge(QObject):
         """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
         return self._run_lifecycle(self._restart)
 
-    def switch(self, command: Sequence[str], env: Mapping[str, str] | None) -> asyncio.Task[None]:
-        """Stop whatever runs and start ``command`` (with ``env`` added) in a new session."""
-        return self._run_lifecycle(partial(self._restart, list(command), dict(env or {})))
+    def switch(self, choice: agentproc.AgentChoice) -> asyncio.Task[None]:
+        """Stop whatever runs and start the agent ``choice`` in a new session."""
+        return self._run_lifecycle(partial(self._restart, choice))
 
     def stop(self) -> asyncio.Task[None]:
         """Ask the backend to exit (EOF, then SIGTERM, then SIGKILL); no death is reported."""
@@ -248,11 +243,11 @@ class BackendBridge(QObject):
         self._lifecycle = spawn(after_previous(), name="backend lifecycle")
         return self._lifecycle
 
-    async def _restart(self, command: list[str] | None = None, env: dict[str, str] | None = None) -> None:
-        resume = self.session_id if command is None else None  # another agent: a new session
+    async def _restart(self, choice: agentproc.AgentChoice | None = None) -> None:
+        resume = self.session_id if choice is None else None  # another agent: a new session
         await self._stop()
-        if command is not None:
-            self.command, self.env, self.session_id = command, env, None
+        if choice is not None:
+            self.choice, self.session_id = choice, None
         await self._start(resume)
 
     async def _start(self, resume: str | None) -> None:
@@ -261,13 +256,12 @@ class BackendBridge(QObject):
         self._stopping = False
         self.agent_meta = None
         self._set_state(BackendState.STARTING)
-        env = {**os.environ, **self.env} if self.env is not None else None
         try:
             # Spawn first: the backend's own start-up then overlaps with loading the SDK here.
-            self.agent = agent = await agentproc.AgentProcess.spawn(self.command, env)
+            self.agent = agent = await self.choice.start()
         except OSError as exc:
             self._set_state(BackendState.STOPPED)
-            self.errorRaised.emit(agentproc.start_error(self.command, exc))
+            self.errorRaised.emit(agentproc.start_error(self.choice.command, exc))
             return
         process = agent.process
         self._watcher = spawn(self._watch(generation, agent), name="watch backend")

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -59,8 +59,7 @@ class ReviewBackend(QObject):
     def __init__(
         self,
         workspace: Path,
-        command: Sequence[str] | None = None,
-        env: Mapping[str, str] | None = None,
+        backend: agentproc.AgentChoice | None = None,
         fallback: BackendBridge | None = None,
         parent: QObject | None = None,
     ) -> None:
@@ -68,8 +67,8 @@ class ReviewBackend(QObject):
         self.fallback = fallback
         """Where :meth:`request` sends what is not this review's: Arbor's own backend, through the bridge."""
         self.workspace = workspace.resolve()
-        self.command = list(command) if command else agentproc.default_backend_command()
-        self.env = dict(env) if env is not None else None
+        self.backend = backend or agentproc.arbor_agent()
+        """Arbor's backend as started for the review (another command in tests)."""
         self.agent_label = ""
         """The foreign agent's name: the review session's title."""
         self.enabled: Callable[[], bool] = lambda: True
@@ -214,10 +213,9 @@ class ReviewBackend(QObject):
     async def _start(self) -> None:
         from acp import RequestError
 
-        env = {**os.environ, **self.env} if self.env is not None else None
-        line = shlex.join(self.command)
+        line = shlex.join(self.backend.command)
         try:
-            self.agent = agent = await agentproc.AgentProcess.spawn(self.command, env)
+            self.agent = agent = await self.backend.start()
         except OSError as exc:
             raise _refusal(
                 INTERNAL_ERROR, f"Cannot start Arbor's review backend `{line}`: {exc}", ""

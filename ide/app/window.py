@@ -73,10 +73,9 @@ class MainWindow(QMainWindow):
         if agent is None:
             name = ARBOR_AGENT if backend_command is None else command_name(backend_command)
             agent = AgentChoice(name, backend_command or default_backend_command(), backend_env or {})
-        backend_command, backend_env = agent.command, agent.env
         self.agent = agent
         """The agent chosen at start; the Agent menu switches to another."""
-        self.bridge = BackendBridge(self.workspace, backend_command, backend_env, parent=self)
+        self.bridge = BackendBridge(self.workspace, agent, parent=self)
         self.banner = Banner()
         self.viewer = CodeViewer(settings.workspace.max_file_bytes)
         self.viewer.set_workspace(self.workspace)

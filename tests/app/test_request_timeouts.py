@@ -18,6 +18,7 @@ from acp import RequestError
 from pydantic import BaseModel
 
 from ide import agentconn
+from ide.agentproc import AgentChoice
 from ide.app.acp_client import BackendBridge
 from ide.app.background import spawn
 from ide.app.external import ReviewBackend
@@ -59,7 +60,7 @@ def make_bridge(qtbot: Any, qloop: Any, tmp_path: Path) -> Iterator[Any]:
     bridges: list[BackendBridge] = []
 
     def make(silent: str, timeouts: agentconn.RequestTimeouts | None = None) -> BackendBridge:
-        bridge = BackendBridge(tmp_path, SILENT_AGENT, env={"SILENT_METHODS": silent})
+        bridge = BackendBridge(tmp_path, AgentChoice("silent", SILENT_AGENT, {"SILENT_METHODS": silent}))
         if timeouts is not None:
             bridge.timeouts = timeouts
         bridges.append(bridge)
@@ -147,7 +148,7 @@ def test_the_table_leaves_a_turn_unlimited_and_limits_everything_else() -> None:
 def test_a_foreign_agents_write_the_review_backend_drops_fails_instead_of_hanging(
     qtbot: Any, qloop: Any, tmp_path: Path
 ) -> None:
-    review = ReviewBackend(tmp_path, SILENT_AGENT)
+    review = ReviewBackend(tmp_path, AgentChoice("silent", SILENT_AGENT, {}))
     review.timeouts = short(**{"_arbor/external/write": SHORT})
     target = tmp_path / "big.py"
     task = spawn(review.write_text_file("foreign", str(target), "x = 1\n"), name="foreign write")

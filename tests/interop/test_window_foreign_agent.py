@@ -178,7 +178,7 @@ def test_the_agent_menu_switches_to_a_configured_agent(
             picker.actions["foreign"].trigger()
         assert ready.args == [window.bridge.session_id, False] and window.bridge.session_id != echo_session
         assert window.bridge.agent_name == "Foreign agent" and picker.actions["foreign"].isChecked()
-        assert window.bridge.command == ["node", script]
+        assert window.bridge.choice.command == ["node", script]
         assert not picker.switch("foreign"), "already the current agent"
     finally:
         stop_review_backend(qtbot, window)

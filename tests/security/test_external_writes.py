@@ -142,7 +142,7 @@ async def test_the_window_refuses_to_forward_a_write_over_the_line_limit(
     from ide import agentproc
     from ide.app.external import ReviewBackend
 
-    review = ReviewBackend(tmp_path, command=["false"])
+    review = ReviewBackend(tmp_path, agentproc.AgentChoice("false", ["false"], {}))
     # Control characters grow six-fold in JSON: under the limit as text, over it on the wire.
     content = "\x01" * (agentproc.STDIO_LIMIT // 5)
     with pytest.raises(RequestError) as refused:

@@ -51,5 +51,5 @@ class AgentPicker(Part):
         self.actions[name].setChecked(True)
         label = "Arbor" if name == ARBOR_AGENT else name
         self.ctx.message(f"Switching to {label}…", 5000)
-        self.bridge.switch(choice.command, choice.env)
+        self.bridge.switch(choice)
         return True
