@@ -14,11 +14,10 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSizePolicy,
     QToolBar,
-    QToolButton,
     QVBoxLayout,
 )
 
-from ide.app.theme import mono_font
+from ide.app.controls import flat_button, plain_label
 from ide.protocol import ErrorInfo
 
 STDERR_LINES_SHOWN = 8
@@ -73,39 +72,21 @@ class Banner(QFrame):
         self._icon = QLabel("!")
         self._icon.setObjectName("bannerIcon")
         self._icon.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.title = QLabel()
-        self.title.setObjectName("bannerTitle")
         # Titles and fixes carry backend and agent text: plain, so markup in them cannot load a file.
-        self.title.setTextFormat(Qt.TextFormat.PlainText)
-        self.title.setWordWrap(True)
-        self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.fix = QLabel()
-        self.fix.setObjectName("bannerFix")
-        self.fix.setTextFormat(Qt.TextFormat.PlainText)
-        self.fix.setWordWrap(True)
-        self.fix.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details = QLabel()
-        self.details.setObjectName("bannerDetails")
-        self.details.setFont(mono_font(-1))
-        self.details.setTextFormat(Qt.TextFormat.PlainText)
-        self.details.setWordWrap(True)
-        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.title = plain_label("bannerTitle")
+        self.fix = plain_label("bannerFix")
+        self.details = plain_label("bannerDetails", mono=True)
         self.restart_button = QPushButton("Restart backend")
         self.restart_button.setObjectName("restartButton")
         self.restart_button.clicked.connect(self.restartRequested)
-        self.copy_button = QToolButton()
-        self.copy_button.setObjectName("copyButton")
-        self.copy_button.setText("Copy log")
-        self.copy_button.setToolTip("Copy the backend's last stderr output, for a bug report")
-        self.copy_button.setAutoRaise(True)
-        self.copy_button.clicked.connect(self._copy_log)
+        self.copy_button = flat_button(
+            "copyButton",
+            "Copy log",
+            "Copy the backend's last stderr output, for a bug report",
+            self._copy_log,
+        )
         self._log = ""
-        self.dismiss_button = QToolButton()
-        self.dismiss_button.setObjectName("dismissButton")
-        self.dismiss_button.setText("✕")
-        self.dismiss_button.setToolTip("Dismiss")
-        self.dismiss_button.setAutoRaise(True)
-        self.dismiss_button.clicked.connect(self.dismiss)
+        self.dismiss_button = flat_button("dismissButton", "✕", "Dismiss", self.dismiss)
 
         text = QVBoxLayout()
         text.setSpacing(3)

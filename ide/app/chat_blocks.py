@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ide.app.controls import plain_label
 from ide.app.conversation import NoticeBlock, PlanBlock, TextBlock, ToolBlock
-from ide.app.theme import mono_font
 
 STATUS_GLYPHS = {
     "pending": ("○", "#8a8f98", "pending"),
@@ -241,13 +241,7 @@ class Collapsible(QFrame):
 
 def _wrapping_label(name: str, *, mono: bool = False) -> QLabel:
     """A selectable plain-text label that wraps to the chat's width instead of widening it."""
-    label = QLabel()
-    label.setObjectName(name)
-    if mono:
-        label.setFont(mono_font(-1))
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    label = plain_label(name, mono=mono)
     label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
     return label
 

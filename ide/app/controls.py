@@ -1,0 +1,35 @@
+"""Small widgets built the same way wherever they appear: selectable plain-text labels and flat tool
+buttons."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QToolButton
+
+from ide.app.theme import mono_font
+
+
+def plain_label(name: str, *, mono: bool = False) -> QLabel:
+    """A wrapping label the user can select text in, showing its text as plain text: what it shows comes
+    from the backend, an agent or a file, so markup in it must never load an image or a file."""
+    label = QLabel()
+    label.setObjectName(name)
+    if mono:
+        label.setFont(mono_font(-1))
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
+
+
+def flat_button(name: str, text: str, tooltip: str, clicked: Callable[[], object]) -> QToolButton:
+    """A borderless tool button (raised under the pointer) that calls ``clicked``."""
+    button = QToolButton()
+    button.setObjectName(name)
+    button.setText(text)
+    button.setToolTip(tooltip)
+    button.setAutoRaise(True)
+    button.clicked.connect(clicked)
+    return button
