@@ -182,8 +182,8 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     ready = asyncio.ensure_future(next_emission([bridge.sessionReady], TIMEOUT_S))
     window.start()
     await ready
-    log.step("backend ready", agent=bridge.agent_name, review=pane.interactive)
-    if not pane.interactive:
+    log.step("backend ready", agent=bridge.agent_name, review=pane.state.interactive)
+    if not pane.state.interactive:
         log.step("review extension", ok=False)
 
     finished = asyncio.ensure_future(next_emission([bridge.turnFinished, bridge.errorRaised], TIMEOUT_S))
@@ -196,7 +196,7 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     on_disk = (
         all((clone / p).read_text() == t for p, t in originals.items()) and not (clone / NEW_TEST).exists()
     )
-    files = {f.path: len(f.hunks) for f in pane.changeset.files} if pane.changeset else {}
+    files = {f.path: len(f.hunks) for f in pane.state.changeset.files} if pane.state.changeset else {}
     log.step(
         "turn proposed edits",
         ok=stop_reason == "end_turn" and files == {README: 1, SPEC: 3, NEW_TEST: 1} and on_disk,
@@ -213,9 +213,9 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     for (name, key), decision in zip(
         (("a", Qt.Key.Key_A), ("r", Qt.Key.Key_R)), SPEC_DECISIONS, strict=False
     ):
-        hunk = pane.current_hunk
+        hunk = pane.state.current_hunk
         await press(window, key)
-        decided = pane.changeset.files[pane.current_file].hunks[hunk].decision
+        decided = pane.state.changeset.files[pane.state.current_file].hunks[hunk].decision
         log.step(f"{name} on {SPEC} hunk {hunk + 1}", ok=decided == decision, decision=decided)
 
     # Mid-review: spec.py selected, hunk 1 accepted, hunk 2 rejected, hunk 3 current and pending.
@@ -232,12 +232,16 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     saved = window.grab().save(str(output))
     log.step(
-        "screenshot", ok=saved, path=str(output), hunk=pane.current_hunk + 1, summary=pane.summary.text()
+        "screenshot",
+        ok=saved,
+        path=str(output),
+        hunk=pane.state.current_hunk + 1,
+        summary=pane.summary.text(),
     )
 
-    hunk = pane.current_hunk
+    hunk = pane.state.current_hunk
     await press(window, Qt.Key.Key_A)
-    decided = [h.decision for f in pane.changeset.files if f.path == SPEC for h in f.hunks]
+    decided = [h.decision for f in pane.state.changeset.files if f.path == SPEC for h in f.hunks]
     log.step(f"a on {SPEC} hunk {hunk + 1}", ok=decided == SPEC_DECISIONS, decisions=decided)
     await press(window, Qt.Key.Key_A, shift=True)
     log.step(f"Shift+A {NEW_TEST}", ok=states(window)[NEW_TEST] == "accepted", states=states(window))

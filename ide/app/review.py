@@ -43,7 +43,6 @@ from ide.protocol.review import (
     DecideParams,
     Decision,
     HistoryResult,
-    HunkView,
     RollbackParams,
     RollbackResult,
 )
@@ -184,31 +183,6 @@ class ReviewPane(QWidget):
         self.rollback_button.clicked.connect(self.roll_back_selected)
         self.refresh_history_button.clicked.connect(self.request_history)
         self.tabs.currentChanged.connect(self._on_tab)
-
-    # The state, read-only, under the names the dock, scripts and tests use.
-
-    @property
-    def changeset(self) -> ChangeSetView | None:
-        return self.state.changeset
-
-    @property
-    def interactive(self) -> bool:
-        return self.state.interactive
-
-    @property
-    def branch(self) -> ChangeSetView | None:
-        return self.state.branch
-
-    @property
-    def current_file(self) -> int:
-        return self.state.current_file
-
-    @property
-    def current_hunk(self) -> int:
-        return self.state.current_hunk
-
-    def current_hunk_view(self) -> HunkView | None:
-        return self.state.current_hunk_view()
 
     # Inputs.
 

@@ -31,8 +31,10 @@ def test_a_text_tool_call_edits_and_the_context_fill_shows(
         wait_ready(qtbot, window)
         with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
             window.send_prompt("say Hi instead of Hello")
-        qtbot.waitUntil(lambda: window.review.changeset is not None and bool(window.review.changeset.files))
-    assert [f.path for f in window.review.changeset.files] == ["pkg/greet.py"]
+        qtbot.waitUntil(
+            lambda: window.review.state.changeset is not None and bool(window.review.state.changeset.files)
+        )
+    assert [f.path for f in window.review.state.changeset.files] == ["pkg/greet.py"]
     assert window.status.context.text().startswith("ctx ") and window.status.context.text().endswith("/ 16k")
     assert "1 tool call(s) recovered from text" in window.status.usage.text()
     transcript = window.chat.transcript()

@@ -64,20 +64,20 @@ def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
     qtbot.waitUntil(lambda: tree.finished, timeout=TURN_TIMEOUT_MS)
     assert tree.best_path == ["n1", "n2", "n4"]
     pane = window.review
-    assert pane.interactive and pane.files_model.rowCount() == 1  # the best branch, for review
+    assert pane.state.interactive and pane.files_model.rowCount() == 1  # the best branch, for review
 
     view.select_node("n3")  # the sibling that only read the file
     assert "read_file" in view.inspector.toPlainText()
     assert view.branch_button.isVisible() and view.branch_button.isEnabled()
     with qtbot.waitSignal(window.docks["tree"].branchDiffReceived, timeout=TURN_TIMEOUT_MS):
         view.branch_button.click()
-    assert pane.branch is not None and not pane.interactive
+    assert pane.state.branch is not None and not pane.state.interactive
     assert pane.files_model.rowCount() == 0  # that branch proposes nothing
     assert "read-only" in pane.branch_label.text()
 
     view.select_node("n2")
     with qtbot.waitSignal(window.docks["tree"].branchDiffReceived, timeout=TURN_TIMEOUT_MS):
         view.branch_button.click()
-    assert pane.files_model.rowCount() == 1 and not pane.interactive
+    assert pane.files_model.rowCount() == 1 and not pane.state.interactive
     pane.back_button.click()
-    assert pane.branch is None and pane.interactive and pane.files_model.rowCount() == 1
+    assert pane.state.branch is None and pane.state.interactive and pane.files_model.rowCount() == 1

@@ -54,7 +54,7 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
         window.send_prompt("Add a hundred to every VALUE")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     pane = window.review
-    assert pane.interactive
+    assert pane.state.interactive
     assert pane.files_model.rowCount() == FILES
     assert (fifty_files / "src" / "mod_00.py").read_text().startswith("VALUE = 0\n"), "nothing written yet"
 

@@ -51,7 +51,7 @@ def test_shows_fifty_files_with_counts_and_states(pane: ReviewPane):
 
 
 def test_keyboard_review_sends_the_right_decisions(qtbot: Any, pane: ReviewPane):
-    files = pane.changeset.files  # type: ignore[union-attr]
+    files = pane.state.changeset.files  # type: ignore[union-attr]
     none = Qt.KeyboardModifier.NoModifier
     shift = Qt.KeyboardModifier.ShiftModifier
     sent = decisions(
@@ -71,7 +71,7 @@ def test_keyboard_review_sends_the_right_decisions(qtbot: Any, pane: ReviewPane)
     model = pane.files_model
     assert model.index(0, 3).data() == "partly"
     assert model.index(1, 3).data() == "accepted"
-    assert pane.current_file == 2 and pane.current_hunk == 0  # Shift+A moves on to the next file
+    assert pane.state.current_file == 2 and pane.state.current_hunk == 0  # Shift+A moves on to the next file
 
     sent += decisions(qtbot, pane, [("R", shift)])
     assert (sent[-1].decision, sent[-1].paths) == ("rejected", ["src/mod_002.py"])
@@ -83,7 +83,9 @@ def test_backend_view_replaces_optimistic_decisions(qtbot: Any, pane: ReviewPane
     assert pane.files_model.index(0, 3).data() == "partly"
     pane.set_changeset(synthetic_changeset())  # the backend did not record it
     assert pane.files_model.index(0, 3).data() == "pending"
-    assert pane.current_file == 0 and pane.current_hunk == 1  # the selection survives the re-render
+    assert (
+        pane.state.current_file == 0 and pane.state.current_hunk == 1
+    )  # the selection survives the re-render
 
 
 def test_revert_drops_unconfirmed_decisions(qtbot: Any, pane: ReviewPane):
@@ -128,7 +130,7 @@ def test_comment_then_send_feedback_builds_a_refinement_prompt(qtbot: Any, pane:
     assert not pane.feedback_button.isEnabled()
     qtbot.keyClicks(pane.comment_edit, "keep the old signature")
     qtbot.keyClick(pane.comment_edit, Qt.Key.Key_Return)
-    hunk = pane.changeset.files[0].hunks[0]  # type: ignore[union-attr]
+    hunk = pane.state.changeset.files[0].hunks[0]  # type: ignore[union-attr]
     assert [(p.hunk_ids, p.comment, p.decision) for p in sent] == [
         ([hunk.id], "keep the old signature", "pending")
     ]
@@ -144,7 +146,7 @@ def test_typing_a_comment_does_not_decide_hunks(qtbot: Any, pane: ReviewPane):
     sent: list[DecideParams] = []
     pane.decideRequested.connect(sent.append)
     qtbot.keyClicks(pane.comment_edit, "jar")
-    assert sent == [] and pane.current_hunk == 0
+    assert sent == [] and pane.state.current_hunk == 0
     assert pane.comment_edit.text() == "jar"
 
 
@@ -155,7 +157,7 @@ def test_read_only_mode_ignores_decisions(qtbot: Any, pane: ReviewPane):
     none = Qt.KeyboardModifier.NoModifier
     sent = decisions(qtbot, pane, [("a", none), ("j", none)])
     assert sent == []
-    assert pane.current_hunk == 1  # navigation still works
+    assert pane.state.current_hunk == 1  # navigation still works
 
 
 def test_apply_and_roll_back_messages_count_files_and_name_the_commit() -> None:

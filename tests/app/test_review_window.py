@@ -39,11 +39,11 @@ def test_keyboard_review_and_apply_go_over_the_wire(
     window = make_window(git_workspace, command=REVIEW_AGENT, env=env)
     wait_ready(qtbot, window)
     pane = window.review
-    assert pane.interactive and not pane.note.isVisible()
+    assert pane.state.interactive and not pane.note.isVisible()
     review_turn(qtbot, window, 50)
     assert window.review_dock.isVisible()
     assert pane.files_model.rowCount() == 50
-    files = pane.changeset.files  # type: ignore[union-attr]
+    files = pane.state.changeset.files  # type: ignore[union-attr]
 
     none, shift = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
@@ -84,7 +84,7 @@ def test_keyboard_review_and_apply_go_over_the_wire(
     assert pane.diff_pages.currentWidget() is pane.merged_view
     assert "<<<<<<< yours" in pane.merged_view.toPlainText()
     # The remaining change set: the conflicted file and 47 untouched ones; file 1 was rejected entirely.
-    paths = [file.path for file in pane.changeset.files]  # type: ignore[union-attr]
+    paths = [file.path for file in pane.state.changeset.files]  # type: ignore[union-attr]
     assert paths[0] == "src/mod_002.py" and len(paths) == 48
     assert pane.files_model.index(0, 3).data() == "conflict"
 
@@ -132,7 +132,7 @@ def test_a_refused_review_request_shows_a_banner_and_reverts(
     wait_ready(qtbot, window)
     pane = window.review
     review_turn(qtbot, window, 1)
-    pane.changeset.session_id = "not-a-session"  # type: ignore[union-attr]
+    pane.state.changeset.session_id = "not-a-session"  # type: ignore[union-attr]
     refused = window.docks["review"].reviewFailed
     with qtbot.waitSignal(
         refused, timeout=TURN_TIMEOUT_MS, check_params_cb=lambda m: m == "arbor/review/decide"
@@ -176,7 +176,7 @@ def test_standard_acp_diffs_are_shown_read_only(
     pane = window.review
     with qtbot.waitSignal(pane.changesShown, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("edit 3")
-    assert not pane.interactive and pane.note.isVisible()
+    assert not pane.state.interactive and pane.note.isVisible()
     assert window.review_dock.isVisible()
     assert [pane.files_model.index(row, 0).data() for row in range(3)] == [
         "src/mod_000.py",

@@ -388,13 +388,13 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
     with qtbot.waitSignal(window.docks["tree"].branchDiffReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert window.review_dock.isVisible()
-    assert review.branch is not None and review.branch_bar.isVisible()
+    assert review.state.branch is not None and review.branch_bar.isVisible()
     run_id = view.shown.run_id
     assert review.branch_label.text() == (
         f"Branch {node_id} of run {run_id[:12]} — read-only; the run's chosen branch is what you review"
     )
     assert review.files_model.files[0].path == f"src/{node_id}.py"
-    assert review.current_hunk_view() is not None
+    assert review.state.current_hunk_view() is not None
     for control in (
         review.accept_button, review.reject_button, review.accept_file_button, review.reject_file_button,
         review.accept_all_button, review.reject_all_button, review.apply_button, review.comment_edit,
@@ -404,9 +404,9 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
     decided: list[object] = []
     review.decideRequested.connect(decided.append)
     qtbot.keyClick(review.file_list, Qt.Key.Key_A)
-    assert decided == [] and review.current_hunk_view().decision == "pending"
+    assert decided == [] and review.state.current_hunk_view().decision == "pending"
     qtbot.mouseClick(review.back_button, Qt.MouseButton.LeftButton)
-    assert review.branch is None and review.branch_bar.isHidden() and review.changeset is None
+    assert review.state.branch is None and review.branch_bar.isHidden() and review.state.changeset is None
 
     # a change set the backend does not know: its error in the dock's message line
     with qtbot.waitSignal(window.docks["tree"].branchDiffFailed, timeout=TURN_TIMEOUT_MS):

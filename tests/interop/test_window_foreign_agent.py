@@ -84,7 +84,7 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
         assert changeset.session_id == window.review_backend.session_id != window.bridge.session_id
         assert [file.path for file in changeset.files] == ["hello.py"]
         pane = window.review
-        assert pane.interactive and pane.files_model.rowCount() == 1
+        assert pane.state.interactive and pane.files_model.rowCount() == 1
         assert (workspace / "hello.py").read_text() == ORIGINAL, "nothing on disk before Apply"
 
         text = chat_text(window)

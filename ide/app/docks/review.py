@@ -112,7 +112,7 @@ class ReviewDock(Dock):
     def _on_session_ready(self, session_id: str, _replayed: bool) -> None:
         self.pane.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
         self.pane.set_session(session_id, str(self.ctx.workspace))
-        if self.pane.interactive:
+        if self.pane.state.interactive:
             params = ChangeSetParams(session_id=session_id)
             self._send(CHANGESET, params, partial(self._answered, self._pushed))
 
