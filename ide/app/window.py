@@ -100,6 +100,7 @@ class MainWindow(QMainWindow):
         """Every part by name, for scripts and tests (parts see each other through their declared needs)."""
         for part_type in registry():
             part = part_type(self.ctx)
+            part.attach()
             self.docks[part.name] = part
             self.ctx.providers.add(part, part.provides)
             for attribute, source in part.exposes.items():

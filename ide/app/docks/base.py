@@ -154,6 +154,45 @@ class Part(QObject):
         """The window starts: False holds the backend's start (this part starts it later)."""
         return True
 
+    # What the backend's life means to this part: a part overrides the handlers it needs, and :meth:`attach`
+    # connects those (and only those) to the bridge's signals of the same meaning.
+
+    def on_session_ready(self, session_id: str, replayed: bool) -> None:
+        """A session is open (``replayed``: restored, its history replayed)."""
+
+    def on_state(self, state: str) -> None:
+        """The backend is in this :class:`BackendState` now."""
+
+    def on_session_update(self, update: Any) -> None:
+        """One ``session/update`` of the current session."""
+
+    def on_turn_finished(self, stop_reason: str, meta: Any) -> None:
+        """A turn ended, with the prompt's stop reason and ``_meta``."""
+
+    def on_error(self, info: ErrorInfo) -> None:
+        """The bridge raised an error (the window's banner shows it)."""
+
+    def on_backend_died(self, code: int, stderr_tail: str) -> None:
+        """The backend's process ended without being asked."""
+
+    def attach(self) -> None:
+        """Connect the bridge's signals to the handlers this part overrides. The window calls it once the
+        part is built, so a handler runs after what the part's own ``__init__`` connected to that signal."""
+        for handler, signal in BRIDGE_SIGNALS.items():
+            if getattr(type(self), handler) is not getattr(Part, handler):
+                getattr(self.bridge, signal).connect(getattr(self, handler))
+
+
+BRIDGE_SIGNALS = {
+    "on_session_ready": "sessionReady",
+    "on_state": "stateChanged",
+    "on_session_update": "sessionUpdate",
+    "on_turn_finished": "turnFinished",
+    "on_error": "errorRaised",
+    "on_backend_died": "backendDied",
+}
+"""Part handler → the :class:`BackendBridge` signal it is connected to (see :meth:`Part.attach`)."""
+
 
 class Dock(Part):
     """A part shown in a dock widget. Subclasses set the class attributes and :attr:`widget`."""

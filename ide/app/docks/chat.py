@@ -37,14 +37,8 @@ class ChatDock(Dock):
         """The error the bridge raised in this turn of the event loop (the prompt's answer, if the
         state goes back to ready in the same call)."""
         bridge, panel = self.bridge, self.panel
-        bridge.sessionUpdate.connect(panel.apply_update)
         bridge.stateChanged.connect(panel.set_backend_state)
         bridge.modeChanged.connect(lambda _mode: self._show_modes())
-        bridge.sessionReady.connect(self._on_session_ready)
-        bridge.turnFinished.connect(lambda stop_reason, _meta: panel.turn_ended(stop_reason))
-        bridge.errorRaised.connect(self._on_error)
-        bridge.stateChanged.connect(self._on_state)
-        bridge.backendDied.connect(self._on_backend_died)
         panel.promptSubmitted.connect(ctx.send_prompt)
         panel.modeChosen.connect(bridge.set_mode)
         panel.stopRequested.connect(bridge.cancel)
@@ -53,25 +47,31 @@ class ChatDock(Dock):
     def _show_modes(self) -> None:
         self.panel.set_modes(self.bridge.modes, self.bridge.mode)
 
-    def _on_session_ready(self, _session_id: str, replayed: bool) -> None:
+    def on_session_update(self, update: object) -> None:
+        self.panel.apply_update(update)
+
+    def on_turn_finished(self, stop_reason: str, meta: object) -> None:
+        self.panel.turn_ended(stop_reason)
+
+    def on_session_ready(self, _session_id: str, replayed: bool) -> None:
         self._show_modes()
         if replayed:
             self.panel.flush()
 
-    def _on_error(self, info: ErrorInfo) -> None:
+    def on_error(self, info: ErrorInfo) -> None:
         self._error = info
         QTimer.singleShot(0, self._forget_error)
 
     def _forget_error(self) -> None:
         self._error = None
 
-    def _on_state(self, state: str) -> None:
+    def on_state(self, state: str) -> None:
         # A failed prompt: the bridge raises its error, then goes back to ready in the same call.
         if state == BackendState.READY and self.panel.turn_running and self._error is not None:
             info, self._error = self._error, None
             self._turn_failed(info.message, info.fix)
 
-    def _on_backend_died(self, *_: object) -> None:
+    def on_backend_died(self, *_: object) -> None:
         if self.panel.turn_running:
             self._turn_failed("the backend stopped during the turn.", "Restart it (the banner's button).")
 

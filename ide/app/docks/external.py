@@ -34,10 +34,6 @@ class ForeignAgent(Part):
         self._session: str | None = None
         bridge = self.bridge
         bridge.fs_handler = self.review
-        bridge.sessionReady.connect(self._on_session_ready)
-        bridge.stateChanged.connect(self._on_state)
-        bridge.sessionUpdate.connect(self._on_update)
-        bridge.turnFinished.connect(self._on_turn_finished)
         self.review.changesetReceived.connect(self._show_changeset)
         ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))  # type: ignore[attr-defined]
 
@@ -49,23 +45,23 @@ class ForeignAgent(Part):
         """Whether ``session_id`` is the review session of the foreign agent's edits."""
         return session_id is not None and session_id == self.review.session_id
 
-    def _on_session_ready(self, session_id: str, _replayed: bool) -> None:
+    def on_session_ready(self, session_id: str, _replayed: bool) -> None:
         if session_id != self._session:
             self._session = session_id
             self.review.reset(self.bridge.agent_name or "another agent")
             self.tree = ToolCallTree(self.bridge.agent_name or "agent")
             self._turns = 0
 
-    def _on_state(self, state: str) -> None:
+    def on_state(self, state: str) -> None:
         if state == BackendState.BUSY and self.is_foreign():
             self._turns += 1
             self._emit(self.tree.start_turn(f"turn {self._turns}"))
 
-    def _on_update(self, update: Any) -> None:
+    def on_session_update(self, update: Any) -> None:
         if self.is_foreign():
             self._emit(self.tree.update(update))
 
-    def _on_turn_finished(self, stop_reason: str, _meta: object) -> None:
+    def on_turn_finished(self, stop_reason: str, _meta: object) -> None:
         if self.is_foreign():
             self._emit(self.tree.finish(stop_reason))
 

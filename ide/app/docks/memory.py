@@ -240,9 +240,6 @@ class MemoryDock(Dock):
         self.memoryExported.connect(
             lambda done: ctx.message(f"Exported {done.entries} memories to {done.path}", 10000)
         )
-        # After a turn the memory may have learned something, or the agent stored a note to review.
-        self.bridge.turnFinished.connect(lambda *_: panel.refresh())
-        self.bridge.sessionReady.connect(self._on_session_ready)
 
     def search(self, query: str, namespace: str, unreviewed_only: bool = False) -> None:
         """Search the memory; the result fills the panel."""
@@ -286,7 +283,11 @@ class MemoryDock(Dock):
             params = MemoryExportParams(session_id=session_id, path=path)
             self.bridge.request(MEMORY_EXPORT, params, self.memoryExported.emit, self._failed)
 
-    def _on_session_ready(self, *_: object) -> None:
+    def on_turn_finished(self, stop_reason: str, meta: object) -> None:
+        """The memory may have learned something, or the agent stored a note to review."""
+        self.panel.refresh()
+
+    def on_session_ready(self, *_: object) -> None:
         self.deleting = None
         self.panel.setEnabled(self.bridge.supports(MEMORY_SEARCH))
         self.panel.refresh()

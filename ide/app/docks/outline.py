@@ -60,7 +60,6 @@ class OutlineDock(Dock):
         self._state: str | None = None
         ctx.viewer.fileShown.connect(self.request_outline)
         self.panel.lineActivated.connect(self.files.open_location)
-        self.bridge.sessionReady.connect(self._on_session_ready)
         self.bridge.on_notification(INDEX_CHANGED, self._on_index_changed)
         self.indexStatus.connect(self._on_index_status)
         self.outlineReceived.connect(self._on_outline)
@@ -91,7 +90,7 @@ class OutlineDock(Dock):
         if not sent and self.bridge.supports(INDEX_OUTLINE):
             self.panel.show_message("The outline appears when the backend is running.")
 
-    def _on_session_ready(self, *_: object) -> None:
+    def on_session_ready(self, *_: object) -> None:
         self.request_index_status()
         if self.ctx.viewer.current_path is not None:
             self.request_outline(str(self.ctx.viewer.current_path))

@@ -51,9 +51,6 @@ class ModelProbe(Part):
         self.action.setToolTip(
             "Send each model one real tool-call request and one structured request, and show how it did"
         )
-        self.bridge.sessionReady.connect(self._on_session_ready)
-        self.bridge.stateChanged.connect(self._on_state)
-        self.bridge.errorRaised.connect(self._on_error)
         self.health: ModelHealth | None = None
         """What the last health check (or a turn's model error) said about the default model."""
 
@@ -74,13 +71,13 @@ class ModelProbe(Part):
         params = HealthParams(cwd=str(self.ctx.workspace))
         return self.bridge.request(MODEL_HEALTH, params, self._on_health)
 
-    def _on_session_ready(self, *_: object) -> None:
+    def on_session_ready(self, *_: object) -> None:
         self.action.setEnabled(self.bridge.supports(MODEL_PROBE))
         self.request(refresh=False)  # what an earlier test found: warn before the first turn
         if not self.bridge.supports(MODEL_HEALTH) or not self.check_health():
             self.ctx.status.set_model_health(None, "This agent does not report whether its model can answer.")
 
-    def _on_state(self, state: str) -> None:
+    def on_state(self, state: str) -> None:
         if state == BackendState.STOPPED:
             self.health = None
             self.ctx.status.set_model_health(None, "The backend is not running.")
@@ -100,7 +97,7 @@ class ModelProbe(Part):
         elif health.level == "warning" and self.ctx.banner.kind is None:
             self.ctx.banner.show_notice(f"The model {health.model}: {health.reason}", health.fix or "")
 
-    def _on_error(self, info: ErrorInfo) -> None:
+    def on_error(self, info: ErrorInfo) -> None:
         if info.kind not in MODEL_FAILURES:
             return
         model = self.health.model if self.health else getattr(self.bridge.agent_meta, "model", "the model")

@@ -62,8 +62,6 @@ class ReviewDock(Dock):
         self.channel: BackendBridge | ReviewBackend = self.bridge
         """Where review requests go: Arbor's backend, until a foreign agent's review backend takes over."""
         pane, bridge = self.pane, self.bridge
-        bridge.sessionUpdate.connect(pane.apply_update)
-        bridge.sessionReady.connect(self._on_session_ready)
         bridge.replayStarting.connect(pane.clear)  # the replayed tool calls rebuild it
         self._pushed = 0
         """Change sets pushed so far (turn ends, a foreign agent's review): an answer to a query sent
@@ -109,7 +107,10 @@ class ReviewDock(Dock):
         self.ctx.show_error(info)
         self.reviewFailed.emit(method)
 
-    def _on_session_ready(self, session_id: str, _replayed: bool) -> None:
+    def on_session_update(self, update: object) -> None:
+        self.pane.apply_update(update)
+
+    def on_session_ready(self, session_id: str, _replayed: bool) -> None:
         self.pane.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
         self.pane.set_session(session_id, str(self.ctx.workspace))
         if self.pane.state.interactive:

@@ -158,14 +158,17 @@ class SessionsDock(Dock):
         super().__init__(ctx, self.panel)
         self._asked = 0
         bridge, panel = self.bridge, self.panel
-        bridge.sessionReady.connect(lambda *_: self.refresh())
-        bridge.turnFinished.connect(lambda *_: self.refresh())
-        bridge.stateChanged.connect(self._on_state)
         panel.openRequested.connect(self.open)
         panel.newRequested.connect(self.new)
         self.new_action = ctx.action("file", "&New Session", self.new, "Ctrl+Shift+N")
         self.list_action = ctx.action("file", "Open Sess&ion…", self.show_list, "Ctrl+Shift+O")
-        self._on_state(bridge.state)
+        self.on_state(bridge.state)
+
+    def on_session_ready(self, session_id: str, replayed: bool) -> None:
+        self.refresh()
+
+    def on_turn_finished(self, stop_reason: str, meta: object) -> None:
+        self.refresh()
 
     def refresh(self) -> None:
         """Ask for the list again; an agent that cannot list sessions says so in the dock."""
@@ -206,7 +209,7 @@ class SessionsDock(Dock):
     def _failed(self, info: ErrorInfo) -> None:
         self.panel.set_message(f"The sessions could not be listed: {info.message}")
 
-    def _on_state(self, state: str) -> None:
+    def on_state(self, state: str) -> None:
         ready = state == BackendState.READY
         self.panel.set_enabled_actions(ready, ready and self.bridge.can_load_session)
         self.new_action.setEnabled(ready)

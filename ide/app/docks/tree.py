@@ -59,8 +59,6 @@ class TreeDock(Dock):
         """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
         bridge, view = self.bridge, self.view
         bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
-        bridge.sessionReady.connect(self._on_session_ready)
-        bridge.stateChanged.connect(self._on_state)
         self.treeEvents.connect(view.add_events)
         self.branchDiffReceived.connect(self._show_branch_diff)
         self.branchDiffFailed.connect(self._branch_diff_failed)
@@ -136,10 +134,10 @@ class TreeDock(Dock):
         if not self.kept.replaying:
             self.show()
 
-    def _on_session_ready(self, *_: object) -> None:
+    def on_session_ready(self, *_: object) -> None:
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
 
-    def _on_state(self, state: str) -> None:
+    def on_state(self, state: str) -> None:
         if state == BackendState.STOPPED:
             self.view.set_branch_diff_supported(False)
 

@@ -30,7 +30,6 @@ class Workflows(Part):
         self.chat = self.chat_dock.panel
         self.chat.workflowChosen.connect(self.request)
         self.workflowsReceived.connect(self._show)
-        self.bridge.sessionReady.connect(self._on_session_ready)
 
     def request(self, select: str | None = None) -> bool:
         """List the workflows, or pick ``select`` (``auto``: the orchestrator picks)."""
@@ -43,7 +42,7 @@ class Workflows(Part):
         chosen = SelectWorkflowParams(session_id=session_id, name=select)
         return self.bridge.request(WORKFLOWS_SELECT, chosen, self.workflowsReceived.emit)
 
-    def _on_session_ready(self, *_: object) -> None:
+    def on_session_ready(self, *_: object) -> None:
         if self.bridge.supports(WORKFLOWS_LIST):
             self.request()
 
