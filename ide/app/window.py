@@ -11,14 +11,14 @@ from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
 
 from ide.agentproc import ARBOR_AGENT, AgentChoice, command_name, default_backend_command
-from ide.app.acp_client import BackendBridge, BackendState
+from ide.app.acp_client import BackendBridge
 from ide.app.banner import Banner, BannerBar
 from ide.app.docks import AppContext, Dock, Part, registry
 from ide.app.docks.capabilities import Chat
 from ide.app.permission import PermissionDialog
 from ide.app.status import BackendStatus
 from ide.app.viewer import CodeViewer
-from ide.protocol import ErrorInfo, TurnMeta
+from ide.protocol import ErrorInfo
 from ide.settings import ResolvedSettings, Settings, SettingsError, load_settings
 
 DEFAULT_SIZE = (1280, 800)
@@ -33,12 +33,6 @@ STATE_KEY = "window/state"
 # forced onto new panels.
 STATE_VERSION = 6
 MENUS = {"file": "&File", "view": "&View", "go": "&Go", "agent": "&Agent"}
-
-STOP_REASONS = {
-    "max_tokens": "The model hit its output token limit; the answer may be cut short.",
-    "max_turn_requests": "The agent used all the model calls one turn may make (agent.max_steps).",
-    "refusal": "The model refused to answer.",
-}
 
 
 class MainWindow(QMainWindow):
@@ -119,7 +113,6 @@ class MainWindow(QMainWindow):
         self.permission_dialog = PermissionDialog(self, self.workspace)
         self.bridge.permission_handler = self.permission_dialog.ask
         self.bridge.cancelRequested.connect(self.permission_dialog.cancel_turn)
-        self._connect()
         self._restore_layout()
         if settings_error is not None:
             self.banner.show_error(
@@ -174,46 +167,6 @@ class MainWindow(QMainWindow):
             self.ctx.menus["view"].addAction(toggle)
         for dock in first_of_group.values():
             dock.dock.raise_()
-
-    def _connect(self) -> None:
-        bridge = self.bridge
-        bridge.stateChanged.connect(self._on_state)
-        bridge.agentChanged.connect(self._show_agent)
-        bridge.modeChanged.connect(self._show_agent)
-        bridge.sessionReady.connect(self._show_agent)
-        bridge.replayFailed.connect(self._on_replay_failed)
-        bridge.turnFinished.connect(self._on_turn_finished)
-        bridge.errorRaised.connect(self.ctx.show_error)
-        bridge.backendDied.connect(self._on_backend_died)
-        self.banner.restartRequested.connect(self.restart_backend)
-
-    def _on_state(self, state: str) -> None:
-        self.status.set_state(state)
-        stopped = state == BackendState.STOPPED
-        self.stop_action.setEnabled(state == BackendState.BUSY)
-        if self.banner.isVisible():
-            self.banner.set_restartable(stopped)
-        if state == BackendState.READY and self.banner.kind == "died":
-            self.banner.dismiss()
-
-    def _show_agent(self, *_: Any) -> None:
-        self.status.set_agent(self.bridge.agent_meta, self.bridge.agent_name, self.bridge.mode)
-
-    def _on_replay_failed(self, message: str) -> None:
-        self.banner.show_notice(
-            f"The previous conversation could not be restored: {message}",
-            "A new session was started; the messages above are from the old one and the agent no longer "
-            "remembers them.",
-        )
-
-    def _on_turn_finished(self, stop_reason: str, meta: TurnMeta | None) -> None:
-        self.status.set_turn(meta)
-        explanation = STOP_REASONS.get(stop_reason)
-        if explanation:
-            self.banner.show_notice(explanation)
-
-    def _on_backend_died(self, code: int, stderr_tail: str) -> None:
-        self.banner.show_backend_died(code, stderr_tail, had_session=self.bridge.session_id is not None)
 
     def _restore_layout(self) -> None:
         store = QSettings()
