@@ -95,18 +95,18 @@ class MainWindow(QMainWindow):
         for part_type in registry():
             part = part_type(self.ctx)
             part.attach()
-            self.docks[part.name] = part
+            self.docks[part.spec.name] = part
             self.ctx.providers.add(part, part.provides)
             for attribute, source in part.exposes.items():
                 setattr(self, attribute, attrgetter(source)(part))
             if isinstance(part, Dock):
-                setattr(self, f"{part.name}_dock", part.dock)
+                setattr(self, f"{part.spec.name}_dock", part.dock)
         self.ctx.providers.complete = True
         self.statusBar().addPermanentWidget(self.status, 1)
         menus["file"].addSeparator()
         self.ctx.action("file", "&Quit", self.close, QKeySequence.StandardKey.Quit)
         docks = [part for part in self.docks.values() if isinstance(part, Dock)]
-        self._lay_out(sorted(docks, key=lambda dock: (dock.order, dock.name)))
+        self._lay_out(sorted(docks, key=lambda dock: (dock.spec.order, dock.spec.name)))
         self._default_state = self.saveState(STATE_VERSION)
         menus["view"].addSeparator()
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
@@ -149,7 +149,7 @@ class MainWindow(QMainWindow):
         first_in_area: dict[Qt.DockWidgetArea, Dock] = {}
         first_of_group: dict[str, Dock] = {}
         for dock in docks:
-            place = dock.place
+            place = dock.spec.place
             self.addDockWidget(place.area, dock.dock)
             group = first_of_group.get(place.tab_group or "")
             if group is not None:
@@ -162,8 +162,8 @@ class MainWindow(QMainWindow):
             if place.hidden:
                 dock.dock.hide()  # shown when there is something to show
             toggle = dock.dock.toggleViewAction()
-            if dock.shortcut:
-                toggle.setShortcut(QKeySequence(dock.shortcut))
+            if dock.spec.shortcut:
+                toggle.setShortcut(QKeySequence(dock.spec.shortcut))
             self.ctx.menus["view"].addAction(toggle)
         for dock in first_of_group.values():
             dock.dock.raise_()
@@ -197,7 +197,7 @@ class MainWindow(QMainWindow):
         still_open = [
             part
             for part in self.docks.values()
-            if isinstance(part, Dock) and part.place.hidden and part.dock.isVisible()
+            if isinstance(part, Dock) and part.spec.place.hidden and part.dock.isVisible()
         ]
         self.restoreState(self._default_state, STATE_VERSION)
         store = QSettings()

@@ -9,6 +9,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 import pytest
 
 from ide.app.docks import registry
+from ide.app.docks.base import SIDE, Dock, Spec
 from ide.app.docks.capabilities import Chat, OpensFiles, Review, SearchTrees
 from ide.app.docks.needs import DependencyError, Providers, Requires, Uses, build_order, needs
 
@@ -24,8 +25,7 @@ class Counts(Protocol):
 
 
 class Stub:
-    name: ClassVar[str] = ""
-    order: ClassVar[int] = 100
+    spec: ClassVar[Spec]
     provides: ClassVar[tuple[type, ...]] = ()
 
     def __init__(self, providers: Providers) -> None:
@@ -33,7 +33,7 @@ class Stub:
 
 
 class Greeter(Stub):
-    name, order, provides = "greeter", 50, (Greets,)
+    spec, provides = Spec("greeter", order=50), (Greets,)
 
     def greet(self) -> str:
         return "hello"
@@ -42,17 +42,17 @@ class Greeter(Stub):
 class Listener(Stub):
     """Placed before the greeter, but needs it."""
 
-    name, order = "listener", 10
+    spec = Spec("listener", order=10)
     greeter = Requires(Greets)
     counter = Uses(Counts)
 
 
 class Early(Stub):
-    name, order = "early", 20
+    spec = Spec("early", order=20)
 
 
 def names(parts: list[type[Stub]]) -> list[str]:
-    return [part.name for part in parts]
+    return [part.spec.name for part in parts]
 
 
 def test_a_part_is_built_after_what_it_requires_and_otherwise_by_order() -> None:
@@ -68,14 +68,14 @@ def test_a_required_capability_nobody_provides_stops_the_window() -> None:
 
 def test_parts_requiring_each_other_stop_the_window_naming_the_cycle() -> None:
     class Ping(Stub):
-        name, provides = "ping", (Counts,)
+        spec, provides = Spec("ping"), (Counts,)
         other = Requires(Greets)
 
         def count(self) -> int:
             return 1
 
     class Pong(Stub):
-        name, provides = "pong", (Greets,)
+        spec, provides = Spec("pong"), (Greets,)
         other = Requires(Counts)
 
         def greet(self) -> str:
@@ -87,7 +87,7 @@ def test_parts_requiring_each_other_stop_the_window_naming_the_cycle() -> None:
 
 def test_two_providers_of_one_capability_stop_the_window() -> None:
     class Other(Greeter):
-        name = "other"
+        spec = Spec("other")
 
     with pytest.raises(DependencyError, match="Greets is provided by both greeter and other"):
         build_order([Greeter, Other])
@@ -95,7 +95,7 @@ def test_two_providers_of_one_capability_stop_the_window() -> None:
 
 def test_optional_needs_do_not_order_building_and_may_be_mutual() -> None:
     class Teller(Stub):
-        name, order, provides = "teller", 1, (Counts,)
+        spec, provides = Spec("teller", order=1), (Counts,)
         greeter = Uses(Greets)
 
         def count(self) -> int:
@@ -124,10 +124,22 @@ def test_a_provider_must_have_what_its_capability_declares() -> None:
 def test_the_window_parts_fit_together() -> None:
     parts = registry()
     order = names(parts)  # type: ignore[arg-type]
-    provider = {capability: part.name for part in parts for capability in part.provides}
+    provider = {capability: part.spec.name for part in parts for capability in part.provides}
     assert provider[OpensFiles] == "workspace" and provider[Chat] == "chat"
     assert provider[Review] == "review" and provider[SearchTrees] == "tree"
     for part in parts:
         for need in needs(part):
             if need.required:
-                assert order.index(provider[need.capability]) < order.index(part.name)
+                assert order.index(provider[need.capability]) < order.index(part.spec.name)
+
+
+def test_a_dock_without_a_title_or_place_is_refused_when_declared() -> None:
+    with pytest.raises(TypeError, match="Untitled: a dock's Spec needs a title and a place"):
+
+        class Untitled(Dock):
+            spec = Spec("untitled", place=SIDE)
+
+    class Titled(Dock):
+        spec = Spec("titled", title="Titled", place=SIDE)
+
+    assert Titled.spec.name == "titled"

@@ -8,14 +8,13 @@ import shlex
 from PySide6.QtGui import QAction, QActionGroup
 
 from ide.agentproc import ARBOR_AGENT, AgentChoice, arbor_agent
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 
 
 class AgentPicker(Part):
     """The Agent menu's list of ACP agents the window can drive; one is checked, the one running."""
 
-    name = "agents"
-    order = 10
+    spec = Spec("agents", order=10)
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)

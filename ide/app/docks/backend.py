@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.protocol import ErrorInfo, TurnMeta
 
 STOP_REASONS = {
@@ -22,8 +22,7 @@ class BackendLife(Part):
     """Status bar, banner and Stop action follow the bridge; built after every other part, so what a
     dock shows of an event comes first."""
 
-    name = "backend"
-    order = 1000
+    spec = Spec("backend", order=1000)
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)

@@ -48,6 +48,24 @@ BOTTOM = Place(Qt.DockWidgetArea.BottomDockWidgetArea, "bottom", hidden=True)
 """Tabs under the viewer, each shown when it has something to show (review, search tree, eval)."""
 
 
+@dataclass(frozen=True)
+class Spec:
+    """What the window knows of a part before building it."""
+
+    name: str
+    """Key in the window's ``docks`` (and a dock's object name, ``<name>Dock``)."""
+    title: str = ""
+    """A dock's title (its tab and View-menu entry)."""
+    place: Place | None = None
+    """Where a dock goes: :data:`LEFT`, :data:`SIDE`, :data:`BOTTOM` (or a place of its own)."""
+    order: int = 100
+    """Where the part comes among the others: its dock in the View menu and its tab group (the first of a
+    group is raised), the actions it adds to a menu. Needs are declared, not ordered: a part is built after
+    the providers of what it requires (:mod:`ide.app.docks.needs`)."""
+    shortcut: str | None = None
+    """A shortcut for a dock's View-menu toggle."""
+
+
 class KeptAcrossReplay(Generic[S]):
     """What a view showed before a session's replay (a restart, a reopened session): the view is cleared
     for the replay to rebuild it and, when the replay fails, cleared again and given back what it showed."""
@@ -134,12 +152,8 @@ class Part(QObject):
     """A piece of the window built from the registry: it creates its widgets and wires its own requests
     and notifications through ``ctx.bridge``. A controller without a dock subclasses this directly."""
 
-    name: ClassVar[str] = ""
-    """Key in the window's ``docks`` (and the dock's object name, ``<name>Dock``)."""
-    order: ClassVar[int] = 100
-    """Where the part comes among the others: its dock in the View menu and its tab group (the first of a
-    group is raised), the actions it adds to a menu. Needs are declared, not ordered: a part is built after
-    the providers of what it requires (:mod:`ide.app.docks.needs`)."""
+    spec: ClassVar[Spec]
+    """Its name and order (and a dock's title and place); a class without one is a base, not a part."""
     provides: ClassVar[tuple[type, ...]] = ()
     """The capabilities (:mod:`ide.app.docks.capabilities`) this part offers the others."""
     exposes: ClassVar[dict[str, str]] = {}
@@ -197,17 +211,17 @@ BRIDGE_SIGNALS = {
 class Dock(Part):
     """A part shown in a dock widget. Subclasses set the class attributes and :attr:`widget`."""
 
-    title: ClassVar[str] = ""
-    place: ClassVar[Place] = Place(Qt.DockWidgetArea.RightDockWidgetArea)
-    """Where the dock goes: :data:`LEFT`, :data:`SIDE`, :data:`BOTTOM` (or a place of its own)."""
-    shortcut: ClassVar[str | None] = None
-    """A shortcut for the View menu's toggle."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("spec")
+        if spec is not None and not (spec.title and spec.place):
+            raise TypeError(f"{cls.__name__}: a dock's Spec needs a title and a place")
 
     def __init__(self, ctx: AppContext, widget: QWidget) -> None:
         super().__init__(ctx)
         self.widget = widget
-        self.dock = QDockWidget(self.title, ctx.window)
-        self.dock.setObjectName(f"{self.name}Dock")
+        self.dock = QDockWidget(self.spec.title, ctx.window)
+        self.dock.setObjectName(f"{self.spec.name}Dock")
         widget.setMinimumWidth(DOCK_MIN_WIDTH)
         self.dock.setWidget(widget)
         self.dock.setFeatures(

@@ -9,7 +9,7 @@ from PySide6.QtCore import QTimer
 
 from ide.app.acp_client import BackendState
 from ide.app.chat import ChatPanel
-from ide.app.docks.base import SIDE, AppContext, Dock, KeptAcrossReplay
+from ide.app.docks.base import SIDE, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.docks.capabilities import Chat, OpensFiles, SearchTrees
 from ide.app.docks.needs import Requires, Uses
 from ide.protocol import ErrorInfo
@@ -18,10 +18,7 @@ from ide.protocol import ErrorInfo
 class ChatDock(Dock):
     """Shows the session's updates; a restart's replay rebuilds it, a failed replay restores it."""
 
-    name = "chat"
-    title = "Chat"
-    order = 20
-    place = SIDE
+    spec = Spec("chat", title="Chat", place=SIDE, order=20)
     exposes: ClassVar[dict[str, str]] = {"chat": "panel"}
     provides = (Chat,)
     files = Requires(OpensFiles)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.protocol.model import CONTEXT_NOTIFICATION, ContextFill
 
 
 class ContextFillPart(Part):
     """Shows each ``_arbor/context`` notification of the current session in the status bar."""
 
-    name = "context"
-    order = 75
+    spec = Spec("context", order=75)
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.docks.base import BOTTOM, AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock, Spec
 from ide.app.docks.capabilities import SearchTrees
 from ide.app.docks.needs import Requires
 from ide.app.eval_chart import EvalChart
@@ -235,10 +235,7 @@ class EvalPanel(QWidget):
 class EvalDock(Dock):
     """The Eval panel, tabbed with the review and the search tree; it reads report files itself."""
 
-    name = "eval"
-    title = "Eval"
-    order = 45
-    place = BOTTOM
+    spec = Spec("eval", title="Eval", place=BOTTOM, order=45)
     exposes: ClassVar[dict[str, str]] = {"eval_panel": "panel", "open_eval_report": "open_report"}
     trees = Requires(SearchTrees)
 

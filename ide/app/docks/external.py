@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from ide.app.acp_client import BackendState
 from ide.app.background import spawn
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import Review, SearchTrees
 from ide.app.docks.needs import Uses
 from ide.app.external import ReviewBackend
@@ -19,8 +19,7 @@ from ide.protocol.review import ChangeSetView
 class ForeignAgent(Part):
     """Serves the agent's ``fs/*`` through the review backend and builds its tool-call tree."""
 
-    name = "external"
-    order = 20
+    spec = Spec("external", order=20)
     exposes: ClassVar[dict[str, str]] = {"review_backend": "review"}
     trees = Uses(SearchTrees)
     review_dock = Uses(Review)

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QToolTip
 
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
 from ide.app.symbols import LocationPicker
@@ -43,8 +43,7 @@ def hover_text(text: str, lines: int = HOVER_LINES, width: int = HOVER_WIDTH) ->
 class LanguageServerPart(Part):
     """The Go menu's language-server actions, the viewer's hover, and a picker for several answers."""
 
-    name = "lsp"
-    order = 95
+    spec = Spec("lsp", order=95)
     exposes: ClassVar[dict[str, str]] = {
         "location_picker": "picker",
         "definition_action": "definition_action",

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.docks.base import SIDE, AppContext, Dock
+from ide.app.docks.base import SIDE, AppContext, Dock, Spec
 from ide.protocol import ErrorInfo
 from ide.protocol.memory import (
     MEMORY_DELETE,
@@ -210,10 +210,7 @@ class MemoryPanel(QWidget):
 class MemoryDock(Dock):
     """The Memory panel, tabbed with the chat, and its requests."""
 
-    name = "memory"
-    title = "Memory"
-    order = 60
-    place = SIDE
+    spec = Spec("memory", title="Memory", place=SIDE, order=60)
     exposes: ClassVar[dict[str, str]] = {"memory_panel": "panel"}
 
     memoryReceived = Signal(object)

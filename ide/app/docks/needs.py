@@ -109,11 +109,19 @@ class Uses(Need[C]):
         return self._provider(part)
 
 
+class Named(Protocol):
+    """What :func:`build_order` reads of a part's spec."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def order(self) -> int: ...
+
+
 class Declared(Protocol):
     """What :func:`build_order` reads of a part's class."""
 
-    name: ClassVar[str]
-    order: ClassVar[int]
+    spec: ClassVar[Named]
     provides: ClassVar[tuple[type, ...]]
 
 
@@ -136,9 +144,8 @@ def build_order(parts: Sequence[type[P]]) -> list[type[P]]:
     for part in parts:
         for capability in part.provides:
             if capability in provider:
-                raise DependencyError(
-                    f"{capability.__name__} is provided by both {provider[capability].name} and {part.name}"
-                )
+                first, second = provider[capability].spec.name, part.spec.name
+                raise DependencyError(f"{capability.__name__} is provided by both {first} and {second}")
             provider[capability] = part
     after: dict[type[P], set[type[P]]] = {part: set() for part in parts}
     for part in parts:
@@ -147,11 +154,11 @@ def build_order(parts: Sequence[type[P]]) -> list[type[P]]:
                 continue
             if need.capability not in provider:
                 raise DependencyError(
-                    f"{part.name} requires {need.capability.__name__}, which no part provides"
+                    f"{part.spec.name} requires {need.capability.__name__}, which no part provides"
                 )
             if provider[need.capability] is not part:
                 after[part].add(provider[need.capability])
-    key = {part: (part.order, part.name) for part in parts}
+    key = {part: (part.spec.order, part.spec.name) for part in parts}
     ready = [(key[part], index, part) for index, part in enumerate(parts) if not after[part]]
     heapq.heapify(ready)
     waiting = {part: set(providers) for part, providers in after.items() if providers}
@@ -175,9 +182,9 @@ def _cycle(waiting: dict[type[P], set[type[P]]]) -> str:
     path: list[type[P]] = []
     while part not in path:
         path.append(part)
-        part = min(waiting[part], key=lambda other: other.name)
+        part = min(waiting[part], key=lambda other: other.spec.name)
     cycle = [*path[path.index(part) :], part]
-    return " → ".join(member.name for member in cycle)
+    return " → ".join(member.spec.name for member in cycle)
 
 
 def _members(capability: type) -> list[str]:

@@ -8,7 +8,7 @@ from typing import ClassVar
 from PySide6.QtCore import QTimer, Signal
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import LEFT, AppContext, Dock
+from ide.app.docks.base import LEFT, AppContext, Dock, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
 from ide.app.outline import OutlinePanel
@@ -31,10 +31,7 @@ INDEX_POLL_MS = 300
 class OutlineDock(Dock):
     """Asks for the outline of each file the viewer shows, again when the index changed it."""
 
-    name = "outline"
-    title = "Outline"
-    order = 50
-    place = LEFT
+    spec = Spec("outline", title="Outline", place=LEFT, order=50)
     exposes: ClassVar[dict[str, str]] = {
         "outline": "panel",
         "index_progress": "progress",

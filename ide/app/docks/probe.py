@@ -9,7 +9,7 @@ from typing import ClassVar
 from PySide6.QtWidgets import QMessageBox
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.protocol import ErrorInfo, ErrorKind
 from ide.protocol.model import (
     MODEL_HEALTH,
@@ -36,8 +36,7 @@ MODEL_FAILURES = frozenset({*ERROR_KINDS.values(), "no_tool_support", "model_tim
 class ModelProbe(Part):
     """The Test Model action, its report dialog, and the banner's warning about a model that cannot act."""
 
-    name = "probe"
-    order = 70
+    spec = Spec("probe", order=70)
     exposes: ClassVar[dict[str, str]] = {"test_model_action": "action", "probe_dialog": "dialog"}
 
     def __init__(self, ctx: AppContext) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from PySide6.QtCore import Signal, SignalInstance
 
-from ide.app.docks.base import BOTTOM, AppContext, Dock
+from ide.app.docks.base import BOTTOM, AppContext, Dock, Spec
 from ide.app.docks.capabilities import Review
 from ide.app.review import ReviewPane
 from ide.protocol import ErrorInfo
@@ -38,10 +38,7 @@ if TYPE_CHECKING:
 class ReviewDock(Dock):
     """Shown when there is something to review; tabbed with the search tree."""
 
-    name = "review"
-    title = "Review"
-    order = 30
-    place = BOTTOM
+    spec = Spec("review", title="Review", place=BOTTOM, order=30)
     exposes: ClassVar[dict[str, str]] = {"review": "pane"}
     provides = (Review,)
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from ide.agentconn import SessionSummary
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import SIDE, AppContext, Dock
+from ide.app.docks.base import SIDE, AppContext, Dock, Spec
 from ide.app.docks.capabilities import Chat
 from ide.app.docks.needs import Uses
 from ide.protocol import ErrorInfo
@@ -146,10 +146,7 @@ class SessionsPanel(QWidget):
 class SessionsDock(Dock):
     """Lists the sessions through the bridge (``session/list``) whenever one opens or a turn ends."""
 
-    name = "sessions"
-    title = "Sessions"
-    order = 65
-    place = SIDE
+    spec = Spec("sessions", title="Sessions", place=SIDE, order=65)
     exposes: ClassVar[dict[str, str]] = {"sessions": "panel", "open_session": "open", "new_session": "new"}
     chat = Uses(Chat)
 

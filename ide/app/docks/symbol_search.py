@@ -7,7 +7,7 @@ from typing import ClassVar
 from PySide6.QtCore import Signal
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
 from ide.app.symbols import SymbolSearch
@@ -17,8 +17,7 @@ from ide.protocol.index import INDEX_SEARCH, SymbolSearchParams, SymbolSearchRes
 class SymbolSearchPart(Part):
     """The Ctrl+T popup and its requests."""
 
-    name = "symbols"
-    order = 90
+    spec = Spec("symbols", order=90)
     files = Requires(OpensFiles)
     exposes: ClassVar[dict[str, str]] = {"symbol_search": "dialog", "symbol_action": "action"}
     symbolsFound = Signal(object, object)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
 
 from ide.app.acp_client import BackendState
-from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay
+from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.docks.capabilities import Review, SearchTrees
 from ide.app.docks.needs import Requires
 from ide.app.tree_view import SearchTreeView
@@ -30,10 +30,7 @@ from ide.protocol.tree import (
 class TreeDock(Dock):
     """Shown when a run starts; tabbed with the review."""
 
-    name = "tree"
-    title = "Search tree"
-    order = 40
-    place = BOTTOM
+    spec = Spec("tree", title="Search tree", place=BOTTOM, order=40)
     exposes: ClassVar[dict[str, str]] = {
         "tree_view": "view",
         "open_tree_file": "open_file",

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from PySide6.QtWidgets import QToolButton
 
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.trust import TrustDialog
 from ide.protocol import ErrorInfo
 from ide.settings import SettingsError, load_settings, trust_store
@@ -16,8 +16,7 @@ from ide.settings import SettingsError, load_settings, trust_store
 class Trust(Part):
     """Asks, records the answer, reloads the settings and restarts the backend when trust changed."""
 
-    name = "trust"
-    order = 80
+    spec = Spec("trust", order=80)
     exposes: ClassVar[dict[str, str]] = {
         "trust_button": "button",
         "trust_dialog": "dialog",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 
-from ide.app.docks.base import AppContext, Part
+from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import Chat
 from ide.app.docks.needs import Requires
 from ide.protocol.workflow import (
@@ -19,8 +19,7 @@ from ide.protocol.workflow import (
 class Workflows(Part):
     """Lists the workflows when a session is ready; a pick switches the session's mode."""
 
-    name = "workflows"
-    order = 25
+    spec = Spec("workflows", order=25)
     chat_dock = Requires(Chat)
     workflowsReceived = Signal(object)
     """The session's workflows, its pick and the reranker in use (WorkflowList), after a list or select."""

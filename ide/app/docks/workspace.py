@@ -8,7 +8,7 @@ from typing import ClassVar
 from PySide6.QtGui import QKeySequence
 
 from ide.app.chat import resolve_location
-from ide.app.docks.base import LEFT, AppContext, Dock
+from ide.app.docks.base import LEFT, AppContext, Dock, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.workspace import WorkspacePanel
 
@@ -16,10 +16,7 @@ from ide.app.workspace import WorkspacePanel
 class WorkspaceDock(Dock):
     """The workspace's files (File → Refresh Files lists them again)."""
 
-    name = "workspace"
-    title = "Workspace"
-    order = 10
-    place = LEFT
+    spec = Spec("workspace", title="Workspace", place=LEFT, order=10)
     exposes: ClassVar[dict[str, str]] = {"workspace_panel": "panel"}
     provides = (OpensFiles,)
 
