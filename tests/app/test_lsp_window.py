@@ -28,15 +28,16 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
     window.viewer.editor.go_to(3, 9)  # item = Product("Blue Mug")
     assert window.viewer.editor.position() == (3, 9)
 
+    lsp = window.docks["lsp"]
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
-        window.definition_action.trigger()
+        lsp.definition_action.trigger()
     assert shown.args == [str(shop / "shop" / "models.py")]
     assert window.viewer.editor.position()[0] == 4  # class Product:
 
     window.viewer.editor.go_to(4, 8)
-    with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS):
-        window.references_action.trigger()
-    picker = window.location_picker
+    with qtbot.waitSignal(lsp.lspAnswered, timeout=TURN_TIMEOUT_MS):
+        lsp.references_action.trigger()
+    picker = lsp.picker
     rows = [picker.list.item(i).text() for i in range(picker.list.count())]
     assert [row.split("    ")[0] for row in rows] == ["app.py:1:25", "app.py:3:8", "shop/models.py:4:7"]
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
@@ -44,7 +45,7 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
     assert shown.args == [str(shop / "app.py")]
     assert window.viewer.editor.position()[0] == 3
 
-    with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(lsp.lspAnswered, timeout=TURN_TIMEOUT_MS):
         window.viewer.editor.hoverRequested.emit(3, 9, QPoint(20, 20))
     assert "class Product" in QToolTip.text()
     QToolTip.hideText()
@@ -54,7 +55,7 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
     (shop / "verbose.py").write_text(f'def chatty():\n    """Says a lot.\n\n{doc}\n    """\n\n\nchatty()\n')
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shop / "verbose.py")
-    with qtbot.waitSignal(window.docks["lsp"].lspAnswered, timeout=TURN_TIMEOUT_MS) as answered:
+    with qtbot.waitSignal(lsp.lspAnswered, timeout=TURN_TIMEOUT_MS) as answered:
         window.viewer.editor.hoverRequested.emit(87, 2, QPoint(20, 20))
     assert len(answered.args[2].text.splitlines()) > 80  # what the server said
     shown = QToolTip.text().splitlines()

@@ -410,7 +410,7 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
 
     # a change set the backend does not know: its error in the dock's message line
     with qtbot.waitSignal(window.docks["tree"].branchDiffFailed, timeout=TURN_TIMEOUT_MS):
-        window.request_branch_diff("cs-nope", "n1", run_id)
+        window.docks["tree"].request_branch_diff("cs-nope", "n1", run_id)
     assert view.message.isVisible() and "no change set cs-nope in this session" in view.message.text()
 
     # the same run opened from a file: no session to ask

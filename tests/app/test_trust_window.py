@@ -59,7 +59,7 @@ def test_the_window_asks_once_and_trust_makes_the_settings_work(
     decision = trust_store().decision(root)
     assert decision is not None and not decision.trusted
 
-    window.trust_action.trigger()
+    window.docks["trust"].action.trigger()
     qtbot.waitUntil(dialog.isVisible, timeout=TURN_TIMEOUT_MS)
     session_before = window.bridge.session_id
     with qtbot.waitSignal(window.bridge.sessionReady, timeout=30_000):  # the backend restarts

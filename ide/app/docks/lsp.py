@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Any, ClassVar
+from typing import Any
 
 from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QToolTip
@@ -44,12 +44,6 @@ class LanguageServerPart(Part):
     """The Go menu's language-server actions, the viewer's hover, and a picker for several answers."""
 
     spec = Spec("lsp", order=95)
-    exposes: ClassVar[dict[str, str]] = {
-        "location_picker": "picker",
-        "definition_action": "definition_action",
-        "references_action": "references_action",
-        "ask_language_server": "ask",
-    }
     files = Requires(OpensFiles)
     lspAnswered = Signal(str, object, object)
     """(method, PositionParams, LocationsResult or HoverResult) of F12, Shift+F12 or a hover."""

@@ -32,12 +32,7 @@ class OutlineDock(Dock):
     """Asks for the outline of each file the viewer shows, again when the index changed it."""
 
     spec = Spec("outline", title="Outline", place=LEFT, order=50)
-    exposes: ClassVar[dict[str, str]] = {
-        "outline": "panel",
-        "index_progress": "progress",
-        "request_outline": "request_outline",
-        "request_index_status": "request_index_status",
-    }
+    exposes: ClassVar[dict[str, str]] = {"outline": "panel", "index_progress": "progress"}
     files = Requires(OpensFiles)
 
     outlineReceived = Signal(object)

@@ -147,7 +147,7 @@ class SessionsDock(Dock):
     """Lists the sessions through the bridge (``session/list``) whenever one opens or a turn ends."""
 
     spec = Spec("sessions", title="Sessions", place=SIDE, order=65)
-    exposes: ClassVar[dict[str, str]] = {"sessions": "panel", "open_session": "open", "new_session": "new"}
+    exposes: ClassVar[dict[str, str]] = {"sessions": "panel", "new_session": "new"}
     chat = Uses(Chat)
 
     def __init__(self, ctx: AppContext) -> None:

@@ -31,12 +31,7 @@ class TreeDock(Dock):
     """Shown when a run starts; tabbed with the review."""
 
     spec = Spec("tree", title="Search tree", place=BOTTOM, order=40)
-    exposes: ClassVar[dict[str, str]] = {
-        "tree_view": "view",
-        "open_tree_file": "open_file",
-        "request_branch_diff": "request_branch_diff",
-        "show_tree": "show",
-    }
+    exposes: ClassVar[dict[str, str]] = {"tree_view": "view", "open_tree_file": "open_file"}
     provides = (SearchTrees,)
     review = Requires(Review)
 

@@ -17,12 +17,7 @@ class Trust(Part):
     """Asks, records the answer, reloads the settings and restarts the backend when trust changed."""
 
     spec = Spec("trust", order=80)
-    exposes: ClassVar[dict[str, str]] = {
-        "trust_button": "button",
-        "trust_dialog": "dialog",
-        "trust_action": "action",
-        "ask_trust": "ask",
-    }
+    exposes: ClassVar[dict[str, str]] = {"trust_button": "button", "trust_dialog": "dialog"}
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
