@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -53,6 +55,38 @@ class ToolSpec:
     shown_kind: ToolKind | None = None
     """The ACP kind the client sees when it is not ``kind`` (MCP tools keep ``kind`` "other", so a run
     never answers them from its cache: a server's state is not in the change set)."""
+
+
+RunTool = Callable[[Workspace, ToolSettings, Any], str]
+
+
+def tool(
+    kind: ToolKind,
+    title: Callable[[Any], str],
+    *,
+    location: Callable[[Any], ToolLocation] = nowhere,
+    touches: Callable[[Any], list[str]] | None = None,
+) -> Callable[[RunTool], ToolSpec]:
+    """Declare the function below as a tool, where it is written: the tool's name is the function's, its
+    arguments model is the annotation of the function's ``args`` parameter, and its description (what the
+    model reads) is the function's docstring with its white space folded."""
+
+    def declare(run: RunTool) -> ToolSpec:
+        doc = inspect.getdoc(run)
+        if not doc:
+            raise TypeError(f"tool {run.__name__} needs a docstring: it is the description the model reads")
+        return ToolSpec(
+            run.__name__,
+            " ".join(doc.split()),
+            kind,
+            typing.get_type_hints(run)["args"],
+            run,
+            title,
+            location,
+            touches,
+        )
+
+    return declare
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from ide.changes import ChangeError, ChangeSet
 from ide.fs import ToolError
 from ide.settings import ToolSettings
-from ide.tools.base import ToolKind, ToolSpec, at_path
+from ide.tools.base import at_path, tool
 from ide.tools.workspace import Workspace
 
 
@@ -64,86 +64,55 @@ def _run(action: Any) -> None:
 PROPOSED = "(proposed; the user reviews it before it is written)"
 
 
-def _path_tool(
-    name: str,
-    description: str,
-    kind: ToolKind,
-    args_model: type[BaseModel],
-    title: str,
-    done: str,
-    change: Callable[[ChangeSet, str, Any], object],
-) -> ToolSpec:
-    """A tool that makes one change to the file at ``args.path`` in the session's change set."""
+def _propose(workspace: Workspace, path: str, done: str, change: Callable[[ChangeSet, str], object]) -> str:
+    """Make one change to the file at ``path`` in the session's change set, and say so."""
+    rel = _target(workspace, path)
+    _run(lambda: change(_changes(workspace), rel))
+    return f"{done} {rel} {PROPOSED}"
 
-    def run(workspace: Workspace, settings: ToolSettings, args: Any) -> str:
-        rel = _target(workspace, args.path)
-        _run(lambda: change(_changes(workspace), rel, args))
-        return f"{done} {rel} {PROPOSED}"
 
-    return ToolSpec(
-        name=name,
-        description=description,
-        kind=kind,
-        args_model=args_model,
-        run=run,
-        title=lambda a: f"{title} {a.path}",
-        location=at_path,
-        touches=lambda a: [a.path],
+def _the_path(args: Any) -> list[str]:
+    return [args.path]
+
+
+@tool("edit", lambda a: f"Edit {a.path}", location=at_path, touches=_the_path)
+def edit_file(workspace: Workspace, settings: ToolSettings, args: EditFileArgs) -> str:
+    """Replace old_text with new_text in a file. old_text must match exactly once; include enough surrounding
+    lines to make it unique."""
+    return _propose(
+        workspace, args.path, "edited", lambda changes, rel: changes.edit(rel, args.old_text, args.new_text)
     )
 
 
+@tool("edit", lambda a: f"Write {a.path}", location=at_path, touches=_the_path)
+def write_file(workspace: Workspace, settings: ToolSettings, args: WriteFileArgs) -> str:
+    """Write the whole content of a file, creating it if needed."""
+    return _propose(workspace, args.path, "wrote", lambda changes, rel: changes.write(rel, args.content))
+
+
+@tool("edit", lambda a: f"Create {a.path}", location=at_path, touches=_the_path)
+def create_file(workspace: Workspace, settings: ToolSettings, args: WriteFileArgs) -> str:
+    """Create a new file with the given content (fails if it exists)."""
+    return _propose(workspace, args.path, "created", lambda changes, rel: changes.create(rel, args.content))
+
+
+@tool("delete", lambda a: f"Delete {a.path}", location=at_path, touches=_the_path)
+def delete_file(workspace: Workspace, settings: ToolSettings, args: DeleteFileArgs) -> str:
+    """Delete a file."""
+    return _propose(workspace, args.path, "deleted", lambda changes, rel: changes.delete(rel))
+
+
+@tool(
+    "move",
+    lambda a: f"Rename {a.path} → {a.new_path}",
+    location=lambda a: (a.new_path, None),
+    touches=lambda a: [a.path, a.new_path],
+)
 def rename_file(workspace: Workspace, settings: ToolSettings, args: RenameFileArgs) -> str:
+    """Rename or move a file."""
     rel, new_rel = _target(workspace, args.path), _target(workspace, args.new_path)
     _run(lambda: _changes(workspace).rename(rel, new_rel))
     return f"renamed {rel} to {new_rel} {PROPOSED}"
 
 
-EDIT_TOOLS = (
-    _path_tool(
-        "edit_file",
-        "Replace old_text with new_text in a file. old_text must match exactly once; "
-        "include enough surrounding lines to make it unique.",
-        "edit",
-        EditFileArgs,
-        "Edit",
-        "edited",
-        lambda changes, rel, a: changes.edit(rel, a.old_text, a.new_text),
-    ),
-    _path_tool(
-        "write_file",
-        "Write the whole content of a file, creating it if needed.",
-        "edit",
-        WriteFileArgs,
-        "Write",
-        "wrote",
-        lambda changes, rel, a: changes.write(rel, a.content),
-    ),
-    _path_tool(
-        "create_file",
-        "Create a new file with the given content (fails if it exists).",
-        "edit",
-        WriteFileArgs,
-        "Create",
-        "created",
-        lambda changes, rel, a: changes.create(rel, a.content),
-    ),
-    _path_tool(
-        "delete_file",
-        "Delete a file.",
-        "delete",
-        DeleteFileArgs,
-        "Delete",
-        "deleted",
-        lambda changes, rel, a: changes.delete(rel),
-    ),
-    ToolSpec(
-        name="rename_file",
-        description="Rename or move a file.",
-        kind="move",
-        args_model=RenameFileArgs,
-        run=rename_file,
-        title=lambda a: f"Rename {a.path} → {a.new_path}",
-        location=lambda a: (a.new_path, None),
-        touches=lambda a: [a.path, a.new_path],
-    ),
-)
+EDIT_TOOLS = (edit_file, write_file, create_file, delete_file, rename_file)

@@ -11,14 +11,14 @@ import re
 
 from pydantic import BaseModel, Field
 
-from ide.codeintel.index import CodeIndex, FileSymbols, Symbol
+from ide.codeintel.index import CodeIndex, FileSymbols, Symbol, repomap
 from ide.codeintel.index.extract import extract
 from ide.codeintel.index.languages import TAGGED, detect_language
-from ide.codeintel.index.repomap import repo_map, task_focus
+from ide.codeintel.index.repomap import task_focus
 from ide.codeintel.index.store import nesting
 from ide.fs import ToolError, is_binary
 from ide.settings import ToolSettings
-from ide.tools.base import ToolSpec, at_path, at_path_if_given
+from ide.tools.base import at_path, at_path_if_given, tool
 from ide.tools.workspace import Workspace
 
 REFERENCE_CAP = 80
@@ -76,7 +76,10 @@ def _symbols(rel: str, symbols: FileSymbols) -> list[Symbol]:
     return [Symbol.of(rel, d) for d in symbols.definitions]
 
 
+@tool("search", lambda a: f"Find symbol {a.query!r}")
 def find_symbol(workspace: Workspace, settings: ToolSettings, args: FindSymbolArgs) -> str:
+    """Find definitions (functions, classes, methods, …) by name or part of it, fuzzy; prints kind, qualified
+    name, path:line and signature."""
     index = _index(workspace)
     changed = overlay_symbols(workspace)
     hits = [hit for hit in index.search(args.query, args.limit * 3) if hit.path not in changed]
@@ -94,7 +97,9 @@ def find_symbol(workspace: Workspace, settings: ToolSettings, args: FindSymbolAr
     return "\n".join(lines)
 
 
+@tool("read", lambda a: f"Outline {a.path}", location=at_path)
 def file_outline(workspace: Workspace, settings: ToolSettings, args: FileOutlineArgs) -> str:
+    """The definitions of one file with line numbers and signatures, nested by class."""
     index = _index(workspace)
     rel = workspace.relative(workspace.resolve(args.path))
     changed = overlay_symbols(workspace)
@@ -116,7 +121,13 @@ def file_outline(workspace: Workspace, settings: ToolSettings, args: FileOutline
     return "\n".join(lines)
 
 
+@tool(
+    "search",
+    lambda a: f"References of {a.name}" + (f" in {a.path}" if a.path else ""),
+    location=at_path_if_given,
+)
 def find_references(workspace: Workspace, settings: ToolSettings, args: FindReferencesArgs) -> str:
+    """Where an identifier is used: path:line: text, its definitions first."""
     index = _index(workspace)
     if not re.fullmatch(r"[\w$]+", args.name):
         raise ToolError(f"{args.name!r} is not an identifier; give one name, e.g. 'parse_config'")
@@ -154,11 +165,14 @@ def find_references(workspace: Workspace, settings: ToolSettings, args: FindRefe
     return "\n".join(lines)
 
 
-def repo_map_tool(workspace: Workspace, settings: ToolSettings, args: RepoMapArgs) -> str:
+@tool("read", lambda a: "Repo map")
+def repo_map(workspace: Workspace, settings: ToolSettings, args: RepoMapArgs) -> str:
+    """A compact map of the workspace's most important files and definitions, ranked by how much the code uses
+    them; pass the task as focus to centre it."""
     index = _index(workspace)
     files, names = task_focus(index, args.focus) if args.focus else ([], [])
     files.extend(workspace.relative(workspace.resolve(path)) for path in args.files)
-    return repo_map(
+    return repomap.repo_map(
         index,
         budget_tokens=args.max_tokens,
         focus_files=files,
@@ -167,41 +181,4 @@ def repo_map_tool(workspace: Workspace, settings: ToolSettings, args: RepoMapArg
     )
 
 
-INDEX_TOOLS = (
-    ToolSpec(
-        name="find_symbol",
-        description="Find definitions (functions, classes, methods, …) by name or part of it, fuzzy; "
-        "prints kind, qualified name, path:line and signature.",
-        kind="search",
-        args_model=FindSymbolArgs,
-        run=find_symbol,
-        title=lambda a: f"Find symbol {a.query!r}",
-    ),
-    ToolSpec(
-        name="file_outline",
-        description="The definitions of one file with line numbers and signatures, nested by class.",
-        kind="read",
-        args_model=FileOutlineArgs,
-        run=file_outline,
-        title=lambda a: f"Outline {a.path}",
-        location=at_path,
-    ),
-    ToolSpec(
-        name="find_references",
-        description="Where an identifier is used: path:line: text, its definitions first.",
-        kind="search",
-        args_model=FindReferencesArgs,
-        run=find_references,
-        title=lambda a: f"References of {a.name}" + (f" in {a.path}" if a.path else ""),
-        location=at_path_if_given,
-    ),
-    ToolSpec(
-        name="repo_map",
-        description="A compact map of the workspace's most important files and definitions, ranked by "
-        "how much the code uses them; pass the task as focus to centre it.",
-        kind="read",
-        args_model=RepoMapArgs,
-        run=repo_map_tool,
-        title=lambda a: "Repo map",
-    ),
-)
+INDEX_TOOLS = (find_symbol, file_outline, find_references, repo_map)

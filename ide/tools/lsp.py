@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, model_validator
 from ide.codeintel.lsp import Location, LspBridge, LspError, LspGate, LspPool, LspUnavailable
 from ide.fs import Overlay, ToolError
 from ide.settings import ToolSettings
-from ide.tools.base import ToolKind, ToolLocation, ToolSpec, at_path
+from ide.tools.base import ToolLocation, at_path, tool
 from ide.tools.workspace import Workspace
 
 T = TypeVar("T")
@@ -206,25 +206,49 @@ def _call_at(workspace: Workspace, path: Path, line: int, column: int) -> tuple[
     return None
 
 
-def find_definition(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+def _at(args: PositionArgs) -> str:
+    return args.symbol or f"{args.path}:{args.line}" + (f":{args.column}" if args.column else "")
+
+
+def _position(args: PositionArgs) -> ToolLocation:
+    return (args.path, args.line) if args.path else None
+
+
+def _about(what: str) -> Callable[[PositionArgs], str]:
+    """The card title of a position tool: ``what`` and the position or symbol asked about."""
+    return lambda args: f"{what} {_at(args)}"
+
+
+@tool("search", _about("Definition of"), location=_position)
+def lsp_find_definition(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    """Where a symbol is defined, resolved by the language server (imports followed, across packages). Give
+    path + line (+ column) of a use, or symbol."""
     return _location_query(workspace, args, "definition", "definition")
 
 
-def get_references(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+@tool("search", _about("References of"), location=_position)
+def lsp_get_references(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    """Every reference to a symbol, resolved by the language server. Give path + line (+ column) or symbol."""
     return _location_query(workspace, args, "references", "references")
 
 
-def get_type(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+@tool("read", _about("Type of"), location=_position)
+def lsp_get_type(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    """The type and documentation of the symbol at a position (hover), or of a named symbol."""
     return _text_query(workspace, args, "hover", "the language server has no type information there")
 
 
-def get_signature(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+@tool("read", _about("Signature at"), location=_position)
+def lsp_get_signature(workspace: Workspace, settings: ToolSettings, args: PositionArgs) -> str:
+    """The signature of the function called at a position (inside the call's parentheses)."""
     return _text_query(
         workspace, args, "signature", "no call signature there (put the position inside a call)"
     )
 
 
-def diagnostics(workspace: Workspace, settings: ToolSettings, args: DiagnosticsArgs) -> str:
+@tool("read", lambda a: f"Diagnostics of {a.path}", location=at_path)
+def lsp_diagnostics(workspace: Workspace, settings: ToolSettings, args: DiagnosticsArgs) -> str:
+    """Errors and warnings the language server reports for a file, as your changes leave it."""
     path = workspace.resolve(args.path)
     if not workspace.exists(path):
         raise ToolError(f"{args.path} does not exist")
@@ -237,67 +261,4 @@ def diagnostics(workspace: Workspace, settings: ToolSettings, args: DiagnosticsA
     return "\n".join(f"{rel}:{d.line}:{d.column}: {d.severity}: {d.message}" for d in found)
 
 
-def _at(args: PositionArgs) -> str:
-    return args.symbol or f"{args.path}:{args.line}" + (f":{args.column}" if args.column else "")
-
-
-def _position(args: PositionArgs) -> ToolLocation:
-    return (args.path, args.line) if args.path else None
-
-
-def _position_tool(
-    name: str, description: str, kind: ToolKind, run: Callable[..., str], title: str
-) -> ToolSpec:
-    """A tool that asks the language server about the symbol at a position (or a named symbol)."""
-    return ToolSpec(
-        name=name,
-        description=description,
-        kind=kind,
-        args_model=PositionArgs,
-        run=run,
-        title=lambda a: f"{title} {_at(a)}",
-        location=_position,
-    )
-
-
-LSP_TOOLS = (
-    _position_tool(
-        "lsp_find_definition",
-        "Where a symbol is defined, resolved by the language server (imports followed, across packages). "
-        "Give path + line (+ column) of a use, or symbol.",
-        "search",
-        find_definition,
-        "Definition of",
-    ),
-    _position_tool(
-        "lsp_get_references",
-        "Every reference to a symbol, resolved by the language server. Give path + line "
-        "(+ column) or symbol.",
-        "search",
-        get_references,
-        "References of",
-    ),
-    _position_tool(
-        "lsp_get_type",
-        "The type and documentation of the symbol at a position (hover), or of a named symbol.",
-        "read",
-        get_type,
-        "Type of",
-    ),
-    _position_tool(
-        "lsp_get_signature",
-        "The signature of the function called at a position (inside the call's parentheses).",
-        "read",
-        get_signature,
-        "Signature at",
-    ),
-    ToolSpec(
-        name="lsp_diagnostics",
-        description="Errors and warnings the language server reports for a file, as your changes leave it.",
-        kind="read",
-        args_model=DiagnosticsArgs,
-        run=diagnostics,
-        title=lambda a: f"Diagnostics of {a.path}",
-        location=at_path,
-    ),
-)
+LSP_TOOLS = (lsp_find_definition, lsp_get_references, lsp_get_type, lsp_get_signature, lsp_diagnostics)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from ide.fs import ToolError
 from ide.memory.store import quote_entries
 from ide.settings import ToolSettings
-from ide.tools.base import ToolSpec
+from ide.tools.base import tool
 from ide.tools.workspace import Workspace
 
 
@@ -42,7 +42,10 @@ def _memory(workspace: Workspace):  # type: ignore[no-untyped-def]
     return workspace.memory
 
 
+@tool("search", lambda a: f"Search memory for {a.query!r}")
 def search_memory(workspace: Workspace, settings: ToolSettings, args: SearchMemoryArgs) -> str:
+    """Search what earlier sessions in this workspace learned: investigations (solved tasks with their
+    solution paths and files), insights, tool patterns that worked, and errors."""
     namespaces = [args.namespace] if args.namespace else None
     items = _memory(workspace).search(args.query, namespaces, args.limit)
     if not items:
@@ -50,7 +53,10 @@ def search_memory(workspace: Workspace, settings: ToolSettings, args: SearchMemo
     return quote_entries(items)
 
 
+@tool("other", lambda a: f"Remember: {a.title}")
 def store_insight(workspace: Workspace, settings: ToolSettings, args: StoreInsightArgs) -> str:
+    """Remember an insight about this workspace for later sessions (a convention, a pitfall, where something
+    lives)."""
     try:
         memory_id = _memory(workspace).add("insights", args.title, args.content, author="agent")
     except ValueError as exc:
@@ -61,38 +67,13 @@ def store_insight(workspace: Workspace, settings: ToolSettings, args: StoreInsig
     )
 
 
+@tool("search", lambda a: "Insights" + (f" about {a.query!r}" if a.query else ""))
 def get_insights(workspace: Workspace, settings: ToolSettings, args: GetInsightsArgs) -> str:
+    """Insights stored about this workspace, newest or best matching first."""
     items = _memory(workspace).search(args.query, ["insights"], args.limit)
     if not items:
         return "no insights stored yet" if not args.query else f"no insight matches {args.query!r}"
     return quote_entries(items)
 
 
-MEMORY_TOOLS = (
-    ToolSpec(
-        name="search_memory",
-        description="Search what earlier sessions in this workspace learned: investigations (solved tasks "
-        "with their solution paths and files), insights, tool patterns that worked, and errors.",
-        kind="search",
-        args_model=SearchMemoryArgs,
-        run=search_memory,
-        title=lambda a: f"Search memory for {a.query!r}",
-    ),
-    ToolSpec(
-        name="store_insight",
-        description="Remember an insight about this workspace for later sessions (a convention, a pitfall, "
-        "where something lives).",
-        kind="other",
-        args_model=StoreInsightArgs,
-        run=store_insight,
-        title=lambda a: f"Remember: {a.title}",
-    ),
-    ToolSpec(
-        name="get_insights",
-        description="Insights stored about this workspace, newest or best matching first.",
-        kind="search",
-        args_model=GetInsightsArgs,
-        run=get_insights,
-        title=lambda a: "Insights" + (f" about {a.query!r}" if a.query else ""),
-    ),
-)
+MEMORY_TOOLS = (search_memory, store_insight, get_insights)

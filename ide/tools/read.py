@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from ide.fs import MAX_DEPTH, ToolError, is_binary
 from ide.settings import ToolSettings
-from ide.tools.base import ToolSpec, at_path, at_path_if_given
+from ide.tools.base import at_path, at_path_if_given, tool
 from ide.tools.workspace import Workspace
 
 GREP_LINE_CAP = 240
@@ -33,7 +33,16 @@ class GrepArgs(BaseModel):
     path: str | None = Field(None, description="File or directory to search (default: whole workspace)")
 
 
+@tool(
+    "read",
+    lambda a: (
+        f"Read {a.path}"
+        + (f" lines {a.start_line or 1}-{a.end_line or 'end'}" if a.start_line or a.end_line else "")
+    ),
+    location=lambda a: (a.path, a.start_line),
+)
 def read_file(workspace: Workspace, settings: ToolSettings, args: ReadFileArgs) -> str:
+    """Read a text file of the workspace, with line numbers. Optional 1-based line range."""
     path = workspace.resolve(args.path)
     if not workspace.exists(path):
         raise ToolError(f"{args.path} does not exist{_did_you_mean(workspace, args.path)}")
@@ -59,7 +68,9 @@ def read_file(workspace: Workspace, settings: ToolSettings, args: ReadFileArgs) 
     return f"{body}\n(lines {start}-{end} of {total}{more})"
 
 
+@tool("read", lambda a: f"List {a.path}", location=at_path)
 def list_dir(workspace: Workspace, settings: ToolSettings, args: ListDirArgs) -> str:
+    """List a directory of the workspace (directories end with /), honouring .gitignore."""
     path = workspace.resolve(args.path)
     if not workspace.is_dir(path):
         raise ToolError(f"{args.path} is not a directory{_did_you_mean(workspace, args.path)}")
@@ -69,7 +80,11 @@ def list_dir(workspace: Workspace, settings: ToolSettings, args: ListDirArgs) ->
     return "\n".join(entries)
 
 
+@tool(
+    "search", lambda a: f"Grep {a.pattern!r}" + (f" in {a.path}" if a.path else ""), location=at_path_if_given
+)
 def grep(workspace: Workspace, settings: ToolSettings, args: GrepArgs) -> str:
+    """Search workspace files line by line for a regular expression; prints path:line: text."""
     try:
         regex = re.compile(args.pattern)
     except re.error as exc:
@@ -126,35 +141,4 @@ def _did_you_mean(workspace: Workspace, path: str) -> str:
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 
-READ_TOOLS = (
-    ToolSpec(
-        name="read_file",
-        description="Read a text file of the workspace, with line numbers. Optional 1-based line range.",
-        kind="read",
-        args_model=ReadFileArgs,
-        run=read_file,
-        title=lambda a: (
-            f"Read {a.path}"
-            + (f" lines {a.start_line or 1}-{a.end_line or 'end'}" if a.start_line or a.end_line else "")
-        ),
-        location=lambda a: (a.path, a.start_line),
-    ),
-    ToolSpec(
-        name="list_dir",
-        description="List a directory of the workspace (directories end with /), honouring .gitignore.",
-        kind="read",
-        args_model=ListDirArgs,
-        run=list_dir,
-        title=lambda a: f"List {a.path}",
-        location=at_path,
-    ),
-    ToolSpec(
-        name="grep",
-        description="Search workspace files line by line for a regular expression; prints path:line: text.",
-        kind="search",
-        args_model=GrepArgs,
-        run=grep,
-        title=lambda a: f"Grep {a.pattern!r}" + (f" in {a.path}" if a.path else ""),
-        location=at_path_if_given,
-    ),
-)
+READ_TOOLS = (read_file, list_dir, grep)
