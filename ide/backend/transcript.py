@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from acp import Client, RequestError, text_block, update_user_message
-from acp.schema import PermissionOption, SessionNotification, ToolCallUpdate
+from acp.schema import PermissionOption, SessionNotification
 from pydantic import BaseModel
 
+from ide.backend.permissions import ask_client
 from ide.protocol import model as md
 from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
 
@@ -121,32 +121,27 @@ async def ask_to_run_tests(
     rest of the session), or no."""
     if command in session.allowed_commands:
         return True
+    options = [
+        PermissionOption(option_id="allow", name="Run it", kind="allow_once"),
+        PermissionOption(
+            option_id="always", name="Always run this command in this session", kind="allow_always"
+        ),
+        PermissionOption(option_id="deny", name="Do not run it", kind="reject_once"),
+    ]
+    where = "a scratch git worktree with the proposed changes"
     try:
-        response = await conn.request_permission(
-            session_id=session.id,
-            tool_call=ToolCallUpdate(
-                tool_call_id=f"arbor-tests-{uuid.uuid4().hex[:8]}",
-                title=title,
-                kind="execute",
-                status="pending",
-                raw_input={
-                    "command": command,
-                    "purpose": purpose,
-                    "where": "a scratch git worktree with the proposed changes",
-                },
-            ),
-            options=[
-                PermissionOption(option_id="allow", name="Run it", kind="allow_once"),
-                PermissionOption(
-                    option_id="always", name="Always run this command in this session", kind="allow_always"
-                ),
-                PermissionOption(option_id="deny", name="Do not run it", kind="reject_once"),
-            ],
+        choice = await ask_client(
+            conn,
+            session.id,
+            "arbor-tests",
+            title,
+            "execute",
+            options,
+            raw_input={"command": command, "purpose": purpose, "where": where},
         )
     except RequestError as exc:
         log.info("client cannot be asked to run %s (%s): not running it", command, exc)
         return False
-    choice = getattr(response.outcome, "option_id", None)
     if choice == "always":
         session.allowed_commands.add(command)
     return choice in ("allow", "always")

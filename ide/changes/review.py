@@ -30,6 +30,7 @@ from ide.changes.meta import meta_reason
 from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
 from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
+from ide.protocol import from_record
 from ide.protocol.hidden import scan_hunk
 from ide.protocol.review import (
     ApplyResult,
@@ -219,13 +220,9 @@ class Review:
             for hunk in change.hunks:
                 decision, comment = self._decisions.get(hunk.id, ("pending", None))
                 hunks.append(
-                    HunkView(
-                        id=hunk.id,
-                        header=hunk.header,
-                        old_start=hunk.old_start,
-                        old_count=hunk.old_count,
-                        new_start=hunk.new_start,
-                        new_count=hunk.new_count,
+                    from_record(
+                        HunkView,
+                        hunk,
                         lines=(lines := hunk.display_lines()),
                         decision=decision,
                         comment=comment,

@@ -131,16 +131,14 @@ class BatchStore:
 
     def get(self, batch_id: str) -> BatchView | None:
         with self._db() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM batches WHERE id = ?", (batch_id,)).fetchone()
+            row = self._batches(db, "WHERE id = ?", (batch_id,)).fetchone()
             return self._view(db, row) if row else None
 
     def history(self, cwd: str | Path, limit: int = 50) -> list[BatchView]:
         """Batches applied in ``cwd``, newest first."""
         with self._db() as db:
-            rows = db.execute(
-                f"SELECT {_COLUMNS} FROM batches WHERE cwd = ? ORDER BY seq DESC LIMIT ?",
-                (os.path.realpath(cwd), limit),
-            ).fetchall()
+            where = "WHERE cwd = ? ORDER BY seq DESC LIMIT ?"
+            rows = self._batches(db, where, (os.path.realpath(cwd), limit)).fetchall()
             return [self._view(db, row) for row in rows]
 
     def latest_applied(self, cwd: str | Path) -> str | None:
@@ -165,24 +163,19 @@ class BatchStore:
             return db.execute("SELECT commit_mode FROM batches WHERE id = ?", (batch_id,)).fetchone()[0]
 
     @staticmethod
-    def _view(db: sqlite3.Connection, row: tuple) -> BatchView:  # type: ignore[type-arg]
-        batch_id, session_id, cwd, created_at, message, state, commit, reason = row
-        paths = [
-            r[0]
-            for r in db.execute("SELECT path FROM batch_files WHERE batch_id = ? ORDER BY path", (batch_id,))
-        ]
-        return BatchView(
-            id=batch_id,
-            session_id=session_id,
-            cwd=cwd,
-            created_at=created_at,
-            message=message,
-            paths=paths,
-            commit=commit,
-            rolled_back=state in ("rolled_back", "failed"),
-            state=state,
-            reason=reason,
-        )
+    def _batches(db: sqlite3.Connection, where: str, args: tuple[object, ...]) -> sqlite3.Cursor:
+        """The batches ``where`` picks, each row read by column name (:data:`_COLUMNS`)."""
+        cursor = db.execute(f"SELECT {_COLUMNS} FROM batches {where}", args)
+        cursor.row_factory = sqlite3.Row
+        return cursor
+
+    @staticmethod
+    def _view(db: sqlite3.Connection, row: sqlite3.Row) -> BatchView:
+        batch = dict(row)
+        files = db.execute("SELECT path FROM batch_files WHERE batch_id = ? ORDER BY path", (batch["id"],))
+        paths = [r[0] for r in files]
+        return BatchView(**batch, paths=paths, rolled_back=batch["state"] in ("rolled_back", "failed"))
 
 
-_COLUMNS = "id, session_id, cwd, created_at, message, state, commit_sha, reason"
+_COLUMNS = 'id, session_id, cwd, created_at, message, state, commit_sha AS "commit", reason'
+"""The columns of a batch that its view shows, named as :class:`BatchView`'s fields."""

@@ -6,12 +6,14 @@ in ``_meta["arbor"]`` of standard messages or in ``_arbor/*`` extension methods,
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
 META_KEY = "arbor"
 """Key under ``_meta`` where Arbor's additions live (initialize, prompt responses, errors)."""
+
+M = TypeVar("M", bound=BaseModel)
 
 ERROR_CODE = -32050
 """JSON-RPC error code of a classified Arbor error; ``error.data`` holds an :class:`ErrorInfo`."""
@@ -100,3 +102,12 @@ def error_info_from_data(data: object) -> ErrorInfo | None:
         except ValueError:
             return None
     return None
+
+
+def from_record(model: type[M], record: object, **values: Any) -> M:
+    """``model`` showing an internal ``record`` on the wire: each field ``values`` does not give is taken
+    from the attribute of the same name (the model's field list is the one place that says what the wire
+    shows of the record; ``values`` are what the record does not hold or holds in another form)."""
+    fields = (name for name in model.model_fields if name not in values)
+    taken = {name: getattr(record, name) for name in fields if hasattr(record, name)}
+    return model(**taken, **values)

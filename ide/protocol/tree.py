@@ -285,14 +285,21 @@ class SearchTree:
 _NODE_VALIDATOR = TreeNode.__pydantic_validator__
 
 
+def unsettable(fields: Iterable[str], fixed: str) -> str | None:
+    """Why a node's ``fields`` may not be given: a name TreeNode lacks, or one of :data:`FIXED_FIELDS`
+    (``fixed`` says who sets those instead); None when every one may."""
+    unknown = sorted(set(fields) - set(TreeNode.model_fields))
+    if unknown:
+        return f"TreeNode has no field {', '.join(unknown)}"
+    taken = sorted(set(fields) & FIXED_FIELDS)
+    return f"{', '.join(taken)} are {fixed}" if taken else None
+
+
 def updated_node(node: TreeNode, changes: dict[str, Any]) -> TreeNode:
     """``node`` with ``changes`` applied and validated; :class:`TreeError` names a bad field or value."""
-    unknown = sorted(set(changes) - set(TreeNode.model_fields))
-    if unknown:
-        raise TreeError(f"node {node.id!r}: TreeNode has no field {', '.join(unknown)}")
-    fixed = sorted(set(changes) & FIXED_FIELDS)
-    if fixed:
-        raise TreeError(f"node {node.id!r}: {', '.join(fixed)} are set when a node is added, not updated")
+    refused = unsettable(changes, "set when a node is added, not updated")
+    if refused:
+        raise TreeError(f"node {node.id!r}: {refused}")
     # A shallow copy with only the changed fields validated: the unchanged values (an action and its
     # arguments among them) are shared with the old record instead of rebuilt, so an update costs less
     # and leaves fewer objects for the cycle collector than re-validating the whole node.

@@ -17,13 +17,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from ide.protocol.tree import (
-    FIXED_FIELDS,
     OBSERVATION_CAP,
     SearchTree,
     TreeError,
     TreeEvent,
     TreeNode,
     first_error,
+    unsettable,
     updated_node,
 )
 from ide.search.events import cap_text
@@ -69,12 +69,9 @@ class TreeRecorder:
 
     def add(self, parent: str | None, *, kind: str, label: str, **fields: Any) -> str:
         """Add a node under ``parent`` (``None``: the root) and return its new id."""
-        bad = sorted(set(fields) - set(TreeNode.model_fields))
-        if bad:
-            raise TreeError(f"TreeNode has no field {', '.join(bad)}")
-        fixed = sorted(set(fields) & FIXED_FIELDS)
-        if fixed:
-            raise TreeError(f"{', '.join(fixed)} are set by the recorder, not by add()")
+        refused = unsettable(fields, "set by the recorder, not by add()")
+        if refused:
+            raise TreeError(refused)
         if fields.get("observation") is not None:
             fields["observation"] = cap_text(fields["observation"], OBSERVATION_CAP)
         with self.lock:

@@ -10,7 +10,7 @@ hostile input: every scan is bounded (:data:`SCAN_CHARS`, :data:`LINE_CHARS`, :d
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 
 from ide.workflows.snippets import Snippet
@@ -66,6 +66,11 @@ def find_conflicts(snippets: Sequence[Snippet], changed: Collection[str] = ()) -
     return list(dict.fromkeys(found))[:MAX_CONFLICTS]
 
 
+def _flag(finding: str, advice: str) -> str:
+    """One conflict line as the stage agent reads it: what contradicts what, then what to do about it."""
+    return f"⚠ conflicting: {finding}; {advice}"
+
+
 def _where(snippet: Snippet, changed: Collection[str]) -> str:
     return snippet.attribution() + (" (proposed change)" if snippet.path in changed else "")
 
@@ -90,10 +95,10 @@ def _definition_conflicts(snippets: Sequence[Snippet], changed: Collection[str])
             if key in out or other.path == snippet.path or other_kind != kind or other_names == names:
                 continue
             if related:
-                out[key] = (
-                    f"⚠ conflicting: `{key}` is defined differently in two places — `{other_signature}` at "
-                    f"{_where(other, changed)} and `{signature}` at {_where(snippet, changed)}; check which "
-                    "one the task means before calling or changing it"
+                out[key] = _flag(
+                    f"`{key}` is defined differently in two places — `{other_signature}` at "
+                    f"{_where(other, changed)} and `{signature}` at {_where(snippet, changed)}",
+                    "check which one the task means before calling or changing it",
                 )
         seen.setdefault(key, []).append((snippet, kind, signature, names))
     return list(out.values())
@@ -162,9 +167,8 @@ def _code_defaults(snippets: Sequence[Snippet]) -> dict[str, list[tuple[str, str
     return found
 
 
-def _default_conflicts(snippets: Sequence[Snippet]) -> list[str]:
+def _default_conflicts(snippets: Sequence[Snippet]) -> Iterator[str]:
     code = _code_defaults(snippets)
-    out = []
     for snippet in snippets if code else ():
         if snippet.source not in _DOC_SOURCES:
             continue
@@ -176,17 +180,16 @@ def _default_conflicts(snippets: Sequence[Snippet]) -> list[str]:
                 if name not in code or literal is None or any(literal == c for c, _w, _s in code[name]):
                     continue
                 _c, written, where = code[name][0]
-                out.append(
-                    f"⚠ conflicting: {snippet.attribution()} says `{name}` defaults to "
-                    f"`{said.strip('`').rstrip('.,;:')}`, but {where.attribution()} has `{name}={written}`; "
-                    "the code is what runs — say so if the document is out of date"
+                stated = said.strip("`").rstrip(".,;:")
+                yield _flag(
+                    f"{snippet.attribution()} says `{name}` defaults to `{stated}`, but "
+                    f"{where.attribution()} has `{name}={written}`",
+                    "the code is what runs — say so if the document is out of date",
                 )
-    return out
 
 
-def _decision_conflicts(snippets: Sequence[Snippet]) -> list[str]:
+def _decision_conflicts(snippets: Sequence[Snippet]) -> Iterator[str]:
     seen: dict[tuple[str, str], Snippet] = {}
-    out = []
     for snippet in snippets:
         if snippet.source != "decision_records" or not snippet.title:
             continue
@@ -198,12 +201,11 @@ def _decision_conflicts(snippets: Sequence[Snippet]) -> list[str]:
         other = seen.setdefault(key, snippet)
         other_body = collapse_space("\n".join(other.text.split("\n")[1:]))
         if other.path != snippet.path and other_body != body:
-            out.append(
-                f"⚠ conflicting: two decision records titled {title!r} differ — {other.attribution()}: "
-                f"{other_body[:100]!r}; {snippet.attribution()}: {body[:100]!r}; find out which one is "
-                "current (a later record may supersede the other)"
+            yield _flag(
+                f"two decision records titled {title!r} differ — {other.attribution()}: "
+                f"{other_body[:100]!r}; {snippet.attribution()}: {body[:100]!r}",
+                "find out which one is current (a later record may supersede the other)",
             )
-    return out
 
 
 def _memory_conflicts(snippets: Sequence[Snippet]) -> list[str]:
@@ -216,9 +218,11 @@ def _memory_conflicts(snippets: Sequence[Snippet]) -> list[str]:
             key = (workflow, stage, collapse_space(task).lower())
             outcomes.setdefault(key, {}).setdefault(outcome, snippet)
     return [
-        f"⚠ conflicting: the run memory says stage {stage} of {task!r} failed "
-        f"({by['failed'].path}) and passed ({by['passed'].path}); read both summaries before relying "
-        "on either"
+        _flag(
+            f"the run memory says stage {stage} of {task!r} failed ({by['failed'].path}) and passed "
+            f"({by['passed'].path})",
+            "read both summaries before relying on either",
+        )
         for (_workflow, stage, task), by in outcomes.items()
         if len(by) == 2
     ]

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp import RequestError, tool_diff_content
-from acp.schema import PermissionOption, ToolCallUpdate
+from acp.schema import PermissionOption
 
 from ide.backend.extensions import Handler, Hooks
 from ide.backend.limits import DIFF_INLINE_CAP
+from ide.backend.permissions import ask_client
 from ide.protocol import review as rv
 
 if TYPE_CHECKING:
@@ -126,32 +126,24 @@ async def _ask_to_apply(
     if meta:
         why = "; ".join(f"{f.path}: {f.meta}" for f in files)
         title = f"Also apply the agent's edits to files that change what runs? {why}"
+    options = [
+        PermissionOption(option_id="apply", name="Apply these changes", kind="allow_once"),
+        PermissionOption(option_id="discard", name="Discard them", kind="reject_once"),
+    ]
     try:
-        response = await backend.conn.request_permission(
-            session_id=session.id,
-            tool_call=ToolCallUpdate(
-                tool_call_id=f"arbor-review-{uuid.uuid4().hex[:8]}",
-                title=title,
-                kind="edit",
-                status="pending",
-                content=diffs,
-            ),
-            options=[
-                PermissionOption(option_id="apply", name="Apply these changes", kind="allow_once"),
-                PermissionOption(option_id="discard", name="Discard them", kind="reject_once"),
-            ],
+        choice = await ask_client(
+            backend.conn, session.id, "arbor-review", title, "edit", options, content=diffs
         )
     except RequestError as exc:
         # A client that cannot be asked keeps the batch pending: nothing written, nothing lost.
         log.info("client cannot review the change set (%s); it stays pending", exc)
         return False
-    outcome = response.outcome
-    if getattr(outcome, "outcome", None) != "selected" or session.cancel_requested:
+    if choice is None or session.cancel_requested:
         # The client cancelled the question (ACP clients answer "cancelled" once the user stops the
         # turn): nothing is decided, the batch stays pending for the next turn or the Review dock.
         log.info("the review question was cancelled; the change set stays pending")
         return False
-    approved = getattr(outcome, "option_id", "") == "apply"
+    approved = choice == "apply"
     fs = backend.client_fs()
     plain_writes = all(f.status in ("added", "modified") and not f.binary for f in files)
     if approved and fs is not None and fs.write_text_file and plain_writes:

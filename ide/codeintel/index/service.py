@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ide.codeintel.index.indexer import CodeIndex, IndexStats
 from ide.codeintel.index.store import nesting
+from ide.protocol import from_record
 from ide.protocol.index import (
     IndexState,
     IndexStatus,
@@ -115,18 +116,13 @@ class IndexService:
 
     def status(self) -> IndexStatus:
         stats = self.last if self.last is not None else IndexStats()
-        return IndexStatus(
+        return from_record(
+            IndexStatus,
+            stats,
             state=self.state,
             files_done=self.done,
             files_total=self.total,
-            files=stats.files,
-            scanned=stats.scanned,
             counts=stats.describe() if self.last is not None else None,
-            symbols=stats.symbols,
-            references=stats.references,
-            skipped=stats.skipped,
-            failed=stats.failed,
-            seconds=stats.seconds,
             message=self.message,
         )
 
@@ -142,16 +138,7 @@ class IndexService:
             return OutlineResult(path=str(real), message=self.index.why_not_indexed(rel, self.state))
         found = self.index.outline(rel)
         symbols = [
-            OutlineSymbol(
-                name=symbol.name,
-                qualname=symbol.qualname,
-                kind=symbol.kind,
-                line=symbol.line,
-                end_line=symbol.end_line,
-                signature=symbol.signature,
-                doc=symbol.doc,
-                depth=level,
-            )
+            from_record(OutlineSymbol, symbol, depth=level)
             for symbol, level in zip(found, nesting(found), strict=True)
         ]
         message = None if symbols else row.note or "no definitions in this file"
@@ -160,15 +147,7 @@ class IndexService:
     def search(self, query: str, limit: int) -> SymbolSearchResult:
         """Symbol search for the window (absolute paths), with the index's state."""
         hits = [
-            SymbolHit(
-                name=hit.name,
-                qualname=hit.qualname,
-                kind=hit.kind,
-                path=str(self.index.root / hit.path),
-                line=hit.line,
-                signature=hit.signature,
-                score=hit.score,
-            )
+            from_record(SymbolHit, hit, path=str(self.index.root / hit.path))
             for hit in self.index.search(query, limit)
         ]
         return SymbolSearchResult(hits=hits, state=self.state, message=self.message)
