@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import jedi
 
 from ide.codeintel.index import CodeIndex
-from ide.codeintel.lsp import LspPool
+from ide.codeintel.lsp import At, LspPool
 from ide.settings import LspSettings, WorkspaceSettings
 from tests.support.procs import group_alive  # /proc reading shared with the tests
 
@@ -68,7 +68,7 @@ async def measure(sites: list[tuple[Path, int, int]], runs: int, cycles: int) ->
         pool = LspPool(settings)
         started = time.perf_counter()
         path, line, column = sites[0]
-        await pool.definition(ROOT, path, line, column)
+        await pool.definition(At(ROOT, path, line, column))
         cold.append(time.perf_counter() - started)
         await pool.close()
 
@@ -77,16 +77,16 @@ async def measure(sites: list[tuple[Path, int, int]], runs: int, cycles: int) ->
     warm, refs, first = [], [], []
     for path, line, column in sites:  # open every file once so the timings below are warm queries
         started = time.perf_counter()
-        await pool.definition(ROOT, path, line, column)
+        await pool.definition(At(ROOT, path, line, column))
         first.append(time.perf_counter() - started)
     for path, line, column in sites:
         started = time.perf_counter()
-        found = await pool.definition(ROOT, path, line, column)
+        found = await pool.definition(At(ROOT, path, line, column))
         warm.append((time.perf_counter() - started) * 1000)
         answered += bool(found)
     for path, line, column in sites[:40]:
         started = time.perf_counter()
-        await pool.references(ROOT, path, line, column)
+        await pool.references(At(ROOT, path, line, column))
         refs.append((time.perf_counter() - started) * 1000)
     await pool.close()
 

@@ -137,7 +137,7 @@ def run_lsp(
     out, err = out or sys.stdout, err or sys.stderr
     import asyncio
 
-    from ide.codeintel.lsp import LspError, LspPool, LspUnavailable
+    from ide.codeintel.lsp import At, LspError, LspPool, LspUnavailable
 
     try:
         file_part, line_part, column_part = position.rsplit(":", 2)
@@ -160,10 +160,10 @@ def run_lsp(
         pool = LspPool(settings.lsp)
         try:
             if query == "hover":
-                return await pool.hover(path, target, line, column)
+                return await pool.hover(At(path, target, line, column))
             if query == "definition":
-                return await pool.definition(path, target, line, column)
-            return await pool.references(path, target, line, column)
+                return await pool.definition(At(path, target, line, column))
+            return await pool.references(At(path, target, line, column))
         finally:
             await pool.close()
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from ide.codeintel.lsp import Location, LspBridge, LspError, LspGate, LspPool, LspUnavailable
+from ide.codeintel.lsp import At, Location, LspBridge, LspError, LspGate, LspPool, LspUnavailable
 from ide.fs import Overlay, ToolError
 from ide.settings import ToolSettings
 from ide.tools.base import ToolLocation, at_path, tool
@@ -149,7 +149,7 @@ def _query(workspace: Workspace, query: str, path: Path, line: int, column: int)
     documents = _documents(workspace)
     gate = LspGate(workspace)
     return _ask(
-        workspace, lambda pool: getattr(pool, query)(workspace.root, path, line, column, documents, gate)
+        workspace, lambda pool: getattr(pool, query)(At(workspace.root, path, line, column, documents, gate))
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ide.codeintel.lsp.pool import Location, LspError, LspPool
+from ide.codeintel.lsp.pool import At, Location, LspError, LspPool
 from ide.codeintel.lsp.registry import LspUnavailable
 from ide.settings import LspServerSettings, LspSettings
 from tests.support.lsp_shop import APP
@@ -31,17 +31,17 @@ async def group_gone(pgid: int) -> bool:
 async def test_definitions_references_hover_and_signature_across_packages(shop: Path) -> None:
     pool = LspPool(LspSettings())
     try:
-        assert await pool.definition(shop, shop / "app.py", 3, 9) == [
+        assert await pool.definition(At(shop, shop / "app.py", 3, 9)) == [
             Location(shop / "shop" / "models.py", 4, 7)
         ]
-        found = await pool.definition(shop, shop / "shop" / "models.py", 6, 22)
+        found = await pool.definition(At(shop, shop / "shop" / "models.py", 6, 22))
         assert found == [Location(shop / "shop" / "text" / "util.py", 1, 5)]
-        refs = await pool.references(shop, shop / "shop" / "text" / "util.py", 1, 6)
+        refs = await pool.references(At(shop, shop / "shop" / "text" / "util.py", 1, 6))
         assert {(r.path.name, r.line) for r in refs} == {("util.py", 1), ("models.py", 1), ("models.py", 6)}
-        hover = await pool.hover(shop, shop / "shop" / "models.py", 6, 22)
+        hover = await pool.hover(At(shop, shop / "shop" / "models.py", 6, 22))
         assert 'def slugify(text: str, sep: str="-") -> str' in hover  # jedi's own rendering
         assert "Lower-case words" in hover
-        signature = await pool.signature(shop, shop / "shop" / "models.py", 6, 29)
+        signature = await pool.signature(At(shop, shop / "shop" / "models.py", 6, 29))
         assert signature.startswith('def slugify(text: str, sep: str="-") -> str')
         symbols = await pool.document_symbols(shop, shop / "shop" / "models.py")
         assert ("Product", "class", 4) in symbols and ("label", "method", 8) in symbols
@@ -61,7 +61,7 @@ async def test_without_the_script_arbor_runs_jedi_itself(shop: Path, monkeypatch
         registry.server_for("c", LspSettings())
     pool = LspPool(LspSettings())
     try:
-        assert await pool.definition(shop, shop / "app.py", 3, 9) == [
+        assert await pool.definition(At(shop, shop / "app.py", 3, 9)) == [
             Location(shop / "shop" / "models.py", 4, 7)
         ]
     finally:
@@ -73,8 +73,8 @@ async def test_edits_that_exist_only_in_the_change_set_are_seen(shop: Path) -> N
     proposed = {shop / "app.py": APP + added}
     pool = LspPool(LspSettings())
     try:
-        await pool.definition(shop, shop / "app.py", 3, 9)  # opened with the text on disk first
-        found = await pool.definition(shop, shop / "app.py", 11, 2, proposed)
+        await pool.definition(At(shop, shop / "app.py", 3, 9))  # opened with the text on disk first
+        found = await pool.definition(At(shop, shop / "app.py", 11, 2, proposed))
         assert found == [Location(shop / "app.py", 7, 5)]
         assert "titlecase" not in (shop / "app.py").read_text()  # nothing written
         broken = {shop / "app.py": "item = (\n"}
@@ -87,12 +87,12 @@ async def test_edits_that_exist_only_in_the_change_set_are_seen(shop: Path) -> N
 async def test_a_killed_server_is_restarted_and_shutdown_leaves_no_process(shop: Path) -> None:
     pool = LspPool(LspSettings())
     try:
-        await pool.definition(shop, shop / "app.py", 3, 9)
+        await pool.definition(At(shop, shop / "app.py", 3, 9))
         (server,) = pool.servers.values()
         first = server.pid
         os.kill(first, signal.SIGKILL)
         await server.process.wait()
-        assert await pool.definition(shop, shop / "app.py", 3, 9) == [
+        assert await pool.definition(At(shop, shop / "app.py", 3, 9)) == [
             Location(shop / "shop" / "models.py", 4, 7)
         ]
         (restarted,) = pool.servers.values()
@@ -115,7 +115,7 @@ async def test_a_request_that_takes_too_long_is_cancelled(shop: Path, tmp_path: 
         with pytest.raises(
             LspError, match=r"did not answer textDocument/definition within 0.5 s \(cancelled\)"
         ):
-            await pool.definition(shop, shop / "app.py", 3, 9)
+            await pool.definition(At(shop, shop / "app.py", 3, 9))
         for _ in range(100):  # bounded: 5 s for the server to see the cancel
             if log.exists():
                 break
@@ -131,9 +131,9 @@ async def test_a_missing_server_says_how_to_install_it(shop: Path) -> None:
     (shop / "main.go").write_text("package main\n")
     settings_missing = LspSettings(servers={"gopls": LspServerSettings(command=["no-such-gopls"])})
     with pytest.raises(LspUnavailable, match="no-such-gopls"):
-        await LspPool(settings_missing).definition(shop, shop / "main.go", 1, 1)
+        await LspPool(settings_missing).definition(At(shop, shop / "main.go", 1, 1))
     with pytest.raises(LspUnavailable, match="no language server is known for markdown"):
-        await pool.definition(shop, shop / "README.md", 1, 1)
+        await pool.definition(At(shop, shop / "README.md", 1, 1))
 
 
 def test_cli_prints_editor_positions(shop: Path, capsys: pytest.CaptureFixture[str]) -> None:

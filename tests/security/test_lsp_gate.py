@@ -19,7 +19,7 @@ from acp.schema import ToolCallProgress
 
 from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
-from ide.codeintel.lsp import LspBridge, LspError, LspPool
+from ide.codeintel.lsp import At, LspBridge, LspError, LspPool
 from ide.codeintel.lsp.server import uri_of
 from ide.protocol import lsp as lp
 from ide.settings import LspSettings, Settings, WorkspaceSettings
@@ -168,13 +168,13 @@ async def test_a_gated_pool_gives_a_server_no_refused_file(hostile: Path, tmp_pa
     # Proposed text of refused files (a change set from before the secret list grew) stays unsent.
     documents = {hostile / "settings" / "secrets.py": SECRETS, hostile / "linked.py": OUTSIDE_LIB}
     try:
-        found = await pool.definition(hostile, hostile / "app.py", *PLAIN_CALL, documents, gate)
+        found = await pool.definition(At(hostile, hostile / "app.py", *PLAIN_CALL, documents, gate))
         assert [(loc.path, loc.line, loc.refused) for loc in found] == [
             (hostile / "pkg" / "util.py", 1, None)
         ]
         for refused in ("linked.py", "settings/secrets.py", "build/gen.py"):
             with pytest.raises(LspError, match="Arbor gives language servers only files its agent may read"):
-                await pool.hover(hostile, hostile / refused, 1, 1, None, gate)
+                await pool.hover(At(hostile, hostile / refused, 1, 1, None, gate))
         (server,) = pool.servers.values()
         assert set(server.documents) == {uri_of(hostile / "app.py")}
     finally:

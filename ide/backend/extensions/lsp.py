@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 
 async def hover(backend: Backend, request: lp.PositionParams) -> lp.HoverResult:
-    from ide.codeintel.lsp import LspError, LspUnavailable
+    from ide.codeintel.lsp import At, LspError, LspUnavailable
 
     root, path, documents, pool, gate = _query(backend, request)
     try:
-        text = await pool.hover(root, path, request.line, request.column, documents, gate)
+        text = await pool.hover(At(root, path, request.line, request.column, documents, gate))
     except (LspUnavailable, LspError) as exc:
         return lp.HoverResult(message=str(exc))
     return lp.HoverResult(text=text)
@@ -40,12 +40,12 @@ async def references(backend: Backend, request: lp.PositionParams) -> lp.Locatio
 
 
 async def _locations(backend: Backend, request: lp.PositionParams, *, references: bool) -> lp.LocationsResult:
-    from ide.codeintel.lsp import LspError, LspUnavailable
+    from ide.codeintel.lsp import At, LspError, LspUnavailable
 
     root, path, documents, pool, gate = _query(backend, request)
     ask = pool.references if references else pool.definition
     try:
-        found = await ask(root, path, request.line, request.column, documents, gate)
+        found = await ask(At(root, path, request.line, request.column, documents, gate))
     except (LspUnavailable, LspError) as exc:
         return lp.LocationsResult(message=str(exc))
     texts = await asyncio.to_thread(line_texts, [(loc.path, loc.line) for loc in found], documents)

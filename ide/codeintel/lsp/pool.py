@@ -34,6 +34,20 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class At:
+    """What a question about one place of the code is asked about: the workspace ``root``, the file, a
+    1-based line and column; the unsaved texts the server should see instead of the disk's (proposed
+    changes), and the gate its answers pass (read_file's rules), when there is one."""
+
+    root: Path
+    path: Path
+    line: int
+    column: int
+    documents: Mapping[Path, str] | None = None
+    gate: LspGate | None = None
+
+
+@dataclass(frozen=True)
 class Location:
     """A place in a file: absolute path, 1-based line and character column."""
 
@@ -198,88 +212,39 @@ class LspPool:
                 found.append(self._location(item.uri, item.range.start, documents, gate))
         return sorted(set(found), key=lambda loc: (str(loc.path), loc.line, loc.column))
 
-    async def _at_position(
-        self,
-        root: Path,
-        path: Path,
-        line: int,
-        column: int,
-        documents: Mapping[Path, str] | None,
-        gate: LspGate | None,
-        method: str,
-        answer: Callable[[Any], T],
-        **extra: Any,
-    ) -> T:
-        """Send ``method`` about the position (line, column) of ``path`` to its server and read the result
-        with ``answer``; ``extra`` are the method's further params (references' context)."""
+    async def _at_position(self, at: At, method: str, answer: Callable[[Any], T], **extra: Any) -> T:
+        """Send ``method`` about the position of ``at`` to its file's server and read the result with
+        ``answer``; ``extra`` are the method's further params (references' context)."""
         params_type = lsp.METHOD_TO_TYPES[method][2]  # (request, response, params, registration options)
 
         async def call(server: LanguageServer, uri: str) -> T:
             params = params_type(
                 text_document=lsp.TextDocumentIdentifier(uri=uri),
-                position=self._position(server, uri, line, column),
+                position=self._position(server, uri, at.line, at.column),
                 **extra,
             )
             return answer(await server.request(method, params))
 
-        return await self._with_server(root, path, documents, call, gate)
+        return await self._with_server(at.root, at.path, at.documents, call, at.gate)
 
-    async def definition(
-        self,
-        root: Path,
-        path: Path,
-        line: int,
-        column: int,
-        documents: Mapping[Path, str] | None = None,
-        gate: LspGate | None = None,
-    ) -> list[Location]:
-        answer = partial(self._locations, documents=documents, gate=gate)
-        return await self._at_position(
-            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_DEFINITION, answer
-        )
+    async def definition(self, at: At) -> list[Location]:
+        """Where the symbol at ``at`` is defined."""
+        answer = partial(self._locations, documents=at.documents, gate=at.gate)
+        return await self._at_position(at, lsp.TEXT_DOCUMENT_DEFINITION, answer)
 
-    async def references(
-        self,
-        root: Path,
-        path: Path,
-        line: int,
-        column: int,
-        documents: Mapping[Path, str] | None = None,
-        gate: LspGate | None = None,
-    ) -> list[Location]:
-        answer = partial(self._locations, documents=documents, gate=gate)
+    async def references(self, at: At) -> list[Location]:
+        """Every reference to the symbol at ``at``, its declaration included."""
+        answer = partial(self._locations, documents=at.documents, gate=at.gate)
         context = lsp.ReferenceContext(include_declaration=True)
-        return await self._at_position(
-            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_REFERENCES, answer, context=context
-        )
+        return await self._at_position(at, lsp.TEXT_DOCUMENT_REFERENCES, answer, context=context)
 
-    async def hover(
-        self,
-        root: Path,
-        path: Path,
-        line: int,
-        column: int,
-        documents: Mapping[Path, str] | None = None,
-        gate: LspGate | None = None,
-    ) -> str:
+    async def hover(self, at: At) -> str:
         """The server's hover text (type and docs) at the position; '' when it has none."""
-        return await self._at_position(
-            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_HOVER, _hover_text
-        )
+        return await self._at_position(at, lsp.TEXT_DOCUMENT_HOVER, _hover_text)
 
-    async def signature(
-        self,
-        root: Path,
-        path: Path,
-        line: int,
-        column: int,
-        documents: Mapping[Path, str] | None = None,
-        gate: LspGate | None = None,
-    ) -> str:
+    async def signature(self, at: At) -> str:
         """The signature of the call around the position, with the active parameter; '' when none."""
-        return await self._at_position(
-            root, path, line, column, documents, gate, lsp.TEXT_DOCUMENT_SIGNATURE_HELP, _signature_text
-        )
+        return await self._at_position(at, lsp.TEXT_DOCUMENT_SIGNATURE_HELP, _signature_text)
 
     async def document_symbols(
         self,
