@@ -132,6 +132,24 @@ def timed_out(spec: ModelSpec, settings: LlmSettings, *, first_chunk: bool = Fal
     )
 
 
+def _bigger_window(spec: ModelSpec, settings: LlmSettings) -> str:
+    """How to give the model a bigger window: the setting that sizes it, which lives on the server for an
+    OpenAI-compatible one (Arbor's llm.num_ctx reaches Ollama only)."""
+    if spec.provider == "ollama":
+        return (
+            "Raise llm.num_ctx (ARBOR_LLM_NUM_CTX) if the model allows it, or use a model with a bigger "
+            "context window."
+        )
+    if spec.provider == "openai" and settings.openai_base_url:
+        return (
+            "The server sets the window: start llama-server with a larger -c (per slot: -c / -np), vLLM "
+            "with a larger --max-model-len, or load the model in LM Studio with a longer context length; "
+            "or use a model with a bigger context window. Arbor reads the window from the server "
+            "(llm.context_window overrides it)."
+        )
+    return "Use a model with a bigger context window, or start a new session for a long task."
+
+
 def classify_error(exc: BaseException, spec: ModelSpec, settings: LlmSettings) -> ModelError:
     """Turn an exception raised while calling ``spec`` into a ModelError whose text carries the fix.
 
@@ -160,8 +178,7 @@ def classify_error(exc: BaseException, spec: ModelSpec, settings: LlmSettings) -
         return ModelError(
             "context_overflow",
             f"The conversation no longer fits the context window of {spec}: {text}",
-            "Raise llm.num_ctx (ARBOR_LLM_NUM_CTX) if the model allows it, or use a model with a bigger "
-            "context window.",
+            _bigger_window(spec, settings),
         )
     if _NO_THINKING.search(text):
         return ModelError(

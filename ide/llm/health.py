@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 
 from ide.llm.errors import TOOL_CAPABLE_EXAMPLES, ModelError
-from ide.llm.router import context_length_of
 from ide.llm.scripted import load_script
 from ide.llm.spec import ModelSpec
+from ide.llm.window import context_length_of
 from ide.settings import Settings
 
 PROBE_TIMEOUT_S = 3.0

@@ -62,7 +62,8 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
     now = datetime.now(tz=UTC).isoformat(timespec="seconds")
     result = ModelProbe(model=str(spec), roles=roles, probed_at=now)
     try:
-        result.context_window = await router.context_window(role)
+        window = await router.window(role)
+        result.context_window, result.context_source = window.tokens, window.source
         reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file], fallback=False)
         recovered = recovered_calls(reply.tool_calls)
         if not reply.tool_calls:

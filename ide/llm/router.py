@@ -13,7 +13,6 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.tools import BaseTool
@@ -33,12 +32,13 @@ from ide.llm.budget import (
 from ide.llm.errors import ModelError, classify_error, timed_out
 from ide.llm.fallback import Fallback, falls_back
 from ide.llm.limits import provider_gate
-from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model, known_context_window
+from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
 from ide.llm.textcalls import TextGate, recover_tool_calls
 from ide.llm.thinking import ThinkSplitter
 from ide.llm.tiers import ContextTier
+from ide.llm.window import ServedWindow, model_window
 from ide.llm.wire import openai_response_format, refused_format, retryable, unreadable_calls
 from ide.protocol import RoleUsage
 from ide.protocol.tree import recovered_calls
@@ -74,7 +74,6 @@ ROLES: tuple[str, ...] = (
 AGENT_ROLE_PREFIX = "agent."
 """Roles of workflow agent profiles: ``agent.code`` uses ``llm.agents.code``, else the default model."""
 
-SHOW_TIMEOUT_S = 5.0
 BOUND_CACHE = 32
 """Tool-bound models a router keeps for reuse."""
 
@@ -93,7 +92,7 @@ class ModelRouter:
         self._models: dict[tuple[str, ...], BaseChatModel] = {}
         self._scripts: dict[str, Script] = {}
         self._usage: dict[str, RoleUsage] = {}
-        self._context_windows: dict[str, int] = {}
+        self._windows: dict[str, ServedWindow] = {}
         self._bound: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
         self._calibrations: dict[str, Calibration] = {}
         self.format_refused: set[str] = set()
@@ -502,24 +501,24 @@ class ModelRouter:
         """Usage so far, by role (copies: later calls do not change a snapshot)."""
         return {role: usage.model_copy() for role, usage in self._usage.items()}
 
-    async def context_window(self, role: str) -> int:
-        """Tokens the model for ``role`` can attend to, as Arbor will run it (Ollama: capped by num_ctx)."""
+    async def window(self, role: str) -> ServedWindow:
+        """The window the model for ``role`` runs with as Arbor uses it, and where that was read (Ollama:
+        capped by num_ctx; an OpenAI-compatible server: asked of it; see :mod:`ide.llm.window`)."""
         spec = self.spec_for(role)
         llm = self.settings.llm
         if spec.provider == "scripted":
-            return llm.num_ctx
-        if spec.provider != "ollama":
-            return known_context_window(spec.model)
-        cached = self._context_windows.get(spec.model)
-        if cached is not None:
-            return cached
-        length = await ollama_context_length(llm.ollama_host, spec.model)
-        if length is None:
-            # Unknown (server down, old server): assume num_ctx; the call itself will report the failure.
-            return llm.num_ctx
-        window = min(llm.num_ctx, length)
-        self._context_windows[spec.model] = window
-        return window
+            return ServedWindow(llm.num_ctx, "llm.num_ctx")
+        found = self._windows.get(spec.raw)
+        if found is None:
+            found = await model_window(spec, llm)
+            if found.tokens is None:  # unknown (server down, old server): asked again next time
+                return ServedWindow(llm.num_ctx, f"{found.source}; assuming llm.num_ctx")
+            self._windows[spec.raw] = found
+        return found
+
+    async def context_window(self, role: str) -> int:
+        """Tokens the model for ``role`` can attend to, as Arbor will run it."""
+        return (await self.window(role)).tokens or self.settings.llm.num_ctx
 
     async def context_tier(self, role: str) -> ContextTier:
         return ContextTier.from_context_window(await self.context_window(role))
@@ -565,29 +564,3 @@ def _content_parts(content: str | list[Any]) -> list[tuple[ChunkKind, str]]:
                 if text:
                     parts.append(("thought", text))
     return parts
-
-
-async def ollama_show(host: str, model: str) -> dict[str, Any]:
-    """POST /api/show for ``model``; raises httpx errors as they come."""
-    async with httpx.AsyncClient(base_url=host, timeout=SHOW_TIMEOUT_S) as client:
-        response = await client.post("/api/show", json={"model": model})
-        response.raise_for_status()
-        data = response.json()
-    return data if isinstance(data, dict) else {}
-
-
-def context_length_of(show: dict[str, Any]) -> int | None:
-    """``<arch>.context_length`` from an /api/show answer's model_info."""
-    info = show.get("model_info") or {}
-    for key, value in info.items():
-        if key.endswith(".context_length") and isinstance(value, int) and value > 0:
-            return value
-    return None
-
-
-async def ollama_context_length(host: str, model: str) -> int | None:
-    """The model's trained context length, or None when the server cannot tell."""
-    try:
-        return context_length_of(await ollama_show(host, model))
-    except (httpx.HTTPError, ValueError):
-        return None

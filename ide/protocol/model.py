@@ -31,6 +31,9 @@ class ModelProbe(BaseModel):
     first_token_s: float | None = None
     tokens_per_s: float | None = None
     context_window: int | None = None
+    context_source: str | None = Field(
+        None, description="Where the window was read (a server endpoint, a setting), or why it is assumed"
+    )
     error: str | None = Field(None, description="Why the probe could not finish, with the fix")
     probed_at: str = ""
 
@@ -57,7 +60,8 @@ class ModelProbe(BaseModel):
         if self.tokens_per_s is not None:
             parts.append(f"{self.tokens_per_s:g} tokens/s")
         if self.context_window:
-            parts.append(f"context {self.context_window} tokens")
+            source = f" ({self.context_source})" if self.context_source else ""
+            parts.append(f"context {self.context_window} tokens{source}")
         roles = ", ".join(self.roles[:4]) + (", …" if len(self.roles) > 4 else "")
         return f"[{mark}] {self.model} ({roles}): " + "; ".join(parts)
 

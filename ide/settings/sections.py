@@ -77,6 +77,13 @@ class LlmSettings(_Section):
     )
     openai_base_url: str | None = Field(None, description="OpenAI-compatible server URL")
     num_ctx: int = Field(16384, ge=512, description="Context window asked of Ollama (its default is 2k)")
+    context_window: int | None = Field(
+        None,
+        ge=512,
+        description="Context window of an OpenAI-compatible or hosted model, in tokens, when its server does "
+        "not say it (llama-server /props, vLLM and LM Studio model lists are asked first); unset and "
+        "unknown: llm.num_ctx is assumed, and doctor says so",
+    )
     temperature: float = Field(0.2, ge=0.0, le=2.0, description="Sampling temperature of every model call")
     request_timeout_s: float = Field(
         300.0,

@@ -138,7 +138,9 @@ async def test_context_windows_of_non_ollama_providers(tmp_path: Path) -> None:
     assert await router.context_window("orchestrator") == 128_000
     assert await router.context_window("retrieval") == 200_000
     assert await router.context_tier("retrieval") is ContextTier.LARGE
-    assert await router.context_window("lats.expansion") == 128_000
+    # No published window and no server to ask: llm.num_ctx, said (never a hosted model's 128k).
+    assert await router.context_window("lats.expansion") == 65536
+    assert "assuming llm.num_ctx" in (await router.window("lats.expansion")).source
 
 
 async def test_usage_snapshot_is_a_copy(write_script: WriteScript) -> None:

