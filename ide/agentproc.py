@@ -52,6 +52,9 @@ def default_backend_command() -> list[str]:
     return self_command("acp")
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""What stops a headless command (``arbor run``, ``arbor eval``) as Ctrl-C does: the turn or runs are
+cancelled and their agent processes stopped, never left behind."""
 ARBOR_AGENT = "arbor"
 """The agent name that means Arbor's own backend."""
 

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import io
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,7 +29,7 @@ from acp.schema import (
 
 from ide import __version__, self_command
 from ide.agentconn import apply_all
-from ide.agentproc import StderrTail, drain_stderr, spawn_agent, stop_agent
+from ide.agentproc import STOP_SIGNALS, StderrTail, drain_stderr, spawn_agent, stop_agent
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
 from ide.protocol.hidden import describe, escape_terminal
 from ide.protocol.review import (
@@ -151,8 +150,9 @@ async def run_task(
             pending.add(future)
             future.add_done_callback(pending.discard)
 
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    for stop in STOP_SIGNALS:  # SIGTERM (a supervisor, a timeout) ends the turn as Ctrl-C does
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(stop, on_interrupt)
     try:
         await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
@@ -197,8 +197,9 @@ async def run_task(
         err.write(f"{tail}\n" if tail else "")
         return EXIT_FAILED
     finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
+        for stop in STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(stop)
         await close_backend(conn, proc)
         drain.cancel()
 

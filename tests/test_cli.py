@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.fake_ollama import FakeOllama
+from tests.support.procs import children, group_alive
 
 ARBOR = [sys.executable, "-m", "ide"]
 
@@ -147,3 +149,33 @@ def test_open_names_a_missing_tree_file(tmp_path: Path) -> None:
     done = arbor("--open", str(tmp_path / "run.arbor-tree.jsonl"))
     assert done.returncode == 2
     assert "run.arbor-tree.jsonl is not a file" in done.stderr
+
+
+def test_sigterm_ends_a_run_and_leaves_no_backend_behind(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(
+        [
+            {"tool_calls": [{"name": "list_dir", "args": {}}]},
+            {"content": "never sent", "latency_ms": 60_000},  # the turn is mid-call when SIGTERM comes
+        ]
+    )
+    run = subprocess.Popen(
+        [*ARBOR, "run", "-w", str(git_workspace), "go"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "ARBOR_MODEL": f"scripted:{script}"},
+    )
+    try:
+        assert run.stderr is not None
+        for line in run.stderr:  # the first tool call is shown: the session and its turn are under way
+            if line.startswith("[tool]"):
+                break
+        backends = children(run.pid)
+        assert backends, "arbor run has its backend"
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=30) == 130  # cancelled, as Ctrl-C
+    finally:
+        run.kill()
+    assert not any(group_alive(pid) for pid in backends), "the backend's process group is gone"

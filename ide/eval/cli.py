@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ide.agentproc import STOP_SIGNALS
 from ide.protocol.eval import REPORT_FILE, EvalReport
 from ide.protocol.modes import AUTO_CHOICES
 
@@ -17,8 +17,7 @@ if TYPE_CHECKING:
     from ide.eval.runner import Evaluation
 
 MODES = AUTO_CHOICES
-"""The modes `arbor eval` compares: every one `auto` may choose."""
-"""The architectures ``arbor eval`` can compare (``auto`` is not one: it picks one of these)."""
+"""The architectures ``arbor eval`` compares: every one ``auto`` may choose (``auto`` is not one)."""
 
 EXIT_OK = 0
 EXIT_BAD = 2
@@ -181,10 +180,12 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
 
 async def _run(evaluation: Evaluation) -> EvalReport:
     loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, evaluation.stop)
+    for stop in STOP_SIGNALS:  # SIGTERM stops it as Ctrl-C does: each run's arbor acp is stopped
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(stop, evaluation.stop)
     try:
         return await evaluation.run()
     finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
+        for stop in STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(stop)

@@ -24,6 +24,7 @@ from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, load
 from ide.protocol.tree import SearchTree, read_jsonl
 from tests.support.eval_model import EvalModel, Skill
 from tests.support.fake_ollama import FakeOllama
+from tests.support.procs import children, group_alive
 
 MODEL = "ollama:qwen2.5-coder:7b"
 BUG = "toolz-get-in-default"
@@ -175,9 +176,11 @@ def test_a_turn_past_the_time_budget_is_cancelled_as_a_timeout(
     assert run.wall_s < 2.0 + 30  # cancelled, not waited out
 
 
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_does_only_the_missing_ones(
-    sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: signal.Signals
 ) -> None:
+    """SIGTERM (a supervisor, a CI timeout) stops the evaluation as Ctrl-C does, its backends included."""
     out = tmp_path / "out"
     argv = ["eval", "--tasks", f"{QUESTION},{READER}", "--modes", "react", "--no-baseline", "--model", MODEL]
     argv += ["--out", str(out)]
@@ -188,11 +191,13 @@ def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_does_only_the_missing_ones(
     try:
         # The question takes one model call; the second call is the second run's first.
         assert sim.server.wait_for_chats(2, timeout=60)
-        proc.send_signal(signal.SIGINT)
+        backends = children(proc.pid)
+        proc.send_signal(stop)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 130, stderr
+    assert backends and not any(group_alive(pid) for pid in backends), "no arbor acp left behind"
     assert "interrupted after 1 of 2 runs" in stderr and "Traceback" not in stderr
     saved = load_report(out)
     assert [(r.task, r.status) for r in saved.runs] == [(QUESTION, "solved")]

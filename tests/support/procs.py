@@ -1,4 +1,5 @@
-"""Whether a process group still has members, read from /proc (zombies included)."""
+"""Processes read from /proc: whether a process group still has members (zombies included), a process's
+children."""
 
 from __future__ import annotations
 
@@ -17,3 +18,17 @@ def group_alive(pgid: int) -> bool:
             if int(fields[2]) == pgid:
                 return True
     return False
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
