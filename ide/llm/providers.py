@@ -67,6 +67,7 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
             base_url=settings.ollama_host,
             # Always explicit: Ollama's own default (2k) truncates longer prompts without a word.
             num_ctx=settings.num_ctx,
+            num_predict=settings.max_answer_tokens,
             temperature=settings.temperature,
             reasoning=settings.reasoning,
             # A dead host should fail in seconds; the router bounds the first chunk and the silences
@@ -81,6 +82,7 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
         kwargs: dict[str, Any] = {
             "model": spec.model,
             "temperature": settings.temperature,
+            "max_tokens": settings.max_answer_tokens,
             "timeout": _read_timeout(settings),
             "stream_usage": True,
             # The router retries once itself (after a pause, and only when nothing was streamed).
@@ -98,6 +100,7 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
         return module.ChatAnthropic(
             model=spec.model,
             temperature=settings.temperature,
+            max_tokens=settings.max_answer_tokens,
             timeout=_read_timeout(settings),
             max_retries=0,
         )

@@ -29,6 +29,7 @@ from ide.llm.budget import (
     summary_request,
     task_text,
 )
+from ide.llm.degenerate import LoopGuard
 from ide.llm.errors import ModelError, classify_error, timed_out
 from ide.llm.fallback import Fallback, falls_back
 from ide.llm.limits import provider_gate
@@ -47,6 +48,12 @@ from ide.settings import LatsModels, PlanModels, Settings, TotModels
 log = logging.getLogger(__name__)
 
 TIMING_KEY = "arbor_timing"
+STOPPED_KEY = "arbor_stopped"
+"""Why an answer ended early, in its response_metadata: "repetition", "max_answer_tokens" or None."""
+STOPPED_NOTES = {
+    "repetition": "⚠ Arbor stopped this answer: the model kept repeating itself.",
+    "max_answer_tokens": "⚠ The answer reached llm.max_answer_tokens ({cap} tokens) and was cut there.",
+}
 """``AIMessage.response_metadata`` key: seconds to the first chunk and in all."""
 
 TRUNCATED_KEY = "arbor_truncated"
@@ -410,6 +417,7 @@ class ModelRouter:
         llm = self.settings.llm
         started = time.perf_counter()
         first_chunk_s: float | None = None
+        loops = LoopGuard()
         async with aclosing(runnable.astream(messages, **extra_kwargs)) as chunks:
             while True:
                 # The first chunk may wait for the model to load; after it, only silence is bounded.
@@ -433,14 +441,21 @@ class ModelRouter:
                 reasoning = chunk.additional_kwargs.get("reasoning_content")
                 if isinstance(reasoning, str) and reasoning:
                     await emit("thought", reasoning)
+                    loops.feed(reasoning)
                 for kind, text in _content_parts(chunk.content):
+                    loops.feed(text)
                     if kind == "thought":
                         await emit("thought", text)
                     else:
                         for split_kind, piece in splitter.feed(text):
                             await emit(split_kind, piece)
+                if loops.looping:  # leaving the loop closes the stream: the server stops generating
+                    break
             for split_kind, piece in splitter.flush():
                 await emit(split_kind, piece)
+        stopped = _why_stopped(merged, loops, llm.max_answer_tokens)
+        if stopped:
+            await emit("thought", STOPPED_NOTES[stopped].format(cap=llm.max_answer_tokens))
 
         if merged is None:
             raise ModelError(
@@ -471,7 +486,7 @@ class ModelRouter:
             tool_calls=tool_calls,
             invalid_tool_calls=merged.invalid_tool_calls,
             usage_metadata=merged.usage_metadata,
-            response_metadata={**merged.response_metadata, TIMING_KEY: timing},
+            response_metadata={**merged.response_metadata, TIMING_KEY: timing, STOPPED_KEY: stopped},
             id=merged.id,
         )
 
@@ -564,3 +579,16 @@ def _content_parts(content: str | list[Any]) -> list[tuple[ChunkKind, str]]:
                 if text:
                     parts.append(("thought", text))
     return parts
+
+
+def _why_stopped(merged: AIMessageChunk | None, loops: LoopGuard, cap: int) -> str | None:
+    """Why the answer ended early: a loop Arbor cut, or the server's token cap (finish/done reason)."""
+    if loops.looping:
+        return "repetition"
+    meta = merged.response_metadata if merged is not None else {}
+    if {meta.get("finish_reason"), meta.get("done_reason"), meta.get("stop_reason")} & {
+        "length",
+        "max_tokens",
+    }:
+        return "max_answer_tokens"
+    return None

@@ -77,6 +77,12 @@ class LlmSettings(_Section):
     )
     openai_base_url: str | None = Field(None, description="OpenAI-compatible server URL")
     num_ctx: int = Field(16384, ge=512, description="Context window asked of Ollama (its default is 2k)")
+    max_answer_tokens: int = Field(
+        4096,
+        ge=64,
+        description="Longest answer one model call may give, in tokens (Ollama num_predict, max_tokens "
+        "elsewhere): a model that rambles is cut there, and the chat says so",
+    )
     context_window: int | None = Field(
         None,
         ge=512,

@@ -10,6 +10,13 @@ import pytest
 from tests.support.realmodel import GET_IT, RealServer, cached, llama_server
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A real model on 2 busy cores generates a few tokens a second: these tests get more than the usual 120 s.
+    for item in items:
+        if "realmodel" in item.nodeid:
+            item.add_marker(pytest.mark.timeout(300))
+
+
 @pytest.fixture(scope="module")
 def real_server() -> Iterator[RealServer]:
     found = cached()

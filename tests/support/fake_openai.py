@@ -15,7 +15,10 @@ calls whose ``function.arguments`` is not valid JSON. Server options: ``text_too
 ``context_length`` (a longer prompt is refused with HTTP 400, as OpenAI-compatible servers do — they do
 not truncate), ``says_window`` (``"llama-server"``: ``/props`` and ``meta.n_ctx`` in ``/v1/models``;
 ``"vllm"``: ``max_model_len`` in ``/v1/models``; ``"lmstudio"``: ``/api/v0/models/<id>``; None: nowhere,
-as many servers). Recorded: ``bodies`` of /v1/chat/completions, ``gets`` (paths asked with GET).
+as many servers). A ``max_completion_tokens`` (or ``max_tokens``) cap cuts the answer with
+``finish_reason`` "length".
+Recorded: ``bodies`` of /v1/chat/completions, ``gets`` (paths asked with GET), ``closed_early``
+(streams the client stopped reading).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class FakeOpenAI:
         self.context_length = context_length
         self.says_window = says_window
         self.gets: list[str] = []
+        self.closed_early = 0
         self.bodies: list[dict[str, Any]] = []
         self._next = 0
         self._lock = threading.Lock()
@@ -181,12 +185,13 @@ class _Handler(BaseHTTPRequestHandler):
             for index, call in enumerate(calls)
         ]
         self.fake.delay(float(response.get("first_token_ms") or 0))
-        usage = {
-            "prompt_tokens": tokens,
-            "completion_tokens": max(1, len(str(response.get("content") or "")) // 4),
-        }
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         content = str(response.get("content") or "")
+        finish_reason = "tool_calls" if structured else "stop"
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        if cap and len(content) > 4 * int(cap):  # cut at the cap, as servers do (4 characters a token)
+            content, finish_reason = content[: 4 * int(cap)], "length"
+        usage = {"prompt_tokens": tokens, "completion_tokens": max(1, len(content) // 4)}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": content or None}
             if structured:
@@ -201,7 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
                         {
                             "index": 0,
                             "message": message,
-                            "finish_reason": "tool_calls" if structured else "stop",
+                            "finish_reason": finish_reason,
                         }
                     ],
                     "usage": usage,
@@ -256,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
                         ]
                     }
                 )
-        event({}, "tool_calls" if structured else "stop")
+        event({}, finish_reason)
         if (body.get("stream_options") or {}).get("include_usage"):
             chunk = {
                 "id": "chatcmpl-1",
@@ -267,10 +272,18 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._write(f"data: {json.dumps(chunk)}\n\n")
         self._write("data: [DONE]\n\n")
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        if not getattr(self, "gone", False):
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
     def _write(self, text: str) -> None:
+        if getattr(self, "gone", False):
+            return
         data = text.encode()
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
+        try:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.gone = True  # the client stopped reading (a cancel, a loop cut): the rest is not sent
+            with self.fake._lock:
+                self.fake.closed_early += 1
