@@ -13,7 +13,9 @@ Responses use the scripted-model format of :mod:`tests.support.fake_ollama` (``c
 calls whose ``function.arguments`` is not valid JSON. Server options: ``text_tool_calls=SHAPE``,
 ``reject_response_format=True`` (HTTP 400, as servers without structured output answer),
 ``context_length`` (a longer prompt is refused with HTTP 400, as OpenAI-compatible servers do — they do
-not truncate). Recorded: ``bodies`` of /v1/chat/completions.
+not truncate). ``side(body)`` may answer a request itself (a mapping in the same format) before the
+script is consulted: a real agent's side calls (a title, a next-speaker check) then leave the script alone.
+Recorded: ``bodies`` of /v1/chat/completions.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -39,8 +41,10 @@ class FakeOpenAI:
         text_tool_calls: str | None = None,
         reject_response_format: bool = False,
         context_length: int = 32768,
+        side: Callable[[dict[str, Any]], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self.responses = [dict(r) for r in responses]
+        self.side = side
         self.model = model
         self.text_tool_calls = text_tool_calls
         self.reject_response_format = reject_response_format
@@ -132,7 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
                 f"context length {self.fake.context_length}); try increasing the context size",
             )
             return
-        response = self.fake.take()
+        answered = self.fake.side(body) if self.fake.side is not None else None
+        response = dict(answered) if answered is not None else self.fake.take()
         if response is None:
             self._error(500, "fake openai: no scripted response left")
             return

@@ -181,7 +181,7 @@ async def run_task(
             if not apply:
                 out.write(marked_diff(client.changeset))
                 err.write("[review] nothing was written; run again with --apply to apply these changes\n")
-            elif not await _apply_all(conn, session_id, err):
+            elif not await apply_and_report(conn, session_id, err):
                 return EXIT_FAILED
         return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
     except RequestError as exc:
@@ -203,7 +203,7 @@ async def run_task(
         drain.cancel()
 
 
-async def _apply_all(conn: Any, session_id: str, err: TextIO) -> bool:
+async def apply_and_report(conn: Any, session_id: str, err: TextIO) -> bool:
     """Accept every hunk and apply; False when some file could not be written."""
     result = await apply_all(conn, session_id)
     if result.batch is not None:

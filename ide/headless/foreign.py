@@ -1,0 +1,212 @@
+"""``arbor run --agent NAME|"CMD ARGS"``: drive another ACP agent from a terminal, with its changes captured.
+
+The agent never sees the workspace: Arbor's backend (``arbor acp``, started as ``arbor run`` starts it)
+makes a shadow workspace (``_arbor/external/shadow``), the agent is started there and its ``session/new``
+names it, and its ``fs/*`` calls are served from it. Whatever the agent changes there — through
+``fs/write_text_file``, its own tools or a shell command — is captured at the turn's end into a review
+session (``_arbor/external/capture``) and printed as the unified diff ``arbor run`` prints for Arbor's own
+agent; ``--apply`` accepts and applies it through the same Apply (checkpoint, three-way merge, commit).
+Command permissions are answered allow-once with ``--allow-commands``, else rejected with a note.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from typing import Any, TextIO
+
+from acp import RequestError, connect_to_agent, text_block
+from acp.schema import (
+    AllowedOutcome,
+    DeniedOutcome,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    WriteTextFileResponse,
+)
+
+from ide import agentconn
+from ide.agentproc import AgentChoice, AgentProcess, StderrTail, drain_stderr, error_from_request, spawn_agent
+from ide.headless import (
+    BACKEND_COMMAND,
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_OK,
+    LOG_TAIL_LINES,
+    EscapedText,
+    TerminalClient,
+    apply_and_report,
+    close_backend,
+    marked_diff,
+)
+from ide.protocol import external as ex
+
+AGENT_STOP_GRACE_S = 5.0
+SHADOW_TIMEOUTS = agentconn.RequestTimeouts(default=600.0)
+"""Making the shadow checks out the whole repository: on a large one it takes longer than a query."""
+
+
+class _QuietUnknownNotifications(logging.Filter):
+    """The ACP SDK logs a traceback for every notification it has no handler for; agents send their own
+    (Qwen Code: ``qwen/notify/session/prompt-suggestion``), which a client may ignore, so they are not
+    printed over the turn."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.getMessage().startswith("Unhandled error while handling notification"):
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, RequestError) and error.code == METHOD_NOT_FOUND)
+
+
+METHOD_NOT_FOUND = -32601
+
+
+class ForeignClient(TerminalClient):
+    """The foreign agent's client: prints its turn, serves its ``fs/*`` from the shadow (through Arbor's
+    backend), answers its command permissions."""
+
+    def __init__(
+        self, out: TextIO, err: TextIO, review: Any, review_id: str, *, allow_commands: bool
+    ) -> None:
+        super().__init__(out, err)
+        self.review, self.review_id = review, review_id
+        self.allow_commands = allow_commands
+        self.refused = 0
+        """Permissions refused (without ``--allow-commands``)."""
+
+    async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
+        """Allow once with ``--allow-commands`` (the command runs in the shadow), else reject once."""
+        kind = "allow_once" if self.allow_commands else "reject_once"
+        choice = next((o for o in options if o.kind == kind), None)
+        title = getattr(tool_call, "title", None) or "a command"
+        if self.allow_commands and choice is not None:
+            self.err.write(f"\n[permission] {title}: allowed once (it runs in the shadow workspace)\n")
+            return RequestPermissionResponse(
+                outcome=AllowedOutcome(outcome="selected", option_id=choice.option_id)
+            )
+        self.refused += 1
+        self.err.write(f"\n[permission] {title}: refused (run with --allow-commands to let it run)\n")
+        if choice is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=choice.option_id)
+        )
+
+    async def read_text_file(
+        self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        params = ex.ExternalReadParams(session_id=self.review_id, path=path, line=line, limit=limit)
+        answer = await agentconn.call(self.review, ex.EXTERNAL_READ, params)
+        return ReadTextFileResponse(content=answer.content)
+
+    async def write_text_file(
+        self, content: str, path: str, session_id: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        params = ex.ExternalWriteParams(session_id=self.review_id, path=path, content=content)
+        await agentconn.call(self.review, ex.EXTERNAL_WRITE, params)
+        return WriteTextFileResponse()
+
+
+async def run_foreign(
+    workspace: str,
+    task: str,
+    agent: AgentChoice,
+    *,
+    allow_commands: bool = False,
+    apply: bool = False,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    backend_command: list[str] | None = None,
+) -> int:
+    """Run one turn of ``agent`` on a shadow of ``workspace`` (absolute) and print or apply what it
+    changed; the exit code says how it ended."""
+    out, err = EscapedText(out), EscapedText(err)  # type: ignore[assignment]
+    backend = await AgentProcess.spawn(backend_command or BACKEND_COMMAND, os.environ.copy())
+    review = agentconn.connect(
+        backend, agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
+    )
+    foreign: asyncio.subprocess.Process | None = None
+    conn: Any = None
+    review_id: str | None = None
+    drain: asyncio.Future[None] | None = None
+    log_tail = StderrTail(max_lines=LOG_TAIL_LINES)
+    loop = asyncio.get_running_loop()
+    session_id: str | None = None
+    pending: set[asyncio.Future[None]] = set()
+
+    def on_interrupt() -> None:
+        if session_id is not None and conn is not None:
+            future = asyncio.ensure_future(agentconn.cancel(conn, session_id))
+            pending.add(future)
+            future.add_done_callback(pending.discard)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    quiet = _QuietUnknownNotifications()
+    logging.getLogger().addFilter(quiet)
+    try:
+        await agentconn.initialize(review, meta={"review": True}, client="arbor-run")
+        params = ex.ExternalShadowParams(cwd=workspace, agent=agent.name)
+        shadow = await agentconn.call(review, ex.EXTERNAL_SHADOW, params, SHADOW_TIMEOUTS)
+        review_id = shadow.session_id
+        for note in shadow.notes:
+            err.write(f"[shadow] {note}\n")
+        err.write(f"[shadow] {agent.name} works in a shadow of the workspace: {shadow.cwd}\n")
+        env = {**os.environ, **agent.env, "PWD": shadow.cwd}
+        foreign = await spawn_agent(agent.command, env, shadow.cwd)
+        assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
+        drain = asyncio.ensure_future(drain_stderr(foreign.stderr, log_tail))
+        client = ForeignClient(out, err, review, review_id, allow_commands=allow_commands)
+        conn = connect_to_agent(client, foreign.stdin, foreign.stdout)  # type: ignore[arg-type]
+        await agentconn.initialize(conn, meta={}, client="arbor-run", fs=True)
+        session = await agentconn.within(
+            conn.new_session(cwd=shadow.cwd, mcp_servers=[]), "session/new", agentconn.DEFAULT_TIMEOUTS
+        )
+        session_id = session.session_id
+        response = await conn.prompt(session_id=session_id, prompt=[text_block(task)])
+        out.write("\n")
+        err.write(f"[done] {response.stop_reason}\n")
+        captured = await agentconn.call(
+            review, ex.EXTERNAL_CAPTURE, ex.ExternalSessionParams(session_id=review_id)
+        )
+        for path, why in captured.skipped.items():
+            err.write(f"[review] not captured: {path}: {why}\n")
+        if response.stop_reason == "cancelled":
+            return EXIT_CANCELLED
+        if captured.changeset.files:
+            if not apply:
+                out.write(marked_diff(captured.changeset))
+                err.write("[review] nothing was written; run again with --apply to apply these changes\n")
+            elif not await apply_and_report(review, review_id, err):
+                return EXIT_FAILED
+        else:
+            err.write("[review] the agent changed nothing\n")
+        return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
+    except RequestError as exc:
+        err.write(f"\narbor: {error_from_request(exc).text()}\n")
+        return EXIT_FAILED
+    except ConnectionError:
+        err.write("\narbor: the agent or Arbor's backend stopped unexpectedly\n")
+        if drain is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(drain), 1.0)
+        tail = log_tail.text()
+        err.write(f"{tail}\n" if tail else "")
+        return EXIT_FAILED
+    finally:
+        logging.getLogger().removeFilter(quiet)
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+        if foreign is not None:
+            await close_backend(conn, foreign, AGENT_STOP_GRACE_S)
+        if drain is not None:
+            drain.cancel()
+        if review_id is not None:
+            with contextlib.suppress(Exception):
+                await agentconn.call(
+                    review, ex.EXTERNAL_CLOSE, ex.ExternalSessionParams(session_id=review_id)
+                )
+        await close_backend(review, backend.process)

@@ -1,0 +1,103 @@
+"""Qwen Code 0.24.4, a real ACP agent, driven by ``arbor run --agent`` against a scripted OpenAI-compatible
+server: it writes one file through ``fs/write_text_file`` and one with a shell command, straight to disk.
+Both are captured from the shadow workspace it was given and printed as the change set, the workspace
+is untouched (and its path never reaches the model); ``--apply`` commits both; without
+``--allow-commands`` the command is refused with a note."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.git import git
+from tests.support.qwen import DONE, FS_FILE, FS_TEXT, SHELL_FILE, SHELL_TEXT, QwenScript, qwen_command
+
+RUN_TIMEOUT_S = 300
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "hello.py").write_text('print("hello")\n')
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+def arbor_run(
+    node_peers: Path, workspace: Path, tmp_path: Path, *flags: str
+) -> tuple[subprocess.CompletedProcess[str], QwenScript, FakeOpenAI]:
+    home = tmp_path / "home"  # Qwen Code stops at start when $HOME does not exist
+    home.mkdir(exist_ok=True)
+    script = QwenScript(r"/[^\s\"'\\]*arbor-scratch-\d+-shadow-[A-Za-z0-9_]+/ws")
+    with FakeOpenAI(side=script) as server:
+        command = qwen_command(node_peers, server.url)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ide",
+                "run",
+                "--workspace",
+                str(workspace),
+                "--agent",
+                command,
+                *flags,
+                "make two files",
+            ],
+            env={**os.environ, "HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+    return done, script, server
+
+
+def test_what_qwen_writes_by_fs_and_by_shell_is_captured_and_the_workspace_untouched(
+    node_peers: Path, workspace: Path, tmp_path: Path
+) -> None:
+    done, script, server = arbor_run(node_peers, workspace, tmp_path, "--allow-commands")
+    assert done.returncode == 0, done.stderr
+    assert DONE in done.stdout
+    for name, text in ((FS_FILE, FS_TEXT), (SHELL_FILE, SHELL_TEXT)):
+        assert f"+++ b/{name}" in done.stdout
+        assert f"+{text}" in done.stdout
+    assert "allowed once" in done.stderr
+    assert "nothing was written" in done.stderr
+    assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
+    assert git(workspace, "status", "--porcelain") == ""
+    # The agent worked in the shadow: that is the cwd it told the model, never the workspace.
+    assert len(script.cwds) == 1
+    assert all(str(workspace) not in str(body) for body in server.bodies)
+    # The shadow is gone with the run.
+    assert git(workspace, "worktree", "list").count("\n") == 1
+    assert not Path(script.cwds.pop()).exists()
+
+
+def test_apply_commits_both_files(node_peers: Path, workspace: Path, tmp_path: Path) -> None:
+    done, _, _ = arbor_run(node_peers, workspace, tmp_path, "--allow-commands", "--apply")
+    assert done.returncode == 0, done.stderr
+    assert "applied batch" in done.stderr
+    assert git(workspace, "show", f"HEAD:{FS_FILE}") == FS_TEXT
+    assert git(workspace, "show", f"HEAD:{SHELL_FILE}") == SHELL_TEXT
+    assert (workspace / SHELL_FILE).read_text() == SHELL_TEXT
+    assert git(workspace, "status", "--porcelain") == ""
+
+
+def test_without_allow_commands_the_command_is_refused_with_a_note(
+    node_peers: Path, workspace: Path, tmp_path: Path
+) -> None:
+    done, _, _ = arbor_run(node_peers, workspace, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "refused (run with --allow-commands" in done.stderr
+    assert f"+++ b/{FS_FILE}" in done.stdout
+    assert SHELL_FILE not in done.stdout
+    assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
