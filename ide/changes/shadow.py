@@ -104,7 +104,7 @@ class Shadow:
                 f"{workspace} is not in a git repository with a commit; a foreign agent's changes are "
                 "captured from a git worktree — run git init and commit once, then start again"
             )
-        tmp = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-shadow-"))
+        tmp = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-shadow-")))
         top = tmp / (repo.top.name or "workspace")
         with WORKTREES_LOCK:
             git(repo.top, "worktree", "add", "--detach", "--quiet", str(top), head)
