@@ -6,9 +6,10 @@ is a detached ``git worktree`` at HEAD plus a copy of the user's uncommitted and
 files (ignored files — build output, ``.env`` — are not there at all). Its baseline is that state:
 ``_known`` holds every baseline file's mode and, once its content was seen equal to the baseline, its
 ``lstat`` stamp; content is read only for what the stamps say moved, and compared with the baseline
-bytes (HEAD's blob through git's checkout filters, or the bytes copied in). New files come from
-``git ls-files --others --exclude-standard`` against a private index of the baseline commit, so
-whatever git the agent runs in the shadow (add, commit, a ``.git`` file swapped) changes nothing here.
+bytes (HEAD's blob through git's checkout filters, or the bytes copied in). New files are looked for
+only in the directories whose own stamp moved (an entry was added, removed or renamed there), and kept
+unless ``git check-ignore`` says they are ignored; the shadow's index plays no part, so whatever git the
+agent runs there (add, commit) changes nothing here.
 
 A capture fills a :class:`~ide.changes.overlay.ChangeSet` over the real workspace whose bases are the
 shadow's baseline, so today's Review and Apply (three-way with the user's edits, commit, rollback) take
@@ -36,7 +37,7 @@ from ide.changes.hunks import apply_hunks, is_binary
 from ide.changes.overlay import MAX_FILE_BYTES, Base, ChangeError, ChangeSet, Entry
 from ide.changes.review import Review, file_changes
 from ide.changes.worktree import PREFIX, WORKTREES_LOCK, git_cleanup
-from ide.fswalk import walk_files
+from ide.fswalk import MAX_WALK_DEPTH, folder_entries
 from ide.gitsafe import git_argv
 
 Stamp = tuple[int, int, int, int, int, int]
@@ -80,7 +81,6 @@ class Shadow:
         self.max_file_bytes = limit
         self.admin = Path(os.fsdecode(git(top, "rev-parse", "--absolute-git-dir").strip()))
         """The worktree's own git directory, named explicitly so a ``.git`` file the agent swaps is not."""
-        self.index = tmp / "baseline.index"
         self._files = Confined(self.root)
         self._known: dict[str, int] = {}
         """Every file of the baseline (workspace-relative) → its permission bits."""
@@ -88,6 +88,8 @@ class Shadow:
         """Files whose content was last seen equal to the baseline, with the stamp they had then."""
         self._base: dict[str, Base] = {}
         """Baseline content known here: copied in, taken in, or read from HEAD once."""
+        self._dirs: dict[str, Stamp | None] = {}
+        """Every directory of the baseline → its stamp then: where nothing was added, nothing is new."""
         self._captured: set[str] = set()
         self.notes: list[str] = []
         """What the shadow could not hold (links of the user's not copied, …), for the user to read."""
@@ -107,11 +109,12 @@ class Shadow:
         tmp = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-shadow-")))
         top = tmp / (repo.top.name or "workspace")
         with WORKTREES_LOCK:
-            git(repo.top, "worktree", "add", "--detach", "--quiet", str(top), head)
+            # Parallel checkout (one worker per core): the checkout is most of the shadow's cost.
+            add = ("worktree", "add", "--detach", "--quiet", str(top), head)
+            git(repo.top, "-c", "checkout.workers=0", *add)
         shadow = cls(workspace, repo, tmp, top, head, max_file_bytes)
         atexit.register(_close_quietly, weakref.ref(shadow))
         try:
-            git(repo.top, "read-tree", head, env={"GIT_INDEX_FILE": str(shadow.index)})
             shadow._copy_uncommitted()
             shadow._stamp_all()
         except BaseException:
@@ -150,19 +153,43 @@ class Shadow:
             self._base[rel] = Base(data, mode)
 
     def _stamp_all(self) -> None:
-        """Record every file of the fresh shadow as the baseline, with its stamp unless racy."""
+        """Record every file of the fresh shadow as the baseline, with its stamp unless racy, and every
+        directory with its stamp."""
         now = time.time_ns()
-        at_top = not self.repo.prefix
-        base = str(self.root)
-        for rel in walk_files(self.root, lambda rel: not (at_top and rel == ".git")):
-            if at_top and rel == ".git":
-                continue
-            found = _stamp(f"{base}/{rel}")
+        root = str(self.root)
+        files, dirs = self._walk([""], top=True)
+        for rel in dirs:
+            self._dirs[rel] = _stamp(f"{root}/{rel}" if rel else root)
+        for rel in files:
+            found = _stamp(f"{root}/{rel}")
             if found is None:
                 continue
             self._known[rel] = stat.S_IMODE(found[5])
             if found[1] < now - RACY_NS:
                 self._clean[rel] = found
+
+    def _walk(self, folders: list[str], *, top: bool = False) -> tuple[list[str], list[str]]:
+        """Files (and links) and directories in and below ``folders`` (those included), never through a
+        link, at most ``MAX_WALK_DEPTH`` deep; git's own ``.git`` at the worktree's top left out."""
+        at_top = top and not self.repo.prefix
+        files: list[str] = []
+        dirs: list[str] = []
+        stack = [(rel, 0) for rel in folders]
+        while stack:
+            folder, depth = stack.pop()
+            dirs.append(folder)
+            for rel, entry in folder_entries(f"{self.root}/{folder}" if folder else self.root, folder):
+                if at_top and rel == ".git":
+                    continue
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not is_dir:
+                    files.append(rel)
+                elif depth + 1 < MAX_WALK_DEPTH:
+                    stack.append((rel, depth + 1))
+        return files, dirs
 
     def baseline(self, rel: str) -> Base:
         """What ``rel`` held when the shadow was made (or last took in the workspace)."""
@@ -194,22 +221,53 @@ class Shadow:
         self._files.put(rel, state.data, state.mode, durable=False)
         self._clean.pop(rel, None)
 
-    def _new_files(self) -> set[str]:
-        """Files the agent may have made: not in the baseline commit, not ignored, plus the commit's files
-        the baseline lacks (the user had deleted them)."""
-        args = ("--git-dir", str(self.admin), "--work-tree", str(self.top), "ls-files", "-z", "--others")
-        found = self._shadow_git(*args, "--exclude-standard")
-        removed = {rel for rel, state in self._base.items() if state.data is None}
-        return (found | removed) - self._known.keys()
+    def _new_files(self) -> list[str]:
+        """Files not in the baseline, not ignored: looked for only in directories whose stamp moved, and
+        below the new directories found there that are not ignored themselves (one ``check-ignore`` per
+        level, so an ignored ``node_modules`` is never walked)."""
+        root = str(self.root)
+        files: list[str] = []
+        fresh: list[str] = []
+        for folder, seen in self._dirs.items():
+            now = _stamp(f"{root}/{folder}" if folder else root)
+            if now == seen or now is None or not stat.S_ISDIR(now[5]):
+                continue  # unchanged, or gone or a link now: its files show as deleted or skipped
+            for rel, entry in folder_entries(f"{root}/{folder}" if folder else root, folder):
+                if rel in self._known or rel in self._dirs or (not self.repo.prefix and rel == ".git"):
+                    continue
+                try:
+                    (fresh if entry.is_dir(follow_symlinks=False) else files).append(rel)
+                except OSError:
+                    continue
+        for _depth in range(MAX_WALK_DEPTH):
+            if not fresh:
+                break
+            kept = self._not_ignored(fresh)
+            fresh = []
+            for folder in kept:
+                for rel, entry in folder_entries(f"{root}/{folder}", folder):
+                    try:
+                        (fresh if entry.is_dir(follow_symlinks=False) else files).append(rel)
+                    except OSError:
+                        continue
+        return self._not_ignored(files)
 
-    def _shadow_git(self, *args: str) -> set[str]:
-        argv = git_argv(self.repo.top, *args)
-        env = run_env({"GIT_INDEX_FILE": str(self.index)})
-        done = subprocess.run(argv, cwd=self.top, capture_output=True, env=env, check=False)
-        if done.returncode != 0:
-            raise ChangeError(f"git {args[4]} failed in the shadow: {done.stderr.decode(errors='replace')}")
-        found = (self._scoped(os.fsdecode(raw)) for raw in done.stdout.split(b"\0") if raw)
-        return {rel for rel in found if rel}
+    def _not_ignored(self, paths: list[str]) -> list[str]:
+        """``paths`` without those the shadow's ignore rules match (``git check-ignore --no-index``)."""
+        if not paths:
+            return []
+        listing = b"".join(os.fsencode(self.repo.path(rel)) + b"\0" for rel in paths)
+        args = ("--git-dir", str(self.admin), "--work-tree", str(self.top), "check-ignore", "-z", "--stdin")
+        argv = git_argv(self.repo.top, *args, "--no-index")
+        done = subprocess.run(
+            argv, cwd=self.top, input=listing, capture_output=True, env=run_env(), check=False
+        )
+        if done.returncode not in (0, 1):
+            raise ChangeError(
+                f"git check-ignore failed in the shadow: {done.stderr.decode(errors='replace')}"
+            )
+        ignored = {self._scoped(os.fsdecode(raw)) for raw in done.stdout.split(b"\0") if raw}
+        return [rel for rel in paths if rel not in ignored]
 
     def capture(self) -> Capture:
         """The agent's changes since the baseline: a stat scan, then content only where stats moved."""
@@ -223,7 +281,7 @@ class Shadow:
         ]
         for rel in candidates:
             self._compare(rel, result, racy_before)
-        for rel in sorted(self._new_files()):
+        for rel in sorted(set(self._new_files())):
             self._compare(rel, result, racy_before)
         return result
 
