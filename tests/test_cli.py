@@ -147,3 +147,21 @@ def test_open_names_a_missing_tree_file(tmp_path: Path) -> None:
     done = arbor("--open", str(tmp_path / "run.arbor-tree.jsonl"))
     assert done.returncode == 2
     assert "run.arbor-tree.jsonl is not a file" in done.stderr
+
+
+def test_run_agent_flags_that_only_fit_one_kind_of_agent_are_refused(tmp_path: Path) -> None:
+    done = arbor("run", "-w", str(tmp_path), "--allow-commands", "task")
+    assert done.returncode == 2 and "--allow-commands is for another agent's commands" in done.stderr
+    done = arbor("run", "-w", str(tmp_path), "--agent", sys.executable, "--mode", "lats", "task")
+    assert done.returncode == 2 and "--mode" in done.stderr and "takes none" in done.stderr
+    done = arbor("run", "-w", str(tmp_path), "--agent", "no-such-agent-program --acp", "task")
+    assert done.returncode == 2 and "no program 'no-such-agent-program'" in done.stderr
+
+
+def test_run_agent_needs_git_and_says_so_before_the_agent_starts(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    agent = f"{sys.executable} -c \"open('{marker}', 'w')\""
+    done = arbor("run", "-w", str(tmp_path), "--agent", agent, "task")
+    assert done.returncode == 1
+    assert "git init" in done.stderr and "Traceback" not in done.stderr
+    assert not marker.exists()
