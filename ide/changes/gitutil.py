@@ -273,12 +273,13 @@ class Confined:
                 if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
                     return None, None
                 raise ChangeError(f"{rel} is a symbolic link or not a file ({exc.strerror})") from None
-            with os.fdopen(handle, "rb") as opened:
-                info = os.fstat(opened.fileno())
+            info = os.fstat(handle)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(handle)
                 if stat.S_ISDIR(info.st_mode):
                     return None, None
-                if not stat.S_ISREG(info.st_mode):
-                    raise ChangeError(f"{rel} is not a regular file")
+                raise ChangeError(f"{rel} is not a regular file")
+            with os.fdopen(handle, "rb") as opened:
                 if info.st_size > limit:
                     raise FileTooLarge(f"{rel} is {info.st_size} bytes, over the {limit}-byte limit")
                 return opened.read(), stat.S_IMODE(info.st_mode)

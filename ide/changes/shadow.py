@@ -213,8 +213,25 @@ class Shadow:
 
     def read(self, rel: str) -> Base:
         """What ``rel`` holds in the shadow now (never through a link; ChangeError for a link)."""
-        data, mode = self._files.read(rel, self.max_file_bytes)
+        try:
+            data, mode = self._files.read(rel, self.max_file_bytes)
+        except ChangeError:
+            if self._below_a_file(rel):
+                return ABSENT  # a parent directory became a file: nothing is there any more
+            raise
         return Base(data, mode)
+
+    def _below_a_file(self, rel: str) -> bool:
+        """A parent of ``rel`` is a plain file (looked at from the top down, so no link is followed)."""
+        parts = rel.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            try:
+                mode = os.lstat(os.path.join(self.root, *parts[:depth])).st_mode
+            except OSError:
+                return False
+            if not stat.S_ISDIR(mode):
+                return stat.S_ISREG(mode)
+        return False
 
     def put(self, rel: str, state: Base) -> None:
         """Make the shadow's ``rel`` hold ``state`` (a revert, a take-in); the baseline is not touched."""
@@ -233,12 +250,17 @@ class Shadow:
             if now == seen or now is None or not stat.S_ISDIR(now[5]):
                 continue  # unchanged, or gone or a link now: its files show as deleted or skipped
             for rel, entry in folder_entries(f"{root}/{folder}" if folder else root, folder):
-                if rel in self._known or rel in self._dirs or (not self.repo.prefix and rel == ".git"):
+                if not self.repo.prefix and rel == ".git":
                     continue
                 try:
-                    (fresh if entry.is_dir(follow_symlinks=False) else files).append(rel)
+                    is_dir = entry.is_dir(follow_symlinks=False)
                 except OSError:
                     continue
+                # A baseline file may be a directory now, and a baseline directory a file.
+                if is_dir and rel not in self._dirs:
+                    fresh.append(rel)
+                elif not is_dir and rel not in self._known:
+                    files.append(rel)
         for _depth in range(MAX_WALK_DEPTH):
             if not fresh:
                 break

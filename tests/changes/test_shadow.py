@@ -194,3 +194,18 @@ def test_a_fifo_the_agent_makes_does_not_hang_the_capture(shadow: Shadow) -> Non
     found = shadow.capture()
     assert time.monotonic() - start < 5
     assert "pipe" not in found.changes  # git lists no special files; a read of one would be refused
+
+
+def test_a_file_that_became_a_directory_and_a_directory_that_became_a_file_are_both_seen(
+    shadow: Shadow,
+) -> None:
+    (shadow.root / "README.md").unlink()
+    (shadow.root / "README.md").mkdir()
+    (shadow.root / "README.md" / "index.md").write_text("x\n")
+    for child in (shadow.root / "pkg").iterdir():
+        child.unlink()
+    (shadow.root / "pkg").rmdir()
+    (shadow.root / "pkg").write_text("now a file\n")
+    found = shadow.capture().changes
+    assert found["README.md"][1] == Base(None, None) and found["README.md/index.md"][0] == Base(None, None)
+    assert found["pkg/greet.py"][1] == Base(None, None) and found["pkg"][1].data == b"now a file\n"
