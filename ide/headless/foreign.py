@@ -3,10 +3,12 @@
 The agent never sees the workspace: Arbor's backend (``arbor acp``, started as ``arbor run`` starts it)
 makes a shadow workspace (``_arbor/external/shadow``), the agent is started there and its ``session/new``
 names it, and its ``fs/*`` calls are served from it. Whatever the agent changes there — through
-``fs/write_text_file``, its own tools or a shell command — is captured at the turn's end into a review
-session (``_arbor/external/capture``) and printed as the unified diff ``arbor run`` prints for Arbor's own
-agent; ``--apply`` accepts and applies it through the same Apply (checkpoint, three-way merge, commit).
-Command permissions are answered allow-once with ``--allow-commands``, else rejected with a note.
+``fs/write_text_file``, its own tools or a shell command — is captured after each tool call (stderr
+names the files that call changed) and at the turn's end into a review session
+(``_arbor/external/capture``), whose change set is printed as the unified diff ``arbor run`` prints for
+Arbor's own agent; ``--apply`` accepts and applies it through the same Apply (checkpoint, three-way
+merge, commit). Command permissions are answered allow-once with ``--allow-commands``, else rejected
+with a note.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from acp.schema import (
     DeniedOutcome,
     ReadTextFileResponse,
     RequestPermissionResponse,
+    ToolCallProgress,
+    ToolCallStart,
     WriteTextFileResponse,
 )
 
@@ -76,6 +80,37 @@ class ForeignClient(TerminalClient):
         self.allow_commands = allow_commands
         self.refused = 0
         """Permissions refused (without ``--allow-commands``)."""
+        self._titles: dict[str, str] = {}
+        self._seen: dict[str, tuple[str, ...]] = {}
+        """Each captured file's hunk ids as of the last capture: what a tool call changed is what moved."""
+        self._captures: list[asyncio.Future[None]] = []
+        self._capturing = asyncio.Lock()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        """Print the update; after each tool call the agent reports done, capture the shadow and say which
+        files that call changed (the turn's end captures again: that change set is the one printed)."""
+        await super().session_update(session_id, update, **kwargs)
+        if isinstance(update, ToolCallStart):
+            self._titles[update.tool_call_id] = update.title
+        elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
+            title = update.title or self._titles.get(update.tool_call_id) or "a tool call"
+            self._captures.append(asyncio.ensure_future(self._capture_after(title)))
+
+    async def _capture_after(self, title: str) -> None:
+        async with self._capturing:
+            params = ex.ExternalSessionParams(session_id=self.review_id)
+            captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, params)
+        now = {f.path: (f.status, *(h.id for h in f.hunks)) for f in captured.changeset.files}
+        moved = [path for path, state in now.items() if self._seen.get(path) != state]
+        moved += [path for path in self._seen if path not in now]
+        self._seen = now
+        if moved:
+            listed = ", ".join(f"{path} ({now[path][0] if path in now else 'reverted'})" for path in moved)
+            self.err.write(f"[review] {title}: {listed}\n")
+
+    async def captures_done(self) -> None:
+        """Wait for the captures started after tool calls (their failures only cost the attribution)."""
+        await asyncio.gather(*self._captures, return_exceptions=True)
 
     async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
         """Allow once with ``--allow-commands`` (the command runs in the shadow), else reject once."""
@@ -169,6 +204,7 @@ async def run_foreign(
         response = await conn.prompt(session_id=session_id, prompt=[text_block(task)])
         out.write("\n")
         err.write(f"[done] {response.stop_reason}\n")
+        await client.captures_done()
         captured = await agentconn.call(
             review, ex.EXTERNAL_CAPTURE, ex.ExternalSessionParams(session_id=review_id)
         )

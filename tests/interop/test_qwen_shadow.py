@@ -73,6 +73,8 @@ def test_what_qwen_writes_by_fs_and_by_shell_is_captured_and_the_workspace_untou
     assert "allowed once" in done.stderr
     assert "nothing was written" in done.stderr
     assert "Traceback" not in done.stderr  # Qwen's own notifications are ignored quietly
+    # Captured after each tool call, so the call that made each file is named.
+    assert f"{FS_FILE} (added)" in done.stderr and f"{SHELL_FILE} (added)" in done.stderr
     assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
     assert git(workspace, "status", "--porcelain") == ""
     # The agent worked in the shadow: that is the cwd it told the model, never the workspace.
