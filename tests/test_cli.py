@@ -165,3 +165,14 @@ def test_run_agent_needs_git_and_says_so_before_the_agent_starts(tmp_path: Path)
     assert done.returncode == 1
     assert "git init" in done.stderr and "Traceback" not in done.stderr
     assert not marker.exists()
+
+
+def test_run_agent_that_dies_at_start_is_reported_and_its_shadow_removed(git_workspace: Path) -> None:
+    agent = f"{sys.executable} -c \"import sys; sys.stderr.write('no key configured\\\\n'); sys.exit(3)\""
+    done = arbor("run", "-w", str(git_workspace), "--agent", agent, "task")
+    assert done.returncode == 1
+    assert "stopped unexpectedly" in done.stderr and "no key configured" in done.stderr
+    worktrees = subprocess.run(
+        ["git", "worktree", "list"], cwd=git_workspace, capture_output=True, text=True, check=True
+    ).stdout
+    assert worktrees.count("\n") == 1

@@ -203,9 +203,10 @@ async def run_task(
         drain.cancel()
 
 
-async def apply_and_report(conn: Any, session_id: str, err: TextIO) -> bool:
-    """Accept every hunk and apply; False when some file could not be written."""
-    result = await apply_all(conn, session_id)
+async def apply_and_report(conn: Any, session_id: str, err: TextIO, message: str | None = None) -> bool:
+    """Accept every hunk and apply (committed with ``message``, default: from the session's title); False
+    when some file could not be written."""
+    result = await apply_all(conn, session_id, message=message)
     if result.batch is not None:
         commit = f", commit {result.batch.commit[:12]}" if result.batch.commit else ""
         err.write(f"[review] applied batch {result.batch.id}: {len(result.batch.paths)} file(s){commit}\n")

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shlex
 import signal
 import sys
 from typing import Any, TextIO
@@ -34,6 +35,7 @@ from acp.schema import (
 
 from ide import agentconn
 from ide.agentproc import AgentChoice, AgentProcess, StderrTail, drain_stderr, error_from_request, spawn_agent
+from ide.changes.review import commit_subject
 from ide.headless import (
     BACKEND_COMMAND,
     EXIT_CANCELLED,
@@ -145,6 +147,12 @@ class ForeignClient(TerminalClient):
         return WriteTextFileResponse()
 
 
+def commit_message(task: str, agent: str) -> str:
+    """The commit of an applied foreign turn: the task's first line, and which agent made the change."""
+    subject = commit_subject(task) or "Apply reviewed changes"
+    return f"{subject}\n\nMade by {agent} in a shadow workspace, reviewed with arbor run."
+
+
 async def run_foreign(
     workspace: str,
     task: str,
@@ -216,13 +224,16 @@ async def run_foreign(
             if not apply:
                 out.write(marked_diff(captured.changeset))
                 err.write("[review] nothing was written; run again with --apply to apply these changes\n")
-            elif not await apply_and_report(review, review_id, err):
+            elif not await apply_and_report(review, review_id, err, commit_message(task, agent.name)):
                 return EXIT_FAILED
         else:
             err.write("[review] the agent changed nothing\n")
         return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
     except RequestError as exc:
         err.write(f"\narbor: {error_from_request(exc).text()}\n")
+        return EXIT_FAILED
+    except agentconn.NoAnswer as exc:
+        err.write(f"\narbor: {exc.info.text()}\n")
         return EXIT_FAILED
     except ConnectionError:
         err.write("\narbor: the agent or Arbor's backend stopped unexpectedly\n")
@@ -231,6 +242,9 @@ async def run_foreign(
                 await asyncio.wait_for(asyncio.shield(drain), 1.0)
         tail = log_tail.text()
         err.write(f"{tail}\n" if tail else "")
+        return EXIT_FAILED
+    except OSError as exc:  # after ConnectionError, which is one too
+        err.write(f"\narbor: cannot start the agent `{shlex.join(agent.command)}`: {exc.strerror or exc}\n")
         return EXIT_FAILED
     finally:
         logging.getLogger().removeFilter(quiet)
