@@ -153,6 +153,126 @@ def commit_message(task: str, agent: str) -> str:
     return f"{subject}\n\nMade by {agent} in a shadow workspace, reviewed with arbor run."
 
 
+class ForeignRun:
+    """Arbor's backend holding a shadow of the workspace and its review, and the foreign agent working in
+    it, for as many turns as :meth:`turn` is called; ``async with`` starts and stops all of it (the shadow
+    is removed, whatever happened)."""
+
+    def __init__(
+        self,
+        workspace: str,
+        agent: AgentChoice,
+        out: TextIO,
+        err: TextIO,
+        *,
+        allow_commands: bool = False,
+        backend_command: list[str] | None = None,
+    ) -> None:
+        self.workspace, self.agent, self.out, self.err = workspace, agent, out, err
+        self.allow_commands = allow_commands
+        self.backend_command = backend_command or BACKEND_COMMAND
+        self.review: Any = None
+        """The connection to Arbor's backend, where the review session is (``_arbor/review/*``)."""
+        self.review_id: str | None = None
+        self.shadow_cwd: str | None = None
+        self.conn: Any = None
+        """The connection to the foreign agent."""
+        self.session_id: str | None = None
+        self.client: ForeignClient | None = None
+        self.log_tail = StderrTail(max_lines=LOG_TAIL_LINES)
+        """The foreign agent's last stderr lines (what it said before it died)."""
+        self._backend: AgentProcess | None = None
+        self._foreign: asyncio.subprocess.Process | None = None
+        self._drain: asyncio.Future[None] | None = None
+        self._turns = 0
+
+    async def __aenter__(self) -> ForeignRun:
+        try:
+            await self._start()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _start(self) -> None:
+        self._backend = await AgentProcess.spawn(self.backend_command, os.environ.copy())
+        callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
+        self.review = agentconn.connect(self._backend, callbacks)
+        await agentconn.initialize(self.review, meta={"review": True}, client="arbor-run")
+        params = ex.ExternalShadowParams(cwd=self.workspace, agent=self.agent.name)
+        shadow = await agentconn.call(self.review, ex.EXTERNAL_SHADOW, params, SHADOW_TIMEOUTS)
+        self.review_id, self.shadow_cwd = shadow.session_id, shadow.cwd
+        for note in shadow.notes:
+            self.err.write(f"[shadow] {note}\n")
+        self.err.write(f"[shadow] {self.agent.name} works in a shadow of the workspace: {shadow.cwd}\n")
+        env = {**os.environ, **self.agent.env, "PWD": shadow.cwd}
+        self._foreign = foreign = await spawn_agent(self.agent.command, env, shadow.cwd)
+        assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
+        self._drain = asyncio.ensure_future(drain_stderr(foreign.stderr, self.log_tail))
+        self.client = ForeignClient(
+            self.out, self.err, self.review, shadow.session_id, allow_commands=self.allow_commands
+        )
+        self.conn = connect_to_agent(self.client, foreign.stdin, foreign.stdout)  # type: ignore[arg-type]
+        await agentconn.initialize(self.conn, meta={}, client="arbor-run", fs=True)
+        new = self.conn.new_session(cwd=shadow.cwd, mcp_servers=[])
+        session = await agentconn.within(new, "session/new", agentconn.DEFAULT_TIMEOUTS)
+        self.session_id = session.session_id
+
+    async def turn(self, task: str) -> tuple[Any, ex.ExternalCapture]:
+        """One prompt turn: from the second on, the shadow first takes in what the user decided and edited
+        (``_arbor/external/turn_start``); then the agent works; then the shadow is captured. Returns the
+        agent's ``PromptResponse`` and the capture."""
+        assert self.conn is not None and self.client is not None and self.review_id is not None
+        params = ex.ExternalSessionParams(session_id=self.review_id)
+        if self._turns:
+            started = await agentconn.call(self.review, ex.EXTERNAL_TURN_START, params)
+            for path in started.conflicts:
+                self.err.write(
+                    f"[shadow] {path}: your edits and the agent's overlap; the agent keeps its own\n"
+                )
+        self._turns += 1
+        response = await self.conn.prompt(session_id=self.session_id, prompt=[text_block(task)])
+        self.out.write("\n")
+        self.err.write(f"[done] {response.stop_reason}\n")
+        await self.client.captures_done()
+        captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, params)
+        for path, why in captured.skipped.items():
+            self.err.write(f"[review] not captured: {path}: {why}\n")
+        return response, captured
+
+    def cancel(self) -> None:
+        """Ask the agent to end the running turn (Ctrl-C)."""
+        if self.conn is not None and self.session_id is not None:
+            task = asyncio.ensure_future(agentconn.cancel(self.conn, self.session_id))
+            task.add_done_callback(lambda _: None)
+
+    async def agent_said(self) -> str:
+        """The foreign agent's last stderr lines, once it has written them."""
+        if self._drain is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._drain), 1.0)
+        return self.log_tail.text()
+
+    async def aclose(self) -> None:
+        """Stop the agent, remove the shadow, stop Arbor's backend."""
+        if self._foreign is not None:
+            await close_backend(self.conn, self._foreign, AGENT_STOP_GRACE_S)
+        if self._drain is not None:
+            await self.agent_said()  # its last words explain a death: read them before stopping the drain
+            self._drain.cancel()
+        if self.review_id is not None:
+            params = ex.ExternalSessionParams(session_id=self.review_id)
+            with contextlib.suppress(Exception):
+                await agentconn.call(self.review, ex.EXTERNAL_CLOSE, params)
+        if self._backend is not None:
+            await close_backend(self.review, self._backend.process)
+        self._foreign = self._backend = self._drain = None
+        self.review_id = None
+
+
 async def run_foreign(
     workspace: str,
     task: str,
@@ -167,68 +287,27 @@ async def run_foreign(
     """Run one turn of ``agent`` on a shadow of ``workspace`` (absolute) and print or apply what it
     changed; the exit code says how it ended."""
     out, err = EscapedText(out), EscapedText(err)  # type: ignore[assignment]
-    backend = await AgentProcess.spawn(backend_command or BACKEND_COMMAND, os.environ.copy())
-    review = agentconn.connect(
-        backend, agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
-    )
-    foreign: asyncio.subprocess.Process | None = None
-    conn: Any = None
-    review_id: str | None = None
-    drain: asyncio.Future[None] | None = None
-    log_tail = StderrTail(max_lines=LOG_TAIL_LINES)
     loop = asyncio.get_running_loop()
-    session_id: str | None = None
-    pending: set[asyncio.Future[None]] = set()
-
-    def on_interrupt() -> None:
-        if session_id is not None and conn is not None:
-            future = asyncio.ensure_future(agentconn.cancel(conn, session_id))
-            pending.add(future)
-            future.add_done_callback(pending.discard)
-
+    run = ForeignRun(
+        workspace, agent, out, err, allow_commands=allow_commands, backend_command=backend_command
+    )
     with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        loop.add_signal_handler(signal.SIGINT, run.cancel)
     quiet = _QuietUnknownNotifications()
     logging.getLogger().addFilter(quiet)
     try:
-        await agentconn.initialize(review, meta={"review": True}, client="arbor-run")
-        params = ex.ExternalShadowParams(cwd=workspace, agent=agent.name)
-        shadow = await agentconn.call(review, ex.EXTERNAL_SHADOW, params, SHADOW_TIMEOUTS)
-        review_id = shadow.session_id
-        for note in shadow.notes:
-            err.write(f"[shadow] {note}\n")
-        err.write(f"[shadow] {agent.name} works in a shadow of the workspace: {shadow.cwd}\n")
-        env = {**os.environ, **agent.env, "PWD": shadow.cwd}
-        foreign = await spawn_agent(agent.command, env, shadow.cwd)
-        assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
-        drain = asyncio.ensure_future(drain_stderr(foreign.stderr, log_tail))
-        client = ForeignClient(out, err, review, review_id, allow_commands=allow_commands)
-        conn = connect_to_agent(client, foreign.stdin, foreign.stdout)  # type: ignore[arg-type]
-        await agentconn.initialize(conn, meta={}, client="arbor-run", fs=True)
-        session = await agentconn.within(
-            conn.new_session(cwd=shadow.cwd, mcp_servers=[]), "session/new", agentconn.DEFAULT_TIMEOUTS
-        )
-        session_id = session.session_id
-        response = await conn.prompt(session_id=session_id, prompt=[text_block(task)])
-        out.write("\n")
-        err.write(f"[done] {response.stop_reason}\n")
-        await client.captures_done()
-        captured = await agentconn.call(
-            review, ex.EXTERNAL_CAPTURE, ex.ExternalSessionParams(session_id=review_id)
-        )
-        for path, why in captured.skipped.items():
-            err.write(f"[review] not captured: {path}: {why}\n")
-        if response.stop_reason == "cancelled":
-            return EXIT_CANCELLED
-        if captured.changeset.files:
-            if not apply:
+        async with run:
+            response, captured = await run.turn(task)
+            if response.stop_reason == "cancelled":
+                return EXIT_CANCELLED
+            if not captured.changeset.files:
+                err.write("[review] the agent changed nothing\n")
+            elif not apply:
                 out.write(marked_diff(captured.changeset))
                 err.write("[review] nothing was written; run again with --apply to apply these changes\n")
-            elif not await apply_and_report(review, review_id, err, commit_message(task, agent.name)):
+            elif not await apply_and_report(run.review, run.review_id, err, commit_message(task, agent.name)):
                 return EXIT_FAILED
-        else:
-            err.write("[review] the agent changed nothing\n")
-        return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
+            return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
     except RequestError as exc:
         err.write(f"\narbor: {error_from_request(exc).text()}\n")
         return EXIT_FAILED
@@ -237,11 +316,8 @@ async def run_foreign(
         return EXIT_FAILED
     except ConnectionError:
         err.write("\narbor: the agent or Arbor's backend stopped unexpectedly\n")
-        if drain is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(drain), 1.0)
-        tail = log_tail.text()
-        err.write(f"{tail}\n" if tail else "")
+        said = run.log_tail.text()
+        err.write(f"{said}\n" if said else "")
         return EXIT_FAILED
     except OSError as exc:  # after ConnectionError, which is one too
         err.write(f"\narbor: cannot start the agent `{shlex.join(agent.command)}`: {exc.strerror or exc}\n")
@@ -250,13 +326,3 @@ async def run_foreign(
         logging.getLogger().removeFilter(quiet)
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
-        if foreign is not None:
-            await close_backend(conn, foreign, AGENT_STOP_GRACE_S)
-        if drain is not None:
-            drain.cancel()
-        if review_id is not None:
-            with contextlib.suppress(Exception):
-                await agentconn.call(
-                    review, ex.EXTERNAL_CLOSE, ex.ExternalSessionParams(session_id=review_id)
-                )
-        await close_backend(review, backend.process)

@@ -2,10 +2,12 @@
 server: it writes one file through ``fs/write_text_file`` and one with a shell command, straight to disk.
 Both are captured from the shadow workspace it was given and printed as the change set, the workspace
 is untouched (and its path never reaches the model); ``--apply`` commits both; without
-``--allow-commands`` the command is refused with a note."""
+``--allow-commands`` the command is refused with a note. Over two turns, a file the user rejected is gone
+from the shadow and the user's edit is there when the agent looks next."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -13,11 +15,29 @@ from pathlib import Path
 
 import pytest
 
+from ide import agentconn
+from ide.agentproc import resolve_agent
+from ide.headless.foreign import ForeignRun
+from ide.protocol.review import DECIDE, DecideParams
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git import git
-from tests.support.qwen import DONE, FS_FILE, FS_TEXT, SHELL_FILE, SHELL_TEXT, QwenScript, qwen_command
+from tests.support.qwen import (
+    DONE,
+    FS_FILE,
+    FS_TEXT,
+    LOOK_COMMAND,
+    LOOK_TASK,
+    MAKE_TASK,
+    SHELL_FILE,
+    SHELL_TEXT,
+    QwenScript,
+    qwen_command,
+    tool_outputs,
+)
 
 RUN_TIMEOUT_S = 300
+SHADOW_CWD = r"/[^\s\"'\\]*arbor-scratch-\d+-shadow-[A-Za-z0-9_]+/ws"
+USER_EDIT = 'print("hello, edited by the user between turns")\n'
 
 
 @pytest.fixture
@@ -36,7 +56,7 @@ def arbor_run(
 ) -> tuple[subprocess.CompletedProcess[str], QwenScript, FakeOpenAI]:
     home = tmp_path / "home"  # Qwen Code stops at start when $HOME does not exist
     home.mkdir(exist_ok=True)
-    script = QwenScript(r"/[^\s\"'\\]*arbor-scratch-\d+-shadow-[A-Za-z0-9_]+/ws")
+    script = QwenScript(SHADOW_CWD)
     with FakeOpenAI(side=script) as server:
         command = qwen_command(node_peers, server.url)
         done = subprocess.run(
@@ -50,7 +70,7 @@ def arbor_run(
                 "--agent",
                 command,
                 *flags,
-                "make two files",
+                MAKE_TASK,
             ],
             env={**os.environ, "HOME": str(home)},
             capture_output=True,
@@ -105,4 +125,32 @@ def test_without_allow_commands_the_command_is_refused_with_a_note(
     assert "refused (run with --allow-commands" in done.stderr
     assert f"+++ b/{FS_FILE}" in done.stdout
     assert SHELL_FILE not in done.stdout
+    assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
+
+
+async def test_the_next_turn_sees_the_rejection_and_the_users_edit(
+    node_peers: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    script = QwenScript(SHADOW_CWD)
+    with FakeOpenAI(side=script) as server:
+        agent = resolve_agent(qwen_command(node_peers, server.url), {})
+        async with ForeignRun(
+            str(workspace), agent, io.StringIO(), io.StringIO(), allow_commands=True
+        ) as run:
+            _, first = await run.turn(MAKE_TASK)
+            assert sorted(f.path for f in first.changeset.files) == [FS_FILE, SHELL_FILE]
+            rejected = DecideParams(session_id=run.review_id, decision="rejected", paths=[SHELL_FILE])
+            await agentconn.call(run.review, DECIDE, rejected)
+            (workspace / "hello.py").write_text(USER_EDIT)
+            _, second = await run.turn(LOOK_TASK)
+            shadow = Path(run.shadow_cwd)
+            assert [f.path for f in second.changeset.files] == [FS_FILE]
+            assert not (shadow / SHELL_FILE).exists() and (shadow / "hello.py").read_text() == USER_EDIT
+        (seen,) = tool_outputs(server.bodies, LOOK_COMMAND)
+    # What the agent's command printed in the second turn: the rejected file gone, the user's edit there.
+    assert FS_FILE in seen and SHELL_FILE not in seen and "edited by the user between turns" in seen
+    assert not shadow.exists()
     assert sorted(os.listdir(workspace)) == [".git", "hello.py"]

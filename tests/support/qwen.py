@@ -2,10 +2,12 @@
 driven by a scripted OpenAI-compatible endpoint (:mod:`tests.support.fake_openai`).
 
 The script answers by where the conversation is, not by request count, so Qwen's side calls and retries
-cannot shift it: no tool result yet → ``write_file`` of ``made_by_fs.py`` (an absolute path in the cwd the
-agent was given, read from its prompt), one → ``run_shell_command`` that makes ``made_by_shell.py`` with
-``printf``, more → a final answer. Qwen's command classifier (a side call whose only tool is
-``respond_in_schema``) is told to block, so Qwen asks the client's permission before the command runs.
+cannot shift it. For the prompt :data:`MAKE_TASK`: no tool result yet → ``write_file`` of
+``made_by_fs.py`` (an absolute path in the cwd the agent was given, read from its prompt), one →
+``run_shell_command`` that makes ``made_by_shell.py`` with ``printf``, more → a final answer. For
+:data:`LOOK_TASK`: a command listing the files and printing ``hello.py``, then an answer. Qwen's command
+classifier (a side call whose only tool is ``respond_in_schema``) is told to block, so Qwen asks the
+client's permission before each command.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ SHELL_FILE = "made_by_shell.py"
 SHELL_TEXT = "print('written by a shell command')\n"
 SHELL_COMMAND = f"printf '%s' {shlex.quote(SHELL_TEXT)} > {SHELL_FILE}"
 DONE = "Both files are made."
+MAKE_TASK = "make two files"
+LOOK_TASK = "look at the files"
+LOOK_COMMAND = "ls -a; cat hello.py"
+LOOKED = "I looked."
 
 
 def qwen_command(node_peers: Path, base_url: str) -> str:
@@ -45,22 +51,49 @@ class QwenScript:
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         tools = [tool["function"]["name"] for tool in body.get("tools") or []]
-        text = json.dumps(body.get("messages") or [])
+        messages = body.get("messages") or []
+        text = json.dumps(messages)
         self.cwds.update(self._cwd.findall(text.replace("\\/", "/")))
         if tools == ["respond_in_schema"]:
             return {"tool_calls": [{"name": "respond_in_schema", "args": {"shouldBlock": True}}]}
         if "write_file" not in tools:
             return {"content": "ok"}
-        results = sum(1 for message in body.get("messages") or [] if message.get("role") == "tool")
+        task, results = _turn(messages)
+        if task == LOOK_TASK:
+            if results == 0:
+                args = {"command": LOOK_COMMAND, "description": "look", "is_background": False}
+                return {"tool_calls": [{"name": "run_shell_command", "args": args}]}
+            return {"content": LOOKED}
         if results == 0:
             found = self._cwd.search(text)
             cwd = found.group(0) if found else "/nonexistent"
-            return {
-                "tool_calls": [
-                    {"name": "write_file", "args": {"file_path": f"{cwd}/{FS_FILE}", "content": FS_TEXT}}
-                ]
-            }
+            args = {"file_path": f"{cwd}/{FS_FILE}", "content": FS_TEXT}
+            return {"tool_calls": [{"name": "write_file", "args": args}]}
         if results == 1:
             args = {"command": SHELL_COMMAND, "description": "make a file", "is_background": False}
             return {"tool_calls": [{"name": "run_shell_command", "args": args}]}
         return {"content": DONE}
+
+
+def _turn(messages: list[dict[str, Any]]) -> tuple[str, int]:
+    """The task of the turn in progress (the last user message naming one) and the tool results since."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") != "user":
+            continue
+        said = json.dumps(message.get("content"))
+        for task in (LOOK_TASK, MAKE_TASK):
+            if task in said:
+                return task, sum(1 for later in messages[index:] if later.get("role") == "tool")
+    return MAKE_TASK, sum(1 for message in messages if message.get("role") == "tool")
+
+
+def tool_outputs(bodies: list[dict[str, Any]], command: str = "") -> list[str]:
+    """The tool results the agent sent the model (each once), those of ``command`` only when given."""
+    found = dict.fromkeys(
+        json.dumps(message.get("content"))
+        for body in bodies
+        for message in body.get("messages") or []
+        if message.get("role") == "tool"
+    )
+    return [text for text in found if command in text]
