@@ -310,8 +310,10 @@ class Confined:
         None: how a checkpoint or a batch records a file that does not exist."""
         if data is None:
             self.remove(rel)
+        elif durable:
+            self.write(rel, data, mode or 0o644)
         else:
-            self.write(rel, data, mode or 0o644, durable=durable)
+            self.write(rel, data, mode or 0o644, durable=False)
 
     def remove(self, rel: str) -> None:
         """Delete ``rel`` (never through a link), then the directories it leaves empty, as git does."""
