@@ -394,6 +394,21 @@ class Shadow:
             self._set_baseline(rel, mine)
         return conflicts
 
+    def workspace_changes(self) -> list[str]:
+        """Workspace files that differ from the baseline now: the user's own edits since it was taken, or
+        an agent writing outside its shadow (a file it cannot read through no link counts as changed)."""
+        real = Confined(self.workspace)
+        changed: list[str] = []
+        for rel in sorted(self._uncommitted() | self._base.keys()):
+            try:
+                now = Base(*real.read(rel, self.max_file_bytes))
+            except ChangeError:
+                changed.append(rel)
+                continue
+            if now != self.baseline(rel):
+                changed.append(rel)
+        return changed
+
     def close(self) -> None:
         """Remove the worktree and its admin entry; safe to call twice."""
         if self.closed:

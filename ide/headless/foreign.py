@@ -100,7 +100,7 @@ class ForeignClient(TerminalClient):
 
     async def _capture_after(self, title: str) -> None:
         async with self._capturing:
-            params = ex.ExternalSessionParams(session_id=self.review_id)
+            params = ex.ExternalCaptureParams(session_id=self.review_id)
             captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, params)
         now = {f.path: (f.status, *(h.id for h in f.hunks)) for f in captured.changeset.files}
         moved = [path for path, state in now.items() if self._seen.get(path) != state]
@@ -238,9 +238,16 @@ class ForeignRun:
         self.out.write("\n")
         self.err.write(f"[done] {response.stop_reason}\n")
         await self.client.captures_done()
-        captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, params)
+        final = ex.ExternalCaptureParams(session_id=self.review_id, workspace=True)
+        captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, final)
         for path, why in captured.skipped.items():
             self.err.write(f"[review] not captured: {path}: {why}\n")
+        if captured.workspace_changed:
+            listed = ", ".join(captured.workspace_changed)
+            self.err.write(
+                f"[review] written outside review: {listed} changed in the workspace itself during the turn "
+                "(not by Arbor: the agent wrote outside its shadow, or you edited meanwhile)\n"
+            )
         return response, captured
 
     def cancel(self) -> None:

@@ -62,10 +62,22 @@ class ExternalSessionParams(BaseModel):
     session_id: str
 
 
+class ExternalCaptureParams(BaseModel):
+    session_id: str
+    workspace: bool = Field(
+        False, description="Also list the workspace files changed since the shadow's baseline (a scan)"
+    )
+
+
 class ExternalCapture(BaseModel):
     changeset: ChangeSetView = Field(description="The review after the capture")
     skipped: dict[str, str] = Field(
         default_factory=dict, description="Changed paths not captured (links, too large), and why"
+    )
+    workspace_changed: list[str] = Field(
+        default_factory=list,
+        description="With workspace: files of the workspace itself that changed since the shadow's baseline "
+        "— the user's edits, or an agent writing outside its shadow",
     )
     conflicts: list[str] = Field(
         default_factory=list,
@@ -81,7 +93,7 @@ EXTERNAL_OPEN = Method("arbor/external/open", ExternalOpenParams, ExternalSessio
 EXTERNAL_WRITE = Method("arbor/external/write", ExternalWriteParams, ChangeSetView)
 EXTERNAL_READ = Method("arbor/external/read", ExternalReadParams, ExternalText)
 EXTERNAL_SHADOW = Method("arbor/external/shadow", ExternalShadowParams, ExternalShadow)
-EXTERNAL_CAPTURE = Method("arbor/external/capture", ExternalSessionParams, ExternalCapture)
+EXTERNAL_CAPTURE = Method("arbor/external/capture", ExternalCaptureParams, ExternalCapture)
 EXTERNAL_TURN_START = Method("arbor/external/turn_start", ExternalSessionParams, ExternalCapture)
 EXTERNAL_CLOSE = Method("arbor/external/close", ExternalSessionParams, ExternalClosed)
 EXTERNAL_METHODS = (

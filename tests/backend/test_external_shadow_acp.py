@@ -48,6 +48,14 @@ async def test_a_shadow_session_captures_reverts_takes_in_applies_and_closes(git
         ]
         assert not (git_workspace / "made_by_shell.py").exists()
         assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+        # An agent that writes into the real workspace is not captured, but it is reported.
+        (git_workspace / "sneaky.py").write_text("print('outside the shadow')\n")
+        scanned = ex.ExternalCapture.model_validate(
+            await conn.ext_method(ex.EXTERNAL_CAPTURE, {"session_id": sid, "workspace": True})
+        )
+        assert scanned.workspace_changed == ["sneaky.py"]
+        assert "sneaky.py" not in [f.path for f in scanned.changeset.files]
+        (git_workspace / "sneaky.py").unlink()
 
         # The user rejects the shell file and edits README.md meanwhile: the next turn sees both.
         await conn.ext_method(

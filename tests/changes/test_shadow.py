@@ -209,3 +209,14 @@ def test_a_file_that_became_a_directory_and_a_directory_that_became_a_file_are_b
     found = shadow.capture().changes
     assert found["README.md"][1] == Base(None, None) and found["README.md/index.md"][0] == Base(None, None)
     assert found["pkg/greet.py"][1] == Base(None, None) and found["pkg"][1].data == b"now a file\n"
+
+
+def test_workspace_changes_name_what_changed_in_the_workspace_itself(
+    git_workspace: Path, shadow: Shadow
+) -> None:
+    assert shadow.workspace_changes() == []
+    (git_workspace / "README.md").write_text("changed behind the shadow\n")
+    (git_workspace / "notes.txt").unlink()  # the user's uncommitted file, gone
+    (git_workspace / "new.py").write_text("x\n")
+    (git_workspace / "ignored.log").write_text("x\n")
+    assert shadow.workspace_changes() == ["README.md", "new.py", "notes.txt"]

@@ -2,7 +2,8 @@
 server: it writes one file through ``fs/write_text_file`` and one with a shell command, straight to disk.
 Both are captured from the shadow workspace it was given and printed as the change set, the workspace
 is untouched (and its path never reaches the model); ``--apply`` commits both; without
-``--allow-commands`` the command is refused with a note. Over two turns, a file the user rejected is gone
+``--allow-commands`` the command is refused with a note; a command that writes into the real workspace
+is reported as written outside review. Over two turns, a file the user rejected is gone
 from the shadow and the user's edit is there when the agent looks next."""
 
 from __future__ import annotations
@@ -52,11 +53,11 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def arbor_run(
-    node_peers: Path, workspace: Path, tmp_path: Path, *flags: str
+    node_peers: Path, workspace: Path, tmp_path: Path, *flags: str, script: QwenScript | None = None
 ) -> tuple[subprocess.CompletedProcess[str], QwenScript, FakeOpenAI]:
     home = tmp_path / "home"  # Qwen Code stops at start when $HOME does not exist
     home.mkdir(exist_ok=True)
-    script = QwenScript(SHADOW_CWD)
+    script = script or QwenScript(SHADOW_CWD)
     with FakeOpenAI(side=script) as server:
         command = qwen_command(node_peers, server.url)
         done = subprocess.run(
@@ -154,3 +155,14 @@ async def test_the_next_turn_sees_the_rejection_and_the_users_edit(
     assert FS_FILE in seen and SHELL_FILE not in seen and "edited by the user between turns" in seen
     assert not shadow.exists()
     assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
+
+
+def test_a_command_that_writes_into_the_real_workspace_is_reported(
+    node_peers: Path, workspace: Path, tmp_path: Path
+) -> None:
+    sneaky = workspace / "sneaky.py"
+    script = QwenScript(SHADOW_CWD, shell_command=f"printf 'x = 1\\n' > {sneaky}")
+    done, _, _ = arbor_run(node_peers, workspace, tmp_path, "--allow-commands", script=script)
+    assert done.returncode == 0, done.stderr
+    assert "[review] written outside review: sneaky.py" in done.stderr
+    assert "+++ b/sneaky.py" not in done.stdout  # not captured: it never was in the shadow

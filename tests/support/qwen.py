@@ -44,8 +44,10 @@ def qwen_command(node_peers: Path, base_url: str) -> str:
 class QwenScript:
     """The ``side`` answerer of a FakeOpenAI that plays the model for Qwen Code; records the cwd it saw."""
 
-    def __init__(self, cwd_pattern: str) -> None:
+    def __init__(self, cwd_pattern: str, shell_command: str = SHELL_COMMAND) -> None:
         self._cwd = re.compile(cwd_pattern)
+        self.shell_command = shell_command
+        """What the model asks Qwen's ``run_shell_command`` to run in the first task."""
         self.cwds: set[str] = set()
         """Every path matching ``cwd_pattern`` that appeared in what Qwen sent the model."""
 
@@ -70,7 +72,7 @@ class QwenScript:
             args = {"file_path": f"{cwd}/{FS_FILE}", "content": FS_TEXT}
             return {"tool_calls": [{"name": "write_file", "args": args}]}
         if results == 1:
-            args = {"command": SHELL_COMMAND, "description": "make a file", "is_background": False}
+            args = {"command": self.shell_command, "description": "make a file", "is_background": False}
             return {"tool_calls": [{"name": "run_shell_command", "args": args}]}
         return {"content": DONE}
 

@@ -137,12 +137,16 @@ async def open_shadow(backend: Backend, request: ex.ExternalShadowParams) -> ex.
     return ex.ExternalShadow(session_id=opened.session_id, cwd=str(shadow.root), notes=shadow.notes)
 
 
-async def capture(backend: Backend, request: ex.ExternalSessionParams) -> ex.ExternalCapture:
-    """Diff the shadow into the session's review (after a tool call, at a turn's end)."""
+async def capture(backend: Backend, request: ex.ExternalCaptureParams) -> ex.ExternalCapture:
+    """Diff the shadow into the session's review (after a tool call, at a turn's end); with ``workspace``
+    also scan the workspace itself for what changed there meanwhile."""
     session = backend.session(request.session_id)
     shadow = _shadow(session)
     found = await asyncio.to_thread(shadow.fill, session.changeset)
-    return ex.ExternalCapture(changeset=session.review.view(), skipped=found.skipped)
+    changed = await asyncio.to_thread(shadow.workspace_changes) if request.workspace else []
+    return ex.ExternalCapture(
+        changeset=session.review.view(), skipped=found.skipped, workspace_changed=changed
+    )
 
 
 async def turn_start(backend: Backend, request: ex.ExternalSessionParams) -> ex.ExternalCapture:
