@@ -108,10 +108,16 @@ class Shadow:
             )
         tmp = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-shadow-")))
         top = tmp / (repo.top.name or "workspace")
-        with WORKTREES_LOCK:
-            # Parallel checkout (one worker per core): the checkout is most of the shadow's cost.
-            add = ("worktree", "add", "--detach", "--quiet", str(top), head)
-            git(repo.top, "-c", "checkout.workers=0", *add)
+        try:
+            with WORKTREES_LOCK:
+                # Parallel checkout (one worker per core): the checkout is most of the shadow's cost.
+                add = ("worktree", "add", "--detach", "--quiet", str(top), head)
+                git(repo.top, "-c", "checkout.workers=0", *add)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            with WORKTREES_LOCK:
+                git_cleanup(repo.top, "worktree", "prune")
+            raise
         shadow = cls(workspace, repo, tmp, top, head, max_file_bytes)
         atexit.register(_close_quietly, weakref.ref(shadow))
         try:
@@ -308,6 +314,8 @@ class Shadow:
         return result
 
     def _compare(self, rel: str, result: Capture, racy_before: int) -> None:
+        path = f"{self.root}/{rel}"
+        before = _stamp(path)
         try:
             now = self.read(rel)
         except ChangeError as exc:
@@ -315,9 +323,14 @@ class Shadow:
             return
         base = self.baseline(rel)
         if now == base:
-            found = _stamp(str(self.root / rel))
-            if found is not None and rel in self._known and found[1] < racy_before:
-                self._clean[rel] = found
+            # Trusted from now on only if nothing wrote the file while it was read, and not too recently.
+            if (
+                before is not None
+                and rel in self._known
+                and before[1] < racy_before
+                and _stamp(path) == before
+            ):
+                self._clean[rel] = before
             return
         result.changes[rel] = (base, now)
 
