@@ -376,17 +376,20 @@ async def cancel(conn: Any, session_id: str) -> None:
         await conn.cancel(session_id=session_id)
 
 
-async def apply_all(conn: Any, session_id: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS) -> ApplyResult:
+async def apply_all(
+    conn: Any, session_id: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS, *, message: str | None = None
+) -> ApplyResult:
     """Accept every hunk of the session's change set and apply it, as the window's Accept all + Apply
-    (``arbor run --apply``, ``arbor eval``); the agent's refusal raises its ``RequestError``, and so does
-    no answer in time (carrying Arbor's ErrorInfo that says so)."""
+    (``arbor run --apply``, ``arbor eval``), committed with ``message`` (default: from the session's
+    title); the agent's refusal raises its ``RequestError``, and so does no answer in time (carrying
+    Arbor's ErrorInfo that says so)."""
     from acp import RequestError
 
     decide = DecideParams(session_id=session_id, decision="accepted", all=True)
     try:
         # Only whether it was refused matters here: its answer (the change set) is not read.
         await within(conn.ext_method(DECIDE, decide.model_dump(mode="json")), f"_{DECIDE}", timeouts)
-        return await call(conn, APPLY, ApplyParams(session_id=session_id), timeouts)
+        return await call(conn, APPLY, ApplyParams(session_id=session_id, message=message), timeouts)
     except NoAnswer as exc:
         raise RequestError(ERROR_CODE, exc.info.message, error_data(exc.info)) from None
 

@@ -71,9 +71,11 @@ class AgentChoice:
     def is_arbor(self) -> bool:
         return self.name == ARBOR_AGENT
 
-    async def start(self) -> AgentProcess:
-        """Start the agent with the window's environment plus its own; OSError when it cannot be run."""
-        return await AgentProcess.spawn(self.command, {**os.environ, **self.env})
+    async def start(self, cwd: str | None = None) -> AgentProcess:
+        """Start the agent with the window's environment plus its own, in ``cwd`` when given (``PWD`` says
+        the same); OSError when it cannot be run."""
+        env = {**os.environ, **self.env, **({"PWD": cwd} if cwd else {})}
+        return await AgentProcess.spawn(self.command, env, cwd)
 
 
 def arbor_agent() -> AgentChoice:
@@ -168,11 +170,13 @@ class StderrTail:
 
 
 async def spawn_agent(
-    command: Sequence[str], env: Mapping[str, str] | None = None
+    command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
 ) -> asyncio.subprocess.Process:
-    """Start ``command`` with piped stdio in a new process group (``env`` replaces the environment)."""
+    """Start ``command`` with piped stdio in a new process group (``env`` replaces the environment), in
+    ``cwd`` when given (a foreign agent's shadow workspace)."""
     return await asyncio.create_subprocess_exec(
         *command,
+        cwd=cwd,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -243,9 +247,11 @@ class AgentProcess:
         self._drain = asyncio.ensure_future(drain_stderr(process.stderr, self.stderr))
 
     @classmethod
-    async def spawn(cls, command: Sequence[str], env: Mapping[str, str] | None = None) -> AgentProcess:
+    async def spawn(
+        cls, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
+    ) -> AgentProcess:
         """Start ``command`` (see :func:`spawn_agent`); OSError when it cannot be run."""
-        return cls(await spawn_agent(command, env))
+        return cls(await spawn_agent(command, env, cwd))
 
     async def wait(self) -> int:
         """The exit code, once the process is reaped and its last stderr lines are in the tail."""

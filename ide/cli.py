@@ -85,6 +85,19 @@ def _parser() -> argparse.ArgumentParser:
         help="let the test command run without asking (LATS, workflow test stages); commands an agent "
         "chooses (plan mode's run_command) are still refused",
     )
+    run.add_argument(
+        "--agent",
+        default=None,
+        help="run another ACP agent instead of Arbor's: a name of the [agents] settings table, or a "
+        "shell-quoted command line; it works in a shadow of the workspace and whatever it changes there is "
+        "captured into Arbor's review (printed, or applied with --apply)",
+    )
+    run.add_argument(
+        "--allow-commands",
+        action="store_true",
+        help="with --agent: answer the agent's command permissions with allow once (the commands run in the "
+        "shadow workspace); without it they are refused",
+    )
     run.add_argument("task", help="what the agent should do")
 
     rollback = sub.add_parser("rollback", help="roll back the last (or the named) applied batch")
@@ -261,6 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         workspace = Path(args.workspace).resolve()
         if not workspace.is_dir():
             return _fail(f"workspace {workspace} is not a directory")
+        if args.agent is not None and args.agent.strip().lower() != "arbor":
+            return _run_foreign(workspace, args)
+        if args.allow_commands:
+            return _fail("--allow-commands is for another agent's commands (with --agent)")
         return asyncio.run(
             run_task(
                 workspace,
@@ -343,6 +360,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if open_tree is not None and not (Path(open_tree).is_file() or (Path(open_tree) / REPORT_FILE).is_file()):
         return _fail(f"{open_tree} is not a file (nor a folder holding an arbor eval {REPORT_FILE})")
     return run_gui(workspace, Path(open_tree).resolve() if open_tree else None, agent)
+
+
+def _run_foreign(workspace: Path, args: argparse.Namespace) -> int:
+    """``arbor run --agent``: another ACP agent on a shadow of the workspace (ide.headless.foreign)."""
+    given = [flag for flag, value in (("--mode", args.mode), ("--workflow", args.workflow)) if value]
+    if args.allow_tests:
+        given.append("--allow-tests")
+    if given:
+        return _fail(
+            f"{', '.join(given)} choose how Arbor's own agent works; another agent (--agent) takes none"
+        )
+    try:
+        agent = _agent(workspace, args.agent)
+    except ValueError as exc:
+        return _fail(str(exc))
+    from ide.headless.foreign import run_foreign
+
+    return asyncio.run(
+        run_foreign(str(workspace), args.task, agent, allow_commands=args.allow_commands, apply=args.apply)
+    )
 
 
 def _agent(workspace: Path, spec: str) -> AgentChoice:

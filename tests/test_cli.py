@@ -179,3 +179,32 @@ def test_sigterm_ends_a_run_and_leaves_no_backend_behind(
     finally:
         run.kill()
     assert not any(group_alive(pid) for pid in backends), "the backend's process group is gone"
+
+
+def test_run_agent_flags_that_only_fit_one_kind_of_agent_are_refused(tmp_path: Path) -> None:
+    done = arbor("run", "-w", str(tmp_path), "--allow-commands", "task")
+    assert done.returncode == 2 and "--allow-commands is for another agent's commands" in done.stderr
+    done = arbor("run", "-w", str(tmp_path), "--agent", sys.executable, "--mode", "lats", "task")
+    assert done.returncode == 2 and "--mode" in done.stderr and "takes none" in done.stderr
+    done = arbor("run", "-w", str(tmp_path), "--agent", "no-such-agent-program --acp", "task")
+    assert done.returncode == 2 and "no program 'no-such-agent-program'" in done.stderr
+
+
+def test_run_agent_needs_git_and_says_so_before_the_agent_starts(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    agent = f"{sys.executable} -c \"open('{marker}', 'w')\""
+    done = arbor("run", "-w", str(tmp_path), "--agent", agent, "task")
+    assert done.returncode == 1
+    assert "git init" in done.stderr and "Traceback" not in done.stderr
+    assert not marker.exists()
+
+
+def test_run_agent_that_dies_at_start_is_reported_and_its_shadow_removed(git_workspace: Path) -> None:
+    agent = f"{sys.executable} -c \"import sys; sys.stderr.write('no key configured\\\\n'); sys.exit(3)\""
+    done = arbor("run", "-w", str(git_workspace), "--agent", agent, "task")
+    assert done.returncode == 1
+    assert "stopped unexpectedly" in done.stderr and "no key configured" in done.stderr
+    worktrees = subprocess.run(
+        ["git", "worktree", "list"], cwd=git_workspace, capture_output=True, text=True, check=True
+    ).stdout
+    assert worktrees.count("\n") == 1

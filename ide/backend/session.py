@@ -47,6 +47,7 @@ from ide.tools import ToolServices
 
 if TYPE_CHECKING:
     from ide.backend.services import WorkspaceServices
+    from ide.changes.shadow import Shadow
     from ide.memory.store import MemoryStore
     from ide.search.architectures import Architecture
     from ide.workflows.mode import ActiveRun
@@ -154,6 +155,8 @@ class Session:
     exact command — "always" for the tests never lets a model-chosen command run)."""
     commands_sent: bool = False
     """The slash commands went to the client on this connection."""
+    shadow: Shadow | None = None
+    """A foreign agent's shadow workspace, when this session reviews what it changed there."""
 
     def __post_init__(self) -> None:
         shared = self.services.memory

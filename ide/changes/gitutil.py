@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ide.changes.hunks import is_binary
-from ide.changes.overlay import ChangeError
+from ide.changes.overlay import ChangeError, FileTooLarge
 from ide.gitsafe import base_argv, git_argv, git_env
 
 
@@ -256,8 +256,37 @@ class Confined:
             except FileNotFoundError:
                 pass
 
-    def write(self, rel: str, data: bytes, mode: int) -> None:
-        """``rel`` written whole or not at all (temp file beside it, fsync, rename), through no link."""
+    def read(self, rel: str, limit: int) -> tuple[bytes | None, int | None]:
+        """(bytes, permission bits) of the file ``rel``, (None, None) when there is none (or a directory
+        is there), read through no link: a ChangeError when ``rel`` or a parent is a link, a
+        :class:`~ide.changes.overlay.FileTooLarge` over ``limit`` bytes."""
+        with self._parent(rel, create=False) as found:
+            if found is None:
+                return None, None
+            fd, name = found
+            try:
+                # Non-blocking: a FIFO put there must not hang the read.
+                handle = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), dir_fd=fd)
+            except FileNotFoundError:
+                return None, None
+            except OSError as exc:
+                if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                    return None, None
+                raise ChangeError(f"{rel} is a symbolic link or not a file ({exc.strerror})") from None
+            info = os.fstat(handle)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(handle)
+                if stat.S_ISDIR(info.st_mode):
+                    return None, None
+                raise ChangeError(f"{rel} is not a regular file")
+            with os.fdopen(handle, "rb") as opened:
+                if info.st_size > limit:
+                    raise FileTooLarge(f"{rel} is {info.st_size} bytes, over the {limit}-byte limit")
+                return opened.read(), stat.S_IMODE(info.st_mode)
+
+    def write(self, rel: str, data: bytes, mode: int, *, durable: bool = True) -> None:
+        """``rel`` written whole or not at all (temp file beside it, fsync when ``durable``, rename), through
+        no link."""
         with self._parent(rel, create=True) as found:
             fd, name = found  # type: ignore[misc]
             tmp = f".{name}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
@@ -266,8 +295,9 @@ class Confined:
             try:
                 with os.fdopen(out, "wb") as handle:
                     handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
+                    if durable:
+                        handle.flush()
+                        os.fsync(handle.fileno())
                 os.chmod(tmp, mode, dir_fd=fd)
                 os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
             except BaseException:
@@ -275,13 +305,15 @@ class Confined:
                     os.unlink(tmp, dir_fd=fd)
                 raise
 
-    def put(self, rel: str, data: bytes | None, mode: int | None) -> None:
+    def put(self, rel: str, data: bytes | None, mode: int | None, *, durable: bool = True) -> None:
         """``rel`` made to hold ``data`` (with ``mode``, 0o644 when not known), or removed when ``data`` is
         None: how a checkpoint or a batch records a file that does not exist."""
         if data is None:
             self.remove(rel)
-        else:
+        elif durable:
             self.write(rel, data, mode or 0o644)
+        else:
+            self.write(rel, data, mode or 0o644, durable=False)
 
     def remove(self, rel: str) -> None:
         """Delete ``rel`` (never through a link), then the directories it leaves empty, as git does."""

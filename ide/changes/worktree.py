@@ -21,7 +21,7 @@ from ide.settings import WorkspaceSettings
 
 PREFIX = "arbor-scratch-"
 _NAME = re.compile(rf"^{PREFIX}(\d+)-")
-_WORKTREES = threading.Lock()
+WORKTREES_LOCK = threading.Lock()
 """git worktree add, remove and prune one at a time: a prune or an add that lists the worktrees while
 another add is half done fails ("not a git repository: .git/worktrees/treeN"), as concurrent LATS test
 runs showed."""
@@ -41,7 +41,7 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
     worktree = False
     try:
         if repo is not None and repo.head():
-            with _WORKTREES:
+            with WORKTREES_LOCK:
                 git(repo.top, "worktree", "add", "--detach", "--quiet", str(checkout), "HEAD")
             worktree = True
             _copy_uncommitted(repo.top, checkout)
@@ -60,12 +60,12 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
             os.chmod(target, entry.mode or 0o644)
         yield workdir
     finally:
-        with _WORKTREES:
+        with WORKTREES_LOCK:
             if worktree and repo is not None:
-                _git_cleanup(repo.top, "worktree", "remove", "--force", str(checkout))
+                git_cleanup(repo.top, "worktree", "remove", "--force", str(checkout))
             shutil.rmtree(tmp, ignore_errors=True)
             if repo is not None:
-                _git_cleanup(repo.top, "worktree", "prune")
+                git_cleanup(repo.top, "worktree", "prune")
 
 
 def prune_stale_worktrees(root: Path) -> list[Path]:
@@ -79,12 +79,12 @@ def prune_stale_worktrees(root: Path) -> list[Path]:
         removed.append(path)
     repo = find_repo(root)
     if repo is not None:
-        with _WORKTREES:
-            _git_cleanup(repo.top, "worktree", "prune")
+        with WORKTREES_LOCK:
+            git_cleanup(repo.top, "worktree", "prune")
     return removed
 
 
-def _git_cleanup(top: Path, *args: str) -> None:
+def git_cleanup(top: Path, *args: str) -> None:
     """git in ``top`` for a clean-up whose failure leaves nothing worse (a worktree already gone)."""
     with contextlib.suppress(ChangeError):
         git(top, *args)

@@ -6,6 +6,11 @@ When the window drives a foreign agent (Claude Code, Gemini CLI, goose … over 
 its change set (never on disk), ``read`` reads through it (pending edits included). The session id then
 works with every ``_arbor/review/*`` method — hunk review, Apply with its checkpoint and commit, Roll back —
 exactly as for Arbor's own agent. Paths are absolute, confined to the workspace, secrets refused.
+
+Most agents write with their own tools and shell commands instead, so ``shadow`` opens a review session
+whose change set is captured from a shadow workspace (``ide/changes/shadow.py``): the agent gets the
+shadow as its cwd, ``read``/``write`` of that session are served from the shadow, ``capture`` diffs it
+into the review, ``turn_start`` makes it hold what the user decided and edited since, ``close`` removes it.
 """
 
 from __future__ import annotations
@@ -42,7 +47,61 @@ class ExternalText(BaseModel):
     content: str
 
 
+class ExternalShadowParams(BaseModel):
+    cwd: str = Field(description="The workspace (absolute); the agent is never given it")
+    agent: str = Field("", description="The foreign agent's name, shown as the review's title")
+
+
+class ExternalShadow(BaseModel):
+    session_id: str = Field(description="The review session: _arbor/external/* and _arbor/review/*")
+    cwd: str = Field(description="The shadow workspace: the agent's cwd, and where its fs/* paths point")
+    notes: list[str] = Field(default_factory=list, description="What the shadow could not hold, and why")
+
+
+class ExternalSessionParams(BaseModel):
+    session_id: str
+
+
+class ExternalCaptureParams(BaseModel):
+    session_id: str
+    workspace: bool = Field(
+        False, description="Also list the workspace files changed since the shadow's baseline (a scan)"
+    )
+
+
+class ExternalCapture(BaseModel):
+    changeset: ChangeSetView = Field(description="The review after the capture")
+    skipped: dict[str, str] = Field(
+        default_factory=dict, description="Changed paths not captured (links, too large), and why"
+    )
+    workspace_changed: list[str] = Field(
+        default_factory=list,
+        description="With workspace: files of the workspace itself that changed since the shadow's baseline "
+        "— the user's edits, or an agent writing outside its shadow",
+    )
+    conflicts: list[str] = Field(
+        default_factory=list,
+        description="At a turn's start: files the user and the agent both changed, in overlapping lines",
+    )
+
+
+class ExternalClosed(BaseModel):
+    removed: bool = Field(description="A shadow was removed (False: the session had none left)")
+
+
 EXTERNAL_OPEN = Method("arbor/external/open", ExternalOpenParams, ExternalSession)
 EXTERNAL_WRITE = Method("arbor/external/write", ExternalWriteParams, ChangeSetView)
 EXTERNAL_READ = Method("arbor/external/read", ExternalReadParams, ExternalText)
-EXTERNAL_METHODS = (EXTERNAL_OPEN, EXTERNAL_WRITE, EXTERNAL_READ)
+EXTERNAL_SHADOW = Method("arbor/external/shadow", ExternalShadowParams, ExternalShadow)
+EXTERNAL_CAPTURE = Method("arbor/external/capture", ExternalCaptureParams, ExternalCapture)
+EXTERNAL_TURN_START = Method("arbor/external/turn_start", ExternalSessionParams, ExternalCapture)
+EXTERNAL_CLOSE = Method("arbor/external/close", ExternalSessionParams, ExternalClosed)
+EXTERNAL_METHODS = (
+    EXTERNAL_OPEN,
+    EXTERNAL_WRITE,
+    EXTERNAL_READ,
+    EXTERNAL_SHADOW,
+    EXTERNAL_CAPTURE,
+    EXTERNAL_TURN_START,
+    EXTERNAL_CLOSE,
+)

@@ -16,9 +16,10 @@ calls whose ``function.arguments`` is not valid JSON. Server options: ``text_too
 not truncate), ``says_window`` (``"llama-server"``: ``/props`` and ``meta.n_ctx`` in ``/v1/models``;
 ``"vllm"``: ``max_model_len`` in ``/v1/models``; ``"lmstudio"``: ``/api/v0/models/<id>``; None: nowhere,
 as many servers). A ``max_completion_tokens`` (or ``max_tokens``) cap cuts the answer with
-``finish_reason`` "length".
-Recorded: ``bodies`` of /v1/chat/completions, ``gets`` (paths asked with GET), ``closed_early``
-(streams the client stopped reading).
+``finish_reason`` "length". ``side(body)`` may answer a request itself (a mapping in the same format)
+before the script is consulted: a real agent's side calls (a title, a next-speaker check) then leave the
+script alone. Recorded: ``bodies`` of /v1/chat/completions, ``gets`` (paths asked with GET),
+``closed_early`` (streams the client stopped reading).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -45,8 +46,10 @@ class FakeOpenAI:
         reject_response_format: bool = False,
         context_length: int = 32768,
         says_window: str | None = None,
+        side: Callable[[dict[str, Any]], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self.responses = [dict(r) for r in responses]
+        self.side = side
         self.model = model
         self.text_tool_calls = text_tool_calls
         self.reject_response_format = reject_response_format
@@ -154,7 +157,8 @@ class _Handler(BaseHTTPRequestHandler):
                 f"context length {self.fake.context_length}); try increasing the context size",
             )
             return
-        response = self.fake.take()
+        answered = self.fake.side(body) if self.fake.side is not None else None
+        response = dict(answered) if answered is not None else self.fake.take()
         if response is None:
             self._error(500, "fake openai: no scripted response left")
             return

@@ -1,9 +1,14 @@
 """Review for any ACP agent: another agent's file reads and writes, forwarded by Arbor's window, go through a
-change set held here, and its session id works with every ``_arbor/review/*`` method."""
+change set held here, and its session id works with every ``_arbor/review/*`` method.
+
+A session opened with ``_arbor/external/shadow`` holds a shadow workspace instead (ide.changes.shadow):
+the agent works there with whatever tools it has, its ``fs/*`` is served from there, and each capture
+diffs the shadow into the session's change set, so the review sees writes no ``fs/*`` call announced."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +21,7 @@ from ide.protocol.review import ChangeSetView
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
     from ide.backend.session import Session
+    from ide.changes.shadow import Shadow
     from ide.tools import Workspace
 
 
@@ -30,6 +36,8 @@ async def open_session(backend: Backend, request: ex.ExternalOpenParams) -> ex.E
 async def write(backend: Backend, request: ex.ExternalWriteParams) -> ChangeSetView:
     """Put a file's new text into the change set (nothing is written to disk before Apply)."""
     session = backend.session(request.session_id)
+    if session.shadow is not None:
+        return await asyncio.to_thread(_shadow_write, session, request.path, request.content)
     files = _confined(session)
     path = _resolve(files, request.path)
     rel = files.relative(path)
@@ -66,9 +74,12 @@ def _check_listed(files: Workspace, path: Path) -> None:
 
 async def read(backend: Backend, request: ex.ExternalReadParams) -> ex.ExternalText:
     """A file as the change set leaves it (the agent sees its own pending edits), or some of its lines."""
-    files = _confined(backend.session(request.session_id))
-    path = _resolve(files, request.path)
-    text = await asyncio.to_thread(_read, files, path)
+    session = backend.session(request.session_id)
+    if session.shadow is not None:
+        text = await asyncio.to_thread(_shadow_read, session.shadow, request.path)
+    else:
+        files = _confined(session)
+        text = await asyncio.to_thread(_read, files, _resolve(files, request.path))
     if request.line is not None or request.limit is not None:
         lines = text.splitlines(keepends=True)
         start = (request.line or 1) - 1
@@ -109,8 +120,121 @@ def _resolve(files: Workspace, path: str) -> Path:
         raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
 
 
+async def open_shadow(backend: Backend, request: ex.ExternalShadowParams) -> ex.ExternalShadow:
+    """A review session over a new shadow of the workspace: the agent's cwd (ChangeError: not in git)."""
+    from ide.changes.shadow import Shadow
+
+    cwd, settings = backend.workspace(request.cwd)
+    shadow = await asyncio.to_thread(
+        Shadow.create, Path(cwd), max_file_bytes=settings.workspace.max_file_bytes
+    )
+    try:
+        opened = await open_session(backend, ex.ExternalOpenParams(cwd=cwd, agent=request.agent))
+    except BaseException:
+        await asyncio.to_thread(shadow.close)
+        raise
+    backend.session(opened.session_id).shadow = shadow
+    return ex.ExternalShadow(session_id=opened.session_id, cwd=str(shadow.root), notes=shadow.notes)
+
+
+async def capture(backend: Backend, request: ex.ExternalCaptureParams) -> ex.ExternalCapture:
+    """Diff the shadow into the session's review (after a tool call, at a turn's end); with ``workspace``
+    also scan the workspace itself for what changed there meanwhile."""
+    session = backend.session(request.session_id)
+    shadow = _shadow(session)
+    found = await asyncio.to_thread(shadow.fill, session.changeset)
+    changed = await asyncio.to_thread(shadow.workspace_changes) if request.workspace else []
+    return ex.ExternalCapture(
+        changeset=session.review.view(), skipped=found.skipped, workspace_changed=changed
+    )
+
+
+async def turn_start(backend: Backend, request: ex.ExternalSessionParams) -> ex.ExternalCapture:
+    """Before the agent's next turn: rejected hunks reverted and applied files taken as the baseline in
+    the shadow, then the user's edits since taken in; the review is captured again."""
+    session = backend.session(request.session_id)
+    shadow = _shadow(session)
+
+    def prepare() -> tuple[list[str], dict[str, str]]:
+        shadow.settle(session.review)
+        conflicts = shadow.take_in()
+        return conflicts, shadow.fill(session.changeset).skipped
+
+    conflicts, skipped = await asyncio.to_thread(prepare)
+    return ex.ExternalCapture(changeset=session.review.view(), skipped=skipped, conflicts=conflicts)
+
+
+async def close(backend: Backend, request: ex.ExternalSessionParams) -> ex.ExternalClosed:
+    """Remove the session's shadow; its review (what was captured) stays."""
+    session = backend.session(request.session_id)
+    shadow, session.shadow = session.shadow, None
+    if shadow is not None:
+        await asyncio.to_thread(shadow.close)
+    return ex.ExternalClosed(removed=shadow is not None)
+
+
+def _shadow(session: Session) -> Shadow:
+    if session.shadow is None:
+        raise RequestError.invalid_params(
+            {"sessionId": session.id, "message": "this session has no shadow workspace (open it with shadow)"}
+        )
+    return session.shadow
+
+
+def _shadow_rel(shadow: Shadow, path: str) -> str:
+    """``path`` as a path inside the shadow, checked by its text (a link is refused when it is read or
+    written): absolute, below the shadow, not git's metadata."""
+    if not os.path.isabs(path):
+        raise RequestError.invalid_params(
+            {"path": path, "message": f"the path must be absolute, got {path!r}"}
+        )
+    normal = os.path.normpath(path)
+    root = str(shadow.root)
+    if not normal.startswith(root + os.sep):
+        raise RequestError.invalid_params(
+            {"path": path, "message": f"{path} is outside the agent's workspace {root}"}
+        )
+    rel = Path(normal[len(root) + 1 :]).as_posix()
+    if ".git" in rel.split("/"):
+        raise RequestError.invalid_params({"path": path, "message": f"{path} is git's metadata"})
+    return rel
+
+
+def _shadow_write(session: Session, path: str, content: str) -> ChangeSetView:
+    from ide.changes import ChangeError
+    from ide.changes.overlay import Base
+
+    shadow = _shadow(session)
+    rel = _shadow_rel(shadow, path)
+    try:
+        mode = shadow.read(rel).mode
+        shadow.put(rel, Base(content.encode("utf-8"), mode))
+        shadow.fill(session.changeset)
+    except (ChangeError, OSError) as exc:
+        raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
+    return session.review.view()
+
+
+def _shadow_read(shadow: Shadow, path: str) -> str:
+    from ide.changes import ChangeError
+    from ide.changes.overlay import decode
+
+    rel = _shadow_rel(shadow, path)
+    try:
+        data = shadow.read(rel).data
+    except (ChangeError, OSError) as exc:
+        raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
+    if data is None:
+        raise RequestError.invalid_params({"path": path, "message": f"{path} is not a file"})
+    return decode(data)[0]
+
+
 HANDLERS = (
     Handler(ex.EXTERNAL_OPEN, open_session),
     Handler(ex.EXTERNAL_WRITE, write),
     Handler(ex.EXTERNAL_READ, read),
+    Handler(ex.EXTERNAL_SHADOW, open_shadow),
+    Handler(ex.EXTERNAL_CAPTURE, capture),
+    Handler(ex.EXTERNAL_TURN_START, turn_start),
+    Handler(ex.EXTERNAL_CLOSE, close),
 )

@@ -181,7 +181,7 @@ async def run_task(
             if not apply:
                 out.write(marked_diff(client.changeset))
                 err.write("[review] nothing was written; run again with --apply to apply these changes\n")
-            elif not await _apply_all(conn, session_id, err):
+            elif not await apply_and_report(conn, session_id, err):
                 return EXIT_FAILED
         return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
     except RequestError as exc:
@@ -204,9 +204,10 @@ async def run_task(
         drain.cancel()
 
 
-async def _apply_all(conn: Any, session_id: str, err: TextIO) -> bool:
-    """Accept every hunk and apply; False when some file could not be written."""
-    result = await apply_all(conn, session_id)
+async def apply_and_report(conn: Any, session_id: str, err: TextIO, message: str | None = None) -> bool:
+    """Accept every hunk and apply (committed with ``message``, default: from the session's title); False
+    when some file could not be written."""
+    result = await apply_all(conn, session_id, message=message)
     if result.batch is not None:
         commit = f", commit {result.batch.commit[:12]}" if result.batch.commit else ""
         err.write(f"[review] applied batch {result.batch.id}: {len(result.batch.paths)} file(s){commit}\n")

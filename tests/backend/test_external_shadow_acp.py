@@ -1,0 +1,114 @@
+"""A foreign agent's shadow workspace over a real ``arbor acp``: the session's fs/* is served from the
+shadow, a capture finds what was written there by any means, a rejected hunk is reverted in the shadow at
+the next turn's start while the user's edits come in, Apply commits, close removes the shadow — and paths
+outside it, git's metadata and a workspace without git are refused with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from acp import RequestError
+
+from ide.protocol import external as ex
+from ide.protocol import review as rv
+from tests.support.acp_client import acp_backend
+from tests.support.git import git
+
+GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
+
+
+async def test_a_shadow_session_captures_reverts_takes_in_applies_and_closes(git_workspace: Path) -> None:
+    async with acp_backend() as backend:
+        conn = backend.conn
+        shadow = ex.ExternalShadow.model_validate(
+            await conn.ext_method(ex.EXTERNAL_SHADOW, {"cwd": str(git_workspace), "agent": "qwen"})
+        )
+        sid, root = shadow.session_id, Path(shadow.cwd)
+        assert root != git_workspace and (root / "pkg" / "greet.py").read_text() == GREET
+        # One write through fs/*, one as a shell command would make it (straight into the shadow).
+        view = rv.ChangeSetView.model_validate(
+            await conn.ext_method(
+                ex.EXTERNAL_WRITE,
+                {"session_id": sid, "path": str(root / "pkg" / "greet.py"), "content": GREET + "# fs\n"},
+            )
+        )
+        assert [f.path for f in view.files] == ["pkg/greet.py"]
+        read = await conn.ext_method(
+            ex.EXTERNAL_READ, {"session_id": sid, "path": str(root / "pkg/greet.py")}
+        )
+        assert read["content"] == GREET + "# fs\n"
+        (root / "made_by_shell.py").write_text("print(1)\n")
+        captured = ex.ExternalCapture.model_validate(
+            await conn.ext_method(ex.EXTERNAL_CAPTURE, {"session_id": sid})
+        )
+        assert [(f.path, f.status) for f in captured.changeset.files] == [
+            ("made_by_shell.py", "added"),
+            ("pkg/greet.py", "modified"),
+        ]
+        assert not (git_workspace / "made_by_shell.py").exists()
+        assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+        # An agent that writes into the real workspace is not captured, but it is reported.
+        (git_workspace / "sneaky.py").write_text("print('outside the shadow')\n")
+        scanned = ex.ExternalCapture.model_validate(
+            await conn.ext_method(ex.EXTERNAL_CAPTURE, {"session_id": sid, "workspace": True})
+        )
+        assert scanned.workspace_changed == ["sneaky.py"]
+        assert "sneaky.py" not in [f.path for f in scanned.changeset.files]
+        (git_workspace / "sneaky.py").unlink()
+
+        # The user rejects the shell file and edits README.md meanwhile: the next turn sees both.
+        await conn.ext_method(
+            rv.DECIDE, {"session_id": sid, "decision": "rejected", "paths": ["made_by_shell.py"]}
+        )
+        (git_workspace / "README.md").write_text("# demo by the user\n")
+        started = ex.ExternalCapture.model_validate(
+            await conn.ext_method(ex.EXTERNAL_TURN_START, {"session_id": sid})
+        )
+        assert not (root / "made_by_shell.py").exists()
+        assert (root / "README.md").read_text() == "# demo by the user\n"
+        assert [f.path for f in started.changeset.files] == ["pkg/greet.py"]
+
+        await conn.ext_method(rv.DECIDE, {"session_id": sid, "decision": "accepted", "all": True})
+        result = rv.ApplyResult.model_validate(await conn.ext_method(rv.APPLY, {"session_id": sid}))
+        assert result.batch is not None and result.batch.paths == ["pkg/greet.py"]
+        assert git(git_workspace, "show", "HEAD:pkg/greet.py") == GREET + "# fs\n"
+        assert git(git_workspace, "show", "HEAD:README.md") != "# demo by the user\n"  # the user's own edit
+
+        closed = await conn.ext_method(ex.EXTERNAL_CLOSE, {"session_id": sid})
+        assert closed == {"removed": True} and not root.exists()
+        assert git(git_workspace, "worktree", "list").count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        ("{ws}/pkg/greet.py", "outside the agent's workspace"),
+        ("{shadow}/../escape.py", "outside the agent's workspace"),
+        ("{shadow}/.git/config", "git's metadata"),
+        ("pkg/greet.py", "must be absolute"),
+    ],
+)
+async def test_shadow_fs_refuses_paths_outside_it(git_workspace: Path, where: str, why: str) -> None:
+    async with acp_backend() as backend:
+        shadow = ex.ExternalShadow.model_validate(
+            await backend.conn.ext_method(ex.EXTERNAL_SHADOW, {"cwd": str(git_workspace)})
+        )
+        path = where.format(ws=git_workspace, shadow=shadow.cwd)
+        for method, extra in ((ex.EXTERNAL_WRITE, {"content": "x"}), (ex.EXTERNAL_READ, {})):
+            with pytest.raises(RequestError) as caught:
+                await backend.conn.ext_method(
+                    method, {"session_id": shadow.session_id, "path": path, **extra}
+                )
+            assert why in str(caught.value.data)
+        assert (git_workspace / "pkg" / "greet.py").read_text() == GREET
+        await backend.conn.ext_method(ex.EXTERNAL_CLOSE, {"session_id": shadow.session_id})
+
+
+async def test_a_workspace_without_git_gets_no_shadow_and_is_told_why(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    async with acp_backend() as backend:
+        with pytest.raises(RequestError) as caught:
+            await backend.conn.ext_method(ex.EXTERNAL_SHADOW, {"cwd": str(plain)})
+        assert "git init" in str(caught.value.data)
