@@ -14,6 +14,13 @@ import pytest
 from tests.support.git import GIT_IDENTITY
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a ``long`` test first: the workers (``-n 2 --dist loadfile``) take files in collection
+    order, and a long file taken last would leave one worker running it alone while the other waits."""
+    first = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in first)  # stable: the order inside each file is kept
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):

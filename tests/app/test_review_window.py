@@ -174,7 +174,8 @@ def test_standard_acp_diffs_are_shown_read_only(
     window = make_window(git_workspace, command=[*REVIEW_AGENT, "--standard"], env=review_agent_env(log))
     wait_ready(qtbot, window)
     pane = window.review
-    with qtbot.waitSignal(pane.changesShown, timeout=TURN_TIMEOUT_MS):
+    # Each diff is shown as it streams in (changesShown once per file): the turn's end says all three came.
+    with qtbot.waitSignals([pane.changesShown, window.bridge.turnFinished], timeout=TURN_TIMEOUT_MS):
         window.send_prompt("edit 3")
     assert not pane.state.interactive and pane.note.isVisible()
     assert window.review_dock.isVisible()

@@ -223,6 +223,7 @@ def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_does_only_the_missing_ones(
     assert len(Evaluation(sim.options(out, [QUESTION, READER], ["react"], fresh=True)).pending()) == 2
 
 
+@pytest.mark.long
 def test_arbor_eval_runs_every_editing_mode_end_to_end(
     sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

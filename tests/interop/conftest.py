@@ -7,6 +7,7 @@ Without Node.js these tests are skipped, saying so.
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,12 +24,15 @@ def node_peers() -> Path:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("Node.js and npm are needed for the interop tests (apt-get install nodejs npm)")
-    if not (NODE_MODULES / ".package-lock.json").exists():
-        subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=HERE,
-            check=True,
-            capture_output=True,
-            timeout=600,
-        )
+    # The parallel workers may both get here first: one installs while the other waits on the lock.
+    with open(HERE / ".npm-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (NODE_MODULES / ".package-lock.json").exists():
+            subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=HERE,
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
     return HERE

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ide.backend.mcp_server import ANALYSES
 
 
@@ -62,6 +64,7 @@ def call(peers: Path, workspace: Path, tool: str, *args: str, **kw: Any) -> tupl
     return "".join(c.get("text", "") for c in answer["content"]), answer["isError"]
 
 
+@pytest.mark.long
 def test_the_inspector_lists_the_tools_and_sees_answers_and_refusals(
     node_peers: Path, git_workspace: Path
 ) -> None:

@@ -207,6 +207,7 @@ def silent_model_server() -> Iterator[str]:
     assert not thread.is_alive()
 
 
+@pytest.mark.long
 async def test_failed_runs_and_model_timeouts_are_errors_with_what_happened(
     git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path], silent_model_server: str
 ) -> None:

@@ -89,6 +89,7 @@ def backend(
         wire.proc.wait()
 
 
+@pytest.mark.long
 def test_two_hundred_turns_keep_memory_and_open_files_flat(backend: RawWire, soak_workspace: Path) -> None:
     started = time.monotonic()
     ids = iter(range(1, 10_000))

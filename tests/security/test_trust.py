@@ -61,6 +61,7 @@ def arbor(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     )
 
 
+@pytest.mark.long
 def test_a_repository_language_server_command_runs_only_once_trusted(repo: Path, tmp_path: Path) -> None:
     marker = tmp_path / "lsp-ran"
     write_config(repo, f"[lsp.servers.jedi]\ncommand = {toml_list(payload(marker, jedi()))}\n")
