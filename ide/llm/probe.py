@@ -7,6 +7,7 @@ What ``/api/show`` says a model can do is not what its template makes it do (qwe
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,9 @@ from ide.protocol.model import ModelProbe
 from ide.protocol.tree import recovered_calls
 
 PROBE_FILE = "model-probes.json"
+PROBE_LIMIT_S = 60.0
+"""How long one model's probe (its two requests) may take: a model that rambles or a server that stalls is
+reported, not waited out."""
 
 
 @tool
@@ -62,35 +66,41 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
     now = datetime.now(tz=UTC).isoformat(timespec="seconds")
     result = ModelProbe(model=str(spec), roles=roles, probed_at=now)
     try:
-        window = await router.window(role)
-        result.context_window, result.context_source = window.tokens, window.source
-        reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file], fallback=False)
-        recovered = recovered_calls(reply.tool_calls)
-        if not reply.tool_calls:
-            result.tool_calls = "none"
-        else:
-            result.tool_calls = "recovered" if recovered else "structured"
-        timing = reply.response_metadata.get(TIMING_KEY) or {}
-        result.first_token_s = round(float(timing.get("first_chunk_s", 0.0)), 2)
-        output = (reply.usage_metadata or {}).get("output_tokens", 0)
-        generating = float(timing.get("total_s", 0.0)) - float(timing.get("first_chunk_s", 0.0))
-        if output and generating > 0:
-            result.tokens_per_s = round(output / generating, 1)
-        refused_before = str(spec) in router.format_refused
-        answer = await router.stream(role, list(STRUCTURED_REQUEST), schema=ProbeAnswer, fallback=False)
-        try:
-            ProbeAnswer.model_validate_json(answer.text)
-            honoured = True
-        except (ValidationError, ValueError):
-            honoured = False
-        if str(spec) in router.format_refused and not refused_before:
-            result.json_format = "refused"
-        elif spec.provider == "scripted":
-            result.json_format = "not_applicable"
-        else:
-            result.json_format = "honoured" if honoured else "ignored"
+        async with asyncio.timeout(PROBE_LIMIT_S):
+            window = await router.window(role)
+            result.context_window, result.context_source = window.tokens, window.source
+            reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file], fallback=False)
+            recovered = recovered_calls(reply.tool_calls)
+            if not reply.tool_calls:
+                result.tool_calls = "none"
+            else:
+                result.tool_calls = "recovered" if recovered else "structured"
+            timing = reply.response_metadata.get(TIMING_KEY) or {}
+            result.first_token_s = round(float(timing.get("first_chunk_s", 0.0)), 2)
+            output = (reply.usage_metadata or {}).get("output_tokens", 0)
+            generating = float(timing.get("total_s", 0.0)) - float(timing.get("first_chunk_s", 0.0))
+            if output and generating > 0:
+                result.tokens_per_s = round(output / generating, 1)
+            refused_before = str(spec) in router.format_refused
+            answer = await router.stream(role, list(STRUCTURED_REQUEST), schema=ProbeAnswer, fallback=False)
+            try:
+                ProbeAnswer.model_validate_json(answer.text)
+                honoured = True
+            except (ValidationError, ValueError):
+                honoured = False
+            if str(spec) in router.format_refused and not refused_before:
+                result.json_format = "refused"
+            elif spec.provider == "scripted":
+                result.json_format = "not_applicable"
+            else:
+                result.json_format = "honoured" if honoured else "ignored"
     except ModelError as exc:
         result.error = exc.info.text()
+    except TimeoutError:
+        result.error = (
+            f"no answer within {PROBE_LIMIT_S:g} s: the probe stopped there — the model is too slow on this "
+            "machine, or it does not stop answering (see llm.max_answer_tokens)"
+        )
     return result
 
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ide.llm import ModelRouter
+from ide.llm import probe as probing
 from ide.llm.probe import ProbeCache, cache_key, probe_all
 from ide.protocol import model as md
 from tests.support.acp_client import acp_backend
@@ -87,3 +89,16 @@ async def test_the_window_can_probe_and_read_the_cache_over_acp(fake_ollama: Any
             await backend.conn.ext_method(md.MODEL_PROBES_CACHED, {"cwd": str(tmp_path)})
         )
         assert again.probes == fresh.probes
+
+
+async def test_a_probe_is_bounded_in_time_and_says_so(
+    fake_ollama: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probing, "PROBE_LIMIT_S", 0.5)
+    server = fake_ollama([{**STRUCTURED, "first_token_ms": 3000}, ANSWER])  # a model still loading
+    router = ModelRouter(make_settings(server.url, num_ctx=8192))
+    started = time.monotonic()
+    result = await probing.probe(router, "react", ["react"])
+    assert time.monotonic() - started < 2.5  # stopped at the bound, not waited out
+    assert result.error is not None and result.error.startswith("no answer within 0.5 s")
+    assert result.describe().startswith("[✗]")
