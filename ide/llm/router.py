@@ -526,9 +526,10 @@ class ModelRouter:
         found = self._windows.get(spec.raw)
         if found is None:
             found = await model_window(spec, llm)
-            if found.tokens is None:  # unknown (server down, old server): asked again next time
-                return ServedWindow(llm.num_ctx, f"{found.source}; assuming llm.num_ctx")
-            self._windows[spec.raw] = found
+            if found.tokens is None:
+                found = ServedWindow(llm.num_ctx, f"{found.source}; assuming llm.num_ctx", found.settled)
+            if found.settled:  # a server that could not be asked is asked again at the next call
+                self._windows[spec.raw] = found
         return found
 
     async def context_window(self, role: str) -> int:

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 ASK_TIMEOUT_S = 5.0
 """How long each of the server's endpoints may take to answer (they are metadata, not generation)."""
-SHOW_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,9 @@ class ServedWindow:
 
     tokens: int | None
     source: str
+    settled: bool = True
+    """What the server said (or did not say) holds for the session; False when it could not be asked
+    (down, or an error), so the window is asked again at the next call."""
 
 
 def server_root(base_url: str) -> str:
@@ -84,23 +86,28 @@ async def served_window(base_url: str, model: str, api_key: str | None = None) -
         (f"{root}/v1/models", lambda payload: _from_models(payload, model), "/v1/models"),
         (f"{root}/api/v0/models/{model}", _from_lmstudio, "LM Studio /api/v0/models"),
     )
+    answered = False
     async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers) as client:
         for url, read, source in asks:
             try:
                 response = await client.get(url)
-                if response.status_code != 200:
-                    continue
-                tokens = read(response.json())
-            except (httpx.HTTPError, ValueError):
+            except httpx.HTTPError:
+                continue
+            answered = True
+            try:
+                tokens = read(response.json()) if response.status_code == 200 else None
+            except ValueError:
                 continue
             if tokens:
                 return ServedWindow(tokens, f"{source} at {root}")
+    if not answered:
+        return ServedWindow(None, f"{root} could not be reached to ask its window", settled=False)
     return ServedWindow(None, f"{root} does not say (asked /props, /v1/models, /api/v0/models)")
 
 
 async def ollama_show(host: str, model: str) -> dict[str, Any]:
     """POST /api/show for ``model``; raises httpx errors as they come."""
-    async with httpx.AsyncClient(base_url=host, timeout=SHOW_TIMEOUT_S) as client:
+    async with httpx.AsyncClient(base_url=host, timeout=ASK_TIMEOUT_S) as client:
         response = await client.post("/api/show", json={"model": model})
         response.raise_for_status()
         data = response.json()
@@ -133,8 +140,9 @@ async def model_window(spec: ModelSpec, llm: LlmSettings) -> ServedWindow:
     """
     if spec.provider == "ollama":
         length = await ollama_context_length(llm.ollama_host, spec.model)
-        if length is None:
-            return ServedWindow(None, f"{llm.ollama_host} does not say {spec.model}'s context length")
+        if length is None:  # down, or an old server: asked again next time
+            said = f"{llm.ollama_host} does not say {spec.model}'s context length"
+            return ServedWindow(None, said, settled=False)
         return ServedWindow(min(llm.num_ctx, length), f"llm.num_ctx {llm.num_ctx}, the model's {length}")
     if llm.context_window:
         return ServedWindow(llm.context_window, "llm.context_window")

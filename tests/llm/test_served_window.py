@@ -13,6 +13,7 @@ from ide.llm.spec import parse_model_spec
 from ide.llm.window import server_root
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.models import make_settings
+from tests.support.net import closed_port
 
 MODEL = "local-model"
 ANSWER = {"content": '{"language": "Python", "year": 1991}'}
@@ -59,7 +60,22 @@ async def test_a_server_that_does_not_say_leaves_the_window_unknown_and_says_so(
         result = await probe(router, "react", ["react"])
     assert result.context_window == 16384
     assert "context 16384 tokens" in result.describe() and "assuming llm.num_ctx" in result.describe()
-    assert {"/props", "/v1/models", f"/api/v0/models/{MODEL}"} <= set(server.gets)
+    # Asked once: what the server does not say is not asked again at every model call of the probe.
+    assert sorted(server.gets) == sorted(["/props", "/v1/models", f"/api/v0/models/{MODEL}"])
+
+
+async def test_a_server_that_cannot_be_reached_is_asked_again_at_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    settings = make_settings(model=f"openai:{MODEL}", num_ctx=16384)
+    settings.llm.openai_base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    router = ModelRouter(settings)
+    window = await router.window("react")
+    assert window.tokens == 16384 and "could not be reached" in window.source
+    with FakeOpenAI(model=MODEL, context_length=8192, says_window="vllm") as server:
+        settings.llm.openai_base_url = server.url
+        assert (await router.window("react")).tokens == 8192
 
 
 async def test_the_setting_overrides_what_the_server_says(monkeypatch: pytest.MonkeyPatch) -> None:
