@@ -16,7 +16,7 @@ import os
 import shlex
 import signal
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -55,6 +55,24 @@ def default_backend_command() -> list[str]:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """What stops a headless command (``arbor run``, ``arbor eval``) as Ctrl-C does: the turn or runs are
 cancelled and their agent processes stopped, never left behind."""
+
+
+@contextlib.contextmanager
+def on_stop_signals(handler: Callable[[], object]) -> Iterator[None]:
+    """While inside, :data:`STOP_SIGNALS` call ``handler`` on the running event loop instead of ending the
+    process (where the platform lets a loop take signals)."""
+    loop = asyncio.get_running_loop()
+    for stop in STOP_SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(stop, handler)
+    try:
+        yield
+    finally:
+        for stop in STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(stop)
+
+
 ARBOR_AGENT = "arbor"
 """The agent name that means Arbor's own backend."""
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ide.agentproc import STOP_SIGNALS
+from ide.agentproc import on_stop_signals
 from ide.protocol.eval import REPORT_FILE, EvalReport
 from ide.protocol.modes import AUTO_CHOICES
 
@@ -179,13 +178,5 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
 
 
 async def _run(evaluation: Evaluation) -> EvalReport:
-    loop = asyncio.get_running_loop()
-    for stop in STOP_SIGNALS:  # SIGTERM stops it as Ctrl-C does: each run's arbor acp is stopped
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(stop, evaluation.stop)
-    try:
+    with on_stop_signals(evaluation.stop):  # SIGTERM stops it as Ctrl-C does: each run's arbor acp is stopped
         return await evaluation.run()
-    finally:
-        for stop in STOP_SIGNALS:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(stop)

@@ -29,7 +29,7 @@ from acp.schema import (
 
 from ide import __version__, self_command
 from ide.agentconn import apply_all
-from ide.agentproc import STOP_SIGNALS, StderrTail, drain_stderr, spawn_agent, stop_agent
+from ide.agentproc import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
 from ide.protocol.hidden import describe, escape_terminal
 from ide.protocol.review import (
@@ -139,7 +139,6 @@ async def run_task(
     drain = asyncio.ensure_future(drain_stderr(proc.stderr, log_tail))
     client = TerminalClient(out, err, allow_tests=allow_tests)
     conn = connect_to_agent(client, proc.stdin, proc.stdout)  # type: ignore[arg-type]
-    loop = asyncio.get_running_loop()
     session_id: str | None = None
 
     pending: set[asyncio.Future[None]] = set()
@@ -150,9 +149,9 @@ async def run_task(
             pending.add(future)
             future.add_done_callback(pending.discard)
 
-    for stop in STOP_SIGNALS:  # SIGTERM (a supervisor, a timeout) ends the turn as Ctrl-C does
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(stop, on_interrupt)
+    # SIGTERM (a supervisor, a timeout) ends the turn as Ctrl-C does, until the backend is being closed.
+    stop_handlers = contextlib.ExitStack()
+    stop_handlers.enter_context(on_stop_signals(on_interrupt))
     try:
         await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
@@ -197,9 +196,7 @@ async def run_task(
         err.write(f"{tail}\n" if tail else "")
         return EXIT_FAILED
     finally:
-        for stop in STOP_SIGNALS:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(stop)
+        stop_handlers.close()
         await close_backend(conn, proc)
         drain.cancel()
 

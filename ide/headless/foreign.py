@@ -34,12 +34,12 @@ from acp.schema import (
 
 from ide import agentconn
 from ide.agentproc import (
-    STOP_SIGNALS,
     AgentChoice,
     AgentProcess,
     StderrTail,
     drain_stderr,
     error_from_request,
+    on_stop_signals,
     spawn_agent,
 )
 from ide.changes.review import commit_subject
@@ -301,13 +301,12 @@ async def run_foreign(
     """Run one turn of ``agent`` on a shadow of ``workspace`` (absolute) and print or apply what it
     changed; the exit code says how it ended."""
     out, err = EscapedText(out), EscapedText(err)  # type: ignore[assignment]
-    loop = asyncio.get_running_loop()
     run = ForeignRun(
         workspace, agent, out, err, allow_commands=allow_commands, backend_command=backend_command
     )
-    for stop in STOP_SIGNALS:  # SIGTERM ends the turn as Ctrl-C does: agent, backend and shadow go
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(stop, run.cancel)
+    # SIGTERM ends the turn as Ctrl-C does: agent, backend and shadow go.
+    stop_handlers = contextlib.ExitStack()
+    stop_handlers.enter_context(on_stop_signals(run.cancel))
     quiet = _QuietUnknownNotifications()
     logging.getLogger().addFilter(quiet)
     try:
@@ -339,6 +338,4 @@ async def run_foreign(
         return EXIT_FAILED
     finally:
         logging.getLogger().removeFilter(quiet)
-        for stop in STOP_SIGNALS:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(stop)
+        stop_handlers.close()
