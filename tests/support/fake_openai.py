@@ -103,6 +103,8 @@ class FakeOpenAI:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeOpenAI
     protocol_version = "HTTP/1.1"
+    gone = False
+    """The client stopped reading this response (a cancel, a loop cut): the rest is not sent."""
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -276,18 +278,18 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._write(f"data: {json.dumps(chunk)}\n\n")
         self._write("data: [DONE]\n\n")
-        if not getattr(self, "gone", False):
+        if not self.gone:
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
 
     def _write(self, text: str) -> None:
-        if getattr(self, "gone", False):
+        if self.gone:
             return
         data = text.encode()
         try:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            self.gone = True  # the client stopped reading (a cancel, a loop cut): the rest is not sent
+            self.gone = True
             with self.fake._lock:
                 self.fake.closed_early += 1
