@@ -113,7 +113,9 @@ class WorkflowRun:
             self.status[entry["stage"]] = "failed" if entry["failed"] else "completed"
         self._begin_tree(resumed=True, after=values.get("log", []))
         await self._show_plan()
-        if not snapshot.next:
+        if not snapshot.next and not snapshot.tasks:
+            # Finished. A task that saved its writes but whose step was never checkpointed (the
+            # backend killed in between) is not in ``next`` but is in ``tasks``: that run goes on.
             return self.outcome(values)
         final = await graph.ainvoke(None, self.config(), durability="sync")
         return self.outcome(final)
@@ -205,12 +207,26 @@ class WorkflowRun:
         self.attempt_of[stage] = attempt
         self.status[stage] = "in_progress"
         name = self.plan.name_of(stage)
-        label = f"{name}" + (f" (attempt {attempt})" if attempt > 1 else "")
-        self.stage_nodes[stage] = self._node(self.last_node, kind="plan", label=label, status="active")
-        self.last_node = self.stage_nodes[stage]
+        self._open_stage(stage, attempt)
         await self._show_plan()
         await self.ctx.think(f"Stage {name}" + (f", attempt {attempt}" if attempt > 1 else ""))
         return {}
+
+    def _open_stage(self, stage: str, attempt: int, *, resumed: bool = False) -> str:
+        name = self.plan.name_of(stage)
+        label = f"{name}" + (f" (attempt {attempt})" if attempt > 1 else "")
+        label += " (started before the restart)" if resumed else ""
+        self.stage_nodes[stage] = self._node(self.last_node, kind="plan", label=label, status="active")
+        self.last_node = self.stage_nodes[stage]
+        return self.stage_nodes[stage]
+
+    def _stage_node(self, stage: str, attempt: int) -> str:
+        """The tree node of ``stage``; one whose start ran before a restart gets one now."""
+        if stage in self.stage_nodes:
+            return self.stage_nodes[stage]
+        self.attempt_of[stage] = attempt
+        self.status[stage] = "in_progress"
+        return self._open_stage(stage, attempt, resumed=True)
 
     async def run_agent(self, payload: dict[str, Any]) -> dict[str, Any]:
         stage = payload["stage"]
@@ -237,7 +253,7 @@ class WorkflowRun:
             branch=branch,
             brief=brief,
             extra_tools=payload.get("tools") or [],
-            parent=self.stage_nodes.get(stage),
+            parent=self._stage_node(stage, payload.get("attempt", 1)),
             max_steps=self.settings.agent_max_steps,
             strategy=self.workflow.retrieval_strategy_config,
         )
@@ -251,6 +267,7 @@ class WorkflowRun:
 
     async def join_stage(self, state: WorkflowState, stage: str) -> dict[str, Any]:
         route = self.plan.routing_table[stage]
+        self._stage_node(stage, (state.get("attempts") or {}).get(stage, 1))
         prefix = f"{stage}#{state.get('stage_runs', 0)}/"
         results = [v for k, v in sorted((state.get("agent_results") or {}).items()) if k.startswith(prefix)]
         failures = [bool(r["failed"]) and route.agent_defined for r in results]
@@ -288,7 +305,7 @@ class WorkflowRun:
     async def _tests(self, changeset: ChangeSet, stage: str) -> tuple[bool, str, str]:
         """(passed, summary, output tail) of the workspace's tests over ``changeset``."""
         command = self.settings.test_command or detect_test_command(self.root)
-        node = self._node(self.stage_nodes.get(stage), kind="evaluation", label="tests")
+        node = self._node(self.stage_nodes[stage], kind="evaluation", label="tests")
         if command is None:
             why = "no test command: set [workflows] test_command in .arbor/config.toml"
             self.ctx.recorder.update(node, status="failed", reflection=why)
