@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
-from ide.protocol.external import EXTERNAL_WRITE
+from ide.protocol.external import EXTERNAL_CAPTURE, EXTERNAL_SHADOW, EXTERNAL_TURN_START, EXTERNAL_WRITE
 from ide.protocol.method import Method, Notification
 from ide.protocol.model import MODEL_PROBE
 from ide.protocol.review import APPLY, DECIDE, ROLLBACK, ApplyParams, ApplyResult, DecideParams
@@ -54,6 +54,9 @@ REQUEST_TIMEOUTS_S: Mapping[str, float | None] = MappingProxyType(
         "session/prompt": None,  # a turn lasts as long as the model works; Stop cancels it
         f"_{MODEL_PROBE}": 300.0,  # a generation per model the workspace uses
         f"_{EXTERNAL_WRITE}": 120.0,  # diffs a whole file into the review
+        f"_{EXTERNAL_SHADOW}": 600.0,  # checks out the whole repository (a large one takes a while)
+        f"_{EXTERNAL_CAPTURE}": 300.0,  # reads and diffs every file the agent changed
+        f"_{EXTERNAL_TURN_START}": 300.0,
         f"_{APPLY}": 600.0,  # checkpoint, writes, git commit
         f"_{ROLLBACK}": 600.0,
     }

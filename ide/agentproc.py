@@ -84,10 +84,17 @@ class AgentChoice:
     name: str
     command: list[str]
     env: dict[str, str]
+    shadow: bool = True
+    """Whether an agent that is not Arbor works in a shadow of the workspace, its changes captured for
+    review (False: a backend command given directly — tests — started in the workspace as is)."""
 
     @property
     def is_arbor(self) -> bool:
         return self.name == ARBOR_AGENT
+
+    @property
+    def works_in_shadow(self) -> bool:
+        return self.shadow and not self.is_arbor
 
     async def start(self, cwd: str | None = None) -> AgentProcess:
         """Start the agent with the window's environment plus its own, in ``cwd`` when given (``PWD`` says

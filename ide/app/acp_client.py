@@ -88,6 +88,14 @@ class BackendBridge(QObject):
         self.agent: agentproc.AgentProcess | None = None
         self.permission_handler: agentconn.PermissionHandler | None = None
         self.fs_handler: agentconn.FsHandler | None = None  # serves fs/*, advertised only when set
+        self.agent_cwd: Callable[[agentproc.AgentChoice, str | None], Awaitable[str | None]] | None = None
+        """Where an agent that works in a shadow (:attr:`AgentChoice.works_in_shadow`) is started and opens
+        its sessions, asked before each start with the session being resumed: the shadow's path, or None
+        for the workspace itself (no shadow could be made; the hook says why)."""
+        self.before_prompt: Callable[[], Awaitable[None]] | None = None
+        """Awaited before each prompt to an agent started in a shadow (it takes in the user's decisions)."""
+        self.agent_dir = self.workspace
+        """The running agent's cwd and sessions' cwd: the workspace, or its shadow."""
         self._conn: ClientSideConnection | None = None
         self._generation = 0
         self._stopping = False
@@ -256,9 +264,13 @@ class BackendBridge(QObject):
         self._stopping = False
         self.agent_meta = None
         self._set_state(BackendState.STARTING)
+        shadow = None
+        if self.choice.works_in_shadow and self.agent_cwd is not None:
+            shadow = await self.agent_cwd(self.choice, resume)
+        self.agent_dir = Path(shadow) if shadow else self.workspace
         try:
             # Spawn first: the backend's own start-up then overlaps with loading the SDK here.
-            self.agent = agent = await self.choice.start()
+            self.agent = agent = await self.choice.start(shadow)
         except OSError as exc:
             self._set_state(BackendState.STOPPED)
             self.errorRaised.emit(agentproc.start_error(self.choice.command, exc))
@@ -308,7 +320,7 @@ class BackendBridge(QObject):
 
         opened = await agentconn.open_session(
             conn,
-            str(self.workspace),
+            str(self.agent_dir),
             resume,
             self.can_load_session,
             replay,
@@ -340,6 +352,8 @@ class BackendBridge(QObject):
             self.note_mode(mode)
 
     async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
+        if self.agent_dir != self.workspace and self.before_prompt is not None:
+            await self.before_prompt()
         response = await agentconn.prompt(conn, session_id, text, self.timeouts)
         if generation != self._generation:
             return

@@ -407,11 +407,14 @@ BlockView = UserMessageView | AssistantMessageView | ThoughtView | ToolCallView 
 NOTICE_STYLES = {
     "error": "QFrame#chatNotice { background: #fdecec; border: 1px solid #f3c1c1; border-radius: 6px; }",
     "stopped": "QFrame#chatNotice { border-top: 1px solid #d5d8de; }",
+    "review": "QFrame#chatNotice { background: #eef4fb; border: 1px solid #c9dbef; border-radius: 6px; }",
 }
+TITLE_STYLES = {"error": "color: #9b2c2c; font-weight: 600;", "review": "color: #24507f; font-weight: 600;"}
 
 
 class NoticeView(QFrame):
-    """A turn's end said in the chat: the error and its fix in a red box, or a muted "Stopped" rule."""
+    """A turn's end said in the chat: the error and its fix in a red box, or a muted "Stopped" rule; or
+    a note of the review's on what a foreign agent's shadow holds, in a blue box."""
 
     def __init__(self, block: NoticeBlock) -> None:
         super().__init__()
@@ -431,10 +434,10 @@ class NoticeView(QFrame):
             self.title.setStyleSheet("color: #7a808a;")
 
     def refresh(self) -> None:
-        mark = "✗ " if self.block.kind == "error" else "■ "
+        mark = {"error": "✗ ", "review": "◆ "}.get(self.block.kind, "■ ")
         self.title.setText(mark + self.block.title)
-        if self.block.kind == "error":
-            self.title.setStyleSheet("color: #9b2c2c; font-weight: 600;")
+        if self.block.kind in TITLE_STYLES:
+            self.title.setStyleSheet(TITLE_STYLES[self.block.kind])
         self.detail.setText(self.block.detail)
         self.detail.setVisible(bool(self.block.detail))
 

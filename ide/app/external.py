@@ -54,7 +54,10 @@ class ReviewBackend(QObject):
     """Arbor's backend as the review of a foreign agent's edits; serves that agent's ``fs/*``."""
 
     changesetReceived = Signal(object)
-    """The review session's :class:`ChangeSetView` after each write the agent made."""
+    """The review session's :class:`ChangeSetView` after each write the agent made (each capture)."""
+    noted = Signal(str, str)
+    """A note for the conversation, title and detail: no shadow could be made, what a capture could not
+    hold, files written in the workspace itself during a turn, edits of the user's the agent overlapped."""
 
     def __init__(
         self,
@@ -79,16 +82,96 @@ class ReviewBackend(QObject):
         self.timeouts = agentconn.DEFAULT_TIMEOUTS
         """How long each request to the review backend waits: the agent's ``fs/*`` call fails with the
         reason when no answer comes in time (never hangs)."""
+        self.shadow: str | None = None
+        """The shadow workspace the agent works in (None: it works in the workspace itself, and only its
+        ``fs/write_text_file`` calls are held for review)."""
         self._conn: Any = None
         self._opening: asyncio.Future[tuple[Any, str]] | None = None
+        self._capturing = asyncio.Lock()
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
         return self.agent.process if self.agent is not None else None
 
     def reset(self, agent_label: str) -> None:
-        """A new session of the foreign agent: its first file request opens a new review session."""
-        self.agent_label, self.session_id, self._opening = agent_label, None, None
+        """A new session of the foreign agent: its first file request opens a new review session (an
+        agent working in a shadow keeps the shadow's review: it is where its changes are)."""
+        if self.shadow is None:
+            self.agent_label, self.session_id, self._opening = agent_label, None, None
+
+    async def open_shadow(self, agent_label: str, resume: bool) -> str | None:
+        """Where the agent is started: a new shadow of the workspace and its review session (the same
+        again when ``resume``-ing the agent's session while it is open), or None — said with
+        :attr:`noted` — when none can be made (not a git repository, the review backend cannot start)."""
+        from acp import RequestError
+
+        if resume and self.shadow is not None and self.session_id is not None:
+            return self.shadow
+        await self.close_shadow()
+        self.agent_label, self.session_id = agent_label, None
+        self._opening = asyncio.ensure_future(self._open(shadow=True))
+        try:
+            await asyncio.shield(self._opening)
+        except RequestError as exc:
+            self._opening = None
+            detail = exc.data.get("message") if isinstance(exc.data, dict) else None
+            self.noted.emit(
+                f"No shadow workspace: {agent_label} works in your workspace",
+                f"{detail or exc}\nOnly the files it writes through fs/write_text_file are held for review; "
+                "what its own tools and commands write lands on disk at once.",
+            )
+            return None
+        return self.shadow
+
+    async def capture(self, *, workspace: bool = False) -> ex.ExternalCapture | None:
+        """Diff the shadow into the review (after a tool call, at a turn's end — ``workspace`` also scans
+        the workspace for files changed there meanwhile) and show it; None without a shadow or an
+        answer (the failure is noted)."""
+        params = ex.ExternalCaptureParams(session_id=self.session_id or "", workspace=workspace)
+        captured = await self._shadow_call(ex.EXTERNAL_CAPTURE, params)
+        if captured is not None:
+            if captured.skipped:
+                listed = "\n".join(f"{path}: {why}" for path, why in sorted(captured.skipped.items()))
+                self.noted.emit("Not captured for review", listed)
+            if captured.workspace_changed:
+                self.noted.emit(
+                    "Written outside review: " + ", ".join(captured.workspace_changed),
+                    "These files of the workspace itself changed during the turn, not through Arbor: the "
+                    "agent wrote outside its shadow, or they were edited meanwhile.",
+                )
+        return captured
+
+    async def turn_start(self) -> None:
+        """Before the agent's next turn: its shadow takes in what the user decided (rejected hunks
+        reverted, applied files as the new baseline) and edited since."""
+        params = ex.ExternalSessionParams(session_id=self.session_id or "")
+        started = await self._shadow_call(ex.EXTERNAL_TURN_START, params)
+        if started is not None and started.conflicts:
+            self.noted.emit(
+                "Your edits and the agent's overlap: " + ", ".join(started.conflicts),
+                "The agent's shadow keeps its own version of these files; the review shows it against yours.",
+            )
+
+    async def close_shadow(self) -> None:
+        """Remove the shadow (its review, what was captured, stays in the backend)."""
+        shadow, self.shadow = self.shadow, None
+        conn, session_id = self._conn, self.session_id
+        if shadow is not None and conn is not None and session_id is not None:
+            params = ex.ExternalSessionParams(session_id=session_id)
+            await agentconn.ask(conn, ex.EXTERNAL_CLOSE, params, self.timeouts)
+
+    async def _shadow_call(self, method: Method[P, T], params: P) -> T | None:
+        conn = self._conn
+        if self.shadow is None or conn is None:
+            return None
+        async with self._capturing:  # one capture at a time: each sees the one before it
+            answer = await agentconn.ask(conn, method, params, self.timeouts)
+        if isinstance(answer, ErrorInfo):
+            self.noted.emit("The review could not capture the agent's changes", answer.message)
+            return None
+        if answer is not None and hasattr(answer, "changeset"):
+            self.changesetReceived.emit(answer.changeset)
+        return answer
 
     async def read_text_file(self, session_id: str, path: str, line: int | None, limit: int | None) -> str:
         """``fs/read_text_file``: the file as the review leaves it (pending edits included)."""
@@ -136,7 +219,8 @@ class ReviewBackend(QObject):
         return True
 
     async def aclose(self) -> None:
-        """Stop the review backend and wait until it is reaped."""
+        """Remove the shadow, stop the review backend and wait until it is reaped."""
+        await self.close_shadow()
         agent, conn = self.agent, self._conn
         self.agent, self._conn, self._opening, self.session_id = None, None, None, None
         if agent is not None:
@@ -160,11 +244,10 @@ class ReviewBackend(QObject):
             raise _refusal(INVALID_PARAMS, f"{method}: Arbor's own agent edits through its review", path)
         if not os.path.isabs(path):
             raise _refusal(INVALID_PARAMS, f"{method}: the path must be absolute, got {path!r}", path)
+        root = Path(self.shadow) if self.shadow is not None else self.workspace
         resolved = Path(os.path.realpath(path))
-        if resolved != self.workspace and self.workspace not in resolved.parents:
-            raise _refusal(
-                INVALID_PARAMS, f"{method}: {path} is outside the workspace {self.workspace}", path
-            )
+        if resolved != root and root not in resolved.parents:
+            raise _refusal(INVALID_PARAMS, f"{method}: {path} is outside the workspace {root}", path)
         return path
 
     async def _call(self, method: str, ext: Method[Any, T], params: dict[str, Any], path: str) -> T:
@@ -193,17 +276,23 @@ class ReviewBackend(QObject):
             self._opening = asyncio.ensure_future(self._open())
         return await asyncio.shield(self._opening)
 
-    async def _open(self) -> tuple[Any, str]:
+    async def _open(self, *, shadow: bool = False) -> tuple[Any, str]:
         from acp import RequestError
 
         if self._conn is None or self.process is None or self.process.returncode is not None:
             await self._start()
         conn = self._conn
         try:
-            params = ex.ExternalOpenParams(cwd=str(self.workspace), agent=self.agent_label).model_dump()
-            call = conn.ext_method(ex.EXTERNAL_OPEN, params)
-            opened = await agentconn.within(call, f"_{ex.EXTERNAL_OPEN}", self.timeouts)
-            self.session_id = ex.EXTERNAL_OPEN.result.model_validate(opened).session_id
+            if shadow:
+                where = ex.ExternalShadowParams(cwd=str(self.workspace), agent=self.agent_label)
+                made = await agentconn.call(conn, ex.EXTERNAL_SHADOW, where, self.timeouts)
+                self.session_id, self.shadow = made.session_id, made.cwd
+                if made.notes:
+                    self.noted.emit("What the agent's shadow workspace does not hold", "\n".join(made.notes))
+            else:
+                params = ex.ExternalOpenParams(cwd=str(self.workspace), agent=self.agent_label)
+                opened = await agentconn.call(conn, ex.EXTERNAL_OPEN, params, self.timeouts)
+                self.session_id = opened.session_id
         except (RequestError, ValidationError, ConnectionError, agentconn.NoAnswer) as exc:
             raise _refusal(
                 INTERNAL_ERROR, f"Arbor's review backend could not open a review: {exc}", ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,17 @@ class PermissionDialog(QDialog):
     """Asks one question at a time; :meth:`ask` resolves to the chosen option id, the reject option when
     the dialog is closed, or None (``cancelled``) when the turn is cancelled or nothing can reject."""
 
-    def __init__(self, parent: QWidget | None = None, root: Path | None = None) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        root: Path | None = None,
+        shadow: Callable[[], Path | None] = lambda: None,
+    ) -> None:
         super().__init__(parent)
         self.root = root
         """The workspace: diffs show paths relative to it."""
+        self.shadow = shadow
+        """The shadow of the workspace the agent works in, if it does: what it asks runs there."""
         self.setObjectName("permissionDialog")
         self.setWindowTitle("The agent asks")
         self.setModal(False)
@@ -88,7 +96,13 @@ class PermissionDialog(QDialog):
         self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.details.setMaximumHeight(DETAILS_MAX_HEIGHT)
         self.buttons = QDialogButtonBox()
+        self.where = QLabel()
+        self.where.setObjectName("permissionWhere")
+        self.where.setTextFormat(Qt.TextFormat.PlainText)
+        self.where.setWordWrap(True)
+        self.where.setStyleSheet("color: #24507f;")
         layout.addWidget(self.title)
+        layout.addWidget(self.where)
         layout.addWidget(self.details)
         layout.addWidget(self.buttons)
         self._answer: asyncio.Future[str | None] | None = None
@@ -107,7 +121,15 @@ class PermissionDialog(QDialog):
         self._answer = asyncio.get_running_loop().create_future()
         self._reject = self._reject_of(options)
         self.title.setText(getattr(tool_call, "title", None) or "Allow this?")
-        details = tool_call_details(tool_call, self.root)
+        shadow = self.shadow()
+        self.where.setText(
+            f"It runs in a shadow of the workspace ({shadow}): your files change only when you apply its "
+            "changes in Review."
+            if shadow is not None
+            else ""
+        )
+        self.where.setVisible(shadow is not None)
+        details = tool_call_details(tool_call, shadow or self.root)
         self.details.setPlainText(details)
         self.details.setVisible(bool(details))
         self.buttons.clear()

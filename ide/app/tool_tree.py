@@ -79,6 +79,13 @@ class ToolCallTree:
             return self._plan(update.entries)
         return []
 
+    def changed(self, tool_call_id: str, note: str) -> list[TreeEvent]:
+        """What the tool call changed, said on its node (none once its run has finished)."""
+        node_id = f"tool:{tool_call_id}"
+        if self.run_id is None or node_id not in self._nodes:
+            return []
+        return [self._event("node_updated", node_id=node_id, changes={"reflection": note})]
+
     def finish(self, stop_reason: str) -> list[TreeEvent]:
         """The turn ended: the open run is finished with its stop reason and count of tool calls."""
         if self.run_id is None:

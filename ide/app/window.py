@@ -66,7 +66,8 @@ class MainWindow(QMainWindow):
 
         if agent is None:
             name = ARBOR_AGENT if backend_command is None else command_name(backend_command)
-            agent = AgentChoice(name, backend_command or default_backend_command(), backend_env or {})
+            command = backend_command or default_backend_command()
+            agent = AgentChoice(name, command, backend_env or {}, shadow=False)
         self.agent = agent
         """The agent chosen at start; the Agent menu switches to another."""
         self.bridge = BackendBridge(self.workspace, agent, parent=self)
@@ -110,7 +111,7 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState(STATE_VERSION)
         menus["view"].addSeparator()
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
-        self.permission_dialog = PermissionDialog(self, self.workspace)
+        self.permission_dialog = PermissionDialog(self, self.workspace, self._agent_shadow)
         self.bridge.permission_handler = self.permission_dialog.ask
         self.bridge.cancelRequested.connect(self.permission_dialog.cancel_turn)
         self._restore_layout()
@@ -118,6 +119,10 @@ class MainWindow(QMainWindow):
             self.banner.show_error(
                 ErrorInfo(kind="settings", message=str(settings_error), fix="Fix the setting, then reopen.")
             )
+
+    def _agent_shadow(self) -> Path | None:
+        """The shadow of the workspace the running agent works in, if it does."""
+        return self.bridge.agent_dir if self.bridge.agent_dir != self.workspace else None
 
     @property
     def resolved(self) -> ResolvedSettings | None:

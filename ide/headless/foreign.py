@@ -58,8 +58,6 @@ from ide.headless import (
 from ide.protocol import external as ex
 
 AGENT_STOP_GRACE_S = 5.0
-SHADOW_TIMEOUTS = agentconn.RequestTimeouts(default=600.0)
-"""Making the shadow checks out the whole repository: on a large one it takes longer than a query."""
 
 
 class _QuietUnknownNotifications(logging.Filter):
@@ -210,7 +208,7 @@ class ForeignRun:
         self.review = agentconn.connect(self._backend, callbacks)
         await agentconn.initialize(self.review, meta={"review": True}, client="arbor-run")
         params = ex.ExternalShadowParams(cwd=self.workspace, agent=self.agent.name)
-        shadow = await agentconn.call(self.review, ex.EXTERNAL_SHADOW, params, SHADOW_TIMEOUTS)
+        shadow = await agentconn.call(self.review, ex.EXTERNAL_SHADOW, params)
         self.review_id, self.shadow_cwd = shadow.session_id, shadow.cwd
         for note in shadow.notes:
             self.err.write(f"[shadow] {note}\n")

@@ -2,7 +2,10 @@
 // answered by reading hello.py with fs/read_text_file, writing an edit with fs/write_text_file, and trying
 // a read outside the workspace (../outside.txt), each reported as a tool call, under a plan.
 // A prompt containing "ask" first asks permission for the edit (with the diff) and skips it when refused.
+// A prompt containing "shell" then also writes made_by_shell.py straight to disk in its cwd, as an agent's
+// own shell command does (no fs/* call), reported as an execute tool call.
 import { AgentSideConnection, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { Readable, Writable } from "node:stream";
 
@@ -128,6 +131,17 @@ class ForeignAgent {
           rawOutput: { error: describe(err) },
         });
       }
+    }
+    if (text.includes("shell")) {
+      const made = path.join(session.cwd, "made_by_shell.py");
+      await this.update(sessionId, {
+        sessionUpdate: "tool_call", toolCallId: "shell-1", title: "printf 'print(1)\\n' > made_by_shell.py",
+        kind: "execute", status: "in_progress", rawInput: { command: "printf 'print(1)\\n' > made_by_shell.py" },
+      });
+      writeFileSync(made, "print(1)\n");
+      await this.update(sessionId, {
+        sessionUpdate: "tool_call_update", toolCallId: "shell-1", status: "completed", rawOutput: { exit: 0 },
+      });
     }
     await this.plan(sessionId, ["completed", "completed", "in_progress"]);
 

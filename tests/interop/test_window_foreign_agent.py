@@ -1,6 +1,7 @@
 """The window drives an ACP agent that is not Arbor (tests/interop/foreign_agent.mjs, on the official
-TypeScript SDK's AgentSideConnection) and reviews its edits with Arbor's own backend: the write lands in the
-Review dock and not on disk, Apply commits it, Roll back restores it; a read outside the workspace is
+TypeScript SDK's AgentSideConnection) in a shadow of the workspace and reviews its edits with Arbor's own
+backend: its fs write and its shell-like write land in the Review dock and not on disk, Apply commits them,
+Roll back restores; a rejected hunk is reverted in the shadow before the next turn; a read outside is
 refused with a clear error; the tool calls form a tree; closing the permission dialog rejects."""
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def workspace(tmp_path: Path) -> Path:
 def foreign_window(factory: WindowFactory, node_peers: Path, workspace: Path) -> MainWindow:
     # What `arbor --agent "node foreign_agent.mjs"` resolves to.
     agent = resolve_agent(f"node {shlex.quote(str(node_peers / 'foreign_agent.mjs'))}", {})
-    assert agent.command[0] == "node" and agent.name == "node foreign_agent.mjs" and not agent.is_arbor
-    return factory(workspace, command=agent.command)
+    assert agent.command[0] == "node" and agent.name == "node foreign_agent.mjs" and agent.works_in_shadow
+    return factory(workspace, agent=agent)
 
 
 def chat_text(window: MainWindow) -> str:
@@ -77,10 +78,13 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
         head = git(workspace, "rev-parse", "HEAD").strip()
         review = window.docks["review"]
 
-        with qtbot.waitSignal(review.changesetReceived, timeout=REVIEW_START_TIMEOUT_MS) as received:
-            window.send_prompt("edit hello.py")
+        views: list[Any] = []
+        review.changesetReceived.connect(views.append)
+        window.send_prompt("edit hello.py")
         qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-        changeset = received.args[0]
+        # Captured after each tool call (the read changed nothing) and at the turn's end.
+        qtbot.waitUntil(lambda: bool(views) and bool(views[-1].files), timeout=REVIEW_START_TIMEOUT_MS)
+        changeset = views[-1]
         assert changeset.session_id == window.review_backend.session_id != window.bridge.session_id
         assert [file.path for file in changeset.files] == ["hello.py"]
         pane = window.review
@@ -90,7 +94,8 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
         text = chat_text(window)
         assert "fs offered: read=true write=true" in text
         run = next(tree for tree in window.tree_view.runs.values() if "tool:read-2" in tree.nodes)
-        assert run.finished and run.figures == {"stop_reason": "end_turn", "tool_calls": 3}
+        qtbot.waitUntil(lambda: run.finished, timeout=TURN_TIMEOUT_MS)  # after the turn's capture
+        assert run.figures == {"stop_reason": "end_turn", "tool_calls": 3}
         read, write, outside = (run.nodes[f"tool:{name}"] for name in ("read-1", "write-1", "read-2"))
         assert (read.label, read.status) == ("Read hello.py", "evaluated")
         assert read.observation == '{"content": "print(\\"hello\\")\\n"}'
@@ -182,3 +187,66 @@ def test_the_agent_menu_switches_to_a_configured_agent(
         assert not picker.switch("foreign"), "already the current agent"
     finally:
         stop_review_backend(qtbot, window)
+
+
+def test_a_foreign_agent_in_a_shadow_has_its_shell_writes_reviewed_and_sees_what_was_rejected(
+    make_window: WindowFactory,  # noqa: F811 (the window tests' fixture, imported above)
+    node_peers: Path,
+    workspace: Path,
+    qtbot: Any,
+) -> None:
+    window = foreign_window(make_window, node_peers, workspace)
+    try:
+        wait_ready(qtbot, window)
+        backend = window.review_backend  # type: ignore[attr-defined]
+        shadow = Path(backend.shadow)
+        assert window.bridge.agent_dir == shadow and workspace not in shadow.parents and shadow != workspace
+        assert "works in a shadow of the workspace" in chat_text(window)
+        views: list[Any] = []
+        backend.changesetReceived.connect(views.append)
+        pane = window.review
+
+        def held() -> list[str]:
+            return sorted(f.path for f in views[-1].files) if views else []
+
+        window.send_prompt("edit hello.py, then run the shell")
+        qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+        qtbot.waitUntil(lambda: held() == ["hello.py", "made_by_shell.py"], timeout=TURN_TIMEOUT_MS)
+        # Written in the shadow: nothing in the workspace before Apply.
+        assert (shadow / "made_by_shell.py").read_text() == "print(1)\n"
+        assert not (workspace / "made_by_shell.py").exists()
+        assert (workspace / "hello.py").read_text() == ORIGINAL
+        # The shell's file is put on its tool call (and on any that ran while that capture was made).
+        run = next(tree for tree in window.tree_view.runs.values() if "tool:shell-1" in tree.nodes)
+        qtbot.waitUntil(
+            lambda: "made_by_shell.py (added)" in (run.nodes["tool:shell-1"].reflection or ""),
+            timeout=TURN_TIMEOUT_MS,
+        )
+        assert "made_by_shell.py" not in (run.nodes["tool:read-1"].reflection or "")
+        qtbot.waitUntil(lambda: pane.files_model.rowCount() == 2, timeout=TURN_TIMEOUT_MS)
+
+        # Reject hello.py's edit, accept the shell's file, apply: one commit holding that file alone.
+        review = window.docks["review"]
+        paths = [f.path for f in pane.state.changeset.files]
+        pane.select_file(paths.index("hello.py"))
+        with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
+            pane.decide_file("rejected")
+        pane.select_file(paths.index("made_by_shell.py"))
+        with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
+            pane.decide_file("accepted")
+        with qtbot.waitSignal(review.applied, timeout=TURN_TIMEOUT_MS) as applied:
+            qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
+        assert applied.args[0].conflicts == [] and applied.args[0].batch.paths == ["made_by_shell.py"]
+        assert git(workspace, "show", "--name-only", "--format=", "HEAD").split() == ["made_by_shell.py"]
+        assert (workspace / "hello.py").read_text() == ORIGINAL
+
+        # The next turn starts from what the user decided: its read of hello.py sees the edit reverted.
+        window.send_prompt("edit hello.py again")
+        qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+        second = [tree for tree in window.tree_view.runs.values() if "tool:read-1" in tree.nodes][-1]
+        assert second is not run
+        assert second.nodes["tool:read-1"].observation == '{"content": "print(\\"hello\\")\\n"}'
+        assert "Written outside review" not in chat_text(window)
+    finally:
+        stop_review_backend(qtbot, window)
+    assert not shadow.exists(), "the shadow is removed with the review backend"

@@ -27,6 +27,7 @@ import qasync
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
 
+from ide.agentproc import AgentChoice
 from ide.app.background import pending_tasks
 from ide.app.theme import apply_theme
 from ide.app.window import MainWindow
@@ -126,9 +127,10 @@ def make_window(qtbot: Any, qloop: asyncio.AbstractEventLoop, qsettings_dir: Pat
         *,
         env: dict[str, str] | None = None,
         command: list[str] | None = None,
+        agent: AgentChoice | None = None,
         start: bool = True,
     ) -> MainWindow:
-        window = MainWindow(workspace, backend_command=command, backend_env=env)
+        window = MainWindow(workspace, backend_command=command, backend_env=env, agent=agent)
         windows.append(window)
         window.show()
         if start:

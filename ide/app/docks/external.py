@@ -1,15 +1,20 @@
-"""When the window drives an ACP agent that is not Arbor: its file edits go to Arbor's review (through
-:class:`~ide.app.external.ReviewBackend`), and its tool calls and plans make a tree in the Search tree dock
-(:class:`~ide.app.tool_tree.ToolCallTree`), since such an agent sends no ``_arbor/tree`` events."""
+"""When the window drives an ACP agent that is not Arbor: it works in a shadow of the workspace, whatever it
+changes there — through ``fs/*``, its own tools or shell commands — is captured after each tool call and
+at the turn's end into Arbor's review (through :class:`~ide.app.external.ReviewBackend`), and its tool
+calls and plans make a tree in the Search tree dock (:class:`~ide.app.tool_tree.ToolCallTree`), since such
+an agent sends no ``_arbor/tree`` events. Where no shadow can be made, its ``fs/write_text_file`` calls
+alone are held for review, and the chat says so."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ide.agentproc import AgentChoice
 from ide.app.acp_client import BackendState
 from ide.app.background import spawn
+from ide.app.conversation import TurnNotice
 from ide.app.docks.base import AppContext, Part, Spec
-from ide.app.docks.capabilities import Review, SearchTrees
+from ide.app.docks.capabilities import Chat, Review, SearchTrees
 from ide.app.docks.needs import Uses
 from ide.app.external import ReviewBackend
 from ide.app.tool_tree import ToolCallTree
@@ -23,6 +28,7 @@ class ForeignAgent(Part):
     exposes: ClassVar[dict[str, str]] = {"review_backend": "review"}
     trees = Uses(SearchTrees)
     review_dock = Uses(Review)
+    chat = Uses(Chat)
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
@@ -33,7 +39,18 @@ class ForeignAgent(Part):
         self._session: str | None = None
         bridge = self.bridge
         bridge.fs_handler = self.review
+        bridge.agent_cwd = self._agent_cwd
+        bridge.before_prompt = self.review.turn_start
         self.review.changesetReceived.connect(self._show_changeset)
+        self.review.noted.connect(self._note)
+        bridge.agentChanged.connect(self._on_agent)
+        self._titles: dict[str, str] = {}
+        self._seen: dict[str, tuple[str, ...]] = {}
+        """Each captured file's status and hunk ids at the last capture: what a tool call changed moved."""
+        self._touched: dict[str, int] = {}
+        """The tool calls reported since the last capture answered, each with when it was last reported
+        (a count of updates): what the next capture finds, one of them did."""
+        self._updates = 0
         ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))  # type: ignore[attr-defined]
 
     def is_foreign(self) -> bool:
@@ -51,18 +68,86 @@ class ForeignAgent(Part):
             self.tree = ToolCallTree(self.bridge.agent_name or "agent")
             self._turns = 0
 
+    async def _agent_cwd(self, choice: AgentChoice, resume: str | None) -> str | None:
+        shadow = await self.review.open_shadow(choice.name, resume is not None)
+        if shadow is not None and not resume:
+            self._seen = {}
+            self._note(
+                f"{choice.name} works in a shadow of the workspace",
+                f"{shadow}\nWhatever it changes there — with its own tools or commands too — comes to the "
+                "Review dock; your files change only when you apply.",
+            )
+        return shadow
+
+    def _on_agent(self, meta: object) -> None:
+        if meta is not None and self.review.shadow is not None:  # Arbor's own agent now: no shadow needed
+            spawn(self.review.close_shadow(), name="close the agent's shadow")
+
+    def _note(self, title: str, detail: str) -> None:
+        if self.chat is not None:
+            self.chat.panel.apply_update(TurnNotice("review", title, detail))
+
     def on_state(self, state: str) -> None:
         if state == BackendState.BUSY and self.is_foreign():
             self._turns += 1
             self._emit(self.tree.start_turn(f"turn {self._turns}"))
 
     def on_session_update(self, update: Any) -> None:
-        if self.is_foreign():
-            self._emit(self.tree.update(update))
+        if not self.is_foreign():
+            return
+        self._emit(self.tree.update(update))
+        kind = getattr(update, "session_update", None)
+        if kind not in ("tool_call", "tool_call_update"):
+            return
+        if getattr(update, "title", None):
+            self._titles[update.tool_call_id] = update.title
+        self._updates += 1
+        self._touched[update.tool_call_id] = self._updates
+        done = kind == "tool_call_update" and getattr(update, "status", None) in ("completed", "failed")
+        if done and self.review.shadow is not None:
+            spawn(self._capture_after(final=False), name="capture the agent's shadow")
 
     def on_turn_finished(self, stop_reason: str, _meta: object) -> None:
-        if self.is_foreign():
+        if not self.is_foreign():
+            return
+        if self.review.shadow is None:
             self._emit(self.tree.finish(stop_reason))
+        else:
+            spawn(self._finish_turn(stop_reason), name="capture the agent's turn")
+
+    async def _finish_turn(self, stop_reason: str) -> None:
+        """The turn's last capture (after those of its tool calls), then its tree run ends — unless the
+        next turn already started (it ended the run)."""
+        run = self.tree.run_id
+        await self._capture_after(final=True)
+        if run is not None and self.tree.run_id == run:
+            self._emit(self.tree.finish(stop_reason))
+
+    async def _capture_after(self, *, final: bool) -> None:
+        """Capture the shadow (after a tool call, or at the turn's end also scanning the workspace), and
+        say on the tree which tool call changed which files, as far as it can be told: the agent goes on
+        while a capture runs, so what one finds is put on every tool call reported from the capture
+        before it was asked for until it answered — one, when the agent waited."""
+        asked = self._updates
+        captured = await self.review.capture(workspace=final)
+        if captured is None:
+            return
+        group = list(self._touched)
+        # Reported while this capture ran: they may also have changed files after it looked.
+        self._touched = {key: when for key, when in self._touched.items() if when > asked}
+        now = {f.path: (f.status, *(h.id for h in f.hunks)) for f in captured.changeset.files}
+        moved = [path for path, state in now.items() if self._seen.get(path) != state]
+        moved += [path for path in self._seen if path not in now]
+        self._seen = now
+        if not moved or not group:
+            return
+        listed = ", ".join(f"{path} ({now[path][0] if path in now else 'reverted'})" for path in moved)
+        note = f"changed in the shadow, held for review: {listed}"
+        if len(group) > 1:
+            names = "; ".join(self._titles.get(tool_call_id, tool_call_id) for tool_call_id in group)
+            note = f"{note} — by one of the tool calls that ran meanwhile: {names}"
+        for tool_call_id in group:
+            self._emit(self.tree.changed(tool_call_id, note))
 
     def _emit(self, events: list[Any]) -> None:
         if events and self.trees is not None:
