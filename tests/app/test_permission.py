@@ -96,3 +96,27 @@ def test_closing_rejects_and_only_a_cancelled_turn_cancels(
     clicked.click()
     qtbot.waitUntil(answer.done, timeout=5000)
     assert answer.result() == "allow"
+
+
+def test_a_question_from_an_agent_in_a_shadow_says_it_runs_there(
+    qtbot: Any, qloop: asyncio.AbstractEventLoop
+) -> None:
+    shadow: list[Path | None] = [Path("/tmp/arbor-shadow-x")]
+    dialog = PermissionDialog(root=Path("/w"), shadow=lambda: shadow[0])
+    qtbot.addWidget(dialog)
+    diff = {"type": "diff", "path": "/tmp/arbor-shadow-x/hello.py", "newText": "x\n"}
+    in_shadow = {**EDIT, "content": [diff]}
+    answer = ask(dialog, request(in_shadow))
+    qtbot.waitUntil(dialog.isVisible, timeout=5000)
+    assert dialog.where.isVisibleTo(dialog)
+    assert dialog.where.text().startswith("It runs in a shadow of the workspace (/tmp/arbor-shadow-x)")
+    assert "+++ b/hello.py" in dialog.details.toPlainText()  # paths as in the workspace
+    dialog.reject()
+    qtbot.waitUntil(answer.done, timeout=5000)
+
+    shadow[0] = None  # an agent in the workspace itself: nothing said
+    answer = ask(dialog, request(EDIT))
+    qtbot.waitUntil(dialog.isVisible, timeout=5000)
+    assert not dialog.where.isVisibleTo(dialog) and "+++ b/hello.py" in dialog.details.toPlainText()
+    dialog.reject()
+    qtbot.waitUntil(answer.done, timeout=5000)
