@@ -90,6 +90,38 @@ def tool_checks() -> list[HealthCheck]:
     return checks
 
 
+GIT_IDENTITY = {
+    "user.name": ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "Your Name"),
+    "user.email": ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "you@example.com"),
+}
+
+
+def git_identity_check(workspace: Path | None, commit_mode: str = "commit") -> HealthCheck:
+    """Whether Apply's commits have an author: ``user.name`` and ``user.email`` in the workspace
+    repository's config or the global one (or git's GIT_AUTHOR_*/GIT_COMMITTER_* variables)."""
+    where = ["git", "-C", str(workspace)] if workspace is not None else ["git"]
+    missing = []
+    for key, (author, committer, example) in GIT_IDENTITY.items():
+        if os.environ.get(author) and os.environ.get(committer):
+            continue
+        try:
+            done = subprocess.run(
+                [*where, "config", "--get", key], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return HealthCheck("git identity", None, "git could not be asked", None)
+        if not done.stdout.strip():
+            missing.append((key, example))
+    if not missing:
+        return HealthCheck("git identity", True, "user.name and user.email are set")
+    keys = " and ".join(key for key, _ in missing)
+    unset = f"set neither for {workspace} nor globally" if workspace is not None else "not set globally"
+    fix = " && ".join(f'git config --global {key} "{example}"' for key, example in missing)
+    if commit_mode != "commit":
+        return HealthCheck("git identity", None, f"{keys} {unset} (review.commit = {commit_mode})", fix)
+    return HealthCheck("git identity", False, f"{keys} {unset}: Apply's commit will fail", fix)
+
+
 async def model_checks(resolved: ResolvedSettings) -> list[HealthCheck]:
     """Probe every distinct model the settings name (the default and each role that overrides it)."""
     router = ModelRouter(resolved.settings)
@@ -129,6 +161,16 @@ def _write_trust(resolved: ResolvedSettings, out: TextIO) -> None:
             out.write(f"      runs: {command}\n")
 
 
+def _write_python_environment(resolved: ResolvedSettings, out: TextIO) -> None:
+    """Which interpreter and import paths the Python language server is given for the workspace."""
+    if resolved.workspace is None:
+        return
+    from ide.codeintel.lsp.environment import environment_report
+
+    out.write("\nPython language server environment\n")
+    out.writelines(f"  {line}\n" for line in environment_report(resolved.workspace, resolved))
+
+
 async def probe_models(resolved: ResolvedSettings) -> list[ModelProbe]:
     """Probe every model the settings use and cache the results in the data dir (for the window)."""
     router = ModelRouter(resolved.settings, base_dir=resolved.workspace)
@@ -159,8 +201,10 @@ def run_doctor(resolved: ResolvedSettings, out: TextIO, *, probe: bool = False) 
     if resolved.files:
         out.write("Config files read: " + ", ".join(str(p) for p in resolved.files) + "\n")
     _write_trust(resolved, out)
+    _write_python_environment(resolved, out)
     out.write("\nChecks\n")
     checks = asyncio.run(model_checks(resolved)) + tool_checks()
+    checks.append(git_identity_check(resolved.workspace, resolved.settings.review.commit))
     failed = False
     for check in checks:
         out.write(f"  [{_mark(check.ok)}] {check.name}: {check.detail}\n")

@@ -36,6 +36,7 @@ TRUST_ENV = "ARBOR_TRUST_WORKSPACE"
 
 COMMANDS = {
     "lsp.servers": "defines language-server commands",
+    "lsp.python_interpreter": "names the Python interpreter the language server runs",
     "agents": "defines agent commands the window may start",
     "workflows.sources": "defines retrieval-source commands",
     "workflows.test_command": "names the command workflow test stages run",
@@ -49,6 +50,7 @@ HOSTS = {
 OTHER = {
     "data_dir": "moves where Arbor stores sessions, index and memory",
     "index.workers": "sets how many parser processes Arbor starts",
+    "lsp.extra_paths": "adds directories the language server reads and may import compiled modules from",
 }
 MODEL_KEYS = frozenset(
     {
@@ -180,7 +182,7 @@ def _command_lines(key: str, value: Any) -> list[str]:
             for name, agent in value.items()
             if isinstance(agent, Mapping) and agent.get("command")
         ]
-    if key in ("workflows.test_command", "lats.test_command") and value:
+    if key in ("workflows.test_command", "lats.test_command", "lsp.python_interpreter") and value:
         return [str(value)]
     return []
 

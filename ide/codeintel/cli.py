@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ide.codeintel.index import CodeIndex, IndexStats, Symbol
+from ide.codeintel.index.languages import detect_language
 from ide.settings import SettingsError, load_settings
 
 STATS_KEYS = ("files", "skipped", "failed", "symbols", "references", "seconds", "db_bytes")
@@ -151,10 +152,15 @@ def run_lsp(
         err.write(f"arbor: {target} is not a file\n")
         return 2
     try:
-        settings = load_settings(path).settings
+        resolved = load_settings(path)
     except SettingsError as exc:
         err.write(f"arbor: {exc}\n")
         return 2
+    settings = resolved.settings
+    if detect_language(target.name) == "python":
+        from ide.codeintel.lsp.environment import environment_report
+
+        err.writelines(f"{line}\n" for line in environment_report(path, resolved))
 
     async def ask() -> object:
         pool = LspPool(settings.lsp)

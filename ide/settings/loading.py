@@ -14,6 +14,7 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from ide.settings.projectenv import project_interpreter
 from ide.settings.sections import APP_NAME, CONFIG_FILE, WORKSPACE_DIR, Settings
 from ide.trust import (
     ALWAYS_UNION,
@@ -232,6 +233,8 @@ def load_settings(
                 sources[key] = where
 
     held = _workspace_layer(values, sources, from_workspace)
+    if workspace is not None:
+        held += _own_interpreter(workspace, values, from_workspace, environ)
     digest = trust_digest(held) if held else None
     if trust is None and held and workspace is not None:
         trust = environ.get(TRUST_ENV) == "1" or TrustStore(trust_store_path(user_path)).is_trusted(
@@ -313,6 +316,25 @@ def _read_layer(path: Path) -> Iterator[tuple[str, Any, str]]:
                 f"{where}: {key} = {raw!r}: {_describe_error(exc, leaf.annotation)}"
             ) from None
         yield key, value, where
+
+
+INTERPRETER_KEY = "lsp.python_interpreter"
+
+
+def _own_interpreter(
+    workspace: Path, values: dict[str, Any], layer: list[tuple[str, Any, str]], environ: Mapping[str, str]
+) -> list[HeldBack]:
+    """The workspace's own Python environment, as a setting that waits for trust like any command the
+    repository names; nothing when the user, the environment or the workspace's config sets one."""
+    if INTERPRETER_KEY in values or any(key == INTERPRETER_KEY for key, _, _ in layer):
+        return []
+    if any(name in environ for name in SETTING_KEYS[INTERPRETER_KEY].env):
+        return []
+    found = project_interpreter(workspace, environ)
+    if found is None:
+        return []
+    why = "the workspace's own Python environment: the language server runs it and what its packages run"
+    return [HeldBack(INTERPRETER_KEY, str(found.path), found.convention, why)]
 
 
 def _workspace_layer(

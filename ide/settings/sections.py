@@ -344,6 +344,17 @@ class LspSettings(_Section):
     servers: dict[str, LspServerSettings] = Field(
         default_factory=dict, description="Per-server overrides by name: jedi, pyright, typescript, clangd, …"
     )
+    python_interpreter: str | None = Field(
+        None,
+        description="The project's Python (an interpreter or a virtual environment's directory) whose "
+        "packages the Python server sees; unset: the workspace's .venv, venv, pdm, poetry or conda "
+        "environment once the workspace is trusted, else VIRTUAL_ENV or CONDA_PREFIX",
+    )
+    extra_paths: list[str] = Field(
+        default_factory=list,
+        description="Directories added to the Python server's import path (relative to the workspace); "
+        "a src/ layout and pyproject's package directories are found without it",
+    )
 
 
 class AgentServerSettings(_Section):

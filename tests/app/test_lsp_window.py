@@ -68,3 +68,47 @@ def test_hover_text_wraps_and_cuts() -> None:
     assert hover_text("x" * 200, lines=12, width=90).splitlines() == ["x" * 90, "x" * 90, "x" * 20]
     cut = hover_text("\n".join(map(str, range(40))), lines=5).splitlines()
     assert cut == ["0", "1", "2", "3", "…"]
+
+
+def test_alt_left_goes_back_after_f12_and_alt_right_forward_and_a_miss_is_said(
+    qtbot: Any,
+    make_window: WindowFactory,
+    shop: Path,  # noqa: F811
+) -> None:
+    window = make_window(shop)
+    wait_ready(qtbot, window)
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shop / "app.py")
+    window.viewer.editor.go_to(3, 9)  # item = Product("Blue Mug")
+    lsp = window.docks["lsp"]
+    status = window.statusBar()
+
+    lsp.back_action.trigger()
+    assert status.currentMessage().startswith("Nothing to go back to")
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
+        lsp.definition_action.trigger()
+    assert shown.args == [str(shop / "shop" / "models.py")]
+    assert lsp.back_action.shortcut().toString() == "Alt+Left"
+    assert lsp.forward_action.shortcut().toString() == "Alt+Right"
+
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
+        lsp.back_action.trigger()
+    assert shown.args == [str(shop / "app.py")]
+    assert window.viewer.editor.position()[0] == 3
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
+        lsp.forward_action.trigger()
+    assert shown.args == [str(shop / "shop" / "models.py")]
+    assert window.viewer.editor.position()[0] == 4
+    lsp.forward_action.trigger()
+    assert status.currentMessage() == "Nothing to go forward to."
+
+    # F12 where there is nothing to find is said in the status bar, with where to look next.
+    (shop / "shop" / "models.py").write_text("\n" + (shop / "shop" / "models.py").read_text())
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shop / "shop" / "models.py")
+    window.viewer.editor.go_to(1, 1)
+    with qtbot.waitSignal(lsp.lspAnswered, timeout=TURN_TIMEOUT_MS):
+        lsp.definition_action.trigger()
+    assert status.currentMessage() == (
+        "No definition found at 1:1 ('arbor doctor' shows the Python environment it sees)."
+    )

@@ -40,6 +40,42 @@ def hover_text(text: str, lines: int = HOVER_LINES, width: int = HOVER_WIDTH) ->
     return "\n".join(wrapped)
 
 
+Place = tuple[str, int, int]
+"""(absolute path, 1-based line, column) of a place the viewer showed."""
+
+
+class JumpHistory:
+    """Where F12 and the references picker jumped from, for Back (Alt+Left) and Forward (Alt+Right) as in
+    a browser: a new jump drops the places ahead."""
+
+    def __init__(self, limit: int = 100) -> None:
+        self.limit = limit
+        self.back: list[Place] = []
+        self.forward: list[Place] = []
+
+    def jumped(self, origin: Place) -> None:
+        """The viewer left ``origin`` for a jump's target."""
+        if not self.back or self.back[-1] != origin:
+            self.back = [*self.back, origin][-self.limit :]
+        self.forward.clear()
+
+    def go_back(self, here: Place | None) -> Place | None:
+        """The place to go back to (None: none), with ``here`` kept for Forward."""
+        if not self.back:
+            return None
+        if here is not None:
+            self.forward.append(here)
+        return self.back.pop()
+
+    def go_forward(self, here: Place | None) -> Place | None:
+        """The place Back left (None: none), with ``here`` kept for Back."""
+        if not self.forward:
+            return None
+        if here is not None:
+            self.back.append(here)
+        return self.forward.pop()
+
+
 class LanguageServerPart(Part):
     """The Go menu's language-server actions, the viewer's hover, and a picker for several answers."""
 
@@ -58,7 +94,10 @@ class LanguageServerPart(Part):
         self.references_action = ctx.action(
             "go", "Find &References", lambda: self.ask(LSP_REFERENCES), "Shift+F12"
         )
-        self.picker.locationChosen.connect(self.files.open_location)
+        self.history = JumpHistory()
+        self.back_action = ctx.action("go", "&Back", self.go_back, "Alt+Left")
+        self.forward_action = ctx.action("go", "&Forward", self.go_forward, "Alt+Right")
+        self.picker.locationChosen.connect(self._jump)
         ctx.viewer.editor.hoverRequested.connect(self._request_hover)
         self.lspAnswered.connect(self._on_answer)
 
@@ -90,6 +129,38 @@ class LanguageServerPart(Part):
             return False
         return True
 
+    def _here(self) -> Place | None:
+        viewer = self.ctx.viewer
+        if viewer.current_path is None or viewer.message is not None:
+            return None
+        line, column = viewer.editor.position()
+        return (str(viewer.current_path.resolve()), line, column)
+
+    def _jump(self, path: str, line: int, column: int = 1) -> None:
+        """Open a location an answer gave, remembering where the viewer was for Back."""
+        here = self._here()
+        if here is not None:
+            self.history.jumped(here)
+        self.files.open_location(path, line, column)
+
+    def go_back(self) -> None:
+        """Alt+Left: the place before the last jump."""
+        place = self.history.go_back(self._here())
+        if place is None:
+            self.ctx.message(
+                "Nothing to go back to: Back returns to where F12 or a reference was used.", 4000
+            )
+        else:
+            self.files.open_location(*place)
+
+    def go_forward(self) -> None:
+        """Alt+Right: the place Back left."""
+        place = self.history.go_forward(self._here())
+        if place is None:
+            self.ctx.message("Nothing to go forward to.", 4000)
+        else:
+            self.files.open_location(*place)
+
     def _request_hover(self, line: int, column: int, global_pos: QPoint) -> None:
         path = self.ctx.viewer.current_path
         if path is None:
@@ -108,10 +179,15 @@ class LanguageServerPart(Part):
             self.ctx.message(result.message, 8000)
         elif not result.locations:
             what = "definition" if method == LSP_DEFINITION else "references"
-            self.ctx.message(f"No {what} found at {params.line}:{params.column}.", 4000)
+            hint = (
+                " ('arbor doctor' shows the Python environment it sees)"
+                if params.path.endswith(".py")
+                else ""
+            )
+            self.ctx.message(f"No {what} found at {params.line}:{params.column}{hint}.", 8000)
         elif method == LSP_DEFINITION and len(result.locations) == 1:
             (only,) = result.locations
-            self.files.open_location(only.path, only.line, only.column)
+            self._jump(only.path, only.line, only.column)
         else:
             title = "Definitions" if method == LSP_DEFINITION else "References"
             self.picker.show_locations(title, result.locations)

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from lsprotocol import types as lsp
 
 from ide.codeintel.index.languages import detect_language
+from ide.codeintel.lsp.environment import for_environment, python_environment
 from ide.codeintel.lsp.gate import LspGate
 from ide.codeintel.lsp.positions import from_lsp_character, to_lsp_character
 from ide.codeintel.lsp.registry import server_for
@@ -86,6 +87,8 @@ class LspPool:
     async def server(self, language: str | None, root: Path) -> LanguageServer:
         """The running server for ``language`` in ``root``, started if needed (LspUnavailable, LspError)."""
         spec = server_for(language, self.settings)
+        if language == "python":
+            spec = for_environment(spec, python_environment(root, self.settings))
         key = (spec.name, root)  # callers pass resolved roots
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:

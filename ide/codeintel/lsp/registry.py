@@ -18,11 +18,13 @@ class LspUnavailable(Exception):
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """A language server to start: its registry name, the command, initialization options."""
+    """A language server to start: its registry name, the command, initialization options, and the
+    settings it is given when it asks (``workspace/configuration``, by dotted section)."""
 
     name: str
     command: tuple[str, ...]
     initialization_options: dict[str, Any] = field(default_factory=dict)
+    configuration: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ class LanguageServer:
 
         @client.feature(lsp.WORKSPACE_CONFIGURATION)
         def configuration(params: lsp.ConfigurationParams) -> list[Any]:
-            return [None for _ in params.items]
+            return [self.configuration(item.section) for item in params.items]
 
         @client.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CREATE)
         def progress(_params: Any) -> None:
@@ -104,6 +104,13 @@ class LanguageServer:
         @client.feature(lsp.WINDOW_SHOW_MESSAGE)
         def show_message(params: lsp.ShowMessageParams) -> None:
             log.info("%s: %s", self.spec.name, params.message)
+
+    def configuration(self, section: str | None) -> Any:
+        """The spec's settings under the dotted ``section`` (all of them for none); None when absent."""
+        value: Any = self.spec.configuration
+        for part in (section or "").split(".") if section else []:
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
 
     async def start(self) -> None:
         """Start the process (its own session, so its children die with it) and initialize it."""
