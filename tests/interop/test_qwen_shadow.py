@@ -29,6 +29,7 @@ from tests.support.qwen import (
     LOOK_COMMAND,
     LOOK_TASK,
     MAKE_TASK,
+    SHADOW_CWD,
     SHELL_FILE,
     SHELL_TEXT,
     QwenScript,
@@ -37,7 +38,6 @@ from tests.support.qwen import (
 )
 
 RUN_TIMEOUT_S = 300
-SHADOW_CWD = r"/[^\s\"'\\]*arbor-scratch-\d+-shadow-[A-Za-z0-9_]+/ws"
 USER_EDIT = 'print("hello, edited by the user between turns")\n'
 
 

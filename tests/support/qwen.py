@@ -30,6 +30,8 @@ MAKE_TASK = "make two files"
 LOOK_TASK = "look at the files"
 LOOK_COMMAND = "ls -a; cat hello.py"
 LOOKED = "I looked."
+SHADOW_CWD = r"/[^\s\"'\\]*arbor-scratch-\d+-shadow-[A-Za-z0-9_]+/ws"
+"""A shadow workspace's path (of a workspace named ``ws``) as it appears in what the agent sends."""
 
 
 def qwen_command(node_peers: Path, base_url: str) -> str:

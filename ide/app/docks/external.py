@@ -73,7 +73,7 @@ class ForeignAgent(Part):
         if shadow is not None and not resume:
             self._seen = {}
             self._note(
-                f"{choice.name} works in a shadow of the workspace",
+                "The agent works in a shadow of the workspace",
                 f"{shadow}\nWhatever it changes there — with its own tools or commands too — comes to the "
                 "Review dock; your files change only when you apply.",
             )
