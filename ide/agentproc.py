@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from pydantic import BaseModel
 
@@ -75,6 +75,8 @@ def on_stop_signals(handler: Callable[[], object]) -> Iterator[None]:
 
 ARBOR_AGENT = "arbor"
 """The agent name that means Arbor's own backend."""
+PROMPT = "{prompt}"
+"""Where a CLI agent's command line takes the task (``claude -p {prompt}``)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class AgentChoice:
     shadow: bool = True
     """Whether an agent that is not Arbor works in a shadow of the workspace, its changes captured for
     review (False: a backend command given directly — tests — started in the workspace as is)."""
+    protocol: str = "acp"
+    """``acp``: an ACP agent on stdio; ``cli``: a command run once per task, :data:`PROMPT` in its
+    arguments replaced by the task."""
 
     @property
     def is_arbor(self) -> bool:
@@ -110,13 +115,14 @@ def arbor_agent() -> AgentChoice:
 
 def resolve_agent(spec: str, agents: Mapping[str, Any]) -> AgentChoice:
     """``--agent`` as given: ``arbor``, a name of the ``[agents]`` settings table (each with ``command``,
-    ``args``, ``env``), else a shell-quoted command line whose program must exist. ValueError says why not."""
+    ``args``, ``env``, ``protocol``), else a shell-quoted command line whose program must exist — a CLI
+    agent when an argument holds :data:`PROMPT`. ValueError says why not."""
     text = spec.strip()
     if text.lower() == ARBOR_AGENT:
         return arbor_agent()
     if text in agents:
         agent = agents[text]
-        return AgentChoice(text, [agent.command, *agent.args], dict(agent.env))
+        return AgentChoice(text, [agent.command, *agent.args], dict(agent.env), protocol=agent.protocol)
     try:
         argv = shlex.split(text)
     except ValueError as exc:
@@ -131,7 +137,16 @@ def resolve_agent(spec: str, agents: Mapping[str, Any]) -> AgentChoice:
             f"--agent {spec!r}: no agent of that name in the settings ({known}) and no program "
             f"{argv[0]!r} on PATH"
         )
-    return AgentChoice(command_name(argv), argv, {})
+    protocol = "cli" if any(PROMPT in word for word in argv[1:]) else "acp"
+    return AgentChoice(command_name(argv), argv, {}, protocol=protocol)
+
+
+def cli_argv(command: Sequence[str], task: str) -> list[str]:
+    """A CLI agent's command line for ``task``: :data:`PROMPT` in its arguments replaced by the task (one
+    argument, never through a shell), else the task added as the last argument."""
+    if not any(PROMPT in word for word in command[1:]):
+        return [*command, task]
+    return [command[0], *(word.replace(PROMPT, task) for word in command[1:])]
 
 
 def command_name(argv: Sequence[str]) -> str:
@@ -211,13 +226,15 @@ async def spawn_agent(
     )
 
 
-async def drain_stderr(stream: asyncio.StreamReader, tail: StderrTail) -> None:
-    """Read ``stream`` into ``tail`` until EOF."""
+async def drain_stderr(stream: asyncio.StreamReader, tail: StderrTail, echo: TextIO | None = None) -> None:
+    """Read ``stream`` into ``tail`` (and ``echo`` when given: a CLI agent's stderr is shown) until EOF."""
     while True:
         data = await stream.read(65536)
         if not data:
             return
         tail.feed(data)
+        if echo is not None:
+            echo.write(data.decode("utf-8", errors="replace"))
 
 
 def signal_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> None:

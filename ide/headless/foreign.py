@@ -18,7 +18,9 @@ import contextlib
 import logging
 import os
 import shlex
+import signal
 import sys
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from acp import RequestError, connect_to_agent, text_block
@@ -37,9 +39,11 @@ from ide.agentproc import (
     AgentChoice,
     AgentProcess,
     StderrTail,
+    cli_argv,
     drain_stderr,
     error_from_request,
     on_stop_signals,
+    signal_group,
     spawn_agent,
 )
 from ide.changes.review import commit_subject
@@ -152,6 +156,14 @@ class ForeignClient(TerminalClient):
         return WriteTextFileResponse()
 
 
+@dataclass(frozen=True)
+class CliTurn:
+    """How a CLI agent's run ended, as an ACP ``PromptResponse`` says it: ``end_turn`` (exit 0),
+    ``refusal`` (another exit code) or ``cancelled``."""
+
+    stop_reason: str
+
+
 def commit_message(task: str, agent: str) -> str:
     """The commit of an applied foreign turn: the task's first line, and which agent made the change."""
     subject = commit_subject(task) or "Apply reviewed changes"
@@ -190,6 +202,7 @@ class ForeignRun:
         self._foreign: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Future[None] | None = None
         self._turns = 0
+        self._cancelled = False
 
     async def __aenter__(self) -> ForeignRun:
         try:
@@ -213,6 +226,10 @@ class ForeignRun:
         for note in shadow.notes:
             self.err.write(f"[shadow] {note}\n")
         self.err.write(f"[shadow] {self.agent.name} works in a shadow of the workspace: {shadow.cwd}\n")
+        if self.agent.protocol == "cli":
+            if self.allow_commands:
+                self.err.write("[shadow] a CLI agent runs its commands itself, in the shadow: nothing asks\n")
+            return  # started once per task, by turn()
         env = {**os.environ, **self.agent.env, "PWD": shadow.cwd}
         self._foreign = foreign = await spawn_agent(self.agent.command, env, shadow.cwd)
         assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
@@ -230,7 +247,7 @@ class ForeignRun:
         """One prompt turn: from the second on, the shadow first takes in what the user decided and edited
         (``_arbor/external/turn_start``); then the agent works; then the shadow is captured. Returns the
         agent's ``PromptResponse`` and the capture."""
-        assert self.conn is not None and self.client is not None and self.review_id is not None
+        assert self.review_id is not None
         params = ex.ExternalSessionParams(session_id=self.review_id)
         if self._turns:
             started = await agentconn.call(self.review, ex.EXTERNAL_TURN_START, params)
@@ -239,10 +256,14 @@ class ForeignRun:
                     f"[shadow] {path}: your edits and the agent's overlap; the agent keeps its own\n"
                 )
         self._turns += 1
-        response = await self.conn.prompt(session_id=self.session_id, prompt=[text_block(task)])
-        self.out.write("\n")
-        self.err.write(f"[done] {response.stop_reason}\n")
-        await self.client.captures_done()
+        if self.agent.protocol == "cli":
+            response: Any = await self._cli_turn(task)
+        else:
+            assert self.conn is not None and self.client is not None
+            response = await self.conn.prompt(session_id=self.session_id, prompt=[text_block(task)])
+            self.out.write("\n")
+            self.err.write(f"[done] {response.stop_reason}\n")
+            await self.client.captures_done()
         final = ex.ExternalCaptureParams(session_id=self.review_id, workspace=True)
         captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, final)
         for path, why in captured.skipped.items():
@@ -255,8 +276,32 @@ class ForeignRun:
             )
         return response, captured
 
+    async def _cli_turn(self, task: str) -> CliTurn:
+        """Run a CLI agent once for ``task`` in the shadow, its output streamed through; how it ended."""
+        assert self.shadow_cwd is not None
+        env = {**os.environ, **self.agent.env, "PWD": self.shadow_cwd}
+        argv = cli_argv(self.agent.command, task)
+        self._foreign = process = await spawn_agent(argv, env, self.shadow_cwd)
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        process.stdin.close()  # a question on stdin is answered with end of file, never waits
+        self._drain = asyncio.ensure_future(drain_stderr(process.stderr, self.log_tail, self.err))
+        while chunk := await process.stdout.read(4096):
+            self.out.write(chunk.decode("utf-8", errors="replace"))
+        code = await process.wait()
+        await self.agent_said()
+        self.out.write("\n")
+        if self._cancelled:
+            self.err.write("[done] cancelled\n")
+            return CliTurn("cancelled")
+        self.err.write(f"[done] exit {code}\n")
+        return CliTurn("end_turn" if code == 0 else "refusal")
+
     def cancel(self) -> None:
-        """Ask the agent to end the running turn (Ctrl-C)."""
+        """Ask the agent to end the running turn (Ctrl-C); a CLI agent's process group gets SIGTERM."""
+        self._cancelled = True
+        if self.agent.protocol == "cli" and self._foreign is not None and self._foreign.returncode is None:
+            signal_group(self._foreign, signal.SIGTERM)
+            return
         if self.conn is not None and self.session_id is not None:
             task = asyncio.ensure_future(agentconn.cancel(self.conn, self.session_id))
             task.add_done_callback(lambda _: None)
@@ -317,6 +362,12 @@ async def run_foreign(
             elif not apply:
                 out.write(marked_diff(captured.changeset))
                 err.write("[review] nothing was written; run again with --apply to apply these changes\n")
+            elif response.stop_reason != "end_turn":
+                out.write(marked_diff(captured.changeset))
+                err.write(
+                    f"[review] not applied: the agent did not finish its turn ({response.stop_reason}); "
+                    "nothing was written\n"
+                )
             elif not await apply_and_report(run.review, run.review_id, err, commit_message(task, agent.name)):
                 return EXIT_FAILED
             return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED

@@ -364,6 +364,12 @@ class AgentServerSettings(_Section):
     command: str = Field(description="Program to start, e.g. claude-code-acp, gemini, goose")
     args: list[str] = Field(default_factory=list, description='Its arguments, e.g. ["--experimental-acp"]')
     env: dict[str, str] = Field(default_factory=dict, description="Environment variables added for it")
+    protocol: Literal["acp", "cli"] = Field(
+        "acp",
+        description='"acp": an ACP agent on stdio; "cli": a command run once per task in a shadow of the '
+        'workspace, {prompt} in its args replaced by the task (e.g. command = "aider", args = '
+        '["--yes-always", "--message", "{prompt}"]), its changes captured for review (arbor run --agent)',
+    )
 
     def argv(self) -> list[str]:
         """The command line: the program and its arguments."""

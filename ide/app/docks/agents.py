@@ -20,7 +20,12 @@ class AgentPicker(Part):
         super().__init__(ctx)
         started: AgentChoice = ctx.window.agent  # type: ignore[attr-defined]
         self.choices: dict[str, AgentChoice] = {ARBOR_AGENT: started if started.is_arbor else arbor_agent()}
+        self.cli_only: list[str] = []
+        """Configured CLI agents: ``arbor run --agent`` runs them; the window drives ACP agents only."""
         for name, agent in ctx.settings.agents.items():
+            if agent.protocol == "cli":
+                self.cli_only.append(name)
+                continue
             self.choices[name] = AgentChoice(name, agent.argv(), dict(agent.env))
         if not started.is_arbor:
             self.choices[started.name or "custom"] = started
@@ -39,6 +44,10 @@ class AgentPicker(Part):
             action.triggered.connect(lambda _checked=False, chosen=name: self.switch(chosen))
             self.menu.addAction(action)
             self.actions[name] = action
+        for name in self.cli_only:
+            action = self.menu.addAction(f"{name} (CLI agent: arbor run --agent {name})")
+            action.setEnabled(False)
+            action.setToolTip("The window drives ACP agents; run a CLI agent with arbor run --agent.")
 
     def switch(self, name: str) -> bool:
         """Drive the agent ``name`` instead of the current one, in a new session; False if unknown or
