@@ -101,11 +101,11 @@ class AgentChoice:
     def works_in_shadow(self) -> bool:
         return self.shadow and not self.is_arbor
 
-    async def start(self, cwd: str | None = None) -> AgentProcess:
+    async def start(self, cwd: str | None = None, command: Sequence[str] | None = None) -> AgentProcess:
         """Start the agent with the window's environment plus its own, in ``cwd`` when given (``PWD`` says
-        the same); OSError when it cannot be run."""
+        the same), as ``command`` when given (its own, confined); OSError when it cannot be run."""
         env = {**os.environ, **self.env, **({"PWD": cwd} if cwd else {})}
-        return await AgentProcess.spawn(self.command, env, cwd)
+        return await AgentProcess.spawn(command or self.command, env, cwd)
 
 
 def arbor_agent() -> AgentChoice:
@@ -312,8 +312,15 @@ class AgentProcess:
         await stop_agent(self.process, conn, eof_grace=eof_grace)
 
 
-def start_error(command: Sequence[str], exc: OSError) -> ErrorInfo:
-    """What to tell the user when the backend command cannot be run at all."""
+def start_error(command: Sequence[str], exc: OSError, *, arbor: bool = True) -> ErrorInfo:
+    """What to tell the user when the backend command (``arbor``), or another agent's, cannot be run."""
+    if not arbor:
+        return ErrorInfo(
+            kind="internal",
+            message=f"Cannot start the agent `{shlex.join(command)}`: {exc.strerror or exc}",
+            fix="Check its command (Agent menu, [agents] in the settings); `arbor doctor` says whether "
+            "bubblewrap can confine it.",
+        )
     return ErrorInfo(
         kind="internal",
         message=f"Cannot start the backend `{shlex.join(command)}`: {exc.strerror or exc}",

@@ -377,8 +377,17 @@ def _run_foreign(workspace: Path, args: argparse.Namespace) -> int:
         return _fail(str(exc))
     from ide.headless.foreign import run_foreign
 
+    review = load_settings(workspace).settings.review  # read by _agent already: it loads
+    confine = review.agent_writable if review.confine_agents else None
     return asyncio.run(
-        run_foreign(str(workspace), args.task, agent, allow_commands=args.allow_commands, apply=args.apply)
+        run_foreign(
+            str(workspace),
+            args.task,
+            agent,
+            allow_commands=args.allow_commands,
+            apply=args.apply,
+            confine=confine,
+        )
     )
 
 

@@ -90,6 +90,18 @@ def tool_checks() -> list[HealthCheck]:
     return checks
 
 
+def confine_check(required: bool) -> HealthCheck:
+    """Whether bubblewrap can confine another agent here (``review.confine_agents``); a failure only when
+    that setting is on."""
+    from ide.sandbox import INSTALL, bwrap_status
+
+    ok, said = bwrap_status()
+    name = "bubblewrap (review.confine_agents)"
+    if ok:
+        return HealthCheck(name, True, f"{said}: other agents {'are' if required else 'can be'} confined")
+    return HealthCheck(name, False if required else None, said, INSTALL)
+
+
 GIT_IDENTITY = {
     "user.name": ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "Your Name"),
     "user.email": ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "you@example.com"),
@@ -205,6 +217,7 @@ def run_doctor(resolved: ResolvedSettings, out: TextIO, *, probe: bool = False) 
     out.write("\nChecks\n")
     checks = asyncio.run(model_checks(resolved)) + tool_checks()
     checks.append(git_identity_check(resolved.workspace, resolved.settings.review.commit))
+    checks.append(confine_check(resolved.settings.review.confine_agents))
     failed = False
     for check in checks:
         out.write(f"  [{_mark(check.ok)}] {check.name}: {check.detail}\n")

@@ -51,6 +51,7 @@ OTHER = {
     "data_dir": "moves where Arbor stores sessions, index and memory",
     "index.workers": "sets how many parser processes Arbor starts",
     "lsp.extra_paths": "adds directories the language server reads and may import compiled modules from",
+    "review.agent_writable": "lets a confined agent write these directories",
 }
 MODEL_KEYS = frozenset(
     {

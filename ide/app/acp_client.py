@@ -88,10 +88,13 @@ class BackendBridge(QObject):
         self.agent: agentproc.AgentProcess | None = None
         self.permission_handler: agentconn.PermissionHandler | None = None
         self.fs_handler: agentconn.FsHandler | None = None  # serves fs/*, advertised only when set
-        self.agent_cwd: Callable[[agentproc.AgentChoice, str | None], Awaitable[str | None]] | None = None
-        """Where an agent that works in a shadow (:attr:`AgentChoice.works_in_shadow`) is started and opens
-        its sessions, asked before each start with the session being resumed: the shadow's path, or None
-        for the workspace itself (no shadow could be made; the hook says why)."""
+        self.place_agent: (
+            Callable[[agentproc.AgentChoice, str | None], Awaitable[tuple[str, list[str]] | None]] | None
+        ) = None
+        """Where and how an agent that works in a shadow (:attr:`AgentChoice.works_in_shadow`) is started,
+        asked before each start with the session being resumed: the shadow's path (its cwd, and its
+        sessions') and the command line (confined or not), or None for the workspace itself and the
+        choice's command (no shadow could be made; the hook says why). An OSError: it cannot start."""
         self.before_prompt: Callable[[], Awaitable[None]] | None = None
         """Awaited before each prompt to an agent started in a shadow (it takes in the user's decisions)."""
         self.agent_dir = self.workspace
@@ -264,16 +267,18 @@ class BackendBridge(QObject):
         self._stopping = False
         self.agent_meta = None
         self._set_state(BackendState.STARTING)
-        shadow = None
-        if self.choice.works_in_shadow and self.agent_cwd is not None:
-            shadow = await self.agent_cwd(self.choice, resume)
-        self.agent_dir = Path(shadow) if shadow else self.workspace
+        placed = None
         try:
+            if self.choice.works_in_shadow and self.place_agent is not None:
+                placed = await self.place_agent(self.choice, resume)
+            shadow, command = placed if placed is not None else (None, self.choice.command)
+            self.agent_dir = Path(shadow) if shadow else self.workspace
             # Spawn first: the backend's own start-up then overlaps with loading the SDK here.
-            self.agent = agent = await self.choice.start(shadow)
+            self.agent = agent = await self.choice.start(shadow, command)
         except OSError as exc:
             self._set_state(BackendState.STOPPED)
-            self.errorRaised.emit(agentproc.start_error(self.choice.command, exc))
+            arbor = not self.choice.works_in_shadow  # Arbor, or a backend command given as is
+            self.errorRaised.emit(agentproc.start_error(self.choice.command, exc, arbor=arbor))
             return
         process = agent.process
         self._watcher = spawn(self._watch(generation, agent), name="watch backend")

@@ -18,9 +18,13 @@ import contextlib
 import logging
 import os
 import shlex
+import shutil
 import signal
 import sys
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from acp import RequestError, connect_to_agent, text_block
@@ -60,6 +64,7 @@ from ide.headless import (
     marked_diff,
 )
 from ide.protocol import external as ex
+from ide.sandbox import confined
 
 AGENT_STOP_GRACE_S = 5.0
 
@@ -184,8 +189,11 @@ class ForeignRun:
         *,
         allow_commands: bool = False,
         backend_command: list[str] | None = None,
+        confine: Sequence[str] | None = None,
     ) -> None:
         self.workspace, self.agent, self.out, self.err = workspace, agent, out, err
+        self.confine = confine
+        """Not None: the agent runs under bwrap, writing only its shadow, a private /tmp and these."""
         self.allow_commands = allow_commands
         self.backend_command = backend_command or BACKEND_COMMAND
         self.review: Any = None
@@ -203,6 +211,8 @@ class ForeignRun:
         self._drain: asyncio.Future[None] | None = None
         self._turns = 0
         self._cancelled = False
+        self._scratch: str | None = None
+        """A confined agent's TMPDIR (removed with the run)."""
 
     async def __aenter__(self) -> ForeignRun:
         try:
@@ -226,12 +236,16 @@ class ForeignRun:
         for note in shadow.notes:
             self.err.write(f"[shadow] {note}\n")
         self.err.write(f"[shadow] {self.agent.name} works in a shadow of the workspace: {shadow.cwd}\n")
+        if self.confine is not None:
+            self._command(self.agent.command)  # refused now, before any turn, when it cannot be
+            writable = ", ".join([shadow.cwd, f"{self._scratch} (its TMPDIR)", *self.confine])
+            self.err.write(f"[shadow] confined with bwrap: it can write only {writable}\n")
         if self.agent.protocol == "cli":
             if self.allow_commands:
                 self.err.write("[shadow] a CLI agent runs its commands itself, in the shadow: nothing asks\n")
             return  # started once per task, by turn()
         env = {**os.environ, **self.agent.env, "PWD": shadow.cwd}
-        self._foreign = foreign = await spawn_agent(self.agent.command, env, shadow.cwd)
+        self._foreign = foreign = await spawn_agent(self._command(self.agent.command), env, shadow.cwd)
         assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
         self._drain = asyncio.ensure_future(drain_stderr(foreign.stderr, self.log_tail))
         self.client = ForeignClient(
@@ -276,11 +290,19 @@ class ForeignRun:
             )
         return response, captured
 
+    def _command(self, argv: list[str]) -> list[str]:
+        """``argv`` as started: under bwrap when confined (ConfineError, an OSError, when it cannot be)."""
+        if self.confine is None or self.shadow_cwd is None:
+            return argv
+        if self._scratch is None:
+            self._scratch = tempfile.mkdtemp(prefix="arbor-agent-tmp-")
+        return confined(argv, self.shadow_cwd, self._scratch, Path(self.workspace), self.confine)
+
     async def _cli_turn(self, task: str) -> CliTurn:
         """Run a CLI agent once for ``task`` in the shadow, its output streamed through; how it ended."""
         assert self.shadow_cwd is not None
         env = {**os.environ, **self.agent.env, "PWD": self.shadow_cwd}
-        argv = cli_argv(self.agent.command, task)
+        argv = self._command(cli_argv(self.agent.command, task))
         self._foreign = process = await spawn_agent(argv, env, self.shadow_cwd)
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         process.stdin.close()  # a question on stdin is answered with end of file, never waits
@@ -328,6 +350,9 @@ class ForeignRun:
             await close_backend(self.review, self._backend.process)
         self._foreign = self._backend = self._drain = None
         self.review_id = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
 
 async def run_foreign(
@@ -340,12 +365,19 @@ async def run_foreign(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     backend_command: list[str] | None = None,
+    confine: Sequence[str] | None = None,
 ) -> int:
     """Run one turn of ``agent`` on a shadow of ``workspace`` (absolute) and print or apply what it
     changed; the exit code says how it ended."""
     out, err = EscapedText(out), EscapedText(err)  # type: ignore[assignment]
     run = ForeignRun(
-        workspace, agent, out, err, allow_commands=allow_commands, backend_command=backend_command
+        workspace,
+        agent,
+        out,
+        err,
+        allow_commands=allow_commands,
+        backend_command=backend_command,
+        confine=confine,
     )
     # SIGTERM ends the turn as Ctrl-C does: agent, backend and shadow go.
     stop_handlers = contextlib.ExitStack()

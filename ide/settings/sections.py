@@ -453,6 +453,17 @@ class ReviewSettings(_Section):
     commit: Literal["commit", "stage", "none"] = Field(
         "commit", description="What Apply does in git: commit the accepted paths, only stage them, or nothing"
     )
+    confine_agents: bool = Field(
+        False,
+        description="Run another agent (arbor --agent, arbor run --agent) under bubblewrap (bwrap) so it can "
+        "write only its shadow workspace, a private TMPDIR and agent_writable; refused, saying so, where "
+        "bwrap is missing (arbor doctor says whether it works here)",
+    )
+    agent_writable: list[str] = Field(
+        default_factory=list,
+        description="Directories a confined agent may also write (its own config and cache, e.g. "
+        '["~/.qwen", "~/.cache"]); one holding the workspace is refused',
+    )
 
 
 class Settings(_Section):

@@ -3,7 +3,8 @@
 // a read outside the workspace (../outside.txt), each reported as a tool call, under a plan.
 // A prompt containing "ask" first asks permission for the edit (with the diff) and skips it when refused.
 // A prompt containing "shell" then also writes made_by_shell.py straight to disk in its cwd, as an agent's
-// own shell command does (no fs/* call), reported as an execute tool call.
+// own shell command does (no fs/* call), reported as an execute tool call. A prompt containing "escape"
+// tries to write sneaky.py into the directory $ESCAPE_TO names (the real workspace, in a test).
 import { AgentSideConnection, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
@@ -142,6 +143,23 @@ class ForeignAgent {
       await this.update(sessionId, {
         sessionUpdate: "tool_call_update", toolCallId: "shell-1", status: "completed", rawOutput: { exit: 0 },
       });
+    }
+    if (text.includes("escape") && process.env.ESCAPE_TO) {
+      const sneaky = path.join(process.env.ESCAPE_TO, "sneaky.py");
+      await this.update(sessionId, {
+        sessionUpdate: "tool_call", toolCallId: "escape-1", title: `write ${sneaky}`, kind: "execute",
+        status: "in_progress", rawInput: { path: sneaky },
+      });
+      try {
+        writeFileSync(sneaky, "y = 2\n");
+        await this.update(sessionId, {
+          sessionUpdate: "tool_call_update", toolCallId: "escape-1", status: "completed", rawOutput: { wrote: sneaky },
+        });
+      } catch (err) {
+        await this.update(sessionId, {
+          sessionUpdate: "tool_call_update", toolCallId: "escape-1", status: "failed", rawOutput: { error: err.code },
+        });
+      }
     }
     await this.plan(sessionId, ["completed", "completed", "in_progress"]);
 

@@ -7,6 +7,7 @@ refused with a clear error; the tool calls form a tree; closing the permission d
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide import sandbox
 from ide.agentproc import command_name, resolve_agent
 from ide.app.window import MainWindow
 from tests.support.git import git
@@ -250,3 +252,30 @@ def test_a_foreign_agent_in_a_shadow_has_its_shell_writes_reviewed_and_sees_what
     finally:
         stop_review_backend(qtbot, window)
     assert not shadow.exists(), "the shadow is removed with the review backend"
+
+
+@pytest.mark.skipif(
+    not sandbox.bwrap_status()[0], reason="bwrap cannot confine here (apt-get install bubblewrap)"
+)
+def test_a_confined_foreign_agent_cannot_write_the_workspace(
+    make_window: WindowFactory,  # noqa: F811 (the window tests' fixture, imported above)
+    node_peers: Path,
+    workspace: Path,
+    qtbot: Any,
+    user_config: Any,
+) -> None:
+    user_config("[review]\nconfine_agents = true\n")
+    agent = resolve_agent(f"node {shlex.quote(str(node_peers / 'foreign_agent.mjs'))}", {})
+    agent = dataclasses.replace(agent, env={"ESCAPE_TO": str(workspace)})
+    window = make_window(workspace, agent=agent)
+    try:
+        wait_ready(qtbot, window)
+        assert "Confined with bwrap" in chat_text(window)
+        window.send_prompt("escape")
+        qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+        run = next(tree for tree in window.tree_view.runs.values() if "tool:escape-1" in tree.nodes)
+        escape = run.nodes["tool:escape-1"]
+        assert escape.status == "failed" and "EROFS" in (escape.observation or "")
+        assert not (workspace / "sneaky.py").exists()
+    finally:
+        stop_review_backend(qtbot, window)

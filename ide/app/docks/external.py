@@ -7,6 +7,8 @@ alone are held for review, and the chat says so."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from typing import Any, ClassVar
 
 from ide.agentproc import AgentChoice
@@ -19,6 +21,7 @@ from ide.app.docks.needs import Uses
 from ide.app.external import ReviewBackend
 from ide.app.tool_tree import ToolCallTree
 from ide.protocol.review import ChangeSetView
+from ide.sandbox import confined
 
 
 class ForeignAgent(Part):
@@ -39,7 +42,7 @@ class ForeignAgent(Part):
         self._session: str | None = None
         bridge = self.bridge
         bridge.fs_handler = self.review
-        bridge.agent_cwd = self._agent_cwd
+        bridge.place_agent = self._place_agent
         bridge.before_prompt = self.review.turn_start
         self.review.changesetReceived.connect(self._show_changeset)
         self.review.noted.connect(self._note)
@@ -51,6 +54,9 @@ class ForeignAgent(Part):
         """The tool calls reported since the last capture answered, each with when it was last reported
         (a count of updates): what the next capture finds, one of them did."""
         self._updates = 0
+        self._scratch: str | None = None
+        """A confined agent's TMPDIR (removed with the window)."""
+        ctx.window.closed.connect(self._remove_scratch)  # type: ignore[attr-defined]
         ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))  # type: ignore[attr-defined]
 
     def is_foreign(self) -> bool:
@@ -68,16 +74,34 @@ class ForeignAgent(Part):
             self.tree = ToolCallTree(self.bridge.agent_name or "agent")
             self._turns = 0
 
-    async def _agent_cwd(self, choice: AgentChoice, resume: str | None) -> str | None:
+    async def _place_agent(self, choice: AgentChoice, resume: str | None) -> tuple[str, list[str]] | None:
+        """The shadow the agent works in and its command line — under bwrap with
+        ``review.confine_agents`` (ConfineError, an OSError, when it cannot be: it is not started)."""
         shadow = await self.review.open_shadow(choice.name, resume is not None)
-        if shadow is not None and not resume:
+        if shadow is None:
+            return None
+        command = list(choice.command)
+        review = self.ctx.settings.review
+        confined_to = ""
+        if review.confine_agents:
+            if self._scratch is None:
+                self._scratch = tempfile.mkdtemp(prefix="arbor-agent-tmp-")
+            command = confined(command, shadow, self._scratch, self.ctx.workspace, review.agent_writable)
+            confined_to = f"\nConfined with bwrap: it can write only there, in {self._scratch} (its TMPDIR)"
+            confined_to += "".join(f", {path}" for path in review.agent_writable) + "."
+        if not resume:
             self._seen = {}
             self._note(
                 "The agent works in a shadow of the workspace",
                 f"{shadow}\nWhatever it changes there — with its own tools or commands too — comes to the "
-                "Review dock; your files change only when you apply.",
+                f"Review dock; your files change only when you apply.{confined_to}",
             )
-        return shadow
+        return shadow, command
+
+    def _remove_scratch(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def _on_agent(self, meta: object) -> None:
         if meta is not None and self.review.shadow is not None:  # Arbor's own agent now: no shadow needed
