@@ -18,7 +18,9 @@ not truncate), ``says_window`` (``"llama-server"``: ``/props`` and ``meta.n_ctx`
 as many servers). A ``max_completion_tokens`` (or ``max_tokens``) cap cuts the answer with
 ``finish_reason`` "length". ``side(body)`` may answer a request itself (a mapping in the same format)
 before the script is consulted: a real agent's side calls (a title, a next-speaker check) then leave the
-script alone. Recorded: ``bodies`` of /v1/chat/completions, ``gets`` (paths asked with GET),
+script alone. ``/v1/responses`` (the Responses API, streamed only, as Codex uses it) answers from the same
+script: ``content`` as a message, ``tool_calls`` as ``function_call`` items. Recorded: ``bodies`` of
+/v1/chat/completions (``response_bodies`` of /v1/responses), ``gets`` (paths asked with GET),
 ``closed_early`` (streams the client stopped reading).
 """
 
@@ -58,6 +60,7 @@ class FakeOpenAI:
         self.gets: list[str] = []
         self.closed_early = 0
         self.bodies: list[dict[str, Any]] = []
+        self.response_bodies: list[dict[str, Any]] = []
         self._next = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -142,6 +145,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.rstrip("/") == "/v1/responses":
+            self._responses(body)
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._error(404, "not found")
             return
@@ -293,3 +299,75 @@ class _Handler(BaseHTTPRequestHandler):
             self.gone = True
             with self.fake._lock:
                 self.fake.closed_early += 1
+
+    def _responses(self, body: dict[str, Any]) -> None:
+        """A streamed Responses API answer: the events Codex reads, in the order OpenAI sends them."""
+        fake = self.fake
+        with fake._lock:
+            fake.response_bodies.append(body)
+            serial = len(fake.response_bodies)  # ids unique over the server's life, as OpenAI's are
+        if not body.get("stream"):
+            self._error(400, "fake openai: /v1/responses is served streamed only")
+            return
+        answered = fake.side(body) if fake.side is not None else None
+        response = dict(answered) if answered is not None else fake.take()
+        if response is None:
+            self._error(500, "fake openai: no scripted response left")
+            return
+        if "status" in response:
+            self._error(int(response["status"]), str(response.get("error", "fake failure")))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def event(kind: str, **fields: Any) -> None:
+            self._write(f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n")
+
+        event(
+            "response.created",
+            response={"id": f"resp_{serial}", "object": "response", "status": "in_progress"},
+        )
+        items: list[dict[str, Any]] = []
+        content = str(response.get("content") or "")
+        if content:
+            message = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress"}
+            event("response.output_item.added", output_index=0, item={**message, "content": []})
+            for start in range(0, len(content), PIECE_CHARS):
+                piece = content[start : start + PIECE_CHARS]
+                event(
+                    "response.output_text.delta",
+                    item_id="msg_1",
+                    output_index=0,
+                    content_index=0,
+                    delta=piece,
+                )
+            text = [{"type": "output_text", "text": content, "annotations": []}]
+            items.append({**message, "status": "completed", "content": text})
+            event("response.output_item.done", output_index=0, item=items[-1])
+        for index, call in enumerate(response.get("tool_calls") or []):
+            item = {
+                "type": "function_call",
+                "id": f"fc_{serial}_{index}",
+                "call_id": f"call_{serial}_{index}",
+                "name": call["name"],
+                "arguments": json.dumps(call.get("args", {})),
+                "status": "completed",
+            }
+            items.append(item)
+            event("response.output_item.done", output_index=len(items) - 1, item=item)
+        tokens = count_tokens(json.dumps(body.get("input") or []), 4.0)
+        usage = {"input_tokens": tokens, "output_tokens": max(1, len(content) // 4)}
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        done = {
+            "id": f"resp_{serial}",
+            "object": "response",
+            "status": "completed",
+            "output": items,
+            "usage": usage,
+        }
+        event("response.completed", response=done)
+        if not self.gone:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
