@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import difflib
 import os
 import shutil
 import stat
@@ -341,9 +342,11 @@ class Shadow:
         for rel in self._captured - found.changes.keys():
             changeset.set_entry(rel, None)
             changeset.rebase(rel, self.baseline(rel))
+        origins = renames(found.changes)
         for rel, (base, now) in sorted(found.changes.items()):
             changeset.rebase(rel, base)
-            changeset.set_entry(rel, Entry(now.data, now.mode if now.data is not None else None))
+            mode = now.mode if now.data is not None else None
+            changeset.set_entry(rel, Entry(now.data, mode, origins.get(rel)))
         self._captured = set(found.changes)
         return found
 
@@ -357,11 +360,19 @@ class Shadow:
             decisions = {hunk.id: review.decision(hunk) for hunk in change.hunks}
             if "rejected" not in decisions.values():
                 continue
-            base = changeset.base(change.path)
-            if change.whole:
-                rejected[change.path] = base
+            kept = [h for h in change.text_hunks if decisions[h.id] != "rejected"]
+            if change.old_path is not None:  # a rename: rejected, the file goes back, kept hunks and all
+                moved = next(h for h in change.hunks if h.kind == "rename")
+                if change.binary:  # one piece: any of it rejected, all of it is
+                    content, back = changeset.base(change.old_path), True
+                else:
+                    content = Base(apply_hunks(change.old or b"", kept), change.mode)
+                    back = decisions[moved.id] == "rejected"
+                rejected[change.old_path] = content if back else ABSENT
+                rejected[change.path] = ABSENT if back else content
+            elif change.whole:
+                rejected[change.path] = changeset.base(change.path)
             else:
-                kept = [h for h in change.text_hunks if decisions[h.id] != "rejected"]
                 rejected[change.path] = Base(apply_hunks(change.old or b"", kept), change.mode)
         for rel in sorted(self._captured):
             base = changeset.base(rel)
@@ -431,6 +442,47 @@ class Shadow:
             git_cleanup(self.repo.top, "worktree", "remove", "--force", str(self.top))
             shutil.rmtree(self.tmp, ignore_errors=True)
             git_cleanup(self.repo.top, "worktree", "prune")
+
+
+SIMILAR = 0.5
+"""How alike (difflib's ratio of lines) a deleted and a new file must be to count as a rename, as git's
+default ``-M50%``."""
+RENAME_PAIRS_MAX = 2_500
+"""Beyond this many deleted × new pairs only exact renames are looked for (the rest stay a deletion and a
+creation): each similar pair is a line diff."""
+
+
+def renames(changes: dict[str, tuple[Base, Base]]) -> dict[str, str]:
+    """New path → the deleted path it was moved from: the same bytes first, then (text, few enough
+    pairs) the most alike at ``SIMILAR`` or more; each deleted path is the origin of one new path at most."""
+    deleted = {rel: base.data for rel, (base, now) in changes.items() if now.data is None and base.data}
+    added = {rel: now.data for rel, (base, now) in changes.items() if base.data is None and now.data}
+    if not deleted or not added:
+        return {}
+    found: dict[str, str] = {}
+    by_bytes: dict[bytes, list[str]] = {}
+    for rel, data in sorted(deleted.items()):
+        by_bytes.setdefault(data, []).append(rel)
+    for rel, data in sorted(added.items()):
+        if by_bytes.get(data):
+            found[rel] = by_bytes[data].pop(0)
+    left = {rel: data for rel, data in deleted.items() if rel not in found.values() and not is_binary(data)}
+    rest = {rel: data for rel, data in added.items() if rel not in found and not is_binary(data)}
+    if len(left) * len(rest) > RENAME_PAIRS_MAX:
+        return found
+    scored = sorted(
+        (
+            (-difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False).ratio(), a, d)
+            for a, new in rest.items()
+            for d, old in left.items()
+        ),
+    )
+    for score, new_rel, old_rel in scored:
+        if -score < SIMILAR:
+            break
+        if new_rel not in found and old_rel not in found.values():
+            found[new_rel] = old_rel
+    return found
 
 
 def _close_quietly(ref: weakref.ref[Shadow]) -> None:

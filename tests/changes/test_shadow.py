@@ -220,3 +220,36 @@ def test_workspace_changes_name_what_changed_in_the_workspace_itself(
     (git_workspace / "new.py").write_text("x\n")
     (git_workspace / "ignored.log").write_text("x\n")
     assert shadow.workspace_changes() == ["README.md", "new.py", "notes.txt"]
+
+
+def test_a_moved_file_is_captured_as_a_rename_and_a_rejected_rename_is_moved_back(
+    git_workspace: Path, shadow: Shadow, tmp_path: Path
+) -> None:
+    (shadow.root / "README.md").rename(shadow.root / "GUIDE.md")  # moved as it is
+    edited = (GREET + "# the user's edit\n").replace("Hello", "Hi")
+    (shadow.root / "pkg" / "greet.py").unlink()  # moved and edited: still mostly the same lines
+    (shadow.root / "pkg" / "greeting.py").write_text(edited)
+    changeset = ChangeSet(git_workspace)
+    shadow.fill(changeset)
+    review = Review(changeset, session_id="s", title="shadow", store=BatchStore(tmp_path / "data"))
+    files = {f.path: f for f in review.view().files}
+    assert set(files) == {"GUIDE.md", "pkg/greeting.py"}
+    assert (files["GUIDE.md"].status, files["GUIDE.md"].old_path) == ("renamed", "README.md")
+    assert len(files["GUIDE.md"].hunks) == 1 and files["GUIDE.md"].additions == 0  # the move alone
+    greeting = files["pkg/greeting.py"]
+    assert (greeting.status, greeting.old_path) == ("renamed", "pkg/greet.py")
+    assert len(greeting.hunks) == 2 and (greeting.additions, greeting.deletions) == (1, 1)
+
+    # Reject the plain move, accept the other: the next turn finds README.md back, greeting.py kept.
+    [guide_move] = files["GUIDE.md"].hunks
+    review.decide(DecideParams(session_id="s", decision="rejected", hunk_ids=[guide_move.id]))
+    review.decide(DecideParams(session_id="s", decision="accepted", paths=["pkg/greeting.py"]))
+    shadow.settle(review)
+    assert (shadow.root / "README.md").exists() and not (shadow.root / "GUIDE.md").exists()
+    assert (shadow.root / "pkg" / "greeting.py").read_text() == edited
+    assert not (shadow.root / "pkg" / "greet.py").exists()
+    # Applied, the workspace gets the accepted rename and keeps README.md.
+    result = review.apply()
+    assert result.conflicts == [] and not (git_workspace / "pkg" / "greet.py").exists()
+    assert (git_workspace / "pkg" / "greeting.py").read_text() == edited
+    assert (git_workspace / "README.md").exists() and not (git_workspace / "GUIDE.md").exists()
