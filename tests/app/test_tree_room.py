@@ -1,6 +1,7 @@
 """Room for what the user came for (issue 31, item 2): Review and Search tree are there from the first
 launch; a tree opened or a run started gets the window (the chat beside a live run), Ctrl+Shift+T gives
-the layout back as it was; a bottom dock the user resized keeps its height when another tab appears."""
+the layout back as it was; a bottom dock the user resized keeps its height when another tab appears; the
+whole tree, drawn too small for captions, shows a node's caption and score on hover."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication, QDockWidget
 
 from ide.app.demo import SAMPLE_TREE, sample_dir
 from ide.app.window import MAXIMISE_SHORTCUT, MainWindow
 from ide.protocol.eval import EvalReport, EvalRun, save_report
+from ide.protocol.tree import TreeEvent, TreeNode
+from tests.support.tree_view import dock_sized
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -132,3 +135,28 @@ def test_the_first_run_gets_the_window_beside_the_chat_and_keeps_the_layout_once
         window.send_prompt("second")
     assert window.maximised is None and window.workspace_dock.isVisible()
     assert len(window.tree_view.runs) == 2
+
+
+def test_whole_tree_shows_a_nodes_caption_and_score_on_hover_however_small_it_is_drawn(qtbot: Any) -> None:
+    nodes = [TreeNode(id="n0", kind="root", label="the task")]
+    for i in range(1, 600):
+        parent = nodes[(i - 1) // 4]
+        nodes.append(
+            TreeNode(id=f"n{i}", parent=parent.id, depth=parent.depth + 1, kind="action",
+                     label=f"read_file part{i}.py", reward_raw=float(i % 10))
+        )  # fmt: skip
+    events = [
+        TreeEvent(run_id="big", seq=i + 1, kind="node_added", node=node) for i, node in enumerate(nodes)
+    ]
+    view = dock_sized(qtbot)
+    view.add_events(events)
+    view.flush()
+    view.fit_whole()
+    scale = view.graphics.transform().m11()
+    assert scale < 0.2, "the whole tree is drawn small: its captions are not painted"
+    target = "n457"
+    centre = view.graphics.mapFromScene(view.scene_pos(target))
+    # The pointer 4 pixels below a node drawn a pixel or two wide (its siblings are beside it, not below).
+    near = view.graphics.mapToScene(centre + QPoint(0, 4))
+    text = view.tooltip_at(near)
+    assert "read_file part457.py" in text and "score 7 / 10" in text
