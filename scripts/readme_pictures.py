@@ -8,6 +8,7 @@ model (no model server needed), allows the test command when the window asks, an
 
 - ``start.png`` — the first window a new user sees, with no model server: the start page, the model's
   problem and fix in the status bar;
+- ``sample.png`` — the start page's "Open the recorded sample tree": the tree given the whole window;
 - ``window.png`` — the whole window after the turn in its default layout, the changed file open;
 - ``tree.png`` — the Search tree dock on the run, the solution node selected.
 
@@ -107,6 +108,9 @@ async def capture_start(
         checked = asyncio.ensure_future(next_emission([window.docks["probe"].healthChanged], TIMEOUT_S))
     await settle()
     save(window, out / "start.png")
+    window.start_page.sample_button.click()  # the recorded sample: the tree takes the window
+    await settle()
+    save(window, out / "sample.png")
     window.close()
     await window.bridge.aclose()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,14 @@ STATE_KEY = "window/state"
 STATE_VERSION = 7
 MENUS = {"file": "&File", "view": "&View", "go": "&Go", "agent": "&Agent"}
 MAXIMISE_SHORTCUT = "Ctrl+Shift+T"
+KEPT_SHARE = 0.34
+"""The width a dock kept beside a maximised one (the chat beside a live run) takes: its controls fit."""
+SIDE_CORNERS = (Qt.Corner.TopRightCorner, Qt.Corner.BottomRightCorner)
+DEFAULT_CORNERS = {
+    Qt.Corner.TopRightCorner: Qt.DockWidgetArea.TopDockWidgetArea,
+    Qt.Corner.BottomRightCorner: Qt.DockWidgetArea.BottomDockWidgetArea,
+}
+"""Qt's owners of the right-hand corners (the bottom area spans under the chat), restored after a maximise."""
 """Maximise the Search tree (everything else out of the way) and back: one key both ways."""
 
 
@@ -94,6 +103,8 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         self._maximised: QDockWidget | None = None
         self._before_maximise: QByteArray | None = None
+        self._title = ""
+        """The maximised dock's own title (while maximised it says how to come back)."""
         self.status = BackendStatus()
         self.statusBar().setSizeGripEnabled(False)
 
@@ -237,6 +248,17 @@ class MainWindow(QMainWindow):
         dock.show()
         dock.raise_()
         self.centralWidget().hide()  # the docks' areas then share the whole window
+        # A dock kept beside it (the chat) becomes a narrow full-height column; the maximised one the rest.
+        for corner in SIDE_CORNERS:
+            self.setCorner(corner, Qt.DockWidgetArea.RightDockWidgetArea)
+        beside = [kept for kept in keep if self.dockWidgetArea(kept) != self.dockWidgetArea(dock)]
+        if beside:  # once the layout has taken the new corners in
+            side = int(self.width() * KEPT_SHARE)
+            widths = [self.width() - side, *[side] * len(beside)]
+            resize = partial(self.resizeDocks, [dock, *beside], widths, Qt.Orientation.Horizontal)
+            QTimer.singleShot(0, self, resize)
+        self._title = dock.windowTitle()
+        dock.setWindowTitle(f"{self._title} — {MAXIMISE_SHORTCUT} brings the layout back")
         self.maximise_action.setChecked(True)
         self.maximisedChanged.emit(True)
 
@@ -245,6 +267,9 @@ class MainWindow(QMainWindow):
         if self._maximised is None:
             return
         dock, self._maximised = self._maximised, None
+        dock.setWindowTitle(self._title)
+        for corner in SIDE_CORNERS:
+            self.setCorner(corner, DEFAULT_CORNERS[corner])
         self.centralWidget().show()
         if self._before_maximise is not None:
             self.restoreState(self._before_maximise, STATE_VERSION)

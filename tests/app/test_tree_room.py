@@ -81,9 +81,11 @@ def test_a_tree_opened_gets_the_window_and_ctrl_shift_t_gives_the_layout_back(
     )
 
     assert window.maximise_action.shortcut().toString() == MAXIMISE_SHORTCUT
+    assert window.tree_dock.windowTitle() == f"Search tree — {MAXIMISE_SHORTCUT} brings the layout back"
     press_maximise(qtbot, window)
     assert window.maximised is None and not window.centralWidget().isHidden()
     assert window.workspace_dock.isVisible() and window.chat_dock.isVisible()
+    assert window.tree_dock.windowTitle() == "Search tree"
     qtbot.waitUntil(lambda: raised(window.tree_dock))  # the tree stays the tab shown
     qtbot.waitUntil(lambda: bottom_height(window) == before)  # as the user had sized it
     assert window.chat_dock.width() == chat_width
@@ -128,6 +130,10 @@ def test_the_first_run_gets_the_window_beside_the_chat_and_keeps_the_layout_once
         window.send_prompt("first")
     assert window.maximised is window.tree_dock
     assert window.chat_dock.isVisible() and window.workspace_dock.isHidden()
+    # The chat is a full-height column wide enough for its controls; the tree has the rest.
+    qtbot.waitUntil(lambda: window.chat_dock.width() >= 0.3 * window.width())
+    assert window.chat_dock.height() >= window.tree_dock.height() >= 0.8 * window.height()
+    assert window.tree_dock.width() >= 0.6 * window.width()
 
     window.maximise_action.trigger()  # the user wants the layout back during runs
     assert window.maximised is None
