@@ -91,6 +91,7 @@ class ModelChecks(Protocol):
     probesChanged: SignalInstance
     """The list of :class:`ModelProbe` verdicts the backend gave (fresh or cached)."""
 
-    def test_models(self) -> None:
-        """Probe every model the workspace uses (a real tool-call and structured request each)."""
+    def test_models(self, *, report: bool = True) -> None:
+        """Probe every model the workspace uses (a real tool-call and structured request each); the
+        verdicts reach :attr:`probesChanged`, and a report dialog opens when ``report``."""
         ...
