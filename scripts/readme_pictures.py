@@ -1,11 +1,14 @@
 """Make the README's window and Search tree pictures from one real LATS run in the real window.
 
-    xvfb-run -a python scripts/readme_pictures.py [--output-dir resources/screenshots] [--size 1280x800]
+    xvfb-run -a python scripts/readme_pictures.py [--output-dir DIR] [--size 1280x800]
 
 It copies the LATS sample's workspace (resources/samples/lats-bugfix) into a temporary git repository, opens
 the real window on it with the real backend, runs the sample's task in LATS mode with the sample's scripted
 model (no model server needed), allows the test command when the window asks, and grabs:
 
+- ``start.png`` — the first window a new user sees, with no model server: the start page, the model's
+  problem and fix in the status bar;
+- ``sample.png`` — the start page's "Open the recorded sample tree": the tree given the whole window;
 - ``window.png`` — the whole window after the turn in its default layout, the changed file open;
 - ``tree.png`` — the Search tree dock on the run, the solution node selected.
 
@@ -13,7 +16,9 @@ model (no model server needed), allows the test command when the window asks, an
 
 Under Xvfb (``QT_QPA_PLATFORM=xcb``, the default there) the pictures come from a real X window; without a
 display it falls back to Qt's offscreen platform. Nothing outside the temporary directory is touched except
-the output files: data dir, config dir and the window's QSettings all point into it.
+the output files, in ``--output-dir`` or by default a new temporary directory (printed), never the checkout:
+copy the pictures you checked into resources/screenshots yourself. Data dir, config dir and the window's
+QSettings all point into the temporary directory.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ TASK = "mean() in stats.py returns the wrong value; fix it so check_stats.py pas
 TIMEOUT_S = 120.0
 DOCK_PICTURE_HEIGHT = 470
 GIT = ["git", "-c", "user.name=Arbor", "-c", "user.email=arbor@example.com"]
+NO_SERVER_PORT = 9
+"""The discard port: nothing listens there, so the start page shows what a machine without Ollama shows."""
 
 
 def workspace_copy(root: Path) -> Path:
@@ -82,6 +89,32 @@ async def allow_tests(window: MainWindow) -> None:
         await asyncio.sleep(0.05)
 
 
+async def capture_start(
+    workspace: Path, backend_env: dict[str, str], size: tuple[int, int], out: Path
+) -> None:
+    """The first window with no model server (Ollama's address answers nothing): the start page."""
+    env = {
+        **backend_env,
+        "ARBOR_MODEL": "ollama:qwen3:8b",
+        "OLLAMA_HOST": f"http://127.0.0.1:{NO_SERVER_PORT}",
+    }
+    env.pop("ARBOR_AGENT_ARCHITECTURE")
+    window = MainWindow(workspace, backend_env=env)
+    window.resize(*size)
+    window.show()
+    checked = asyncio.ensure_future(next_emission([window.docks["probe"].healthChanged], TIMEOUT_S))
+    window.start()
+    while (await checked)[1] is None:  # None: the backend is still starting
+        checked = asyncio.ensure_future(next_emission([window.docks["probe"].healthChanged], TIMEOUT_S))
+    await settle()
+    save(window, out / "start.png")
+    window.start_page.sample_button.click()  # the recorded sample: the tree takes the window
+    await settle()
+    save(window, out / "sample.png")
+    window.close()
+    await window.bridge.aclose()
+
+
 async def capture(window: MainWindow, output_dir: Path) -> None:
     ready = asyncio.ensure_future(next_emission([window.bridge.sessionReady], TIMEOUT_S))
     window.start()
@@ -96,6 +129,7 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
     asker.cancel()
     window.chat.flush()
 
+    window.restore_layout()  # the run had the window; the picture shows the layout
     review.dock.raise_()
     pane = window.review
     decided = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
@@ -118,11 +152,19 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
     save(tree_dock.dock, output_dir / "tree.png")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options; ``output_dir`` defaults to a new temporary directory, never the checkout."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", type=Path, default=REPO / "resources" / "screenshots")
+    parser.add_argument("--output-dir", type=Path, default=None, help="default: a new temporary directory")
     parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
     args = parser.parse_args(argv)
+    if args.output_dir is None:
+        args.output_dir = Path(tempfile.mkdtemp(prefix="arbor-pictures-out-"))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     width, height = (int(part) for part in args.size.lower().split("x"))
 
     with tempfile.TemporaryDirectory(prefix="arbor-pictures-") as temp:
@@ -138,15 +180,17 @@ def main(argv: list[str] | None = None) -> int:
             "ARBOR_CONFIG_DIR": str(root / "config"),
         }
         app = QApplication([sys.argv[0]])
+        app.setQuitOnLastWindowClosed(False)  # the start picture's window closes before the run's opens
         configure_application(app)
         QCoreApplication.setOrganizationName("arbor-pictures")
         QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
         loop = qasync.QEventLoop(app)
         asyncio.set_event_loop(loop)
-        window = MainWindow(workspace, backend_env=backend_env)
-        window.resize(width, height)
-        window.show()
         with loop:
+            loop.run_until_complete(capture_start(workspace, backend_env, (width, height), args.output_dir))
+            window = MainWindow(workspace, backend_env=backend_env)
+            window.resize(width, height)
+            window.show()
             try:
                 loop.run_until_complete(capture(window, args.output_dir))
             finally:

@@ -2,8 +2,9 @@
 
     python scripts/record_sample.py [--check]
 
-Writes resources/samples/lats-bugfix.arbor-tree.jsonl (open it with ``arbor --open``) and prints a JSON
-summary. ``--check`` writes nothing and exits 1 when the recorded file's tree differs in shape (ids,
+Writes the recording to ``--output`` (default: a new temporary directory) and prints a JSON summary;
+``--write`` replaces the recorded resources/samples/lats-bugfix.arbor-tree.jsonl instead (open it with
+``arbor --open``). ``--check`` writes nothing and exits 1 when the recorded file's tree differs in shape (ids,
 parents, kinds, statuses, labels, best path) from a fresh run — the test suite runs the same comparison.
 """
 
@@ -112,14 +113,19 @@ def main() -> int:
     """Record (or with ``--check`` compare) the sample; the exit status is 1 only for a stale sample."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare with the recorded file, write nothing")
+    parser.add_argument("--write", action="store_true", help=f"replace the recorded {RECORDED.name}")
+    parser.add_argument("--output", type=Path, default=None, help="where to write (default: a temporary dir)")
     args = parser.parse_args()
     events = asyncio.run(record())
     if args.check:
         same = shape(events) == shape(read_jsonl(RECORDED))
         print(json.dumps({"recorded": str(RECORDED), "same_shape": same}))
         return 0 if same else 1
-    write_jsonl(events, RECORDED)
-    print(json.dumps({"written": str(RECORDED), **summary(events)}, indent=2, ensure_ascii=False))
+    target = RECORDED if args.write else args.output
+    if target is None:
+        target = Path(tempfile.mkdtemp(prefix="arbor-sample-")) / RECORDED.name
+    write_jsonl(events, target)
+    print(json.dumps({"written": str(target), **summary(events)}, indent=2, ensure_ascii=False))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Review a scripted agent's edits to a real repository in the real window: decide, apply, roll back.
 
-    python scripts/review_demo.py [--repo /path/to/git/repo] [--output resources/screenshots/review.png]
+    python scripts/review_demo.py [--repo /path/to/git/repo] [--output PATH.png]
 
 It clones ``--repo`` (default: this checkout's committed HEAD) into a temporary directory, opens the real
 window offscreen on the clone with the real ``arbor acp`` backend and a scripted model whose turn reads
@@ -9,8 +9,9 @@ Review pane's keys, it rejects README.md (Shift+R), accepts, rejects and accepts
 spec.py (a, r, a) and accepts the new test (Shift+A); it saves a screenshot mid-review, clicks Apply,
 checks the clone's new commit, rolls the batch back from the History tab and checks the files are as
 before. Every step prints one JSON line; the exit code is 1 when a step fails. Nothing outside the
-temporary directory is touched except the screenshot: the backend's data and config dirs and the
-window's QSettings all point into it.
+temporary directory is touched except the screenshot, written to ``--output`` or by default to a new
+temporary directory (the path is printed), never into the checkout: the backend's data and config dirs and
+the window's QSettings all point into the temporary directory.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ from ide.app.main import configure_application
 from ide.app.window import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = REPO / "resources" / "screenshots" / "review.png"
 TIMEOUT_S = 60.0
 QUESTION = "Refuse model specs with whitespace inside the model name, and add a test for it."
 
@@ -336,10 +336,11 @@ def _quiet_offscreen(kind: QtMsgType, context: Any, message: str) -> None:
         sys.stderr.write(message + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options; ``output`` defaults to review.png in a new temporary directory, never the checkout."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=REPO, help="git repository to clone (default: Arbor)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--output", type=Path, default=None, help="the screenshot (default: a temporary dir)")
     parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
     parser.add_argument(
         "--backend-from-clone",
@@ -347,6 +348,13 @@ def main(argv: list[str] | None = None) -> int:
         help="run the backend from the clone's sources (the repository's HEAD) instead of this checkout",
     )
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = Path(tempfile.mkdtemp(prefix="arbor-review-demo-out-")) / "review.png"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     width, height = (int(part) for part in args.size.lower().split("x"))
     log = Log()
 

@@ -1,6 +1,6 @@
 """Render the real Arbor window offscreen after one scripted turn and save it as a PNG.
 
-    python scripts/screenshot.py [--output resources/screenshots/window.png] [--size 1280x800]
+    python scripts/screenshot.py [--output PATH.png] [--size 1280x800]
 
 It builds a small sample git repository in a temporary directory, starts the real backend with a
 scripted model (no model server needed), asks one question, opens the file the agent read, and grabs
@@ -32,7 +32,6 @@ from ide.app.main import configure_application
 from ide.app.window import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUTPUT = REPO / "resources" / "screenshots" / "window.png"
 TIMEOUT_S = 60.0
 QUESTION = "How does checkout apply the member discount?"
 
@@ -147,11 +146,19 @@ def _quiet_offscreen(kind: QtMsgType, context: Any, message: str) -> None:
         sys.stderr.write(message + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options; ``output`` defaults to window.png in a new temporary directory, never the checkout."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--output", type=Path, default=None, help="the screenshot (default: a temporary dir)")
     parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = Path(tempfile.mkdtemp(prefix="arbor-screenshot-out-")) / "window.png"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     width, height = (int(part) for part in args.size.lower().split("x"))
 
     with tempfile.TemporaryDirectory(prefix="arbor-screenshot-") as temp:

@@ -1,4 +1,5 @@
-"""Screenshot of the search-tree dock showing the recorded LATS sample: resources/screenshots/tree.png.
+"""Screenshot of the search-tree dock showing the recorded LATS sample (tree.png in a temporary directory,
+or ``--output``; copy a checked picture into resources/screenshots yourself).
 
     python scripts/tree_screenshot.py [--output PATH] [--node n8]
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -25,11 +27,19 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "resources" / "samples" / "lats-bugfix.arbor-tree.jsonl"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options; ``output`` defaults to tree.png in a new temporary directory, never the checkout."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, default=REPO / "resources" / "screenshots" / "tree.png")
+    parser.add_argument("--output", type=Path, default=None, help="the picture (default: a temporary dir)")
     parser.add_argument("--node", default="n8", help="the node shown in the inspector")
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = Path(tempfile.mkdtemp(prefix="arbor-tree-out-")) / "tree.png"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     app = QApplication.instance() or QApplication(["arbor-screenshot"])
     assert isinstance(app, QApplication)
     apply_theme(app)

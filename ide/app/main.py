@@ -77,8 +77,13 @@ def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> Non
 
 
 async def _close(window: MainWindow) -> None:
-    """Stop the agent and, when a foreign agent's edits were reviewed, Arbor's review backend."""
-    await asyncio.gather(window.bridge.aclose(), window.review_backend.aclose())  # type: ignore[attr-defined]
+    """Stop the agent and, when a foreign agent's edits were reviewed, Arbor's review backend; and the
+    backends of the demo windows the start page opened."""
+    demos = window.demos  # type: ignore[attr-defined]
+    stops = [demo.window.bridge.aclose() for demo in demos if demo.window is not None]
+    await asyncio.gather(window.bridge.aclose(), window.review_backend.aclose(), *stops)  # type: ignore[attr-defined]
+    for demo in demos:
+        demo.remove()
 
 
 def open_at_start(window: MainWindow, path: Path) -> bool:
@@ -88,6 +93,16 @@ def open_at_start(window: MainWindow, path: Path) -> bool:
     if path.is_dir() or path.suffix == ".json":
         return bool(window.open_eval_report(path))  # type: ignore[attr-defined]
     return bool(window.open_tree_file(path))  # type: ignore[attr-defined]
+
+
+def build_window(
+    workspace: Path, open_tree: Path | None = None, agent: AgentChoice | None = None
+) -> MainWindow:
+    """The window ``run_gui`` shows: on the start page, unless it opens a recording or a report."""
+    window = MainWindow(workspace, agent=agent)
+    if open_tree is not None:
+        window.leave_start_page()  # type: ignore[attr-defined]
+    return window
 
 
 def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice | None = None) -> int:
@@ -107,7 +122,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, app.closeAllWindows)
 
-    window = MainWindow(workspace, agent=agent)
+    window = build_window(workspace, open_tree, agent)
     window.show()
     smoke = _smoke_test(window, app) if os.environ.get(SMOKE_ENV) else None
     # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is

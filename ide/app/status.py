@@ -3,10 +3,11 @@ turn cost."""
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
 from ide.app.acp_client import BackendState
 from ide.protocol import AgentMeta, TurnMeta
@@ -21,6 +22,19 @@ STATE_COLOURS = {
 
 HEALTH_COLOURS = {"ok": "#2f855a", "warning": "#b7791f", "error": "#c53030"}
 HEALTH_UNKNOWN = "#7a808a"
+HEALTH_TEXT_WIDTH = 620
+"""The widest the model's problem and its fix get in the status bar (elided; the tooltip has it all)."""
+
+
+def health_summary(health: ModelHealth | None) -> str:
+    """What the status bar says of the model: nothing when it is ready or unknown (the dot says it), else
+    the problem and its fix on one line."""
+    if health is None or health.level == "ok":
+        return ""
+    # The error's own words in brackets ("(All connection attempts failed)") are for the tooltip.
+    reason = re.sub(r"\s*\([^()]*\)$", "", health.reason)
+    text = " ".join(f"{reason} — {health.fix}".split()) if health.fix else reason
+    return text or ("a turn would fail" if health.level == "error" else "a turn may go badly")
 
 
 def describe_usage(meta: TurnMeta) -> str:
@@ -59,13 +73,20 @@ def _tokens(count: int) -> str:
 
 
 class BackendStatus(QWidget):
-    """Three labels for the status bar. Interface: :meth:`set_state`, :meth:`set_agent`, :meth:`set_turn`."""
+    """Labels for the status bar. Interface: :meth:`set_state`, :meth:`set_agent`, :meth:`set_turn`,
+    :meth:`set_model_health`; :attr:`healthClicked` when the model's element is clicked."""
+
+    healthClicked = Signal()
+    """The model's element was clicked: show where the model is chosen and tested (the start page)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("backendStatus")
-        self.health = QLabel()
+        self.health = QToolButton()
         self.health.setObjectName("statusHealth")
+        self.health.setAutoRaise(True)
+        self.health.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.health.clicked.connect(self.healthClicked)
         self.model = QLabel("model: –")
         self.model.setObjectName("statusModel")
         self.usage = QLabel()
@@ -111,12 +132,18 @@ class BackendStatus(QWidget):
 
     def set_model_health(self, health: ModelHealth | None, note: str = "") -> None:
         """The model's dot: green ready, amber usable with a problem, red a turn would fail, grey not
-        checked (``note`` says why); the tooltip gives the reason and every check."""
+        checked (``note`` says why); beside it, the problem and its fix; the tooltip gives the reason and
+        every check, and a click opens the start page's model card."""
         colour = HEALTH_COLOURS[health.level] if health is not None else HEALTH_UNKNOWN
-        self.health.setText(f"<span style='color:{colour}'>●</span>")
+        summary = self.health.fontMetrics().elidedText(
+            health_summary(health), Qt.TextElideMode.ElideRight, HEALTH_TEXT_WIDTH
+        )
+        # A tool button's text is plain (an '&' would be a mnemonic): the backend's words cannot be markup.
+        self.health.setText(f"● {summary.replace('&', '&&')}" if summary else "●")
+        self.health.setStyleSheet(f"QToolButton#statusHealth {{ color: {colour}; }}")
         self.health.setProperty("level", health.level if health is not None else "unknown")
         tip = health.describe() if health is not None else note or "The model has not been checked yet."
-        self.health.setToolTip(tip)
+        self.health.setToolTip(f"{tip}\nClick to choose or test the model.")
 
     def set_context(self, tokens: int, window: int) -> None:
         self.context.setText(describe_context(tokens, window))

@@ -7,7 +7,7 @@ import html
 import json
 import math
 
-from PySide6.QtWidgets import QPushButton, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QTextBrowser, QVBoxLayout, QWidget
 
 from ide.app.tree_legend import TreeLegend
 from ide.app.tree_style import node_caption, node_reward
@@ -118,6 +118,9 @@ def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EX
     return "".join(parts)
 
 
+LEGEND_MIN_HEIGHT = 48
+
+
 class TreeInspector(QWidget):
     """The side panel of the tree: the legend, the selected node's text and, for a node with a change
     set, a button that asks for its branch diff (enabled only when the backend can serve it)."""
@@ -132,10 +135,18 @@ class TreeInspector(QWidget):
         self.branch_button = QPushButton("Show branch diff")
         self.branch_button.setObjectName("branchDiffButton")
         self.branch_button.hide()
+        # The legend scrolls in a low dock rather than holding the whole window's minimum height up.
+        legend_area = QScrollArea()
+        legend_area.setObjectName("treeLegendArea")
+        legend_area.setFrameShape(QFrame.Shape.NoFrame)
+        legend_area.setWidgetResizable(True)
+        legend_area.setWidget(self.legend)
+        legend_area.setMinimumHeight(LEGEND_MIN_HEIGHT)
+        legend_area.setMaximumHeight(self.legend.sizeHint().height())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        layout.addWidget(self.legend)
+        layout.addWidget(legend_area)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.branch_button)
 

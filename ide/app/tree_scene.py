@@ -319,16 +319,18 @@ class TreeCanvas(QGraphicsItem):
             cached = self._captions[index] = (lines, width)
         return cached
 
-    def node_at(self, point: QPointF) -> int:
-        """Index of the node under ``point`` (scene coordinates; its shape or caption), or -1."""
+    def node_at(self, point: QPointF, reach: float = 0.0) -> int:
+        """Index of the node under ``point`` (scene coordinates; its shape or caption), or -1. ``reach``
+        (scene units) is how near a node's centre counts as on it however small it is drawn: a zoomed-out
+        tree's nodes are a few pixels wide, and hovering one must still find it."""
         geo = self.geometry
         best, best_distance = -1, float("inf")
-        for i in geo.visible(QRectF(point, point), PAD):
+        for i in geo.visible(QRectF(point, point), max(PAD, reach)):
             distance = math.hypot(geo.cx[i] - point.x(), geo.cy[i] - point.y())
             lines, width = self._caption(i)
             caption = geo.caption_rect(i)
             caption = QRectF(geo.cx[i] - width / 2 - 2, caption.top(), width + 4, max(len(lines), 1) * LINE_H)
-            hit = distance <= max(geo.r[i] * 1.3, 6.0) or caption.contains(point)
+            hit = distance <= max(geo.r[i] * 1.3, 6.0, reach) or caption.contains(point)
             if hit and distance < best_distance:
                 best, best_distance = i, distance
         return best

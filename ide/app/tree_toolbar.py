@@ -47,7 +47,7 @@ class TreeToolbar(QWidget):
         self.fit_button.setToolTip("Fit the tree to the view, as small as still readable (then scroll)")
         self.whole_button = QToolButton()
         self.whole_button.setText("Whole tree")
-        self.whole_button.setToolTip("Show the whole tree, however small; zoom in to read the nodes")
+        self.whole_button.setToolTip("Show the whole tree, however small; hover a node to read it")
         self.direction_combo = QComboBox()
         self.direction_combo.setToolTip("Layout direction: chosen to fit the view, or fixed")
         for text, data in (("Auto", "auto"), ("Left to right", "lr"), ("Top down", "td")):

@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 RELAYOUT_MS = 100
+HOVER_REACH_PX = 8.0
+"""How near (screen pixels) the pointer must be to a node drawn smaller than that for its hover text."""
 """Longest a live event waits before it is drawn; also the shortest time between two re-layouts."""
 RELAYOUT_SPACING = 4.0
 """A live re-layout waits at least this many times the last one's cost after it (at most ~20 % busy)."""
@@ -442,8 +444,9 @@ class SearchTreeView(QWidget):
         return True
 
     def tooltip_at(self, point: QPointF) -> str:
-        """The hover text of the node at ``point`` (scene coordinates), or "" where there is none."""
-        index = self.canvas.node_at(point)
+        """The hover text of the node at ``point`` (scene coordinates), or "" where there is none: its
+        caption and score, at any zoom (within :data:`HOVER_REACH_PX` of a node drawn too small to hit)."""
+        index = self.canvas.node_at(point, HOVER_REACH_PX / max(self.graphics.transform().m11(), 1e-6))
         tree = self.shown
         if index < 0 or tree is None:
             return ""

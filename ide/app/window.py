@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QMainWindow, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QStackedWidget, QVBoxLayout, QWidget
 
 from ide.agentproc import ARBOR_AGENT, AgentChoice, command_name, default_backend_command
 from ide.app.acp_client import BackendBridge
 from ide.app.banner import Banner, BannerBar
 from ide.app.docks import AppContext, Dock, Part, registry
+from ide.app.docks.base import DOCK_SHARE
 from ide.app.docks.capabilities import Chat
 from ide.app.permission import PermissionDialog
 from ide.app.status import BackendStatus
@@ -31,14 +33,29 @@ GEOMETRY_KEY = "window/geometry"
 STATE_KEY = "window/state"
 # Bump when docks are added or renamed, or the default layout changes, so an old saved layout is not
 # forced onto new panels.
-STATE_VERSION = 6
+STATE_VERSION = 7
 MENUS = {"file": "&File", "view": "&View", "go": "&Go", "agent": "&Agent"}
+MAXIMISE_SHORTCUT = "Ctrl+Shift+T"
+KEPT_SHARE = 0.34
+"""The width a dock kept beside a maximised one (the chat beside a live run) takes: its controls fit."""
+SIDE_CORNERS = (Qt.Corner.TopRightCorner, Qt.Corner.BottomRightCorner)
+DEFAULT_CORNERS = {
+    Qt.Corner.TopRightCorner: Qt.DockWidgetArea.TopDockWidgetArea,
+    Qt.Corner.BottomRightCorner: Qt.DockWidgetArea.BottomDockWidgetArea,
+}
+"""Qt's owners of the right-hand corners (the bottom area spans under the chat), restored after a maximise."""
+"""Maximise the Search tree (everything else out of the way) and back: one key both ways."""
 
 
 class MainWindow(QMainWindow):
-    """Code viewer under the banner (centre), the registry's docks around it, the status bar below."""
+    """The centre (the start page, then the code viewer) under the banner, the registry's docks around it,
+    the status bar below."""
 
     closed = Signal()
+    promptSent = Signal(str)
+    """A prompt went to the backend as a new turn."""
+    maximisedChanged = Signal(bool)
+    """A dock took the whole window (True), or the layout came back (False)."""
 
     def __init__(
         self,
@@ -80,14 +97,21 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, BannerBar(self.banner))  # above the docks
-        layout.addWidget(self.viewer, 1)
+        self.centre = QStackedWidget()
+        """The start page (while the conversation is empty) or the code viewer."""
+        self.centre.addWidget(self.viewer)
+        layout.addWidget(self.centre, 1)
         self.setCentralWidget(central)
+        self._maximised: QDockWidget | None = None
+        self._before_maximise: QByteArray | None = None
+        self._title = ""
+        """The maximised dock's own title (while maximised it says how to come back)."""
         self.status = BackendStatus()
         self.statusBar().setSizeGripEnabled(False)
 
         menus = {key: self.menuBar().addMenu(title) for key, title in MENUS.items()}
         self.ctx = AppContext(
-            self, self.bridge, settings, resolved, self.viewer, self.status, self.banner, menus
+            self, self.bridge, settings, resolved, self.viewer, self.status, self.banner, menus, self.centre
         )
         self.stop_action = self.ctx.action("agent", "&Stop Turn", self.bridge.cancel, "Ctrl+.")
         self.restart_action = self.ctx.action("agent", "&Restart Backend", self.restart_backend)
@@ -110,6 +134,13 @@ class MainWindow(QMainWindow):
         self._lay_out(sorted(docks, key=lambda dock: (dock.spec.order, dock.spec.name)))
         self._default_state = self.saveState(STATE_VERSION)
         menus["view"].addSeparator()
+        self.maximise_action = self.ctx.action(
+            "view", "&Maximise Search Tree", self.toggle_maximise_tree, MAXIMISE_SHORTCUT
+        )
+        self.maximise_action.setCheckable(True)
+        self.maximise_action.setToolTip(
+            f"Give the Search tree the whole window; {MAXIMISE_SHORTCUT} again brings the layout back"
+        )
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
         self.permission_dialog = PermissionDialog(self, self.workspace, self._agent_shadow)
         self.bridge.permission_handler = self.permission_dialog.ask
@@ -138,6 +169,7 @@ class MainWindow(QMainWindow):
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
         if self.bridge.send_prompt(text):
+            self.promptSent.emit(text)
             if self.banner.kind not in (None, "settings"):
                 self.banner.dismiss()  # what the last turn reported no longer applies
             chat = self.ctx.providers.get(Chat)
@@ -195,10 +227,73 @@ class MainWindow(QMainWindow):
         self.resizeDocks([workspace, chat], widths, Qt.Orientation.Horizontal)
         heights = [int(self.height() * WORKSPACE_SHARE), int(self.height() * (1 - WORKSPACE_SHARE))]
         self.resizeDocks([workspace, outline], heights, Qt.Orientation.Vertical)
+        area = Qt.DockWidgetArea.BottomDockWidgetArea
+        widgets = [part.dock for part in self.docks.values() if isinstance(part, Dock)]
+        bottom = [dock for dock in widgets if dock.isVisible() and self.dockWidgetArea(dock) == area]
+        if bottom:
+            self.resizeDocks(bottom[:1], [int(self.height() * DOCK_SHARE)], Qt.Orientation.Vertical)
+
+    @property
+    def maximised(self) -> QDockWidget | None:
+        """The dock that has the whole window, if one has."""
+        return self._maximised
+
+    def maximise(self, dock: QDockWidget, keep: tuple[QDockWidget, ...] = ()) -> None:
+        """Give ``dock`` the whole window (``keep``: docks that stay beside it); :meth:`restore_layout` — or
+        the same key — brings back the layout as it was, sizes included."""
+        if self._maximised is dock:
+            return
+        if self._maximised is None:
+            self._before_maximise = self.saveState(STATE_VERSION)
+        self._maximised = dock
+        kept = {dock, *keep}
+        for part in self.docks.values():
+            if isinstance(part, Dock) and part.dock not in kept and not part.dock.isFloating():
+                part.dock.hide()
+        dock.show()
+        dock.raise_()
+        self.centralWidget().hide()  # the docks' areas then share the whole window
+        # A dock kept beside it (the chat) becomes a narrow full-height column; the maximised one the rest.
+        for corner in SIDE_CORNERS:
+            self.setCorner(corner, Qt.DockWidgetArea.RightDockWidgetArea)
+        beside = [kept for kept in keep if self.dockWidgetArea(kept) != self.dockWidgetArea(dock)]
+        if beside:  # once the layout has taken the new corners in
+            side = int(self.width() * KEPT_SHARE)
+            widths = [self.width() - side, *[side] * len(beside)]
+            resize = partial(self.resizeDocks, [dock, *beside], widths, Qt.Orientation.Horizontal)
+            QTimer.singleShot(0, self, resize)
+        self._title = dock.windowTitle()
+        dock.setWindowTitle(f"{self._title} — {MAXIMISE_SHORTCUT} brings the layout back")
+        self.maximise_action.setChecked(True)
+        self.maximisedChanged.emit(True)
+
+    def restore_layout(self) -> None:
+        """Back from :meth:`maximise`: every dock where and as large as it was."""
+        if self._maximised is None:
+            return
+        dock, self._maximised = self._maximised, None
+        dock.setWindowTitle(self._title)
+        for corner in SIDE_CORNERS:
+            self.setCorner(corner, DEFAULT_CORNERS[corner])
+        self.centralWidget().show()
+        if self._before_maximise is not None:
+            self.restoreState(self._before_maximise, STATE_VERSION)
+        self._before_maximise = None
+        QTimer.singleShot(0, dock.raise_)  # the tab that was maximised stays the one shown
+        self.maximise_action.setChecked(False)
+        self.maximisedChanged.emit(False)
+
+    def toggle_maximise_tree(self) -> None:
+        """View → Maximise Search Tree (Ctrl+Shift+T): maximise the tree, or bring the layout back."""
+        if self._maximised is not None:
+            self.restore_layout()
+        else:
+            self.maximise(self.docks["tree"].dock)  # type: ignore[attr-defined]
 
     def reset_layout(self) -> None:
-        """Every dock back where a fresh profile has it (a review or search tree that is open stays open,
-        in its place) at the default sizes, and the saved layout forgotten."""
+        """Every dock back where a fresh profile has it (an eval dock that is open stays open, in its
+        place) at the default sizes, and the saved layout forgotten."""
+        self.restore_layout()
         still_open = [
             part
             for part in self.docks.values()
@@ -213,10 +308,11 @@ class MainWindow(QMainWindow):
             dock.show()
 
     def save_layout(self) -> None:
-        """Remember geometry and dock layout for the next window."""
+        """Remember geometry and dock layout for the next window (the layout from before a maximise)."""
         store = QSettings()
         store.setValue(GEOMETRY_KEY, self.saveGeometry())
-        store.setValue(STATE_KEY, self.saveState(STATE_VERSION))
+        state = self._before_maximise if self._maximised is not None else None
+        store.setValue(STATE_KEY, state if state is not None else self.saveState(STATE_VERSION))
         store.sync()
 
     def closeEvent(self, event: QCloseEvent) -> None:

@@ -27,6 +27,8 @@ class HealthCheck:
     ok: bool | None
     detail: str
     fix: str | None = None
+    listed: tuple[str, ...] | None = None
+    """The models the server lists, on the check that reached it (Ollama's pulled models)."""
 
 
 async def probe_model(spec: ModelSpec, settings: Settings) -> list[HealthCheck]:
@@ -63,9 +65,8 @@ async def _probe_ollama(spec: ModelSpec, settings: Settings) -> list[HealthCheck
                 'Start it with "ollama serve", or set OLLAMA_HOST (or ARBOR_MODEL for another provider).',
             )
             return [failed, *(HealthCheck(name, None, "skipped: server not reachable") for name in names[1:])]
-        checks = [HealthCheck(names[0], True, f"Ollama answers at {host}")]
-
         available = [str(m.get("name") or m.get("model")) for m in tags.get("models") or []]
+        checks = [HealthCheck(names[0], True, f"Ollama answers at {host}", listed=tuple(available))]
         if not any(_same_model(spec.model, name) for name in available):
             listed = ", ".join(available[:8]) or "none"
             checks.append(

@@ -109,6 +109,9 @@ class ModelHealth(BaseModel):
     reason: str = Field("", description="The first failed check's detail ('' when ok)")
     fix: str | None = None
     checks: list[HealthLine] = Field(default_factory=list)
+    available: list[str] | None = Field(
+        None, description="The models the provider's server lists (Ollama's pulled models); None: not asked"
+    )
 
     def describe(self) -> str:
         """Lines for a tooltip: the verdict, then each check with ✓, ✗ or –."""

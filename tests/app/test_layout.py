@@ -19,7 +19,7 @@ def test_geometry_and_docks_persist_across_windows(
     qtbot, make_window: WindowFactory, git_workspace: Path, qsettings_dir: Path
 ):
     first = make_window(git_workspace, start=False)
-    first.resize(720, 520)  # inside the offscreen screen (800x600): restore clamps to it
+    first.resize(720, 560)  # inside the offscreen screen (800x600): restore clamps to it
     first.removeDockWidget(first.chat_dock)
     first.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, first.chat_dock)
     first.chat_dock.show()
@@ -31,7 +31,7 @@ def test_geometry_and_docks_persist_across_windows(
 
     second = make_window(git_workspace, start=False)
     qtbot.waitExposed(second)
-    assert (second.width(), second.height()) == (720, 520)
+    assert (second.width(), second.height()) == (720, 560)
     assert second.dockWidgetArea(second.chat_dock) == Qt.DockWidgetArea.BottomDockWidgetArea
     assert second.workspace_dock.isHidden()
     assert not second.chat_dock.isHidden()
@@ -72,9 +72,9 @@ def assert_default_layout(qtbot, window: MainWindow) -> None:
     assert window.dockWidgetArea(window.workspace_dock) == Qt.DockWidgetArea.LeftDockWidgetArea
     assert window.dockWidgetArea(window.chat_dock) == Qt.DockWidgetArea.RightDockWidgetArea
     # The bottom area takes about 35-40 % of the height once the deferred resize has landed.
-    qtbot.waitUntil(lambda: 0.3 <= (window.height() - window.viewer.height()) / window.height() <= 0.55)
+    qtbot.waitUntil(lambda: 0.3 <= (window.height() - window.centre.height()) / window.height() <= 0.55)
     assert 0.3 * window.height() <= tree.height() <= 0.42 * window.height()
-    assert window.viewer.width() >= 0.45 * window.width()
+    assert window.centre.width() >= 0.45 * window.width()
     assert window.chat_dock.width() < 0.35 * window.width()
     assert workspace_rows(window) >= 8
 
@@ -107,7 +107,7 @@ def test_reset_layout_restores_the_default_and_forgets_the_saved_one(
     tree.setFloating(True)
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, review)
     window.resizeDocks([window.chat_dock], [700], Qt.Orientation.Horizontal)
-    qtbot.waitUntil(lambda: window.viewer.width() < 0.45 * window.width())
+    qtbot.waitUntil(lambda: window.centre.width() < 0.45 * window.width())
     window.save_layout()
     assert QSettings().contains(STATE_KEY)
 

@@ -1,6 +1,6 @@
 """Real models in the window: a tool call written as text still edits, the status bar shows how full the
 turn's latest request was, Agent → Test Model reports what each model does, and a model that cannot
-call tools is said before the first turn (from the cached test)."""
+call tools is said before the first turn (from the cached test), in the status bar and the start page."""
 
 from __future__ import annotations
 
@@ -56,10 +56,16 @@ def test_test_model_reports_and_a_model_that_cannot_act_is_said_before_the_first
         qtbot.waitUntil(window.probe_dialog.isVisible, timeout=TURN_TIMEOUT_MS)
         report = window.probe_dialog.text()
         assert "[✗] ollama:qwen2.5-coder:7b" in report and "cannot act" in report
-        assert window.banner.isVisible() and "did not call a tool" in window.banner.title.text()
+        # Said in the status bar's model element and the start page, not over the work.
+        status = window.status
+        assert status.health.property("level") == "warning" and "did not call a tool" in status.health.text()
+        assert "cannot act" in window.start_page.probe_label.text()
+        assert not window.banner.wanted
 
         # A second window on the workspace reads the cached result and warns before any turn.
         second = make_window(git_workspace, env=env)
         wait_ready(qtbot, second)
-        qtbot.waitUntil(second.banner.isVisible, timeout=TURN_TIMEOUT_MS)
-        assert "did not call a tool" in second.banner.title.text()
+        health = second.status.health
+        qtbot.waitUntil(lambda: health.property("level") == "warning", timeout=TURN_TIMEOUT_MS)
+        assert "did not call a tool" in health.text() and "Pick a model that calls tools" in health.toolTip()
+        assert "cannot act" in second.start_page.probe_label.text() and not second.banner.wanted

@@ -341,13 +341,13 @@ def test_tree_notifications_reach_the_dock_live_and_on_session_load(
     env = {"PYTHONPATH": str(REPO), "TREE_AGENT_STORE": str(tmp_path / "store.json")}
     window = make_window(tmp_path, command=TREE_AGENT, env=env)
     wait_ready(qtbot, window)
-    assert window.tree_dock.isHidden()
+    assert window.tree_dock.visibleRegion().isEmpty(), "a tab behind the review until a run starts"
     received: list[int] = []
     window.docks["tree"].treeEvents.connect(lambda events: received.append(len(events)))
     window.send_prompt("tree 300")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     view = window.tree_view
-    assert window.tree_dock.isVisible(), "shown when the run started"
+    assert window.maximised is window.tree_dock, "given the window when the run started"
     assert len(received) > 1 and all(n <= 25 for n in received)  # batch by batch, other session ignored
     assert len(view.runs) == 1
     run = next(iter(view.runs.values()))

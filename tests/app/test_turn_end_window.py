@@ -1,5 +1,6 @@
 """How a turn ends in the window: a failed turn's tree closed with the reason and said in the chat, the
-model's health up front (status dot, banner across the top), Stopped after Stop, the chat at the answer."""
+model's health up front (the status bar's element with the fix; the banner only once a turn failed),
+Stopped after Stop, the chat at the answer."""
 
 from __future__ import annotations
 
@@ -65,27 +66,29 @@ def test_no_model_server_is_red_at_once_and_a_turn_fails_with_the_reason(
     host = f"http://127.0.0.1:{closed_port()}"
     window = make_window(git_workspace, env={"ARBOR_MODEL": "ollama:x", "OLLAMA_HOST": host})
     wait_ready(qtbot, window)
-    # Before any prompt: the dot is red with the reason, and the banner spans the window's top.
+    # Before any prompt: the model's element is red with the reason and the fix, and nothing covers the work.
     status, banner = window.status, window.banner
     qtbot.waitUntil(lambda: status.health.property("level") == "error", timeout=TURN_TIMEOUT_MS)
     assert f"Ollama is not reachable at {host}" in status.health.toolTip()
     assert "ollama serve" in status.health.toolTip()
+    assert f"Ollama is not reachable at {host} — Start it with" in status.health.text()
+    assert not banner.wanted and not banner.isVisible()
+
+    # A turn that fails says so across the window's top, above the docks and the centre.
+    fail_a_turn(qtbot, window)
+    assert_run_failed(window, f"Ollama is not reachable at {host}")
     assert banner.isVisible() and banner.kind == "model_unreachable"
-    assert "cannot answer" in banner.title.text() and "ollama serve" in banner.fix.text()
     qtbot.waitUntil(lambda: banner.width() == window.width(), timeout=5000)
     chat_dock = window.chat_dock
     assert (
         banner.mapTo(window, banner.rect().bottomLeft()).y()
         < chat_dock.mapTo(window, chat_dock.rect().topLeft()).y()
     )
+    tree_dock = window.tree_dock  # the run had the window
     assert (
-        window.viewer.mapTo(window, window.viewer.rect().topLeft()).y()
+        tree_dock.mapTo(window, tree_dock.rect().topLeft()).y()
         > banner.mapTo(window, banner.rect().bottomLeft()).y()
     )
-
-    fail_a_turn(qtbot, window)
-    assert_run_failed(window, f"Ollama is not reachable at {host}")
-    assert banner.isVisible() and banner.kind == "model_unreachable"
     notice = window.chat.views()[-1]
     assert isinstance(notice, NoticeView)
     assert f"The turn failed: Ollama is not reachable at {host}" in notice.plain_text()

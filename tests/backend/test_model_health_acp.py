@@ -40,6 +40,7 @@ async def test_an_unreachable_ollama_is_an_error(git_workspace: Path) -> None:
     assert result.level == "error"
     assert f"Ollama is not reachable at {host}" in result.reason
     assert result.fix is not None and "ollama serve" in result.fix
+    assert result.available is None
     assert "✗ model server reachable" in result.describe()
 
 
@@ -56,3 +57,4 @@ async def test_a_model_not_pulled_is_an_error_and_no_tools_a_warning(git_workspa
     assert missing.fix is not None and "ollama pull llama3" in missing.fix
     assert no_tools.level == "warning" and "cannot call tools" in no_tools.reason
     assert good.level == "ok"
+    assert good.available == missing.available == ["qwen2.5-coder:7b", "plain:1b"]  # the start page's list

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QStackedWidget, QWidget
 
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.docks.needs import Providers
@@ -44,8 +44,10 @@ LEFT = Place(Qt.DockWidgetArea.LeftDockWidgetArea)
 """The column left of the viewer, its docks stacked (workspace, outline)."""
 SIDE = Place(Qt.DockWidgetArea.RightDockWidgetArea, "side")
 """Tabs right of the viewer (chat, memory, sessions)."""
-BOTTOM = Place(Qt.DockWidgetArea.BottomDockWidgetArea, "bottom", hidden=True)
-"""Tabs under the viewer, each shown when it has something to show (review, search tree, eval)."""
+BOTTOM = Place(Qt.DockWidgetArea.BottomDockWidgetArea, "bottom")
+"""Tabs under the viewer, there from the first launch (review, search tree): what the user came for."""
+BOTTOM_ON_DEMAND = Place(Qt.DockWidgetArea.BottomDockWidgetArea, "bottom", hidden=True)
+"""A tab under the viewer shown when it has something to show (eval)."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,8 @@ class KeptAcrossReplay(Generic[S]):
 
 
 class AppContext:
-    """What every part sees: the bridge, the workspace, the viewer, status bar and banner, the providers
+    """What every part sees: the bridge, the workspace, the viewer and the centre holding it, status bar and
+    banner, the providers
     of the capabilities parts declare they need, and a few window services (a menu, a status message)."""
 
     def __init__(
@@ -109,6 +112,7 @@ class AppContext:
         status: BackendStatus,
         banner: Banner,
         menus: dict[str, QMenu],
+        centre: QStackedWidget,
     ) -> None:
         self.window = window
         self.bridge = bridge
@@ -121,6 +125,8 @@ class AppContext:
         self.banner = banner
         self.menus = menus
         """The menu bar's menus by name: file, view, go, agent."""
+        self.centre = centre
+        """The window's centre: the viewer, and the start page while the conversation is empty."""
         self.providers = Providers()
         """The parts built so far, by the capabilities they provide (what their needs read)."""
 
@@ -135,6 +141,10 @@ class AppContext:
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn, as the chat's Send does."""
         self.window.send_prompt(text)  # type: ignore[attr-defined]
+
+    def maximise(self, dock: QDockWidget, keep: tuple[QDockWidget, ...] = ()) -> None:
+        """Give ``dock`` the whole window (``keep`` stay beside it) until the user brings the layout back."""
+        self.window.maximise(dock, keep)  # type: ignore[attr-defined]
 
     def action(
         self, menu: str, text: str, slot: Any, shortcut: str | QKeySequence.StandardKey | None = None
@@ -231,14 +241,40 @@ class Dock(Part):
         )
 
     def show(self) -> None:
-        """Show and raise the dock; a hidden one opens at its share of the window's height."""
+        """Show and raise the dock; a hidden one opens at its share of the window's height, or as a tab at
+        the height its group has (what the user resized it to)."""
         window, widget = self.ctx.window, self.dock
         if widget.isHidden():
-            # A tab beside one already open keeps the area's height; a dock opening an area sizes it.
-            tabs = [tab for tab in window.tabifiedDockWidgets(widget) if tab.isVisible()]
+            # A tab beside one already open keeps the group's height (what the user resized it to); a dock
+            # opening an area sizes it. A hidden dock is in no tab group yet (tabifiedDockWidgets is empty),
+            # so the group is found by its place: the docks of its area, the one shown on top.
+            tabs = self._group_shown() if self.spec.place and self.spec.place.tab_group else []
             height = tabs[0].height() if tabs else int(window.height() * DOCK_SHARE)
             widget.show()
             # Once the layout has taken the new dock in (a new tab bar resizes the area).
-            resize = window.resizeDocks
-            QTimer.singleShot(0, window, lambda: resize([widget], [height], Qt.Orientation.Vertical))
+            QTimer.singleShot(0, window, lambda: self._resize_to(height))
         widget.raise_()
+
+    def _resize_to(self, height: int) -> None:
+        """Make the dock ``height`` high: resizeDocks sizes its area, tab bar included, so the bar's share is
+        added once the first resize shows it."""
+        window, widget = self.ctx.window, self.dock
+        window.resizeDocks([widget], [height], Qt.Orientation.Vertical)
+        window.layout().activate()
+        short = height - widget.height()
+        if 0 < short < height:
+            window.resizeDocks([widget], [height + short], Qt.Orientation.Vertical)
+
+    def _group_shown(self) -> list[QDockWidget]:
+        """The docked, visible docks of this dock's area whose content is on screen (a tab's top one)."""
+        window, widget = self.ctx.window, self.dock
+        area = window.dockWidgetArea(widget)
+        return [
+            dock
+            for dock in window.findChildren(QDockWidget)
+            if dock is not widget
+            and dock.isVisible()
+            and not dock.isFloating()
+            and window.dockWidgetArea(dock) == area
+            and not dock.visibleRegion().isEmpty()
+        ]

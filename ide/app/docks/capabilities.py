@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from PySide6.QtCore import SignalInstance
     from PySide6.QtWidgets import QDockWidget
 
     from ide.app.chat import ChatPanel
     from ide.app.external import ReviewBackend
+    from ide.protocol.model import ModelHealth
     from ide.protocol.review import ChangeSetView
     from ide.protocol.tree import TreeEvent
 
@@ -59,10 +61,37 @@ class SearchTrees(Protocol):
         """Add tree events to the current session's trees (as ``_arbor/tree`` notifications do)."""
         ...
 
-    def open_file(self, path: Path) -> bool:
-        """Open a tree file in the dock; False (the banner says why) when it cannot be read."""
+    def open_file(self, path: Path, *, maximise: bool = True) -> bool:
+        """Open a tree file in the dock, given the whole window unless not ``maximise``; False (the banner
+        says why) when it cannot be read."""
         ...
 
     def close_open_runs(self, reason: str) -> None:
         """End the live trees no event closed: active nodes failed, the run failed with ``reason``."""
+        ...
+
+
+@runtime_checkable
+class EvalReports(Protocol):
+    """The Eval dock: an ``arbor eval`` report opened from its file or folder."""
+
+    def open_report(self, path: Path, *, show: bool = True) -> bool:
+        """Open ``report.json`` or the folder holding it; False (the dock says why) if it is not a report."""
+        ...
+
+
+@runtime_checkable
+class ModelChecks(Protocol):
+    """What is known of the model (the probe part): the health check as a session opens, and the probe's
+    verdicts ("Test Model", and what an earlier test found)."""
+
+    health: ModelHealth | None
+    healthChanged: SignalInstance
+    """The new :class:`ModelHealth`, or None when the model is not known (no backend, a foreign agent)."""
+    probesChanged: SignalInstance
+    """The list of :class:`ModelProbe` verdicts the backend gave (fresh or cached)."""
+
+    def test_models(self, *, report: bool = True) -> None:
+        """Probe every model the workspace uses (a real tool-call and structured request each); the
+        verdicts reach :attr:`probesChanged`, and a report dialog opens when ``report``."""
         ...

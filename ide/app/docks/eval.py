@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.docks.base import BOTTOM, AppContext, Dock, Spec
-from ide.app.docks.capabilities import SearchTrees
+from ide.app.docks.base import BOTTOM_ON_DEMAND, AppContext, Dock, Spec
+from ide.app.docks.capabilities import EvalReports, SearchTrees
 from ide.app.docks.needs import Requires
 from ide.app.eval_chart import EvalChart
 from ide.app.eval_format import STATUS_TEXT, header_text, mode_label, plain_tip, unfinished_text
@@ -235,8 +235,9 @@ class EvalPanel(QWidget):
 class EvalDock(Dock):
     """The Eval panel, tabbed with the review and the search tree; it reads report files itself."""
 
-    spec = Spec("eval", title="Eval", place=BOTTOM, order=45)
+    spec = Spec("eval", title="Eval", place=BOTTOM_ON_DEMAND, order=45)
     exposes: ClassVar[dict[str, str]] = {"eval_panel": "panel", "open_eval_report": "open_report"}
+    provides = (EvalReports,)
     trees = Requires(SearchTrees)
 
     reportLoaded = Signal(object)
@@ -326,7 +327,7 @@ class EvalDock(Dock):
             self.panel.show_error(f"{where}: its tree file {run.tree_file} is missing.")
             return False
         self.panel.show_message("")
-        return self.trees.open_file(tree)
+        return self.trees.open_file(tree, maximise=False)  # a tab beside the runs, browsed one by one
 
     def _watch(self) -> None:
         """Watch the report file and its directory (the atomic save replaces the file)."""

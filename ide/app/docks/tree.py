@@ -11,8 +11,8 @@ from PySide6.QtWidgets import QFileDialog
 
 from ide.app.acp_client import BackendState
 from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay, Spec
-from ide.app.docks.capabilities import Review, SearchTrees
-from ide.app.docks.needs import Requires
+from ide.app.docks.capabilities import Chat, Review, SearchTrees
+from ide.app.docks.needs import Requires, Uses
 from ide.app.tree_view import SearchTreeView
 from ide.app.turn_end import closing_events
 from ide.protocol.review import ChangeSetView
@@ -28,12 +28,15 @@ from ide.protocol.tree import (
 
 
 class TreeDock(Dock):
-    """Shown when a run starts; tabbed with the review."""
+    """Tabbed with the review. A tree opened from a file gets the whole window; so does the first run that
+    starts (beside the chat, where its answer streams), until the user brings the layout back — later
+    runs then leave the layout as the user chose it."""
 
     spec = Spec("tree", title="Search tree", place=BOTTOM, order=40)
     exposes: ClassVar[dict[str, str]] = {"tree_view": "view", "open_tree_file": "open_file"}
     provides = (SearchTrees,)
     review = Requires(Review)
+    chat = Uses(Chat)
 
     treeEvents = Signal(object)
     """A ``list[TreeEvent]`` of the current session's search tree (``_arbor/tree``), live or replayed."""
@@ -57,9 +60,14 @@ class TreeDock(Dock):
         view.runStarted.connect(self._on_run_started)
         view.branchDiffRequested.connect(self.request_branch_diff)
         ctx.action("file", "Open &Search Tree…", self._open_dialog)
+        self.maximise_runs = True
+        """A run that starts takes the window (False once the user brought the layout back from one)."""
+        self._run_maximised = False
+        ctx.window.maximisedChanged.connect(self._maximised_changed)  # type: ignore[attr-defined]
 
-    def open_file(self, path: Path) -> bool:
-        """Open a ``.arbor-tree.jsonl`` file in the dock; the banner explains a bad file."""
+    def open_file(self, path: Path, *, maximise: bool = True) -> bool:
+        """Open a ``.arbor-tree.jsonl`` file in the dock, given the whole window (``maximise``; the same key
+        gives the layout back); the banner explains a bad file."""
         try:
             self.view.open_file(path)
         except TreeFileError as exc:
@@ -69,6 +77,8 @@ class TreeDock(Dock):
             )
             return False
         self.show()
+        if maximise:
+            self.ctx.maximise(self.dock)
         return True
 
     def add_events(self, events: list[TreeEvent]) -> None:
@@ -123,8 +133,17 @@ class TreeDock(Dock):
 
     def _on_run_started(self, _key: str) -> None:
         # A restored session's runs come back quietly; a run that starts now is shown.
-        if not self.kept.replaying:
-            self.show()
+        if self.kept.replaying:
+            return
+        self.show()
+        if self.maximise_runs:
+            self.ctx.maximise(self.dock, (self.chat.dock,) if self.chat is not None else ())
+            self._run_maximised = True
+
+    def _maximised_changed(self, maximised: bool) -> None:
+        if not maximised and self._run_maximised:
+            self.maximise_runs = False  # the user wants the layout during runs
+        self._run_maximised = False
 
     def on_session_ready(self, *_: object) -> None:
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))

@@ -52,16 +52,19 @@ async def health(backend: Backend, request: md.HealthParams) -> md.ModelHealth:
         return md.ModelHealth(
             model=settings.llm.model, level="error", reason=exc.info.message, fix=exc.info.fix
         )
+    found = await probe_model(spec, settings)
     checks = [
-        md.HealthLine(name=check.name, ok=check.ok, detail=check.detail, fix=check.fix)
-        for check in await probe_model(spec, settings)
+        md.HealthLine(name=check.name, ok=check.ok, detail=check.detail, fix=check.fix) for check in found
     ]
+    listed = next((list(check.listed) for check in found if check.listed is not None), None)
     failed = [check for check in checks if check.ok is False]
     worst = next((c for c in failed if c.name not in WARNING_CHECKS), failed[0] if failed else None)
     if worst is None:
-        return md.ModelHealth(model=str(spec), level="ok", checks=checks)
+        return md.ModelHealth(model=str(spec), level="ok", checks=checks, available=listed)
     level = "warning" if worst.name in WARNING_CHECKS else "error"
-    return md.ModelHealth(model=str(spec), level=level, reason=worst.detail, fix=worst.fix, checks=checks)
+    return md.ModelHealth(
+        model=str(spec), level=level, reason=worst.detail, fix=worst.fix, checks=checks, available=listed
+    )
 
 
 HANDLERS = (

@@ -1,0 +1,168 @@
+"""Room for what the user came for (issue 31, item 2): Review and Search tree are there from the first
+launch; a tree opened or a run started gets the window (the chat beside a live run), Ctrl+Shift+T gives
+the layout back as it was; a bottom dock the user resized keeps its height when another tab appears; the
+whole tree, drawn too small for captions, shows a node's caption and score on hover."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import QApplication, QDockWidget
+
+from ide.app.demo import SAMPLE_TREE, sample_dir
+from ide.app.window import MAXIMISE_SHORTCUT, MainWindow
+from ide.protocol.eval import EvalReport, EvalRun, save_report
+from ide.protocol.tree import TreeEvent, TreeNode
+from tests.support.tree_view import dock_sized
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
+
+pytestmark = pytest.mark.window
+
+SAMPLES = sample_dir()
+assert SAMPLES is not None
+
+
+def raised(dock: QDockWidget) -> bool:
+    return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+
+def bottom_height(window: MainWindow) -> int:
+    """The height of the bottom tab group's dock shown (a tab behind it has a stale geometry)."""
+    docks = [window.review_dock, window.tree_dock, window.eval_dock]
+    return max(dock.height() for dock in docks if raised(dock))
+
+
+def resize_bottom(qtbot: Any, window: MainWindow, height: int) -> int:
+    """Resize the bottom tab group as a user dragging its edge would; its dock's height once settled."""
+    window.resizeDocks([window.review_dock], [height], Qt.Orientation.Vertical)
+    # The area's height includes its tab bar: the dock shown gets the rest.
+    qtbot.waitUntil(lambda: height - 40 <= bottom_height(window) <= height)
+    return bottom_height(window)
+
+
+def press_maximise(qtbot: Any, window: MainWindow) -> None:
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow)
+    qtbot.keyClick(
+        window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    )
+
+
+def test_review_and_search_tree_are_there_from_the_first_launch(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    window = make_window(git_workspace, start=False)
+    qtbot.waitExposed(window)
+    bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+    for dock in (window.review_dock, window.tree_dock):
+        assert not dock.isHidden() and window.dockWidgetArea(dock) == bottom
+    assert window.review_dock in window.tabifiedDockWidgets(window.tree_dock)
+    qtbot.waitUntil(lambda: bottom_height(window) >= 0.3 * window.height())
+    assert window.eval_dock.isHidden()  # shown when a report is opened
+
+
+def test_a_tree_opened_gets_the_window_and_ctrl_shift_t_gives_the_layout_back(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    window = make_window(git_workspace, start=False)
+    qtbot.waitExposed(window)
+    before = resize_bottom(qtbot, window, 300)
+    chat_width = window.chat_dock.width()
+
+    assert window.open_tree_file(SAMPLES / SAMPLE_TREE)
+    assert window.maximised is window.tree_dock and window.maximise_action.isChecked()
+    qtbot.waitUntil(lambda: window.tree_dock.height() > 0.85 * window.centralWidget().parentWidget().height())
+    assert (
+        window.workspace_dock.isHidden() and window.chat_dock.isHidden() and window.centralWidget().isHidden()
+    )
+
+    assert window.maximise_action.shortcut().toString() == MAXIMISE_SHORTCUT
+    assert window.tree_dock.windowTitle() == f"Search tree — {MAXIMISE_SHORTCUT} brings the layout back"
+    press_maximise(qtbot, window)
+    assert window.maximised is None and not window.centralWidget().isHidden()
+    assert window.workspace_dock.isVisible() and window.chat_dock.isVisible()
+    assert window.tree_dock.windowTitle() == "Search tree"
+    qtbot.waitUntil(lambda: raised(window.tree_dock))  # the tree stays the tab shown
+    qtbot.waitUntil(lambda: bottom_height(window) == before)  # as the user had sized it
+    assert window.chat_dock.width() == chat_width
+
+    press_maximise(qtbot, window)  # the same key maximises it again
+    assert window.maximised is window.tree_dock
+
+
+def test_a_resized_bottom_dock_keeps_its_height_when_another_tab_appears(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
+) -> None:
+    window = make_window(git_workspace, start=False)
+    qtbot.waitExposed(window)
+    window.tree_dock.raise_()
+    qtbot.waitUntil(lambda: raised(window.tree_dock))
+    before = resize_bottom(qtbot, window, 420)
+
+    out = tmp_path / "eval-out"
+    out.mkdir()
+    run = EvalRun(task="t", mode="react", status="solved")
+    save_report(
+        EvalReport(model="m", modes=["react"], tasks=["t"], budget_tokens=1, budget_s=1, runs=[run]), out
+    )
+    assert window.open_eval_report(out)
+    qtbot.waitUntil(lambda: raised(window.eval_dock))
+    QApplication.processEvents()  # the dock's deferred resize, queued behind its show
+    QApplication.processEvents()
+    # The new tab takes the height the group had (the tab bar's share included), and keeps it.
+    assert window.eval_dock.height() == before
+    window.tree_dock.raise_()
+    qtbot.waitUntil(lambda: raised(window.tree_dock))
+    assert window.tree_dock.height() == before
+
+
+def test_the_first_run_gets_the_window_beside_the_chat_and_keeps_the_layout_once_given_back(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, write_script: Callable[..., Path]
+) -> None:
+    script = write_script([{"content": "One."}, {"content": "Two."}])
+    window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
+    wait_ready(qtbot, window)
+    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("first")
+    assert window.maximised is window.tree_dock
+    assert window.chat_dock.isVisible() and window.workspace_dock.isHidden()
+    # The chat is a full-height column wide enough for its controls; the tree has the rest.
+    qtbot.waitUntil(lambda: window.chat_dock.width() >= 0.3 * window.width())
+    assert window.chat_dock.height() >= window.tree_dock.height() >= 0.8 * window.height()
+    assert window.tree_dock.width() >= 0.6 * window.width()
+
+    window.maximise_action.trigger()  # the user wants the layout back during runs
+    assert window.maximised is None
+    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("second")
+    assert window.maximised is None and window.workspace_dock.isVisible()
+    assert len(window.tree_view.runs) == 2
+
+
+def test_whole_tree_shows_a_nodes_caption_and_score_on_hover_however_small_it_is_drawn(qtbot: Any) -> None:
+    nodes = [TreeNode(id="n0", kind="root", label="the task")]
+    for i in range(1, 600):
+        parent = nodes[(i - 1) // 4]
+        nodes.append(
+            TreeNode(id=f"n{i}", parent=parent.id, depth=parent.depth + 1, kind="action",
+                     label=f"read_file part{i}.py", reward_raw=float(i % 10))
+        )  # fmt: skip
+    events = [
+        TreeEvent(run_id="big", seq=i + 1, kind="node_added", node=node) for i, node in enumerate(nodes)
+    ]
+    view = dock_sized(qtbot)
+    view.add_events(events)
+    view.flush()
+    view.fit_whole()
+    scale = view.graphics.transform().m11()
+    assert scale < 0.2, "the whole tree is drawn small: its captions are not painted"
+    target = "n457"
+    centre = view.graphics.mapFromScene(view.scene_pos(target))
+    # The pointer 4 pixels below a node drawn a pixel or two wide (its siblings are beside it, not below).
+    near = view.graphics.mapToScene(centre + QPoint(0, 4))
+    text = view.tooltip_at(near)
+    assert "read_file part457.py" in text and "score 7 / 10" in text
