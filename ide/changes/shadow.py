@@ -418,9 +418,10 @@ class Shadow:
             self._set_baseline(rel, mine)
         return conflicts
 
-    def workspace_changes(self) -> list[str]:
+    def workspace_changes(self, changeset: ChangeSet | None = None) -> list[str]:
         """Workspace files that differ from the baseline now: the user's own edits since it was taken, or
-        an agent writing outside its shadow (a file it cannot read through no link counts as changed)."""
+        an agent writing outside its shadow (a file it cannot read through no link counts as changed) —
+        not those that hold what an Apply of ``changeset`` wrote (its base of a captured path)."""
         real = Confined(self.workspace)
         changed: list[str] = []
         for rel in sorted(self._uncommitted() | self._base.keys()):
@@ -429,7 +430,8 @@ class Shadow:
             except ChangeError:
                 changed.append(rel)
                 continue
-            if now != self.baseline(rel):
+            applied = changeset is not None and rel in self._captured and now == changeset.base(rel)
+            if now != self.baseline(rel) and not applied:
                 changed.append(rel)
         return changed
 

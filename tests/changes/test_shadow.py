@@ -253,3 +253,18 @@ def test_a_moved_file_is_captured_as_a_rename_and_a_rejected_rename_is_moved_bac
     assert result.conflicts == [] and not (git_workspace / "pkg" / "greet.py").exists()
     assert (git_workspace / "pkg" / "greeting.py").read_text() == edited
     assert (git_workspace / "README.md").exists() and not (git_workspace / "GUIDE.md").exists()
+
+
+def test_what_apply_wrote_is_not_taken_for_a_write_outside_review(
+    git_workspace: Path, shadow: Shadow, tmp_path: Path
+) -> None:
+    (shadow.root / "made.py").write_text("print(1)\n")
+    changeset = ChangeSet(git_workspace)
+    shadow.fill(changeset)
+    review = Review(changeset, session_id="s", title="shadow", store=BatchStore(tmp_path / "data"))
+    review.decide(DecideParams(session_id="s", decision="accepted", all=True))
+    assert review.apply().conflicts == []
+    assert shadow.workspace_changes(changeset) == []  # Apply wrote it: the review's own write
+    assert shadow.workspace_changes() == ["made.py"]  # without the change set, it is not known
+    (git_workspace / "made.py").write_text("print(2)\n")  # the user's edit after that is
+    assert shadow.workspace_changes(changeset) == ["made.py"]

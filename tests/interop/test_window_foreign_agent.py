@@ -225,6 +225,7 @@ def test_a_foreign_agent_in_a_shadow_has_its_shell_writes_reviewed_and_sees_what
             timeout=TURN_TIMEOUT_MS,
         )
         assert "made_by_shell.py" not in (run.nodes["tool:read-1"].reflection or "")
+        qtbot.waitUntil(lambda: run.finished, timeout=TURN_TIMEOUT_MS)  # the turn's last capture is in
         qtbot.waitUntil(lambda: pane.files_model.rowCount() == 2, timeout=TURN_TIMEOUT_MS)
 
         # Reject hello.py's edit, accept the shell's file, apply: one commit holding that file alone.

@@ -143,7 +143,9 @@ async def capture(backend: Backend, request: ex.ExternalCaptureParams) -> ex.Ext
     session = backend.session(request.session_id)
     shadow = _shadow(session)
     found = await asyncio.to_thread(shadow.fill, session.changeset)
-    changed = await asyncio.to_thread(shadow.workspace_changes) if request.workspace else []
+    changed = []
+    if request.workspace:
+        changed = await asyncio.to_thread(shadow.workspace_changes, session.changeset)
     return ex.ExternalCapture(
         changeset=session.review.view(), skipped=found.skipped, workspace_changed=changed
     )
