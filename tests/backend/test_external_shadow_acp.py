@@ -74,6 +74,20 @@ async def test_a_shadow_session_captures_reverts_takes_in_applies_and_closes(git
         assert result.batch is not None and result.batch.paths == ["pkg/greet.py"]
         assert git(git_workspace, "show", "HEAD:pkg/greet.py") == GREET + "# fs\n"
         assert git(git_workspace, "show", "HEAD:README.md") != "# demo by the user\n"  # the user's own edit
+        # Applied is the shadow's new baseline, and a hunk rejected at Apply stays gone: a capture right
+        # after (the agent still working) finds neither again.
+        (root / "later.py").write_text("x = 1\n")
+        captured = ex.ExternalCapture.model_validate(
+            await conn.ext_method(ex.EXTERNAL_CAPTURE, {"session_id": sid})
+        )
+        assert [f.path for f in captured.changeset.files] == ["later.py"]
+        await conn.ext_method(rv.DECIDE, {"session_id": sid, "decision": "rejected", "all": True})
+        result = rv.ApplyResult.model_validate(await conn.ext_method(rv.APPLY, {"session_id": sid}))
+        after = ex.ExternalCapture.model_validate(
+            await conn.ext_method(ex.EXTERNAL_CAPTURE, {"session_id": sid, "workspace": True})
+        )
+        assert after.changeset.files == [] and after.workspace_changed == []
+        assert not (root / "later.py").exists()
 
         closed = await conn.ext_method(ex.EXTERNAL_CLOSE, {"session_id": sid})
         assert closed == {"removed": True} and not root.exists()

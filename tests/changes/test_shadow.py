@@ -268,3 +268,21 @@ def test_what_apply_wrote_is_not_taken_for_a_write_outside_review(
     assert shadow.workspace_changes() == ["made.py"]  # without the change set, it is not known
     (git_workspace / "made.py").write_text("print(2)\n")  # the user's edit after that is
     assert shadow.workspace_changes(changeset) == ["made.py"]
+
+
+def test_a_hunk_rejected_at_apply_stays_rejected_through_later_captures(
+    git_workspace: Path, shadow: Shadow, tmp_path: Path
+) -> None:
+    (shadow.root / "made.py").write_text("print(1)\n")
+    (shadow.root / "README.md").write_text("rewritten by the agent\n")
+    changeset = ChangeSet(git_workspace)
+    shadow.fill(changeset)
+    review = Review(changeset, session_id="s", title="shadow", store=BatchStore(tmp_path / "data"))
+    review.decide(DecideParams(session_id="s", decision="accepted", paths=["made.py"]))
+    review.decide(DecideParams(session_id="s", decision="rejected", paths=["README.md"]))
+    shadow.settle(review)  # what the backend does before and after an Apply of a shadow's review
+    assert review.apply().conflicts == []
+    shadow.settle(review)
+    shadow.fill(changeset)  # a capture before the next turn finds nothing new
+    assert [f.path for f in review.view().files] == []
+    assert (shadow.root / "README.md").read_text() == (git_workspace / "README.md").read_text()

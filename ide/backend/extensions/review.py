@@ -40,7 +40,14 @@ async def apply(backend: Backend, request: rv.ApplyParams) -> rv.ApplyResult:
     if session.turn is not None and not session.turn.done():
         raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
     rejected = _rejected(session)
+    shadow = session.shadow
+    if shadow is not None:
+        # A foreign agent's shadow drops the rejected hunks now (Apply forgets them, and a capture before
+        # the next turn would bring them back as pending) and takes what Apply wrote as its baseline after.
+        await asyncio.to_thread(shadow.settle, session.review)
     result = await asyncio.to_thread(session.review.apply, request.message)
+    if shadow is not None:
+        await asyncio.to_thread(shadow.settle, session.review)
     await session.save_review()
     await _unlearn(session.memory, session.id, rejected)
     return result
