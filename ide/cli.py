@@ -42,7 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arbor",
         description="Arbor: watch an AI agent's search as a tree and review its changes in one batch.",
-        epilog="Run 'arbor PATH' to open the window on a workspace (default: the current directory).",
+        epilog="the window:\n"
+        "  arbor [PATH]              open the window on a workspace (default: the current directory)\n"
+        "  arbor --open FILE         show a recorded search tree (.arbor-tree.jsonl) or an arbor eval\n"
+        "                            report (report.json or its folder); no model needed\n"
+        "  arbor --agent NAME|CMD    drive another ACP agent, its edits through Arbor's review\n"
+        "  arbor gui --help          the window's options",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"arbor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -145,6 +145,15 @@ def test_help_lists_the_commands() -> None:
         assert command in done.stdout
 
 
+def test_help_names_open_and_agent_of_the_window() -> None:
+    """`arbor --open` is the way to see a recorded tree or an eval report with no model: help says so."""
+    done = arbor("--help")
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    assert "--open" in text and ".arbor-tree.jsonl" in text and "report" in text
+    assert "--agent" in text
+
+
 def test_open_names_a_missing_tree_file(tmp_path: Path) -> None:
     done = arbor("--open", str(tmp_path / "run.arbor-tree.jsonl"))
     assert done.returncode == 2
