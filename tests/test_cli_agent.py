@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.git import git
+from tests.support.git import git, hello_repo
 
 RUN_TIMEOUT_S = 120
 TASK = "add two files; $(touch pwned) `touch pwned2` && echo 'quoted'"
@@ -33,13 +33,7 @@ AGENT = textwrap.dedent(
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "hello.py").write_text('print("hello")\n')
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return hello_repo(tmp_path)
 
 
 def run(workspace: Path, agent: str, *flags: str) -> subprocess.CompletedProcess[str]:

@@ -28,7 +28,7 @@ from tests.support.codex import (
     tool_outputs,
 )
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.git import git
+from tests.support.git import git, hello_repo
 from tests.support.qwen import SHADOW_CWD
 
 RUN_TIMEOUT_S = 180
@@ -46,13 +46,7 @@ def codex_peers(node_peers: Path) -> Path:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "hello.py").write_text('print("hello")\n')
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return hello_repo(tmp_path)
 
 
 def arbor_run(

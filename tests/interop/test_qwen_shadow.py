@@ -21,7 +21,7 @@ from ide.agentproc import resolve_agent
 from ide.headless.foreign import ForeignRun
 from ide.protocol.review import DECIDE, DecideParams
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.git import git
+from tests.support.git import git, hello_repo
 from tests.support.qwen import (
     DONE,
     FS_FILE,
@@ -43,13 +43,7 @@ USER_EDIT = 'print("hello, edited by the user between turns")\n'
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "hello.py").write_text('print("hello")\n')
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return hello_repo(tmp_path)
 
 
 def arbor_run(

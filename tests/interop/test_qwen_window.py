@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 
 from ide.agentproc import resolve_agent
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.git import git
+from tests.support.git import git, hello_repo
 from tests.support.qwen import (
     FS_FILE,
     FS_TEXT,
@@ -46,13 +46,7 @@ QWEN_TURN_TIMEOUT_MS = 180_000
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "hello.py").write_text('print("hello")\n')
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return hello_repo(tmp_path)
 
 
 def test_qwen_codes_fs_and_shell_writes_are_reviewed_applied_and_rolled_back_in_the_window(

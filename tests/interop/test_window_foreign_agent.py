@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt
 from ide import sandbox
 from ide.agentproc import command_name, resolve_agent
 from ide.app.window import MainWindow
-from tests.support.git import git
+from tests.support.git import HELLO, git, hello_repo
 from tests.support.window import (  # noqa: F401
     ECHO_AGENT,
     TURN_TIMEOUT_MS,
@@ -31,7 +31,7 @@ from tests.support.window import (  # noqa: F401
     wait_ready,
 )
 
-ORIGINAL = 'print("hello")\n'
+ORIGINAL = HELLO
 EDITED = ORIGINAL + 'print("edited by the foreign agent")\n'
 REVIEW_START_TIMEOUT_MS = 60_000
 """The first write starts Arbor's own backend (LangGraph and friends) for the review."""
@@ -39,14 +39,8 @@ REVIEW_START_TIMEOUT_MS = 60_000
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "hello.py").write_text(ORIGINAL)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
     (tmp_path / "outside.txt").write_text("not yours\n")
-    return root
+    return hello_repo(tmp_path)
 
 
 def foreign_window(factory: WindowFactory, node_peers: Path, workspace: Path) -> MainWindow:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ide import sandbox
-from tests.support.git import git
+from tests.support.git import hello_repo
 
 RUN_TIMEOUT_S = 120
 AGENT = textwrap.dedent(
@@ -37,13 +37,7 @@ needs_bwrap = pytest.mark.skipif(not BWRAP_OK, reason=f"{BWRAP_SAID} ({sandbox.I
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "hello.py").write_text('print("hello")\n')
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
-    return root
+    return hello_repo(tmp_path)
 
 
 def run_agent(workspace: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:

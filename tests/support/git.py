@@ -16,3 +16,18 @@ GIT_IDENTITY = {
 def git(root: Path, *args: str) -> str:
     """Run git in ``root``; its stdout, or CalledProcessError."""
     return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+HELLO = 'print("hello")\n'
+
+
+def hello_repo(parent: Path) -> Path:
+    """``parent/ws``: a git repository holding one committed ``hello.py`` (branch main) — the workspace the
+    foreign-agent tests hand an agent."""
+    root = parent / "ws"
+    root.mkdir()
+    (root / "hello.py").write_text(HELLO)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
