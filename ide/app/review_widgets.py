@@ -253,6 +253,12 @@ class HistoryTab(QWidget):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Applied", "Message", "Files", "Commit", "State"])
         self.tree.setRootIsDecorated(False)
+        # Each column as wide as its text, the message taking the rest: nothing cut beside empty space.
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for column in range(self.tree.columnCount()):
+            mode = QHeaderView.ResizeMode.Stretch if column == 1 else QHeaderView.ResizeMode.ResizeToContents
+            header.setSectionResizeMode(column, mode)
         self.rollback_button = QPushButton("Roll back")
         self.refresh_button = QPushButton("Refresh")
         self.label = QLabel("")
