@@ -37,7 +37,7 @@ def _head(text: str | None) -> str:
 TRUST_WORDS = {
     "verified": "✓ verified",
     "self": "self-scored, not checked",
-    "refuted": "✗ the check failed",
+    "refuted": "✗ refuted",
 }
 """How the inspector and the hover name a node's trust (:mod:`ide.app.tree_verdict`)."""
 

@@ -508,7 +508,7 @@ def test_a_runs_tree_opens_marked_by_what_its_check_said(window: MainWindow, tmp
     assert geometry.status[geometry.index["n3"]] == "refuted"
     view.select_node("n3")
     assert (
-        "✗ the check failed: the eval check failed: FAILED tests/test_task.py::test_windowed_step - "
+        "✗ refuted: the eval check failed: FAILED tests/test_task.py::test_windowed_step - "
         "assert 3 == 2; its 'solution' status was the model's own score"
     ) in view.inspector.toPlainText()
 

@@ -118,7 +118,7 @@ def test_a_failed_eval_check_shows_self_scores_as_refuted_not_solved(
         assert QColor(geometry.fill[index]).hsvSaturationF() < green / 2  # washed out: never a green diamond
     view.select_node("n2")
     text = view.inspector.toPlainText()
-    assert "✗ the check failed: the eval check failed: assert 3 == 2" in text
+    assert "✗ refuted: the eval check failed: assert 3 == 2" in text
     assert "9.5 / 10 (normalised 0.950) · the model’s own score" in text
     assert node_style(view.shown.nodes["n2"], "refuted")[1] != node_style(view.shown.nodes["n2"])[1]
     assert STATUS_COLOURS["refuted"] != STATUS_COLOURS["solution"]
