@@ -144,6 +144,8 @@ class Geometry:
     """Each node's score as drawn in it (reward 0–10), or ""."""
     parent: list[int] = field(default_factory=list)
     best: list[bool] = field(default_factory=list)
+    best_path: tuple[str, ...] = ()
+    """The path :attr:`best` marks."""
     index: dict[str, int] = field(default_factory=dict)
     rows: list[tuple[list[float], list[int]]] = field(default_factory=list)
     """Per depth: the nodes' positions across (sorted) and their indices."""
@@ -226,7 +228,12 @@ class Geometry:
         self.label[index], self.score[index] = style[4], style[5]
 
     def set_best(self, path: Iterable[str]) -> None:
-        """Mark the best path (edges along it are rebuilt when next painted)."""
+        """Mark the best path (edges along it are rebuilt when next painted); nothing to do when it is the
+        path marked already."""
+        path = tuple(path)
+        if path == self.best_path:
+            return
+        self.best_path = path
         on = set(path)
         self.best = [node_id in on for node_id in self.ids]
         self.edges = [None] * len(self.rows)
@@ -262,7 +269,8 @@ def build_geometry(
     if styles:
         r, fill, kind, status, label, score = (list(column) for column in zip(*styles, strict=True))
         geo.r, geo.fill, geo.kind, geo.status, geo.label, geo.score = r, fill, kind, status, label, score
-    best = set(marks.best_path)
+    geo.best_path = tuple(marks.best_path)
+    best = set(geo.best_path)
     geo.best = [node_id in best for node_id in ids]
     row_members: list[list[int]] = [[] for _ in range(max(layout.depth) + 1)]
     for i, d in enumerate(layout.depth):

@@ -116,12 +116,11 @@ def shown_best_path(tree: SearchTree, trusts: dict[str, tuple[Trust, str]] | Non
     best_key: tuple[bool, bool, float, bool] | None = None
     best: str | None = None
     for node in tree.nodes.values():
-        if node.status in UNRANKED or node.parent is None:
+        score = node.reward_raw if node.reward_raw is not None else _score(node)
+        found = trusts.get(node.id)
+        if (score is None and found is None) or node.status in UNRANKED or node.parent is None:
             continue
-        trust = trusts.get(node.id, (None, ""))[0]
-        score = _score(node)
-        if score is None and trust is None:
-            continue
+        trust = found[0] if found is not None else None
         key = (trust == "verified", trust == "self", score or 0.0, node.id == recorded)
         if best_key is None or key > best_key:
             best_key, best = key, node.id
