@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from ide.gitsafe import identity_fix, missing_identity
 from ide.llm import ROLES, HealthCheck, ModelError, ModelRouter, ModelSpec, probe_model
 from ide.llm.probe import ProbeCache, probe_all
 from ide.protocol.model import ModelProbe
@@ -102,33 +103,18 @@ def confine_check(required: bool) -> HealthCheck:
     return HealthCheck(name, False if required else None, said, INSTALL)
 
 
-GIT_IDENTITY = {
-    "user.name": ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "Your Name"),
-    "user.email": ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "you@example.com"),
-}
-
-
 def git_identity_check(workspace: Path | None, commit_mode: str = "commit") -> HealthCheck:
     """Whether Apply's commits have an author: ``user.name`` and ``user.email`` in the workspace
-    repository's config or the global one (or git's GIT_AUTHOR_*/GIT_COMMITTER_* variables)."""
-    where = ["git", "-C", str(workspace)] if workspace is not None else ["git"]
-    missing = []
-    for key, (author, committer, example) in GIT_IDENTITY.items():
-        if os.environ.get(author) and os.environ.get(committer):
-            continue
-        try:
-            done = subprocess.run(
-                [*where, "config", "--get", key], capture_output=True, text=True, timeout=10, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return HealthCheck("git identity", None, "git could not be asked", None)
-        if not done.stdout.strip():
-            missing.append((key, example))
+    repository's config or the global one (or git's GIT_AUTHOR_*/GIT_COMMITTER_* variables); the check
+    itself is :func:`ide.gitsafe.missing_identity`, shared with the Review dock's warning."""
+    missing = missing_identity(workspace)
+    if missing is None:
+        return HealthCheck("git identity", None, "git could not be asked", None)
     if not missing:
         return HealthCheck("git identity", True, "user.name and user.email are set")
-    keys = " and ".join(key for key, _ in missing)
+    keys = " and ".join(missing)
     unset = f"set neither for {workspace} nor globally" if workspace is not None else "not set globally"
-    fix = " && ".join(f'git config --global {key} "{example}"' for key, example in missing)
+    fix = identity_fix(missing)
     if commit_mode != "commit":
         return HealthCheck("git identity", None, f"{keys} {unset} (review.commit = {commit_mode})", fix)
     return HealthCheck("git identity", False, f"{keys} {unset}: Apply's commit will fail", fix)

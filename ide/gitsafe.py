@@ -335,3 +335,35 @@ def _parse(cwd: str, listing: str) -> tuple[list[str], tuple[str, ...]]:
         # Arbor's commits in such a repository are left unsigned rather than signed by an unknown program.
         flags += ["-c", "commit.gpgSign=false", "-c", "tag.gpgSign=false"]
     return [os.path.normpath(path) for path in chain], tuple(flags)
+
+
+GIT_IDENTITY = {
+    "user.name": ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "Your Name"),
+    "user.email": ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL", "you@example.com"),
+}
+"""git's identity keys: the variables that stand in for each (author's and committer's), and an example."""
+
+
+def missing_identity(workspace: str | Path | None) -> list[str] | None:
+    """The identity keys (``user.name``, ``user.email``) a commit in ``workspace`` would lack: set neither
+    in its repository's config nor the global one, nor by git's GIT_AUTHOR_*/GIT_COMMITTER_* variables.
+    None when git could not be asked. ``git config --get`` reads config only: it runs nothing."""
+    where = ["git", "-C", str(workspace)] if workspace is not None else ["git"]
+    missing = []
+    for key, (author, committer, _example) in GIT_IDENTITY.items():
+        if os.environ.get(author) and os.environ.get(committer):
+            continue
+        try:
+            done = subprocess.run(
+                [*where, "config", "--get", key], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        if not done.stdout.strip():
+            missing.append(key)
+    return missing
+
+
+def identity_fix(missing: list[str]) -> str:
+    """The one line that sets the ``missing`` identity keys globally, with example values to replace."""
+    return " && ".join(f'git config --global {key} "{GIT_IDENTITY[key][2]}"' for key in missing)

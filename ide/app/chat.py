@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -157,9 +158,14 @@ class ChatPanel(QWidget):
         self.stop_button.clicked.connect(self.stopRequested)
         self._hint = QLabel()
         self._hint.setObjectName("mutedLabel")
+        self._hint.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # gives way first
         self.mode_box = QComboBox()
         self.mode_box.setObjectName("modeBox")
         self.mode_box.setToolTip("Agent architecture for the next prompt")
+        # Sized to its longest mode whenever the modes change (Qt's default sizes it once, at first show,
+        # and a list that grew later read "LATS tre"); it never shrinks below that.
+        self.mode_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.mode_box.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         self.mode_box.setEnabled(False)
         self.mode_box.activated.connect(self._on_mode_activated)
 

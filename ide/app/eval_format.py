@@ -11,6 +11,7 @@ import html
 import math
 import re
 
+from ide.app.tree_verdict import RunCheck
 from ide.protocol.eval import RETRY_MODE, EvalReport, EvalRun, ModeSummary
 
 NONE = "—"
@@ -68,17 +69,20 @@ def baseline_of(summary: list[ModeSummary]) -> ModeSummary | None:
 def cost_vs_baseline(row: ModeSummary, baseline: ModeSummary | None) -> tuple[str, str]:
     """The mode's cost relative to the retry baseline as ``arbor eval`` wrote it: (cell text, tooltip)."""
     if row.cost_vs_retry is not None:
+        ratio = ratio_text(row.cost_vs_retry)
         if row.mode == RETRY_MODE:
-            return f"{row.cost_vs_retry:.1f}×", "The baseline: ReAct retried until solved or out of budget"
-        return f"{row.cost_vs_retry:.1f}×", (
-            f"{row.mode} spent {row.cost_vs_retry:.1f}× the tokens the retry baseline spent on the tasks "
-            "both ran"
-        )
+            return ratio, "The baseline: ReAct retried until solved or out of budget"
+        return ratio, f"{row.mode} spent {ratio} the tokens the retry baseline spent on the tasks both ran"
     if baseline is None:
         return NONE, "The report has no retry baseline (arbor eval --modes without retry)"
     if not row.runs:
         return NONE, f"{row.mode} has no finished run yet"
     return NONE, "The report gives no cost ratio for this mode (no task ran both in it and in the baseline)"
+
+
+def ratio_text(ratio: float) -> str:
+    """A cost ratio as ``arbor eval`` prints it, two decimals (``0.05×``; one decimal read 0.05 as 0.0)."""
+    return f"{ratio:.2f}×"
 
 
 def mode_label(mode: str) -> str:
@@ -125,9 +129,24 @@ def unfinished_text(report: EvalReport) -> str | None:
     )
 
 
+CHECK_MARKS = {"solved": "✓ ", "failed": "✗ "}
+"""Before a run's status: its task check passed (✓) or failed (✗); other ends ran no check."""
+
+
 def run_status(run: EvalRun) -> str:
-    """The run's status in words."""
-    return STATUS_TEXT.get(run.status, run.status)
+    """The run's status in words, marked by what its check said."""
+    return CHECK_MARKS.get(run.status, "") + STATUS_TEXT.get(run.status, run.status)
+
+
+def run_check(run: EvalRun) -> RunCheck:
+    """What the run's task check said, for its tree: the answer it verified, or what it refuted."""
+    why = reason_line(run.reason) if run.reason else ""
+    if run.solved:
+        return RunCheck(True, "the eval check passed")
+    if run.status == "failed":
+        return RunCheck(False, f"the eval check failed{': ' + why if why else ''}")
+    ended = STATUS_TEXT.get(run.status, run.status)
+    return RunCheck(None, f"the eval run ended {ended}{' (' + why + ')' if why else ''}; no check passed it")
 
 
 PYTEST_COUNTS = re.compile(r"^=*\s*(\d+ (failed|passed|error|errors)\b.*?)\s*=*$")

@@ -48,6 +48,9 @@ from ide.protocol.review import (
 )
 
 STANDARD_DIFF_DELAY_MS = 50
+WARNING_STYLE = (
+    "color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;"
+)
 """Coalescing window for rebuilding the read-only review from streamed ACP diffs."""
 
 
@@ -127,8 +130,14 @@ class ReviewPane(QWidget):
         self.result_label = QLabel("")
         self.result_label.setWordWrap(True)
         self.result_label.hide()
+        self.identity_label = QLabel("")
+        self.identity_label.setObjectName("reviewIdentityWarning")
+        self.identity_label.setStyleSheet(WARNING_STYLE)
+        self.identity_label.setWordWrap(True)
+        self.identity_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.identity_label.hide()
         # These show paths and the backend's messages: text, never markup.
-        for label in (self.meta_label, self.result_label):
+        for label in (self.meta_label, self.result_label, self.identity_label):
             label.setTextFormat(Qt.TextFormat.PlainText)
 
         diff_side = QWidget()
@@ -148,7 +157,15 @@ class ReviewPane(QWidget):
         layout = QVBoxLayout(changes)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
-        for row in (self.note, self.branch_bar, self.toolbar, self.result_label, self.conflict_list):
+        rows = (
+            self.note,
+            self.branch_bar,
+            self.identity_label,
+            self.toolbar,
+            self.result_label,
+            self.conflict_list,
+        )
+        for row in rows:
             layout.addWidget(row)
         layout.addWidget(body, 1)
 
@@ -192,6 +209,16 @@ class ReviewPane(QWidget):
             self.clear()
         self.state.session_id = session_id
         self.state.cwd = cwd
+
+    def set_commit_mode(self, mode: str) -> None:
+        """``review.commit`` (commit, stage or none): what Apply does after writing, as its button says."""
+        self.state.commit_mode = mode
+        self._update_actions()
+
+    def set_identity_warning(self, text: str) -> None:
+        """Warn above the actions that Apply's commit will fail, with the fix ("" hides the warning)."""
+        self.identity_label.setText(text)
+        self.identity_label.setVisible(bool(text))
 
     def set_interactive(self, interactive: bool) -> None:
         """True when the backend serves ``_arbor/review/*``; False shows standard ACP diffs read-only."""
@@ -452,7 +479,7 @@ class ReviewPane(QWidget):
     def _update_actions(self) -> None:
         actions = self.state.actions(self.history.selected_row())
         self.hunk_bar.show_actions(actions, self.state.hunk_caption())
-        self.toolbar.show_actions(actions, self.state.summary())
+        self.toolbar.show_actions(actions, self.state.summary(), self.state.apply_label())
         self.history.show_actions(actions)
 
     def _on_tab(self, index: int) -> None:

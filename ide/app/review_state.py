@@ -87,6 +87,33 @@ def apply_message(result: ApplyResult) -> str:
     return " ".join(parts)
 
 
+def decided(changeset: ChangeSetView | None, decision_of: Any, wanted: str) -> tuple[int, int]:
+    """(hunks, files) of ``changeset`` whose decision (``decision_of(hunk)``) is ``wanted``."""
+    hunks = files = 0
+    for file in changeset.files if changeset is not None else []:
+        count = sum(1 for hunk in file.hunks if decision_of(hunk) == wanted)
+        hunks += count
+        files += count > 0
+    return hunks, files
+
+
+def pending_note(changeset: ChangeSetView) -> str:
+    """What an Apply left to review: ``4 hunks in 1 file still pending`` ("" when nothing is)."""
+    hunks, files = decided(changeset, lambda hunk: hunk.decision, "pending")
+    return f"{plural(hunks, 'hunk')} in {plural(files, 'file')} still pending." if hunks else ""
+
+
+COMMIT_WORDS = {
+    "commit": (" and commit", "writes them to the workspace and commits them (review.commit = commit)"),
+    "stage": (
+        " and stage",
+        "writes them and stages them with git add; nothing is committed (review.commit = stage)",
+    ),
+    "none": ("", "writes them to the workspace, neither staged nor committed (review.commit = none)"),
+}
+"""What Apply does after writing, by ``review.commit``: the button's words and its tooltip's."""
+
+
 def rollback_message(result: RollbackResult) -> str:
     """What Roll back did: the batch, its commit, the files restored and those refused."""
     commit = commit_phrase(result.batch)
@@ -173,6 +200,8 @@ class ReviewState:
         """A search branch's changes shown read-only instead of the pending review (None: the review)."""
         self.decisions: dict[str, Decision] = {}
         self.comments: dict[str, str] = {}
+        self.commit_mode = "commit"
+        """``review.commit``: what Apply does after writing (commit, stage or none)."""
         self._held: ChangeSetView | None = None
         self._held_interactive = False
         self._standard = StandardDiffs()
@@ -217,7 +246,9 @@ class ReviewState:
             files = self.branch.files
             hunks = sum(len(file.hunks) for file in files)
             return (
-                f"{len(files)} files · {hunks} hunks · read-only" if files else "This branch changed nothing."
+                f"{plural(len(files), 'file')} · {plural(hunks, 'hunk')} · read-only"
+                if files
+                else "This branch changed nothing."
             )
         if self.changeset is None or not self.changeset.files:
             return "No changes to review."
@@ -233,9 +264,18 @@ class ReviewState:
         )
         own = f" · {meta} need their own accept" if meta else ""
         return (
-            f"{len(self.changeset.files)} files · {total} hunks · {counts['accepted']} accepted · "
+            f"{plural(len(self.changeset.files), 'file')} · {plural(total, 'hunk')} · "
+            f"{counts['accepted']} accepted · "
             f"{counts['rejected']} rejected · {counts['pending']} pending{own}"
         )
+
+    def apply_label(self) -> tuple[str, str]:
+        """(text, tooltip) of the Apply button: what it will write, and what it does then."""
+        hunks, files = decided(self.changeset, self.decision_of, "accepted")
+        then, how = COMMIT_WORDS.get(self.commit_mode, COMMIT_WORDS["commit"])
+        if not hunks:
+            return "Apply", f"Nothing accepted yet. Accept hunks (a), a file (Shift+A) or all; Apply {how}."
+        return f"Apply {plural(hunks, 'hunk')} in {plural(files, 'file')}{then}", f"Apply {how}."
 
     @property
     def commentable(self) -> bool:
@@ -399,9 +439,11 @@ class ReviewState:
         return None if batch.rolled_back else batch
 
     def applied(self, result: ApplyResult) -> str:
-        """Keep the conflicts of an Apply (its change set goes through :meth:`receive`); what it did."""
+        """Keep the conflicts of an Apply (its change set goes through :meth:`receive`); what it did, and
+        what stays pending."""
         self.conflicts = list(result.conflicts)
-        return apply_message(result)
+        note = pending_note(result.changeset)
+        return apply_message(result) + (f" {note}" if note else "")
 
     def conflict(self, index: int) -> ConflictView | None:
         return self.conflicts[index] if 0 <= index < len(self.conflicts) else None

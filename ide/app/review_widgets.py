@@ -192,11 +192,16 @@ class ReviewToolbar(QWidget):
         ):
             layout.addWidget(button)
 
-    def show_actions(self, actions: ReviewActions, summary: str) -> None:
+    def show_actions(
+        self, actions: ReviewActions, summary: str, apply: tuple[str, str] = ("Apply", "")
+    ) -> None:
+        """Enable what applies now; ``apply``: the Apply button's (text, tooltip), what it will do."""
         for button in (self.accept_all_button, self.reject_all_button, self.apply_button):
             button.setEnabled(actions.whole)
         self.feedback_button.setEnabled(actions.feedback)
         self.summary.setText(summary)
+        self.apply_button.setText(apply[0])
+        self.apply_button.setToolTip(apply[1])
 
 
 class HunkBar(QWidget):
@@ -248,6 +253,12 @@ class HistoryTab(QWidget):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Applied", "Message", "Files", "Commit", "State"])
         self.tree.setRootIsDecorated(False)
+        # Each column as wide as its text, the message taking the rest: nothing cut beside empty space.
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for column in range(self.tree.columnCount()):
+            mode = QHeaderView.ResizeMode.Stretch if column == 1 else QHeaderView.ResizeMode.ResizeToContents
+            header.setSectionResizeMode(column, mode)
         self.rollback_button = QPushButton("Roll back")
         self.refresh_button = QPushButton("Refresh")
         self.label = QLabel("")

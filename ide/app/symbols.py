@@ -94,7 +94,8 @@ class SymbolSearch(QDialog):
             self.list.addItem(item)
         if result.hits:
             self.list.setCurrentRow(0)
-        notes = [f"{len(result.hits)} symbols" if result.hits else f"no symbol matches {query!r}"]
+        count = len(result.hits)
+        notes = [f"{count} symbol{'' if count == 1 else 's'}" if count else f"no symbol matches {query!r}"]
         if result.state != "ready":
             notes.append(result.message or "the index is still being built")
         self.state.setText(" — ".join(notes))
@@ -161,7 +162,11 @@ class IndexProgress(QWidget):
         elif status.state == "ready":
             self.bar.hide()
             of = f" of {status.scanned:,}" if status.scanned else ""
-            self.label.setText(f"Index: {status.files:,}{of} files · {status.symbols:,} symbols")
+            files, symbols = status.files, status.symbols
+            self.label.setText(
+                f"Index: {files:,}{of} file{'' if (status.scanned or files) == 1 else 's'} · "
+                f"{symbols:,} symbol{'' if symbols == 1 else 's'}"
+            )
             counts = status.counts or f"{status.skipped:,} skipped · {status.failed:,} with errors"
             self.label.setToolTip(
                 f"{counts}\n{status.references:,} references · last full pass {status.seconds:.1f} s\n"

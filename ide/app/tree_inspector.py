@@ -34,17 +34,35 @@ def _head(text: str | None) -> str:
     return head
 
 
-def node_tooltip(node: TreeNode) -> str:
-    """The hover text of ``node`` (rich text): caption, kind, status and score, then the first lines of
-    its thought and of its observation."""
+TRUST_WORDS = {
+    "verified": "✓ verified",
+    "self": "self-scored, not checked",
+    "refuted": "✗ refuted",
+}
+"""How the inspector and the hover name a node's trust (:mod:`ide.app.tree_verdict`)."""
+
+
+def trust_text(trust: tuple[str, str] | None) -> str:
+    """``✓ verified: the tests passed (…)``; "" for a node that claims nothing."""
+    if trust is None:
+        return ""
+    return f"{TRUST_WORDS.get(trust[0], trust[0])}: {trust[1]}"
+
+
+def node_tooltip(node: TreeNode, trust: tuple[str, str] | None = None) -> str:
+    """The hover text of ``node`` (rich text): caption, kind, status and score, what checked it
+    (``trust``: (trust, evidence)), then the first lines of its thought and of its observation."""
     e = html.escape
     reward = node_reward(node)
     facts = [e(node.kind), e(node.status.replace("_", " "))]
     if reward is not None:
-        facts.append(f"score {reward:g} / 10")
+        own = trust is not None and trust[0] != "verified"
+        facts.append(f"score {reward:g} / 10{' (the model’s own)' if own else ''}")
     if node.visits:
         facts.append(f"value {node.value:.2f} over {node.visits} visits")
     parts = [f"<b>{e(node_caption(node))}</b><br>{' · '.join(facts)}"]
+    if trust is not None:
+        parts.append(e(trust_text(trust)))
     for title, text in (("Thought", node.thought), ("Observation", node.observation)):
         head = _head(text)
         if head:
@@ -62,14 +80,21 @@ def exploration_constant(figures: dict[str, object]) -> float:
     return EXPLORATION
 
 
-def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EXPLORATION) -> str:
-    """The inspector's text for ``node``: every field a person reads to judge a step, and, given the
-    ``parent`` of a node chosen by UCT, the UCT terms its selection was scored by."""
+def inspector_html(
+    node: TreeNode,
+    parent: TreeNode | None = None,
+    c: float = EXPLORATION,
+    trust: tuple[str, str] | None = None,
+) -> str:
+    """The inspector's text for ``node``: every field a person reads to judge a step, what checked its
+    result (``trust``: (trust, evidence)), and, given the ``parent`` of a node chosen by UCT, the UCT terms
+    its selection was scored by."""
     e = html.escape
     rows: list[tuple[str, str]] = [
         ("Label", e(node.label)),
         ("Kind", e(node.kind)),
         ("Status", e(node.status)),
+        *([("Checked", e(trust_text(trust)))] if trust is not None else []),
         ("Depth", str(node.depth)),
         ("Visits", str(node.visits)),
         ("Value", f"{node.value:.3f}"),
@@ -77,7 +102,8 @@ def inspector_html(node: TreeNode, parent: TreeNode | None = None, c: float = EX
     if node.reward_raw is not None or node.reward is not None:
         raw = f"{node.reward_raw:g} / 10" if node.reward_raw is not None else "–"
         norm = f"{node.reward:.3f}" if node.reward is not None else "–"
-        rows.append(("Reward", f"{raw} (normalised {norm})"))
+        own = " · the model’s own score" if trust is not None and trust[0] != "verified" else ""
+        rows.append(("Reward", f"{raw} (normalised {norm}){own}"))
     for title, value in (("Role", node.role), ("Model", node.model), ("Change set", node.changeset_id)):
         if value:
             rows.append((title, e(value)))
@@ -151,14 +177,18 @@ class TreeInspector(QWidget):
         layout.addWidget(self.branch_button)
 
     def show_node(
-        self, node: TreeNode | None, parent: TreeNode | None = None, c: float = EXPLORATION
+        self,
+        node: TreeNode | None,
+        parent: TreeNode | None = None,
+        c: float = EXPLORATION,
+        trust: tuple[str, str] | None = None,
     ) -> None:
-        """Show ``node`` (None clears), with the UCT terms under ``parent`` (None: no UCT terms) scored
-        with constant ``c``."""
+        """Show ``node`` (None clears) and what checked it (``trust``), with the UCT terms under ``parent``
+        (None: no UCT terms) scored with constant ``c``."""
         if node is None:
             self.text.clear()
         else:
-            self.text.setHtml(inspector_html(node, parent, c))
+            self.text.setHtml(inspector_html(node, parent, c, trust))
 
     def show_branch_button(self, node: TreeNode | None, unavailable: str | None) -> None:
         """Offer the branch diff of a node with a change set; ``unavailable``: why it cannot be shown."""

@@ -16,8 +16,11 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from ide.app.tree_scene import draw_badge
 from ide.app.tree_style import (
+    BADGES,
     BEST_COLOUR,
+    DASHED,
     DEFAULT_PEN,
     POLYGONS,
     STATUS_COLOURS,
@@ -27,8 +30,14 @@ from ide.app.tree_style import (
 )
 
 SHAPES = ("thought", "action", "step", "root", "answer", "plan", "evaluation", "synthesis")
-STATUSES = ("solution", "failed", "active", "pruned", "generated")
+STATUSES = ("verified", "solution", "refuted", "failed", "active", "pruned", "generated")
 """Outlines the legend explains (``generated``: not scored yet, drawn in grey)."""
+STATUS_WORDS = {
+    "verified": "verified (tests or check passed)",
+    "solution": "solution, self-scored",
+    "refuted": "self-scored, check failed",
+    "generated": "not scored",
+}
 R = 5.5
 ROW_H = 17
 GAP = 12
@@ -59,7 +68,9 @@ class TreeLegend(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.setToolTip(
             "Fill: the node's value (red 0 → green 10; grey until scored). Shape: its kind. "
-            "Outline: its status. Blue ring: the best path."
+            "Outline: its status. A solid outline with ✓: a result a test run or the eval check verified; "
+            "dashed: a solution only the model's own score claims (✗: the eval check failed it). "
+            "Blue ring: the best path."
         )
         self._metrics = QFontMetricsF(self.font())
 
@@ -68,7 +79,7 @@ class TreeLegend(QWidget):
         return [
             [("scale", "value 0 → 10"), ("best", "best path")],
             [(f"shape:{kind}", kind) for kind in SHAPES],
-            [(f"status:{status}", "not scored" if status == "generated" else status) for status in STATUSES],
+            [(f"status:{status}", STATUS_WORDS.get(status, status)) for status in STATUSES],
         ]
 
     def _flow(self, width: float) -> list[tuple[str, str, QRectF]]:
@@ -132,11 +143,15 @@ class TreeLegend(QWidget):
                 status = what[7:]
                 colour, width = STATUS_PENS.get(status, DEFAULT_PEN)
                 pen = QPen(QColor(colour), width)
-                if status == "pruned":
+                if status in DASHED:
                     pen.setStyle(Qt.PenStyle.DashLine)
                 painter.setPen(pen)
                 painter.setBrush(QColor(STATUS_COLOURS.get(status, "#c3c8d1")))
                 draw_shape(painter, "thought", centre, R)
+                if status in BADGES:
+                    badge_colour, sign = BADGES[status]
+                    corner = QPointF(centre.x() + R * 0.8, centre.y() - R * 0.8)
+                    draw_badge(painter, sign, corner, badge_colour, 3.5)
             painter.setPen(QColor(TEXT_COLOUR))
             painter.drawText(
                 QRectF(rect.left() + mark + 3, rect.top(), rect.width() - mark - 3, rect.height()),

@@ -23,11 +23,13 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QStyleOptionGraphic
 
 from ide.app.tree_model import Layout
 from ide.app.tree_style import (
+    BADGES,
     BEST_COLOUR,
     CAPTION_GAP,
     CAPTION_H,
     CAPTION_LINES,
     CAPTION_W,
+    DASHED,
     DEFAULT_PEN,
     EDGE_COLOUR,
     FONT_PT,
@@ -44,6 +46,7 @@ from ide.app.tree_style import (
     V_UNIT,
     node_style,
 )
+from ide.app.tree_verdict import Marks
 from ide.protocol.tree import SearchTree, TreeNode
 
 EXPORT_MAX_PX = 8000
@@ -141,6 +144,8 @@ class Geometry:
     """Each node's score as drawn in it (reward 0–10), or ""."""
     parent: list[int] = field(default_factory=list)
     best: list[bool] = field(default_factory=list)
+    best_path: tuple[str, ...] = ()
+    """The path :attr:`best` marks."""
     index: dict[str, int] = field(default_factory=dict)
     rows: list[tuple[list[float], list[int]]] = field(default_factory=list)
     """Per depth: the nodes' positions across (sorted) and their indices."""
@@ -216,22 +221,34 @@ class Geometry:
         """Everything drawn for node ``index``: its shape, rings and caption."""
         return self.node_rect(index).united(self.caption_rect(index))
 
-    def restyle(self, index: int, node: TreeNode) -> None:
-        """Take the updated ``node``'s style (drawn at ``index``) without a new layout."""
-        style = node_style(node)
+    def restyle(self, index: int, node: TreeNode, trust: str | None = None) -> None:
+        """Take the updated ``node``'s style (drawn at ``index``, with its ``trust``) without a new layout."""
+        style = node_style(node, trust)
         self.r[index], self.fill[index], self.kind[index], self.status[index] = style[:4]
         self.label[index], self.score[index] = style[4], style[5]
 
     def set_best(self, path: Iterable[str]) -> None:
-        """Mark the best path (edges along it are rebuilt when next painted)."""
+        """Mark the best path (edges along it are rebuilt when next painted); nothing to do when it is the
+        path marked already."""
+        path = tuple(path)
+        if path == self.best_path:
+            return
+        self.best_path = path
         on = set(path)
         self.best = [node_id in on for node_id in self.ids]
         self.edges = [None] * len(self.rows)
 
 
-def build_geometry(tree: SearchTree, layout: Layout, *, horizontal: bool = False) -> Geometry:
+def build_geometry(
+    tree: SearchTree,
+    layout: Layout,
+    *,
+    horizontal: bool = False,
+    marks: Marks | None = None,
+) -> Geometry:
     """Scene coordinates and styles of ``layout``'s nodes, top-down or left to right, and the per-depth
-    index used for culling."""
+    index used for culling; trusts and best path from ``marks`` (default: worked out here)."""
+    marks = marks or Marks().update(tree, None)
     nodes = tree.nodes
     geo = Geometry(horizontal=horizontal)
     if len(layout) == 0:
@@ -248,11 +265,12 @@ def build_geometry(tree: SearchTree, layout: Layout, *, horizontal: bool = False
         across = geo.cx
     geo.parent = layout.parent
     geo.index = {node_id: i for i, node_id in enumerate(ids)}
-    styles = [node_style(nodes[node_id]) for node_id in ids]
+    styles = [node_style(nodes[node_id], marks.trust(node_id)) for node_id in ids]
     if styles:
         r, fill, kind, status, label, score = (list(column) for column in zip(*styles, strict=True))
         geo.r, geo.fill, geo.kind, geo.status, geo.label, geo.score = r, fill, kind, status, label, score
-    best = set(tree.best_path)
+    geo.best_path = tuple(marks.best_path)
+    best = set(geo.best_path)
     geo.best = [node_id in best for node_id in ids]
     row_members: list[list[int]] = [[] for _ in range(max(layout.depth) + 1)]
     for i, d in enumerate(layout.depth):
@@ -427,7 +445,7 @@ class TreeCanvas(QGraphicsItem):
             x, y, radius = cx[i], cy[i], r[i]
             colour, width = STATUS_PENS.get(geo.status[i], DEFAULT_PEN)
             pen = self._pen(colour, width)
-            if geo.status[i] == "pruned":
+            if geo.status[i] in DASHED:
                 pen = QPen(pen)
                 pen.setStyle(Qt.PenStyle.DashLine)
             painter.setPen(pen)
@@ -450,6 +468,9 @@ class TreeCanvas(QGraphicsItem):
                 painter.setBrush(Qt.BrushStyle.NoBrush)
                 painter.setPen(self._pen(BEST_COLOUR, 2.0))
                 painter.drawEllipse(QPointF(x, y), radius + 3.5, radius + 3.5)
+            badge = BADGES.get(geo.status[i])
+            if badge is not None:
+                draw_badge(painter, badge[1], QPointF(x + radius * 0.85, y - radius * 0.85), badge[0])
         if self.selected >= 0 and self.selected in set(visible):
             i = self.selected
             painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -487,6 +508,31 @@ class TreeCanvas(QGraphicsItem):
                     Qt.AlignmentFlag.AlignCenter,
                     geo.score[i],
                 )
+
+
+BADGE_R = 5.5
+
+
+def draw_badge(painter: QPainter, mark: str, centre: QPointF, colour: str, radius: float = BADGE_R) -> None:
+    """A small disc in ``colour`` with a white check (``✓``) or cross (``✗``) at ``centre``: drawn with
+    lines, so it shows at any zoom where shapes do."""
+    painter.save()
+    painter.setPen(QPen(QColor("#ffffff"), 1.2))
+    painter.setBrush(QColor(colour))
+    painter.drawEllipse(centre, radius, radius)
+    pen = QPen(QColor("#ffffff"), radius * 0.32)
+    pen.setCapStyle(Qt.PenCapStyle.RoundCap)
+    pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+    painter.setPen(pen)
+    painter.setBrush(Qt.BrushStyle.NoBrush)
+    x, y, k = centre.x(), centre.y(), radius * 0.5
+    if mark == "✓":
+        tick = [QPointF(x - k, y), QPointF(x - k * 0.25, y + k * 0.75), QPointF(x + k, y - k * 0.7)]
+        painter.drawPolyline(QPolygonF(tick))
+    else:
+        painter.drawLine(QLineF(x - k * 0.75, y - k * 0.75, x + k * 0.75, y + k * 0.75))
+        painter.drawLine(QLineF(x - k * 0.75, y + k * 0.75, x + k * 0.75, y - k * 0.75))
+    painter.restore()
 
 
 def render_png(scene: QGraphicsScene, source: QRectF, path: Path, scale: float = 2.0) -> Path:

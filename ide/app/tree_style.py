@@ -44,16 +44,25 @@ STATUS_COLOURS = {
     "active": "#f0a202",
     "terminated_early": "#8a8f98",
     "solution": "#2e9e4f",
+    "verified": "#2e9e4f",
+    "refuted": "#d9c9c9",
     "pruned": "#e4e6ea",
     "failed": "#d64545",
 }
 STATUS_PENS = {
-    "solution": ("#1d6b34", 2.5),
+    "verified": ("#1d6b34", 3.0),
+    "solution": ("#3f7d52", 2.0),
+    "refuted": ("#a12626", 2.0),
     "failed": ("#a12626", 2.0),
     "active": ("#b57800", 2.0),
     "pruned": ("#b9bdc4", 1.0),
 }
 DEFAULT_PEN = ("#5d636e", 1.0)
+DASHED = frozenset({"pruned", "solution", "refuted"})
+"""Drawn statuses outlined with a dashed line: a claim nothing checked (``solution``, ``refuted``) is
+never drawn like a verified result."""
+BADGES = {"verified": ("#1d6b34", "✓"), "refuted": ("#a12626", "✗")}
+"""Drawn statuses that carry a badge at the node's upper right: its colour and mark."""
 EDGE_COLOUR = "#b3b9c3"
 BEST_COLOUR = ACCENT
 TEXT_COLOUR = "#30343b"
@@ -100,19 +109,35 @@ POLYGONS: dict[str, list[tuple[float, float]]] = {
 
 
 NodeStyle = tuple[float, str, str, str, str, str]
-"""Radius, fill colour, kind, status, caption and score (reward 0–10, or "") of a drawn node."""
+"""Radius, fill colour, kind, drawn status, caption and score (reward 0–10, or "") of a drawn node."""
 
 _COLOURS: dict[float, str] = {}
 
 
-def node_style(node: TreeNode) -> NodeStyle:
-    """How ``node`` is drawn: size by visits, colour by value (status colour until scored), shape by kind."""
+def drawn_status(status: str, trust: str | None) -> str:
+    """The status a node is outlined by: ``verified`` and ``refuted`` (see :mod:`ide.app.tree_verdict`)
+    stand in for its own; a self-scored ``solution`` keeps its name but is drawn dashed."""
+    return trust if trust in ("verified", "refuted") else status
+
+
+def muted(colour: str) -> str:
+    """``colour`` washed out: the fill of a self-score a check refuted, so it never reads as solved."""
+    hue, _saturation, _value, _alpha = QColor(colour).getHsvF()
+    return QColor.fromHsvF(max(hue, 0.0), 0.15, 0.85).name()
+
+
+def node_style(node: TreeNode, trust: str | None = None) -> NodeStyle:
+    """How ``node`` is drawn: size by visits, colour by value (status colour until scored), shape by kind,
+    outline by status and ``trust`` (what checked it)."""
     score = node_score(node)
     if score is None:
         fill = STATUS_COLOURS.get(node.status, "#c3c8d1")
     else:
         fill = _COLOURS.get(score) or _COLOURS.setdefault(score, value_colour(score))
-    return node_radius(node), fill, node.kind, node.status, node_caption(node), score_text(node)
+    status = drawn_status(node.status, trust)
+    if status == "refuted":
+        fill = muted(fill)
+    return node_radius(node), fill, node.kind, status, node_caption(node), score_text(node)
 
 
 def node_caption(node: TreeNode) -> str:

@@ -1,7 +1,8 @@
 """The search-tree dock: a run's tree drawn live, inspected node by node, replayed step by step.
 
 Live events are applied to the model at once (cheap) and drawn on a coalescing timer. An update restyles
-its node where it stands (colour, size, status: O(changed)); only a new node, or a pruned subtree hidden,
+its node where it stands (colour, size, status: O(changed), plus one O(n) pass for what the tree verified
+and its best path, :mod:`ide.app.tree_verdict`); only a new node, or a pruned subtree hidden,
 needs a new layout, and those are paced to at most one per :data:`RELAYOUT_MS` and to a bounded share of
 the time (:data:`RELAYOUT_SPACING`), however many batches arrive in between. Duplicated live events are
 ignored, early ones held until the gap fills, and an event that does not fit stops its run with a line in
@@ -32,7 +33,7 @@ from PySide6.QtWidgets import QGraphicsScene, QLabel, QSplitter, QVBoxLayout, QW
 from ide.app.tree_inspector import TreeInspector, exploration_constant, node_tooltip, uses_uct
 from ide.app.tree_model import Layout, tidy_layout, visible_ids
 from ide.app.tree_overview import TreeGraphicsView, TreeOverview
-from ide.app.tree_runs import RunFeed, run_summary
+from ide.app.tree_runs import RunFeed, figures_text, run_summary
 from ide.app.tree_scene import (
     Geometry,
     TreeCanvas,
@@ -42,17 +43,8 @@ from ide.app.tree_scene import (
     render_svg,
 )
 from ide.app.tree_toolbar import ReplayTimeline, TreeToolbar
+from ide.app.tree_verdict import Marks, RunCheck
 from ide.protocol.tree import SearchTree, TreeEvent, TreeFileError, TreeNode, read_jsonl, write_jsonl
-
-__all__ = [
-    "SearchTreeView",
-    "TreeCanvas",
-    "TreeFileError",
-    "TreeGraphicsView",
-    "TreeOverview",
-    "build_geometry",
-    "exploration_constant",
-]
 
 RELAYOUT_MS = 100
 HOVER_REACH_PX = 8.0
@@ -83,6 +75,9 @@ class SearchTreeView(QWidget):
         self.file_runs = self.run_feed.file_runs
         self.stale_runs = self.run_feed.stale_runs
         self.faults = self.run_feed.faults
+        self.checks = self.run_feed.checks
+        self.marks = Marks()
+        """Trusts and best path of the tree drawn (:mod:`ide.app.tree_verdict`)."""
         self.current: str | None = None
         self.shown: SearchTree | None = None
         """The tree drawn: the current run, or its state at the replay step."""
@@ -247,8 +242,9 @@ class SearchTreeView(QWidget):
         elif self._fault_shown:
             self.show_message("")
 
-    def open_file(self, path: Path) -> str:
-        """Load a ``.arbor-tree.jsonl`` file as runs of their own; returns the first run's key.
+    def open_file(self, path: Path, check: RunCheck | None = None) -> str:
+        """Load a ``.arbor-tree.jsonl`` file as runs of their own, judged by an eval report's ``check`` of
+        the run if given; returns the first run's key.
 
         Raises :class:`TreeFileError` (message ``file:line: …``) on a file that is not tree events.
         """
@@ -257,6 +253,10 @@ class SearchTreeView(QWidget):
             raise TreeFileError(f"{path}:1: no tree events in the file")
         self.add_events(events, source=path.name)
         key = f"{path.name} · {events[0].run_id}"
+        if check is not None:
+            self.run_feed.set_check(path.name, check)
+            self._structure_dirty = True
+            self._schedule(soon=True)
         self._select_run(key)
         return key
 
@@ -313,7 +313,8 @@ class SearchTreeView(QWidget):
             if self._structure_dirty or self._layout is None:
                 roots, children = visible_ids(tree, hide_pruned=self.hide_pruned)
                 self._layout = tidy_layout(roots, children)
-            geometry = build_geometry(tree, self._layout, horizontal=self._choose_horizontal(self._layout))
+            marks, horizontal = self._marks(), self._choose_horizontal(self._layout)
+            geometry = build_geometry(tree, self._layout, horizontal=horizontal, marks=marks)
             self.canvas.set_geometry(geometry)
             self.canvas.selected = geometry.index.get(self.selected_id, -1) if self.selected_id else -1
             self.scene.setSceneRect(geometry.bounds)
@@ -338,17 +339,22 @@ class SearchTreeView(QWidget):
         tree, geometry = self.shown, self.canvas.geometry
         if tree is None or not (self._restyle or self._best_dirty):
             return
-        for node_id in self._restyle:
+        marks = self._marks()
+        # A test node's verdict is its parent's evidence too: restyle the parents of what changed.
+        for node_id in self._restyle | {tree.nodes[i].parent or "" for i in self._restyle if i in tree.nodes}:
             index = geometry.index.get(node_id)
             if index is not None:
-                geometry.restyle(index, tree.nodes[node_id])
+                geometry.restyle(index, tree.nodes[node_id], marks.trust(node_id))
                 self.canvas.forget_label(index)
-        if self._best_dirty:
-            geometry.set_best(tree.best_path)
+        geometry.set_best(marks.best_path)  # scores drawn anew may move the best path
         self._restyle.clear()
         self._best_dirty = False
         self.canvas.update()
         self.overview.invalidate()
+
+    def _marks(self) -> Marks:
+        shown = self.shown
+        return self.marks.update(shown, self.checks.get(self.current or "")) if shown else self.marks
 
     def _choose_horizontal(self, layout: Layout) -> bool:
         if self.direction != "auto":
@@ -389,8 +395,9 @@ class SearchTreeView(QWidget):
         geometry, tree = self.canvas.geometry, self.shown
         if self.selected_id in geometry.index:
             return self.selected_id or ""
-        if tree is not None and tree.best_path and tree.best_path[-1] in geometry.index:
-            return tree.best_path[-1]
+        best = self._marks().best_path
+        if best and best[-1] in geometry.index:
+            return best[-1]
         if tree is not None:
             return next((i for i in reversed(tree.nodes) if i in geometry.index), "")
         return ""
@@ -451,7 +458,7 @@ class SearchTreeView(QWidget):
         if index < 0 or tree is None:
             return ""
         node = tree.nodes.get(self.canvas.geometry.ids[index])
-        return node_tooltip(node) if node is not None else ""
+        return node_tooltip(node, self._marks().trusts.get(node.id)) if node is not None else ""
 
     def scene_pos(self, node_id: str) -> QPointF | None:
         geometry = self.canvas.geometry
@@ -469,9 +476,8 @@ class SearchTreeView(QWidget):
             self.side.show_node(None)
         else:
             parent = tree.nodes.get(node.parent) if node.parent is not None else None
-            self.side.show_node(
-                node, parent if uses_uct(tree, node) else None, exploration_constant(tree.figures)
-            )
+            uct_parent, c = parent if uses_uct(tree, node) else None, exploration_constant(tree.figures)
+            self.side.show_node(node, uct_parent, c, self._marks().trusts.get(node.id))
         self._update_branch_button(node)
 
     def set_branch_diff_supported(self, supported: bool) -> None:
@@ -563,6 +569,7 @@ class SearchTreeView(QWidget):
             self.summary.setText("")
             return
         self.summary.setText(run_summary(tree, len(self.canvas.geometry), replaying=self.step is not None))
+        self.summary.setToolTip(figures_text(tree.figures) if tree.finished else "")
 
     def _set_enabled(self) -> None:
         has = self.current is not None

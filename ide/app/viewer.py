@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from pathlib import Path
 
 import shiboken6
@@ -37,6 +38,28 @@ class _LineNumberArea(QWidget):
 
     def paintEvent(self, event: QPaintEvent) -> None:
         self._editor.paint_line_numbers(event)
+
+
+RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
+"""A Markdown horizontal rule (``---``, ``***``, ``___``): language servers put one between a hover's
+signature and its documentation."""
+FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>])")
+
+
+def plain_hover(markdown: str) -> str:
+    """A language server's Markdown hover as the plain text a tooltip shows: code fences dropped (their
+    code kept), a horizontal rule as a blank line, backslash escapes undone."""
+    lines: list[str] = []
+    for line in markdown.splitlines():
+        if FENCE.match(line):
+            continue
+        if RULE.match(line):
+            if lines and lines[-1]:
+                lines.append("")
+            continue
+        lines.append(ESCAPED.sub(r"\1", line))
+    return "\n".join(lines).strip()
 
 
 HOVER_PAUSE_MS = 450

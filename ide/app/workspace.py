@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import shiboken6
+from pathspec import GitIgnoreSpec
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
@@ -197,6 +198,7 @@ class WorkspacePanel(QWidget):
 
     async def _list(self) -> None:
         paths = await run_blocking(list_workspace_files, self.root, self._settings)
+        secrets = await run_blocking(secret_files, paths, self._settings)
         tree = await run_blocking(build_tree, paths)
         if not shiboken6.isValid(self):
             return  # the window closed while the listing ran
@@ -205,11 +207,13 @@ class WorkspacePanel(QWidget):
         self.model.set_root(tree)
         for path in expanded:
             self.tree.expand(self.model.index_of(path))
-        self._count.setText(f"{len(paths)} files")
+        self._count.setText(count_text(len(paths), len(secrets)))
+        named = ", ".join(secrets[:SECRETS_NAMED]) + (" …" if len(secrets) > SECRETS_NAMED else "")
         self._count.setToolTip(
-            "Files git lists (tracked, and untracked but not ignored) less workspace.exclude. The code "
-            "index counts fewer: it also leaves out secrets (workspace.secrets) and skips files in no "
-            "language it reads, binaries and files over workspace.max_file_bytes (status bar tooltip)."
+            "Files git lists (tracked, and untracked but not ignored) less workspace.exclude."
+            + (f" {len(secrets)} of them are secrets (workspace.secrets: {named})," if secrets else "")
+            + " The code index looks at these files less the secrets (the status bar's 'of N files'), "
+            "and skips files in no language it reads, binaries and files over workspace.max_file_bytes."
         )
         self.loaded.emit(len(paths))
 
@@ -240,3 +244,20 @@ class WorkspacePanel(QWidget):
         node = self.model.node(index)
         if not node.is_dir:
             self.fileActivated.emit(self.root / node.path)
+
+
+SECRETS_NAMED = 5
+"""Secret files the count's tooltip names before "…"."""
+
+
+def secret_files(paths: list[str], settings: WorkspaceSettings) -> list[str]:
+    """The ``paths`` that ``workspace.secrets`` names: listed in the tree, never read by the code index or
+    the agent (so the index's count is the tree's less these). ``!`` patterns never take a secret off."""
+    spec = GitIgnoreSpec.from_lines([pattern for pattern in settings.secrets if not pattern.startswith("!")])
+    return [path for path in paths if spec.match_file(path)]
+
+
+def count_text(files: int, secrets: int) -> str:
+    """``231 files · 1 secret``: what the tree lists, and how many of them the index leaves out as secrets."""
+    text = f"{files} file{'' if files == 1 else 's'}"
+    return text + (f" · {secrets} secret{'' if secrets == 1 else 's'}" if secrets else "")

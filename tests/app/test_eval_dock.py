@@ -153,10 +153,10 @@ def test_a_report_shows_its_header_summary_chart_and_runs(
     assert table.rowCount() == 3
     assert [table.cell_text(r, 0) for r in range(3)] == ["react", "lats", "retry (baseline)"]
     assert [table.cell_text(0, c) for c in range(8)] == [
-        "react", "3", "2", "67% (21–94%)", "4.6k", "21 s", "8.75k", "0.7×",
+        "react", "3", "2", "67% (21–94%)", "4.6k", "21 s", "8.75k", "0.65×",
     ]  # fmt: skip
-    assert table.cell_text(1, 6) == "92k" and table.cell_text(1, 7) == "6.9×"
-    assert table.cell_text(2, 7) == "1.0×" and table.cell_text(1, 5) == "4 min 20 s"
+    assert table.cell_text(1, 6) == "92k" and table.cell_text(1, 7) == "6.92×"
+    assert table.cell_text(2, 7) == "1.00×" and table.cell_text(1, 5) == "4 min 20 s"
     assert table.item(1, 2).toolTip() == "1 over budget"
 
     # The chart: one bar per mode in each panel, in the summary's order, drawn in its colour.
@@ -376,9 +376,11 @@ def test_numbers_are_worded_for_the_tables() -> None:
     ]  # fmt: skip
     react, lats, retry = SUMMARY
     assert cost_vs_baseline(lats, retry) == (
-        "6.9×",
-        "lats spent 6.9× the tokens the retry baseline spent on the tasks both ran",
+        "6.92×",
+        "lats spent 6.92× the tokens the retry baseline spent on the tasks both ran",
     )
+    # the CLI's two decimals: a twentieth of the baseline's cost is not "0.0×"
+    assert cost_vs_baseline(lats.model_copy(update={"cost_vs_retry": 0.05}), retry)[0] == "0.05×"
     unset = react.model_copy(update={"cost_vs_retry": None})
     assert cost_vs_baseline(unset, None) == (
         "—",
@@ -488,3 +490,32 @@ def test_arbor_open_takes_a_report_or_a_tree(qtbot: Any, window: MainWindow, tmp
     assert open_at_start(window, out / "trees" / f"{TASKS[0]}.react.0.arbor-tree.jsonl")
     qtbot.waitUntil(lambda: window.tree_dock.isVisible())
     assert window.tree_view.current == f"{TASKS[0]}.react.0.arbor-tree.jsonl · {TASKS[0]}-react-0"
+
+
+def test_a_runs_tree_opens_marked_by_what_its_check_said(window: MainWindow, tmp_path: Path) -> None:
+    out = tmp_path / "eval-out"
+    report = make_report(out)
+    assert window.open_eval_report(out / REPORT_FILE)
+    dock, view = window.eval_panel, window.tree_view
+    runs = {run.key: run for run in report.runs}
+    statuses = {dock.runs.cell_text(r, 3) for r in range(dock.runs.filter.rowCount())}
+    assert statuses == {"✓ solved", "✗ failed", "over budget", "error"}  # ✓/✗: what the check said
+
+    # The check failed: the answer the model called a solution is drawn refuted, and says why.
+    assert window.docks["eval"].open_tree(runs[("bug-windowed", "react", 0)])
+    view.flush()
+    geometry = view.canvas.geometry
+    assert geometry.status[geometry.index["n3"]] == "refuted"
+    view.select_node("n3")
+    assert (
+        "✗ refuted: the eval check failed: FAILED tests/test_task.py::test_windowed_step - "
+        "assert 3 == 2; its 'solution' status was the model's own score"
+    ) in view.inspector.toPlainText()
+
+    # The check passed: the same answer is verified by it.
+    assert window.docks["eval"].open_tree(runs[("bug-chunked", "react", 0)])
+    view.flush()
+    geometry = view.canvas.geometry
+    assert geometry.status[geometry.index["n3"]] == "verified"
+    view.select_node("n3")
+    assert "✓ verified: the eval check passed" in view.inspector.toPlainText()

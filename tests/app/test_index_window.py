@@ -103,7 +103,7 @@ def test_a_stale_answer_does_not_replace_what_the_user_typed_since(
         "circle", SymbolSearchResult(hits=[hit], state="indexing", message="indexing 3 / 9 files")
     )
     assert dialog.list.count() == 1
-    assert dialog.state.text() == "1 symbols — indexing 3 / 9 files"
+    assert dialog.state.text() == "1 symbol — indexing 3 / 9 files"
 
 
 def test_the_status_bar_shows_indexing_progress_then_the_totals_or_why_it_failed(qtbot: Any) -> None:
@@ -169,3 +169,23 @@ def test_a_file_outside_the_workspace_opens_read_only_with_a_plain_outline_note(
     assert window.outline.message.text() == "Outside the workspace: no outline."
     assert window.outline.items() == []
     assert "refused" not in window.statusBar().currentMessage()
+
+
+def test_counts_of_one_are_singular(qtbot: Any, tmp_path: Path) -> None:
+    from ide.app.symbols import IndexProgress, SymbolSearch
+    from ide.protocol.index import IndexStatus, SymbolHit, SymbolSearchResult
+
+    progress = IndexProgress()
+    qtbot.addWidget(progress)
+    progress.set_status(IndexStatus(state="ready", files=1, symbols=1))
+    assert progress.label.text() == "Index: 1 file · 1 symbol"
+    search = SymbolSearch(tmp_path)
+    qtbot.addWidget(search)
+    search.edit.setText("greet")
+    hit = SymbolHit(
+        name="greet", qualname="greet", kind="function", path=str(tmp_path / "a.py"), line=1, score=1
+    )
+    search.set_results("greet", SymbolSearchResult(hits=[hit]))
+    assert search.state.text() == "1 symbol"
+    search.set_results("greet", SymbolSearchResult(hits=[hit, hit]))
+    assert search.state.text() == "2 symbols"

@@ -10,6 +10,7 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QToolTip
 
 from ide.app.docks.lsp import HOVER_LINES, HOVER_WIDTH, hover_text
+from ide.app.viewer import plain_hover
 from tests.support.lsp_shop import shop  # noqa: F401  (the fixture package)
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -59,8 +60,16 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
         window.viewer.editor.hoverRequested.emit(87, 2, QPoint(20, 20))
     assert len(answered.args[2].text.splitlines()) > 80  # what the server said
     shown = QToolTip.text().splitlines()
+    assert "---" in answered.args[2].text  # the server's Markdown rule between signature and docstring
     assert "chatty" in QToolTip.text() and len(shown) <= HOVER_LINES and shown[-1] == "…"
+    assert shown[0] == "def chatty()" and "---" not in QToolTip.text() and "```" not in QToolTip.text()
     assert max(len(line) for line in shown) <= HOVER_WIDTH
+
+
+def test_a_markdown_hover_reads_as_plain_text() -> None:
+    hover = "```python\ndef greet(name: str) -> str\n```\n---\nSay hello to \\_name\\_.\n\n***\nMore."
+    assert plain_hover(hover) == "def greet(name: str) -> str\n\nSay hello to _name_.\n\nMore."
+    assert plain_hover("a --- b\n- item") == "a --- b\n- item"  # not rules
 
 
 def test_hover_text_wraps_and_cuts() -> None:

@@ -184,3 +184,24 @@ def test_apply_and_roll_back_messages_count_files_and_name_the_commit() -> None:
     text, details = rollback_question(single)
     assert "It restores 1 file as they were before Apply: a.py." in text
     assert "made no commit" in details
+
+
+def test_history_columns_fit_their_text_and_the_message_takes_the_rest(qtbot: Any, pane: ReviewPane) -> None:
+    from ide.protocol.review import BatchView, HistoryResult
+
+    pane.resize(1200, 500)
+    pane.show()
+    pane.tabs.setCurrentWidget(pane.history)
+    qtbot.waitExposed(pane)
+    batch = BatchView(
+        id="b1", session_id="s", cwd="/w", created_at="2026-11-25T11:17:37+00:00",
+        message="Fix the greeting", paths=["a.py", "b.py"], commit="0123456789abcdef",
+    )  # fmt: skip
+    pane.set_history(HistoryResult(batches=[batch]))
+    tree = pane.history_tree
+    header = tree.header()
+    qtbot.waitUntil(lambda: header.sectionSize(1) > 0)
+    for column in (0, 2, 3, 4):
+        assert header.sectionSize(column) >= tree.sizeHintForColumn(column), column  # nothing cut
+    width = sum(header.sectionSize(column) for column in range(tree.columnCount()))
+    assert width == tree.viewport().width()  # and no empty space beside the columns

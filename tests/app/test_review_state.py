@@ -14,6 +14,7 @@ from ide.app.review_state import (
     empty_file_message,
     file_notes,
     has_notes,
+    pending_note,
     rollback_message,
 )
 from ide.protocol.review import (
@@ -190,7 +191,7 @@ def test_apply_and_rollback_messages() -> None:
     assert text.startswith('Applied 1 file as batch b1, commit 0123456789 "Fix it". 1 file written but left')
     assert text.endswith(
         "1 file changed on disk meanwhile and was not written; select one below to see the "
-        "merge with conflict markers."
+        "merge with conflict markers. 4 hunks in 1 file still pending."
     )
     conflict = state.conflict(0)
     assert conflict is not None and conflict.path == "c.py" and state.conflict(1) is None
@@ -209,7 +210,7 @@ def test_a_branch_is_shown_read_only_and_the_review_comes_back() -> None:
     state.enter_branch(branch)
     state.show(branch)
     assert state.branch is branch and not state.interactive
-    assert state.summary() == "1 files · 4 hunks · read-only"
+    assert state.summary() == "1 file · 4 hunks · read-only"
     assert not state.commentable and state.feedback() is None and state.apply_params() is None
     assert not state.set_interactive(True)  # kept for the review
     newer = changeset(2)
@@ -251,3 +252,22 @@ def test_empty_file_messages() -> None:
     assert empty_file_message(binary) == "img.png is a binary file (modified)."
     assert empty_file_message(renamed) == "Renamed from old.png, content unchanged."
     assert empty_file_message(touched) == "img.png: added, no text changes."
+
+
+def test_the_apply_button_says_what_it_writes_and_what_it_does_then() -> None:
+    state = shown(3)  # 3 files of 4 hunks
+    assert state.apply_label()[0] == "Apply"
+    files = state.changeset.files  # type: ignore[union-attr]
+    state.decisions.update({files[0].hunks[0].id: "accepted", files[0].hunks[1].id: "accepted"})
+    state.decisions[files[2].hunks[3].id] = "accepted"
+    assert state.apply_label()[0] == "Apply 3 hunks in 2 files and commit"
+    state.commit_mode = "stage"
+    assert state.apply_label() == (
+        "Apply 3 hunks in 2 files and stage",
+        "Apply writes them and stages them with git add; nothing is committed (review.commit = stage).",
+    )
+    state.commit_mode = "none"
+    state.decisions = {files[1].hunks[0].id: "accepted"}
+    assert state.apply_label()[0] == "Apply 1 hunk in 1 file"
+    assert pending_note(changeset(1)) == "4 hunks in 1 file still pending."
+    assert pending_note(changeset(0)) == ""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
@@ -10,7 +12,8 @@ from PySide6.QtCore import Qt
 from ide.app.files import list_workspace_files, read_for_viewer
 from ide.app.workspace import build_tree
 from ide.settings import WorkspaceSettings
-from tests.support.window import WindowFactory
+from tests.support.git import git
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 
@@ -99,3 +102,25 @@ def test_tree_puts_directories_first_and_reads_crlf_as_lines(tmp_path: Path):
     crlf = tmp_path / "dos.txt"
     crlf.write_bytes(b"one\r\ntwo\r\n")
     assert read_for_viewer(crlf, 1000).text == "one\ntwo\n"
+
+
+def test_the_workspace_count_agrees_with_the_index_by_naming_its_secrets(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    # Flask's tests/test_apps/.env: tracked, so the tree lists it, but a secret the index never reads.
+    (git_workspace / "tests").mkdir()
+    (git_workspace / "tests" / ".env").write_text("FOO=env\n")
+    git(git_workspace, "add", "-A")
+    git(git_workspace, "commit", "-qm", "env")
+    window = make_window(git_workspace)
+    panel = window.workspace_panel
+    with qtbot.waitSignal(panel.loaded, timeout=10_000):
+        panel.refresh()
+    wait_ready(qtbot, window)
+    label = window.index_progress.label
+    qtbot.waitUntil(lambda: label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    listed = len(panel.files)
+    assert panel._count.text() == f"{listed} files · 1 secret"
+    assert "secrets (workspace.secrets: tests/.env)" in panel._count.toolTip()
+    scanned = re.match(r"Index: [\d,]+ of ([\d,]+) files", label.text())
+    assert scanned is not None and int(scanned.group(1)) == listed - 1, label.text()

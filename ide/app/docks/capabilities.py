@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from ide.app.chat import ChatPanel
     from ide.app.external import ReviewBackend
+    from ide.app.tree_verdict import RunCheck
     from ide.protocol.model import ModelHealth
     from ide.protocol.review import ChangeSetView
     from ide.protocol.tree import TreeEvent
@@ -61,9 +62,9 @@ class SearchTrees(Protocol):
         """Add tree events to the current session's trees (as ``_arbor/tree`` notifications do)."""
         ...
 
-    def open_file(self, path: Path, *, maximise: bool = True) -> bool:
-        """Open a tree file in the dock, given the whole window unless not ``maximise``; False (the banner
-        says why) when it cannot be read."""
+    def open_file(self, path: Path, *, maximise: bool = True, check: RunCheck | None = None) -> bool:
+        """Open a tree file in the dock, given the whole window unless not ``maximise``, its run judged by
+        an eval report's ``check``; False (the banner says why) when it cannot be read."""
         ...
 
     def close_open_runs(self, reason: str) -> None:

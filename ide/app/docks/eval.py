@@ -31,7 +31,7 @@ from ide.app.docks.base import BOTTOM_ON_DEMAND, AppContext, Dock, Spec
 from ide.app.docks.capabilities import EvalReports, SearchTrees
 from ide.app.docks.needs import Requires
 from ide.app.eval_chart import EvalChart
-from ide.app.eval_format import STATUS_TEXT, header_text, mode_label, plain_tip, unfinished_text
+from ide.app.eval_format import STATUS_TEXT, header_text, mode_label, plain_tip, run_check, unfinished_text
 from ide.app.eval_table import RunsTable, SummaryTable
 from ide.protocol.eval import REPORT_FILE, EvalReport, EvalRun, ReportError, load_report
 
@@ -327,7 +327,8 @@ class EvalDock(Dock):
             self.panel.show_error(f"{where}: its tree file {run.tree_file} is missing.")
             return False
         self.panel.show_message("")
-        return self.trees.open_file(tree, maximise=False)  # a tab beside the runs, browsed one by one
+        # A tab beside the runs, browsed one by one; the check's verdict marks what the tree claimed.
+        return self.trees.open_file(tree, maximise=False, check=run_check(run))
 
     def _watch(self) -> None:
         """Watch the report file and its directory (the atomic save replaces the file)."""

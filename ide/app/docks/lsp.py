@@ -12,6 +12,7 @@ from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
 from ide.app.symbols import LocationPicker
+from ide.app.viewer import plain_hover
 from ide.protocol.lsp import (
     LSP_DEFINITION,
     LSP_HOVER,
@@ -172,7 +173,7 @@ class LanguageServerPart(Part):
         if isinstance(result, HoverResult):
             where = self._hover_pos.pop((params.path, params.line, params.column), None)
             if where is not None and (result.text or result.message):
-                text = hover_text(result.text or result.message or "")
+                text = hover_text(plain_hover(result.text or result.message or ""))
                 QToolTip.showText(where, text, self.ctx.viewer.editor)
             return
         if result.message:

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 from PySide6.QtCore import Signal, SignalInstance
 
+from ide.app.background import run_blocking, spawn
 from ide.app.docks.base import BOTTOM, AppContext, Dock, Spec
 from ide.app.docks.capabilities import Review
 from ide.app.review import ReviewPane
+from ide.gitsafe import identity_fix, missing_identity
 from ide.protocol import ErrorInfo
 from ide.protocol.method import Method
 from ide.protocol.review import (
@@ -52,6 +54,8 @@ class ReviewDock(Dock):
     """The :class:`HistoryResult` of a history request."""
     reviewFailed = Signal(str)
     """A review request (its method) failed; the banner says why, and the pane drops its guesses."""
+    identityChecked = Signal(str)
+    """Git's identity for the workspace was checked: the warning shown above Apply ("" when none)."""
 
     def __init__(self, ctx: AppContext) -> None:
         self.pane = ReviewPane()
@@ -75,6 +79,11 @@ class ReviewDock(Dock):
         pane.historyRequested.connect(self._history)
         pane.feedbackRequested.connect(ctx.send_prompt)
         pane.changesShown.connect(self._show)
+        self._apply_error: tuple[str, str] | None = None
+        """(kind, message) of the Apply error the banner shows, which the next Apply's success clears."""
+        pane.set_commit_mode(ctx.settings.review.commit)
+        self.identityChecked.connect(pane.set_identity_warning)
+        self.applied.connect(self._applied)
 
     def show_branch(self, changeset: ChangeSetView, header: str) -> None:
         """Show a search branch's changes read-only, and the dock."""
@@ -92,6 +101,7 @@ class ReviewDock(Dock):
     def _push(self, changeset: ChangeSetView) -> None:
         self._pushed += 1
         self.changesetReceived.emit(changeset)
+        self.check_identity()  # before the Apply this change set invites: the user may have fixed it since
 
     def _send(
         self, method: Method[Any, Any], params: BaseModel, done: SignalInstance | Callable[[Any], None]
@@ -102,7 +112,35 @@ class ReviewDock(Dock):
 
     def _failed(self, method: str, info: ErrorInfo) -> None:
         self.ctx.show_error(info)
+        if method == APPLY:
+            self._apply_error = (info.kind, info.message)
+            self.check_identity()
         self.reviewFailed.emit(method)
+
+    def _applied(self, _result: object) -> None:
+        """A successful Apply: the banner's earlier Apply error, if it still shows, is stale now."""
+        banner, error = self.ctx.banner, self._apply_error
+        self._apply_error = None
+        self.check_identity()
+        if error is not None and banner.wanted and (banner.kind, banner.title.text()) == error:
+            banner.dismiss()
+
+    def check_identity(self) -> None:
+        """Ask git (off the UI thread) whether Apply's commit will have an author; the pane warns with the
+        fix when it will not (only when Apply commits: review.commit = commit)."""
+        if self.ctx.settings.review.commit == "commit":
+            spawn(self._check_identity(), name="check git identity")
+
+    async def _check_identity(self) -> None:
+        workspace = self.ctx.workspace
+        missing = await run_blocking(missing_identity, workspace)
+        if not missing:
+            self.identityChecked.emit("")  # set, or git could not be asked (Apply will say why)
+            return
+        self.identityChecked.emit(
+            f"Apply will fail to commit: git has no {' and '.join(missing)} for {workspace}. "
+            f"Set them once with: {identity_fix(missing)}"
+        )
 
     def on_session_update(self, update: object) -> None:
         self.pane.apply_update(update)
@@ -110,6 +148,7 @@ class ReviewDock(Dock):
     def on_session_ready(self, session_id: str, _replayed: bool) -> None:
         self.pane.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
         self.pane.set_session(session_id, str(self.ctx.workspace))
+        self.check_identity()
         if self.pane.state.interactive:
             params = ChangeSetParams(session_id=session_id)
             self._send(CHANGESET, params, partial(self._answered, self._pushed))

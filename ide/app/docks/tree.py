@@ -13,6 +13,7 @@ from ide.app.acp_client import BackendState
 from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.docks.capabilities import Chat, Review, SearchTrees
 from ide.app.docks.needs import Requires, Uses
+from ide.app.tree_verdict import RunCheck
 from ide.app.tree_view import SearchTreeView
 from ide.app.turn_end import closing_events
 from ide.protocol.review import ChangeSetView
@@ -65,11 +66,12 @@ class TreeDock(Dock):
         self._run_maximised = False
         ctx.window.maximisedChanged.connect(self._maximised_changed)  # type: ignore[attr-defined]
 
-    def open_file(self, path: Path, *, maximise: bool = True) -> bool:
+    def open_file(self, path: Path, *, maximise: bool = True, check: RunCheck | None = None) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the dock, given the whole window (``maximise``; the same key
-        gives the layout back); the banner explains a bad file."""
+        gives the layout back), its run judged by an eval report's ``check``; the banner explains a bad
+        file."""
         try:
-            self.view.open_file(path)
+            self.view.open_file(path, check)
         except TreeFileError as exc:
             self.ctx.banner.show_notice(
                 f"Cannot open the search tree: {exc}",
