@@ -85,6 +85,7 @@ QUERY_MAX = 1000
 """Characters of a query searched: no name is longer, and SQLite refuses LIKE patterns over 50,000 bytes."""
 KIND_WEIGHT = {"class": 3.0, "interface": 3.0, "struct": 3.0, "trait": 3.0, "enum": 2.5, "function": 2.5}
 _WORD = re.compile(r"\S+")
+_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 
 @dataclass(slots=True)
@@ -330,7 +331,8 @@ def search(
 ) -> list[Symbol]:
     """Definitions matching ``query``, best first (``score`` is higher for better hits).
 
-    Cheap tiers first, each only while the earlier ones found too few: exact name, name prefix (both
+    Equal scores rank definitions outside test code first, then the shallower path. Cheap tiers first,
+    each only while the earlier ones found too few: exact name, name prefix (both
     through the name index), substring of a name or qualified name (FTS5 trigram), words of
     signatures and docstrings (FTS5 words, bm25), then a fuzzy subsequence of the name that starts
     anywhere in it (``dbgflag`` finds ``get_debug_flag``), best subsequences first. ``names`` finds those
@@ -379,8 +381,27 @@ def search(
     hits = list(candidates.values())
     for hit in hits:
         hit.score = round(hit.score + _name_bonus(hit.name, head) + KIND_WEIGHT.get(hit.kind, 1.0), 3)
-    hits.sort(key=lambda h: (-h.score, h.path.count("/"), h.path, h.line))
+    # Equal matches: outside tests first (a test's own `class Flask` after src/flask/app.py's).
+    hits.sort(key=lambda h: (-h.score, in_tests(h.path), h.path.count("/"), h.path, h.line))
     return hits[:limit]
+
+
+def in_tests(path: str) -> bool:
+    """Whether ``path`` (relative, POSIX) is test code: under a ``test``/``tests``/``testing`` folder, or a
+    file named ``test.*``, ``tests.*``, ``test_*``, ``*_test.*``, ``*_tests.*``, ``*.test.*``, ``*.spec.*``
+    or ``conftest.py``."""
+    *folders, name = path.lower().split("/")
+    if any(folder in _TEST_FOLDERS for folder in folders):
+        return True
+    stem = name.split(".", 1)[0]
+    return (
+        name == "conftest.py"
+        or stem in ("test", "tests")
+        or stem.startswith("test_")
+        or stem.endswith(("_test", "_tests"))
+        or ".test." in name
+        or ".spec." in name
+    )
 
 
 def fuzzy_names(db: sqlite3.Connection, query: str, pool: int) -> list[str]:
