@@ -23,6 +23,11 @@ from ide.codeintel.index import CodeIndex
 from ide.codeintel.index.subsequence import NameBits
 
 REPO = Path(__file__).resolve().parents[2]
+WAYS = [
+    {},  # as configured: name by name when few match or few are left, bit planes when many match
+    {"SCORE_ONE_BY_ONE": 0, "FEW": 0},  # always the bit planes
+    {"SCORE_ONE_BY_ONE": 10**9, "FEW": 10**9},  # always name by name after the first letter
+]
 
 
 def reference_fuzzy(names: list[str], query: str, pool: int) -> list[str]:
@@ -101,11 +106,12 @@ def test_fuzzy_names_agree_with_the_plain_ranking(
         matching = sum(subsequence.like_subsequence(name, query.lower()) for name in names)
         heavy += matching > subsequence.SCORE_ONE_BY_ONE
     assert heavy >= 3  # queries scored in bit planes, not one by one
-    # Every query again with the bit planes scoring (normally only for queries matching many names).
-    monkeypatch.setattr(subsequence, "SCORE_ONE_BY_ONE", 0)
-    for query in queries:
-        if subsequence.handles(query):
-            assert bits.best(query, 60) == reference_fuzzy(names, query, 60), query
+    for ways in WAYS[1:]:  # every query again each other way
+        for name, value in ways.items():
+            monkeypatch.setattr(subsequence, name, value)
+        for query in queries:
+            if subsequence.handles(query):
+                assert bits.best(query, 60) == reference_fuzzy(names, query, 60), (query, ways)
 
 
 @pytest.mark.parametrize("pool", [1, 3, 50])
@@ -116,12 +122,12 @@ def test_word_starts_case_and_odd_names(pool: int, monkeypatch: pytest.MonkeyPat
         "dbgflag", "dbg_flag2", "x1_debug_flag", "__debug__", "aDBGflag", "dB_gF",
     ]  # fmt: skip
     bits = NameBits(names)
-    for query in ["dbgflag", "dbg", "DF", "d", "gdf", "_", "$d", "-f", ".f", "é", "ｄ", "2", "x1", "zz"]:
-        if not subsequence.handles(query):
-            continue
-        assert bits.best(query, pool) == reference_fuzzy(names, query, pool), query
-        monkeypatch.setattr(subsequence, "SCORE_ONE_BY_ONE", 0)
-        assert bits.best(query, pool) == reference_fuzzy(names, query, pool), query
+    for ways in WAYS:
+        for name, value in ways.items():
+            monkeypatch.setattr(subsequence, name, value)
+        for query in ["dbgflag", "dbg", "DF", "d", "gdf", "_", "$d", "-f", ".f", "é", "ｄ", "2", "x1", "zz"]:
+            if subsequence.handles(query):
+                assert bits.best(query, pool) == reference_fuzzy(names, query, pool), (query, ways)
         monkeypatch.undo()
 
 

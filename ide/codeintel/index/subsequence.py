@@ -22,6 +22,8 @@ from ide.codeintel.index.store import fuzzy_score
 SEPARATOR = "\n"
 SCORE_ONE_BY_ONE = 1500
 """Up to this many matching names are scored one by one; more are scored in bit planes first."""
+FEW = 300
+"""Names left in the running after a letter below which the rest of the query is checked name by name."""
 MAX_LETTERS = 64
 """Longer queries go to the SQL path (each letter costs a step; nothing in an index is that long)."""
 _ASCII_FOLD = str.maketrans({chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)})
@@ -90,19 +92,24 @@ class NameBits:
             self._occurrences[letter] = found
         return found
 
-    def _matched(self, query: str) -> int:
-        """The separators after the names that hold the letters of ``query`` in order."""
+    def _matched(self, query: str) -> int | list[str]:
+        """The separators after the names that hold the letters of ``query`` in order; or, once few names are
+        left in the running, those of them that do (read one by one: cheaper than the remaining steps)."""
         at = self._first
-        for letter in query:
+        for step, letter in enumerate(query):
             occurs = self._occurs(letter)
             found = ((occurs - at) ^ occurs) & occurs & self._inside  # each name's next occurrence
             if not found:
                 return 0
+            if step and step < len(query) - 1 and found.bit_count() <= FEW:
+                left = (self._ending_at(position) for position in _positions(found))
+                return [name for name in left if like_subsequence(name, query)]
             at = found << 1
         return (self._inside + (at >> 1)) & self._separators  # carried to the end of each name
 
-    def _ending_at(self, separator: int) -> str:
-        return self.names[bisect_right(self.starts, separator) - 1]
+    def _ending_at(self, position: int) -> str:
+        """The name at ``position`` or ending at the separator there."""
+        return self.names[bisect_right(self.starts, position) - 1]
 
     def best(self, query: str, pool: int) -> list[str]:
         """The ``pool`` best names for ``query`` as ``store.fuzzy_names`` ranks them: by ``fuzzy_score``, then
@@ -118,9 +125,8 @@ class NameBits:
         k = len(q)
         ranked = [(-score, len(name), name) for name in self.others if (score := _other_score(name, q)) > 0]
         matched = self._matched(q)
-        if matched.bit_count() <= SCORE_ONE_BY_ONE:
-            for end in _positions(matched):
-                name = self._ending_at(end)
+        if isinstance(matched, list) or matched.bit_count() <= SCORE_ONE_BY_ONE:
+            for name in matched if isinstance(matched, list) else map(self._ending_at, _positions(matched)):
                 score = fuzzy_score(name, q)
                 if score > 0:
                     ranked.append((-score, len(name), name))
