@@ -92,9 +92,10 @@ class NameBits:
             self._occurrences[letter] = found
         return found
 
-    def _matched(self, query: str) -> int | list[str]:
+    def _matched(self, query: str, steps: list[int]) -> int | list[str]:
         """The separators after the names that hold the letters of ``query`` in order; or, once few names are
-        left in the running, those of them that do (read one by one: cheaper than the remaining steps)."""
+        left in the running, those of them that do (read one by one: cheaper than the remaining steps).
+        ``steps`` gets where each letter was found."""
         at = self._first
         for step, letter in enumerate(query):
             occurs = self._occurs(letter)
@@ -104,6 +105,7 @@ class NameBits:
             if step and step < len(query) - 1 and found.bit_count() <= FEW:
                 left = (self._ending_at(position) for position in _positions(found))
                 return [name for name in left if like_subsequence(name, query)]
+            steps.append(found)
             at = found << 1
         return (self._inside + (at >> 1)) & self._separators  # carried to the end of each name
 
@@ -124,7 +126,8 @@ class NameBits:
         q = query.lower()
         k = len(q)
         ranked = [(-score, len(name), name) for name in self.others if (score := _other_score(name, q)) > 0]
-        matched = self._matched(q)
+        steps: list[int] = []
+        matched = self._matched(q, steps)
         if isinstance(matched, list) or matched.bit_count() <= SCORE_ONE_BY_ONE:
             for name in matched if isinstance(matched, list) else map(self._ending_at, _positions(matched)):
                 score = fuzzy_score(name, q)
@@ -132,12 +135,7 @@ class NameBits:
                     ranked.append((-score, len(name), name))
             return [name for _score, _length, name in heapq.nsmallest(pool, ranked)]
         at, planes = self._first, [0]
-        found = 0
-        for letter in q:
-            occurs = self._occurs(letter)
-            found = ((occurs - at) ^ occurs) & occurs & self._inside  # each name's next occurrence
-            if not found:
-                break
+        for found in steps:
             starts = found & self._word_starts
             if starts:
                 ends = (self._inside + starts) & self._separators  # carried to the end of the name
