@@ -23,6 +23,7 @@ from ide.codeintel.index import CodeIndex
 from ide.codeintel.index.subsequence import NameBits
 
 REPO = Path(__file__).resolve().parents[2]
+ODD_QUERIES = ["dbgflag", "dbg", "DF", "d", "gdf", "_", "$d", "-f", ".f", "é", "ｄ", "2", "x1", "zz", "#"]
 WAYS = [
     {},  # as configured: name by name when few match or few are left, bit planes when many match
     {"SCORE_ONE_BY_ONE": 0, "FEW": 0},  # always the bit planes
@@ -119,13 +120,13 @@ def test_word_starts_case_and_odd_names(pool: int, monkeypatch: pytest.MonkeyPat
     names = [
         "get_debug_flag", "getDebugFlag", "GetDebugFlag", "GETDEBUGFLAG", "debug.flag", "$debug-flag",
         "gdf", "g_d_f", "gXdXf", "dbg", "ｄｂｇ_flag", "déjà_vu_debug", "line\nbreak_dbg", "d", "Ddd",
-        "dbgflag", "dbg_flag2", "x1_debug_flag", "__debug__", "aDBGflag", "dB_gF",
+        "dbgflag", "dbg_flag2", "x1_debug_flag", "__debug__", "aDBGflag", "dB_gF", "naïve#tag",
     ]  # fmt: skip
     bits = NameBits(names)
     for ways in WAYS:
         for name, value in ways.items():
             monkeypatch.setattr(subsequence, name, value)
-        for query in ["dbgflag", "dbg", "DF", "d", "gdf", "_", "$d", "-f", ".f", "é", "ｄ", "2", "x1", "zz"]:
+        for query in ODD_QUERIES:
             if subsequence.handles(query):
                 assert bits.best(query, pool) == reference_fuzzy(names, query, pool), (query, ways)
         monkeypatch.undo()

@@ -72,6 +72,8 @@ class NameBits:
         self.names = plain
         text = SEPARATOR + SEPARATOR.join(plain) + SEPARATOR
         self._lower = text.lower()
+        self._letters = frozenset(self._lower)
+        """The letters the names hold: a query with another matches none of them (and builds no bit set)."""
         lengths = (len(name) + 1 for name in plain[:-1])
         self.starts = array("q", accumulate(lengths, initial=1) if plain else ())
         """Where each name starts in the text (a typed array: 8 bytes a name, not a Python int's 36)."""
@@ -96,6 +98,8 @@ class NameBits:
         """The separators after the names that hold the letters of ``query`` in order; or, once few names are
         left in the running, those of them that do (read one by one: cheaper than the remaining steps).
         ``steps`` gets where each letter was found."""
+        if not self._letters.issuperset(query):
+            return 0
         at = self._first
         for step, letter in enumerate(query):
             occurs = self._occurs(letter)
