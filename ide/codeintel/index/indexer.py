@@ -25,6 +25,7 @@ from pathlib import Path
 import ide.codeintel.index.store as store
 from ide.codeintel.index.languages import EXTENSIONS, FILENAMES, TAGGED, detect_language
 from ide.codeintel.index.model import FileSymbols
+from ide.codeintel.index.subsequence import NameBits, handles
 from ide.fs import ConfinedFS, ToolError, is_binary, secret_patterns
 from ide.settings import Settings, WorkspaceSettings
 
@@ -140,6 +141,10 @@ class CodeIndex:
         """Bumped whenever a pass or update changes the index (caches such as the repo map key on it)."""
         self._write_lock = threading.Lock()
         self._local = threading.local()
+        self._names_lock = threading.Lock()
+        self._names: NameBits | None = None
+        self._names_generation = -1
+        self._fuzzy_generation = -1
         with writer_lock(db_path):
             self._writer = store.connect(db_path)
             self._forget_secrets()
@@ -432,7 +437,29 @@ class CodeIndex:
         return f"{rel} is not indexed yet; it is picked up on the next change or pass"
 
     def search(self, query: str, limit: int = 50) -> list[store.Symbol]:
-        return store.search(self.db, query, limit)
+        return store.search(self.db, query, limit, self._fuzzy_names)
+
+    def _fuzzy_names(self, query: str, pool: int) -> list[str]:
+        """The fuzzy tier's names: from the names' bit sets when they are current, else from SQL (the same
+        names either way)."""
+        names = self._name_bits() if handles(query) else None
+        return store.fuzzy_names(self.db, query, pool) if names is None else names.best(query, pool)
+
+    def _name_bits(self) -> NameBits | None:
+        """The distinct names as bit sets for this generation, built at its second fuzzy search (one search,
+        as ``arbor symbols`` makes, is cheaper in SQL than building them); none while a pass writes."""
+        if self._write_lock.locked():
+            return None
+        with self._names_lock:
+            generation = self.generation
+            if self._names is not None and self._names_generation == generation:
+                return self._names
+            if self._fuzzy_generation != generation:
+                self._fuzzy_generation = generation
+                return None
+            names = NameBits(row[0] for row in self.db.execute("SELECT DISTINCT name FROM defs"))
+            self._names, self._names_generation = names, generation
+            return names
 
     def outline(self, rel: str) -> list[store.Symbol]:
         return store.outline(self.db, rel)

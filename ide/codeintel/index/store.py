@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -85,6 +85,7 @@ QUERY_MAX = 1000
 """Characters of a query searched: no name is longer, and SQLite refuses LIKE patterns over 50,000 bytes."""
 KIND_WEIGHT = {"class": 3.0, "interface": 3.0, "struct": 3.0, "trait": 3.0, "enum": 2.5, "function": 2.5}
 _WORD = re.compile(r"\S+")
+_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
 
 
 @dataclass(slots=True)
@@ -325,13 +326,17 @@ def references(db: sqlite3.Connection, name: str, limit: int) -> list[tuple[str,
     return found
 
 
-def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
+def search(
+    db: sqlite3.Connection, query: str, limit: int, names: Callable[[str, int], list[str]] | None = None
+) -> list[Symbol]:
     """Definitions matching ``query``, best first (``score`` is higher for better hits).
 
-    Cheap tiers first, each only while the earlier ones found too few: exact name, name prefix (both
+    Equal scores rank definitions outside test code first, then the shallower path. Cheap tiers first,
+    each only while the earlier ones found too few: exact name, name prefix (both
     through the name index), substring of a name or qualified name (FTS5 trigram), words of
     signatures and docstrings (FTS5 words, bm25), then a fuzzy subsequence of the name that starts
-    anywhere in it (``dbgflag`` finds ``get_debug_flag``), best subsequences first.
+    anywhere in it (``dbgflag`` finds ``get_debug_flag``), best subsequences first. ``names`` finds those
+    subsequences (``fuzzy_names`` with ``db`` by default; ``subsequence.NameBits.best`` gives the same).
     """
     words = _WORD.findall(query[:QUERY_MAX])
     if not words:
@@ -369,17 +374,37 @@ def search(db: sqlite3.Connection, query: str, limit: int) -> list[Symbol]:
         match = " AND ".join(_phrase(w) + "*" for w in words)  # words starting so
         add(text + "WHERE text_fts MATCH ? ORDER BY bm25(text_fts, 1.0, 2.0) LIMIT ?", (match, limit), -5.0)
     if len(candidates) < limit and len(words) == 1 and len(head) >= 2:
-        for names in _batched(_fuzzy_names(db, head, pool), 500):
-            marks = ", ".join("?" * len(names))
-            add(select + f"WHERE d.name IN ({marks}) LIMIT ?", (*names, pool), -10.0)
+        fuzzy = fuzzy_names(db, head, pool) if names is None else names(head, pool)
+        for batch in _batched(fuzzy, 500):
+            marks = ", ".join("?" * len(batch))
+            add(select + f"WHERE d.name IN ({marks}) LIMIT ?", (*batch, pool), -10.0)
     hits = list(candidates.values())
     for hit in hits:
         hit.score = round(hit.score + _name_bonus(hit.name, head) + KIND_WEIGHT.get(hit.kind, 1.0), 3)
-    hits.sort(key=lambda h: (-h.score, h.path.count("/"), h.path, h.line))
+    # Equal matches: outside tests first (a test's own `class Flask` after src/flask/app.py's).
+    hits.sort(key=lambda h: (-h.score, in_tests(h.path), h.path.count("/"), h.path, h.line))
     return hits[:limit]
 
 
-def _fuzzy_names(db: sqlite3.Connection, query: str, pool: int) -> list[str]:
+def in_tests(path: str) -> bool:
+    """Whether ``path`` (relative, POSIX) is test code: under a ``test``/``tests``/``testing`` folder, or a
+    file named ``test.*``, ``tests.*``, ``test_*``, ``*_test.*``, ``*_tests.*``, ``*.test.*``, ``*.spec.*``
+    or ``conftest.py``."""
+    *folders, name = path.lower().split("/")
+    if any(folder in _TEST_FOLDERS for folder in folders):
+        return True
+    stem = name.split(".", 1)[0]
+    return (
+        name == "conftest.py"
+        or stem in ("test", "tests")
+        or stem.startswith("test_")
+        or stem.endswith(("_test", "_tests"))
+        or ".test." in name
+        or ".spec." in name
+    )
+
+
+def fuzzy_names(db: sqlite3.Connection, query: str, pool: int) -> list[str]:
     """The distinct names holding ``query``'s letters in order (case-insensitively), best ``pool`` first.
 
     One pass over the name index (distinct names, not rows); SQLite's LIKE keeps only subsequences.
@@ -387,7 +412,7 @@ def _fuzzy_names(db: sqlite3.Connection, query: str, pool: int) -> list[str]:
     pattern = "%" + "".join(_like_escape(ch) + "%" for ch in query)
     rows = db.execute("SELECT DISTINCT name FROM defs WHERE name LIKE ? ESCAPE '\\'", (pattern,))
     q = query.lower()
-    scored = [(_fuzzy(name, q), name) for (name,) in rows]
+    scored = [(fuzzy_score(name, q), name) for (name,) in rows]
     scored.sort(key=lambda pair: (-pair[0], len(pair[1]), pair[1]))
     return [name for score, name in scored[:pool] if score > 0]
 
@@ -424,11 +449,11 @@ def _name_bonus(name: str, query: str) -> float:
     if at > 0:
         word_start = name[at - 1] in "_-.$" or (name[at].isupper() and name[at - 1].islower())
         return (60.0 if word_start else 40.0) - extra
-    return _fuzzy(name, q)
+    return fuzzy_score(name, q)
 
 
-def _fuzzy(name: str, query: str) -> float:
-    """Score of ``query`` as a subsequence of ``name``; letters that start words count most."""
+def fuzzy_score(name: str, query: str) -> float:
+    """Score of ``query`` (lower case) as a subsequence of ``name``; letters that start words count most."""
     score, at = 0.0, 0
     lower = name.lower()
     for ch in query:
