@@ -337,6 +337,7 @@ class ArborAgent(Agent):
             return await session.run_turn(text, emit, transcript.emit_tree)
 
         session.router.on_context = transcript.context_fill
+        session.router.meter.on_spent = transcript.usage_spent
         session.router.on_notice = lambda note: emit(update_agent_thought(text_block(note)))
         task = session.turn = asyncio.create_task(turn())
         session.prompting = True

@@ -11,6 +11,7 @@ from acp.schema import PermissionOption, SessionNotification
 from pydantic import BaseModel
 
 from ide.backend.permissions import ask_client
+from ide.protocol import RoleUsage
 from ide.protocol import model as md
 from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
 
@@ -84,9 +85,17 @@ class Transcript:
         if not self._arbor_client:
             return
         fill = md.ContextFill(session_id=self._session.id, role=role, tokens=tokens, window=window)
-        pending = asyncio.ensure_future(
-            self._conn.ext_notification(md.CONTEXT_NOTIFICATION, fill.model_dump())
-        )
+        self._send(md.CONTEXT_NOTIFICATION, fill.model_dump())
+
+    def usage_spent(self, usage: dict[str, RoleUsage]) -> None:
+        """What the session's model calls have spent so far, mid-call included (sent without waiting)."""
+        if not self._arbor_client:
+            return
+        spent = md.UsageSpent(session_id=self._session.id, usage=usage)
+        self._send(md.USAGE_NOTIFICATION, spent.model_dump(mode="json"))
+
+    def _send(self, method: str, params: dict[str, Any]) -> None:
+        pending = asyncio.ensure_future(self._conn.ext_notification(method, params))
         self._background.add(pending)
         pending.add_done_callback(self._background.discard)
 

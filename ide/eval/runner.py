@@ -4,8 +4,10 @@ Each run builds the task's workspace in a scratch directory (:func:`ide.eval.tas
 spawns ``arbor acp`` with a config and data dir of its own (so runs never share memory, sessions or the
 user's dirs) and ``llm.model`` pointed at the evaluated model, opens a session in the run's mode, sends
 the task's prompt and collects the search tree as it streams. The run ends with the turn, or is cancelled
-at the time budget (``timeout``) or once the tree's tokens pass the token budget (``over_budget``; a turn
-whose final figures pass it is over budget too, never solved). Then every hunk is accepted and applied
+at the time budget (``timeout``) or once its model calls have spent more tokens than the token budget
+(``over_budget``), mid-call: the backend reports the spend as answers stream (``_arbor/usage``), and a
+cancelled turn's figures count what its cancelled calls spent. A turn whose final figures pass the budget
+is over budget too, never solved. Then every hunk is accepted and applied
 in the scratch copy (as the window's Apply all), and the task's check runs (a question's check reads the
 agent's final message). The retry baseline (:data:`~ide.protocol.eval.RETRY_MODE`) is ReAct in a fresh
 session on a fresh workspace, tried again until solved or the token budget is spent.
@@ -33,10 +35,11 @@ from ide.agentconn import ClientCallbacks, apply_all, cancel, connect, initializ
 from ide.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
 from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
 from ide.eval.tasks import EvalTask, TaskError, build_workspace, run_check
-from ide.protocol import TurnMeta
+from ide.protocol import RoleUsage, TurnMeta
 from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, RoleCost, load_report, save_report
+from ide.protocol.model import USAGE_NOTIFICATION
 from ide.protocol.review import CHANGESET_NOTIFICATION
-from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeError, TreeEvent, TreeEventBatch, write_jsonl
+from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeError, TreeEvent, write_jsonl
 from ide.settings import user_config_path
 
 TREES_DIR = "trees"
@@ -85,17 +88,23 @@ class _Outcome:
     meta: TurnMeta | None = None
     events: list[TreeEvent] = field(default_factory=list)
     wall_s: float = 0.0
+    spent: dict[str, RoleUsage] = field(default_factory=dict)
+    """The last spend the backend reported: the figures of a turn that ended without its own (it failed,
+    or did not answer its cancel)."""
+
+    @property
+    def usage(self) -> dict[str, RoleUsage]:
+        return self.meta.usage if self.meta is not None else self.spent
 
     @property
     def tokens(self) -> int:
-        if self.meta is None:
-            return 0
-        return sum(u.input_tokens + u.output_tokens for u in self.meta.usage.values())
+        return sum(u.input_tokens + u.output_tokens for u in self.usage.values())
 
 
 class _RunClient:
-    """The ACP client of one run: collects the answer, the tree (counting its tokens), the change set;
-    allows test runs (the workspace is the task's own scratch copy) and refuses anything else."""
+    """The ACP client of one run: collects the answer, the tree, the change set and the spend so far
+    (setting ``over_budget`` once it passes the budget); allows test runs (the workspace is the task's own
+    scratch copy) and refuses anything else."""
 
     def __init__(self, budget_tokens: int) -> None:
         self.budget_tokens = budget_tokens
@@ -104,7 +113,7 @@ class _RunClient:
         self.events: list[TreeEvent] = []
         self.has_changes = False
         self.over_budget = asyncio.Event()
-        self._node_tokens: dict[tuple[str, str], tuple[int, int]] = {}
+        self.spent: dict[str, RoleUsage] = {}
 
     def on_update(self, session_id: str, update: Any) -> None:
         if getattr(update, "session_update", None) == "agent_message_chunk":
@@ -113,24 +122,15 @@ class _RunClient:
     def on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == TREE_NOTIFICATION:
             with contextlib.suppress(ValueError):
-                self._tree(TREE_NOTIFICATION.payload.model_validate(params))
+                self.events.extend(TREE_NOTIFICATION.payload.model_validate(params).events)
         elif method == CHANGESET_NOTIFICATION:
             self.has_changes = bool(params.get("files"))
-
-    def _tree(self, batch: TreeEventBatch) -> None:
-        for event in batch.events:
-            self.events.append(event)
-            key = (event.run_id, event.node_id or (event.node.id if event.node else ""))
-            if event.kind == "node_added" and event.node is not None:
-                self._node_tokens[key] = (event.node.input_tokens, event.node.output_tokens)
-            elif event.kind == "node_updated":
-                tokens_in, tokens_out = self._node_tokens.get(key, (0, 0))
-                with contextlib.suppress(TypeError, ValueError):
-                    tokens_in = int(event.changes.get("input_tokens", tokens_in) or 0)
-                    tokens_out = int(event.changes.get("output_tokens", tokens_out) or 0)
-                self._node_tokens[key] = (tokens_in, tokens_out)
-        if sum(a + b for a, b in self._node_tokens.values()) > self.budget_tokens:
-            self.over_budget.set()
+        elif method == USAGE_NOTIFICATION:
+            with contextlib.suppress(ValueError):
+                spent = USAGE_NOTIFICATION.payload.model_validate(params)
+                self.spent = spent.usage
+                if spent.tokens > self.budget_tokens:
+                    self.over_budget.set()
 
     async def permission(self, session_id: str, tool_call: Any, options: list[Any]) -> str | None:
         if getattr(tool_call, "kind", None) != "execute":
@@ -165,17 +165,15 @@ def run_from(task: str, mode: str, attempt: int, outcomes: Sequence[_Outcome], s
     usage: dict[str, RoleCost] = {}
     recovered = compactions = 0
     for outcome in outcomes:
-        if outcome.meta is None:
-            continue
-        for role, used in outcome.meta.usage.items():
+        for role, used in outcome.usage.items():
             cost = usage.setdefault(role, RoleCost())
             cost.calls += used.calls
             cost.input_tokens += used.input_tokens
             cost.output_tokens += used.output_tokens
             recovered += used.recovered_calls
         # The turn's figures count every compacted request; without them, the compactor's summaries.
-        counted = outcome.meta.figures.get("compactions")
-        summaries = outcome.meta.usage[COMPACTOR_ROLE].calls if COMPACTOR_ROLE in outcome.meta.usage else 0
+        counted = outcome.meta.figures.get("compactions") if outcome.meta is not None else None
+        summaries = outcome.usage[COMPACTOR_ROLE].calls if COMPACTOR_ROLE in outcome.usage else 0
         compactions += counted if isinstance(counted, int) else summaries
     nodes = sum(tree_size(o.events) for o in outcomes)
     return EvalRun(
@@ -457,11 +455,11 @@ class Evaluation:
                     else None
                 )
                 why = (
-                    f"the tree's tokens passed the budget of {budget_tokens}"
+                    f"its model calls passed the budget of {budget_tokens} tokens"
                     if status == "over_budget"
                     else f"the turn ran past the time budget of {budget_s:.0f} s"
                 )
-                return _Outcome(status, why, meta, client.events)
+                return _Outcome(status, why, meta, client.events, spent=client.spent)
             response = turn.result()
             meta = turn_meta(response.field_meta)
             outcome = _Outcome("failed", "", meta, client.events)
@@ -483,7 +481,7 @@ class Evaluation:
                 outcome.reason = "; ".join(p for p in (outcome.reason, _tail(check.output)) if p)
             return outcome
         except RequestError as exc:
-            return _Outcome("error", error_from_request(exc).message, None, client.events)
+            return _Outcome("error", error_from_request(exc).message, None, client.events, spent=client.spent)
         except (ConnectionError, TimeoutError) as exc:
             tail = agent.stderr.text(lines=8)
             why = (
@@ -491,9 +489,11 @@ class Evaluation:
                 if isinstance(exc, TimeoutError)
                 else "the backend stopped"
             )
-            return _Outcome("error", f"{why}{': ' + tail if tail else ''}", None, client.events)
+            said = f"{why}{': ' + tail if tail else ''}"
+            return _Outcome("error", said, None, client.events, spent=client.spent)
         except Exception as exc:  # an answer the client cannot read: this run's error, not the evaluation's
-            return _Outcome("error", f"unexpected {type(exc).__name__}: {exc}", None, client.events)
+            said = f"unexpected {type(exc).__name__}: {exc}"
+            return _Outcome("error", said, None, client.events, spent=client.spent)
         finally:
             await agent.stop(conn)
 

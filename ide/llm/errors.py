@@ -115,6 +115,24 @@ def unreachable(spec: ModelSpec, settings: LlmSettings, detail: str = "") -> Mod
     return ModelError("model_unreachable", f"{_server_name(spec)} is not reachable at {where}{suffix}", fix)
 
 
+_CUT_OFF = frozenset(
+    {"RemoteProtocolError", "ReadError", "IncompleteRead", "ChunkedEncodingError", "APIConnectionError"}
+)
+"""Exception types of a connection that closed under a stream (httpx, urllib3, requests, openai)."""
+
+
+def cut_off(spec: ModelSpec, settings: LlmSettings) -> ModelError:
+    """The connection closed in the middle of an answer: the server stopped, crashed or restarted."""
+    where = _endpoint(spec, settings)
+    log = '"ollama serve"' if spec.provider == "ollama" else "the server's"
+    return ModelError(
+        "bad_model_response",
+        f"The connection to {where} closed in the middle of the answer from {spec}: the server stopped, "
+        "crashed or restarted",
+        f"Check that it is running ({log} log says why it stopped), then retry.",
+    )
+
+
 def timed_out(spec: ModelSpec, settings: LlmSettings, *, first_chunk: bool = False) -> ModelError:
     """The model stayed silent too long: before its first chunk (loading), or in the middle of a stream."""
     if first_chunk:
@@ -150,8 +168,11 @@ def _bigger_window(spec: ModelSpec, settings: LlmSettings) -> str:
     return "Use a model with a bigger context window, or start a new session for a long task."
 
 
-def classify_error(exc: BaseException, spec: ModelSpec, settings: LlmSettings) -> ModelError:
-    """Turn an exception raised while calling ``spec`` into a ModelError whose text carries the fix.
+def classify_error(
+    exc: BaseException, spec: ModelSpec, settings: LlmSettings, *, mid_answer: bool = False
+) -> ModelError:
+    """Turn an exception raised while calling ``spec`` into a ModelError whose text carries the fix;
+    ``mid_answer``: the answer had begun streaming (a dropped connection is then a server that stopped).
 
     Providers are matched by exception type *names* and HTTP status so that optional SDKs (openai,
     anthropic) need not be importable here.
@@ -159,6 +180,8 @@ def classify_error(exc: BaseException, spec: ModelSpec, settings: LlmSettings) -
     if isinstance(exc, ModelError):
         return exc
     names = _type_names(exc)
+    if mid_answer and (names & _CUT_OFF or isinstance(exc, ConnectionError)):
+        return cut_off(spec, settings)
     text = _error_text(exc)
     status = status_code(exc)
 

@@ -33,6 +33,7 @@ from ide.llm.degenerate import LoopGuard
 from ide.llm.errors import ModelError, classify_error, timed_out
 from ide.llm.fallback import Fallback, falls_back
 from ide.llm.limits import provider_gate
+from ide.llm.meter import MeteredCall, UsageMeter
 from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
@@ -42,7 +43,6 @@ from ide.llm.tiers import ContextTier
 from ide.llm.window import ServedWindow, model_window
 from ide.llm.wire import openai_response_format, refused_format, retryable, unreadable_calls
 from ide.protocol import RoleUsage
-from ide.protocol.tree import recovered_calls
 from ide.settings import LatsModels, PlanModels, Settings, TotModels
 
 log = logging.getLogger(__name__)
@@ -89,8 +89,9 @@ class ModelRouter:
     """Routes model roles to chat models for one session.
 
     ``stream`` is the metered path: it applies the per-provider concurrency and rate limits, the call
-    timeout, error classification and usage accounting. ``chat_model`` hands out the bare model for
-    callers that need LangChain features (structured output) and do their own accounting.
+    timeout, error classification and usage accounting (counted as the answer streams, ``ide.llm.meter``).
+    ``chat_model`` hands out the bare model for callers that need LangChain features (structured output)
+    and do their own accounting.
     """
 
     def __init__(self, settings: Settings, *, base_dir: Path | None = None) -> None:
@@ -98,7 +99,8 @@ class ModelRouter:
         self.base_dir = base_dir
         self._models: dict[tuple[str, ...], BaseChatModel] = {}
         self._scripts: dict[str, Script] = {}
-        self._usage: dict[str, RoleUsage] = {}
+        self.meter = UsageMeter()
+        """Usage by role, counted while answers stream (its ``on_spent`` hears the spend mid-call)."""
         self._windows: dict[str, ServedWindow] = {}
         self._bound: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = OrderedDict()
         self._calibrations: dict[str, Calibration] = {}
@@ -227,7 +229,7 @@ class ModelRouter:
         self.fallbacks[role] = record
         self._untold.append(record)
         log.warning("%s", record.notice().strip())
-        entry = self._usage.setdefault(role, RoleUsage(model=default.raw))
+        entry = self.meter.entry(role, default.raw)
         entry.fallback_from = record.configured
         entry.fallback_reason = err.info.message
         return record
@@ -279,9 +281,14 @@ class ModelRouter:
 
             try:
                 async with gate:
-                    started = time.perf_counter()
-                    message = await self._collect(model, runnable, sent, spec, forward, tools)
-                    latency_ms = (time.perf_counter() - started) * 1000
+                    call = self.meter.open(role, spec.raw, fitted.tokens)
+                    try:
+                        message = await self._collect(model, runnable, sent, spec, forward, tools, call)
+                    except BaseException as exc:
+                        # Cancelled or timed out: the server worked on it; refused outright: nothing spent.
+                        worked = not isinstance(exc, ModelError) or exc.kind == "model_timeout"
+                        self.meter.ended(call, spent=call.streamed or worked)
+                        raise
                 break
             except ModelError as err:
                 if constrained and refused_format(err):
@@ -300,7 +307,7 @@ class ModelRouter:
                 update={"content": json.dumps(message.tool_calls[0]["args"]), "tool_calls": []}
             )
         self._check_truncation(role, spec, sent, fitted, message)
-        self._record(role, spec, sent, message, latency_ms)
+        self.meter.answered(call, message)
         return message
 
     async def _fit(self, role: str, spec: ModelSpec, messages: list[BaseMessage]) -> Fitted:
@@ -385,6 +392,7 @@ class ModelRouter:
         spec: ModelSpec,
         on_chunk: OnChunk | None,
         tools: Sequence[BaseTool] = (),
+        call: MeteredCall | None = None,
     ) -> AIMessage:
         splitter = ThinkSplitter()
         answer: list[str] = []
@@ -432,11 +440,13 @@ class ModelRouter:
                     raise timed_out(spec, llm, first_chunk=first) from exc
                 except Exception as exc:
                     # Only exceptions from the model are classified; on_chunk's own propagate as they are.
-                    raise classify_error(exc, spec, llm) from exc
+                    raise classify_error(exc, spec, llm, mid_answer=not first) from exc
                 if not isinstance(chunk, AIMessageChunk):
                     continue
                 if first_chunk_s is None:
                     first_chunk_s = time.perf_counter() - started
+                if call is not None:
+                    self.meter.feed(call, chunk)
                 merged = chunk if merged is None else merged + chunk
                 reasoning = chunk.additional_kwargs.get("reasoning_content")
                 if isinstance(reasoning, str) and reasoning:
@@ -490,31 +500,12 @@ class ModelRouter:
             id=merged.id,
         )
 
-    def _record(
-        self,
-        role: str,
-        spec: ModelSpec,
-        messages: Sequence[BaseMessage],
-        message: AIMessage,
-        latency_ms: float,
-    ) -> None:
-        usage = message.usage_metadata
-        if usage is None:
-            prompt = sum(len(m.text) for m in messages) // 4
-            output = (len(message.text) + len(message.additional_kwargs.get("reasoning_content", ""))) // 4
-            usage = {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
-            message.usage_metadata = usage  # type: ignore[assignment]
-        entry = self._usage.setdefault(role, RoleUsage(model=spec.raw))
-        entry.model = spec.raw
-        entry.calls += 1
-        entry.input_tokens += usage["input_tokens"]
-        entry.output_tokens += usage["output_tokens"]
-        entry.latency_ms += latency_ms
-        entry.recovered_calls += recovered_calls(message.tool_calls)
-
     def usage_snapshot(self) -> dict[str, RoleUsage]:
-        """Usage so far, by role (copies: later calls do not change a snapshot)."""
-        return {role: usage.model_copy() for role, usage in self._usage.items()}
+        """Usage so far, by role: the calls that ended (answered, cancelled, timed out or failed part-way)
+        and the calls in flight as they stand, each counted as a call (copies: later calls do not change a
+        snapshot). A turn cancelled while its model streams reports that call's spend even when the
+        call's own task has not seen its cancellation yet (LangGraph runs nodes in tasks of their own)."""
+        return self.meter.spent()
 
     async def window(self, role: str) -> ServedWindow:
         """The window the model for ``role`` runs with as Arbor uses it, and where that was read (Ollama:

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ide.protocol import RoleUsage
 from ide.protocol.method import Method, Notification
 
 ToolCalling = Literal["structured", "recovered", "none", "failed"]
@@ -85,6 +86,18 @@ class ContextFill(BaseModel):
     window: int
 
 
+class UsageSpent(BaseModel):
+    """What a session's model calls have spent so far, by role, the calls in flight counted as they stand
+    (an evaluation stops a run over its token budget with it, mid-call)."""
+
+    session_id: str
+    usage: dict[str, RoleUsage]
+
+    @property
+    def tokens(self) -> int:
+        return sum(u.input_tokens + u.output_tokens for u in self.usage.values())
+
+
 class HealthParams(BaseModel):
     cwd: str = Field(description="Workspace whose settings name the default model")
 
@@ -125,6 +138,8 @@ class ModelHealth(BaseModel):
 
 CONTEXT_NOTIFICATION = Notification("arbor/context", ContextFill)
 """Sent before each model request of a turn: how full the request is of the model's window."""
+USAGE_NOTIFICATION = Notification("arbor/usage", UsageSpent)
+"""Sent during a turn as model calls start, stream (every few dozen tokens) and end: the spend so far."""
 MODEL_PROBE = Method("arbor/model/probe", ProbeParams, ProbeResult)
 MODEL_PROBES_CACHED = Method("arbor/model/probes", ProbeParams, ProbeResult)
 MODEL_HEALTH = Method("arbor/model/health", HealthParams, ModelHealth)

@@ -136,6 +136,7 @@ async def test_a_connection_dropped_mid_answer_is_an_error_not_a_retry(fake_olla
     with pytest.raises(ModelError) as caught:
         await ModelRouter(make_settings(server.url, retry_backoff_s=0)).stream("react", ASK)
     assert caught.value.info.kind == "bad_model_response" and len(server.chat_bodies) == 1
+    assert "closed in the middle of the answer" in caught.value.info.message
 
 
 async def test_a_full_queue_answers_503_and_the_router_waits_and_retries() -> None:

@@ -4,6 +4,7 @@ when scripts/realmodel.py has not cached them on this machine."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +25,12 @@ def real_server() -> Iterator[RealServer]:
         pytest.skip(f"no llama-server and model cached here: run {GET_IT}")
     with llama_server(*found, context=8192) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def real_build() -> tuple[Path, Path]:
+    """The cached server binary and model, for a test that runs (and kills) a server of its own."""
+    found = cached()
+    if found is None:
+        pytest.skip(f"no llama-server and model cached here: run {GET_IT}")
+    return found

@@ -9,8 +9,9 @@ Usage::
 
 Responses use the scripted-model format of :mod:`tests.support.fake_ollama` (``content``, ``tool_calls``
 ``[{"name", "args"}]``, ``status``/``error``, ``json``, ``text_tool_calls``, ``prose``,
-``corrupt_arguments``, ``first_token_ms``, ``drop``) plus ``"bad_arguments": true``: structured tool
-calls whose ``function.arguments`` is not valid JSON. Server options: ``text_tool_calls=SHAPE``,
+``corrupt_arguments``, ``first_token_ms``, ``token_ms`` (between content pieces), ``drop``) plus
+``"bad_arguments": true``: structured tool calls whose ``function.arguments`` is not valid JSON.
+Server options: ``text_tool_calls=SHAPE``,
 ``reject_response_format=True`` (HTTP 400, as servers without structured output answer),
 ``context_length`` (a longer prompt is refused with HTTP 400, as OpenAI-compatible servers do — they do
 not truncate), ``says_window`` (``"llama-server"``: ``/props`` and ``meta.n_ctx`` in ``/v1/models``;
@@ -244,7 +245,12 @@ class _Handler(BaseHTTPRequestHandler):
 
         event({"role": "assistant", "content": ""})
         pieces = [content[i : i + PIECE_CHARS] for i in range(0, len(content), PIECE_CHARS)]
+        gap = float(response.get("token_ms") or 0)
         for index, piece in enumerate(pieces):
+            if self.gone or self.fake._closing.is_set():
+                return  # the client stopped reading (a cancel): a real server stops generating too
+            if index and gap:
+                self.fake.delay(gap)
             event({"content": piece})
             if index == 0 and response.get("drop"):
                 self.wfile.flush()

@@ -14,7 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.net import free_port
@@ -32,6 +32,13 @@ class RealServer:
     model: str
     """The model's id as the server names it."""
     context: int
+    process: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
+    """The server's process (a test may kill it mid-answer)."""
+
+    def slot_busy(self) -> bool:
+        """Whether the server's first slot is generating now (``GET /slots``)."""
+        with urllib.request.urlopen(f"{self.url.removesuffix('/v1')}/slots", timeout=5) as answer:
+            return bool(json.load(answer)[0]["is_processing"])
 
 
 def cached() -> tuple[Path, Path] | None:
@@ -48,16 +55,49 @@ def cached() -> tuple[Path, Path] | None:
     return Path(paths["server"]), Path(paths["model"])
 
 
+TOOLS_TEMPLATE = """\
+{%- if tools -%}
+<|im_start|>system
+Tools you may call:
+{%- for tool in tools %}
+{{ tool | tojson }}
+{%- endfor %}
+To call one, answer with <tool_call>{"name": "...", "arguments": {...}}</tool_call><|im_end|>
+{% endif -%}
+{%- for message in messages -%}
+<|im_start|>{{ message.role }}
+{% if message.tool_calls -%}
+{%- for call in message.tool_calls -%}
+<tool_call>{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments|tojson }}}</tool_call>
+{%- endfor -%}
+{%- else -%}
+{{ message.content }}
+{%- endif -%}
+<|im_end|>
+{% endfor -%}
+{%- if add_generation_prompt -%}
+<|im_start|>assistant
+{% endif -%}
+"""
+"""A ChatML chat template that describes tools and tool calls (``<tool_call>{json}</tool_call>``). Gemma 3
+270M is a base model without a template of its own, and llama-server's fallback describes no tools, so it
+ignores ``tools`` and ``tool_choice``; with this one its parser finds the call format and its grammar
+holds the model to it (content may still come before a call, even with ``tool_choice: "required"``)."""
+
 BIND_TRIES = 3
 """Ports tried when the one picked is taken before the server binds it."""
 
 
-def _start(binary: Path, model: Path, context: int, slots: int) -> tuple[subprocess.Popen[bytes], str]:
+def _start(
+    binary: Path, model: Path, context: int, slots: int, template: Path | None
+) -> tuple[subprocess.Popen[bytes], str]:
     """Start the server on a free port and wait until it serves /health (bounded); retried on a lost port."""
     for _ in range(BIND_TRIES):
         port = free_port()
         command = [str(binary), "-m", str(model), "-c", str(context), "-np", str(slots)]
         command += ["--host", "127.0.0.1", "--port", str(port), "-t", "2", "--jinja"]
+        if template is not None:
+            command += ["--chat-template-file", str(template)]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         root = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + LOAD_TIMEOUT_S
@@ -79,11 +119,14 @@ def _start(binary: Path, model: Path, context: int, slots: int) -> tuple[subproc
 
 
 @contextmanager
-def llama_server(binary: Path, model: Path, *, context: int = 8192, slots: int = 1) -> Iterator[RealServer]:
-    """``llama-server -m MODEL -c CONTEXT -np SLOTS`` on 127.0.0.1, until it serves /health; killed after."""
-    process, root = _start(binary, model, context, slots)
+def llama_server(
+    binary: Path, model: Path, *, context: int = 8192, slots: int = 1, template: Path | None = None
+) -> Iterator[RealServer]:
+    """``llama-server -m MODEL -c CONTEXT -np SLOTS [--chat-template-file TEMPLATE]`` on 127.0.0.1, until it
+    serves /health; killed after."""
+    process, root = _start(binary, model, context, slots, template)
     try:
-        yield RealServer(f"{root}/v1", str(model), context)
+        yield RealServer(f"{root}/v1", str(model), context, process)
     finally:
         process.kill()
         process.wait(timeout=10)
