@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,10 +20,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ide.llm.errors import ModelError
 from ide.llm.router import ROLES, TIMING_KEY, ModelRouter
+from ide.llm.window import served_template
 from ide.protocol.model import ModelProbe
 from ide.protocol.tree import recovered_calls
 
 PROBE_FILE = "model-probes.json"
+PROBE_TOKEN_CAP = 300
+"""Pieces of answer one probe request may stream: an answer to "read README.md" needs far fewer."""
 PROBE_LIMIT_S = 60.0
 """How long one model's probe (its two requests) may take: a model that rambles or a server that stalls is
 reported, not waited out."""
@@ -60,6 +65,23 @@ def roles_by_model(router: ModelRouter) -> dict[str, list[str]]:
     return found
 
 
+class Rambling(Exception):
+    """The probe's answer went past :data:`PROBE_TOKEN_CAP` pieces: the model does not stop."""
+
+
+def capped() -> Callable[[str, str], None]:
+    """An ``on_chunk`` that stops a probe request after :data:`PROBE_TOKEN_CAP` pieces of answer."""
+    pieces = 0
+
+    def count(kind: str, text: str) -> None:
+        nonlocal pieces
+        pieces += 1
+        if pieces > PROBE_TOKEN_CAP:
+            raise Rambling()
+
+    return count
+
+
 async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
     """Probe the model of ``role`` (``roles``: every role that uses it, for the report)."""
     spec = router.spec_for(role, fallback=False)
@@ -69,7 +91,11 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
         async with asyncio.timeout(PROBE_LIMIT_S):
             window = await router.window(role)
             result.context_window, result.context_source = window.tokens, window.source
-            reply = await router.stream(role, list(TOOL_REQUEST), tools=[read_file], fallback=False)
+            llm = router.settings.llm
+            if spec.provider == "openai" and llm.openai_base_url:
+                result.template = await served_template(llm.openai_base_url, os.environ.get("OPENAI_API_KEY"))
+            tools = [read_file]
+            reply = await router.stream(role, list(TOOL_REQUEST), tools, capped(), fallback=False)
             recovered = recovered_calls(reply.tool_calls)
             if not reply.tool_calls:
                 result.tool_calls = "none"
@@ -82,7 +108,8 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
             if output and generating > 0:
                 result.tokens_per_s = round(output / generating, 1)
             refused_before = str(spec) in router.format_refused
-            answer = await router.stream(role, list(STRUCTURED_REQUEST), schema=ProbeAnswer, fallback=False)
+            request = list(STRUCTURED_REQUEST)
+            answer = await router.stream(role, request, (), capped(), schema=ProbeAnswer, fallback=False)
             try:
                 ProbeAnswer.model_validate_json(answer.text)
                 honoured = True
@@ -96,6 +123,11 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
                 result.json_format = "honoured" if honoured else "ignored"
     except ModelError as exc:
         result.error = exc.info.text()
+    except Rambling:
+        result.error = (
+            f"the answer went past {PROBE_TOKEN_CAP} tokens without stopping: the probe stopped there — "
+            "the model rambles instead of answering (see llm.max_answer_tokens)"
+        )
     except TimeoutError:
         result.error = (
             f"no answer within {PROBE_LIMIT_S:g} s: the probe stopped there — the model is too slow on this "

@@ -105,6 +105,39 @@ async def served_window(base_url: str, model: str, api_key: str | None = None) -
     return ServedWindow(None, f"{root} does not say (asked /props, /v1/models, /api/v0/models)")
 
 
+CHATML_FALLBACK = "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}"
+"""A line of llama.cpp's built-in ChatML template, which llama-server uses when the model carries none."""
+
+
+def template_note(props: Any) -> str | None:
+    """What llama-server's ``/props`` says about the model's chat template, when it tells something the
+    probe's verdict should carry: the model has none (a base model), or the template describes no tools."""
+    if not isinstance(props, dict) or not isinstance(props.get("chat_template"), str):
+        return None
+    template = props["chat_template"]
+    bos = str(props.get("bos_token") or "")
+    if CHATML_FALLBACK in template.replace("\n", "\\n") and "im_start" not in bos:
+        return (
+            "the model carries no chat template (llama-server fell back to ChatML): it is likely a base "
+            "model, not a chat model — use an instruction-tuned one"
+        )
+    caps = str(props.get("chat_template_caps") or "")
+    if "'supports_tools': False" in caps or '"supports_tools": false' in caps:
+        return "the server's chat template describes no tools, so tool definitions never reach the model"
+    return None
+
+
+async def served_template(base_url: str, api_key: str | None = None) -> str | None:
+    """:func:`template_note` of the llama-server at ``base_url`` (None: another server, or nothing to say)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers) as client:
+            response = await client.get(f"{server_root(base_url)}/props")
+        return template_note(response.json()) if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
 async def ollama_show(host: str, model: str) -> dict[str, Any]:
     """POST /api/show for ``model``; raises httpx errors as they come."""
     async with httpx.AsyncClient(base_url=host, timeout=ASK_TIMEOUT_S) as client:

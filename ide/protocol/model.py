@@ -36,12 +36,15 @@ class ModelProbe(BaseModel):
         None, description="Where the window was read (a server endpoint, a setting), or why it is assumed"
     )
     error: str | None = Field(None, description="Why the probe could not finish, with the fix")
+    template: str | None = Field(
+        None, description="What the server's chat template tells (no template: a base model; no tools)"
+    )
     probed_at: str = ""
 
     def verdict(self) -> tuple[str, str]:
         """(mark, sentence) for one line of doctor or the window: ✓, ⚠ or ✗."""
         if self.error:
-            return "✗", self.error
+            return "✗", self.error + (f" — {self.template}" if self.template else "")
         calls = {
             "structured": ("✓", "structured tool calls"),
             "recovered": ("⚠", "tool calls sent as text (Arbor recovers them)"),
@@ -63,6 +66,8 @@ class ModelProbe(BaseModel):
         if self.context_window:
             source = f" ({self.context_source})" if self.context_source else ""
             parts.append(f"context {self.context_window} tokens{source}")
+        if self.template:
+            parts.append(self.template)
         roles = ", ".join(self.roles[:4]) + (", …" if len(self.roles) > 4 else "")
         return f"[{mark}] {self.model} ({roles}): " + "; ".join(parts)
 

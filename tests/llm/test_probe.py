@@ -102,3 +102,42 @@ async def test_a_probe_is_bounded_in_time_and_says_so(
     assert time.monotonic() - started < 2.5  # stopped at the bound, not waited out
     assert result.error is not None and result.error.startswith("no answer within 0.5 s")
     assert result.describe().startswith("[✗]")
+
+
+async def test_a_probe_stops_a_model_that_does_not_stop_answering(fake_ollama: Any) -> None:
+    rambling = {"chunks": [f"word{i} " for i in range(probing.PROBE_TOKEN_CAP * 2)]}  # never repeats itself
+    server = fake_ollama([rambling, ANSWER])
+    router = ModelRouter(make_settings(server.url, num_ctx=8192))
+    result = await probing.probe(router, "react", ["react"])
+    assert result.error is not None
+    assert result.error.startswith(f"the answer went past {probing.PROBE_TOKEN_CAP} tokens without stopping")
+    assert result.describe().startswith("[✗]")
+
+
+CHATML = (
+    "{%- for message in messages -%}\n  {{- '<|im_start|>' + message.role + '\n' + message.content + "
+    "'<|im_end|>\n' -}}\n{%- endfor -%}"
+)
+
+
+@pytest.mark.parametrize(
+    ("props", "said"),
+    [
+        ({"chat_template": CHATML, "bos_token": "<bos>"}, "carries no chat template"),  # llama.cpp's fallback
+        ({"chat_template": CHATML, "bos_token": "<|im_start|>"}, None),  # a ChatML model's own template
+        (
+            {"chat_template": "{{ messages }}", "chat_template_caps": "{'supports_tools': False}"},
+            "describes no tools",
+        ),
+        ({"chat_template": "{{ tools }}", "chat_template_caps": "{'supports_tools': True}"}, None),
+        ({"default_generation_settings": {"n_ctx": 8192}}, None),  # no template said: nothing to tell
+        ("not json object", None),
+    ],
+)
+def test_the_servers_template_tells_a_base_model_and_a_template_without_tools(
+    props: Any, said: str | None
+) -> None:
+    from ide.llm.window import template_note
+
+    note = template_note(props)
+    assert (note is None) if said is None else (note is not None and said in note)
