@@ -56,16 +56,19 @@ class ModelProbe(BaseModel):
     def describe(self) -> str:
         """One line: the verdict on tool calls, then format, speed and window."""
         mark, sentence = self.verdict()
+        window = ""
+        if self.context_window:
+            source = f" ({self.context_source})" if self.context_source else ""
+            window = f"context {self.context_window} tokens{source}"
         if self.error:
-            return f"[{mark}] {self.model}: {sentence}"
+            return f"[{mark}] {self.model}: {sentence}" + (f"; {window}" if window else "")
         parts = [sentence, f"JSON schema format {self.json_format.replace('_', ' ')}"]
         if self.first_token_s is not None:
             parts.append(f"first token {self.first_token_s:g} s")
         if self.tokens_per_s is not None:
             parts.append(f"{self.tokens_per_s:g} tokens/s")
-        if self.context_window:
-            source = f" ({self.context_source})" if self.context_source else ""
-            parts.append(f"context {self.context_window} tokens{source}")
+        if window:
+            parts.append(window)
         if self.template:
             parts.append(self.template)
         roles = ", ".join(self.roles[:4]) + (", …" if len(self.roles) > 4 else "")

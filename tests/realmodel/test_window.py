@@ -35,4 +35,4 @@ async def test_the_probe_of_the_real_base_model_is_bounded_and_names_its_missing
     assert time.monotonic() - started < PROBE_LIMIT_S + 5
     assert result.context_window == 8192
     assert result.template is not None and "carries no chat template" in result.template
-    assert "base model" in result.describe()
+    assert "base model" in result.describe() and "context 8192 tokens" in result.describe()
