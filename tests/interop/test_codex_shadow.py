@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.support.codex import (
     tool_outputs,
 )
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.foreign_run import arbor_agent_run
 from tests.support.git import git, hello_repo
 from tests.support.qwen import SHADOW_CWD
 
@@ -56,24 +56,13 @@ def arbor_run(
     codex_home.mkdir(parents=True, exist_ok=True)
     script = CodexScript(SHADOW_CWD)
     with FakeOpenAI(side=script) as server:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ide",
-                "run",
-                "--workspace",
-                str(workspace),
-                "--agent",
-                codex_command(peers, server.url),
-                *flags,
-                MAKE_TASK,
-            ],
-            env={**os.environ, "HOME": str(codex_home.parent), "CODEX_HOME": str(codex_home)},
-            capture_output=True,
-            text=True,
+        done = arbor_agent_run(
+            workspace,
+            codex_command(peers, server.url),
+            MAKE_TASK,
+            *flags,
+            env={"HOME": str(codex_home.parent), "CODEX_HOME": str(codex_home)},
             timeout=RUN_TIMEOUT_S,
-            check=False,
         )
     return done, script, server
 

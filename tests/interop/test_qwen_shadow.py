@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from ide.agentproc import resolve_agent
 from ide.headless.foreign import ForeignRun
 from ide.protocol.review import DECIDE, DecideParams
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.foreign_run import arbor_agent_run
 from tests.support.git import git, hello_repo
 from tests.support.qwen import (
     DONE,
@@ -54,24 +54,8 @@ def arbor_run(
     script = script or QwenScript(SHADOW_CWD)
     with FakeOpenAI(side=script) as server:
         command = qwen_command(node_peers, server.url)
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ide",
-                "run",
-                "--workspace",
-                str(workspace),
-                "--agent",
-                command,
-                *flags,
-                MAKE_TASK,
-            ],
-            env={**os.environ, "HOME": str(home)},
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
+        done = arbor_agent_run(
+            workspace, command, MAKE_TASK, *flags, env={"HOME": str(home)}, timeout=RUN_TIMEOUT_S
         )
     return done, script, server
 
