@@ -7,7 +7,9 @@ import json
 import logging
 import os
 import re
+import select
 import sys
+import threading
 from asyncio.streams import FlowControlMixin
 from collections.abc import AsyncIterator
 
@@ -20,6 +22,7 @@ STDIO_LIMIT = 50 * 1024 * 1024
 HEAD_BYTES = 4096
 """How much of an over-long line is kept to find its request id (JSON-RPC clients put it first)."""
 CHUNK_BYTES = 1 << 16
+OUTPUT_FLUSH_S = 10.0
 # The id only when it comes before params (as the SDKs send it): an "id" inside params is not the request's.
 _ID = re.compile(
     rb'^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?\d+|"[^"\\]{0,200}")'
@@ -39,6 +42,48 @@ def _claim_stdout() -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return protocol_fd
+
+
+def _pollable(fd: int, events: int) -> bool:
+    """Whether the event loop can wait on ``fd``: epoll takes pipes, sockets and terminals, but not a
+    regular file or ``/dev/null`` (asyncio refuses the first and waits forever on the second)."""
+    poller = select.epoll()
+    try:
+        poller.register(fd, events)
+    except OSError:
+        return False
+    finally:
+        poller.close()
+    return True
+
+
+def _copy(source: int, target: int, close: int) -> None:
+    """Copy ``source`` to ``target`` until end of file, then close ``close`` (the pipe end owned here)."""
+    try:
+        while chunk := os.read(source, CHUNK_BYTES):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view) :]
+    except OSError:
+        pass
+    finally:
+        os.close(close)
+
+
+def _through_pipe(fd: int, *, reading: bool) -> tuple[int, threading.Thread | None]:
+    """``fd`` itself when the event loop can wait on it, else one end of a pipe a thread copies it through:
+    ``arbor acp < requests.jsonl > answers.jsonl`` (or ``< /dev/null``) works like a client's pipes."""
+    if _pollable(fd, select.EPOLLIN if reading else select.EPOLLOUT):
+        return fd, None
+    read_end, write_end = os.pipe()
+    if reading:
+        copier = threading.Thread(target=_copy, args=(fd, write_end, write_end), daemon=True)
+        ours = read_end
+    else:
+        copier = threading.Thread(target=_copy, args=(read_end, fd, read_end), daemon=True)
+        ours = write_end
+    copier.start()
+    return ours, copier
 
 
 def _error_line(code: int, message: str, request_id: object = None) -> bytes:
@@ -119,9 +164,10 @@ async def guard_input(
 async def serve() -> None:
     """Run the agent until the client closes stdin."""
     loop = asyncio.get_running_loop()
-    protocol_fd = _claim_stdout()
+    stdin_fd, _ = _through_pipe(sys.stdin.fileno(), reading=True)
+    protocol_fd, output_copier = _through_pipe(_claim_stdout(), reading=False)
     stdin = asyncio.StreamReader(limit=STDIO_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), os.fdopen(stdin_fd, "rb", 0))
     transport, protocol = await loop.connect_write_pipe(_WriteProtocol, os.fdopen(protocol_fd, "wb", 0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     checked = asyncio.StreamReader(limit=STDIO_LIMIT)
@@ -132,6 +178,9 @@ async def serve() -> None:
     finally:
         guard.cancel()
         await agent.close()
+        if output_copier is not None:  # every answer reaches the file before the process ends
+            transport.close()
+            await asyncio.to_thread(output_copier.join, OUTPUT_FLUSH_S)
 
 
 def main(log_level: str = "WARNING") -> int:
