@@ -91,8 +91,9 @@ async def probe(router: ModelRouter, role: str, roles: list[str]) -> ModelProbe:
         async with asyncio.timeout(PROBE_LIMIT_S):
             window = await router.window(role)
             result.context_window, result.context_source = window.tokens, window.source
+            result.template = window.template
             llm = router.settings.llm
-            if spec.provider == "openai" and llm.openai_base_url:
+            if llm.context_window and spec.provider == "openai" and llm.openai_base_url:
                 result.template = await served_template(llm.openai_base_url, os.environ.get("OPENAI_API_KEY"))
             tools = [read_file]
             reply = await router.stream(role, list(TOOL_REQUEST), tools, capped(), fallback=False)

@@ -10,6 +10,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -518,7 +519,7 @@ class ModelRouter:
         if found is None:
             found = await model_window(spec, llm)
             if found.tokens is None:
-                found = ServedWindow(llm.num_ctx, f"{found.source}; assuming llm.num_ctx", found.settled)
+                found = replace(found, tokens=llm.num_ctx, source=f"{found.source}; assuming llm.num_ctx")
             if found.settled:  # a server that could not be asked is asked again at the next call
                 self._windows[spec.raw] = found
         return found

@@ -34,6 +34,9 @@ class ServedWindow:
     settled: bool = True
     """What the server said (or did not say) holds for the session; False when it could not be asked
     (down, or an error), so the window is asked again at the next call."""
+    template: str | None = None
+    """What llama-server's ``/props`` said about the model's chat template (:func:`template_note`), read
+    from the same answer as the window."""
 
 
 def server_root(base_url: str) -> str:
@@ -87,6 +90,7 @@ async def served_window(base_url: str, model: str, api_key: str | None = None) -
         (f"{root}/api/v0/models/{model}", _from_lmstudio, "LM Studio /api/v0/models"),
     )
     answered = False
+    template: str | None = None
     async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers) as client:
         for url, read, source in asks:
             try:
@@ -95,14 +99,19 @@ async def served_window(base_url: str, model: str, api_key: str | None = None) -
                 continue
             answered = True
             try:
-                tokens = read(response.json()) if response.status_code == 200 else None
+                payload = response.json() if response.status_code == 200 else None
             except ValueError:
                 continue
+            if read is _from_props:
+                template = template_note(payload)
+            tokens = read(payload) if payload is not None else None
             if tokens:
-                return ServedWindow(tokens, f"{source} at {root}")
+                return ServedWindow(tokens, f"{source} at {root}", template=template)
     if not answered:
         return ServedWindow(None, f"{root} could not be reached to ask its window", settled=False)
-    return ServedWindow(None, f"{root} does not say (asked /props, /v1/models, /api/v0/models)")
+    return ServedWindow(
+        None, f"{root} does not say (asked /props, /v1/models, /api/v0/models)", template=template
+    )
 
 
 CHATML_FALLBACK = "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}"
@@ -128,7 +137,8 @@ def template_note(props: Any) -> str | None:
 
 
 async def served_template(base_url: str, api_key: str | None = None) -> str | None:
-    """:func:`template_note` of the llama-server at ``base_url`` (None: another server, or nothing to say)."""
+    """:func:`template_note` of the llama-server at ``base_url`` (None: another server, or nothing to say),
+    for a window that was not read from the server (``llm.context_window`` set)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers) as client:
