@@ -419,7 +419,6 @@ class Evaluation:
         conn = connect(
             agent, ClientCallbacks(client.on_update, lambda: client.permission, client.on_notification)
         )
-        deadline = time.monotonic() + budget_s
         try:
             await asyncio.wait_for(
                 initialize(conn, meta={"review": True, "tree": True}, client="arbor-eval"), START_TIMEOUT_S
@@ -431,6 +430,9 @@ class Evaluation:
             current = session.modes.current_mode_id if session.modes else None
             if mode != current:
                 await conn.set_session_mode(session_id=sid, mode_id=mode)
+            # The time budget is the agent's, from its prompt: the backend's start depends on the machine's
+            # load, not on the mode, and has its own limit (START_TIMEOUT_S).
+            deadline = time.monotonic() + budget_s
             turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(task.prompt)]))
             # Retrieved even when this run is cancelled (Ctrl-C) and the connection closes under it.
             turn.add_done_callback(lambda done: done.cancelled() or done.exception())

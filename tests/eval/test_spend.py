@@ -77,7 +77,7 @@ def test_the_token_budget_stops_a_run_in_the_middle_of_an_answer(
 def test_a_run_out_of_time_mid_answer_records_the_call_and_tokens_it_spent(
     task: EvalTask, server: FakeOpenAI, tmp_path: object
 ) -> None:
-    # The answer streams for ~29 s; the run may take 12 (the backend starts in 2-5 of them).
+    # The answer streams for ~29 s; the run may take 12 from its prompt (the backend's start is not counted).
     run = evaluate(task, tmp_path, budget_tokens=200_000, budget_s=12.0)
     assert len(server.bodies) == 1 and run.status == "timeout"
     assert run.model_calls == 1

@@ -81,17 +81,19 @@ async def test_a_server_killed_mid_answer_is_a_clear_error_with_the_spend_counte
         assert server.process is not None
         router = router_for(server, monkeypatch, cap=400)
         pieces: list[str] = []
+        killed: list[float] = []
 
         def on_chunk(kind: str, text: str) -> None:
             pieces.append(text)
             if len(pieces) == 10:
                 server.process.kill()  # type: ignore[union-attr]
+                killed.append(time.monotonic())
 
-        started = time.monotonic()
         with pytest.raises(ModelError) as caught:
-            async with asyncio.timeout(30):  # a hang fails here
+            async with asyncio.timeout(120):  # a hang fails here (the prompt is slow on a busy machine)
                 await router.stream("react", ASK, on_chunk=on_chunk)
-        assert time.monotonic() - started < 15
+        # Timed from the kill: what comes before it is the model's prompt and first pieces, not the error.
+        assert killed and time.monotonic() - killed[0] < 15
     said = caught.value.info.text()
     assert f"The connection to {server.url} closed in the middle of the answer" in said, said
     used = router.usage_snapshot()["react"]
