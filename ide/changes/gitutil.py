@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import subprocess
 import tempfile
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +143,24 @@ class Blobs:
             return (self.directory / oid[:2] / oid[2:]).read_bytes()
         except FileNotFoundError as err:
             raise ChangeError(f"checkpoint blob {oid} is missing from {self.directory}") from err
+
+    def get_many(self, oids: Iterable[str | None]) -> dict[str, bytes]:
+        """The bytes of each stored blob of ``oids`` (None skipped), by id; a blob not stored is left out.
+        One ``git cat-file --batch`` for all of them, not a process per blob."""
+        wanted = list(dict.fromkeys(oid for oid in oids if oid))
+        if self.repo is not None:
+            found = cat_blobs(self.repo, wanted)
+            return {oid: data for oid, data in zip(wanted, found, strict=True) if data is not None}
+        stored = {}
+        for oid in wanted:
+            with contextlib.suppress(FileNotFoundError):
+                stored[oid] = (self.directory / oid[:2] / oid[2:]).read_bytes()
+        return stored
+
+    def missing(self, oid: str) -> ChangeError:
+        """The error for a checkpoint blob that is not stored (any more)."""
+        where = "git's object store" if self.repo is not None else str(self.directory)
+        return ChangeError(f"checkpoint blob {oid} is missing from {where}")
 
     def has(self, oid: str) -> bool:
         if self.repo is not None:
@@ -440,11 +459,78 @@ def _moved(planned: str | None, now: str | None) -> str:
 
 def tree_blob(repo: Repo, rev: str | None, rel: str) -> bytes | None:
     """The bytes of ``rel`` in commit ``rev``; None when it is not there (or there is no commit)."""
+    return tree_blobs(repo, rev, [rel])[0]
+
+
+def tree_blobs(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[bytes | None]:
+    """:func:`tree_blob` of each of ``rels``, all read by one git process."""
     if not rev:
+        return [None for _ in rels]
+    return cat_blobs(repo, [f"{rev}:{repo.path(rel)}" for rel in rels])
+
+
+def cat_blobs(repo: Repo, specs: Sequence[str]) -> list[bytes | None]:
+    """The bytes of the blob each of ``specs`` names (an object id or ``REV:PATH``), None where git finds
+    no blob there: one ``git cat-file --batch -z`` (hardened like every git here) for all of them.
+
+    Names go in NUL-terminated, so a path holding a newline or a carriage return is read as it is. When
+    the batch fails as a whole (an object git cannot read makes it stop) each name is asked on its own,
+    as :func:`cat_blob` does, so a broken object costs only its own file."""
+    if not specs:
+        return []
+    names = [spec.encode("utf-8", "surrogateescape") for spec in specs]
+    if all(b"\0" not in name for name in names):
+        proc = subprocess.run(
+            git_argv(repo.top, "cat-file", "--batch", "--buffer", "-z"),
+            cwd=repo.top,
+            input=b"".join(name + b"\0" for name in names),
+            capture_output=True,
+            env=run_env(),
+            check=False,
+        )
+        if proc.returncode == 0:
+            parsed = _batch_blobs(proc.stdout, names)
+            if parsed is not None:
+                return parsed
+    return [cat_blob(repo, spec) for spec in specs]
+
+
+def cat_blob(repo: Repo, spec: str) -> bytes | None:
+    """The bytes of the blob ``spec`` names, None when there is none: a git process of its own (what
+    :func:`cat_blobs` falls back to)."""
+    try:
+        argv = git_argv(repo.top, "cat-file", "blob", spec)
+    except ValueError:  # a NUL in the name: git could not be given it
         return None
-    argv = git_argv(repo.top, "cat-file", "blob", f"{rev}:{repo.path(rel)}")
     proc = subprocess.run(argv, cwd=repo.top, capture_output=True, env=run_env(), check=False)
     return proc.stdout if proc.returncode == 0 else None
+
+
+_BATCH_HEADER = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64}) ([a-z]+) ([0-9]+)\n")
+
+
+def _batch_blobs(out: bytes, names: list[bytes]) -> list[bytes | None] | None:
+    """``cat-file --batch`` output split per name (None where it names no blob); None when the output
+    is not one answer per name, in order."""
+    found: list[bytes | None] = []
+    pos = 0
+    for name in names:
+        # Git echoes a name it cannot resolve; a name is never the start of an object's header line
+        # (that begins with an object id and a space, a REV:PATH name has ':' or '^' there).
+        if out.startswith(name + b" missing\n", pos) or out.startswith(name + b" ambiguous\n", pos):
+            found.append(None)
+            pos = out.index(b"\n", pos + len(name)) + 1
+            continue
+        header = _BATCH_HEADER.match(out, pos)
+        if header is None:
+            return None
+        start = header.end()
+        end = start + int(header.group(3))
+        if out[end : end + 1] != b"\n":
+            return None
+        found.append(out[start:end] if header.group(2) == b"blob" else None)
+        pos = end + 1
+    return found if pos == len(out) else None
 
 
 def replay_change(
@@ -458,8 +544,8 @@ def replay_change(
     """
     committed: list[IndexEntry] = []
     left_out: list[str] = []
-    for rel, before, after, mode in entries:
-        recorded = tree_blob(repo, rev, rel)
+    recorded_all = tree_blobs(repo, rev, [rel for rel, *_ in entries])
+    for (rel, before, after, mode), recorded in zip(entries, recorded_all, strict=True):
         if recorded == before:
             if after is not None or recorded is not None:
                 committed.append((rel, after, mode))
