@@ -377,9 +377,7 @@ class Review:
         )
         written: list[str] = []
         try:
-            for rel, data, mode in entries:
-                confined.put(rel, data, mode)
-                written.append(rel)
+            confined.put_many(entries, written)
             commit = None
             if repo is not None and self.commit_mode == "commit" and recorded:
                 commit = commit_paths(repo, blobs, recorded, full_message, head)

@@ -106,9 +106,7 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
     confined = Confined(root)
     for rel, _data, _mode in writes:
         confined.check(rel)
-    for rel, data, mode in writes:
-        confined.put(rel, data, mode)
-        restored.append(rel)
+    confined.put_many(writes, restored)
     changed: list[IndexEntry] = [(rel, data, mode or 0o644) for rel, data, mode in writes]
     mode = store.commit_mode(batch_id)
     if repo is not None and changed:
