@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ide.changes.applylock import workspace_lock
+from ide.changes.confined import Confined
 from ide.changes.gitutil import (
     Blobs,
-    Confined,
     IndexEntry,
     blob_id,
     check_trackable,

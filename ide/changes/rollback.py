@@ -6,10 +6,9 @@ import os
 from pathlib import Path
 
 from ide.changes.applylock import workspace_lock
+from ide.changes.confined import TEMP_MARK, Confined
 from ide.changes.gitutil import (
-    TEMP_MARK,
     Blobs,
-    Confined,
     IndexEntry,
     Repo,
     blob_id,
