@@ -137,11 +137,12 @@ class Confined:
     def put_many(self, entries: Iterable[tuple[str, bytes | None, int | None]], done: list[str]) -> None:
         """:meth:`put` of each ``(rel, data, mode)`` in order, leaving the same files as one durable put after
         another — each file whole, its temp file synced before it is renamed over the old one — with the
-        syncs of up to ``SYNC_TOGETHER`` files running at once, in threads: the file system serves them
+        syncs of ``SYNC_TOGETHER`` files at a time running together, in threads: the file system serves them
         with one journal commit where, one after another, each waited for its own (300 files on ext4 under
         load: 1.5 s one by one, 0.1 s together). ``done`` gets each path once it is in place, so a caller
         can put back exactly those when a later one fails."""
         pending: list[_Staged] = []
+        pool = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="arbor-fsync")
         try:
             for rel, data, mode in entries:
                 if data is None:
@@ -154,15 +155,16 @@ class Confined:
                             raise
                         # A removal before it may make room (a file where this one's directory goes):
                         # land those first, as one put after another would have, then try again.
-                        self._land(pending, done)
+                        self._land(pending, done, pool)
                         pending = []
                         staged = self._stage(rel, data, mode or 0o644)
                     pending.append(staged)
                 if len(pending) >= SYNC_TOGETHER:
-                    self._land(pending, done)
+                    self._land(pending, done, pool)
                     pending = []
-            self._land(pending, done)
+            self._land(pending, done, pool)
         finally:
+            pool.shutdown()
             for item in pending:
                 item.discard()
 
@@ -186,13 +188,12 @@ class Confined:
             raise
         return staged
 
-    def _land(self, pending: list[_Staged], done: list[str]) -> None:
-        """Sync the temp files of ``pending`` together, then rename each over its target (or remove the
-        file, for a removal) in order."""
+    def _land(self, pending: list[_Staged], done: list[str], pool: ThreadPoolExecutor) -> None:
+        """Sync the temp files of ``pending`` together (in ``pool``'s threads), then rename each over its
+        target (or remove the file, for a removal) in order."""
         files = [item.fd for item in pending if item.fd >= 0]
         if len(files) > 1:
-            with ThreadPoolExecutor(max_workers=min(len(files), SYNC_TOGETHER)) as pool:
-                list(pool.map(os.fsync, files))
+            list(pool.map(os.fsync, files))
         elif files:
             os.fsync(files[0])
         for item in pending:
@@ -236,7 +237,11 @@ class Confined:
 
 
 SYNC_TOGETHER = 64
-"""How many files :meth:`Confined.put_many` syncs at once (each holds two descriptors until it lands)."""
+"""How many files :meth:`Confined.put_many` stages before it syncs and lands them (each holds two
+descriptors until then)."""
+SYNC_THREADS = 16
+"""Threads syncing at once: on ext4 under load 8 of them already shared one journal commit (300 files:
+0.09 s with 8, 0.08-0.13 s with 16 to 64, 0.17 s with 4)."""
 
 
 class _Staged:

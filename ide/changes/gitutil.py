@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import stat
+import struct
 import subprocess
 import tempfile
 import uuid
@@ -128,6 +129,30 @@ class Blobs:
             _atomic_bytes(target, payload, 0o444, durable=durable)
         return oid
 
+    def put_many(self, datas: Iterable[bytes]) -> list[str]:
+        """:meth:`put` of each of ``datas``, not synced; returns their ids. In git, when ``PACK_FROM`` or
+        more are not stored yet they go into one pack (one ``git index-pack``, which syncs it) instead of
+        a loose file each; should git refuse the pack, they are written loose after all."""
+        datas = list(datas)
+        ids = [blob_id(data) for data in datas]
+        if self.repo is None:
+            for data in datas:
+                self.put(data, durable=False)
+            return ids
+        new = {oid: data for oid, data in zip(ids, datas, strict=True) if not self._loose(oid).exists()}
+        if len(new) >= PACK_FROM:
+            try:
+                git(self.repo.top, "index-pack", "--stdin", input=_pack(new.values()))
+                return ids
+            except ChangeError:
+                pass
+        for data in new.values():
+            self.put(data, durable=False)
+        return ids
+
+    def _loose(self, oid: str) -> Path:
+        return self._objects / oid[:2] / oid[2:]  # type: ignore[operator]
+
     def put_files(self, paths: list[Path]) -> None:
         """Store the current content of files (the ids are known already)."""
         if self.repo is not None:
@@ -208,9 +233,12 @@ IndexEntry = tuple[str, bytes | None, int | None]
 """(workspace-relative path, bytes or None for a deletion, permission bits) of one committed file."""
 
 
-def _index_info(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> bytes:
-    """``update-index --index-info`` lines for ``entries``, their blobs stored first (Arbor hashes the
-    bytes itself, so no clean filter of the repository runs and the commit holds exactly these bytes)."""
+def _index_info(repo: Repo, blobs: Blobs | None, entries: list[IndexEntry]) -> bytes:
+    """``update-index --index-info`` lines for ``entries``, their blobs stored first unless ``blobs`` is
+    None (``update-index`` does not look the objects up). Arbor hashes the bytes itself, so no clean filter
+    of the repository runs and the commit holds exactly these bytes."""
+    datas = [data for _rel, data, _mode in entries if data is not None]
+    ids = iter(blobs.put_many(datas) if blobs is not None else [blob_id(data) for data in datas])
     lines = []
     for rel, data, mode in entries:
         path = repo.path(rel).encode("utf-8", "surrogateescape")
@@ -218,8 +246,32 @@ def _index_info(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> bytes:
             lines.append(b"0 " + b"0" * 40 + b"\t" + path + b"\0")
         else:
             kind = b"100755" if (mode or 0) & 0o111 else b"100644"
-            lines.append(kind + b" " + blobs.put(data, durable=False).encode() + b"\t" + path + b"\0")
+            lines.append(kind + b" " + next(ids).encode() + b"\t" + path + b"\0")
     return b"".join(lines)
+
+
+PACK_FROM = 16
+"""From how many new blobs on :meth:`Blobs.put_many` writes one pack rather than a loose file each."""
+
+
+def _pack(datas: Iterable[bytes]) -> bytes:
+    """A git pack (version 2, no deltas) of blobs holding ``datas``."""
+    body = []
+    count = 0
+    for data in datas:
+        size = len(data)
+        header = bytearray()
+        byte = (3 << 4) | (size & 0x0F)  # type 3: blob
+        size >>= 4
+        while size:
+            header.append(byte | 0x80)
+            byte = size & 0x7F
+            size >>= 7
+        header.append(byte)
+        body += [bytes(header), zlib.compress(data, 1)]
+        count += 1
+    pack = b"PACK" + struct.pack(">II", 2, count) + b"".join(body)
+    return pack + hashlib.sha1(pack).digest()
 
 
 def _update_index(repo: Repo, info: bytes, env: dict[str, str] | None = None) -> None:
@@ -238,12 +290,13 @@ def _update_index(repo: Repo, info: bytes, env: dict[str, str] | None = None) ->
         raise ChangeError(f"git update-index failed: {errors or f'exit status {proc.returncode}'}")
 
 
-def check_trackable(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> None:
+def check_trackable(repo: Repo, entries: list[IndexEntry]) -> None:
     """Refuse, before anything is written, paths git will not put in an index (``.GIT/x``, ``a/../b``…)."""
     git_dir = repo.git_dir or Path(git(repo.top, "rev-parse", "--absolute-git-dir").decode().strip())
     index = git_dir / f"arbor-check-{os.getpid()}"
     try:
-        _update_index(repo, _index_info(repo, blobs, entries), {"GIT_INDEX_FILE": str(index)})
+        # Only the paths are checked: the blobs are stored when they are committed or staged.
+        _update_index(repo, _index_info(repo, None, entries), {"GIT_INDEX_FILE": str(index)})
     except ChangeError as exc:
         raise ChangeError(
             f"git will not track every file of this batch, so nothing was written ({exc})"

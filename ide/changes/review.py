@@ -341,7 +341,7 @@ class Review:
                 for rel, (data, mode) in plan.proposed.items()
             ]
             recorded, uncommitted = replay_change(repo, head, changes)
-            check_trackable(repo, blobs, recorded)
+            check_trackable(repo, recorded)
         batch_id = uuid.uuid4().hex
         text = message or commit_subject(self.title) or "Apply reviewed changes"
         full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
@@ -384,9 +384,7 @@ class Review:
             elif repo is not None and self.commit_mode == "stage" and recorded:
                 stage_paths(repo, blobs, recorded)
             else:
-                for _rel, data, _mode in entries:
-                    if data is not None:
-                        blobs.put(data, durable=False)
+                blobs.put_many(data for _rel, data, _mode in entries if data is not None)
         except (OSError, ChangeError) as exc:
             self._put_back(confined, written, before)
             if isinstance(exc, OSError):

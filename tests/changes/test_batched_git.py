@@ -245,3 +245,30 @@ def test_config_added_between_two_applies_still_runs_nothing(
     assert not marker.exists(), "config added after the first Apply ran a program"
     # No clean filter touched the bytes: the commit holds exactly what was accepted.
     assert git(root, "show", f"{result.batch.commit}:README.md") == "# demo\n\nSays hi.\n"
+
+
+def test_new_blobs_go_into_one_pack_that_git_reads_back(git_workspace: Path, tmp_path: Path) -> None:
+    root = git_workspace
+    repo = find_repo(root)
+    assert repo is not None
+    blobs = gitutil.Blobs(repo, tmp_path / "unused")
+    datas = [b"", b"\x00\xff" * 9, bytes(range(256)) * 5000, b"same\n", b"same\n"]  # a size over 2**20
+    datas += [b"blob %d\n" % index * index for index in range(gitutil.PACK_FROM)]
+    objects = root / ".git" / "objects"
+    packs, loose = set(objects.glob("pack/*.pack")), set(objects.glob("??/*"))
+    ids = blobs.put_many(datas)
+    assert len(set(objects.glob("pack/*.pack")) - packs) == 1 and set(objects.glob("??/*")) == loose
+    hashed = [
+        subprocess.run(
+            ["git", "hash-object", "--stdin"], cwd=root, input=data, capture_output=True, check=True
+        )
+        for data in datas
+    ]
+    assert ids == [done.stdout.decode().strip() for done in hashed]
+    assert cat_blobs(repo, ids) == datas
+    subprocess.run(["git", "fsck", "--strict", "--no-dangling"], cwd=root, check=True, capture_output=True)
+
+    few = [b"one\n", b"two\n"]  # below PACK_FROM: a loose file each
+    ids = blobs.put_many(few)
+    assert all((root / ".git" / "objects" / oid[:2] / oid[2:]).exists() for oid in ids)
+    assert cat_blobs(repo, ids) == few
