@@ -436,17 +436,21 @@ def _batch_blobs(out: bytes, names: list[bytes]) -> list[bytes | None] | None:
 
 
 def replay_change(
-    repo: Repo, rev: str | None, entries: list[tuple[str, bytes | None, bytes | None, int | None]]
+    repo: Repo,
+    rev: str | None,
+    entries: list[tuple[str, bytes | None, bytes | None, int | None]],
+    in_rev: list[bytes | None] | None = None,
 ) -> tuple[list[IndexEntry], list[str]]:
     """What to commit on top of ``rev`` so the commit holds exactly the change ``before → after`` of each
     ``(path, before, after, mode)``, and nothing else that differs on disk (edits the user never committed).
 
     The change is merged onto ``rev``'s version of the file; a file where that overlaps such edits is left
-    out (second list): it is on disk, but committing it would commit the user's edits too.
+    out (second list): it is on disk, but committing it would commit the user's edits too. ``in_rev``, when
+    the caller has read them already, are the files' bytes in ``rev`` (else they are read).
     """
     committed: list[IndexEntry] = []
     left_out: list[str] = []
-    recorded_all = tree_blobs(repo, rev, [rel for rel, *_ in entries])
+    recorded_all = tree_blobs(repo, rev, [rel for rel, *_ in entries]) if in_rev is None else in_rev
     for (rel, before, after, mode), recorded in zip(entries, recorded_all, strict=True):
         if recorded == before:
             if after is not None or recorded is not None:

@@ -122,7 +122,12 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
             found = iter(cat_blobs(repo, specs))
             undo = [(rel, next(found), next(found), file_mode) for rel, _data, file_mode in changed]
             head = repo.head()
-            recorded, _left = replay_change(repo, head, [u for u in undo if u[1] != u[2]])
+            reverting = [u for u in undo if u[1] != u[2]]
+            # Right after the batch HEAD is its commit, whose files were just read: no second read.
+            known = (
+                [committed for _rel, committed, _before, _mode in reverting] if head == batch.commit else None
+            )
+            recorded, _left = replay_change(repo, head, reverting, known)
             if recorded:
                 commit_paths(repo, blobs, recorded, message, head)
         elif mode == "stage":

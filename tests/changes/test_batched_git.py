@@ -272,3 +272,26 @@ def test_new_blobs_go_into_one_pack_that_git_reads_back(git_workspace: Path, tmp
     ids = blobs.put_many(few)
     assert all((root / ".git" / "objects" / oid[:2] / oid[2:]).exists() for oid in ids)
     assert cat_blobs(repo, ids) == few
+
+
+def test_rolling_back_under_a_later_commit_replays_onto_it(tmp_path: Path) -> None:
+    """HEAD is no longer the batch's commit: the revert is replayed onto the user's commit (the files
+    read for it, not the batch's)."""
+    root = many_files_repo(tmp_path / "ws", 2)
+    changes = ChangeSet(root)
+    for rel in ("dir0/f0.txt", "dir1/f1.txt"):
+        changes.edit(rel, "line 3\n", "agent 3\n")
+    review = Review(changes, session_id="s", title="t", store=BatchStore(tmp_path / "data"))
+    accept_all(review)
+    batch = review.apply().batch
+    assert batch is not None and batch.commit
+    path = root / "dir0" / "f0.txt"
+    path.write_text(path.read_text().replace("line 20\n", "user 20\n"))
+    git(root, "commit", "-qam", "the user's own commit")
+    result = rollback_batch(root, review.store, batch.id)
+    assert sorted(result.restored) == ["dir0/f0.txt", "dir1/f1.txt"] and not result.refused
+    body = "".join(f"line {n}\n" for n in range(30))
+    assert git(root, "show", "HEAD:dir0/f0.txt") == body.replace("line 20\n", "user 20\n")
+    assert git(root, "show", "HEAD:dir1/f1.txt") == body
+    assert git(root, "log", "-1", "--format=%s").startswith("Revert Arbor batch")
+    assert git(root, "status", "--porcelain") == ""
