@@ -191,11 +191,7 @@ class Confined:
     def _land(self, pending: list[_Staged], done: list[str], pool: ThreadPoolExecutor) -> None:
         """Sync the temp files of ``pending`` together (in ``pool``'s threads), then rename each over its
         target (or remove the file, for a removal) in order."""
-        files = [item.fd for item in pending if item.fd >= 0]
-        if len(files) > 1:
-            list(pool.map(os.fsync, files))
-        elif files:
-            os.fsync(files[0])
+        sync_all([item.fd for item in pending if item.fd >= 0], pool)
         for item in pending:
             if item.removal:
                 self.remove(item.rel)
@@ -234,6 +230,18 @@ class Confined:
                 except OSError:
                     return
             parts.pop()
+
+
+def sync_all(fds: list[int], pool: ThreadPoolExecutor | None = None) -> None:
+    """``fsync`` each of ``fds``, all at once from ``pool``'s threads (or a pool of its own)."""
+    if len(fds) <= 1:
+        for fd in fds:
+            os.fsync(fd)
+    elif pool is not None:
+        list(pool.map(os.fsync, fds))
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(fds), SYNC_THREADS)) as own:
+            list(own.map(os.fsync, fds))
 
 
 SYNC_TOGETHER = 64

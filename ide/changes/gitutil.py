@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ide.changes.confined import TEMP_MARK
+from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all
 from ide.changes.hunks import is_binary
 from ide.changes.overlay import ChangeError
 from ide.gitsafe import base_argv, git_argv, git_env
@@ -117,17 +117,30 @@ class Blobs:
 
     def put(self, data: bytes, *, durable: bool = True) -> str:
         """Store ``data`` (fsynced when ``durable``); returns its git blob id."""
-        oid = blob_id(data)
-        if self.repo is not None:
-            # Same format as `git hash-object -w`, without a process per blob.
-            target = self._objects / oid[:2] / oid[2:]  # type: ignore[operator]
-            payload = zlib.compress(b"blob %d\0" % len(data) + data, 1)
-        else:
-            target = self.directory / oid[:2] / oid[2:]
-            payload = data
+        # In git the same format as `git hash-object -w`, without a process per blob.
+        oid, target, payload = self._object(data)
         if not target.exists():
             _atomic_bytes(target, payload, 0o444, durable=durable)
         return oid
+
+    def put_synced(self, datas: Iterable[bytes]) -> list[str]:
+        """:meth:`put` of each of ``datas``, each synced before it is in place (what a checkpoint needs
+        before the first file is written), the syncs of many together; returns their ids."""
+        ids, items = [], {}
+        for data in datas:
+            oid, target, payload = self._object(data)
+            ids.append(oid)
+            if oid not in items and not target.exists():
+                items[oid] = (target, payload)
+        _atomic_many(list(items.values()), 0o444)
+        return ids
+
+    def _object(self, data: bytes) -> tuple[str, Path, bytes]:
+        """(id, file, bytes of the file) of the blob holding ``data`` (loose, in git's format, in git)."""
+        oid = blob_id(data)
+        if self.repo is not None:
+            return oid, self._loose(oid), zlib.compress(b"blob %d\0" % len(data) + data, 1)
+        return oid, self.directory / oid[:2] / oid[2:], data
 
     def put_many(self, datas: Iterable[bytes]) -> list[str]:
         """:meth:`put` of each of ``datas``, not synced; returns their ids. In git, when ``PACK_FROM`` or
@@ -211,6 +224,34 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]
     if proc.returncode < 0 or proc.returncode > 127:
         raise ChangeError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc.stdout, proc.returncode == 0
+
+
+def _atomic_many(items: list[tuple[Path, bytes]], mode: int) -> None:
+    """:func:`_atomic_bytes` of each ``(path, data)``, durable, with the syncs of ``SYNC_TOGETHER`` files
+    at a time running together (as :meth:`~ide.changes.confined.Confined.put_many` does)."""
+    for start in range(0, len(items), SYNC_TOGETHER):
+        staged: list[tuple[int, str, Path]] = []
+        try:
+            for path, data in items[start : start + SYNC_TOGETHER]:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
+                staged.append((fd, tmp, path))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            sync_all([fd for fd, _tmp, _path in staged])
+            for index, (fd, tmp, path) in enumerate(staged):
+                os.close(fd)
+                staged[index] = (-1, tmp, path)
+                os.chmod(tmp, mode)
+                os.replace(tmp, path)
+                staged[index] = (-1, "", path)
+        finally:
+            for fd, tmp, _path in staged:
+                if fd >= 0:
+                    os.close(fd)
+                if tmp:
+                    Path(tmp).unlink(missing_ok=True)
 
 
 def _atomic_bytes(path: Path, data: bytes, mode: int, *, durable: bool = True) -> None:

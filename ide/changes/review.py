@@ -346,6 +346,7 @@ class Review:
         text = message or commit_subject(self.title) or "Apply reviewed changes"
         full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
         checkpoints = []
+        kept: list[bytes] = []
         before: dict[str, tuple[bytes | None, int | None]] = {}
         for plan in writing:
             for rel, (data, mode) in plan.writes.items():
@@ -358,14 +359,16 @@ class Review:
                     )
                 base = plan.bases.get(rel)
                 # Only pre-images must be durable before writing; what we write is stored after.
-                pre_id = blobs.put(pre) if pre is not None else None
-                base_id = pre_id if base == pre else blobs.put(base) if base is not None else None
+                pre_id = blob_id(pre) if pre is not None else None
+                base_id = pre_id if base == pre else blob_id(base) if base is not None else None
+                kept += [image for image in (pre, base) if image is not None]
                 post_id = blob_id(data) if data is not None else None
                 checkpoints.append(
                     FileCheckpoint(
                         rel, pre_id, pre_mode, post_id, mode if data is not None else None, base_id
                     )
                 )
+        blobs.put_synced(kept)  # the checkpoint's pre-images, on disk before the first file is written
         self.store.begin(
             batch_id,
             session_id=self.session_id,

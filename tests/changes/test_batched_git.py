@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ide.changes import BatchStore, ChangeSet, Review, gitutil, rollback_batch
-from ide.changes.gitutil import cat_blob, cat_blobs, find_repo
+from ide.changes.gitutil import Blobs, cat_blob, cat_blobs, find_repo
 from ide.protocol.review import DecideParams
 from tests.support.git import git
 
@@ -295,3 +295,55 @@ def test_rolling_back_under_a_later_commit_replays_onto_it(tmp_path: Path) -> No
     assert git(root, "show", "HEAD:dir1/f1.txt") == body
     assert git(root, "log", "-1", "--format=%s").startswith("Revert Arbor batch")
     assert git(root, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("in_git", [True, False])
+def test_a_checkpoint_is_synced_blob_by_blob_before_any_file_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_git: bool
+) -> None:
+    """Every file has edits of the user's, so every pre-image is new to the store: each is synced before
+    it is renamed into place, and all of them before the first workspace file is replaced."""
+    root = many_files_repo(tmp_path / "ws", 70) if in_git else tmp_path / "ws"
+    if not in_git:
+        for index in range(70):
+            (root / f"dir{index % 4}").mkdir(parents=True, exist_ok=True)
+            (root / f"dir{index % 4}" / f"f{index}.txt").write_text("".join(f"line {n}\n" for n in range(30)))
+    for index in range(70):
+        path = root / f"dir{index % 4}" / f"f{index}.txt"
+        path.write_text(path.read_text().replace("line 20\n", f"user {index}\n"))
+    changes = ChangeSet(root)
+    for index in range(70):
+        changes.edit(f"dir{index % 4}/f{index}.txt", "line 3\n", "agent 3\n")
+    review = Review(changes, session_id="s", title="t", store=BatchStore(tmp_path / "data"))
+    accept_all(review)
+    synced: set[int] = set()
+    events: list[tuple[str, bool]] = []  # (what was renamed, was it synced)
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        real_fsync(fd)
+        synced.add(os.fstat(fd).st_ino)
+
+    def replace(src, dst, *, src_dir_fd=None, dst_dir_fd=None):  # type: ignore[no-untyped-def]
+        kind = "workspace" if src_dir_fd is not None else "object"
+        events.append((kind, os.stat(src, dir_fd=src_dir_fd).st_ino in synced))
+        real_replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    result = review.apply()
+    assert result.batch is not None
+    kinds = [kind for kind, _synced in events]
+    first_file = kinds.index("workspace")
+    assert kinds[:first_file].count("object") >= 70, "the pre-images are stored before the first file"
+    assert all(was_synced for _kind, was_synced in events[:first_file])
+    assert all(was_synced for kind, was_synced in events if kind == "workspace")
+    store = Blobs(find_repo(root) if in_git else None, tmp_path / "data" / "blobs")
+    checkpoint = review.store.files(result.batch.id)
+    pres = store.get_many(entry.pre_blob for entry in checkpoint)
+    assert {entry.path: pres[entry.pre_blob] for entry in checkpoint} == {
+        f"dir{index % 4}/f{index}.txt": "".join(
+            f"user {index}\n" if n == 20 else f"line {n}\n" for n in range(30)
+        ).encode()
+        for index in range(70)
+    }
