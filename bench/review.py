@@ -1,4 +1,5 @@
-"""Benchmark of batched review: a 300-file / 3,000-hunk change set built, viewed, applied and checkpointed.
+"""Benchmark of batched review: a 300-file / 3,000-hunk change set built, viewed, applied, checkpointed and
+rolled back.
 
 Prints JSON. ``make_bench_repo`` and ``build_bench_changeset`` make the same change set for other timings
 (e.g. the review pane's).
@@ -14,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ide.changes import BatchStore, ChangeSet, Review
+from ide.changes import BatchStore, ChangeSet, Review, rollback_batch
 from ide.changes.hunks import patch_text
 from ide.changes.review import file_changes
 from ide.protocol.review import DecideParams
@@ -81,6 +82,8 @@ def _repo_bytes(root: Path) -> int:
 
 def run(repeats: int = 5) -> dict[str, object]:
     build_ms, view_ms, apply_s, peer_s = [], [], [], []
+    rollback_s: list[float] = []
+    peer_revert_s: list[float] = []
     result: dict[str, object] = {}
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="arbor-bench-") as tmp:
@@ -102,6 +105,10 @@ def run(repeats: int = 5) -> dict[str, object]:
             assert applied.batch is not None and applied.batch.commit and not applied.conflicts
             store = review.store
             big = _checkpoint_bytes(store, root, applied.batch.id)
+            start = time.perf_counter()
+            undone = rollback_batch(root, store, applied.batch.id)
+            rollback_s.append(time.perf_counter() - start)
+            assert len(undone.restored) == FILES and not undone.refused
 
             small = ChangeSet(root)
             for i in range(3):
@@ -123,6 +130,9 @@ def run(repeats: int = 5) -> dict[str, object]:
             _git(peer, "apply", "-", input=patch)
             _git(peer, "commit", "-qam", "peer")
             peer_s.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            _git(peer, "revert", "--no-edit", "HEAD")
+            peer_revert_s.append(time.perf_counter() - start)
     apply_median = statistics.median(apply_s)
     peer_median = statistics.median(peer_s)
     return {
@@ -138,6 +148,9 @@ def run(repeats: int = 5) -> dict[str, object]:
         "apply_target_s": 2.0,
         "peer_git_apply_commit_s": round(peer_median, 3),
         "apply_vs_peer_ratio": round(apply_median / peer_median, 2),
+        "rollback_s": round(statistics.median(rollback_s), 3),
+        "peer_git_revert_s": round(statistics.median(peer_revert_s), 3),
+        "rollback_vs_peer_ratio": round(statistics.median(rollback_s) / statistics.median(peer_revert_s), 2),
     }
 
 

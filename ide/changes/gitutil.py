@@ -5,17 +5,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
+import struct
 import subprocess
 import tempfile
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all
 from ide.changes.hunks import is_binary
-from ide.changes.overlay import ChangeError, FileTooLarge
+from ide.changes.overlay import ChangeError
 from ide.gitsafe import base_argv, git_argv, git_env
 
 
@@ -114,17 +117,54 @@ class Blobs:
 
     def put(self, data: bytes, *, durable: bool = True) -> str:
         """Store ``data`` (fsynced when ``durable``); returns its git blob id."""
-        oid = blob_id(data)
-        if self.repo is not None:
-            # Same format as `git hash-object -w`, without a process per blob.
-            target = self._objects / oid[:2] / oid[2:]  # type: ignore[operator]
-            payload = zlib.compress(b"blob %d\0" % len(data) + data, 1)
-        else:
-            target = self.directory / oid[:2] / oid[2:]
-            payload = data
+        # In git the same format as `git hash-object -w`, without a process per blob.
+        oid, target, payload = self._object(data)
         if not target.exists():
             _atomic_bytes(target, payload, 0o444, durable=durable)
         return oid
+
+    def put_synced(self, datas: Iterable[bytes]) -> list[str]:
+        """:meth:`put` of each of ``datas``, each synced before it is in place (what a checkpoint needs
+        before the first file is written), the syncs of many together; returns their ids."""
+        ids, items = [], {}
+        for data in datas:
+            oid, target, payload = self._object(data)
+            ids.append(oid)
+            if oid not in items and not target.exists():
+                items[oid] = (target, payload)
+        _atomic_many(list(items.values()), 0o444)
+        return ids
+
+    def _object(self, data: bytes) -> tuple[str, Path, bytes]:
+        """(id, file, bytes of the file) of the blob holding ``data`` (loose, in git's format, in git)."""
+        oid = blob_id(data)
+        if self.repo is not None:
+            return oid, self._loose(oid), zlib.compress(b"blob %d\0" % len(data) + data, 1)
+        return oid, self.directory / oid[:2] / oid[2:], data
+
+    def put_many(self, datas: Iterable[bytes]) -> list[str]:
+        """:meth:`put` of each of ``datas``, not synced; returns their ids. In git, when ``PACK_FROM`` or
+        more are not stored yet they go into one pack (one ``git index-pack``, which syncs it) instead of
+        a loose file each; should git refuse the pack, they are written loose after all."""
+        datas = list(datas)
+        ids = [blob_id(data) for data in datas]
+        if self.repo is None:
+            for data in datas:
+                self.put(data, durable=False)
+            return ids
+        new = {oid: data for oid, data in zip(ids, datas, strict=True) if not self._loose(oid).exists()}
+        if len(new) >= PACK_FROM:
+            try:
+                git(self.repo.top, "index-pack", "--stdin", input=_pack(new.values()))
+                return ids
+            except ChangeError:
+                pass
+        for data in new.values():
+            self.put(data, durable=False)
+        return ids
+
+    def _loose(self, oid: str) -> Path:
+        return self._objects / oid[:2] / oid[2:]  # type: ignore[operator]
 
     def put_files(self, paths: list[Path]) -> None:
         """Store the current content of files (the ids are known already)."""
@@ -142,6 +182,24 @@ class Blobs:
             return (self.directory / oid[:2] / oid[2:]).read_bytes()
         except FileNotFoundError as err:
             raise ChangeError(f"checkpoint blob {oid} is missing from {self.directory}") from err
+
+    def get_many(self, oids: Iterable[str | None]) -> dict[str, bytes]:
+        """The bytes of each stored blob of ``oids`` (None skipped), by id; a blob not stored is left out.
+        One ``git cat-file --batch`` for all of them, not a process per blob."""
+        wanted = list(dict.fromkeys(oid for oid in oids if oid))
+        if self.repo is not None:
+            found = cat_blobs(self.repo, wanted)
+            return {oid: data for oid, data in zip(wanted, found, strict=True) if data is not None}
+        stored = {}
+        for oid in wanted:
+            with contextlib.suppress(FileNotFoundError):
+                stored[oid] = (self.directory / oid[:2] / oid[2:]).read_bytes()
+        return stored
+
+    def missing(self, oid: str) -> ChangeError:
+        """The error for a checkpoint blob that is not stored (any more)."""
+        where = "git's object store" if self.repo is not None else str(self.directory)
+        return ChangeError(f"checkpoint blob {oid} is missing from {where}")
 
     def has(self, oid: str) -> bool:
         if self.repo is not None:
@@ -168,6 +226,34 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]
     return proc.stdout, proc.returncode == 0
 
 
+def _atomic_many(items: list[tuple[Path, bytes]], mode: int) -> None:
+    """:func:`_atomic_bytes` of each ``(path, data)``, durable, with the syncs of ``SYNC_TOGETHER`` files
+    at a time running together (as :meth:`~ide.changes.confined.Confined.put_many` does)."""
+    for start in range(0, len(items), SYNC_TOGETHER):
+        staged: list[tuple[int, str, Path]] = []
+        try:
+            for path, data in items[start : start + SYNC_TOGETHER]:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
+                staged.append((fd, tmp, path))
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            sync_all([fd for fd, _tmp, _path in staged])
+            for index, (fd, tmp, path) in enumerate(staged):
+                os.close(fd)
+                staged[index] = (-1, tmp, path)
+                os.chmod(tmp, mode)
+                os.replace(tmp, path)
+                staged[index] = (-1, "", path)
+        finally:
+            for fd, tmp, _path in staged:
+                if fd >= 0:
+                    os.close(fd)
+                if tmp:
+                    Path(tmp).unlink(missing_ok=True)
+
+
 def _atomic_bytes(path: Path, data: bytes, mode: int, *, durable: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
@@ -184,165 +270,16 @@ def _atomic_bytes(path: Path, data: bytes, mode: int, *, durable: bool = True) -
         raise
 
 
-TEMP_MARK = ".arbor-"
-"""In the names of temp files an atomic write makes beside its target (``.NAME.arbor-XXXX``)."""
-
-_NOFOLLOW_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-
-
-class Confined:
-    """Writes under ``root`` that never follow a symbolic link: each parent directory is opened relative
-    to the one before with ``O_NOFOLLOW`` (an ``openat`` walk), so a directory swapped for a link to
-    elsewhere after the edit was proposed — even during the write — is refused, never written through."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(os.path.realpath(root))
-
-    @contextlib.contextmanager
-    def _parent(self, rel: str, *, create: bool) -> Iterator[tuple[int, str] | None]:
-        """``_open_parent``'s fd of ``rel``'s directory and file name (or None), the fd closed on exit."""
-        found = self._open_parent(rel, create=create)
-        if found is None:
-            yield None
-            return
-        try:
-            yield found
-        finally:
-            os.close(found[0])
-
-    def _open_parent(self, rel: str, *, create: bool) -> tuple[int, str] | None:
-        """An fd of ``rel``'s directory and its file name; None when the directory is missing (and not
-        ``create``). A ChangeError when a component is a link, not a directory, or escapes."""
-        parts = rel.split("/")
-        if not rel or any(part in ("", ".", "..") for part in parts):
-            raise ChangeError(f"{rel!r} is not a plain path inside the workspace; nothing was written")
-        fd = os.open(self.root, _NOFOLLOW_DIR)
-        try:
-            for index, part in enumerate(parts[:-1]):
-                try:
-                    next_fd = os.open(part, _NOFOLLOW_DIR, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        os.close(fd)
-                        return None
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                    next_fd = os.open(part, _NOFOLLOW_DIR, dir_fd=fd)
-                except OSError as exc:
-                    where = "/".join(parts[: index + 1])
-                    raise ChangeError(
-                        f"{rel} was not written: {where} is a symbolic link or not a directory now "
-                        f"({exc.strerror}); Arbor writes only inside the workspace, never through links — "
-                        "check what replaced it"
-                    ) from None
-                os.close(fd)
-                fd = next_fd
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, parts[-1]
-
-    def check(self, rel: str) -> None:
-        """Refuse, before anything is written, a path whose parents or itself are links now."""
-        with self._parent(rel, create=False) as found:
-            if found is None:
-                return
-            fd, name = found
-            try:
-                if stat.S_ISLNK(os.lstat(name, dir_fd=fd).st_mode):
-                    raise ChangeError(
-                        f"{rel} is a symbolic link on disk now; Arbor does not write through links — change "
-                        "the file it points to instead"
-                    )
-            except FileNotFoundError:
-                pass
-
-    def read(self, rel: str, limit: int) -> tuple[bytes | None, int | None]:
-        """(bytes, permission bits) of the file ``rel``, (None, None) when there is none (or a directory
-        is there), read through no link: a ChangeError when ``rel`` or a parent is a link, a
-        :class:`~ide.changes.overlay.FileTooLarge` over ``limit`` bytes."""
-        with self._parent(rel, create=False) as found:
-            if found is None:
-                return None, None
-            fd, name = found
-            try:
-                # Non-blocking: a FIFO put there must not hang the read.
-                handle = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0), dir_fd=fd)
-            except FileNotFoundError:
-                return None, None
-            except OSError as exc:
-                if stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
-                    return None, None
-                raise ChangeError(f"{rel} is a symbolic link or not a file ({exc.strerror})") from None
-            info = os.fstat(handle)
-            if not stat.S_ISREG(info.st_mode):
-                os.close(handle)
-                if stat.S_ISDIR(info.st_mode):
-                    return None, None
-                raise ChangeError(f"{rel} is not a regular file")
-            with os.fdopen(handle, "rb") as opened:
-                if info.st_size > limit:
-                    raise FileTooLarge(f"{rel} is {info.st_size} bytes, over the {limit}-byte limit")
-                return opened.read(), stat.S_IMODE(info.st_mode)
-
-    def write(self, rel: str, data: bytes, mode: int, *, durable: bool = True) -> None:
-        """``rel`` written whole or not at all (temp file beside it, fsync when ``durable``, rename), through
-        no link."""
-        with self._parent(rel, create=True) as found:
-            fd, name = found  # type: ignore[misc]
-            tmp = f".{name}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-            out = os.open(tmp, flags, mode, dir_fd=fd)
-            try:
-                with os.fdopen(out, "wb") as handle:
-                    handle.write(data)
-                    if durable:
-                        handle.flush()
-                        os.fsync(handle.fileno())
-                os.chmod(tmp, mode, dir_fd=fd)
-                os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=fd)
-                raise
-
-    def put(self, rel: str, data: bytes | None, mode: int | None, *, durable: bool = True) -> None:
-        """``rel`` made to hold ``data`` (with ``mode``, 0o644 when not known), or removed when ``data`` is
-        None: how a checkpoint or a batch records a file that does not exist."""
-        if data is None:
-            self.remove(rel)
-        elif durable:
-            self.write(rel, data, mode or 0o644)
-        else:
-            self.write(rel, data, mode or 0o644, durable=False)
-
-    def remove(self, rel: str) -> None:
-        """Delete ``rel`` (never through a link), then the directories it leaves empty, as git does."""
-        with self._parent(rel, create=False) as found:
-            if found is None:
-                return
-            fd, name = found
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=fd)
-        parts = rel.split("/")[:-1]
-        while parts:
-            with self._parent("/".join(parts), create=False) as holder:
-                if holder is None:
-                    return
-                parent_fd, last = holder
-                try:
-                    os.rmdir(last, dir_fd=parent_fd)
-                except OSError:
-                    return
-            parts.pop()
-
-
 IndexEntry = tuple[str, bytes | None, int | None]
 """(workspace-relative path, bytes or None for a deletion, permission bits) of one committed file."""
 
 
-def _index_info(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> bytes:
-    """``update-index --index-info`` lines for ``entries``, their blobs stored first (Arbor hashes the
-    bytes itself, so no clean filter of the repository runs and the commit holds exactly these bytes)."""
+def _index_info(repo: Repo, blobs: Blobs | None, entries: list[IndexEntry]) -> bytes:
+    """``update-index --index-info`` lines for ``entries``, their blobs stored first unless ``blobs`` is
+    None (``update-index`` does not look the objects up). Arbor hashes the bytes itself, so no clean filter
+    of the repository runs and the commit holds exactly these bytes."""
+    datas = [data for _rel, data, _mode in entries if data is not None]
+    ids = iter(blobs.put_many(datas) if blobs is not None else [blob_id(data) for data in datas])
     lines = []
     for rel, data, mode in entries:
         path = repo.path(rel).encode("utf-8", "surrogateescape")
@@ -350,8 +287,32 @@ def _index_info(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> bytes:
             lines.append(b"0 " + b"0" * 40 + b"\t" + path + b"\0")
         else:
             kind = b"100755" if (mode or 0) & 0o111 else b"100644"
-            lines.append(kind + b" " + blobs.put(data, durable=False).encode() + b"\t" + path + b"\0")
+            lines.append(kind + b" " + next(ids).encode() + b"\t" + path + b"\0")
     return b"".join(lines)
+
+
+PACK_FROM = 16
+"""From how many new blobs on :meth:`Blobs.put_many` writes one pack rather than a loose file each."""
+
+
+def _pack(datas: Iterable[bytes]) -> bytes:
+    """A git pack (version 2, no deltas) of blobs holding ``datas``."""
+    body = []
+    count = 0
+    for data in datas:
+        size = len(data)
+        header = bytearray()
+        byte = (3 << 4) | (size & 0x0F)  # type 3: blob
+        size >>= 4
+        while size:
+            header.append(byte | 0x80)
+            byte = size & 0x7F
+            size >>= 7
+        header.append(byte)
+        body += [bytes(header), zlib.compress(data, 1)]
+        count += 1
+    pack = b"PACK" + struct.pack(">II", 2, count) + b"".join(body)
+    return pack + hashlib.sha1(pack).digest()
 
 
 def _update_index(repo: Repo, info: bytes, env: dict[str, str] | None = None) -> None:
@@ -370,12 +331,13 @@ def _update_index(repo: Repo, info: bytes, env: dict[str, str] | None = None) ->
         raise ChangeError(f"git update-index failed: {errors or f'exit status {proc.returncode}'}")
 
 
-def check_trackable(repo: Repo, blobs: Blobs, entries: list[IndexEntry]) -> None:
+def check_trackable(repo: Repo, entries: list[IndexEntry]) -> None:
     """Refuse, before anything is written, paths git will not put in an index (``.GIT/x``, ``a/../b``…)."""
     git_dir = repo.git_dir or Path(git(repo.top, "rev-parse", "--absolute-git-dir").decode().strip())
     index = git_dir / f"arbor-check-{os.getpid()}"
     try:
-        _update_index(repo, _index_info(repo, blobs, entries), {"GIT_INDEX_FILE": str(index)})
+        # Only the paths are checked: the blobs are stored when they are committed or staged.
+        _update_index(repo, _index_info(repo, None, entries), {"GIT_INDEX_FILE": str(index)})
     except ChangeError as exc:
         raise ChangeError(
             f"git will not track every file of this batch, so nothing was written ({exc})"
@@ -440,26 +402,97 @@ def _moved(planned: str | None, now: str | None) -> str:
 
 def tree_blob(repo: Repo, rev: str | None, rel: str) -> bytes | None:
     """The bytes of ``rel`` in commit ``rev``; None when it is not there (or there is no commit)."""
+    return tree_blobs(repo, rev, [rel])[0]
+
+
+def tree_blobs(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[bytes | None]:
+    """:func:`tree_blob` of each of ``rels``, all read by one git process."""
     if not rev:
+        return [None for _ in rels]
+    return cat_blobs(repo, [f"{rev}:{repo.path(rel)}" for rel in rels])
+
+
+def cat_blobs(repo: Repo, specs: Sequence[str]) -> list[bytes | None]:
+    """The bytes of the blob each of ``specs`` names (an object id or ``REV:PATH``), None where git finds
+    no blob there: one ``git cat-file --batch -z`` (hardened like every git here) for all of them.
+
+    Names go in NUL-terminated, so a path holding a newline or a carriage return is read as it is. When
+    the batch fails as a whole (an object git cannot read makes it stop) each name is asked on its own,
+    as :func:`cat_blob` does, so a broken object costs only its own file."""
+    if not specs:
+        return []
+    names = [spec.encode("utf-8", "surrogateescape") for spec in specs]
+    if all(b"\0" not in name for name in names):
+        proc = subprocess.run(
+            git_argv(repo.top, "cat-file", "--batch", "--buffer", "-z"),
+            cwd=repo.top,
+            input=b"".join(name + b"\0" for name in names),
+            capture_output=True,
+            env=run_env(),
+            check=False,
+        )
+        if proc.returncode == 0:
+            parsed = _batch_blobs(proc.stdout, names)
+            if parsed is not None:
+                return parsed
+    return [cat_blob(repo, spec) for spec in specs]
+
+
+def cat_blob(repo: Repo, spec: str) -> bytes | None:
+    """The bytes of the blob ``spec`` names, None when there is none: a git process of its own (what
+    :func:`cat_blobs` falls back to)."""
+    try:
+        argv = git_argv(repo.top, "cat-file", "blob", spec)
+    except ValueError:  # a NUL in the name: git could not be given it
         return None
-    argv = git_argv(repo.top, "cat-file", "blob", f"{rev}:{repo.path(rel)}")
     proc = subprocess.run(argv, cwd=repo.top, capture_output=True, env=run_env(), check=False)
     return proc.stdout if proc.returncode == 0 else None
 
 
+_BATCH_HEADER = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64}) ([a-z]+) ([0-9]+)\n")
+
+
+def _batch_blobs(out: bytes, names: list[bytes]) -> list[bytes | None] | None:
+    """``cat-file --batch`` output split per name (None where it names no blob); None when the output
+    is not one answer per name, in order."""
+    found: list[bytes | None] = []
+    pos = 0
+    for name in names:
+        # Git echoes a name it cannot resolve; a name is never the start of an object's header line
+        # (that begins with an object id and a space, a REV:PATH name has ':' or '^' there).
+        if out.startswith(name + b" missing\n", pos) or out.startswith(name + b" ambiguous\n", pos):
+            found.append(None)
+            pos = out.index(b"\n", pos + len(name)) + 1
+            continue
+        header = _BATCH_HEADER.match(out, pos)
+        if header is None:
+            return None
+        start = header.end()
+        end = start + int(header.group(3))
+        if out[end : end + 1] != b"\n":
+            return None
+        found.append(out[start:end] if header.group(2) == b"blob" else None)
+        pos = end + 1
+    return found if pos == len(out) else None
+
+
 def replay_change(
-    repo: Repo, rev: str | None, entries: list[tuple[str, bytes | None, bytes | None, int | None]]
+    repo: Repo,
+    rev: str | None,
+    entries: list[tuple[str, bytes | None, bytes | None, int | None]],
+    in_rev: list[bytes | None] | None = None,
 ) -> tuple[list[IndexEntry], list[str]]:
     """What to commit on top of ``rev`` so the commit holds exactly the change ``before → after`` of each
     ``(path, before, after, mode)``, and nothing else that differs on disk (edits the user never committed).
 
     The change is merged onto ``rev``'s version of the file; a file where that overlaps such edits is left
-    out (second list): it is on disk, but committing it would commit the user's edits too.
+    out (second list): it is on disk, but committing it would commit the user's edits too. ``in_rev``, when
+    the caller has read them already, are the files' bytes in ``rev`` (else they are read).
     """
     committed: list[IndexEntry] = []
     left_out: list[str] = []
-    for rel, before, after, mode in entries:
-        recorded = tree_blob(repo, rev, rel)
+    recorded_all = tree_blobs(repo, rev, [rel for rel, *_ in entries]) if in_rev is None else in_rev
+    for (rel, before, after, mode), recorded in zip(entries, recorded_all, strict=True):
         if recorded == before:
             if after is not None or recorded is not None:
                 committed.append((rel, after, mode))

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ide.changes.applylock import workspace_lock
+from ide.changes.confined import Confined
 from ide.changes.gitutil import (
     Blobs,
-    Confined,
     IndexEntry,
     blob_id,
     check_trackable,
@@ -341,11 +341,12 @@ class Review:
                 for rel, (data, mode) in plan.proposed.items()
             ]
             recorded, uncommitted = replay_change(repo, head, changes)
-            check_trackable(repo, blobs, recorded)
+            check_trackable(repo, recorded)
         batch_id = uuid.uuid4().hex
         text = message or commit_subject(self.title) or "Apply reviewed changes"
         full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
         checkpoints = []
+        kept: list[bytes] = []
         before: dict[str, tuple[bytes | None, int | None]] = {}
         for plan in writing:
             for rel, (data, mode) in plan.writes.items():
@@ -358,14 +359,16 @@ class Review:
                     )
                 base = plan.bases.get(rel)
                 # Only pre-images must be durable before writing; what we write is stored after.
-                pre_id = blobs.put(pre) if pre is not None else None
-                base_id = pre_id if base == pre else blobs.put(base) if base is not None else None
+                pre_id = blob_id(pre) if pre is not None else None
+                base_id = pre_id if base == pre else blob_id(base) if base is not None else None
+                kept += [image for image in (pre, base) if image is not None]
                 post_id = blob_id(data) if data is not None else None
                 checkpoints.append(
                     FileCheckpoint(
                         rel, pre_id, pre_mode, post_id, mode if data is not None else None, base_id
                     )
                 )
+        blobs.put_synced(kept)  # the checkpoint's pre-images, on disk before the first file is written
         self.store.begin(
             batch_id,
             session_id=self.session_id,
@@ -377,18 +380,14 @@ class Review:
         )
         written: list[str] = []
         try:
-            for rel, data, mode in entries:
-                confined.put(rel, data, mode)
-                written.append(rel)
+            confined.put_many(entries, written)
             commit = None
             if repo is not None and self.commit_mode == "commit" and recorded:
                 commit = commit_paths(repo, blobs, recorded, full_message, head)
             elif repo is not None and self.commit_mode == "stage" and recorded:
                 stage_paths(repo, blobs, recorded)
             else:
-                for _rel, data, _mode in entries:
-                    if data is not None:
-                        blobs.put(data, durable=False)
+                blobs.put_many(data for _rel, data, _mode in entries if data is not None)
         except (OSError, ChangeError) as exc:
             self._put_back(confined, written, before)
             if isinstance(exc, OSError):

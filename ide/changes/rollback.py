@@ -6,13 +6,13 @@ import os
 from pathlib import Path
 
 from ide.changes.applylock import workspace_lock
+from ide.changes.confined import TEMP_MARK, Confined
 from ide.changes.gitutil import (
-    TEMP_MARK,
     Blobs,
-    Confined,
     IndexEntry,
     Repo,
     blob_id,
+    cat_blobs,
     commit_paths,
     find_repo,
     git,
@@ -20,11 +20,10 @@ from ide.changes.gitutil import (
     read_disk,
     replay_change,
     stage_paths,
-    tree_blob,
 )
 from ide.changes.hunks import is_binary
 from ide.changes.overlay import ChangeError
-from ide.changes.store import BatchStore
+from ide.changes.store import BatchStore, FileCheckpoint
 from ide.protocol.review import ConflictView, RollbackResult
 
 
@@ -64,10 +63,13 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
     restored: list[str] = []
     refused: list[ConflictView] = []
     writes: list[tuple[str, bytes | None, int | None]] = []
-    for entry in store.files(batch_id):
+    entries = store.files(batch_id)
+    # Every checkpoint blob of the batch in one read (one git process), not one or two per file.
+    stored = blobs.get_many(oid for entry in entries for oid in (entry.pre_blob, entry.post_blob))
+    for entry in entries:
         disk, disk_mode = read_disk(root / entry.path)
-        pre = blobs.get(entry.pre_blob) if entry.pre_blob else None
-        post_known = entry.post_blob is None or blobs.has(entry.post_blob)
+        pre = _stored(stored, blobs, entry.pre_blob)
+        post_known = entry.post_blob is None or entry.post_blob in stored
         disk_id = blob_id(disk) if disk is not None else None
         if disk_id == entry.pre_blob and (pre is None or disk_mode == entry.pre_mode):
             restored.append(entry.path)  # already the pre-image (e.g. a crash before this file was written)
@@ -84,7 +86,7 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
                 )
             )
             continue
-        post = blobs.get(entry.post_blob)
+        post = stored[entry.post_blob]
         if is_binary(disk) or is_binary(pre) or is_binary(post):
             merged, clean = b"", False
         else:
@@ -103,9 +105,7 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
     confined = Confined(root)
     for rel, _data, _mode in writes:
         confined.check(rel)
-    for rel, data, mode in writes:
-        confined.put(rel, data, mode)
-        restored.append(rel)
+    confined.put_many(writes, restored)
     changed: list[IndexEntry] = [(rel, data, mode or 0o644) for rel, data, mode in writes]
     mode = store.commit_mode(batch_id)
     if repo is not None and changed:
@@ -117,12 +117,17 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
         if mode == "commit" and batch.commit:
             # Revert exactly what the batch committed: the restored files may hold the user's own edits,
             # which stay uncommitted as they were.
-            undo = [
-                (rel, tree_blob(repo, batch.commit, rel), tree_blob(repo, f"{batch.commit}^", rel), file_mode)
-                for rel, _data, file_mode in changed
-            ]
+            rels = [rel for rel, _data, _mode in changed]
+            specs = [f"{rev}:{repo.path(rel)}" for rel in rels for rev in (batch.commit, f"{batch.commit}^")]
+            found = iter(cat_blobs(repo, specs))
+            undo = [(rel, next(found), next(found), file_mode) for rel, _data, file_mode in changed]
             head = repo.head()
-            recorded, _left = replay_change(repo, head, [u for u in undo if u[1] != u[2]])
+            reverting = [u for u in undo if u[1] != u[2]]
+            # Right after the batch HEAD is its commit, whose files were just read: no second read.
+            known = (
+                [committed for _rel, committed, _before, _mode in reverting] if head == batch.commit else None
+            )
+            recorded, _left = replay_change(repo, head, reverting, known)
             if recorded:
                 commit_paths(repo, blobs, recorded, message, head)
         elif mode == "stage":
@@ -172,26 +177,41 @@ def _recover(root: Path, store: BatchStore) -> list[str]:
             continue
         blobs = Blobs(repo, store.blob_dir)
         confined = Confined(root)
-        left = []
-        for entry in files:
+        left: dict[int, str] = {}  # by position in the batch, so the note lists them in its order
+        back: list[tuple[int, FileCheckpoint, int | None]] = []
+        for index, entry in enumerate(files):
             disk, disk_mode = read_disk(root / entry.path)
             disk_id = blob_id(disk) if disk is not None else None
             if disk_id == entry.pre_blob:
                 continue  # never written, or already back
             if disk_id != entry.post_blob:
-                left.append(entry.path)
+                left[index] = entry.path
                 continue
+            back.append((index, entry, disk_mode))
+        stored = blobs.get_many(entry.pre_blob for _index, entry, _mode in back)
+        for index, entry, disk_mode in back:
             try:
-                pre = blobs.get(entry.pre_blob) if entry.pre_blob is not None else None
+                pre = _stored(stored, blobs, entry.pre_blob)
                 confined.put(entry.path, pre, entry.pre_mode or disk_mode)
             except (OSError, ChangeError):
-                left.append(entry.path)
+                left[index] = entry.path
         note = "interrupted before it finished; its files were put back"
         if left:
-            note += f" except {', '.join(left)}, changed since (left as they are)"
+            paths = ", ".join(left[index] for index in sorted(left))
+            note += f" except {paths}, changed since (left as they are)"
         store.finish(batch_id, state="rolled_back", reason=note)
         recovered.append(batch_id)
     return recovered
+
+
+def _stored(stored: dict[str, bytes], blobs: Blobs, oid: str | None) -> bytes | None:
+    """The checkpoint blob ``oid`` from what :meth:`Blobs.get_many` read (None for no file); a ChangeError
+    when it is not stored."""
+    if oid is None:
+        return None
+    if oid not in stored:
+        raise blobs.missing(oid)
+    return stored[oid]
 
 
 def _landed_commit(repo: Repo, batch_id: str) -> str | None:

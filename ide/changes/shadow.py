@@ -33,7 +33,8 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ide.changes.gitutil import Confined, Repo, find_repo, git, merge3, run_env
+from ide.changes.confined import Confined
+from ide.changes.gitutil import Repo, find_repo, git, merge3, run_env
 from ide.changes.hunks import apply_hunks, is_binary
 from ide.changes.overlay import MAX_FILE_BYTES, Base, ChangeError, ChangeSet, Entry
 from ide.changes.review import Review, file_changes

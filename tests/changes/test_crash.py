@@ -22,21 +22,24 @@ SCRIPT = textwrap.dedent(
     from ide.protocol.review import DecideParams
 
     root, data, stage, after = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-    writes = 0
-    real_write = review_module.Confined.write
+    writes = renames = 0
+    real_stage = review_module.Confined._stage
     real_replace = os.replace
     real_finish = BatchStore.finish
 
-    def dying_write(self, rel, content, mode):
+    def dying_stage(self, rel, content, mode):
         global writes
         if stage == "write" and writes == after:
-            os._exit(9)
+            os._exit(9)  # temp files of the first files written, none synced or renamed yet
         writes += 1
-        real_write(self, rel, content, mode)
+        return real_stage(self, rel, content, mode)
 
     def dying_replace(*args, **kwargs):
-        if stage == "temp" and writes == after + 1:
-            os._exit(9)  # the temp file is written and synced, not yet renamed
+        global renames
+        if "src_dir_fd" in kwargs:  # a workspace file's rename (not a git object's)
+            if stage == "temp" and renames == after:
+                os._exit(9)  # every temp file written and synced, the first ones renamed
+            renames += 1
         real_replace(*args, **kwargs)
 
     def dying_commit(*args):
@@ -47,7 +50,7 @@ SCRIPT = textwrap.dedent(
             os._exit(9)  # committed, not yet recorded
         real_finish(self, batch_id, **kwargs)
 
-    review_module.Confined.write = dying_write
+    review_module.Confined._stage = dying_stage
     os.replace = dying_replace
     if stage == "commit":
         review_module.commit_paths = dying_commit
@@ -65,7 +68,7 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize(
     ("stage", "after", "written", "temp"),
-    [("commit", 0, 4, False), ("write", 2, 2, False), ("temp", 1, 1, True), ("recorded", 0, 4, False)],
+    [("commit", 0, 4, False), ("write", 2, 0, True), ("temp", 1, 1, True), ("recorded", 0, 4, False)],
 )
 def test_a_killed_apply_leaves_whole_files_and_the_next_start_recovers_it(
     git_workspace: Path, tmp_path: Path, stage: str, after: int, written: int, temp: bool
