@@ -188,6 +188,8 @@ class MainWindow(QMainWindow):
         if self._first_frame.painted:
             QTimer.singleShot(0, self, start)
             return
+        if not any(part.holds_start() for part in self.docks.values()):
+            self.bridge.announce_start()  # the first frame says the backend is starting, as it is
         self.firstPainted.connect(start)
         QTimer.singleShot(FIRST_FRAME_WAIT_MS, self, start)
 
