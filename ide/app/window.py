@@ -44,10 +44,10 @@ DEFAULT_CORNERS = {
     Qt.Corner.BottomRightCorner: Qt.DockWidgetArea.BottomDockWidgetArea,
 }
 """Qt's owners of the right-hand corners (the bottom area spans under the chat), restored after a maximise."""
+"""Maximise the Search tree (everything else out of the way) and back: one key both ways."""
 FIRST_FRAME_WAIT_MS = 1000
 """How long :meth:`MainWindow.start_after_first_frame` waits for a first frame that does not come (a window
 shown minimised) before it starts anyway."""
-"""Maximise the Search tree (everything else out of the way) and back: one key both ways."""
 
 
 class MainWindow(QMainWindow):
