@@ -106,5 +106,5 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
     # The first frame shows the backend starting (what the window is about to do), but nothing is spawned.
     assert seen["state"] == "starting" and not seen["spawned"], "the backend started before the first frame"
     # …and then the window started its backend by itself, and loaded what the start needed.
-    assert _tops(seen["ready"], AFTER_THE_FIRST_FRAME) == ["acp", "pathspec"]
+    assert "acp" in _tops(seen["ready"], AFTER_THE_FIRST_FRAME)
     assert _tops(seen["paint"] + seen["ready"], NEVER_IN_THE_WINDOW) == []
