@@ -5,7 +5,9 @@
 Prints JSON. Each measurement has a peer measured in the same run, so the ratio means something on any
 machine: the window against a bare PySide6 QMainWindow, the backend against a minimal agent built on
 the ACP SDK (the SDK's echo agent). Everything runs offscreen with throwaway settings and data dirs.
-Not a test: the numbers depend on the machine; the target for the window's first paint is 1.5 s.
+Not a test: the numbers depend on the machine; the target for the window's first paint is 1.5 s. Beside
+each first paint it gives the CPU time the child had used by then, and the load average at the start and
+the end: on a machine other work keeps busy the wall time is mostly waiting for a core.
 """
 
 from __future__ import annotations
@@ -23,13 +25,16 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
 FIRST_PAINT_TARGET_S = 1.5
 CHILD_TIMEOUT_S = 60.0
 
 # The child prints time.monotonic() at the first paint event of the main window: CLOCK_MONOTONIC is
-# shared by all processes on the machine, so the parent can subtract its own launch time.
+# shared by all processes on the machine, so the parent can subtract its own launch time. It prints its
+# own CPU time beside it (time.process_time(), all threads): on a loaded machine the wall time mostly says
+# how long the process waited for a core, the CPU time what it did before its first frame.
 ARBOR_WINDOW_CHILD = textwrap.dedent(
     """
     import os, sys, time
@@ -43,7 +48,7 @@ ARBOR_WINDOW_CHILD = textwrap.dedent(
         def eventFilter(self, obj, event):
             if not self.seen and event.type() == QEvent.Type.Paint and isinstance(obj.window(), QMainWindow):
                 self.seen = True
-                print(time.monotonic(), flush=True)
+                print(time.monotonic(), time.process_time(), flush=True)
                 QApplication.instance().closeAllWindows()
             return False
 
@@ -66,7 +71,7 @@ BARE_WINDOW_CHILD = textwrap.dedent(
     class FirstPaint(QObject):
         def eventFilter(self, obj, event):
             if event.type() == QEvent.Type.Paint and isinstance(obj.window(), QMainWindow):
-                print(time.monotonic(), flush=True)
+                print(time.monotonic(), time.process_time(), flush=True)
                 QApplication.instance().quit()
             return False
 
@@ -109,8 +114,9 @@ def summary(samples: list[float]) -> dict[str, float]:
     }
 
 
-def first_paint(code: str, args: list[str], env: dict[str, str]) -> float:
-    """Seconds from launching ``python -c code`` to the first paint it reports."""
+def first_paint(code: str, args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Seconds from launching ``python -c code`` to the first paint it reports, and the CPU seconds the
+    child had used by then."""
     with tempfile.TemporaryFile() as stderr:
         launched = time.monotonic()
         child = subprocess.Popen(
@@ -129,7 +135,8 @@ def first_paint(code: str, args: list[str], env: dict[str, str]) -> float:
             stderr.seek(0)
             tail = stderr.read().decode(errors="replace")[-2000:]
             raise RuntimeError(f"the child exited with {child.returncode} before painting:\n{tail}")
-    return float(line) - launched
+    wall, cpu = line.split()
+    return float(wall) - launched, float(cpu)
 
 
 async def initialize_round_trip(command: list[str], env: dict[str, str]) -> float:
@@ -172,11 +179,13 @@ async def initialize_round_trip(command: list[str], env: dict[str, str]) -> floa
             await process.wait()
 
 
-def alternate(
-    runs: int, first: Callable[[], float], second: Callable[[], float]
-) -> tuple[list[float], list[float]]:
+T = TypeVar("T")
+
+
+def alternate(runs: int, first: Callable[[], T], second: Callable[[], T]) -> tuple[list[T], list[T]]:
     """Interleave the subject and its peer so drift in machine load hits both alike."""
-    a, b = [], []
+    a: list[T] = []
+    b: list[T] = []
     for _ in range(runs):
         a.append(first())
         b.append(second())
@@ -190,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "--workspace", type=Path, default=REPO, help="workspace the window opens (default: repo)"
     )
     args = parser.parse_args(argv)
+    load_at_start = os.getloadavg()
 
     with tempfile.TemporaryDirectory(prefix="arbor-bench-") as temp:
         root = Path(temp)
@@ -208,11 +218,14 @@ def main(argv: list[str] | None = None) -> int:
         # One unmeasured launch of each warms the OS file cache, as a second start of the app would be.
         first_paint(ARBOR_WINDOW_CHILD, [workspace, qsettings], env)
         first_paint(BARE_WINDOW_CHILD, [], env)
-        arbor_paint, bare_paint = alternate(
+        arbor_runs, bare_runs = alternate(
             args.runs,
             lambda: first_paint(ARBOR_WINDOW_CHILD, [workspace, qsettings], env),
             lambda: first_paint(BARE_WINDOW_CHILD, [], env),
         )
+
+        arbor_paint, arbor_cpu = [wall for wall, _ in arbor_runs], [cpu for _, cpu in arbor_runs]
+        bare_paint, bare_cpu = [wall for wall, _ in bare_runs], [cpu for _, cpu in bare_runs]
 
         backend = [sys.executable, "-m", "ide", "acp"]
         echo = [sys.executable, "-c", ECHO_AGENT_CHILD]
@@ -239,6 +252,15 @@ def main(argv: list[str] | None = None) -> int:
             "ratio_median": round(statistics.median(arbor_paint) / statistics.median(bare_paint), 2),
             "target_s": FIRST_PAINT_TARGET_S,
             "meets_target": statistics.median(arbor_paint) <= FIRST_PAINT_TARGET_S,
+        },
+        "first_paint_cpu_s": {
+            "arbor_window": summary(arbor_cpu),
+            "peer_bare_qmainwindow": summary(bare_cpu),
+            "ratio_median": round(statistics.median(arbor_cpu) / statistics.median(bare_cpu), 2),
+        },
+        "load_average": {
+            "start": [round(load, 2) for load in load_at_start],
+            "end": [round(load, 2) for load in os.getloadavg()],
         },
         "initialize_s": {
             "arbor_backend": summary(arbor_init),

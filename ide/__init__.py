@@ -1,11 +1,21 @@
 """Arbor: an IDE companion that shows an agent's search as a tree and reviews its changes in batches."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("arbor-ide")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+source"
+
+def __getattr__(name: str) -> str:
+    """``ide.__version__``, read from the installed metadata when first asked for: importlib.metadata and
+    its scan of the installed distributions cost more than the window's whole first frame may."""
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("arbor-ide")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        value = "0.0.0+source"
+    globals()["__version__"] = value
+    return value
 
 
 def self_command(*args: str) -> list[str]:

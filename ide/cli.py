@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ide import __version__
 from ide.protocol.eval import REPORT_FILE
 from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
 from ide.settings import SettingsError, load_settings
@@ -38,6 +37,21 @@ JEDI_COMMAND = "jedi-language-server"
 the packaged app, which has no ``jedi-language-server`` script, starts its Python language server)."""
 
 
+class _Version(argparse.Action):
+    """``--version``, as argparse's own prints it, but with Arbor's version read only when asked for
+    (``ide.__version__`` scans the installed distributions: the window's start does not wait for that)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_kwargs: object) -> None:
+        help_text = "show program's version number and exit"
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help_text)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from ide import __version__
+
+        sys.stdout.write(f"arbor {__version__}\n")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="arbor",
@@ -50,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
         "  arbor gui --help          the window's options",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"arbor {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     gui = sub.add_parser("gui", help="open the window (the default command)")

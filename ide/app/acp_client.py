@@ -125,6 +125,11 @@ class BackendBridge(QObject):
         """Spawn the backend, initialize it and open a new session."""
         return self._run_lifecycle(lambda: self._start(resume=None))
 
+    def announce_start(self) -> None:
+        """Show the backend as starting before :meth:`start` spawns it: the window's first frame shows what
+        the window is about to do, while the spawn waits for that frame."""
+        self._set_state(BackendState.STARTING)
+
     def restart(self) -> asyncio.Task[None]:
         """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
         return self._run_lifecycle(self._restart)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from ide.fswalk import walk_files
 from ide.gitsafe import git_argv, git_env
 from ide.settings import WorkspaceSettings
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 BINARY_SNIFF_BYTES = 8000
 """Git's heuristic: a NUL byte in the first 8000 bytes makes a file binary."""
@@ -25,6 +27,8 @@ def list_workspace_files(root: Path, settings: WorkspaceSettings) -> list[str]:
     .gitignore files and .git/info/exclude all count); elsewhere a walk honours ``settings.exclude``.
     The exclude patterns apply in both cases, so ``node_modules/`` stays out even when committed.
     """
+    from pathspec import GitIgnoreSpec  # on first listing, in a worker: not before the first frame
+
     excludes = GitIgnoreSpec.from_lines([".git/", *settings.exclude])
     listed = _git_files(root)
     if listed is None:

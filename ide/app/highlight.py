@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
-from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_for_filename
-from pygments.lexers.special import TextLexer
-from pygments.styles import get_style_by_name
-from pygments.token import Token, _TokenType
-from pygments.util import ClassNotFound
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QSyntaxHighlighter, QTextBlock, QTextCharFormat, QTextDocument
+
+if TYPE_CHECKING:
+    # Pygments is imported by the first file lexed (in a worker), never before the window's first frame.
+    from pygments.lexer import Lexer
+    from pygments.token import _TokenType
 
 STYLE = "friendly"
 
 HIGHLIGHT_MAX_CHARS = 400_000
 """Bigger files are shown plain: lexing and painting them would cost more than the colour is worth."""
 
-Span = tuple[int, int, _TokenType]
+Span = tuple[int, int, "_TokenType"]
 """(start, length) in UTF-16 code units within one line, and the Pygments token type."""
 
 
 def lexer_for(filename: str) -> Lexer:
     """The Pygments lexer for a file name; plain text when Pygments does not know the extension."""
+    from pygments.lexers import get_lexer_for_filename
+    from pygments.lexers.special import TextLexer
+    from pygments.util import ClassNotFound
+
     try:
         # Keep every newline: spans are matched to the viewer's lines by index.
         return get_lexer_for_filename(filename, stripnl=False, stripall=False, ensurenl=False)
@@ -37,6 +41,9 @@ def lex_lines(filename: str, text: str) -> list[list[Span]] | None:
     The whole file is lexed at once so that multi-line strings and comments colour correctly, which a
     line-at-a-time highlighter cannot do. Offsets are UTF-16 units because QTextBlock counts in those.
     """
+    from pygments.lexers.special import TextLexer
+    from pygments.token import Token
+
     if len(text) > HIGHLIGHT_MAX_CHARS:
         return None
     lexer = lexer_for(filename)
@@ -62,6 +69,8 @@ def lex_lines(filename: str, text: str) -> list[list[Span]] | None:
 
 @cache
 def format_for(token: _TokenType) -> QTextCharFormat:
+    from pygments.styles import get_style_by_name
+
     spec = get_style_by_name(STYLE).style_for_token(token)
     fmt = QTextCharFormat()
     if spec["color"]:

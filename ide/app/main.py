@@ -29,10 +29,10 @@ log = logging.getLogger(__name__)
 
 
 def configure_application(app: QApplication) -> None:
-    """Names (so QSettings lands under ``arbor``), Fusion style and the stylesheet."""
+    """Names (so QSettings lands under ``arbor``), Fusion style and the stylesheet. The version is set after
+    the first frame (:func:`run_gui`): reading it imports importlib.metadata and scans site-packages."""
     QCoreApplication.setOrganizationName(ORGANIZATION)
     QCoreApplication.setApplicationName(APP_NAME)
-    QCoreApplication.setApplicationVersion(_version())
     # INI everywhere: one readable file per user instead of the registry or a binary plist.
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     apply_theme(app)
@@ -131,8 +131,10 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     window.tree_view.runFinished.connect(lambda *_: settle_run())
     if open_tree is not None:
         QTimer.singleShot(0, lambda: open_at_start(window, open_tree))
-    # Started from inside the loop: the first tasks need it running, and the first paint comes sooner.
-    QTimer.singleShot(0, window.start)
+    # Started from inside the loop (the first tasks need it running), once the first frame is on screen:
+    # the backend's process, the workspace's listing and the parts' requests wait for it (docs/traps.md).
+    window.start_after_first_frame()
+    window.firstPainted.connect(lambda: QCoreApplication.setApplicationVersion(_version()))
     with loop:
         # Until the application quits (last window closed, Quit, Ctrl+C, the smoke test). Not
         # run_until_complete: qasync 0.28 processes leftover events after it has unset the running

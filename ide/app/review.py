@@ -269,6 +269,13 @@ class ReviewPane(QWidget):
         if self.state.collect(update) and not self._standard_timer.isActive():
             self._standard_timer.start()
 
+    def show_pending_diffs(self) -> None:
+        """Show the standard ACP diffs collected but not shown yet now, not after the short delay: the turn
+        that sent them ended, so no more come with them."""
+        if self._standard_timer.isActive():
+            self._standard_timer.stop()
+            self._show_standard_diffs()
+
     @property
     def refresh_pending(self) -> bool:
         """Standard ACP diffs arrived that the pane has not shown yet (they are shown after a short delay,

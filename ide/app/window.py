@@ -7,7 +7,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QStackedWidget, QVBoxLayout, QWidget
 
@@ -45,6 +45,9 @@ DEFAULT_CORNERS = {
 }
 """Qt's owners of the right-hand corners (the bottom area spans under the chat), restored after a maximise."""
 """Maximise the Search tree (everything else out of the way) and back: one key both ways."""
+FIRST_FRAME_WAIT_MS = 1000
+"""How long :meth:`MainWindow.start_after_first_frame` waits for a first frame that does not come (a window
+shown minimised) before it starts anyway."""
 
 
 class MainWindow(QMainWindow):
@@ -56,6 +59,8 @@ class MainWindow(QMainWindow):
     """A prompt went to the backend as a new turn."""
     maximisedChanged = Signal(bool)
     """A dock took the whole window (True), or the layout came back (False)."""
+    firstPainted = Signal()
+    """The window's first frame is on screen (emitted once, after every widget of that frame painted)."""
 
     def __init__(
         self,
@@ -67,6 +72,7 @@ class MainWindow(QMainWindow):
         agent: AgentChoice | None = None,
     ) -> None:
         super().__init__()
+        self._first_frame = _FirstFrame(self)
         self.workspace = workspace.resolve()
         self.setObjectName("mainWindow")
         self.setWindowTitle(f"{self.workspace.name} — Arbor")
@@ -165,6 +171,27 @@ class MainWindow(QMainWindow):
         loop installed), unless a part holds it: trust asks first when the workspace's config needs it."""
         if all([part.start() for part in self.docks.values()]):
             self.bridge.start()
+
+    def start_after_first_frame(self) -> None:
+        """:meth:`start` once the first frame is painted: the backend's process, the workspace listing and
+        the parts' first requests then run beside an event loop that has nothing left to paint, not in
+        front of the first frame (on two cores the backend's start-up alone doubled the time to it). A
+        window that paints nothing within :data:`FIRST_FRAME_WAIT_MS` starts anyway."""
+        started = False
+
+        def start() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                self.start()
+
+        if self._first_frame.painted:
+            QTimer.singleShot(0, self, start)
+            return
+        if not any(part.holds_start() for part in self.docks.values()):
+            self.bridge.announce_start()  # the first frame says the backend is starting, as it is
+        self.firstPainted.connect(start)
+        QTimer.singleShot(FIRST_FRAME_WAIT_MS, self, start)
 
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
@@ -320,3 +347,22 @@ class MainWindow(QMainWindow):
         self.bridge.stop()
         super().closeEvent(event)
         self.closed.emit()
+
+
+class _FirstFrame(QObject):
+    """Emits the window's :attr:`MainWindow.firstPainted` after its first paint event, then leaves it alone.
+    Qt paints a frame's widgets in one pass that starts with the window: a zero timer set at the window's
+    paint event fires once the whole frame is painted."""
+
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.painted = False
+        self._window = window
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and not self.painted:
+            self.painted = True
+            self._window.removeEventFilter(self)
+            QTimer.singleShot(0, self._window, self._window.firstPainted.emit)
+        return False

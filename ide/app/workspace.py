@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import shiboken6
-from pathspec import GitIgnoreSpec
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
@@ -253,6 +252,8 @@ SECRETS_NAMED = 5
 def secret_files(paths: list[str], settings: WorkspaceSettings) -> list[str]:
     """The ``paths`` that ``workspace.secrets`` names: listed in the tree, never read by the code index or
     the agent (so the index's count is the tree's less these). ``!`` patterns never take a secret off."""
+    from pathspec import GitIgnoreSpec  # imported with the first listing, after the first frame
+
     spec = GitIgnoreSpec.from_lines([pattern for pattern in settings.secrets if not pattern.startswith("!")])
     return [path for path in paths if spec.match_file(path)]
 

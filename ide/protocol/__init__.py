@@ -10,6 +10,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from ide.protocol.wire import WireModel
+
 META_KEY = "arbor"
 """Key under ``_meta`` where Arbor's additions live (initialize, prompt responses, errors)."""
 
@@ -35,7 +37,7 @@ ErrorKind = Literal[
 ]
 
 
-class ErrorInfo(BaseModel):
+class ErrorInfo(WireModel):
     """A failure a user can act on: what went wrong and the command or setting that fixes it."""
 
     kind: ErrorKind
@@ -47,7 +49,7 @@ class ErrorInfo(BaseModel):
         return f"{self.message}\n{self.fix}" if self.fix else self.message
 
 
-class AgentMeta(BaseModel):
+class AgentMeta(WireModel):
     """``agentCapabilities._meta.arbor`` in the initialize response."""
 
     version: str
@@ -57,7 +59,7 @@ class AgentMeta(BaseModel):
     data_dir: str | None = None
 
 
-class RoleUsage(BaseModel):
+class RoleUsage(WireModel):
     """Model usage of one role during a turn or a session."""
 
     model: str
@@ -72,7 +74,7 @@ class RoleUsage(BaseModel):
     fallback_reason: str | None = Field(None, description="Why the role's own model could not be used")
 
 
-class TurnMeta(BaseModel):
+class TurnMeta(WireModel):
     """``_meta.arbor`` of a ``session/prompt`` response."""
 
     usage: dict[str, RoleUsage] = Field(default_factory=dict)

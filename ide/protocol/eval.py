@@ -12,7 +12,9 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
+
+from ide.protocol.wire import WireModel
 
 REPORT_VERSION = 1
 REPORT_FILE = "report.json"
@@ -23,7 +25,7 @@ RETRY_MODE = "retry"
 RunStatus = Literal["solved", "failed", "over_budget", "timeout", "error"]
 
 
-class RoleCost(BaseModel):
+class RoleCost(WireModel):
     """What one model role cost in a run."""
 
     calls: int = 0
@@ -31,7 +33,7 @@ class RoleCost(BaseModel):
     output_tokens: int = 0
 
 
-class EvalRun(BaseModel):
+class EvalRun(WireModel):
     """One run of one task in one mode."""
 
     task: str
@@ -65,7 +67,7 @@ class EvalRun(BaseModel):
         return (self.task, self.mode, self.attempt)
 
 
-class ModeSummary(BaseModel):
+class ModeSummary(WireModel):
     """One row of the table: a mode over every task and run."""
 
     mode: str
@@ -86,7 +88,7 @@ class ModeSummary(BaseModel):
     )
 
 
-class EvalReport(BaseModel):
+class EvalReport(WireModel):
     """The whole report; ``runs`` grows as runs finish, so a report on disk is also the resume point."""
 
     version: int = REPORT_VERSION

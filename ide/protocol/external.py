@@ -15,61 +15,62 @@ into the review, ``turn_start`` makes it hold what the user decided and edited s
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ide.protocol.method import Method
 from ide.protocol.review import ChangeSetView
+from ide.protocol.wire import WireModel
 
 
-class ExternalOpenParams(BaseModel):
+class ExternalOpenParams(WireModel):
     cwd: str = Field(description="The workspace (absolute)")
     agent: str = Field("", description="The foreign agent's name, shown as the review's title")
 
 
-class ExternalSession(BaseModel):
+class ExternalSession(WireModel):
     session_id: str = Field(description="Use with _arbor/external/write|read and _arbor/review/*")
 
 
-class ExternalWriteParams(BaseModel):
+class ExternalWriteParams(WireModel):
     session_id: str
     path: str = Field(description="Absolute path inside the workspace")
     content: str
 
 
-class ExternalReadParams(BaseModel):
+class ExternalReadParams(WireModel):
     session_id: str
     path: str = Field(description="Absolute path inside the workspace")
     line: int | None = Field(None, ge=1, description="First line to return (1-based)")
     limit: int | None = Field(None, ge=1, description="How many lines")
 
 
-class ExternalText(BaseModel):
+class ExternalText(WireModel):
     content: str
 
 
-class ExternalShadowParams(BaseModel):
+class ExternalShadowParams(WireModel):
     cwd: str = Field(description="The workspace (absolute); the agent is never given it")
     agent: str = Field("", description="The foreign agent's name, shown as the review's title")
 
 
-class ExternalShadow(BaseModel):
+class ExternalShadow(WireModel):
     session_id: str = Field(description="The review session: _arbor/external/* and _arbor/review/*")
     cwd: str = Field(description="The shadow workspace: the agent's cwd, and where its fs/* paths point")
     notes: list[str] = Field(default_factory=list, description="What the shadow could not hold, and why")
 
 
-class ExternalSessionParams(BaseModel):
+class ExternalSessionParams(WireModel):
     session_id: str
 
 
-class ExternalCaptureParams(BaseModel):
+class ExternalCaptureParams(WireModel):
     session_id: str
     workspace: bool = Field(
         False, description="Also list the workspace files changed since the shadow's baseline (a scan)"
     )
 
 
-class ExternalCapture(BaseModel):
+class ExternalCapture(WireModel):
     changeset: ChangeSetView = Field(description="The review after the capture")
     skipped: dict[str, str] = Field(
         default_factory=dict, description="Changed paths not captured (links, too large), and why"
@@ -85,7 +86,7 @@ class ExternalCapture(BaseModel):
     )
 
 
-class ExternalClosed(BaseModel):
+class ExternalClosed(WireModel):
     removed: bool = Field(description="A shadow was removed (False: the session had none left)")
 
 

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from typing import Literal
 
-from pydantic import BaseModel
+from ide.protocol.wire import WireModel
 
 BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 """Embedding, override and isolate controls, and the implicit direction marks."""
@@ -30,7 +30,7 @@ _WORD = re.compile(r"\w+")
 _CONFUSABLE_SCRIPTS = ("CYRILLIC", "GREEK")
 
 
-class HiddenFinding(BaseModel):
+class HiddenFinding(WireModel):
     """One kind of hidden character on one line of a hunk (line numbers of the new side)."""
 
     kind: Kind

@@ -7,20 +7,21 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ide.protocol.method import Method, Notification
+from ide.protocol.wire import WireModel
 
 IndexState = Literal["indexing", "ready", "failed"]
 
 
-class IndexStatusParams(BaseModel):
+class IndexStatusParams(WireModel):
     """Asking for the status also starts indexing ``cwd`` (and watching it) if nothing has yet."""
 
     cwd: str = Field(description="Absolute path of the workspace")
 
 
-class IndexStatus(BaseModel):
+class IndexStatus(WireModel):
     state: IndexState
     files_done: int = Field(0, description="Files examined so far in the current (or last) pass")
     files_total: int = Field(0, description="Files to examine in the current (or last) pass")
@@ -35,12 +36,12 @@ class IndexStatus(BaseModel):
     message: str | None = Field(None, description="Why indexing failed, or what it is doing")
 
 
-class OutlineParams(BaseModel):
+class OutlineParams(WireModel):
     cwd: str
     path: str = Field(description="File path, absolute or relative to cwd")
 
 
-class OutlineSymbol(BaseModel):
+class OutlineSymbol(WireModel):
     name: str
     qualname: str
     kind: str
@@ -51,20 +52,20 @@ class OutlineSymbol(BaseModel):
     depth: int = Field(0, description="Nesting depth: 0 for top-level definitions")
 
 
-class OutlineResult(BaseModel):
+class OutlineResult(WireModel):
     path: str
     language: str | None = None
     symbols: list[OutlineSymbol] = Field(default_factory=list)
     message: str | None = Field(None, description="Why there is no outline (not indexed yet, excluded, …)")
 
 
-class SymbolSearchParams(BaseModel):
+class SymbolSearchParams(WireModel):
     cwd: str
     query: str
     limit: int = Field(50, ge=1, le=500)
 
 
-class SymbolHit(BaseModel):
+class SymbolHit(WireModel):
     name: str
     qualname: str
     kind: str
@@ -74,13 +75,13 @@ class SymbolHit(BaseModel):
     score: float = Field(description="Higher is better")
 
 
-class SymbolSearchResult(BaseModel):
+class SymbolSearchResult(WireModel):
     hits: list[SymbolHit] = Field(default_factory=list)
     state: IndexState = "ready"
     message: str | None = None
 
 
-class IndexChanged(BaseModel):
+class IndexChanged(WireModel):
     """``_arbor/index/changed``: which files' entries changed, and the index's status after it."""
 
     cwd: str

@@ -3,12 +3,13 @@ and hover. Paths are absolute; lines and columns 1-based, as editors show them."
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ide.protocol.method import Method
+from ide.protocol.wire import WireModel
 
 
-class PositionParams(BaseModel):
+class PositionParams(WireModel):
     cwd: str = Field(description="Absolute path of the workspace")
     path: str = Field(description="Absolute path of the file")
     line: int = Field(ge=1)
@@ -16,19 +17,19 @@ class PositionParams(BaseModel):
     session_id: str | None = Field(None, description="Answer as this session's change set leaves the files")
 
 
-class LspLocation(BaseModel):
+class LspLocation(WireModel):
     path: str
     line: int
     column: int
     text: str = Field("", description="The line at the location, for a references list")
 
 
-class LocationsResult(BaseModel):
+class LocationsResult(WireModel):
     locations: list[LspLocation] = Field(default_factory=list)
     message: str | None = Field(None, description="Why there is no answer (no server, install command, …)")
 
 
-class HoverResult(BaseModel):
+class HoverResult(WireModel):
     text: str = ""
     message: str | None = None
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ide.protocol.method import Method
+from ide.protocol.wire import WireModel
 
 NAMESPACES = ("investigations", "insights", "patterns", "errors")
 
 
-class MemorySearchParams(BaseModel):
+class MemorySearchParams(WireModel):
     session_id: str
     query: str = Field("", description="Words to match; empty lists the newest entries")
     namespace: str | None = Field(None, description="One of investigations, insights, patterns, errors")
@@ -23,24 +24,24 @@ class MemorySearchParams(BaseModel):
     unreviewed_only: bool = Field(False, description="Only agent-written entries the user has not kept")
 
 
-class MemoryDeleteParams(BaseModel):
+class MemoryDeleteParams(WireModel):
     session_id: str
     id: int
 
 
-class MemoryKeepParams(BaseModel):
+class MemoryKeepParams(WireModel):
     """The user reviewed an agent-written entry and keeps it (it may then inform later prompts)."""
 
     session_id: str
     id: int
 
 
-class MemoryExportParams(BaseModel):
+class MemoryExportParams(WireModel):
     session_id: str
     path: str = Field(description="Absolute path of the JSON file to write")
 
 
-class MemoryEntry(BaseModel):
+class MemoryEntry(WireModel):
     id: int
     namespace: str
     title: str
@@ -58,14 +59,14 @@ class MemoryEntry(BaseModel):
     )
 
 
-class MemoryList(BaseModel):
+class MemoryList(WireModel):
     entries: list[MemoryEntry] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict, description="Entries per namespace")
     message: str | None = Field(None, description="Why there is nothing (memory off, …)")
     unreviewed: int = Field(0, description="Agent-written entries waiting for the user to keep or delete")
 
 
-class MemoryExported(BaseModel):
+class MemoryExported(WireModel):
     path: str
     entries: int
 

@@ -7,22 +7,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ide.protocol import RoleUsage
 from ide.protocol.method import Method, Notification
+from ide.protocol.wire import WireModel
 
 ToolCalling = Literal["structured", "recovered", "none", "failed"]
 HealthLevel = Literal["ok", "warning", "error"]
 Formatting = Literal["honoured", "refused", "ignored", "failed", "not_applicable"]
 
 
-class ProbeParams(BaseModel):
+class ProbeParams(WireModel):
     cwd: str = Field(description="Workspace whose settings name the models")
     refresh: bool = Field(True, description="Ask the models again instead of answering from the cache")
 
 
-class ModelProbe(BaseModel):
+class ModelProbe(WireModel):
     """One model, probed with one tool-call request and one structured request."""
 
     model: str = Field(description="provider:model")
@@ -80,12 +81,12 @@ class ModelProbe(BaseModel):
         return self.error is not None or self.tool_calls in ("none", "failed")
 
 
-class ProbeResult(BaseModel):
+class ProbeResult(WireModel):
     probes: list[ModelProbe] = Field(default_factory=list)
     fresh: bool = Field(False, description="Probed just now (False: from the cache of earlier probes)")
 
 
-class ContextFill(BaseModel):
+class ContextFill(WireModel):
     """The size of a turn's latest model request against its model's window (the status bar's fill)."""
 
     session_id: str
@@ -94,7 +95,7 @@ class ContextFill(BaseModel):
     window: int
 
 
-class UsageSpent(BaseModel):
+class UsageSpent(WireModel):
     """What a session's model calls have spent so far, by role, the calls in flight counted as they stand
     (an evaluation stops a run over its token budget with it, mid-call)."""
 
@@ -106,11 +107,11 @@ class UsageSpent(BaseModel):
         return sum(u.input_tokens + u.output_tokens for u in self.usage.values())
 
 
-class HealthParams(BaseModel):
+class HealthParams(WireModel):
     cwd: str = Field(description="Workspace whose settings name the default model")
 
 
-class HealthLine(BaseModel):
+class HealthLine(WireModel):
     """One check of the default model (``arbor doctor``'s lines): ``ok`` None when skipped."""
 
     name: str
@@ -119,7 +120,7 @@ class HealthLine(BaseModel):
     fix: str | None = None
 
 
-class ModelHealth(BaseModel):
+class ModelHealth(WireModel):
     """The default model as a session opens: its server reached, the model there, tool support.
 
     Cheap: the model list and the model's card with a short timeout; no generation.

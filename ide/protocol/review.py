@@ -15,17 +15,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ide.protocol.diff import diff_text
 from ide.protocol.hidden import HiddenFinding
 from ide.protocol.method import Method, Notification
+from ide.protocol.wire import WireModel
 
 Decision = Literal["pending", "accepted", "rejected"]
 FileStatus = Literal["added", "modified", "deleted", "renamed"]
 
 
-class HunkView(BaseModel):
+class HunkView(WireModel):
     """One hunk of a file's unified diff against the base the agent read."""
 
     id: str = Field(description="Stable id: the same edit against the same base keeps its id")
@@ -47,7 +48,7 @@ class HunkView(BaseModel):
     )
 
 
-class FileChangeView(BaseModel):
+class FileChangeView(WireModel):
     """A file the change set touches."""
 
     path: str = Field(description="Workspace-relative POSIX path after the change")
@@ -65,7 +66,7 @@ class FileChangeView(BaseModel):
     )
 
 
-class ChangeSetView(BaseModel):
+class ChangeSetView(WireModel):
     """The pending change set of a session, as the review pane shows it."""
 
     session_id: str
@@ -79,11 +80,11 @@ class ChangeSetView(BaseModel):
         return [hunk for file in self.files if not file.meta for hunk in file.hunks if not hunk.hidden]
 
 
-class ChangeSetParams(BaseModel):
+class ChangeSetParams(WireModel):
     session_id: str
 
 
-class DecideParams(BaseModel):
+class DecideParams(WireModel):
     """Decide hunks: by id, by file, or all of them (``ChangeSetView.wholesale_hunks``: all but meta files
     and hunks hiding characters, which need their own decision)."""
 
@@ -95,7 +96,7 @@ class DecideParams(BaseModel):
     comment: str | None = Field(None, description="Feedback on the hunks, for a refinement turn")
 
 
-class BatchView(BaseModel):
+class BatchView(WireModel):
     """An applied batch: what was written, its checkpoint and commit."""
 
     id: str
@@ -110,7 +111,7 @@ class BatchView(BaseModel):
     reason: str | None = Field(None, description="Why it failed, or why recovery rolled it back")
 
 
-class ConflictView(BaseModel):
+class ConflictView(WireModel):
     """A file that was not written because the user changed it too."""
 
     path: str
@@ -118,12 +119,12 @@ class ConflictView(BaseModel):
     merged: str | None = Field(None, description="The three-way merge with conflict markers, for display")
 
 
-class ApplyParams(BaseModel):
+class ApplyParams(WireModel):
     session_id: str
     message: str | None = Field(None, description="Commit message; default from the task")
 
 
-class ApplyResult(BaseModel):
+class ApplyResult(WireModel):
     batch: BatchView | None = Field(None, description="None when nothing accepted could be written")
     conflicts: list[ConflictView] = Field(default_factory=list)
     uncommitted: list[str] = Field(
@@ -134,23 +135,23 @@ class ApplyResult(BaseModel):
     changeset: ChangeSetView = Field(description="What remains to review after the apply")
 
 
-class RollbackParams(BaseModel):
+class RollbackParams(WireModel):
     cwd: str
     batch_id: str | None = Field(None, description="Default: the last applied batch not rolled back")
 
 
-class RollbackResult(BaseModel):
+class RollbackResult(WireModel):
     batch: BatchView
     restored: list[str] = Field(default_factory=list)
     refused: list[ConflictView] = Field(default_factory=list)
 
 
-class HistoryParams(BaseModel):
+class HistoryParams(WireModel):
     cwd: str
     limit: int = Field(50, ge=1, le=10_000)
 
 
-class HistoryResult(BaseModel):
+class HistoryResult(WireModel):
     batches: list[BatchView] = Field(default_factory=list)
 
 

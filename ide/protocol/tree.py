@@ -20,10 +20,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from ide.protocol.method import Method, Notification
 from ide.protocol.review import ChangeSetView
+from ide.protocol.wire import WireModel
 
 TREE_FILE_SUFFIX = ".arbor-tree.jsonl"
 OBSERVATION_CAP = 2048
@@ -60,7 +61,7 @@ def recovered_calls(calls: Iterable[Mapping[str, Any]]) -> int:
     return sum(1 for call in calls if is_recovered(call.get("id")))
 
 
-class ToolAction(BaseModel):
+class ToolAction(WireModel):
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     recovered: bool = Field(
@@ -80,7 +81,7 @@ class ToolAction(BaseModel):
         )
 
 
-class TreeNode(BaseModel):
+class TreeNode(WireModel):
     """One node of a search tree."""
 
     id: str
@@ -107,7 +108,7 @@ class TreeNode(BaseModel):
     updated_at: float = 0.0
 
 
-class TreeEvent(BaseModel):
+class TreeEvent(WireModel):
     """A change to the tree of one run.
 
     ``node_added`` carries the whole node; ``node_updated`` the node id and the changed fields in
@@ -126,7 +127,7 @@ class TreeEvent(BaseModel):
     at: float = 0.0
 
 
-class TreeEventBatch(BaseModel):
+class TreeEventBatch(WireModel):
     """Params of the ``_arbor/tree`` notification: events of one session, in order."""
 
     session_id: str
@@ -373,7 +374,7 @@ def first_error(exc: ValidationError) -> str:
     return f"{location}: {error['msg']}{more}"
 
 
-class BranchDiffParams(BaseModel):
+class BranchDiffParams(WireModel):
     session_id: str
     changeset_id: str
 

@@ -7,30 +7,31 @@ session's pick exactly as the ``/workflow NAME`` slash command does, and answers
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ide.protocol.method import Method
+from ide.protocol.wire import WireModel
 
 AUTO = "auto"
 
 
-class WorkflowsParams(BaseModel):
+class WorkflowsParams(WireModel):
     session_id: str
 
 
-class SelectWorkflowParams(BaseModel):
+class SelectWorkflowParams(WireModel):
     session_id: str
     name: str = Field(description=f"A workflow's name, or {AUTO!r}: the orchestrator picks")
 
 
-class StageInfo(BaseModel):
+class StageInfo(WireModel):
     id: str
     name: str
     required: bool
     agents: list[str] = Field(default_factory=list)
 
 
-class WorkflowInfo(BaseModel):
+class WorkflowInfo(WireModel):
     name: str
     description: str
     workflow_type: str
@@ -38,7 +39,7 @@ class WorkflowInfo(BaseModel):
     stages: list[StageInfo] = Field(default_factory=list)
 
 
-class WorkflowList(BaseModel):
+class WorkflowList(WireModel):
     workflows: list[WorkflowInfo] = Field(default_factory=list)
     selected: str = AUTO
     mode: str = Field("", description="The session's mode (the picker applies in the workflow mode)")

@@ -178,6 +178,11 @@ class Part(QObject):
         """The window starts: False holds the backend's start (this part starts it later)."""
         return True
 
+    def holds_start(self) -> bool:
+        """Whether :meth:`start` will hold the backend's start: asked before the window's first frame, which
+        shows the backend starting unless a part holds it (the start itself waits for that frame)."""
+        return False
+
     # What the backend's life means to this part: a part overrides the handlers it needs, and :meth:`attach`
     # connects those (and only those) to the bridge's signals of the same meaning.
 

@@ -145,6 +145,9 @@ class ReviewDock(Dock):
     def on_session_update(self, update: object) -> None:
         self.pane.apply_update(update)
 
+    def on_turn_finished(self, stop_reason: str, meta: object) -> None:
+        self.pane.show_pending_diffs()  # the turn's diffs are all in: shown before anyone hears it ended
+
     def on_session_ready(self, session_id: str, _replayed: bool) -> None:
         self.pane.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
         self.pane.set_session(session_id, str(self.ctx.workspace))

@@ -52,11 +52,8 @@ class StartPart(Part):
         self._probe_next_session = False
         self.samples = sample_dir()
         self.page.set_sample_available(self.samples is not None, NOT_SHIPPED)
-        self.report_dialog = QFileDialog(ctx.window, "Open eval report", str(ctx.workspace))
-        self.report_dialog.setObjectName("startReportDialog")
-        self.report_dialog.setNameFilters([f"Eval reports ({REPORT_FILE})", "JSON (*.json)", "All files (*)"])
-        self.report_dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
-        self.report_dialog.fileSelected.connect(lambda path: self.reports.open_report(Path(path)))
+        self.report_dialog: QFileDialog | None = None
+        """The Open eval report dialog, made at its first use (a QFileDialog costs more than the page)."""
 
         ctx.centre.addWidget(self.page)
         ctx.centre.setCurrentWidget(self.page)
@@ -68,7 +65,7 @@ class StartPart(Part):
         page.testRequested.connect(lambda: self.models.test_models(report=False))
         page.sampleRequested.connect(self.open_sample)
         page.demoRequested.connect(self.run_demo)
-        page.reportRequested.connect(self.report_dialog.open)
+        page.reportRequested.connect(self.open_report_dialog)
         page.sessionRequested.connect(self._open_session)
         self.models.healthChanged.connect(self._show_health)
         self.models.probesChanged.connect(page.set_probes)
@@ -131,6 +128,17 @@ class StartPart(Part):
     def _test_openai(self, url: str, model: str) -> None:
         env = {"ARBOR_MODEL": f"openai:{model}", "ARBOR_LLM_OPENAI_BASE_URL": url}
         self._probe_next_session = self.use_model(env)
+
+    def open_report_dialog(self) -> None:
+        """Ask for an eval report (the page's Open an eval report…) and show it in the Eval dock."""
+        if self.report_dialog is None:
+            dialog = QFileDialog(self.ctx.window, "Open eval report", str(self.ctx.workspace))
+            dialog.setObjectName("startReportDialog")
+            dialog.setNameFilters([f"Eval reports ({REPORT_FILE})", "JSON (*.json)", "All files (*)"])
+            dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+            dialog.fileSelected.connect(lambda path: self.reports.open_report(Path(path)))
+            self.report_dialog = dialog
+        self.report_dialog.open()
 
     def open_sample(self) -> bool:
         """Open the recorded LATS sample in the Search tree dock."""

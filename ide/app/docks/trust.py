@@ -37,14 +37,18 @@ class Trust(Part):
     def start(self) -> bool:
         """A workspace whose config asks for settings that need trust, and whose user has not answered for
         exactly these settings, is asked first; the backend starts with the answer."""
-        resolved = self.ctx.resolved
-        if resolved is not None and resolved.trust_keys and not resolved.trusted:
-            answered = trust_store().decision(self.ctx.workspace)
-            if answered is None or answered.digest != resolved.digest:
-                self._then_start = True
-                self.dialog.ask(resolved)
-                return False
+        if self.holds_start():
+            self._then_start = True
+            self.dialog.ask(self.ctx.resolved)
+            return False
         return True
+
+    def holds_start(self) -> bool:
+        resolved = self.ctx.resolved
+        if resolved is None or not resolved.trust_keys or resolved.trusted:
+            return False
+        answered = trust_store().decision(self.ctx.workspace)
+        return answered is None or answered.digest != resolved.digest
 
     def ask(self) -> None:
         """Show what the workspace's config asks for and let the user trust it or keep it restricted."""
