@@ -198,6 +198,9 @@ class ChangeSet:
         rel = rel.strip("/")
         if rel in ("", "."):
             return True
+        entry = self._entries.get(rel)
+        if entry is not None and entry.data is not None:
+            return False  # a file this set proposes: nothing is ever proposed below a file (check_file_path)
         prefix = rel + "/"
         if any(p.startswith(prefix) and e.data is not None for p, e in self._entries.items()):
             return True
