@@ -121,7 +121,7 @@ async def measure(
     answered = 0
     warm, refs, refs_first, first, first_shown = [], [], [], [], []
     slowest: list[tuple[float, str]] = []
-    by_name_definitions = by_name_references = 0
+    by_name_definitions = by_name_references = by_name_confirmed = 0
     definitions_agree, references_agree = Agreement(), Agreement()
     for path, line, column in sites:  # open every file once so the timings below are warm queries
         at = At(ROOT, path, line, column)
@@ -133,6 +133,7 @@ async def measure(
         else:
             first_shown.append(max(DEFINITION_GRACE_S, index_s))
             by_name_definitions += 1
+            by_name_confirmed += set(found) == set(served)  # the place F12 went to is the server's
         definitions_agree.add(found, served)
     for path, line, column in sites:
         started = time.perf_counter()
@@ -171,6 +172,7 @@ async def measure(
             "p50": pct(first_shown, 50),
             "max": round(max(first_shown), 2),
             "by_name_after_grace": by_name_definitions,
+            "by_name_same_as_server": by_name_confirmed,
             "grace_s": DEFINITION_GRACE_S,
         },
         "definitions_by_name_vs_server": definitions_agree.figures(),

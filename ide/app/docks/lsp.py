@@ -258,7 +258,7 @@ class LanguageServerPart(Part):
                 f"The language server found no definition at {params.line}:{params.column}.", 8000
             )
         elif _places(result.locations) == _places(pending.index.locations if pending.index else []):
-            self.ctx.message(f"The language server agrees with the index ({SERVER_LABEL}).", 8000)
+            self.ctx.message("The language server confirms the definition the index found by name.", 8000)
         else:
             self.picker.show_locations(f"Definitions ({SERVER_LABEL})", result.locations)
 
