@@ -162,6 +162,14 @@ def _parser() -> argparse.ArgumentParser:
     lsp.add_argument(
         "--json", dest="as_json", action="store_true", help="print JSON (absolute paths, 1-based)"
     )
+    lsp.add_argument(
+        "--source",
+        choices=("both", "server", "index"),
+        default=None,
+        help="who answers references: both (default: the code index by name at once, then the language "
+        "server's answer; with --json one JSON object per answer and line), server or index alone (with "
+        "--json a list). Definitions and hover: the server",
+    )
 
     mcp = sub.add_parser("mcp", help="serve Arbor's agent, code index and memory as an MCP server on stdio")
     mcp.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
@@ -328,7 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(args.path).resolve()
         if not root.is_dir():
             return _fail(f"{root} is not a directory")
-        return run_lsp(root, args.query, args.position, args.as_json)
+        return run_lsp(root, args.query, args.position, args.as_json, source=args.source)
 
     if args.command == "mcp":
         from ide.backend.mcp_server import main as serve_mcp

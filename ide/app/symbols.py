@@ -205,9 +205,11 @@ class LocationPicker(QDialog):
         layout.addWidget(self.list, 1)
         self.resize(720, 360)
 
-    def show_locations(self, title: str, locations: list[LspLocation]) -> None:
+    def show_locations(self, title: str, locations: list[LspLocation], note: str = "") -> None:
+        """Show ``locations`` (replacing what the list showed, its selected row kept where it can be)."""
+        row = self.list.currentRow() if self.isVisible() else 0
         self.setWindowTitle(title)
-        self.title.setText(f"{title}: {len(locations)}")
+        self.title.setText(f"{title}: {len(locations)}" + (f" — {note}" if note else ""))
         self.list.clear()
         for location in locations:
             try:
@@ -218,7 +220,7 @@ class LocationPicker(QDialog):
             item.setData(Qt.ItemDataRole.UserRole, (location.path, location.line, location.column))
             self.list.addItem(item)
         if locations:
-            self.list.setCurrentRow(0)
+            self.list.setCurrentRow(min(max(row, 0), len(locations) - 1))
         self.show()
         self.raise_()
         self.list.setFocus()

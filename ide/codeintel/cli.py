@@ -6,11 +6,14 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ide.codeintel.index import CodeIndex, IndexStats, Symbol
 from ide.codeintel.index.languages import detect_language
-from ide.settings import SettingsError, load_settings
+from ide.settings import Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from ide.codeintel.lsp import At, Location
 
 STATS_KEYS = ("files", "skipped", "failed", "symbols", "references", "seconds", "db_bytes")
 
@@ -132,9 +135,16 @@ LSP_QUERIES = ("definition", "references", "hover")
 
 
 def run_lsp(
-    path: Path, query: str, position: str, as_json: bool, out: TextIO | None = None, err: TextIO | None = None
+    path: Path,
+    query: str,
+    position: str,
+    as_json: bool,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    source: str | None = None,
 ) -> int:
-    """``arbor lsp PATH QUERY FILE:LINE:COL``: ask the language server, print editor positions."""
+    """``arbor lsp PATH QUERY FILE:LINE:COL``: ask the language server, print editor positions. References
+    are first answered from the code index by name (printed at once, labelled), then by the server."""
     out, err = out or sys.stdout, err or sys.stderr
     import asyncio
 
@@ -151,25 +161,50 @@ def run_lsp(
     if not target.is_file():
         err.write(f"arbor: {target} is not a file\n")
         return 2
+    if source not in (None, "server") and query != "references":
+        err.write("arbor: --source index or both is for references; definitions and hover ask the server\n")
+        return 2
+    source = source or ("both" if query == "references" else "server")
     try:
         resolved = load_settings(path)
     except SettingsError as exc:
         err.write(f"arbor: {exc}\n")
         return 2
     settings = resolved.settings
-    if detect_language(target.name) == "python":
+    if detect_language(target.name) == "python" and source != "index":
         from ide.codeintel.lsp.environment import environment_report
 
         err.writelines(f"{line}\n" for line in environment_report(path, resolved))
+    at = At(path, target, line, column)
+    labelled = source == "both"
+
+    def show(label: str, name: str | None, locations: list[Location]) -> None:
+        if as_json and labelled:
+            answer = {"source": label, "name": name, "locations": [loc.as_dict() for loc in locations]}
+            out.write(json.dumps(answer) + "\n")
+        elif as_json:
+            out.write(json.dumps([loc.as_dict() for loc in locations]) + "\n")
+        else:
+            if labelled:
+                err.write(_heading(label, name, len(locations)))
+            out.writelines(f"{loc.path}:{loc.line}:{loc.column}\n" for loc in locations)
+        out.flush()
 
     async def ask() -> object:
         pool = LspPool(settings.lsp)
         try:
             if query == "hover":
-                return await pool.hover(At(path, target, line, column))
+                return await pool.hover(at)
             if query == "definition":
-                return await pool.definition(At(path, target, line, column))
-            return await pool.references(At(path, target, line, column))
+                return await pool.definition(at)
+            asked = asyncio.ensure_future(pool.references(at)) if source != "index" else None
+            if source != "server":
+                name, found = await asyncio.to_thread(_by_name, path, at, settings, err)
+                show("index", name, found)
+                if asked is None:
+                    return found
+            assert asked is not None
+            return await asked
         finally:
             await pool.close()
 
@@ -182,12 +217,33 @@ def run_lsp(
         out.write((json.dumps({"hover": answer}) if as_json else answer or "(no information)") + "\n")
         return 0
     locations = list(answer)  # type: ignore[call-overload]
-    if as_json:
-        out.write(json.dumps([location.as_dict() for location in locations]) + "\n")
-    elif not locations:
+    if source == "index":
+        return 0 if locations or as_json else 1
+    if not locations and not as_json:
+        if labelled:
+            err.write(_heading("server", None, 0))
         err.write(f"no {query} found at {position}\n")
         return 1
-    else:
-        for location in locations:
-            out.write(f"{location.path}:{location.line}:{location.column}\n")
+    show("server", None, locations)
     return 0
+
+
+def _heading(label: str, name: str | None, count: int) -> str:
+    if label == "index":
+        what = f"{name!r}: " if name else ""
+        return f"by name (index), {what}{count} places; the language server's answer follows\n"
+    return f"language server: {count} places\n"
+
+
+def _by_name(root: Path, at: At, settings: Settings, err: TextIO) -> tuple[str | None, list[Location]]:
+    """The index's references by name (none when there is no index yet: it is not built for this)."""
+    from ide.codeintel.lsp.byname import references_by_name
+
+    index = CodeIndex.open(settings, root)
+    try:
+        if index.stats().files == 0:
+            err.write(f"no code index yet (arbor index {root} builds it); only the language server answers\n")
+            return None, []
+        return references_by_name(index, at)
+    finally:
+        index.close()

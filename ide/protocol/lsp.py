@@ -3,6 +3,8 @@ and hover. Paths are absolute; lines and columns 1-based, as editors show them."
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from ide.protocol.method import Method
@@ -15,6 +17,11 @@ class PositionParams(WireModel):
     line: int = Field(ge=1)
     column: int = Field(ge=1)
     session_id: str | None = Field(None, description="Answer as this session's change set leaves the files")
+    source: Literal["server", "index"] = Field(
+        "server",
+        description='Who answers: "server", the language server; "index", the code index by name at once '
+        "(definition and references), for a client to show while the server works",
+    )
 
 
 class LspLocation(WireModel):
@@ -27,6 +34,13 @@ class LspLocation(WireModel):
 class LocationsResult(WireModel):
     locations: list[LspLocation] = Field(default_factory=list)
     message: str | None = Field(None, description="Why there is no answer (no server, install command, …)")
+    source: Literal["server", "index"] = Field(
+        "server",
+        description='Who answered: "server", the language server (it knows what the name binds to); "index", '
+        "the code index by name (every definition and recorded use of the name: calls, decorators, base "
+        "classes, annotations), shown as such until the server's answer replaces it",
+    )
+    name: str | None = Field(None, description="The name the index looked up (source index)")
 
 
 class HoverResult(WireModel):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,12 +12,30 @@ import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QToolTip
 
-from ide.app.docks.lsp import HOVER_LINES, HOVER_WIDTH, hover_text
+from ide.app.docks.lsp import DEFINITION_GRACE_MS, HOVER_LINES, HOVER_WIDTH, hover_text
 from ide.app.viewer import plain_hover
+from ide.protocol.lsp import LSP_DEFINITION, LSP_REFERENCES, PositionParams
 from tests.support.lsp_shop import shop  # noqa: F401  (the fixture package)
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
+
+
+def answer_of(
+    wanted: str, source: str = "server", at: tuple[int, int] | None = None
+) -> Callable[[str, PositionParams, object], bool]:
+    """Whether an ``lspAnswered`` is the ``source``'s answer ("server" or "index") to ``wanted`` (asked at
+    the (line, column) ``at``, when given: an earlier question's late answer is not it)."""
+
+    def check(method: str, params: PositionParams, result: object) -> bool:
+        asked = at is None or (params.line, params.column) == at
+        return method == wanted and params.source == source and asked
+
+    return check
+
+
+def rows(picker: Any) -> list[str]:
+    return [picker.list.item(i).text() for i in range(picker.list.count())]
 
 
 def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_the_type(
@@ -36,11 +57,17 @@ def test_f12_jumps_to_the_definition_shift_f12_lists_references_and_hover_shows_
     assert window.viewer.editor.position()[0] == 4  # class Product:
 
     window.viewer.editor.go_to(4, 8)
-    with qtbot.waitSignal(lsp.lspAnswered, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(
+        lsp.lspAnswered, timeout=TURN_TIMEOUT_MS, check_params_cb=answer_of(LSP_REFERENCES, at=(4, 8))
+    ):
         lsp.references_action.trigger()
     picker = lsp.picker
-    rows = [picker.list.item(i).text() for i in range(picker.list.count())]
-    assert [row.split("    ")[0] for row in rows] == ["app.py:1:25", "app.py:3:8", "shop/models.py:4:7"]
+    assert picker.title.text() == "References (language server): 3"
+    assert [row.split("    ")[0] for row in rows(picker)] == [
+        "app.py:1:25",
+        "app.py:3:8",
+        "shop/models.py:4:7",
+    ]
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
         picker.list.itemActivated.emit(picker.list.item(1))
     assert shown.args == [str(shop / "app.py")]
@@ -116,8 +143,90 @@ def test_alt_left_goes_back_after_f12_and_alt_right_forward_and_a_miss_is_said(
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shop / "shop" / "models.py")
     window.viewer.editor.go_to(1, 1)
-    with qtbot.waitSignal(lsp.lspAnswered, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(
+        lsp.lspAnswered, timeout=TURN_TIMEOUT_MS, check_params_cb=answer_of(LSP_DEFINITION, at=(1, 1))
+    ):
         lsp.definition_action.trigger()
     assert status.currentMessage() == (
         "No definition found at 1:1 ('arbor doctor' shows the Python environment it sees)."
     )
+
+
+def test_shift_f12_shows_the_index_answer_by_name_until_the_servers_replaces_it(
+    qtbot: Any,
+    make_window: WindowFactory,
+    shop: Path,  # noqa: F811
+    user_config: Callable[[str], Path],
+    tmp_path: Path,
+) -> None:
+    """jedi-language-server behind a gate that holds its references until the test has seen the index's
+    answer on screen: the order is the one a slow server gives, with the real server's answer."""
+    gate = tmp_path / "open-the-gate"
+    proxy = Path(__file__).parents[1] / "support" / "gated_lsp.py"
+    user_config(f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(proxy)])}\n")
+    window = make_window(shop, env={"GATED_LSP_OPEN": str(gate)})
+    wait_ready(qtbot, window)
+    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shop / "app.py")
+    window.viewer.editor.go_to(3, 9)  # item = Product("Blue Mug")
+    lsp = window.docks["lsp"]
+    picker = lsp.picker
+
+    with qtbot.waitSignal(
+        lsp.lspAnswered, timeout=TURN_TIMEOUT_MS, check_params_cb=answer_of(LSP_REFERENCES, "index")
+    ):
+        lsp.references_action.trigger()
+    assert picker.isVisible()
+    assert picker.title.text() == (
+        "References by name (index): 2 — Product, asking the language server, whose answer replaces this"
+    )
+    assert [row.split("    ")[0] for row in rows(picker)] == ["app.py:3:8", "shop/models.py:4:7"]
+    assert not gate.exists()  # the server has not answered: its request is held
+
+    with qtbot.waitSignal(
+        lsp.lspAnswered, timeout=TURN_TIMEOUT_MS, check_params_cb=answer_of(LSP_REFERENCES)
+    ):
+        gate.touch()
+    assert picker.title.text() == "References (language server): 3"
+    assert [row.split("    ")[0] for row in rows(picker)] == [
+        "app.py:1:25",
+        "app.py:3:8",
+        "shop/models.py:4:7",
+    ]
+
+
+def test_f12_goes_to_the_index_answer_when_the_server_is_slow_and_says_the_server_failed(
+    qtbot: Any,
+    make_window: WindowFactory,
+    shop: Path,  # noqa: F811
+    user_config: Callable[[str], Path],
+    tmp_path: Path,
+) -> None:
+    script = Path(__file__).parents[1] / "support" / "slow_lsp.py"
+    user_config(
+        "[lsp]\nrequest_timeout_s = 3\n"
+        f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(script)])}\n"
+    )
+    window = make_window(shop, env={"SLOW_LSP_LOG": str(tmp_path / "slow.log")})
+    wait_ready(qtbot, window)
+    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
+        window.viewer.show_file(shop / "app.py")
+    window.viewer.editor.go_to(3, 9)
+    lsp = window.docks["lsp"]
+    status = window.statusBar()
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=DEFINITION_GRACE_MS + TURN_TIMEOUT_MS) as shown:
+        lsp.definition_action.trigger()
+    assert shown.args == [str(shop / "shop" / "models.py")]
+    assert window.viewer.editor.position()[0] == 4
+    assert status.currentMessage() == "Definition by name (index); asking the language server…"
+    with qtbot.waitSignal(
+        lsp.lspAnswered, timeout=TURN_TIMEOUT_MS, check_params_cb=answer_of(LSP_DEFINITION)
+    ):
+        pass
+    assert "did not answer textDocument/definition within 3 s" in status.currentMessage()
+    assert status.currentMessage().endswith("(the index's answer by name is shown)")
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS) as shown:
+        lsp.back_action.trigger()  # the jump by name is in the history like any other
+    assert shown.args == [str(shop / "app.py")]

@@ -1,4 +1,4 @@
-"""A tiny language server for tests: initialize works, textDocument/definition never answers.
+"""A tiny language server for tests: initialize works, textDocument/definition and references never answer.
 
 When the client cancels the request ($/cancelRequest), the handler writes "cancelled" to the file named
 by SLOW_LSP_LOG, so a test can see the cancel arrived.
@@ -23,6 +23,11 @@ async def definition(params: types.DefinitionParams) -> None:
     except asyncio.CancelledError:
         Path(os.environ["SLOW_LSP_LOG"]).write_text("cancelled")
         raise
+
+
+@server.feature(types.TEXT_DOCUMENT_REFERENCES)
+async def references(params: types.ReferenceParams) -> None:
+    await asyncio.sleep(3600)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from PySide6.QtCore import QPoint, Signal
+from PySide6.QtCore import QPoint, QTimer, Signal
 from PySide6.QtWidgets import QToolTip
 
 from ide.app.docks.base import AppContext, Part, Spec
@@ -19,9 +19,17 @@ from ide.protocol.lsp import (
     LSP_REFERENCES,
     HoverResult,
     LocationsResult,
+    LspLocation,
     PositionParams,
 )
 from ide.protocol.method import Method
+
+INDEX_LABEL = "by name (index)"
+"""How the index's answer is labelled until the language server's replaces it."""
+SERVER_LABEL = "language server"
+
+DEFINITION_GRACE_MS = 500
+"""F12 waits this long for the language server before it goes to the index's answer by name."""
 
 HOVER_LINES = 12
 """A hover shows at most this many lines (the rest is cut with "…"): it must not cover the window."""
@@ -101,6 +109,8 @@ class LanguageServerPart(Part):
         self.picker.locationChosen.connect(self._jump)
         ctx.viewer.editor.hoverRequested.connect(self._request_hover)
         self.lspAnswered.connect(self._on_answer)
+        self._pending: dict[str, _Pending] = {}
+        """F12's and Shift+F12's question being answered, by method, until the server's answer comes."""
 
     def ask(
         self, method: Method[PositionParams, Any], line: int | None = None, column: int | None = None
@@ -120,6 +130,15 @@ class LanguageServerPart(Part):
             column=column,
             session_id=self.bridge.session_id,
         )
+        if method in (LSP_REFERENCES, LSP_DEFINITION):
+            # The index answers by name at once; the server's answer, when it comes, replaces it.
+            pending = self._pending[method] = _Pending(params)
+            by_name = params.model_copy(update={"source": "index"})
+            self.bridge.request(
+                method, by_name, lambda result: self.lspAnswered.emit(method, by_name, result), lambda _: None
+            )
+            if method == LSP_DEFINITION:
+                QTimer.singleShot(DEFINITION_GRACE_MS, self, lambda: self._grace_over(pending))
         if not self.bridge.request(
             method,
             params,
@@ -176,19 +195,121 @@ class LanguageServerPart(Part):
                 text = hover_text(plain_hover(result.text or result.message or ""))
                 QToolTip.showText(where, text, self.ctx.viewer.editor)
             return
+        if method == LSP_REFERENCES:
+            self._on_references(params, result)
+        else:
+            self._on_definition(params, result)
+
+    def _current(self, method: str, params: PositionParams) -> _Pending | None:
+        """The pending question ``params`` (index or server) answers; None for an earlier one's answer."""
+        pending = self._pending.get(method)
+        if pending is None or params.model_copy(update={"source": "server"}) != pending.params:
+            return None
+        return pending
+
+    def _on_references(self, params: PositionParams, result: LocationsResult) -> None:
+        """Shift+F12's two answers: the index's by name first (shown labelled as such), then the server's,
+        which replaces it; either one for an earlier Shift+F12 is dropped."""
+        pending = self._current(LSP_REFERENCES, params)
+        if pending is None:
+            return
+        if result.source == "index":
+            if result.locations:
+                pending.shown = True
+                what = f"{result.name}, " if result.name else ""
+                self.picker.show_locations(
+                    f"References {INDEX_LABEL}",
+                    result.locations,
+                    f"{what}asking the language server, whose answer replaces this",
+                )
+            return
+        del self._pending[LSP_REFERENCES]
+        if result.message:
+            note = " (the list shows the index's answer by name)" if pending.shown else ""
+            self.ctx.message(result.message + note, 8000)
+        elif not result.locations:
+            self.ctx.message(_nothing("references", params), 8000)
+            if pending.shown:
+                self.picker.show_locations(f"References ({SERVER_LABEL})", [])
+        elif pending.shown and not self.picker.isVisible():  # the user already chose from the index's
+            self.ctx.message(f"The language server found {len(result.locations)} references.", 8000)
+        else:
+            self.picker.show_locations(f"References ({SERVER_LABEL})", result.locations)
+
+    def _on_definition(self, params: PositionParams, result: LocationsResult) -> None:
+        """F12's two answers: the server's when it comes within :data:`DEFINITION_GRACE_MS`; otherwise the
+        index's by name (labelled) at the end of the grace, and the server's after it, which jumps only
+        when it agrees and otherwise lists its places."""
+        pending = self._current(LSP_DEFINITION, params)
+        if pending is None:
+            return
+        if result.source == "index":
+            pending.index = result
+            if pending.grace_over:
+                self._show_index_definition(pending)
+            return
+        del self._pending[LSP_DEFINITION]
+        if not pending.shown:
+            self._show_definition(params, result)
+        elif result.message:
+            self.ctx.message(result.message + " (the index's answer by name is shown)", 8000)
+        elif not result.locations:
+            self.ctx.message(
+                f"The language server found no definition at {params.line}:{params.column}.", 8000
+            )
+        elif _places(result.locations) == _places(pending.index.locations if pending.index else []):
+            self.ctx.message("The language server confirms the definition the index found by name.", 8000)
+        else:
+            self.picker.show_locations(f"Definitions ({SERVER_LABEL})", result.locations)
+
+    def _grace_over(self, pending: _Pending) -> None:
+        pending.grace_over = True
+        if self._pending.get(LSP_DEFINITION) is pending and pending.index is not None:
+            self._show_index_definition(pending)
+
+    def _show_index_definition(self, pending: _Pending) -> None:
+        found = pending.index
+        if found is None or not found.locations or pending.shown:
+            return
+        pending.shown = True
+        if len(found.locations) == 1:
+            (only,) = found.locations
+            self._jump(only.path, only.line, only.column)
+            self.ctx.message(f"Definition {INDEX_LABEL}; asking the language server…", 8000)
+        else:
+            self.picker.show_locations(
+                f"Definitions {INDEX_LABEL}",
+                found.locations,
+                "asking the language server, whose answer follows",
+            )
+
+    def _show_definition(self, params: PositionParams, result: LocationsResult) -> None:
         if result.message:
             self.ctx.message(result.message, 8000)
         elif not result.locations:
-            what = "definition" if method == LSP_DEFINITION else "references"
-            hint = (
-                " ('arbor doctor' shows the Python environment it sees)"
-                if params.path.endswith(".py")
-                else ""
-            )
-            self.ctx.message(f"No {what} found at {params.line}:{params.column}{hint}.", 8000)
-        elif method == LSP_DEFINITION and len(result.locations) == 1:
+            self.ctx.message(_nothing("definition", params), 8000)
+        elif len(result.locations) == 1:
             (only,) = result.locations
             self._jump(only.path, only.line, only.column)
         else:
-            title = "Definitions" if method == LSP_DEFINITION else "References"
-            self.picker.show_locations(title, result.locations)
+            self.picker.show_locations("Definitions", result.locations)
+
+
+class _Pending:
+    """An F12 or Shift+F12 being answered: its question (the server's params), the index's answer when it
+    came, whether an index answer is on screen and whether the definition's grace is over."""
+
+    def __init__(self, params: PositionParams) -> None:
+        self.params = params
+        self.index: LocationsResult | None = None
+        self.shown = False
+        self.grace_over = False
+
+
+def _places(locations: list[LspLocation]) -> set[tuple[str, int, int]]:
+    return {(loc.path, loc.line, loc.column) for loc in locations}
+
+
+def _nothing(what: str, params: PositionParams) -> str:
+    hint = " ('arbor doctor' shows the Python environment it sees)" if params.path.endswith(".py") else ""
+    return f"No {what} found at {params.line}:{params.column}{hint}."

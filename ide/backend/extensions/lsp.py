@@ -2,8 +2,10 @@
 
 The language server is given only files read_file may read (the same gate as the agent's tools: a file
 outside the workspace, a secret, git's metadata or an excluded file is a message, and never reaches
-the server). The answers are the user's: the window shows every location found with its line, as its
-viewer shows any file the user opens; nothing of it reaches a model.
+the server). A request with ``source="index"`` is answered from the code index by name at once
+(``ide/codeintel/lsp/byname.py``), labelled as such, for the window to show while the server works; the
+server's answer then replaces it. The answers are the user's: the window shows every location found
+with its line, as its viewer shows any file the user opens; nothing of it reaches a model.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ide.protocol import lsp as lp
 
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
-    from ide.codeintel.lsp import LspGate, LspPool
+    from ide.codeintel.lsp import At, Location, LspGate, LspPool
 
 
 async def hover(backend: Backend, request: lp.PositionParams) -> lp.HoverResult:
@@ -43,18 +45,43 @@ async def _locations(backend: Backend, request: lp.PositionParams, *, references
     from ide.codeintel.lsp import At, LspError, LspUnavailable
 
     root, path, documents, pool, gate = _query(backend, request)
+    at = At(root, path, request.line, request.column, documents, gate)
+    if request.source == "index":
+        return await _by_name(backend, request, at, references=references)
     ask = pool.references if references else pool.definition
     try:
-        found = await ask(At(root, path, request.line, request.column, documents, gate))
+        found = await ask(at)
     except (LspUnavailable, LspError) as exc:
         return lp.LocationsResult(message=str(exc))
+    return lp.LocationsResult(locations=await _shown(found, documents))
+
+
+async def _shown(found: list[Location], documents: dict[Path, str]) -> list[lp.LspLocation]:
     texts = await asyncio.to_thread(line_texts, [(loc.path, loc.line) for loc in found], documents)
-    return lp.LocationsResult(
-        locations=[
-            lp.LspLocation(path=str(loc.path), line=loc.line, column=loc.column, text=text)
-            for loc, text in zip(found, texts, strict=True)
-        ]
-    )
+    return [
+        lp.LspLocation(path=str(loc.path), line=loc.line, column=loc.column, text=text)
+        for loc, text in zip(found, texts, strict=True)
+    ]
+
+
+async def _by_name(
+    backend: Backend, request: lp.PositionParams, at: At, *, references: bool
+) -> lp.LocationsResult:
+    """The index's answer by name: every definition (and, for references, every recorded use) of the name
+    at the position."""
+    from ide.codeintel.lsp.byname import definitions_by_name, references_by_name
+
+    cwd, settings = backend.workspace(request.cwd)
+    service = backend.services.index(cwd, settings)
+    if service.state != "ready" and not await asyncio.to_thread(service.index.file_count):
+        return lp.LocationsResult(source="index", message=f"the index is not ready: {service.message}")
+    if at.gate is not None and (why := at.gate.refusal(at.path)) is not None:
+        return lp.LocationsResult(source="index", message=f"{at.path} is {why}")
+    ask = references_by_name if references else definitions_by_name
+    name, found = await asyncio.to_thread(ask, service.index, at)
+    if name is None:
+        return lp.LocationsResult(source="index", message=f"no name at {request.line}:{request.column}")
+    return lp.LocationsResult(source="index", name=name, locations=await _shown(found, at.documents or {}))
 
 
 def _query(
