@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import typing
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -107,6 +108,34 @@ class ToolOutcome:
     diffs: tuple[FileDiff, ...] = ()
 
 
+LANGCHAIN_TOOLS = 512
+"""LangChain tools kept for the specs last bound (Arbor's own, and the MCP servers' of open sessions)."""
+_langchain_tools: OrderedDict[int, tuple[ToolSpec, BaseTool]] = OrderedDict()
+
+
+def _not_run_here(**_kwargs: Any) -> str:
+    raise ToolError("Arbor runs its tools through Toolbox.call, not through the LangChain tool")
+
+
+def langchain_tool(spec: ToolSpec) -> BaseTool:
+    """``spec`` as a LangChain tool for binding to a chat model (its schema only: Arbor runs the call), the
+    same object for the same spec."""
+    found = _langchain_tools.get(id(spec))
+    if found is not None and found[0] is spec:  # the entry holds the spec, so its id is not reused meanwhile
+        _langchain_tools.move_to_end(id(spec))
+        return found[1]
+    made = StructuredTool.from_function(
+        func=_not_run_here,
+        name=spec.name,
+        description=spec.description,
+        args_schema=spec.json_schema or spec.args_model,
+    )
+    _langchain_tools[id(spec)] = (spec, made)
+    if len(_langchain_tools) > LANGCHAIN_TOOLS:
+        _langchain_tools.popitem(last=False)
+    return made
+
+
 class Toolbox:
     """The tools of one session, bound to its workspace and settings."""
 
@@ -174,16 +203,9 @@ class Toolbox:
     def langchain_tools(self) -> list[BaseTool]:
         """The tools as LangChain tools, for binding to a chat model (schemas only; we execute them).
 
-        The same objects at every call: the model router keeps a model bound to them, where new ones made
-        it convert every schema again (about 36 ms a call for Arbor's tools, a quarter of a scripted turn)."""
+        The same objects for the same specs, whatever the toolbox (each turn and each search branch has its
+        own): the model router keeps a model bound to them, where new ones made it convert every schema
+        again (about 50 ms for Arbor's tools, a quarter of a scripted turn)."""
         if self._langchain is None:
-            self._langchain = [
-                StructuredTool.from_function(
-                    func=lambda _spec=spec, **kwargs: self.call(_spec.name, kwargs).output,
-                    name=spec.name,
-                    description=spec.description,
-                    args_schema=spec.json_schema or spec.args_model,
-                )
-                for spec in self.specs.values()
-            ]
+            self._langchain = [langchain_tool(spec) for spec in self.specs.values()]
         return list(self._langchain)
