@@ -21,6 +21,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path not in first)  # stable: the order inside each file is kept
 
 
+REAL_MODEL_TESTS = "tests/realmodel/"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, with every file of tests/realmodel/ one unit on one worker: each starts a
+    llama-server on both cores, whose threads spin while they wait for each other, so two at once (one per
+    worker) ran 10-25x slower (204 s for a 15 s test) and starved the other worker's timing tests."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneRealModelAtATime(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return REAL_MODEL_TESTS if scope.startswith(REAL_MODEL_TESTS) else scope
+
+    return OneRealModelAtATime(config, log)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
