@@ -143,7 +143,6 @@ class Toolbox:
         self.workspace = workspace
         self.settings = settings
         self.specs = {spec.name: spec for spec in specs}
-        self._langchain: list[BaseTool] | None = None
 
     def parse(self, name: str, args: dict[str, Any]) -> tuple[ToolSpec, BaseModel]:
         """Validate a call; raises ToolError naming the tool and what is wrong with its arguments."""
@@ -206,6 +205,4 @@ class Toolbox:
         The same objects for the same specs, whatever the toolbox (each turn and each search branch has its
         own): the model router keeps a model bound to them, where new ones made it convert every schema
         again (about 50 ms for Arbor's tools, a quarter of a scripted turn)."""
-        if self._langchain is None:
-            self._langchain = [langchain_tool(spec) for spec in self.specs.values()]
-        return list(self._langchain)
+        return [langchain_tool(spec) for spec in self.specs.values()]
