@@ -17,6 +17,7 @@ from acp import run_agent
 
 from ide.backend.agent import ArborAgent, QuietRefusals
 from ide.backend.limits import BadMessage, check_message, return_freed_memory
+from ide.changes.confined import write_all
 
 STDIO_LIMIT = 50 * 1024 * 1024
 HEAD_BYTES = 4096
@@ -61,9 +62,7 @@ def _copy(source: int, target: int, close: int) -> None:
     """Copy ``source`` to ``target`` until end of file, then close ``close`` (the pipe end owned here)."""
     try:
         while chunk := os.read(source, CHUNK_BYTES):
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(target, view) :]
+            write_all(target, chunk)
     except OSError:
         pass
     finally:

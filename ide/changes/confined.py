@@ -179,9 +179,7 @@ class Confined:
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
             staged.fd = os.open(tmp, flags, mode, dir_fd=fd)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(staged.fd, view) :]
+            write_all(staged.fd, data)
             os.chmod(tmp, mode, dir_fd=fd)
         except BaseException:
             staged.discard()
@@ -230,6 +228,13 @@ class Confined:
                 except OSError:
                     return
             parts.pop()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def sync_all(fds: list[int], pool: ThreadPoolExecutor | None = None) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all
+from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all, write_all
 from ide.changes.hunks import is_binary
 from ide.changes.overlay import ChangeError
 from ide.gitsafe import base_argv, git_argv, git_env
@@ -236,9 +236,7 @@ def _atomic_many(items: list[tuple[Path, bytes]], mode: int) -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
                 staged.append((fd, tmp, path))
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
             sync_all([fd for fd, _tmp, _path in staged])
             for index, (fd, tmp, path) in enumerate(staged):
                 os.close(fd)
