@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from contextlib import aclosing
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
@@ -264,15 +265,19 @@ class ReactArchitecture:
         tree = ReactTree(ctx.task, model=ctx.model_name(ROLE), recorder=ctx.recorder)
         memory = ctx.services.memory
         hints = await asyncio.to_thread(memory.hint, ctx.task) if memory is not None else ""
+        events = graph.astream(
+            {"messages": [HumanMessage(ctx.task)], "steps": 0, "hints": hints},
+            config=config,
+            context=ctx,
+            stream_mode="custom",
+        )
         try:
-            async for event in graph.astream(
-                {"messages": [HumanMessage(ctx.task)], "steps": 0, "hints": hints},
-                config=config,
-                context=ctx,
-                stream_mode="custom",
-            ):
-                tree.on_event(event)
-                await ctx.progress(event)
+            # Closed on the way out: a cancel that lands while an event is being sent (not while the graph
+            # is awaited) would otherwise leave the graph's node, and its model call, running on.
+            async with aclosing(events):
+                async for event in events:
+                    tree.on_event(event)
+                    await ctx.progress(event)
         except asyncio.CancelledError:
             tree.finish("cancelled")
             raise
