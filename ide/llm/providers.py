@@ -88,6 +88,10 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
             # The router retries once itself (after a pause, and only when nothing was streamed).
             "max_retries": 0,
         }
+        if "stream_chunk_timeout" in module.ChatOpenAI.model_fields:
+            # Off: its per-chunk asyncio.wait_for swallows a cancel that lands as a chunk arrives (Python
+            # 3.11), so a stopped call streamed on to its end. The router bounds the silences itself.
+            kwargs["stream_chunk_timeout"] = 0
         if settings.openai_base_url:
             kwargs["base_url"] = settings.openai_base_url
             # Local OpenAI-compatible servers usually ignore the key, but the client insists on one.
