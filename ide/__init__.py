@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from ide.acpload import install as _install_acp_loader
+
+_install_acp_loader()
+
 
 def __getattr__(name: str) -> str:
     """``ide.__version__``, read from the installed metadata when first asked for: importlib.metadata and
