@@ -95,7 +95,10 @@ def _start(
     for _ in range(BIND_TRIES):
         port = free_port()
         command = [str(binary), "-m", str(model), "-c", str(context), "-np", str(slots)]
-        command += ["--host", "127.0.0.1", "--port", str(port), "-t", "2", "--jinja"]
+        # One thread: the suite's other xdist worker has the other core, and llama.cpp's threads spin at
+        # their barriers when they must share a core (2 threads: 80-102 s for the eval-budget and runaway
+        # tests at load 3.5; 1 thread: 35-48 s).
+        command += ["--host", "127.0.0.1", "--port", str(port), "-t", "1", "--jinja"]
         if template is not None:
             command += ["--chat-template-file", str(template)]
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
