@@ -193,7 +193,7 @@ class Services:
         return self._checkpointers[path][1]
 
     async def close(self) -> None:
-        """Stop the indexes and language servers, close the checkpoint databases."""
+        """Stop the indexes and language servers, close the checkpoint and session databases."""
         for service in self._indexes.values():
             await service.close()
         for bridge in self._lsp.values():
@@ -203,6 +203,8 @@ class Services:
             with contextlib.suppress(Exception):
                 await conn.close()
         self._checkpointers.clear()
+        for store in self._stores.values():
+            store.close()
 
 
 KEPT_CHECKPOINTS = 2
