@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QTreeView
 
 from ide.app.diffs import local_file_change, side_by_side_rows, unified_rows
 from ide.app.review import ReviewPane
+from ide.app.review_widgets import ReviewFileModel
 from ide.protocol.review import ChangeSetView, DecideParams
 from tests.support.review_agent import sample_file
 
@@ -205,3 +208,95 @@ def test_history_columns_fit_their_text_and_the_message_takes_the_rest(qtbot: An
         assert header.sectionSize(column) >= tree.sizeHintForColumn(column), column  # nothing cut
     width = sum(header.sectionSize(column) for column in range(tree.columnCount()))
     assert width == tree.viewport().width()  # and no empty space beside the columns
+
+
+def wide_changeset(files: int) -> ChangeSetView:
+    """``files`` sample files, then, far below the first screen, the widest texts each column can show: a
+    big +/− count, a binary file, a rename of a meta file, and a conflict."""
+    changes = [local_file_change(*sample_file(index)) for index in range(files)]
+    changes[-4] = changes[-4].model_copy(update={"additions": 123456, "deletions": 98765})
+    changes[-3] = changes[-3].model_copy(update={"binary": True, "hunks": []})
+    changes[-2] = changes[-2].model_copy(
+        update={"status": "renamed", "old_path": "src/old.py", "meta": "CI configuration"}
+    )
+    changes[-1] = changes[-1].model_copy(update={"conflict": "changed on disk"})
+    return ChangeSetView(session_id=SESSION, cwd="/w", title="t", files=changes)
+
+
+def assert_columns_fit_every_row(qtbot: Any, pane: ReviewPane) -> None:
+    """Columns 1–3 are as wide as Qt's ResizeToContents over every row makes them, and no row's text is
+    cut (QTreeView's own sizeHintForColumn asks every row; the pane's asks only the widest texts)."""
+    files, header, model = pane.file_list, pane.file_list.header(), pane.files_model
+    for column in (1, 2, 3):
+        every_row = QTreeView.sizeHintForColumn(files, column)
+        assert files.sizeHintForColumn(column) == every_row, column
+        wanted = max(every_row, header.sectionSizeHint(column))
+        qtbot.waitUntil(lambda column=column, wanted=wanted: header.sectionSize(column) == wanted)
+        widest = max(
+            files.sizeHintForIndex(model.index(row, column)).width() for row in range(model.rowCount())
+        )
+        assert header.sectionSize(column) >= widest, column
+
+
+def test_file_list_columns_fit_the_widest_row_far_below_the_first_screen(qtbot: Any) -> None:
+    pane = ReviewPane()
+    qtbot.addWidget(pane)
+    pane.resize(1100, 600)
+    pane.show()
+    qtbot.waitExposed(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    changeset = wide_changeset(300)
+    pane.set_changeset(changeset)
+    model = pane.files_model
+    assert [model.text(299 - back, 2) for back in (3, 2)] == ["+123456 −98765", "binary"]
+    assert model.text(298, 0) == "⚠ src/old.py → src/mod_298.py" and model.text(298, 1) == "R"
+    assert model.text(299, 3) == "conflict"
+    assert_columns_fit_every_row(qtbot, pane)
+
+    pane.accept_all_button.click()  # "accepted" and "rejected" are wider than "pending"
+    assert model.text(0, 3) == "accepted"
+    assert_columns_fit_every_row(qtbot, pane)
+    pane.select_file(1)
+    pane.reject_file_button.click()
+    assert model.text(1, 3) == "rejected"
+    assert_columns_fit_every_row(qtbot, pane)
+
+    pane.file_list.setFont(QFont(pane.file_list.font().family(), 24))  # a bigger font: wider columns
+    assert_columns_fit_every_row(qtbot, pane)
+
+
+def test_showing_300_files_asks_the_file_model_for_a_screenful_of_rows(
+    qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sizing the columns asked every row for some ten roles on every layout: 37,000 ``data()`` calls
+    before the first paint of 300 files (0.25 s); now the rows on screen and the widest texts."""
+    calls = [0]
+    real = ReviewFileModel.data
+
+    def counted(self: ReviewFileModel, *args: Any) -> Any:
+        calls[0] += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(ReviewFileModel, "data", counted)
+    pane = ReviewPane()
+    qtbot.addWidget(pane)
+    pane.resize(1280, 700)
+    pane.show()
+    qtbot.waitExposed(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    painted = [False]
+
+    class Watch(QObject):
+        def eventFilter(self, _watched: QObject, event: QEvent) -> bool:
+            painted[0] = painted[0] or event.type() == QEvent.Type.Paint
+            return False
+
+    watch = Watch()
+    pane.file_list.viewport().installEventFilter(watch)
+    calls[0] = 0
+    pane.set_changeset(wide_changeset(300))
+    qtbot.waitUntil(lambda: painted[0])
+    assert pane.files_model.rowCount() == 300
+    assert 0 < calls[0] < 3_000
