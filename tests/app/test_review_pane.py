@@ -300,3 +300,34 @@ def test_showing_300_files_asks_the_file_model_for_a_screenful_of_rows(
     qtbot.waitUntil(lambda: painted[0])
     assert pane.files_model.rowCount() == 300
     assert 0 < calls[0] < 3_000
+
+
+def test_a_300_file_change_set_is_reviewed_hunk_by_hunk_far_down_the_list(qtbot: Any) -> None:
+    pane = ReviewPane()
+    qtbot.addWidget(pane)
+    pane.resize(1100, 600)
+    pane.show()
+    qtbot.waitExposed(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    changeset = synthetic_changeset(300)
+    pane.set_changeset(changeset)
+    assert pane.summary.text() == "300 files · 1200 hunks · 0 accepted · 0 rejected · 1200 pending"
+    pane.select_file(250, 2)
+    assert pane.file_list.currentIndex().row() == 250
+    assert pane.unified.toPlainText() == "\n".join(row.text for row in unified_rows(changeset.files[250]))
+    none, shift = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier
+    sent = decisions(qtbot, pane, [("a", none), ("j", none), ("R", shift)])
+    assert [(p.decision, p.hunk_ids, p.paths) for p in sent] == [
+        ("accepted", [changeset.files[250].hunks[2].id], []),
+        ("rejected", [], ["src/mod_251.py"]),
+    ]
+    model = pane.files_model
+    assert [model.text(row, 3) for row in (249, 250, 251, 252)] == [
+        "pending",
+        "partly",
+        "rejected",
+        "pending",
+    ]
+    assert pane.summary.text() == "300 files · 1200 hunks · 1 accepted · 4 rejected · 1195 pending"
+    assert pane.state.current_file == 252 and pane.file_list.currentIndex().row() == 252
