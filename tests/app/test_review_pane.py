@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QTreeView
 
 from ide.app.diffs import local_file_change, side_by_side_rows, unified_rows
 from ide.app.review import ReviewPane
+from ide.app.review_state import ReviewState
 from ide.app.review_widgets import ReviewFileModel
 from ide.protocol.review import ChangeSetView, DecideParams
 from tests.support.review_agent import sample_file
@@ -331,3 +332,31 @@ def test_a_300_file_change_set_is_reviewed_hunk_by_hunk_far_down_the_list(qtbot:
     ]
     assert pane.summary.text() == "300 files · 1200 hunks · 1 accepted · 4 rejected · 1195 pending"
     assert pane.state.current_file == 252 and pane.file_list.currentIndex().row() == 252
+
+
+def test_showing_a_change_set_renders_its_actions_once(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary and the Apply label each count every hunk: showing a change set renders them once (the
+    file's selection does), and they read right."""
+    pane = ReviewPane()
+    qtbot.addWidget(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    summaries = [0]
+    real = ReviewState.summary
+
+    def counted(state: ReviewState) -> str:
+        summaries[0] += 1
+        return real(state)
+
+    monkeypatch.setattr(ReviewState, "summary", counted)
+    shown: list[int] = []
+    pane.changesShown.connect(shown.append)
+    pane.set_changeset(synthetic_changeset(3))
+    assert summaries[0] == 1 and shown == [3]
+    assert pane.summary.text() == "3 files · 12 hunks · 0 accepted · 0 rejected · 12 pending"
+    assert pane.hunk_label.text() == "Hunk 1/4 · pending" and pane.accept_button.isEnabled()
+    assert pane.accept_all_button.isEnabled() and pane.apply_button.text() == "Apply"
+    pane.set_changeset(ChangeSetView(session_id=SESSION, cwd="/w", files=[]))
+    assert summaries[0] == 2 and shown == [3, 0]
+    assert pane.summary.text() == "No changes to review." and not pane.accept_all_button.isEnabled()
+    assert pane.hunk_label.text() == "" and not pane.accept_button.isEnabled()
