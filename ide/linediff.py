@@ -99,6 +99,9 @@ def _anchored(
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The longest run of ``pairs`` (sorted by i) whose j increase too (patience sorting)."""
+    js = [j for _i, j in pairs]
+    if js == sorted(js):
+        return pairs  # no line moved (the usual case): the run is all of them, found in C
     tails: list[int] = []
     tail_index: list[int] = []
     previous = [-1] * len(pairs)

@@ -116,8 +116,9 @@ def test_the_line_diff_gives_the_opcodes_and_hunks_it_gave_before_its_speed_up()
 
 def test_separated_edits_cost_work_per_edit_not_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of unique lines with 10 separated edits: one anchored pass over the file and one small gap per
-    edit, no SequenceMatcher (before: a range and a gap for every unchanged line, 1,300 for 130 lines)."""
-    calls = {"anchored": 0, "gap": 0, "matcher": 0}
+    edit, no SequenceMatcher, and the anchors taken whole when none moved (before: a range and a gap for
+    every unchanged line, 1,300 for 130 lines, and a patience sort of the anchors)."""
+    calls = {"anchored": 0, "gap": 0, "matcher": 0, "bisect": 0}
     for name, key in (("_anchored", "anchored"), ("_small_gap", "gap")):
         real = getattr(linediff, name)
 
@@ -133,13 +134,25 @@ def test_separated_edits_cost_work_per_edit_not_per_line(monkeypatch: pytest.Mon
         return real_matcher(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(linediff.difflib, "SequenceMatcher", matcher)
+    real_bisect = linediff.bisect.bisect_left
+
+    def bisect_left(*args: object) -> int:
+        calls["bisect"] += 1
+        return real_bisect(*args)  # type: ignore[call-overload,no-any-return]
+
+    monkeypatch.setattr(linediff.bisect, "bisect_left", bisect_left)
     old = [f"value_{n} = {n}\n" for n in range(130)]
     new = list(old)
     for n in range(6, 130, 12):
         new[n] = f"value_{n} = {n * 100}  # changed\nextra_{n} = True\n"
     hunks = text_hunks("a.py", "".join(old).encode(), "".join(new).encode())
     assert len(hunks) == 11
-    assert calls == {"anchored": 1 + 11, "gap": 11, "matcher": 0}
+    assert calls == {
+        "anchored": 1 + 11,
+        "gap": 11,
+        "matcher": 0,
+        "bisect": 0,
+    }  # no line moved: no patience sort
 
 
 NAMES = ["plain.py", "a\nb.py", "cr\r.py", 'quote".py', "back\\slash.py", "café.py", "tab\t.py"]
