@@ -7,9 +7,9 @@ diff view; the wire model's validation (what the bridge does with the notificati
 is reported apart. The peer, measured in the same run, is a QPlainTextEdit given the whole change set as
 one unified diff (setPlainText plus its first paint). Offscreen; the target for "show" is 500 ms.
 
-"end_to_end_s" is the issue's target, "built and shown in the pane <= 500 ms", in one process: the change
-set of ``bench/review.py`` (``build_bench_changeset`` on ``make_bench_repo``, 300 files / 3,000 hunks)
-built, ``Review.view()``, ``model_dump(mode="json")`` and ``json.dumps`` as the backend sends it,
+"end_to_end_s" is issue 32's target, "built and shown in the pane <= 300 ms" (item 4), in one process:
+the change set of ``bench/review.py`` (``build_bench_changeset`` on ``make_bench_repo``, 300 files /
+3,000 hunks) built, ``Review.view()``, ``model_dump(mode="json")`` and ``json.dumps`` as the backend sends it,
 ``json.loads`` and ``ChangeSetView.model_validate`` as the window receives it, then ``set_changeset``
 until the diff view's first paint. Each phase's median is reported too. (The stdio transport itself is
 not included.)
@@ -42,6 +42,7 @@ from ide.changes import BatchStore, Review
 from ide.protocol.review import ChangeSetView
 
 SHOW_TARGET_S = 0.5
+E2E_TARGET_S = 0.3
 E2E_PHASES = ("build", "view", "serialise", "validate", "show")
 
 
@@ -201,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                 phase: round(statistics.median(run[phase] for run in e2e), 4) for phase in E2E_PHASES
             },
             "wire_bytes": int(e2e[0]["wire_bytes"]),
-            "target_s": SHOW_TARGET_S,
-            "meets_target": e2e_median <= SHOW_TARGET_S,
+            "target_s": E2E_TARGET_S,
+            "meets_target": e2e_median <= E2E_TARGET_S,
         },
         "wire_validate_s": summary(validate),
         "switch_file_s": summary(switch),

@@ -55,7 +55,15 @@ def diff_opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Opcode]:
         else:
             prev_i, prev_j = i1, j1
             for ai, bj in anchors:
-                pieces.append(("range", (prev_i, ai, prev_j, bj)))
+                if ai > prev_i or bj > prev_j:
+                    pieces.append(("range", (prev_i, ai, prev_j, bj)))
+                elif pieces and pieces[-1][1][0] == "equal" and pieces[-1][1][2] == ai:
+                    # A run of adjacent anchors is one equal opcode: an empty range between two yields
+                    # nothing, and _merge would join their opcodes anyway (the same output, no per-line work).
+                    tag, p1, _p2, q1, _q2 = pieces[-1][1]
+                    pieces[-1] = ("op", (tag, p1, ai + 1, q1, bj + 1))
+                    prev_i, prev_j = ai + 1, bj + 1
+                    continue
                 pieces.append(("op", ("equal", ai, ai + 1, bj, bj + 1)))
                 prev_i, prev_j = ai + 1, bj + 1
             pieces.append(("range", (prev_i, i2, prev_j, j2)))
@@ -91,6 +99,9 @@ def _anchored(
 
 def _longest_increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The longest run of ``pairs`` (sorted by i) whose j increase too (patience sorting)."""
+    js = [j for _i, j in pairs]
+    if js == sorted(js):
+        return pairs  # no line moved (the usual case): the run is all of them, found in C
     tails: list[int] = []
     tail_index: list[int] = []
     previous = [-1] * len(pairs)
@@ -123,6 +134,8 @@ def _small_gap(
         return [("delete", i1, i2, j1, j2)]
     if (i2 - i1) * (j2 - j1) > MATCHER_BUDGET:
         return [("replace", i1, i2, j1, j2)]
+    if set(a[i1:i2]).isdisjoint(b[j1:j2]):
+        return [("replace", i1, i2, j1, j2)]  # what SequenceMatcher finds without a common line, cheaper
     matcher = difflib.SequenceMatcher(None, a[i1:i2], b[j1:j2], autojunk=False)
     return [(tag, p1 + i1, p2 + i1, q1 + j1, q2 + j1) for tag, p1, p2, q1, q2 in matcher.get_opcodes()]
 

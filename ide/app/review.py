@@ -424,10 +424,10 @@ class ReviewPane(QWidget):
         selection = self.state.show(changeset)
         self.files_model.set_files(changeset.files, self.state.file_states())
         if selection is not None:
-            self.select_file(*selection)
+            self.select_file(*selection)  # renders the file and the actions (each a pass over every hunk)
         else:
             self.diff.show_message("No changes to review.")
-        self._update_actions()
+            self._update_actions()
         self.changesShown.emit(len(changeset.files))
 
     def _show_nothing(self) -> None:

@@ -51,6 +51,11 @@ META_COLOUR = QColor("#b7791f")
 TOOLBAR_SPACING = 2
 """As the pane's column lays out its rows (a layout of its own would take the style's wider default)."""
 HUNK_BAR_SPACING = 0
+FITTED_COLUMNS = (1, 2, 3)
+"""The file list's columns as wide as their widest text (status, +/−, state); the name takes the rest."""
+WIDTH_SLACK = 4
+"""Pixels by which a text layout's width may differ from font metrics' advance: the rows whose text comes
+this close to the widest are asked for their exact size hint."""
 """As the diff's column lays out its rows: the buttons touch."""
 
 
@@ -87,20 +92,25 @@ class ReviewFileModel(QAbstractTableModel):
             return self.COLUMNS[section]
         return None
 
+    def text(self, row: int, column: int) -> str:
+        """What row ``row`` shows in ``column``."""
+        file = self.files[row]
+        if column == 0:
+            name = f"{file.old_path} → {file.path}" if file.old_path else file.path
+            return META_MARK + name if file.meta else name
+        if column == 1:
+            return STATUS_LETTERS.get(file.status, "?")
+        if column == 2:
+            return "binary" if file.binary else f"+{file.additions} −{file.deletions}"
+        return self.states[row]
+
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
         if not index.isValid():
             return None
         file = self.files[index.row()]
         column = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            if column == 0:
-                name = f"{file.old_path} → {file.path}" if file.old_path else file.path
-                return META_MARK + name if file.meta else name
-            if column == 1:
-                return STATUS_LETTERS.get(file.status, "?")
-            if column == 2:
-                return "binary" if file.binary else f"+{file.additions} −{file.deletions}"
-            return self.states[index.row()]
+            return self.text(index.row(), column)
         if role == Qt.ItemDataRole.ForegroundRole and column == 3:
             return STATE_COLOURS[self.states[index.row()]]
         if role == Qt.ItemDataRole.ForegroundRole and column == 0 and file.meta:
@@ -130,9 +140,37 @@ class ReviewFileList(QTreeView):
         header = self.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        for column in (1, 2, 3):
+        for column in FITTED_COLUMNS:
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        self._widest: dict[tuple[int, str], list[int]] = {}
+        self.files_model.modelReset.connect(self._widest.clear)
+        self.files_model.dataChanged.connect(lambda *_: self._widest.clear())
         self.selectionModel().currentRowChanged.connect(self._on_row)
+
+    def sizeHintForColumn(self, column: int) -> int:
+        """What ResizeToContents sizes a column to: the widest row's size hint, asked of the delegate only
+        for the rows whose text is the widest by font metrics (QTreeView's own asks it of every row, some
+        ten model roles each, on every layout: 37,000 ``data()`` calls to show 300 files)."""
+        model = self.files_model
+        if column not in FITTED_COLUMNS or model.rowCount() == 0:
+            return super().sizeHintForColumn(column)
+        self.ensurePolished()
+        key = (column, self.font().key())
+        rows = self._widest.get(key)
+        if rows is None:
+            rows = self._widest[key] = self._widest_rows(column)
+        return max(self.sizeHintForIndex(model.index(row, column)).width() for row in rows)
+
+    def _widest_rows(self, column: int) -> list[int]:
+        """One row of each text within :data:`WIDTH_SLACK` pixels of the widest text of ``column``."""
+        model = self.files_model
+        first: dict[str, int] = {}
+        for row in range(model.rowCount()):
+            first.setdefault(model.text(row, column), row)
+        metrics = self.fontMetrics()
+        widths = {text: metrics.horizontalAdvance(text) for text in first}
+        widest = max(widths.values())
+        return [first[text] for text, width in widths.items() if width >= widest - WIDTH_SLACK]
 
     def show_row(self, row: int) -> None:
         """Make ``row`` current and scroll to it, without a :attr:`rowChosen`."""

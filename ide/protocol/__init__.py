@@ -106,10 +106,18 @@ def error_info_from_data(data: object) -> ErrorInfo | None:
     return None
 
 
+_ABSENT = object()
+
+
 def from_record(model: type[M], record: object, **values: Any) -> M:
     """``model`` showing an internal ``record`` on the wire: each field ``values`` does not give is taken
     from the attribute of the same name (the model's field list is the one place that says what the wire
     shows of the record; ``values`` are what the record does not hold or holds in another form)."""
-    fields = (name for name in model.model_fields if name not in values)
-    taken = {name: getattr(record, name) for name in fields if hasattr(record, name)}
+    taken = {}
+    for name in model.model_fields:
+        if name not in values:
+            # One getattr, not hasattr then getattr: a property (a hunk's header) is computed once.
+            value = getattr(record, name, _ABSENT)
+            if value is not _ABSENT:
+                taken[name] = value
     return model(**taken, **values)

@@ -6,9 +6,14 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QTreeView
 
+from ide.app import review_widgets
 from ide.app.diffs import local_file_change, side_by_side_rows, unified_rows
 from ide.app.review import ReviewPane
+from ide.app.review_state import ReviewState
+from ide.app.review_widgets import ReviewFileModel
 from ide.protocol.review import ChangeSetView, DecideParams
 from tests.support.review_agent import sample_file
 
@@ -205,3 +210,148 @@ def test_history_columns_fit_their_text_and_the_message_takes_the_rest(qtbot: An
         assert header.sectionSize(column) >= tree.sizeHintForColumn(column), column  # nothing cut
     width = sum(header.sectionSize(column) for column in range(tree.columnCount()))
     assert width == tree.viewport().width()  # and no empty space beside the columns
+
+
+def wide_changeset(files: int) -> ChangeSetView:
+    """``files`` sample files, then, far below the first screen, the widest texts each column can show: a
+    big +/− count, a binary file, a rename of a meta file, and a conflict."""
+    changes = [local_file_change(*sample_file(index)) for index in range(files)]
+    changes[-4] = changes[-4].model_copy(update={"additions": 123456, "deletions": 98765})
+    changes[-3] = changes[-3].model_copy(update={"binary": True, "hunks": []})
+    changes[-2] = changes[-2].model_copy(
+        update={"status": "renamed", "old_path": "src/old.py", "meta": "CI configuration"}
+    )
+    changes[-1] = changes[-1].model_copy(update={"conflict": "changed on disk"})
+    return ChangeSetView(session_id=SESSION, cwd="/w", title="t", files=changes)
+
+
+def assert_columns_fit_every_row(qtbot: Any, pane: ReviewPane) -> None:
+    """Columns 1–3 are as wide as Qt's ResizeToContents over every row makes them, and no row's text is
+    cut (QTreeView's own sizeHintForColumn asks every row; the pane's asks only the widest texts)."""
+    files, header, model = pane.file_list, pane.file_list.header(), pane.files_model
+    for column in (1, 2, 3):
+        every_row = QTreeView.sizeHintForColumn(files, column)
+        assert files.sizeHintForColumn(column) == every_row, column
+        wanted = max(every_row, header.sectionSizeHint(column))
+        qtbot.waitUntil(lambda column=column, wanted=wanted: header.sectionSize(column) == wanted)
+        widest = max(
+            files.sizeHintForIndex(model.index(row, column)).width() for row in range(model.rowCount())
+        )
+        assert header.sectionSize(column) >= widest, column
+
+
+def test_file_list_columns_fit_the_widest_row_far_below_the_first_screen(qtbot: Any) -> None:
+    pane = ReviewPane()
+    qtbot.addWidget(pane)
+    pane.resize(1100, 600)
+    pane.show()
+    qtbot.waitExposed(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    changeset = wide_changeset(300)
+    pane.set_changeset(changeset)
+    model = pane.files_model
+    assert [model.text(299 - back, 2) for back in (3, 2)] == ["+123456 −98765", "binary"]
+    assert model.text(298, 0) == "⚠ src/old.py → src/mod_298.py" and model.text(298, 1) == "R"
+    assert model.text(299, 3) == "conflict"
+    assert_columns_fit_every_row(qtbot, pane)
+
+    pane.accept_all_button.click()  # "accepted" and "rejected" are wider than "pending"
+    assert model.text(0, 3) == "accepted"
+    assert_columns_fit_every_row(qtbot, pane)
+    pane.select_file(1)
+    pane.reject_file_button.click()
+    assert model.text(1, 3) == "rejected"
+    assert_columns_fit_every_row(qtbot, pane)
+
+    pane.file_list.setFont(QFont(pane.file_list.font().family(), 24))  # a bigger font: wider columns
+    assert_columns_fit_every_row(qtbot, pane)
+
+
+def test_showing_300_files_asks_the_file_model_for_a_screenful_of_rows(
+    qtbot: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sizing the columns asked every row for some ten roles on every layout: 37,000 ``data()`` calls
+    before the first paint of 300 files (0.25 s); now the rows on screen and the widest texts."""
+    calls = [0]
+
+    class CountingModel(ReviewFileModel):
+        def data(self, index: Any, role: int = 0) -> Any:
+            calls[0] += 1
+            return super().data(index, role)
+
+    # The pane's file list makes its model from the module's name (a method patched on the class itself
+    # crashes PySide6 later, in another test, when a widget of this one asks it).
+    monkeypatch.setattr(review_widgets, "ReviewFileModel", CountingModel)
+    pane = ReviewPane()
+    assert isinstance(pane.files_model, CountingModel)
+    qtbot.addWidget(pane)
+    pane.resize(1280, 700)
+    pane.show()
+    qtbot.waitExposed(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    calls[0] = 0
+    pane.set_changeset(wide_changeset(300))
+    pane.grab()  # lays out and paints the pane as its first frame on screen would
+    assert pane.files_model.rowCount() == 300
+    assert 0 < calls[0] < 3_000
+
+
+def test_a_300_file_change_set_is_reviewed_hunk_by_hunk_far_down_the_list(qtbot: Any) -> None:
+    pane = ReviewPane()
+    qtbot.addWidget(pane)
+    pane.resize(1100, 600)
+    pane.show()
+    qtbot.waitExposed(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    changeset = synthetic_changeset(300)
+    pane.set_changeset(changeset)
+    assert pane.summary.text() == "300 files · 1200 hunks · 0 accepted · 0 rejected · 1200 pending"
+    pane.select_file(250, 2)
+    assert pane.file_list.currentIndex().row() == 250
+    assert pane.unified.toPlainText() == "\n".join(row.text for row in unified_rows(changeset.files[250]))
+    none, shift = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier
+    sent = decisions(qtbot, pane, [("a", none), ("j", none), ("R", shift)])
+    assert [(p.decision, p.hunk_ids, p.paths) for p in sent] == [
+        ("accepted", [changeset.files[250].hunks[2].id], []),
+        ("rejected", [], ["src/mod_251.py"]),
+    ]
+    model = pane.files_model
+    assert [model.text(row, 3) for row in (249, 250, 251, 252)] == [
+        "pending",
+        "partly",
+        "rejected",
+        "pending",
+    ]
+    assert pane.summary.text() == "300 files · 1200 hunks · 1 accepted · 4 rejected · 1195 pending"
+    assert pane.state.current_file == 252 and pane.file_list.currentIndex().row() == 252
+
+
+def test_showing_a_change_set_renders_its_actions_once(qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary and the Apply label each count every hunk: showing a change set renders them once (the
+    file's selection does), and they read right."""
+    pane = ReviewPane()
+    qtbot.addWidget(pane)
+    pane.set_session(SESSION, "/w")
+    pane.set_interactive(True)
+    summaries = [0]
+    real = ReviewState.summary
+
+    def counted(state: ReviewState) -> str:
+        summaries[0] += 1
+        return real(state)
+
+    monkeypatch.setattr(ReviewState, "summary", counted)
+    shown: list[int] = []
+    pane.changesShown.connect(shown.append)
+    pane.set_changeset(synthetic_changeset(3))
+    assert summaries[0] == 1 and shown == [3]
+    assert pane.summary.text() == "3 files · 12 hunks · 0 accepted · 0 rejected · 12 pending"
+    assert pane.hunk_label.text() == "Hunk 1/4 · pending" and pane.accept_button.isEnabled()
+    assert pane.accept_all_button.isEnabled() and pane.apply_button.text() == "Apply"
+    pane.set_changeset(ChangeSetView(session_id=SESSION, cwd="/w", files=[]))
+    assert summaries[0] == 2 and shown == [3, 0]
+    assert pane.summary.text() == "No changes to review." and not pane.accept_all_button.isEnabled()
+    assert pane.hunk_label.text() == "" and not pane.accept_button.isEnabled()
