@@ -51,12 +51,12 @@ META_COLOUR = QColor("#b7791f")
 TOOLBAR_SPACING = 2
 """As the pane's column lays out its rows (a layout of its own would take the style's wider default)."""
 HUNK_BAR_SPACING = 0
+"""As the diff's column lays out its rows: the buttons touch."""
 FITTED_COLUMNS = (1, 2, 3)
 """The file list's columns as wide as their widest text (status, +/−, state); the name takes the rest."""
 WIDTH_SLACK = 4
 """Pixels by which a text layout's width may differ from font metrics' advance: the rows whose text comes
 this close to the widest are asked for their exact size hint."""
-"""As the diff's column lays out its rows: the buttons touch."""
 
 
 class ReviewFileModel(QAbstractTableModel):
