@@ -71,7 +71,12 @@ def lex_lines(filename: str, text: str) -> list[list[Span]] | None:
 def format_for(token: _TokenType) -> QTextCharFormat:
     from pygments.styles import get_style_by_name
 
-    spec = get_style_by_name(STYLE).style_for_token(token)
+    style = get_style_by_name(STYLE)
+    # A lexer's own token (YAML's Literal.Scalar.Plain) is styled as its nearest standard parent, as
+    # Pygments' formatters do; style_for_token raises KeyError for it.
+    while not style.styles_token(token) and token.parent is not None:
+        token = token.parent
+    spec = style.style_for_token(token)
     fmt = QTextCharFormat()
     if spec["color"]:
         fmt.setForeground(QColor("#" + spec["color"]))

@@ -124,3 +124,16 @@ def test_the_workspace_count_agrees_with_the_index_by_naming_its_secrets(
     assert "secrets (workspace.secrets: tests/.env)" in panel._count.toolTip()
     scanned = re.match(r"Index: [\d,]+ of ([\d,]+) files", label.text())
     assert scanned is not None and int(scanned.group(1)) == listed - 1, label.text()
+
+
+def test_a_yaml_file_is_highlighted_without_an_error(qtbot, make_window: WindowFactory, git_workspace: Path):
+    """YAML's lexer names its own tokens (Literal.Scalar.Plain): the style had no entry for them, and
+    highlighting raised KeyError in the window."""
+    workflow = git_workspace / "workflow.yaml"
+    workflow.write_text("name: review\nstages:\n  - id: plan\n    retries: 2\n    note: plain text\n")
+    window = make_window(git_workspace, start=False)
+    with qtbot.waitSignal(window.viewer.fileShown, timeout=5000):
+        window.viewer.show_file(workflow)
+    editor = window.viewer.editor
+    assert editor.toPlainText().startswith("name: review")
+    qtbot.waitUntil(lambda: _has_colour(editor), timeout=5000)
