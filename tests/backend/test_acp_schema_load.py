@@ -19,6 +19,7 @@ if sys.argv[1] == "arbor":
     import ide  # installs the loader
 import acp.schema as schema
 from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
 
 def strip(node):
     if isinstance(node, dict):
@@ -27,11 +28,13 @@ def strip(node):
         return [strip(v) for v in node]
     return node
 
-models = {
-    name: strip(cls.model_json_schema())
+classes = [
+    cls
     for name, cls in sorted(vars(schema).items())
     if inspect.isclass(cls) and issubclass(cls, BaseModel) and cls.__module__ == schema.__name__
-}
+]
+_, every = models_json_schema([(cls, "validation") for cls in classes])  # each model's schema, once
+models = strip(every["$defs"])
 messages = [
     ("SessionNotification", {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
         "content": {"type": "text", "text": "héllo"}}}),
