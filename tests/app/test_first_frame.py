@@ -33,9 +33,12 @@ NEVER_IN_THE_WINDOW = ("langchain", "langchain_core", "langgraph", "langsmith")
 AFTER_THE_FIRST_FRAME = ("acp", "pathspec", "pygments")
 """Loaded once the window is on screen: the ACP SDK (the backend's start), the workspace listing's ignore
 rules and the code viewer's highlighter."""
-DEFERRED = ("eval", "memory", "sessions")
+DEFERRED = ("eval", "memory", "sessions", "tree")
 """The docks a fresh window's first frame hides (Eval until it has a report, Memory and Sessions behind the
-chat's tab): their panels are built once that frame is on screen, or when they are shown or read."""
+chat's tab, the Search tree behind the review's): their panels are built once that frame is on screen, or
+when they are shown or read."""
+DEFERRED_MODULES = ("ide.app.eval_panel", "ide.app.tree_view")
+"""What only those panels import (the Eval panel's chart and tables, the tree's scene and inspector)."""
 
 CHILD = textwrap.dedent(
     """
@@ -116,10 +119,10 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
     assert _tops(seen["paint"], AFTER_THE_FIRST_FRAME) == []
     # The hidden docks are there (their tabs, their View-menu entries) but their panels are not built yet…
     assert seen["built_at_paint"] == dict.fromkeys(DEFERRED, False)
-    assert "ide.app.eval_panel" not in seen["paint"]  # the Eval panel's chart and tables load with it
+    assert set(DEFERRED_MODULES).isdisjoint(seen["paint"])  # they load with their panels
     # …and they are once the frame is on screen, without being asked for.
     assert seen["built_later"] == dict.fromkeys(DEFERRED, True)
-    assert "ide.app.eval_panel" in seen["ready"]
+    assert set(DEFERRED_MODULES) <= set(seen["ready"])
     # Of ~70 wire models only the one the first frame shows is built: the Review pane's empty history.
     assert seen["built"] == ["ide.protocol.review.HistoryResult"]
     # The first frame shows the backend starting (what the window is about to do), but nothing is spawned.
@@ -144,7 +147,8 @@ def test_the_hidden_docks_are_built_once_the_first_frame_is_on_screen(
     qtbot.waitUntil(lambda: all(_deferred(window).values()))
     for name in DEFERRED:
         part = window.docks[name]
-        assert isinstance(part, Dock) and part.dock.widget() is part.widget is part.panel  # type: ignore[attr-defined]
+        content = getattr(part, "view" if name == "tree" else "panel")
+        assert isinstance(part, Dock) and part.dock.widget() is part.widget is content
 
 
 def _on_screen(widget: QWidget) -> bool:
@@ -158,30 +162,37 @@ def test_a_deferred_dock_opens_from_its_menu_action_with_its_content(
     window = make_window(git_workspace, start=False)
     window.firstPainted.disconnect(window.build_deferred)  # only what opens them here builds them
     assert _deferred(window) == dict.fromkeys(DEFERRED, False)
-    eval_dock, memory, sessions = (window.docks[name] for name in DEFERRED)
-    assert isinstance(eval_dock, Dock) and isinstance(sessions, Dock) and isinstance(memory, Dock)
+    eval_dock, memory, sessions, tree = (window.docks[name] for name in DEFERRED)
+    assert all(isinstance(part, Dock) for part in (eval_dock, memory, sessions, tree))
     # View → Eval (no report yet) adds its tab, and the tab raised shows the real panel, which says how
     # to get a report.
     view = {action.text(): action for action in window.ctx.menus["view"].actions()}
     view["Eval"].trigger()
     qtbot.waitUntil(lambda: not window.eval_dock.isHidden())
     window.eval_dock.raise_()
-    assert eval_dock.built  # as it comes into sight, before any paint: never the empty placeholder
+    # Built as it comes into sight, before any paint: never the empty placeholder.
+    assert isinstance(eval_dock, Dock) and eval_dock.built
     qtbot.waitUntil(lambda: _on_screen(window.eval_panel))
     assert window.eval_dock.widget() is window.eval_panel
     assert window.eval_panel.message.text().startswith("No report open.")
     # File → Open Session… (Ctrl+Shift+O): the Sessions tab comes up with its list, built on the way.
-    assert not sessions.built
+    assert isinstance(sessions, Dock) and not sessions.built
     assert sessions.list_action.shortcut() == QKeySequence("Ctrl+Shift+O")  # type: ignore[attr-defined]
     sessions.list_action.trigger()  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: _on_screen(window.sessions.list))
     assert window.sessions_dock.widget() is window.sessions
     # The Memory tab raised in front of the chat: built before it paints, its search box there.
-    assert not memory.built
+    assert isinstance(memory, Dock) and not memory.built
     window.memory_dock.raise_()
     assert memory.built
     qtbot.waitUntil(lambda: _on_screen(window.memory_panel.query))
     assert window.memory_dock.widget() is window.memory_panel
+    # View → Maximise Search Tree (Ctrl+Shift+T): the tree takes the window, its view built on the way.
+    assert isinstance(tree, Dock) and not tree.built
+    window.maximise_action.trigger()
+    assert tree.built
+    qtbot.waitUntil(lambda: _on_screen(window.tree_view))
+    assert window.tree_dock.widget() is window.tree_view
 
 
 def test_a_restored_layout_shows_a_deferred_dock_built_in_the_first_frame(
@@ -197,7 +208,7 @@ def test_a_restored_layout_shows_a_deferred_dock_built_in_the_first_frame(
     second = make_window(git_workspace, start=False)
     second.firstPainted.disconnect(second.build_deferred)
     # Shown (not yet painted): what the restored layout shows is built, what it hides is not.
-    assert _deferred(second) == {"eval": True, "memory": True, "sessions": False}
+    assert _deferred(second) == {"eval": True, "memory": True, "sessions": False, "tree": False}
     qtbot.waitUntil(lambda: _on_screen(second.eval_panel) and _on_screen(second.memory_panel.query))
     assert not _on_screen(second.chat)  # the Memory tab is the one raised, as it was left
     assert second.eval_dock.widget() is second.eval_panel
