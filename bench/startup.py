@@ -4,7 +4,8 @@
 
 Prints JSON. Each measurement has a peer measured in the same run, so the ratio means something on any
 machine: the window against a bare PySide6 QMainWindow, the backend against a minimal agent built on
-the ACP SDK (the SDK's echo agent). Everything runs offscreen with throwaway settings and data dirs.
+the ACP SDK (the SDK's echo agent). Everything runs offscreen with throwaway settings and data dirs and
+a throwaway bytecode cache (PYTHONDONTWRITEBYTECODE is dropped: an install has its bytecode compiled).
 Not a test: the numbers depend on the machine; the target for the window's first paint is 1.5 s. Beside
 each first paint it gives the CPU time the child had used by then, and the load average at the start and
 the end: on a machine other work keeps busy the wall time is mostly waiting for a core.
@@ -201,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     load_at_start = os.getloadavg()
 
-    with tempfile.TemporaryDirectory(prefix="arbor-bench-") as temp:
+    # A backend still exiting may write into the bytecode cache as the directory goes.
+    with tempfile.TemporaryDirectory(prefix="arbor-bench-", ignore_cleanup_errors=True) as temp:
         root = Path(temp)
         script = root / "script.jsonl"
         script.write_text(json.dumps({"content": "ok"}) + "\n")
@@ -212,10 +214,15 @@ def main(argv: list[str] | None = None) -> int:
             "ARBOR_MODEL": f"scripted:{script}",
         }
         env.pop("ARBOR_BACKEND_COMMAND", None)
+        # Bytecode cached, as an install has it (docs/traps.md): with PYTHONDONTWRITEBYTECODE set every
+        # start would compile all of ide from source again, which the bare window's peer never does.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.setdefault("PYTHONPYCACHEPREFIX", str(root / "pycache"))
         workspace = str(args.workspace.resolve())
         qsettings = str(root / "qsettings")
 
-        # One unmeasured launch of each warms the OS file cache, as a second start of the app would be.
+        # One unmeasured launch of each warms the OS file cache and the bytecode cache, as a second start
+        # of the app would be.
         first_paint(ARBOR_WINDOW_CHILD, [workspace, qsettings], env)
         first_paint(BARE_WINDOW_CHILD, [], env)
         arbor_runs, bare_runs = alternate(

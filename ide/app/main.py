@@ -128,7 +128,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is
     # alive for good: freeze it, so the collector never walks it again during a live run.
     window.bridge.sessionReady.connect(lambda *_: settle_heap())
-    window.tree_view.runFinished.connect(lambda *_: settle_run())
+    window.docks["tree"].runFinished.connect(lambda *_: settle_run())  # type: ignore[attr-defined]
     if open_tree is not None:
         QTimer.singleShot(0, lambda: open_at_start(window, open_tree))
     # Started from inside the loop (the first tasks need it running), once the first frame is on screen:

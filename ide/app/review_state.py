@@ -193,7 +193,9 @@ class ReviewState:
         self.changeset: ChangeSetView | None = None
         self.conflicts: list[ConflictView] = []
         """Files the last Apply could not write."""
-        self.batches = HistoryResult()
+        self.batches = HistoryResult.model_construct()
+        """The history shown (empty: as ``HistoryResult()``, whose validator the first frame does not wait
+        for; the backend's answers are validated)."""
         self.current_file = -1
         self.current_hunk = -1
         self.branch: ChangeSetView | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
@@ -123,13 +123,16 @@ class MainWindow(QMainWindow):
         self.restart_action = self.ctx.action("agent", "&Restart Backend", self.restart_backend)
         self.docks: dict[str, Part] = {}
         """Every part by name, for scripts and tests (parts see each other through their declared needs)."""
+        self._exposed: dict[str, tuple[Part, str]] = {}
+        """Window attribute → (part, its attribute): a part's ``exposes``, read when asked for (a deferred
+        dock's panel is built then, not here)."""
         for part_type in registry():
             part = part_type(self.ctx)
             part.attach()
             self.docks[part.spec.name] = part
             self.ctx.providers.add(part, part.provides)
             for attribute, source in part.exposes.items():
-                setattr(self, attribute, attrgetter(source)(part))
+                self._exposed[attribute] = (part, source)
             if isinstance(part, Dock):
                 setattr(self, f"{part.spec.name}_dock", part.dock)
         self.ctx.providers.complete = True
@@ -148,6 +151,7 @@ class MainWindow(QMainWindow):
             f"Give the Search tree the whole window; {MAXIMISE_SHORTCUT} again brings the layout back"
         )
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
+        self.firstPainted.connect(self.build_deferred)
         self.permission_dialog = PermissionDialog(self, self.workspace, self._agent_shadow)
         self.bridge.permission_handler = self.permission_dialog.ask
         self.bridge.cancelRequested.connect(self.permission_dialog.cancel_turn)
@@ -156,6 +160,32 @@ class MainWindow(QMainWindow):
             self.banner.show_error(
                 ErrorInfo(kind="settings", message=str(settings_error), fix="Fix the setting, then reopen.")
             )
+
+    if not TYPE_CHECKING:  # the parts' exposed attributes are looked up, not declared
+
+        def __getattr__(self, name: str) -> Any:
+            exposed = self.__dict__.get("_exposed", {}).get(name)
+            if exposed is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            part, source = exposed
+            return attrgetter(source)(part)
+
+    def build_deferred(self) -> None:
+        """Build the deferred docks' widgets (:attr:`Dock.deferred`) not built yet, one per pass of the
+        event loop so input and paints go between them: called once the first frame is on screen."""
+        waiting = [part for part in self.docks.values() if isinstance(part, Dock) and not part.built]
+
+        def next_one() -> None:
+            while waiting:
+                part = waiting.pop(0)
+                if not part.built:
+                    part.content()
+                    break
+            if waiting:
+                QTimer.singleShot(0, self, next_one)
+
+        if waiting:
+            QTimer.singleShot(0, self, next_one)
 
     def _agent_shadow(self) -> Path | None:
         """The shadow of the workspace the running agent works in, if it does."""

@@ -16,10 +16,15 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QWidget
 
-from tests.support.window import ECHO_AGENT
+from ide.app.docks import Dock
+from ide.app.window import MainWindow
+from tests.support.window import ECHO_AGENT, WindowFactory, close_window
 
 pytestmark = pytest.mark.window
 
@@ -28,6 +33,12 @@ NEVER_IN_THE_WINDOW = ("langchain", "langchain_core", "langgraph", "langsmith")
 AFTER_THE_FIRST_FRAME = ("acp", "pathspec", "pygments")
 """Loaded once the window is on screen: the ACP SDK (the backend's start), the workspace listing's ignore
 rules and the code viewer's highlighter."""
+DEFERRED = ("eval", "memory", "sessions", "tree")
+"""The docks a fresh window's first frame hides (Eval until it has a report, Memory and Sessions behind the
+chat's tab, the Search tree behind the review's): their panels are built once that frame is on screen, or
+when they are shown or read."""
+DEFERRED_MODULES = ("ide.app.eval_panel", "ide.app.tree_view")
+"""What only those panels import (the Eval panel's chart and tables, the tree's scene and inspector)."""
 
 CHILD = textwrap.dedent(
     """
@@ -50,9 +61,13 @@ CHILD = textwrap.dedent(
                 found.append(f"{cls.__module__}.{cls.__qualname__}")
         return sorted(set(found))
 
+    def deferred(window):
+        return {name: part.built for name, part in window.docks.items() if getattr(part, "deferred", False)}
+
     def report(window, state):
         if state == "ready" and "ready" not in seen:
             seen["ready"] = sorted(sys.modules)
+            seen["built_later"] = deferred(window)
             print(json.dumps(seen), flush=True)
             window.close()
 
@@ -66,6 +81,7 @@ CHILD = textwrap.dedent(
                     seen["built"] = built_wire_models()
                     seen["state"] = str(window.bridge.state)
                     seen["spawned"] = window.bridge.process is not None
+                    seen["built_at_paint"] = deferred(window)
                     window.bridge.stateChanged.connect(lambda state: report(window, state))
             return False
 
@@ -101,10 +117,98 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
     seen = json.loads(result.stdout.strip().splitlines()[-1])
 
     assert _tops(seen["paint"], AFTER_THE_FIRST_FRAME) == []
-    # Of ~70 wire models only the one the first frame shows is built: the Review pane's empty history.
-    assert seen["built"] == ["ide.protocol.review.HistoryResult"]
+    # The hidden docks are there (their tabs, their View-menu entries) but their panels are not built yet…
+    assert seen["built_at_paint"] == dict.fromkeys(DEFERRED, False)
+    assert set(DEFERRED_MODULES).isdisjoint(seen["paint"])  # they load with their panels
+    # …and they are once the frame is on screen, without being asked for.
+    assert seen["built_later"] == dict.fromkeys(DEFERRED, True)
+    assert set(DEFERRED_MODULES) <= set(seen["ready"])
+    # Of ~70 wire models none is built (the Review pane's empty history is constructed, not validated).
+    assert seen["built"] == []
     # The first frame shows the backend starting (what the window is about to do), but nothing is spawned.
     assert seen["state"] == "starting" and not seen["spawned"], "the backend started before the first frame"
     # …and then the window started its backend by itself, and loaded what the start needed.
     assert "acp" in _tops(seen["ready"], AFTER_THE_FIRST_FRAME)
     assert _tops(seen["paint"] + seen["ready"], NEVER_IN_THE_WINDOW) == []
+
+
+def _deferred(window: MainWindow) -> dict[str, bool]:
+    docks = [(name, part) for name, part in window.docks.items() if isinstance(part, Dock)]
+    return {name: part.built for name, part in docks if part.deferred}
+
+
+def test_the_hidden_docks_are_built_once_the_first_frame_is_on_screen(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    window = make_window(git_workspace, start=False)
+    assert _deferred(window) == dict.fromkeys(DEFERRED, False)  # shown, not painted yet
+    with qtbot.waitSignal(window.firstPainted):
+        pass
+    qtbot.waitUntil(lambda: all(_deferred(window).values()))
+    for name in DEFERRED:
+        part = window.docks[name]
+        content = getattr(part, "view" if name == "tree" else "panel")
+        assert isinstance(part, Dock) and part.dock.widget() is part.widget is content
+
+
+def _on_screen(widget: QWidget) -> bool:
+    """Painted where the user sees it (a dock in a tab behind another is "visible" to Qt, but not this)."""
+    return widget.isVisible() and not widget.visibleRegion().isEmpty()
+
+
+def test_a_deferred_dock_opens_from_its_menu_action_with_its_content(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    window = make_window(git_workspace, start=False)
+    window.firstPainted.disconnect(window.build_deferred)  # only what opens them here builds them
+    assert _deferred(window) == dict.fromkeys(DEFERRED, False)
+    eval_dock, memory, sessions, tree = (window.docks[name] for name in DEFERRED)
+    assert all(isinstance(part, Dock) for part in (eval_dock, memory, sessions, tree))
+    # View → Eval (no report yet) adds its tab, and the tab raised shows the real panel, which says how
+    # to get a report.
+    view = {action.text(): action for action in window.ctx.menus["view"].actions()}
+    view["Eval"].trigger()
+    qtbot.waitUntil(lambda: not window.eval_dock.isHidden())
+    window.eval_dock.raise_()
+    # Built as it comes into sight, before any paint: never the empty placeholder.
+    assert isinstance(eval_dock, Dock) and eval_dock.built
+    qtbot.waitUntil(lambda: _on_screen(window.eval_panel))
+    assert window.eval_dock.widget() is window.eval_panel
+    assert window.eval_panel.message.text().startswith("No report open.")
+    # File → Open Session… (Ctrl+Shift+O): the Sessions tab comes up with its list, built on the way.
+    assert isinstance(sessions, Dock) and not sessions.built
+    assert sessions.list_action.shortcut() == QKeySequence("Ctrl+Shift+O")  # type: ignore[attr-defined]
+    sessions.list_action.trigger()  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: _on_screen(window.sessions.list))
+    assert window.sessions_dock.widget() is window.sessions
+    # The Memory tab raised in front of the chat: built before it paints, its search box there.
+    assert isinstance(memory, Dock) and not memory.built
+    window.memory_dock.raise_()
+    assert memory.built
+    qtbot.waitUntil(lambda: _on_screen(window.memory_panel.query))
+    assert window.memory_dock.widget() is window.memory_panel
+    # View → Maximise Search Tree (Ctrl+Shift+T): the tree takes the window, its view built on the way.
+    assert isinstance(tree, Dock) and not tree.built
+    window.maximise_action.trigger()
+    assert tree.built
+    qtbot.waitUntil(lambda: _on_screen(window.tree_view))
+    assert window.tree_dock.widget() is window.tree_view
+
+
+def test_a_restored_layout_shows_a_deferred_dock_built_in_the_first_frame(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    first = make_window(git_workspace, start=False)
+    first.firstPainted.disconnect(first.build_deferred)
+    first.memory_dock.raise_()
+    first.docks["eval"].show()  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: _on_screen(first.eval_panel) and _on_screen(first.memory_panel))
+    close_window(qtbot, first)
+
+    second = make_window(git_workspace, start=False)
+    second.firstPainted.disconnect(second.build_deferred)
+    # Shown (not yet painted): what the restored layout shows is built, what it hides is not.
+    assert _deferred(second) == {"eval": True, "memory": True, "sessions": False, "tree": False}
+    qtbot.waitUntil(lambda: _on_screen(second.eval_panel) and _on_screen(second.memory_panel.query))
+    assert not _on_screen(second.chat)  # the Memory tab is the one raised, as it was left
+    assert second.eval_dock.widget() is second.eval_panel

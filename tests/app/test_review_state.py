@@ -271,3 +271,10 @@ def test_the_apply_button_says_what_it_writes_and_what_it_does_then() -> None:
     assert state.apply_label()[0] == "Apply 1 hunk in 1 file"
     assert pending_note(changeset(1)) == "4 hunks in 1 file still pending."
     assert pending_note(changeset(0)) == ""
+
+
+def test_the_empty_history_is_what_an_empty_history_result_is() -> None:
+    # Constructed without its validator (the first frame does not wait for it), it is the same value.
+    empty = ReviewState().batches
+    assert empty == HistoryResult() and empty.model_dump() == HistoryResult().model_dump()
+    assert empty.model_fields_set == HistoryResult().model_fields_set and empty.batches == []

@@ -224,7 +224,14 @@ BRIDGE_SIGNALS = {
 
 
 class Dock(Part):
-    """A part shown in a dock widget. Subclasses set the class attributes and :attr:`widget`."""
+    """A part shown in a dock widget. Subclasses set the class attributes and give their widget to
+    ``__init__``, or, when :attr:`deferred`, make it in :meth:`build`."""
+
+    deferred: ClassVar[bool] = False
+    """The dock is out of sight in a fresh window's first frame (a tab behind another, shown on demand): its
+    widget is made by :meth:`build` once the first frame is on screen (the window's
+    :meth:`build_deferred`), or as soon as the dock is shown or anything reads it (:meth:`content`), so the
+    first frame does not wait for it. Until then the dock holds an empty placeholder."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -232,18 +239,55 @@ class Dock(Part):
         if spec is not None and not (spec.title and spec.place):
             raise TypeError(f"{cls.__name__}: a dock's Spec needs a title and a place")
 
-    def __init__(self, ctx: AppContext, widget: QWidget) -> None:
+    def __init__(self, ctx: AppContext, widget: QWidget | None = None) -> None:
         super().__init__(ctx)
-        self.widget = widget
         self.dock = QDockWidget(self.spec.title, ctx.window)
         self.dock.setObjectName(f"{self.spec.name}Dock")
-        widget.setMinimumWidth(DOCK_MIN_WIDTH)
-        self.dock.setWidget(widget)
+        self.widget: QWidget | None = None
+        """The dock's content (None while a deferred dock's is not built)."""
+        if widget is None:
+            if not self.deferred:
+                raise TypeError(f"{type(self).__name__}: a dock that is not deferred is given its widget")
+            placeholder = QWidget()
+            placeholder.setMinimumWidth(DOCK_MIN_WIDTH)
+            self.dock.setWidget(placeholder)
+            self.dock.visibilityChanged.connect(self._shown)
+        else:
+            self._set_content(widget)
         self.dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
             | QDockWidget.DockWidgetFeature.DockWidgetClosable
             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
         )
+
+    def build(self) -> QWidget:
+        """A deferred dock's widget, made and wired (called once, by :meth:`content`)."""
+        raise NotImplementedError(f"{type(self).__name__} is deferred: it builds its widget in build()")
+
+    def content(self) -> QWidget:
+        """The dock's widget, built now if it is deferred and not built yet."""
+        if self.widget is None:
+            placeholder = self.dock.widget()
+            self._set_content(self.build())
+            placeholder.deleteLater()
+        assert self.widget is not None
+        return self.widget
+
+    @property
+    def built(self) -> bool:
+        """The dock's widget is made (always, unless :attr:`deferred`)."""
+        return self.widget is not None
+
+    def _set_content(self, widget: QWidget) -> None:
+        self.widget = widget
+        widget.setMinimumWidth(DOCK_MIN_WIDTH)
+        self.dock.setWidget(widget)
+
+    def _shown(self, visible: bool) -> None:
+        """A deferred dock coming into sight (a restored layout, its View-menu entry, its tab) is built
+        before it paints."""
+        if visible and self.widget is None:
+            self.content()
 
     def show(self) -> None:
         """Show and raise the dock; a hidden one opens at its share of the window's height, or as a tab at

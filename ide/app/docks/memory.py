@@ -221,22 +221,32 @@ class MemoryDock(Dock):
     memoryExported = Signal(object)
     """A MemoryExported after an export."""
 
+    deferred = True  # a tab behind the chat
+
     def __init__(self, ctx: AppContext) -> None:
-        self.panel = MemoryPanel()
-        super().__init__(ctx, self.panel)
+        super().__init__(ctx)
         self.deleting: int | None = None
         """The id of an entry whose delete was sent and not answered yet."""
-        panel = self.panel
+        self.memoryChanged.connect(self._on_changed)
+        self.memoryExported.connect(
+            lambda done: ctx.message(f"Exported {done.entries} memories to {done.path}", 10000)
+        )
+
+    def build(self) -> MemoryPanel:
+        panel = self._panel = MemoryPanel()
         panel.searchRequested.connect(self.search)
         panel.deleteRequested.connect(self.delete)
         panel.keepRequested.connect(self.keep)
         panel.exportRequested.connect(self.export)
         panel.unreviewedChanged.connect(self._show_to_review)
         self.memoryReceived.connect(panel.set_entries)
-        self.memoryChanged.connect(self._on_changed)
-        self.memoryExported.connect(
-            lambda done: ctx.message(f"Exported {done.entries} memories to {done.path}", 10000)
-        )
+        return panel
+
+    @property
+    def panel(self) -> MemoryPanel:
+        """The panel (built now if it is not yet)."""
+        self.content()
+        return self._panel
 
     def search(self, query: str, namespace: str, unreviewed_only: bool = False) -> None:
         """Search the memory; the result fills the panel."""

@@ -150,16 +150,27 @@ class SessionsDock(Dock):
     exposes: ClassVar[dict[str, str]] = {"sessions": "panel", "new_session": "new"}
     chat = Uses(Chat)
 
+    deferred = True  # a tab behind the chat
+
     def __init__(self, ctx: AppContext) -> None:
-        self.panel = SessionsPanel()
-        super().__init__(ctx, self.panel)
+        super().__init__(ctx)
         self._asked = 0
-        bridge, panel = self.bridge, self.panel
-        panel.openRequested.connect(self.open)
-        panel.newRequested.connect(self.new)
         self.new_action = ctx.action("file", "&New Session", self.new, "Ctrl+Shift+N")
         self.list_action = ctx.action("file", "Open Sess&ion…", self.show_list, "Ctrl+Shift+O")
-        self.on_state(bridge.state)
+        self.on_state(self.bridge.state)
+
+    def build(self) -> SessionsPanel:
+        panel = self._panel = SessionsPanel()
+        panel.openRequested.connect(self.open)
+        panel.newRequested.connect(self.new)
+        self._enable(self.bridge.state)
+        return panel
+
+    @property
+    def panel(self) -> SessionsPanel:
+        """The panel (built now if it is not yet)."""
+        self.content()
+        return self._panel
 
     def on_session_ready(self, session_id: str, replayed: bool) -> None:
         self.refresh()
@@ -207,6 +218,10 @@ class SessionsDock(Dock):
         self.panel.set_message(f"The sessions could not be listed: {info.message}")
 
     def on_state(self, state: str) -> None:
+        if self.built:
+            self._enable(state)
+        self.new_action.setEnabled(state == BackendState.READY)
+
+    def _enable(self, state: str) -> None:
         ready = state == BackendState.READY
-        self.panel.set_enabled_actions(ready, ready and self.bridge.can_load_session)
-        self.new_action.setEnabled(ready)
+        self._panel.set_enabled_actions(ready, ready and self.bridge.can_load_session)

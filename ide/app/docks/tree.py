@@ -4,7 +4,7 @@ branch's changes asked for and shown read-only in the review."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
@@ -13,8 +13,6 @@ from ide.app.acp_client import BackendState
 from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.docks.capabilities import Chat, Review, SearchTrees
 from ide.app.docks.needs import Requires, Uses
-from ide.app.tree_verdict import RunCheck
-from ide.app.tree_view import SearchTreeView
 from ide.app.turn_end import closing_events
 from ide.protocol.review import ChangeSetView
 from ide.protocol.tree import (
@@ -26,6 +24,10 @@ from ide.protocol.tree import (
     TreeEventBatch,
     TreeFileError,
 )
+
+if TYPE_CHECKING:
+    from ide.app.tree_verdict import RunCheck
+    from ide.app.tree_view import SearchTreeView
 
 
 class TreeDock(Dock):
@@ -45,26 +47,43 @@ class TreeDock(Dock):
     """The :class:`BranchDiffParams` asked and the branch's :class:`ChangeSetView`."""
     branchDiffFailed = Signal(object, str)
     """(BranchDiffParams, message) when the backend could not give the branch's changes."""
+    runFinished = Signal(str)
+    """The view's :attr:`SearchTreeView.runFinished` (a run's key), there before the view is built."""
+
+    deferred = True  # a tab behind the review
 
     def __init__(self, ctx: AppContext) -> None:
-        self.view = SearchTreeView()
-        super().__init__(ctx, self.view)
-        self.kept = KeptAcrossReplay(self.bridge, self.view.clear, self.view.restore)
+        super().__init__(ctx)
+        self.kept = KeptAcrossReplay(
+            self.bridge, lambda: self.view.clear(), lambda saved: self.view.restore(saved)
+        )
         """The trees shown before a replay (the replayed events rebuild them): back if the replay fails."""
         self._branch_requests: dict[str, tuple[str, str]] = {}
         """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
-        bridge, view = self.bridge, self.view
-        bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
-        self.treeEvents.connect(view.add_events)
+        self.bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
+        self.treeEvents.connect(lambda events: self.view.add_events(events))
         self.branchDiffReceived.connect(self._show_branch_diff)
         self.branchDiffFailed.connect(self._branch_diff_failed)
-        view.runStarted.connect(self._on_run_started)
-        view.branchDiffRequested.connect(self.request_branch_diff)
         ctx.action("file", "Open &Search Tree…", self._open_dialog)
         self.maximise_runs = True
         """A run that starts takes the window (False once the user brought the layout back from one)."""
         self._run_maximised = False
         ctx.window.maximisedChanged.connect(self._maximised_changed)  # type: ignore[attr-defined]
+
+    def build(self) -> SearchTreeView:
+        from ide.app.tree_view import SearchTreeView  # the tree's scene, legend and inspector load with it
+
+        view = self._view = SearchTreeView()
+        view.runStarted.connect(self._on_run_started)
+        view.runFinished.connect(self.runFinished)
+        view.branchDiffRequested.connect(self.request_branch_diff)
+        return view
+
+    @property
+    def view(self) -> SearchTreeView:
+        """The view (built now if it is not yet)."""
+        self.content()
+        return self._view
 
     def open_file(self, path: Path, *, maximise: bool = True, check: RunCheck | None = None) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the dock, given the whole window (``maximise``; the same key
@@ -151,7 +170,7 @@ class TreeDock(Dock):
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
 
     def on_state(self, state: str) -> None:
-        if state == BackendState.STOPPED:
+        if state == BackendState.STOPPED and self.built:  # a view built later starts without it
             self.view.set_branch_diff_supported(False)
 
     def _open_dialog(self) -> None:
