@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
+from shiboken6 import isValid
 
 from ide import agentconn, agentproc
 from ide.agentproc import BackendState, error_from_request
@@ -395,8 +396,8 @@ class BackendBridge(QObject):
         code = await agent.wait()
         with contextlib.suppress(Exception):
             await self._connections.pop(generation).close()
-        if generation != self._generation:
-            return
+        if generation != self._generation or not isValid(self):
+            return  # a newer backend, or this bridge was deleted with its window: no one to tell
         self._conn = None
         died = not self._stopping
         self._set_state(BackendState.STOPPED)

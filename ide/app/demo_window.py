@@ -3,6 +3,7 @@ workspace, its scripted model, data and config dirs of its own; removed when the
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import tempfile
@@ -61,7 +62,13 @@ class DemoRun(QObject):
         if process is None or process.returncode is not None:
             self.remove()
         else:  # the backend may still write to its data dir until it is gone
-            self.window.bridge.stopped.connect(self.remove)  # type: ignore[union-attr]
+            # Waited on here, not through the bridge's ``stopped``: the closed window (and its bridge) may
+            # be deleted before the bridge has said so, and the copy would be left behind.
+            spawn(self._remove_once_gone(process), name="remove the demo")
+
+    async def _remove_once_gone(self, process: asyncio.subprocess.Process) -> None:
+        await process.wait()
+        self.remove()
 
     def remove(self) -> None:
         """Delete the demo's directory (workspace, data, config)."""

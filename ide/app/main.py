@@ -15,6 +15,7 @@ from typing import Any
 import qasync
 from PySide6.QtCore import QCoreApplication, QSettings, QTimer
 from PySide6.QtWidgets import QApplication
+from shiboken6 import isValid
 
 from ide.agentproc import AgentChoice
 from ide.app.gcpolicy import settle_heap, settle_run
@@ -80,7 +81,9 @@ async def _close(window: MainWindow) -> None:
     """Stop the agent and, when a foreign agent's edits were reviewed, Arbor's review backend; and the
     backends of the demo windows the start page opened."""
     demos = window.demos  # type: ignore[attr-defined]
-    stops = [demo.window.bridge.aclose() for demo in demos if demo.window is not None]
+    stops = [
+        demo.window.bridge.aclose() for demo in demos if demo.window is not None and isValid(demo.window)
+    ]
     await asyncio.gather(window.bridge.aclose(), window.review_backend.aclose(), *stops)  # type: ignore[attr-defined]
     for demo in demos:
         demo.remove()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
+from shiboken6 import delete
 
 from ide.agentproc import ARBOR_AGENT, AgentChoice, default_backend_command
 from ide.app.demo import SAMPLE_TREE, sample_dir
@@ -173,3 +174,22 @@ def test_the_demo_runs_the_sample_task_in_a_window_of_its_own(
     finally:
         close_window(qtbot, demo)
     qtbot.waitUntil(lambda: not run.root.exists(), timeout=10_000)  # the throwaway copy is gone
+
+
+def test_the_demo_copy_is_removed_even_when_its_window_is_deleted_at_once(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path
+) -> None:
+    """The copy was removed when the demo window's bridge said its backend stopped; a window deleted
+    before its bridge had said so (a test's teardown did) left the copy behind, and the bridge's watcher
+    raised on the deleted bridge."""
+    window = make_window(git_workspace, start=False)
+    with qtbot.waitSignal(window.docks["start"].demoOpened, timeout=TURN_TIMEOUT_MS) as opened:
+        qtbot.mouseClick(window.start_page.demo_button, Qt.MouseButton.LeftButton)
+    demo: MainWindow = opened.args[0]
+    [run] = window.demos
+    qtbot.waitUntil(lambda: demo.bridge.process is not None, timeout=BACKEND_START_TIMEOUT_MS)
+    process = demo.bridge.process
+    demo.close()
+    delete(demo)  # the window and its bridge are gone before the backend is
+    qtbot.waitUntil(lambda: process.returncode is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: not run.root.exists(), timeout=10_000)
