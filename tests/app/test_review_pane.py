@@ -240,14 +240,20 @@ def assert_columns_fit_every_row(qtbot: Any, pane: ReviewPane) -> None:
         assert header.sectionSize(column) >= widest, column
 
 
-def test_file_list_columns_fit_the_widest_row_far_below_the_first_screen(qtbot: Any) -> None:
+def shown_pane(qtbot: Any, width: int, height: int) -> ReviewPane:
+    """A Review pane of ``width`` × ``height`` on screen, its session set, its buttons enabled."""
     pane = ReviewPane()
     qtbot.addWidget(pane)
-    pane.resize(1100, 600)
+    pane.resize(width, height)
     pane.show()
     qtbot.waitExposed(pane)
     pane.set_session(SESSION, "/w")
     pane.set_interactive(True)
+    return pane
+
+
+def test_file_list_columns_fit_the_widest_row_far_below_the_first_screen(qtbot: Any) -> None:
+    pane = shown_pane(qtbot, 1100, 600)
     changeset = wide_changeset(300)
     pane.set_changeset(changeset)
     model = pane.files_model
@@ -283,14 +289,8 @@ def test_showing_300_files_asks_the_file_model_for_a_screenful_of_rows(
     # The pane's file list makes its model from the module's name (a method patched on the class itself
     # crashes PySide6 later, in another test, when a widget of this one asks it).
     monkeypatch.setattr(review_widgets, "ReviewFileModel", CountingModel)
-    pane = ReviewPane()
+    pane = shown_pane(qtbot, 1280, 700)
     assert isinstance(pane.files_model, CountingModel)
-    qtbot.addWidget(pane)
-    pane.resize(1280, 700)
-    pane.show()
-    qtbot.waitExposed(pane)
-    pane.set_session(SESSION, "/w")
-    pane.set_interactive(True)
     calls[0] = 0
     pane.set_changeset(wide_changeset(300))
     pane.grab()  # lays out and paints the pane as its first frame on screen would
@@ -299,13 +299,7 @@ def test_showing_300_files_asks_the_file_model_for_a_screenful_of_rows(
 
 
 def test_a_300_file_change_set_is_reviewed_hunk_by_hunk_far_down_the_list(qtbot: Any) -> None:
-    pane = ReviewPane()
-    qtbot.addWidget(pane)
-    pane.resize(1100, 600)
-    pane.show()
-    qtbot.waitExposed(pane)
-    pane.set_session(SESSION, "/w")
-    pane.set_interactive(True)
+    pane = shown_pane(qtbot, 1100, 600)
     changeset = synthetic_changeset(300)
     pane.set_changeset(changeset)
     assert pane.summary.text() == "300 files · 1200 hunks · 0 accepted · 0 rejected · 1200 pending"
