@@ -11,7 +11,7 @@ only: the backend is not involved.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from PySide6.QtCore import QFileSystemWatcher, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog
@@ -60,7 +60,7 @@ class EvalDock(Dock):
     def build(self) -> EvalPanel:
         from ide.app.eval_panel import EvalPanel  # its chart and tables load with it, after the first frame
 
-        panel = self._panel = EvalPanel()
+        panel = EvalPanel()
         panel.openRequested.connect(self._open_dialog)
         panel.treeRequested.connect(self.open_tree)
         return panel
@@ -68,8 +68,7 @@ class EvalDock(Dock):
     @property
     def panel(self) -> EvalPanel:
         """The panel (built now if it is not yet)."""
-        self.content()
-        return self._panel
+        return cast("EvalPanel", self.content())
 
     def start(self) -> bool:
         """The last report opened comes back (quietly: a report that has gone just leaves the dock empty)."""

@@ -10,7 +10,7 @@ request explains itself in the banner and leaves nothing pending; it never touch
 from __future__ import annotations
 
 import datetime
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
@@ -233,7 +233,7 @@ class MemoryDock(Dock):
         )
 
     def build(self) -> MemoryPanel:
-        panel = self._panel = MemoryPanel()
+        panel = MemoryPanel()
         panel.searchRequested.connect(self.search)
         panel.deleteRequested.connect(self.delete)
         panel.keepRequested.connect(self.keep)
@@ -245,8 +245,7 @@ class MemoryDock(Dock):
     @property
     def panel(self) -> MemoryPanel:
         """The panel (built now if it is not yet)."""
-        self.content()
-        return self._panel
+        return cast("MemoryPanel", self.content())
 
     def search(self, query: str, namespace: str, unreviewed_only: bool = False) -> None:
         """Search the memory; the result fills the panel."""

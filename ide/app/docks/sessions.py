@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -160,17 +160,16 @@ class SessionsDock(Dock):
         self.on_state(self.bridge.state)
 
     def build(self) -> SessionsPanel:
-        panel = self._panel = SessionsPanel()
+        panel = SessionsPanel()
         panel.openRequested.connect(self.open)
         panel.newRequested.connect(self.new)
-        self._enable(self.bridge.state)
+        self._enable(panel, self.bridge.state)
         return panel
 
     @property
     def panel(self) -> SessionsPanel:
         """The panel (built now if it is not yet)."""
-        self.content()
-        return self._panel
+        return cast("SessionsPanel", self.content())
 
     def on_session_ready(self, session_id: str, replayed: bool) -> None:
         self.refresh()
@@ -219,9 +218,9 @@ class SessionsDock(Dock):
 
     def on_state(self, state: str) -> None:
         if self.built:
-            self._enable(state)
+            self._enable(self.panel, state)
         self.new_action.setEnabled(state == BackendState.READY)
 
-    def _enable(self, state: str) -> None:
+    def _enable(self, panel: SessionsPanel, state: str) -> None:
         ready = state == BackendState.READY
-        self._panel.set_enabled_actions(ready, ready and self.bridge.can_load_session)
+        panel.set_enabled_actions(ready, ready and self.bridge.can_load_session)

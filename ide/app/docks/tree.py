@@ -4,7 +4,7 @@ branch's changes asked for and shown read-only in the review."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
@@ -73,7 +73,7 @@ class TreeDock(Dock):
     def build(self) -> SearchTreeView:
         from ide.app.tree_view import SearchTreeView  # the tree's scene, legend and inspector load with it
 
-        view = self._view = SearchTreeView()
+        view = SearchTreeView()
         view.runStarted.connect(self._on_run_started)
         view.runFinished.connect(self.runFinished)
         view.branchDiffRequested.connect(self.request_branch_diff)
@@ -82,8 +82,7 @@ class TreeDock(Dock):
     @property
     def view(self) -> SearchTreeView:
         """The view (built now if it is not yet)."""
-        self.content()
-        return self._view
+        return cast("SearchTreeView", self.content())
 
     def open_file(self, path: Path, *, maximise: bool = True, check: RunCheck | None = None) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the dock, given the whole window (``maximise``; the same key
