@@ -38,7 +38,10 @@ def checkout_status() -> str:
 
 
 @pytest.mark.parametrize(("name", "option"), sorted(SCRIPTS.items()))
-def test_a_scripts_default_output_is_a_new_temporary_directory(name: str, option: str) -> None:
+def test_a_scripts_default_output_is_a_new_temporary_directory(
+    name: str, option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the directories made here go with the test's
     first = getattr(script(name).parse_args([]), option)
     second = getattr(script(name).parse_args([]), option)
     temp = Path(tempfile.gettempdir()).resolve()
@@ -49,7 +52,10 @@ def test_a_scripts_default_output_is_a_new_temporary_directory(name: str, option
     assert script(name).parse_args([f"--{option.replace('_', '-')}", "/x/y"]).__dict__[option] == Path("/x/y")
 
 
-def test_the_tree_picture_leaves_the_checkout_clean(qapp: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_tree_picture_leaves_the_checkout_clean(
+    qapp: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     before = checkout_status()
     module = script("tree_screenshot")
     assert module.main([]) == 0
