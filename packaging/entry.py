@@ -2,8 +2,8 @@
 
 import multiprocessing
 
-from ide.cli import main
+from ide.cli import entry
 
 if __name__ == "__main__":
     multiprocessing.freeze_support()  # the index's worker processes start this binary again
-    raise SystemExit(main())
+    raise SystemExit(entry())
