@@ -147,3 +147,33 @@ def test_cli_prints_editor_positions(shop: Path, capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().out == f"{shop / 'shop' / 'text' / 'util.py'}:1:5\n"
     assert main(["lsp", str(shop), "hover", "app.py:3"]) == 2
     assert "FILE:LINE:COL" in capsys.readouterr().err
+
+
+def test_the_pool_loads_the_lsp_client_only_when_a_server_starts(shop: Path) -> None:
+    """A session opens its language-server pool at once but most never start a server: pygls and
+    lsprotocol's types (0.45 s of import) wait for the first query, which then works as before."""
+    import subprocess
+
+    code = f"""
+import asyncio, sys
+from pathlib import Path
+from ide.codeintel.lsp import LspBridge, LspPool
+from ide.codeintel.lsp.pool import At
+from ide.settings import LspSettings
+
+def loaded():
+    return sorted({{name.split(".")[0] for name in sys.modules}} & {{"lsprotocol", "pygls"}})
+
+async def main():
+    pool = LspPool(LspSettings())
+    LspBridge(pool, asyncio.get_running_loop())
+    print(loaded())
+    found = await pool.definition(At(Path({str(shop)!r}), Path({str(shop / "app.py")!r}), 3, 9))
+    print(loaded(), len(found) > 0)
+    await pool.close()
+
+asyncio.run(main())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "['lsprotocol', 'pygls'] True"], out.stdout

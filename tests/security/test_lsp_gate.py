@@ -20,7 +20,7 @@ from acp.schema import ToolCallProgress
 from ide.changes import ChangeSet
 from ide.codeintel.index import CodeIndex
 from ide.codeintel.lsp import At, LspBridge, LspError, LspPool
-from ide.codeintel.lsp.server import uri_of
+from ide.codeintel.lsp.positions import uri_of
 from ide.protocol import lsp as lp
 from ide.settings import LspSettings, Settings, WorkspaceSettings
 from ide.tools import ToolServices

@@ -18,17 +18,19 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
-
-from lsprotocol import types as lsp
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ide.codeintel.index.languages import detect_language
 from ide.codeintel.lsp.environment import for_environment, python_environment
 from ide.codeintel.lsp.gate import LspGate
-from ide.codeintel.lsp.positions import from_lsp_character, to_lsp_character
-from ide.codeintel.lsp.registry import server_for
-from ide.codeintel.lsp.server import LanguageServer, LspError, ServerDied, path_of
+from ide.codeintel.lsp.positions import from_lsp_character, path_of, to_lsp_character
+from ide.codeintel.lsp.registry import LspError, ServerDied, server_for
 from ide.settings import LspSettings
+
+if TYPE_CHECKING:
+    from lsprotocol import types as lsp
+
+    from ide.codeintel.lsp.server import LanguageServer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,6 +104,8 @@ class LspPool:
                 await running.shutdown()
                 del self.servers[key]
             await self._make_room()
+            from ide.codeintel.lsp.server import LanguageServer
+
             server = LanguageServer(spec, key[1], self.settings)
             await server.start()
             self.servers[key] = server
@@ -177,6 +181,8 @@ class LspPool:
         return server.sync(path, text, language)
 
     def _position(self, server: LanguageServer, uri: str, line: int, column: int) -> lsp.Position:
+        from lsprotocol import types as lsp
+
         text = server.documents[uri][1]
         lines = text.splitlines()
         if not 1 <= line <= max(len(lines), 1):
@@ -202,6 +208,8 @@ class LspPool:
     def _locations(
         self, result: Any, documents: Mapping[Path, str] | None, gate: LspGate | None
     ) -> list[Location]:
+        from lsprotocol import types as lsp
+
         if result is None:
             return []
         items = result if isinstance(result, (list, tuple)) else [result]
@@ -218,6 +226,8 @@ class LspPool:
     async def _at_position(self, at: At, method: str, answer: Callable[[Any], T], **extra: Any) -> T:
         """Send ``method`` about the position of ``at`` to its file's server and read the result with
         ``answer``; ``extra`` are the method's further params (references' context)."""
+        from lsprotocol import types as lsp
+
         params_type = lsp.METHOD_TO_TYPES[method][2]  # (request, response, params, registration options)
 
         async def call(server: LanguageServer, uri: str) -> T:
@@ -232,21 +242,29 @@ class LspPool:
 
     async def definition(self, at: At) -> list[Location]:
         """Where the symbol at ``at`` is defined."""
+        from lsprotocol import types as lsp
+
         answer = partial(self._locations, documents=at.documents, gate=at.gate)
         return await self._at_position(at, lsp.TEXT_DOCUMENT_DEFINITION, answer)
 
     async def references(self, at: At) -> list[Location]:
         """Every reference to the symbol at ``at``, its declaration included."""
+        from lsprotocol import types as lsp
+
         answer = partial(self._locations, documents=at.documents, gate=at.gate)
         context = lsp.ReferenceContext(include_declaration=True)
         return await self._at_position(at, lsp.TEXT_DOCUMENT_REFERENCES, answer, context=context)
 
     async def hover(self, at: At) -> str:
         """The server's hover text (type and docs) at the position; '' when it has none."""
+        from lsprotocol import types as lsp
+
         return await self._at_position(at, lsp.TEXT_DOCUMENT_HOVER, _hover_text)
 
     async def signature(self, at: At) -> str:
         """The signature of the call around the position, with the active parameter; '' when none."""
+        from lsprotocol import types as lsp
+
         return await self._at_position(at, lsp.TEXT_DOCUMENT_SIGNATURE_HELP, _signature_text)
 
     async def document_symbols(
@@ -257,6 +275,8 @@ class LspPool:
         gate: LspGate | None = None,
     ) -> list[tuple[str, str, int]]:
         """(name, kind, line) of the file's symbols, depth first."""
+
+        from lsprotocol import types as lsp
 
         async def call(server: LanguageServer, uri: str) -> list[tuple[str, str, int]]:
             params = lsp.DocumentSymbolParams(text_document=lsp.TextDocumentIdentifier(uri=uri))
@@ -321,6 +341,8 @@ def _signature_text(result: lsp.SignatureHelp | None) -> str:
 
 
 def _markup(contents: Any) -> str:
+    from lsprotocol import types as lsp
+
     if isinstance(contents, lsp.MarkupContent):
         return contents.value.strip()
     if isinstance(contents, str):

@@ -1,6 +1,9 @@
-"""Positions between editors (1-based lines, columns in characters) and LSP (0-based, UTF-16 units)."""
+"""Positions between editors (1-based lines, columns in characters) and LSP (0-based, UTF-16 units), and
+file URIs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 def to_lsp_character(line_text: str, column: int) -> int:
@@ -17,3 +20,13 @@ def from_lsp_character(line_text: str, character: int) -> int:
             return index + 1
         units += 2 if ord(char) > 0xFFFF else 1
     return len(line_text) + 1
+
+
+def uri_of(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def path_of(uri: str) -> Path:
+    from urllib.parse import unquote, urlparse
+
+    return Path(unquote(urlparse(uri).path))

@@ -16,6 +16,14 @@ class LspUnavailable(Exception):
     """No server can answer: the message says why and how to install one (shown to agents and users)."""
 
 
+class LspError(Exception):
+    """A query that could not be answered (timeout, crashed server); the message is for people."""
+
+
+class ServerDied(LspError):
+    """The server process exited; the pool restarts it once and retries."""
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """A language server to start: its registry name, the command, initialization options, and the

@@ -20,30 +20,13 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
-from ide.codeintel.lsp.registry import ServerSpec
+from ide.codeintel.lsp.positions import uri_of
+from ide.codeintel.lsp.registry import LspError, ServerDied, ServerSpec
 from ide.settings import LspSettings
 
 log = logging.getLogger(__name__)
 
 LANGUAGE_IDS = {"tsx": "typescriptreact", "javascript": "javascript", "cpp": "cpp"}
-
-
-class LspError(Exception):
-    """A query that could not be answered (timeout, crashed server); the message is for people."""
-
-
-class ServerDied(LspError):
-    """The server process exited; the pool restarts it once and retries."""
-
-
-def uri_of(path: Path) -> str:
-    return path.resolve().as_uri()
-
-
-def path_of(uri: str) -> Path:
-    from urllib.parse import unquote, urlparse
-
-    return Path(unquote(urlparse(uri).path))
 
 
 class LanguageServer:
