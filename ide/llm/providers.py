@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import AsyncIterator, Mapping
+import sys
 from typing import Any
 
 import httpx
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from langchain_ollama import ChatOllama
 
 from ide.llm.errors import api_key_missing, provider_missing
 from ide.llm.spec import ModelSpec
@@ -19,49 +17,23 @@ from ide.settings import LlmSettings
 CONNECT_TIMEOUT_S = 10.0
 
 
-FOLD_THINKING = "fold_thinking"
-"""Call keyword of ``ArborChatOllama``: fold unrequested thinking into ``<think>`` tags."""
-
-
-class ArborChatOllama(ChatOllama):
-    """ChatOllama that can keep Ollama's ``thinking`` field when ``reasoning`` is unset.
-
-    Current Ollama servers send a thinking model's reasoning in ``message.thinking`` even when ``think``
-    is not requested; ChatOllama drops it unless ``reasoning=True``, and asking for ``think: true`` fails
-    on models that cannot think. So when a call passes ``fold_thinking=True`` (``ModelRouter.stream`` does)
-    and reasoning is unset, the thinking is folded into the content as ``<think>…</think>`` (what older
-    servers sent), and the router's splitter takes it back out. Other calls (``ainvoke``, structured
-    output) behave exactly like ChatOllama.
-    """
-
-    async def _acreate_chat_stream(
-        self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
-    ) -> AsyncIterator[Mapping[str, Any] | str]:
-        fold = kwargs.pop(FOLD_THINKING, False) and kwargs.get("reasoning", self.reasoning) is None
-        thinking_open = False
-        async for part in super()._acreate_chat_stream(messages, stop, **kwargs):
-            if not fold or isinstance(part, str) or "message" not in part or part["message"] is None:
-                yield part
-                continue
-            message = part["message"]
-            thinking = message.get("thinking") or ""
-            content = message.get("content") or ""
-            prefix = ""
-            if thinking:
-                prefix = ("" if thinking_open else "<think>") + thinking
-                thinking_open = True
-            if thinking_open and (content or part.get("done")):
-                prefix += "</think>"
-                thinking_open = False
-            if prefix:
-                message["content"] = prefix + content
-                message["thinking"] = None
-            yield part
+def stream_keywords(model: object) -> dict[str, Any]:
+    """Keywords for ``model.astream`` beyond the messages: Arbor's Ollama model folds unrequested thinking
+    into ``<think>`` tags when asked (``ide/llm/ollama_chat.py``); other providers would send such a keyword
+    to their API. Without an import: while that module is not loaded, no model can be one of its."""
+    module = sys.modules.get("ide.llm.ollama_chat")
+    if module is not None and isinstance(model, module.ArborChatOllama):
+        return {module.FOLD_THINKING: True}
+    return {}
 
 
 def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
     """A chat model for a network provider (``scripted`` is built by the router, which owns its cursor)."""
     if spec.provider == "ollama":
+        # Imported here: langchain_ollama and the ollama client take 0.3 s to import, which a session on
+        # any other provider (or the scripted model) need not pay.
+        from ide.llm.ollama_chat import ArborChatOllama
+
         return ArborChatOllama(
             model=spec.model,
             base_url=settings.ollama_host,

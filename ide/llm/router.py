@@ -35,7 +35,7 @@ from ide.llm.errors import ModelError, classify_error, timed_out
 from ide.llm.fallback import Fallback, falls_back
 from ide.llm.limits import provider_gate
 from ide.llm.meter import MeteredCall, UsageMeter
-from ide.llm.providers import FOLD_THINKING, ArborChatOllama, build_chat_model
+from ide.llm.providers import build_chat_model, stream_keywords
 from ide.llm.scripted import Script, ScriptedChatModel
 from ide.llm.spec import ModelSpec, parse_model_spec
 from ide.llm.textcalls import TextGate, recover_tool_calls
@@ -421,8 +421,7 @@ class ModelRouter:
                 if inspect.isawaitable(result):
                     await result
 
-        # Only our Ollama model knows this keyword; other providers would send it to their API.
-        extra_kwargs = {FOLD_THINKING: True} if isinstance(model, ArborChatOllama) else {}
+        extra_kwargs = stream_keywords(model)
         llm = self.settings.llm
         started = time.perf_counter()
         first_chunk_s: float | None = None

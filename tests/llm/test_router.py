@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from ide.llm import ROLES, ContextTier, ModelError, ModelRouter, ModelSpec, ScriptedChatModel
-from ide.llm.providers import ArborChatOllama
+from ide.llm.ollama_chat import ArborChatOllama
 from tests.support.models import make_settings
 
 WriteScript = Callable[[list[dict[str, Any]]], Path]
@@ -157,3 +157,35 @@ async def test_usage_snapshot_is_a_copy(write_script: WriteScript) -> None:
     assert usage.model == f"scripted:{script}"
     assert usage.output_tokens == len("hello world") // 4
     assert usage.latency_ms >= 10
+
+
+def test_only_an_ollama_session_loads_the_ollama_client_and_only_its_model_is_asked_to_fold_thinking(
+    write_script: WriteScript,
+) -> None:
+    """langchain_ollama and the ollama package (0.3 s of import) load when an Ollama model is built, not
+    with the router; the fold-thinking keyword still goes to that model and to no other."""
+    import subprocess
+    import sys
+
+    script = write_script([{"content": "x"}])
+    code = f"""
+import sys
+from ide.llm import ModelRouter
+from ide.llm.providers import stream_keywords
+from tests.support.models import make_settings
+
+def loaded():
+    return sorted({{name.split(".")[0] for name in sys.modules}} & {{"langchain_ollama", "ollama"}})
+
+scripted = ModelRouter(make_settings(model="scripted:{script}")).chat_model("react")
+print(loaded(), stream_keywords(scripted))
+ollama = ModelRouter(make_settings("http://127.0.0.1:9")).chat_model("react")
+print(loaded(), stream_keywords(ollama), stream_keywords(scripted), type(ollama).__name__)
+"""
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=root)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "[] {}",
+        "['langchain_ollama', 'ollama'] {'fold_thinking': True} {} ArborChatOllama",
+    ], out.stdout
