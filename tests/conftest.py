@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,25 @@ from typing import Any
 import pytest
 
 from tests.support.git import GIT_IDENTITY
+
+
+def _cache_bytecode() -> None:
+    """Bytecode cached, as an installed Arbor has it, and kept out of every source tree: the backends,
+    CLIs and language servers the tests start, and the workers themselves, read and write it under one
+    cache directory (``PYTHONPYCACHEPREFIX``). With ``PYTHONDONTWRITEBYTECODE`` set (as on the CI
+    machines) every ``arbor acp`` a test spawned compiled all of ``ide`` from source again (0.25 s of CPU
+    each), and each worker recompiled every test module; without the prefix, a run would leave
+    ``__pycache__`` folders in the workspaces the tests build and review. Runs in the controller before
+    the xdist workers start, so they and everything they spawn inherit it (docs/traps.md)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    prefix = str(Path(tempfile.gettempdir()) / f"arbor-tests-pycache-{uid}")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+
+
+_cache_bytecode()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -75,3 +75,22 @@ def test_the_finder_sees_every_form_of_import_and_lets_tests_support_pass() -> N
         "tests.workflows.conftest",
     ]
     assert foreign_imports("from . import git\nfrom .runs import Run\n", "tests.support.window") == []
+
+
+def test_what_the_tests_start_caches_its_bytecode_outside_the_sources(tmp_path: Path) -> None:
+    """A process a test starts (here a script in a workspace of the test's) writes bytecode to the suite's
+    cache directory and never a ``__pycache__`` beside the sources (tests/conftest.py)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "helper.py").write_text("VALUE = 1\n")
+    code = "import sys, helper; print(sys.dont_write_bytecode, sys.pycache_prefix)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["False", os.environ["PYTHONPYCACHEPREFIX"]]
+    assert "PYTHONDONTWRITEBYTECODE" not in os.environ
+    assert not (tmp_path / "__pycache__").exists()
+    cached = Path(os.environ["PYTHONPYCACHEPREFIX"], *tmp_path.resolve().parts[1:], "helper.cpython-*.pyc")
+    assert list(cached.parent.glob(cached.name)), "the helper's bytecode was not cached"
