@@ -166,3 +166,68 @@ async def test_the_orchestrator_decides_stages_by_name_and_falls_back_by_pattern
     assert fallback.chosen_by == "fallback" and fallback.workflow.name == "feature_with_iterative_testing"
     assert "unusable" in fallback.reason and "matches the task" in fallback.reason
     assert all(not d.include for d in fallback.decisions.values())
+
+
+BROKEN_YAML = [
+    "a: [1, 2\nb: 3\n",
+    "a: b: c\n",
+    "- a\nb: 1\n",
+    "a: 'x\n",
+    "\tkey: 1\n",
+    "{x: 1\n",
+    "a: *nope\n",
+    "a: !!python/object/apply:os.system [x]\n",
+    "k: |\n  x\n y\n",
+    "",
+    "- just\n- a list\n",
+]
+
+
+def test_one_fast_parse_gives_what_two_pure_python_parses_gave(tmp_path: Path) -> None:
+    """The catalog parses each file once with libyaml (and keeps it by text); the models, nodes' lines and
+    error messages are those of PyYAML's pure-Python compose + safe_load, which it replaced."""
+    import yaml
+
+    from ide.workflows import loader
+
+    def pure(text: str) -> tuple[Any, Any]:
+        try:
+            return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            return None, str(exc)
+
+    def lines(node: Any) -> list[tuple[str, int, int]]:
+        if node is None:
+            return []
+        found = [(type(node).__name__, node.start_mark.line, node.end_mark.line)]
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                found += lines(key) + lines(value)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                found += lines(item)
+        return found
+
+    assert loader._FAST_LOADER is yaml.CSafeLoader, "PyYAML without libyaml: the fast path is not tested"
+    shipped = [
+        p for d in loader.search_dirs(None) for p in loader._yaml_files(d) + loader._yaml_files(d / "agents")
+    ]
+    texts = [p.read_text() for p in shipped] + [GOOD, *BROKEN_YAML]
+    assert len(shipped) >= 10
+    for text in texts:
+        loader._parsed.cache_clear()
+        node, data = pure(text)
+        try:
+            fast_node, fast_data = loader._parsed(text)
+        except yaml.YAMLError as exc:
+            fast_node, fast_data = None, str(exc)
+        assert fast_data == data, text
+        assert lines(fast_node) == lines(node), text
+        again = loader._parsed(text) if node is not None else None
+        assert again is None or again[1] is fast_data  # kept: a second read parses nothing
+    for text in BROKEN_YAML:
+        path = tmp_path / "w.yaml"
+        path.write_text(text)
+        with pytest.raises(WorkflowError) as caught:
+            parse_text(text, path, Workflow)
+        assert "not valid YAML" in str(caught.value) or "expected a mapping" in str(caught.value)
