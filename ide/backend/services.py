@@ -193,7 +193,7 @@ class Services:
         return self._checkpointers[path][1]
 
     async def close(self) -> None:
-        """Stop the indexes and language servers, close the checkpoint and session databases."""
+        """Stop the indexes and language servers, close the checkpoint, session and memory databases."""
         for service in self._indexes.values():
             await service.close()
         for bridge in self._lsp.values():
@@ -205,6 +205,9 @@ class Services:
         self._checkpointers.clear()
         for store in self._stores.values():
             store.close()
+        for memory in self._memories.values():
+            if memory is not None:
+                memory.close()
 
 
 KEPT_CHECKPOINTS = 2

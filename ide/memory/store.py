@@ -167,7 +167,7 @@ Embedder = Any
 
 
 class MemoryStore:
-    """The memory of one workspace; thread-safe (each call opens its own connection)."""
+    """The memory of one workspace; thread-safe (one connection, one call at a time)."""
 
     def __init__(self, path: Path, *, embedder: Embedder | None = None) -> None:
         self.path = Path(path)
@@ -175,7 +175,9 @@ class MemoryStore:
         self.embedder = embedder
         self.session_id: str | None = None
         """The session :meth:`add` records when the caller names none (see :meth:`for_session`)."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._open: dict[str, sqlite3.Connection] = {}
+        """The store's connection, once made (a dict so :meth:`for_session` views share it)."""
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")  # kept by the file: later connections get it too
             db.executescript(SCHEMA)
@@ -207,13 +209,24 @@ class MemoryStore:
 
     @contextlib.contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
-        """A connection of its own for one call: committed (rolled back on an error), then closed."""
-        db = sqlite3.connect(self.path, timeout=10)
-        try:
+        """The store's connection in a transaction (committed at the end, rolled back on an error), for
+        one call at a time.
+
+        It stays open: opening and closing one per call cost a WAL checkpoint and its fsyncs at every
+        close, and a run stores and searches its memory at every turn."""
+        with self._lock:
+            db = self._open.get("db")
+            if db is None:
+                db = self._open["db"] = sqlite3.connect(self.path, timeout=10, check_same_thread=False)
             with db:
                 yield db
-        finally:
-            db.close()
+
+    def close(self) -> None:
+        """Close the connection (a later call opens it again)."""
+        with self._lock:
+            db = self._open.pop("db", None)
+            if db is not None:
+                db.close()
 
     def add(
         self,

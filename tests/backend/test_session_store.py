@@ -4,33 +4,19 @@ threads at once all land, and a closed store opens its databases again. Real SQL
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
 from ide.backend.store import SessionStore
+from tests.support.sqlite_reader import other_process_reads
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> SessionStore:
     return SessionStore(tmp_path / "data")
-
-
-def other_process_reads(path: Path, sql: str) -> list[list[object]]:
-    script = (
-        "import json, sqlite3, sys; "
-        "print(json.dumps(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall()))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(path), sql], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def test_each_call_is_committed_when_it_returns(store: SessionStore, tmp_path: Path) -> None:
