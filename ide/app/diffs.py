@@ -1,4 +1,5 @@
-"""Diff arithmetic for the Review pane, free of Qt: local hunks, review states, display rows, intraline.
+"""Diff arithmetic for the Review pane, free of Qt: local hunks, review states, display rows, intraline,
+a summary's stand-in hunks.
 
 Everything here is plain data so the pane only paints, and tests and the benchmark can call it directly.
 """
@@ -48,6 +49,44 @@ def file_state(
     if len(decisions) == 1:
         return "accepted" if "accepted" in decisions else "rejected"
     return "partly"
+
+
+def stub_hunks(file: FileChangeView) -> list[HunkView]:
+    """Stand-ins for the hunks a summary left out: each hunk's id and decision, no lines (no comment and
+    nothing hidden either: a summary carries the files with those in full). Counting, stepping and
+    deciding work on them; the diff waits for the real ones."""
+    return [
+        HunkView.model_construct(
+            id=hunk_id,
+            header="",
+            old_start=0,
+            old_count=0,
+            new_start=0,
+            new_count=0,
+            lines=[],
+            decision=decision,
+            comment=None,
+            hidden=[],
+        )
+        for hunk_id, decision in zip(file.hunk_ids or [], file.decisions or [], strict=True)
+    ]
+
+
+def keep_loaded(file: FileChangeView, loaded: FileChangeView | None) -> None:
+    """Fill summary ``file``'s hunks: ``loaded``'s (the same file's hunks shown before, when their ids are
+    the summary's), with the summary's decisions, else stand-ins (:func:`stub_hunks`)."""
+    if loaded is not None and not loaded.summarised and [h.id for h in loaded.hunks] == file.hunk_ids:
+        file.hunks = [
+            hunk if (hunk.decision, hunk.comment) == (decision, None) else _redecided(hunk, decision)
+            for hunk, decision in zip(loaded.hunks, file.decisions or [], strict=True)
+        ]
+        file.hunk_ids = file.decisions = None
+    else:
+        file.hunks = stub_hunks(file)
+
+
+def _redecided(hunk: HunkView, decision: Decision) -> HunkView:
+    return hunk.model_copy(update={"decision": decision, "comment": None})
 
 
 def _split_keep_ends(text: str) -> list[str]:
