@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ide.protocol.diff import CONTEXT_LINES, NO_NEWLINE, diff_text, hunk_header, line_hunks
-from ide.protocol.hidden import scan_hunk, show_hidden
+from ide.protocol.hidden import HiddenFinding, scan_hunk, show_hidden
 from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView
 
 FileState = Literal["pending", "partly", "accepted", "rejected", "conflict"]
@@ -51,25 +51,28 @@ def file_state(
     return "partly"
 
 
+class HunkStandIn:
+    """In place of a hunk a summary left out: its id and decision, no lines (no comment and nothing hidden
+    either: a summary carries the files with those in full). Counting, stepping and deciding read only
+    these; the diff waits for the real hunk. A plain object, not a :class:`HunkView`: 3,000 of those
+    (``model_construct``, or copies of one) took 13-40 ms before the first paint, these take 1-2 ms."""
+
+    __slots__ = ("decision", "id")
+    header = ""
+    old_start = old_count = new_start = new_count = 0
+    lines: tuple[str, ...] = ()
+    comment: str | None = None
+    hidden: tuple[HiddenFinding, ...] = ()
+
+    def __init__(self, hunk_id: str, decision: Decision) -> None:
+        self.id = hunk_id
+        self.decision = decision
+
+
 def stub_hunks(file: FileChangeView) -> list[HunkView]:
-    """Stand-ins for the hunks a summary left out: each hunk's id and decision, no lines (no comment and
-    nothing hidden either: a summary carries the files with those in full). Counting, stepping and
-    deciding work on them; the diff waits for the real ones."""
-    return [
-        HunkView.model_construct(
-            id=hunk_id,
-            header="",
-            old_start=0,
-            old_count=0,
-            new_start=0,
-            new_count=0,
-            lines=[],
-            decision=decision,
-            comment=None,
-            hidden=[],
-        )
-        for hunk_id, decision in zip(file.hunk_ids or [], file.decisions or [], strict=True)
-    ]
+    """The stand-ins (:class:`HunkStandIn`) for the hunks summary ``file`` left out, in order."""
+    stubs = [HunkStandIn(*pair) for pair in zip(file.hunk_ids or [], file.decisions or [], strict=True)]
+    return stubs  # type: ignore[return-value]  # read as HunkViews for what they carry
 
 
 def keep_loaded(file: FileChangeView, loaded: FileChangeView | None) -> None:

@@ -224,12 +224,13 @@ class Review:
 
     def _view(self, files: list[FileChange], *, summary: bool = False) -> ChangeSetView:
         views, shown = [], 0
+        commented = {hunk_id for hunk_id, (_d, comment) in self._decisions.items() if comment is not None}
         for change in files:
             full = (
                 not summary
                 or shown < FIRST_SCREEN_HUNKS
-                or any(self._decisions.get(h.id, ("", None))[1] is not None for h in change.hunks)
-                or any(self._hidden(h) for h in change.hunks)
+                or any(h.id in commented for h in change.hunks)
+                or (not (change.new or b"").isascii() and any(self._hidden(h) for h in change.hunks))
             )
             if shown < FIRST_SCREEN_HUNKS:
                 shown += len(change.hunks)
