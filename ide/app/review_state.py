@@ -91,7 +91,10 @@ def decided(changeset: ChangeSetView | None, decision_of: Any, wanted: str) -> t
     """(hunks, files) of ``changeset`` whose decision (``decision_of(hunk)``) is ``wanted``."""
     hunks = files = 0
     for file in changeset.files if changeset is not None else []:
-        count = sum(1 for hunk in file.hunks if decision_of(hunk) == wanted)
+        if file.summarised and not file.hunks:  # a summary not shown (yet): its stored decisions
+            count = sum(1 for decision in file.decisions or [] if decision == wanted)
+        else:
+            count = sum(1 for hunk in file.hunks if decision_of(hunk) == wanted)
         hunks += count
         files += count > 0
     return hunks, files

@@ -345,3 +345,5 @@ def test_a_summary_keeps_the_hunks_loaded_before_with_its_decisions() -> None:
     assert kept is not None and [h.lines for h in kept.hunks] == [h.lines for h in full.files[2].hunks]
     assert [h.decision for h in kept.hunks] == ["pending", "accepted"] + ["pending"] * (len(kept.hunks) - 2)
     assert not state.changeset.files[1].hunks[0].lines  # type: ignore[union-attr]  # still a stand-in
+    # What an Apply left pending is counted from a summary not shown (a branch was on screen).
+    assert pending_note(summarised(full)) == pending_note(full) != ""
