@@ -87,6 +87,8 @@ class ReviewPane(QWidget):
         self.state = ReviewState()
         self._asked: set[str] = set()
         """Files whose hunks were asked for and have not come (nor failed) yet."""
+        self._retried: set[str] = set()
+        """Files asked for again since the change set was shown, their first answer being stale."""
         self.rollback_confirm: QMessageBox | None = None
         """The last Roll back confirmation asked (it names the files and the commit)."""
         self._build()
@@ -279,6 +281,13 @@ class ReviewPane(QWidget):
         if self.state.load(result.files):
             self._render()
             self._update_actions()
+            return
+        # An answer about an older change set (the hunks changed since it was asked): ask again, once
+        # per change set shown, for the file still waiting.
+        stale = [path for path in self.state.wanted() if path in {file.path for file in result.files}]
+        if stale and stale[0] not in self._retried:
+            self._retried.add(stale[0])
+            self._render()
 
     def hunks_failed(self, params: HunksParams) -> None:
         """Asking for ``params``' hunks failed: showing the file again asks again."""
@@ -445,6 +454,7 @@ class ReviewPane(QWidget):
     # Rendering the state.
 
     def _show_changeset(self, changeset: ChangeSetView) -> None:
+        self._retried.clear()
         selection = self.state.show(changeset)
         self.files_model.set_files(changeset.files, self.state.file_states())
         if selection is not None:
