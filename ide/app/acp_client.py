@@ -39,7 +39,9 @@ M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 OnError = Callable[[ErrorInfo], None]
 OnSessions = Callable[[list[agentconn.SessionSummary]], None]
-CLIENT_META = {"review": True, "tree": True, "index": True}  # reviews, search trees, the Outline
+CLIENT_META = {"review": True, "reviewHunks": True, "tree": True, "index": True}
+"""Arbor's extensions the window asks for: reviews (as summaries, the hunks fetched as files are shown:
+``ide.protocol.review.SUMMARY_CAPABILITY``), search trees, the Outline."""
 
 
 class BackendBridge(QObject):

@@ -29,6 +29,7 @@ from ide.app.background import run_blocking, spawn
 from ide.protocol import ErrorInfo
 from ide.protocol import external as ex
 from ide.protocol.method import Method
+from ide.protocol.review import SUMMARY_CAPABILITY
 
 if TYPE_CHECKING:
     from acp import RequestError
@@ -42,6 +43,8 @@ T = TypeVar("T", bound=BaseModel)
 START_TIMEOUT_S = 60.0
 INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
+REVIEW_META = {"review": True, SUMMARY_CAPABILITY: True}
+"""What the review connection asks for: change sets as summaries, their hunks fetched as they are shown."""
 
 
 def _refusal(code: int, message: str, path: str) -> RequestError:
@@ -313,7 +316,7 @@ class ReviewBackend(QObject):
         callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
         self._conn = conn = agentconn.connect(agent, callbacks)
         try:
-            hello = await asyncio.wait_for(agentconn.initialize(conn, meta={"review": True}), START_TIMEOUT_S)
+            hello = await asyncio.wait_for(agentconn.initialize(conn, meta=REVIEW_META), START_TIMEOUT_S)
         except (RequestError, TimeoutError, ConnectionError, ValidationError) as exc:
             with contextlib.suppress(Exception):
                 await agent.stop(conn)

@@ -43,11 +43,15 @@ from ide.protocol.review import (
     DecideParams,
     Decision,
     HistoryResult,
+    HunksParams,
+    HunksResult,
     RollbackParams,
     RollbackResult,
 )
 
 STANDARD_DIFF_DELAY_MS = 50
+LOADING = "Loading…"
+"""In place of the diff of a file whose hunks were asked for and have not come yet."""
 WARNING_STYLE = (
     "color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;"
 )
@@ -70,6 +74,8 @@ class ReviewPane(QWidget):
     """A :class:`RollbackParams`."""
     historyRequested = Signal(object)
     """A :class:`HistoryParams`."""
+    hunksRequested = Signal(object)
+    """A :class:`HunksParams`: the hunks of a file shown as a summary, which it shows "Loading…" for."""
     feedbackRequested = Signal(str)
     """A refinement prompt built from the hunk comments, for the chat to send as a new turn."""
     changesShown = Signal(int)
@@ -79,6 +85,10 @@ class ReviewPane(QWidget):
         super().__init__(parent)
         self.setObjectName("reviewPane")
         self.state = ReviewState()
+        self._asked: set[str] = set()
+        """Files whose hunks were asked for and have not come (nor failed) yet."""
+        self._retried: set[str] = set()
+        """Files asked for again since the change set was shown, their first answer being stale."""
         self.rollback_confirm: QMessageBox | None = None
         """The last Roll back confirmation asked (it names the files and the commit)."""
         self._build()
@@ -250,6 +260,7 @@ class ReviewPane(QWidget):
     def clear(self) -> None:
         """Show nothing (a new session, or a replay about to rebuild the view)."""
         self.state.clear()
+        self._asked.clear()
         self._show_mode()
         self._standard_timer.stop()
         self.conflict_list.clear()
@@ -263,6 +274,28 @@ class ReviewPane(QWidget):
         While a branch is shown, it is kept for when the review comes back."""
         if self.state.receive(changeset):
             self._show_changeset(changeset)
+
+    def set_hunks(self, result: HunksResult) -> None:
+        """The hunks asked for with ``hunksRequested``: shown, when the file they are for is current."""
+        self._asked.difference_update(file.path for file in result.files)
+        if self.state.load(result.files):
+            self._render()
+            self._update_actions()
+            return
+        # An answer about an older change set (the hunks changed since it was asked): ask again, once
+        # per change set shown, for the file still waiting.
+        stale = [path for path in self.state.wanted() if path in {file.path for file in result.files}]
+        if stale and stale[0] not in self._retried:
+            self._retried.add(stale[0])
+            self._render()
+
+    def hunks_failed(self, params: HunksParams) -> None:
+        """Asking for ``params``' hunks failed: showing the file again asks again."""
+        self._asked.difference_update(params.paths)
+        if set(self.state.wanted()) & set(params.paths):
+            self.diff.show_message(
+                "This file's changes could not be loaded; select another file, then this one, to retry."
+            )
 
     def apply_update(self, update: Any) -> None:
         """Collect standard ACP ``diff`` content of tool calls (only when the agent is not Arbor)."""
@@ -421,6 +454,7 @@ class ReviewPane(QWidget):
     # Rendering the state.
 
     def _show_changeset(self, changeset: ChangeSetView) -> None:
+        self._retried.clear()
         selection = self.state.show(changeset)
         self.files_model.set_files(changeset.files, self.state.file_states())
         if selection is not None:
@@ -451,7 +485,8 @@ class ReviewPane(QWidget):
             self.select_file(row, hunk)
             return
         self.state.current_hunk = hunk
-        self.diff.mark(hunk)
+        if self.state.current_loaded():
+            self.diff.mark(hunk)
         self._update_actions()
 
     def _decided(self, params: DecideParams) -> None:
@@ -477,11 +512,20 @@ class ReviewPane(QWidget):
         notes = file_notes(file)
         if notes:
             self.meta_label.setText("\n".join(notes))
+        if file.summarised:
+            self.diff.show_message(LOADING)
+            self._ask(file.path)
+            return
         if not file.hunks:
             self.diff.show_message(empty_file_message(file))
             return
         decisions = [self.state.decision_of(hunk) for hunk in file.hunks]
         self.diff.show_file(file, self.state.header, decisions, self.state.current_hunk)
+
+    def _ask(self, path: str) -> None:
+        if path not in self._asked and self.state.changeset is not None:
+            self._asked.add(path)
+            self.hunksRequested.emit(HunksParams(session_id=self.state.changeset.session_id, paths=[path]))
 
     def _update_actions(self) -> None:
         actions = self.state.actions(self.history.selected_row())

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ide.app.diffs import FileState, StandardDiffs, feedback_prompt, file_state, header_text
+from ide.app.diffs import FileState, StandardDiffs, feedback_prompt, file_state, header_text, keep_loaded
 from ide.protocol.hidden import describe
 from ide.protocol.review import (
     ApplyParams,
@@ -91,7 +91,10 @@ def decided(changeset: ChangeSetView | None, decision_of: Any, wanted: str) -> t
     """(hunks, files) of ``changeset`` whose decision (``decision_of(hunk)``) is ``wanted``."""
     hunks = files = 0
     for file in changeset.files if changeset is not None else []:
-        count = sum(1 for hunk in file.hunks if decision_of(hunk) == wanted)
+        if file.summarised and not file.hunks:  # a summary not shown (yet): its stored decisions
+            count = sum(1 for decision in file.decisions or [] if decision == wanted)
+        else:
+            count = sum(1 for hunk in file.hunks if decision_of(hunk) == wanted)
         hunks += count
         files += count > 0
     return hunks, files
@@ -225,6 +228,35 @@ class ReviewState:
             return None
         return self.changeset.files[self.current_file]
 
+    def current_loaded(self) -> bool:
+        """The current file's hunks are here, not a summary's stand-ins waiting for ``review/hunks``."""
+        file = self.current_file_view()
+        return file is not None and not file.summarised
+
+    def wanted(self) -> list[str]:
+        """The files whose hunks to ask for now: the current one, when only its summary came."""
+        file = self.current_file_view()
+        return [file.path] if file is not None and file.summarised else []
+
+    def load(self, files: list[FileChangeView]) -> bool:
+        """Put in the hunks ``_arbor/review/hunks`` sent for files shown as summaries (those whose ids are
+        still the summary's: an answer about an older change set is dropped); True when the current file
+        was among them."""
+        if self.changeset is None:
+            return False
+        rows = {file.path: row for row, file in enumerate(self.changeset.files)}
+        current = False
+        for file in files:
+            row = rows.get(file.path)
+            if row is None:
+                continue
+            shown = self.changeset.files[row]
+            if not shown.summarised or shown.hunk_ids != [hunk.id for hunk in file.hunks]:
+                continue
+            self.changeset.files[row] = file
+            current = current or row == self.current_file
+        return current
+
     def current_hunk_view(self) -> HunkView | None:
         file = self.current_file_view()
         if file is None or not 0 <= self.current_hunk < len(file.hunks):
@@ -282,7 +314,7 @@ class ReviewState:
     @property
     def commentable(self) -> bool:
         """A comment can go on the current hunk (there is one, and it is the review's, not a branch's)."""
-        return self.current_hunk_view() is not None and self.branch is None
+        return self.current_hunk_view() is not None and self.branch is None and self.current_loaded()
 
     def feedback_text(self) -> str | None:
         """The refinement prompt Send feedback would send (None without comments)."""
@@ -296,7 +328,7 @@ class ReviewState:
         has_changes = self.changeset is not None and bool(self.changeset.files)
         batches = self.batches.batches
         return ReviewActions(
-            hunk=interactive and self.current_hunk_view() is not None,
+            hunk=interactive and self.current_hunk_view() is not None and self.current_loaded(),
             file=interactive and self.current_file_view() is not None,
             whole=interactive and has_changes,
             comment=self.commentable,
@@ -313,7 +345,13 @@ class ReviewState:
         """Take ``changeset`` as the truth, dropping the decisions made here (and, in review, the comments).
 
         Returns the file row and hunk to select: the file shown before and its hunk where they still
-        exist, else the first file's first hunk; None when there are no files."""
+        exist, else the first file's first hunk; None when there are no files. A summary's files keep the
+        hunks loaded before where they are still the same (:func:`keep_loaded`)."""
+        if any(file.summarised for file in changeset.files):
+            before = {f.path: f for f in self.changeset.files} if self.changeset is not None else {}
+            for file in changeset.files:
+                if file.summarised:
+                    keep_loaded(file, before.get(file.path))
         current = self.current_file_view()
         previous_path = current.path if current is not None else None
         previous_hunk = self.current_hunk
@@ -367,8 +405,8 @@ class ReviewState:
     def decide_hunk(self, decision: Decision) -> DecideParams | None:
         """Decide the current hunk; the request to send (None: nothing to decide here)."""
         hunk = self.current_hunk_view()
-        if not self.interactive or hunk is None or self.changeset is None:
-            return None
+        if not self.interactive or hunk is None or self.changeset is None or not self.current_loaded():
+            return None  # a hunk is decided once it is seen
         params = DecideParams(session_id=self.changeset.session_id, decision=decision, hunk_ids=[hunk.id])
         return self._decide(params, [hunk])
 

@@ -96,12 +96,15 @@ def hunk_id(path: str, old_start: int, removed: list[bytes], added: list[bytes],
     return digest.hexdigest()[:16]
 
 
+_PREFIX = {" ": b" ", "-": b"-", "+": b"+"}
+
+
 def text_hunks(path: str, old: bytes, new: bytes) -> list[Hunk]:
     """The unified diff of ``old`` → ``new`` with 3 lines of context, as hunks with stable ids (fast on any
     input: ide.linediff; a change too big to match line by line is one whole-range hunk)."""
     hunks: list[Hunk] = []
     for found in line_hunks(split_lines(old), split_lines(new), CONTEXT_LINES):
-        lines = tuple(prefix.encode() + line for prefix, line in found.lines)
+        lines = tuple(_PREFIX[prefix] + line for prefix, line in found.lines)
         removed = [line for prefix, line in found.lines if prefix == "-"]
         added = [line for prefix, line in found.lines if prefix == "+"]
         hunks.append(

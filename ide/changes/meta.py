@@ -78,6 +78,9 @@ NESTED = frozenset(
 """Names that matter in any directory, not only at the top."""
 
 
+_LOWER_RULES = tuple((pattern.lower(), why) for pattern, why in RULES)
+
+
 def meta_reason(path: str) -> str | None:
     """Why an edit to ``path`` (workspace-relative POSIX) needs its own accept, or None for plain files.
 
@@ -85,8 +88,7 @@ def meta_reason(path: str) -> str | None:
     """
     lower = path.lower()
     name = PurePosixPath(lower).name
-    for pattern, why in RULES:
-        pattern = pattern.lower()
+    for pattern, why in _LOWER_RULES:
         if pattern.startswith("*."):
             if name.endswith(pattern[1:]):
                 return why

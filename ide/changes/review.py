@@ -31,8 +31,9 @@ from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
 from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
 from ide.protocol import from_record
-from ide.protocol.hidden import scan_hunk
+from ide.protocol.hidden import HiddenFinding, scan_hunk
 from ide.protocol.review import (
+    FIRST_SCREEN_HUNKS,
     ApplyResult,
     BatchView,
     ChangeSetView,
@@ -210,13 +211,43 @@ class Review:
         review._conflicts = dict(state.conflicts)
         return review
 
-    def view(self) -> ChangeSetView:
-        return self._view(file_changes(self.changeset, self._hunk_cache))
+    def view(self, *, summary: bool = False) -> ChangeSetView:
+        """The change set with every hunk, or (``summary``) each file's hunk ids and decisions with the
+        bodies of the first screen's, commented and hiding hunks only (``ide.protocol.review``)."""
+        return self._view(file_changes(self.changeset, self._hunk_cache), summary=summary)
 
-    def _view(self, files: list[FileChange]) -> ChangeSetView:
-        views = []
+    def hunks(self, paths: list[str]) -> list[FileChangeView]:
+        """Files ``paths`` in full, as :meth:`view` shows them (a path not in the change set is left out)."""
+        wanted = set(paths)
+        files = [f for f in file_changes(self.changeset, self._hunk_cache) if f.path in wanted]
+        return [self._file_view(change, full=True) for change in files]
+
+    def _view(self, files: list[FileChange], *, summary: bool = False) -> ChangeSetView:
+        views, shown = [], 0
+        commented = {hunk_id for hunk_id, (_d, comment) in self._decisions.items() if comment is not None}
         for change in files:
-            hunks = []
+            full = (
+                not summary
+                or shown < FIRST_SCREEN_HUNKS
+                or any(h.id in commented for h in change.hunks)
+                or (not (change.new or b"").isascii() and any(self._hidden(h) for h in change.hunks))
+            )
+            if shown < FIRST_SCREEN_HUNKS:
+                shown += len(change.hunks)
+            views.append(self._file_view(change, full=full))
+        return ChangeSetView(
+            session_id=self.session_id, cwd=str(self.changeset.root), title=self.title, files=views
+        )
+
+    def _hidden(self, hunk: Hunk) -> list[HiddenFinding]:
+        """What ``hunk``'s added lines hide (none when they are ASCII, the common case: no line to decode)."""
+        if all(line.isascii() for line in hunk.lines if line[:1] == b"+"):
+            return []
+        return scan_hunk(hunk.display_lines(), hunk.new_start)
+
+    def _file_view(self, change: FileChange, *, full: bool) -> FileChangeView:
+        hunks, ids, decisions = [], None, None
+        if full:
             for hunk in change.hunks:
                 decision, comment = self._decisions.get(hunk.id, ("pending", None))
                 hunks.append(
@@ -229,34 +260,34 @@ class Review:
                         hidden=scan_hunk(lines, hunk.new_start),
                     )
                 )
-            views.append(
-                FileChangeView(
-                    path=change.path,
-                    old_path=change.old_path,
-                    status=change.status,  # type: ignore[arg-type]
-                    binary=change.binary,
-                    additions=sum(h.additions for h in change.hunks),
-                    deletions=sum(h.deletions for h in change.hunks),
-                    hunks=hunks,
-                    conflict=self._conflicts.get(change.path),
-                    meta=change.meta,
-                )
-            )
-        return ChangeSetView(
-            session_id=self.session_id, cwd=str(self.changeset.root), title=self.title, files=views
+        else:
+            ids = [hunk.id for hunk in change.hunks]
+            decisions = [self._decisions.get(hunk_id, ("pending", None))[0] for hunk_id in ids]
+        return FileChangeView(
+            path=change.path,
+            old_path=change.old_path,
+            status=change.status,  # type: ignore[arg-type]
+            binary=change.binary,
+            additions=sum(h.additions for h in change.hunks),
+            deletions=sum(h.deletions for h in change.hunks),
+            hunks=hunks,
+            hunk_ids=ids,
+            decisions=decisions,
+            conflict=self._conflicts.get(change.path),
+            meta=change.meta,
         )
 
-    def decide(self, params: DecideParams) -> ChangeSetView:
-        """Set the decision (and comment) of hunks by id, of every hunk of ``paths``, or of all."""
+    def decide(self, params: DecideParams, *, summary: bool = False) -> ChangeSetView:
+        """Set the decision (and comment) of hunks by id, of every hunk of ``paths``, or of all; the change
+        set after it (``summary``: as :meth:`view` makes one)."""
         files = file_changes(self.changeset, self._hunk_cache)
-        # Built once (it scans every hunk for hidden characters); the decisions made below are set on it.
-        view = self._view(files)
         by_id = {h.id: h for f in files for h in f.hunks}
         by_path = {f.path: f for f in files}
         chosen: list[str] = []
         if params.all:
-            # Meta files and hunks hiding characters are accepted or rejected only on their own.
-            chosen = [h.id for h in view.wholesale_hunks()]
+            # Meta files and hunks hiding characters are accepted or rejected only on their own: the rule of
+            # ChangeSetView.wholesale_hunks, which the window applies to what it shows.
+            chosen = [h.id for f in files if not f.meta for h in f.hunks if not self._hidden(h)]
         for hunk_id in params.hunk_ids:
             if hunk_id not in by_id:
                 raise ChangeError(f"no hunk {hunk_id} in the change set; it may have changed, fetch it again")
@@ -270,15 +301,12 @@ class Review:
                 params.comment if params.comment is not None else self._decisions.get(hunk_id, ("", None))[1]
             )
             self._decisions[hunk_id] = (params.decision, comment)
-        decided = set(chosen)
-        for hunk in (hunk for file in view.files for hunk in file.hunks if hunk.id in decided):
-            hunk.decision, hunk.comment = self._decisions[hunk.id]
-        return view
+        return self._view(files, summary=summary)
 
     def decision(self, hunk: Hunk) -> Decision:
         return self._decisions.get(hunk.id, ("pending", None))[0]
 
-    def apply(self, message: str | None = None) -> ApplyResult:
+    def apply(self, message: str | None = None, *, summary: bool = False) -> ApplyResult:
         """Write exactly the accepted hunks: checkpoint, merge if the disk moved, atomic writes, commit.
 
         Holds the workspace's lock (ide.changes.applylock) from planning to commit, so another Apply or
@@ -310,7 +338,8 @@ class Review:
                 batch, uncommitted = self._write_batch(root, writing, message, head)
             for plan in plans:
                 self._settle(plan)
-        return ApplyResult(batch=batch, conflicts=conflicts, uncommitted=uncommitted, changeset=self.view())
+        remaining = self.view(summary=summary)
+        return ApplyResult(batch=batch, conflicts=conflicts, uncommitted=uncommitted, changeset=remaining)
 
     def _write_batch(
         self, root: Path, writing: list[_Plan], message: str | None, head: str | None

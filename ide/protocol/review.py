@@ -9,6 +9,14 @@ Methods (the SDK adds the leading underscore on the wire):
 - request ``_arbor/review/rollback``: :class:`RollbackParams` → :class:`RollbackResult`.
 - request ``_arbor/review/history``: :class:`HistoryParams` → :class:`HistoryResult`.
 - request ``_arbor/review/changeset``: :class:`ChangeSetParams` → :class:`ChangeSetView` (current state).
+- request ``_arbor/review/hunks``: :class:`HunksParams` → :class:`HunksResult` (the hunks a summary left out).
+
+A client that puts ``reviewHunks: true`` in ``clientCapabilities._meta.arbor`` gets every change set
+(the notification, and the answers to ``changeset``, ``decide`` and ``apply``) as a summary: each file's
+path, status, +/- counts and its hunks' ids and decisions (``FileChangeView.hunk_ids``/``decisions``), with
+the hunk bodies only for the first screen (:data:`FIRST_SCREEN_HUNKS`), for files with a comment and for
+files whose hunks hide characters; it asks ``_arbor/review/hunks`` for the others. A client that does not
+gets every hunk, as before.
 """
 
 from __future__ import annotations
@@ -58,12 +66,27 @@ class FileChangeView(WireModel):
     additions: int = 0
     deletions: int = 0
     hunks: list[HunkView] = Field(default_factory=list)
+    hunk_ids: list[str] | None = Field(
+        None,
+        description="Set in a summary, whose ``hunks`` are left out (``_arbor/review/hunks`` sends them): "
+        "the ids of the file's hunks, in order",
+    )
+    decisions: list[Decision] | None = Field(None, description="In a summary: each hunk's decision, in order")
     conflict: str | None = Field(None, description="Why the last apply could not write this file")
     meta: str | None = Field(
         None,
         description="Why this file needs its own accept (Arbor's settings, git attributes, CI, hooks…); "
         "meta files are never covered by deciding all",
     )
+
+    @property
+    def summarised(self) -> bool:
+        """Its hunks were left out (a summary): only their ids and decisions came."""
+        return self.hunk_ids is not None
+
+
+FIRST_SCREEN_HUNKS = 20
+"""A summary carries the hunks of its first files in full until this many (at least the first file's)."""
 
 
 class ChangeSetView(WireModel):
@@ -82,6 +105,21 @@ class ChangeSetView(WireModel):
 
 class ChangeSetParams(WireModel):
     session_id: str
+
+
+class HunksParams(WireModel):
+    """The hunks of ``paths``, which a summary left out."""
+
+    session_id: str
+    paths: list[str]
+
+
+class HunksResult(WireModel):
+    files: list[FileChangeView] = Field(
+        default_factory=list,
+        description="The files asked for, in full (same hunk ids and decisions as the change set); a path no "
+        "longer in the change set is left out",
+    )
 
 
 class DecideParams(WireModel):
@@ -161,7 +199,10 @@ APPLY = Method("arbor/review/apply", ApplyParams, ApplyResult)
 ROLLBACK = Method("arbor/review/rollback", RollbackParams, RollbackResult)
 HISTORY = Method("arbor/review/history", HistoryParams, HistoryResult)
 CHANGESET = Method("arbor/review/changeset", ChangeSetParams, ChangeSetView)
-REVIEW_METHODS = [CHANGESET_NOTIFICATION, DECIDE, APPLY, ROLLBACK, HISTORY, CHANGESET]
+HUNKS = Method("arbor/review/hunks", HunksParams, HunksResult)
+REVIEW_METHODS = [CHANGESET_NOTIFICATION, DECIDE, APPLY, ROLLBACK, HISTORY, CHANGESET, HUNKS]
+SUMMARY_CAPABILITY = "reviewHunks"
+"""The client's ``_meta.arbor`` key asking for change sets as summaries (it asks ``HUNKS`` for the rest)."""
 
 
 def unified_diff(view: ChangeSetView) -> str:

@@ -278,3 +278,72 @@ def test_the_empty_history_is_what_an_empty_history_result_is() -> None:
     empty = ReviewState().batches
     assert empty == HistoryResult() and empty.model_dump() == HistoryResult().model_dump()
     assert empty.model_fields_set == HistoryResult().model_fields_set and empty.batches == []
+
+
+def summarised(full: ChangeSetView, keep: int = 1) -> ChangeSetView:
+    """``full`` summarised: the first ``keep`` files in full, of the others their hunk ids and decisions."""
+    files = [
+        file
+        if index < keep
+        else file.model_copy(
+            update={
+                "hunks": [],
+                "hunk_ids": [h.id for h in file.hunks],
+                "decisions": [h.decision for h in file.hunks],
+            }
+        )
+        for index, file in enumerate(full.files)
+    ]
+    return full.model_copy(update={"files": files})
+
+
+def test_a_summary_counts_steps_and_decides_as_the_full_change_set_and_loads_a_files_hunks() -> None:
+    full = changeset(3)
+    state = ReviewState()
+    state.set_interactive(True)
+    state.select(*(state.show(summarised(full)) or (-1, 0)))
+    reference = shown(3)
+    assert state.summary() == reference.summary()
+    assert state.current_loaded() and state.wanted() == []
+    # Stepping past the first file's last hunk goes into the second file, which waits for its hunks.
+    for _ in range(len(full.files[0].hunks)):
+        state.select(*(state.next_position() or (-1, 0)))
+        reference.select(*(reference.next_position() or (-1, 0)))
+    assert (
+        (state.current_file, state.current_hunk) == (reference.current_file, reference.current_hunk) == (1, 0)
+    )
+    assert not state.current_loaded() and state.wanted() == [full.files[1].path]
+    assert state.decide_hunk("accepted") is None  # not seen yet
+    assert not state.actions(-1).hunk and state.actions(-1).file
+    params = state.decide_file("rejected")
+    assert params is not None and params.paths == [full.files[1].path]
+    assert [s for s in state.file_states()] == ["pending", "rejected", "pending"]
+    # An answer about other hunks (an older change set) is dropped; the file's own hunks load.
+    stale = full.files[1].model_copy(update={"hunks": full.files[2].hunks})
+    assert not state.load([stale]) and not state.current_loaded()
+    assert state.load([full.files[1]]) and state.current_loaded()
+    assert state.current_file_view() == full.files[1]
+    assert state.decide_hunk("accepted") is not None
+    assert state.decide_all("accepted") is not None
+    assert {state.decision_of(h) for f in state.changeset.files for h in f.hunks} == {"accepted"}  # type: ignore[union-attr]
+
+
+def test_a_summary_keeps_the_hunks_loaded_before_with_its_decisions() -> None:
+    full = changeset(3)
+    state = ReviewState()
+    state.set_interactive(True)
+    state.select(*(state.show(summarised(full)) or (-1, 0)))
+    state.select(2)
+    assert state.load([full.files[2]])
+    # The backend's answer to a decision: a summary again, file 2's second hunk accepted.
+    answer = summarised(full)
+    answer.files[2].decisions[1] = "accepted"  # type: ignore[index]
+    assert state.show(answer) == (2, 0)
+    state.select(2)
+    assert state.current_loaded()
+    kept = state.current_file_view()
+    assert kept is not None and [h.lines for h in kept.hunks] == [h.lines for h in full.files[2].hunks]
+    assert [h.decision for h in kept.hunks] == ["pending", "accepted"] + ["pending"] * (len(kept.hunks) - 2)
+    assert not state.changeset.files[1].hunks[0].lines  # type: ignore[union-attr]  # still a stand-in
+    # What an Apply left pending is counted from a summary not shown (a branch was on screen).
+    assert pending_note(summarised(full)) == pending_note(full) != ""

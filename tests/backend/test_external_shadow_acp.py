@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError
+from acp.schema import ClientCapabilities
 
+from ide.protocol import META_KEY
 from ide.protocol import external as ex
 from ide.protocol import review as rv
 from tests.support.acp_client import acp_backend
@@ -126,3 +128,29 @@ async def test_a_workspace_without_git_gets_no_shadow_and_is_told_why(tmp_path: 
         with pytest.raises(RequestError) as caught:
             await backend.conn.ext_method(ex.EXTERNAL_SHADOW, {"cwd": str(plain)})
         assert "git init" in str(caught.value.data)
+
+
+async def test_a_shadow_review_asked_for_summaries_sends_them_and_the_hunks_on_request(
+    git_workspace: Path,
+) -> None:
+    """The window's review connection asks for summaries: a capture of 25 new files carries the first
+    screen's hunks, the rest come from ``_arbor/review/hunks`` with the ids the summary named."""
+    caps = ClientCapabilities(field_meta={META_KEY: {"review": True, rv.SUMMARY_CAPABILITY: True}})
+    async with acp_backend(capabilities=caps) as backend:
+        conn = backend.conn
+        shadow = ex.ExternalShadow.model_validate(
+            await conn.ext_method(ex.EXTERNAL_SHADOW, {"cwd": str(git_workspace), "agent": "qwen"})
+        )
+        sid, root = shadow.session_id, Path(shadow.cwd)
+        for n in range(25):
+            (root / f"made_{n:02d}.py").write_text(f"N = {n}\n")
+        captured = ex.ExternalCapture.model_validate(
+            await conn.ext_method(ex.EXTERNAL_CAPTURE, {"session_id": sid})
+        )
+        files = captured.changeset.files
+        assert [f.summarised for f in files] == [False] * rv.FIRST_SCREEN_HUNKS + [True] * 5
+        fetched = rv.HunksResult.model_validate(
+            await conn.ext_method(rv.HUNKS, {"session_id": sid, "paths": [files[-1].path]})
+        )
+        [last] = fetched.files
+        assert [h.id for h in last.hunks] == files[-1].hunk_ids and last.hunks[0].lines == ["+N = 24"]

@@ -290,3 +290,53 @@ async def test_stop_after_an_edit_keeps_it_pending_and_asks_nothing_until_the_ne
         [(asked, _options)] = client.permission_requests
         assert "1 file(s)" in asked.title  # the pending edit, offered at this turn's end
     assert (git_workspace / "pkg" / "greet.py").read_text() == GREET  # discarded, never written
+
+
+SUMMARY_READER = ClientCapabilities(field_meta={META_KEY: {"review": True, rv.SUMMARY_CAPABILITY: True}})
+
+
+async def test_a_client_asking_for_summaries_gets_the_first_screen_then_the_hunks_it_asks_for(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    created = [
+        {"name": "create_file", "args": {"path": f"gen/m{n:02d}.py", "content": f"N = {n}\n"}}
+        for n in range(25)
+    ]
+    script = write_script([{"tool_calls": created}, {"content": "Made 25 modules."}])
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, SUMMARY_READER) as backend:
+        assert rv.HUNKS in backend.init.agent_capabilities.field_meta[META_KEY]["extensions"]
+        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
+        sid = session.session_id
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("go")])
+        [params] = [p for m, p in backend.client.notifications if m == rv.CHANGESET_NOTIFICATION]
+        pushed = rv.ChangeSetView.model_validate(params)
+        paths = [f"gen/m{n:02d}.py" for n in range(25)]
+        assert [f.path for f in pushed.files] == paths
+        # The first screen in full, the rest as hunk ids and decisions with their counts.
+        assert [f.summarised for f in pushed.files] == [False] * rv.FIRST_SCREEN_HUNKS + [True] * 5
+        assert {(f.status, f.additions, f.deletions) for f in pushed.files} == {("added", 1, 0)}
+        assert pushed.files[0].hunks[0].lines == ["+N = 0"]
+        queried = await backend.conn.ext_method(rv.CHANGESET, {"session_id": sid})
+        assert rv.ChangeSetView.model_validate(queried) == pushed
+
+        answer = await backend.conn.ext_method(
+            rv.HUNKS, {"session_id": sid, "paths": [*paths[20:], "nope.py"]}
+        )
+        fetched = rv.HunksResult.model_validate(answer).files
+        assert [f.path for f in fetched] == paths[20:]
+        for short, whole in zip(pushed.files[20:], fetched, strict=True):
+            assert [h.id for h in whole.hunks] == short.hunk_ids
+            assert [h.decision for h in whole.hunks] == short.decisions
+            assert whole.hunks[0].lines == [f"+N = {short.path[5:7].lstrip('0') or '0'}"]
+
+        # A decision on a hunk fetched later answers with a summary, and Apply writes exactly that file.
+        decided = await backend.conn.ext_method(
+            rv.DECIDE, {"session_id": sid, "decision": "accepted", "hunk_ids": [fetched[3].hunks[0].id]}
+        )
+        view = rv.ChangeSetView.model_validate(decided)
+        assert view.files[23].decisions == ["accepted"] and not view.files[23].hunks
+        result = rv.ApplyResult.model_validate(await backend.conn.ext_method(rv.APPLY, {"session_id": sid}))
+        assert result.batch is not None and result.batch.paths == ["gen/m23.py"]
+        assert (git_workspace / "gen" / "m23.py").read_text() == "N = 23\n"
+        assert sorted(p.name for p in (git_workspace / "gen").iterdir()) == ["m23.py"]
+        assert len(result.changeset.files) == 24 and result.changeset.files[-1].summarised

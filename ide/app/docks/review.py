@@ -23,12 +23,14 @@ from ide.protocol.review import (
     CHANGESET_NOTIFICATION,
     DECIDE,
     HISTORY,
+    HUNKS,
     ROLLBACK,
     ApplyParams,
     ChangeSetParams,
     ChangeSetView,
     DecideParams,
     HistoryParams,
+    HunksParams,
     RollbackParams,
 )
 
@@ -52,6 +54,8 @@ class ReviewDock(Dock):
     """The :class:`RollbackResult` of a rollback."""
     historyReceived = Signal(object)
     """The :class:`HistoryResult` of a history request."""
+    hunksReceived = Signal(object)
+    """The :class:`HunksResult` of a hunks request (the files a summary left out, as they are shown)."""
     reviewFailed = Signal(str)
     """A review request (its method) failed; the banner says why, and the pane drops its guesses."""
     identityChecked = Signal(str)
@@ -77,6 +81,8 @@ class ReviewDock(Dock):
         pane.applyRequested.connect(self._apply)
         pane.rollbackRequested.connect(self._rollback)
         pane.historyRequested.connect(self._history)
+        pane.hunksRequested.connect(self._hunks)
+        self.hunksReceived.connect(pane.set_hunks)
         pane.feedbackRequested.connect(ctx.send_prompt)
         pane.changesShown.connect(self._show)
         self._apply_error: tuple[str, str] | None = None
@@ -177,6 +183,14 @@ class ReviewDock(Dock):
 
     def _history(self, params: HistoryParams) -> None:
         self._send(HISTORY, params, self.historyReceived)  # a refresh: no banner
+
+    def _hunks(self, params: HunksParams) -> None:
+        def failed(info: ErrorInfo) -> None:
+            self.ctx.show_error(info)
+            self.pane.hunks_failed(params)
+
+        if not self.channel.request(HUNKS, params, self.hunksReceived.emit, failed):
+            self.pane.hunks_failed(params)
 
     def _unavailable(self) -> None:
         self.ctx.banner.show_notice(

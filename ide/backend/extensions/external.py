@@ -16,7 +16,7 @@ from acp import RequestError
 
 from ide.backend.extensions import Handler
 from ide.protocol import external as ex
-from ide.protocol.review import ChangeSetView
+from ide.protocol.review import SUMMARY_CAPABILITY, ChangeSetView
 
 if TYPE_CHECKING:
     from ide.backend.extensions import Backend
@@ -36,13 +36,14 @@ async def open_session(backend: Backend, request: ex.ExternalOpenParams) -> ex.E
 async def write(backend: Backend, request: ex.ExternalWriteParams) -> ChangeSetView:
     """Put a file's new text into the change set (nothing is written to disk before Apply)."""
     session = backend.session(request.session_id)
+    summary = backend.client_wants(SUMMARY_CAPABILITY)
     if session.shadow is not None:
-        return await asyncio.to_thread(_shadow_write, session, request.path, request.content)
+        return await asyncio.to_thread(_shadow_write, session, request.path, request.content, summary)
     files = _confined(session)
     path = _resolve(files, request.path)
     rel = files.relative(path)
     await asyncio.to_thread(_write, files, session, path, rel, request.content)
-    return session.review.view()
+    return session.review.view(summary=summary)
 
 
 def _write(files: Workspace, session: Session, path: Path, rel: str, content: str) -> None:
@@ -146,8 +147,9 @@ async def capture(backend: Backend, request: ex.ExternalCaptureParams) -> ex.Ext
     changed = []
     if request.workspace:
         changed = await asyncio.to_thread(shadow.workspace_changes, session.changeset)
+    summary = backend.client_wants(SUMMARY_CAPABILITY)
     return ex.ExternalCapture(
-        changeset=session.review.view(), skipped=found.skipped, workspace_changed=changed
+        changeset=session.review.view(summary=summary), skipped=found.skipped, workspace_changed=changed
     )
 
 
@@ -163,7 +165,8 @@ async def turn_start(backend: Backend, request: ex.ExternalSessionParams) -> ex.
         return conflicts, shadow.fill(session.changeset).skipped
 
     conflicts, skipped = await asyncio.to_thread(prepare)
-    return ex.ExternalCapture(changeset=session.review.view(), skipped=skipped, conflicts=conflicts)
+    view = session.review.view(summary=backend.client_wants(SUMMARY_CAPABILITY))
+    return ex.ExternalCapture(changeset=view, skipped=skipped, conflicts=conflicts)
 
 
 async def close(backend: Backend, request: ex.ExternalSessionParams) -> ex.ExternalClosed:
@@ -202,7 +205,7 @@ def _shadow_rel(shadow: Shadow, path: str) -> str:
     return rel
 
 
-def _shadow_write(session: Session, path: str, content: str) -> ChangeSetView:
+def _shadow_write(session: Session, path: str, content: str, summary: bool) -> ChangeSetView:
     from ide.changes import ChangeError
     from ide.changes.overlay import Base
 
@@ -214,7 +217,7 @@ def _shadow_write(session: Session, path: str, content: str) -> ChangeSetView:
         shadow.fill(session.changeset)
     except (ChangeError, OSError) as exc:
         raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
-    return session.review.view()
+    return session.review.view(summary=summary)
 
 
 def _shadow_read(shadow: Shadow, path: str) -> str:

@@ -24,13 +24,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _summary(backend: Backend) -> bool:
+    """The client asks for change sets as summaries and fetches the hunks left out (``rv.HUNKS``)."""
+    return backend.client_wants(rv.SUMMARY_CAPABILITY)
+
+
 async def changeset(backend: Backend, request: rv.ChangeSetParams) -> rv.ChangeSetView:
-    return backend.session(request.session_id).review.view()
+    return backend.session(request.session_id).review.view(summary=_summary(backend))
+
+
+async def hunks(backend: Backend, request: rv.HunksParams) -> rv.HunksResult:
+    return rv.HunksResult(files=backend.session(request.session_id).review.hunks(request.paths))
 
 
 async def decide(backend: Backend, request: rv.DecideParams) -> rv.ChangeSetView:
     session = backend.session(request.session_id)
-    view = session.review.decide(request)
+    view = session.review.decide(request, summary=_summary(backend))
     await session.save_review()
     return view
 
@@ -45,7 +54,7 @@ async def apply(backend: Backend, request: rv.ApplyParams) -> rv.ApplyResult:
         # A foreign agent's shadow drops the rejected hunks now (Apply forgets them, and a capture before
         # the next turn would bring them back as pending) and takes what Apply wrote as its baseline after.
         await asyncio.to_thread(shadow.settle, session.review)
-    result = await asyncio.to_thread(session.review.apply, request.message)
+    result = await asyncio.to_thread(session.review.apply, request.message, summary=_summary(backend))
     if shadow is not None:
         await asyncio.to_thread(shadow.settle, session.review)
     await session.save_review()
@@ -93,7 +102,7 @@ async def keep_pending(backend: Backend, session: Session) -> None:
     """After a cancelled turn: nothing is asked and nothing written; the change set stays pending (in
     Arbor's Review dock; a plain client is offered it at the end of its next turn)."""
     if session.changeset.changed_paths() and backend.client_wants("review"):
-        view = session.review.view()
+        view = session.review.view(summary=_summary(backend))
         await backend.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
 
 
@@ -107,10 +116,11 @@ async def offer_review(backend: Backend, session: Session) -> None:
     """
     if not session.changeset.changed_paths():
         return
-    view = session.review.view()
     if backend.client_wants("review"):
+        view = session.review.view(summary=_summary(backend))
         await backend.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
         return
+    view = session.review.view()
     plain = [f for f in view.files if f.meta is None]
     meta = [f for f in view.files if f.meta is not None]
     for files in (plain, meta):
@@ -171,6 +181,7 @@ async def _ask_to_apply(
 
 HANDLERS = (
     Handler(rv.CHANGESET, changeset),
+    Handler(rv.HUNKS, hunks),
     Handler(rv.DECIDE, decide),
     Handler(rv.APPLY, apply),
     Handler(rv.ROLLBACK, rollback),
