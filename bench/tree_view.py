@@ -18,7 +18,7 @@ painted once, with no layout, labels or culling of its own. Targets: 150 ms and 
 while a 5 ms heartbeat timer records when it runs: the longest gap between two beats is the longest the
 event loop stalled (layout, geometry and painting included). Target: 50 ms. "median_tick" is the median
 coalesced redraw (``SearchTreeView.flush``) during that run. It runs first, after ``settle_heap()``
-(ide/app/gcpolicy.py) — the garbage-collector policy the window applies once its first session is
+(ide/gcpolicy.py) — the garbage-collector policy the window applies once its first session is
 ready — so Python's full collections, which fall inside the run, cost what the app's would. The runs go
 one after another into one dock that keeps them all, as a session's runs do, and each finished run is
 frozen (``settle_run``, as ide.app.main arranges). The collector's thresholds are Python's defaults, as
@@ -48,11 +48,11 @@ from PySide6.QtCore import QEvent, QEventLoop, QObject, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QPainter
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QWidget
 
-from ide.app.gcpolicy import settle_heap, settle_run
 from ide.app.theme import apply_theme
 from ide.app.tree_model import synthetic_events
 from ide.app.tree_style import H_UNIT, V_UNIT
 from ide.app.tree_view import SearchTreeView
+from ide.gcpolicy import settle_heap, settle_run
 from ide.protocol.tree import TreeEvent, TreeEventBatch
 
 FIRST_PAINT_TARGET_S = 0.150

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import QApplication
 from shiboken6 import isValid
 
 from ide.agentproc import AgentChoice
-from ide.app.gcpolicy import settle_heap, settle_run
 from ide.app.theme import apply_theme
 from ide.app.window import MainWindow
+from ide.gcpolicy import settle_heap, settle_run
 from ide.logs import setup_logging
 
 APP_NAME = "arbor"

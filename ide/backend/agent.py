@@ -47,6 +47,7 @@ from ide.backend.extensions import registry
 from ide.backend.limits import cap_prompt
 from ide.backend.services import Services, trust_notice
 from ide.backend.transcript import Transcript, ask_to_run_tests, offer_commands, prompt_text, replay
+from ide.gcpolicy import settle_heap
 from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
 from ide.protocol.modes import MODES
 from ide.search.events import cap_text
@@ -369,6 +370,7 @@ class ArborAgent(Agent):
             flush()
             if session.mode != mode_before:
                 session.services.store.update(session_id, session.cwd, mode=session.mode)
+            settle_heap(full=False)  # once: what the first turn imported is never walked again (ide.gcpolicy)
         await session.save_review()
         return PromptResponse(
             stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
