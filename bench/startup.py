@@ -1,4 +1,5 @@
-"""Startup benchmark: launch-to-first-paint of the window and the backend's initialize round trip.
+"""Startup benchmark: launch-to-first-paint of the window; the backend's initialize and session/new round
+trips and its exit once its input closes.
 
     python bench/startup.py [--runs 5] [--workspace PATH]
 
@@ -140,8 +141,12 @@ def first_paint(code: str, args: list[str], env: dict[str, str]) -> tuple[float,
     return float(wall) - launched, float(cpu)
 
 
-async def initialize_round_trip(command: list[str], env: dict[str, str]) -> float:
-    """Seconds from spawning an ACP agent to its answer to ``initialize``."""
+async def session_round_trip(
+    command: list[str], env: dict[str, str], cwd: Path
+) -> tuple[float, float, float]:
+    """Seconds from spawning an ACP agent to its answer to ``initialize``, then to its answer to
+    ``session/new`` in ``cwd`` (Arbor imports its agent stack and opens the workspace's services there),
+    and from closing its stdin to its exit."""
     from acp import PROTOCOL_VERSION, connect_to_agent
     from acp.schema import ClientCapabilities, Implementation
 
@@ -160,6 +165,7 @@ async def initialize_round_trip(command: list[str], env: dict[str, str]) -> floa
     )
     assert process.stdin is not None and process.stdout is not None
     conn = connect_to_agent(Callbacks(), process.stdin, process.stdout)
+    exited = None
     try:
         await asyncio.wait_for(
             conn.initialize(
@@ -169,15 +175,24 @@ async def initialize_round_trip(command: list[str], env: dict[str, str]) -> floa
             ),
             CHILD_TIMEOUT_S,
         )
-        return time.monotonic() - launched
-    finally:
+        initialized = time.monotonic()
+        await asyncio.wait_for(conn.new_session(cwd=str(cwd), mcp_servers=[]), CHILD_TIMEOUT_S)
+        opened = time.monotonic()
         await conn.close()
+        closing = time.monotonic()
         process.stdin.close()
-        try:
-            await asyncio.wait_for(process.wait(), 10)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+        await asyncio.wait_for(process.wait(), 10)
+        exited = time.monotonic() - closing
+        return initialized - launched, opened - initialized, exited
+    finally:
+        if exited is None:
+            await conn.close()
+            process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
 
 
 T = TypeVar("T")
@@ -236,12 +251,19 @@ def main(argv: list[str] | None = None) -> int:
 
         backend = [sys.executable, "-m", "ide", "acp"]
         echo = [sys.executable, "-c", ECHO_AGENT_CHILD]
-        asyncio.run(initialize_round_trip(backend, env))
-        arbor_init, echo_init = alternate(
+        session_workspace = root / "session-workspace"
+        (session_workspace / "pkg").mkdir(parents=True)
+        greet = 'def greet(name):\n    return f"Hello, {name}!"\n'
+        (session_workspace / "pkg" / "greet.py").write_text(greet)
+        subprocess.run(["git", "init", "-q", str(session_workspace)], check=True)
+        asyncio.run(session_round_trip(backend, env, session_workspace))
+        arbor_rounds, echo_rounds = alternate(
             args.runs,
-            lambda: asyncio.run(initialize_round_trip(backend, env)),
-            lambda: asyncio.run(initialize_round_trip(echo, env)),
+            lambda: asyncio.run(session_round_trip(backend, env, session_workspace)),
+            lambda: asyncio.run(session_round_trip(echo, env, session_workspace)),
         )
+        arbor_init, arbor_open, arbor_exit = (list(column) for column in zip(*arbor_rounds, strict=True))
+        echo_init, echo_open, echo_exit = (list(column) for column in zip(*echo_rounds, strict=True))
 
     from PySide6 import __version__ as pyside_version
 
@@ -273,6 +295,17 @@ def main(argv: list[str] | None = None) -> int:
             "arbor_backend": summary(arbor_init),
             "peer_sdk_echo_agent": summary(echo_init),
             "ratio_median": round(statistics.median(arbor_init) / statistics.median(echo_init), 2),
+        },
+        # After initialize: Arbor imports its agent stack (LangChain, LangGraph) and opens the workspace's
+        # stores, index and memory; the echo agent makes an id. The peer shows the transport's own share.
+        "new_session_s": {
+            "arbor_backend": summary(arbor_open),
+            "peer_sdk_echo_agent": summary(echo_open),
+        },
+        "exit_after_stdin_closed_s": {
+            "arbor_backend": summary(arbor_exit),
+            "peer_sdk_echo_agent": summary(echo_exit),
+            "ratio_median": round(statistics.median(arbor_exit) / statistics.median(echo_exit), 2),
         },
     }
     print(json.dumps(result, indent=2))
