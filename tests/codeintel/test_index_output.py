@@ -100,18 +100,32 @@ def _output(index: CodeIndex, prefix: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("workers", "bulk_min"),
-    [(2, 1), (1, 10**9)],
-    ids=["pool-bulk", "in-process-row-by-row"],
+    ("workers", "bulk_min", "commit_every", "over_older"),
+    [(2, 1, 50, False), (1, 10**9, 2000, False), (2, 1, 50, True)],
+    ids=["pool-bulk", "in-process-row-by-row", "pool-bulk-over-an-older-index"],
 )
 def test_a_full_pass_writes_the_pinned_rows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int, bulk_min: int
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    workers: int,
+    bulk_min: int,
+    commit_every: int,
+    over_older: bool,
 ) -> None:
     monkeypatch.setattr(indexer, "BULK_MIN", bulk_min)
+    monkeypatch.setattr(indexer, "COMMIT_EVERY", commit_every)  # a bulk pass feeds search at each commit
     root = tmp_path / "ws"
     stdlib_input = _corpus(root)
     index = CodeIndex(root, tmp_path / "index.sqlite", WorkspaceSettings(), workers)
     try:
+        if over_older:  # every file held another's text at the first pass: the second replaces all rows
+            files = sorted(path for path in root.rglob("*") if path.is_file())
+            texts = [path.read_bytes() for path in files]
+            for path, text in zip(files, texts[1:] + texts[:1], strict=True):
+                path.write_bytes(text)
+            index.refresh()
+            for path, text in zip(files, texts, strict=True):
+                path.write_bytes(text)
         stats = index.refresh()
         assert stats.parsed > 300 and stats.symbols > 9000, stats
         assert _output(index, "samples/") == SAMPLES_OUTPUT
