@@ -103,13 +103,18 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
     found: list[tuple[int, int, str, str, str, Node]] = []
     seen: dict[tuple[int, int], int] = {}  # node range → index in found
     references = result.references
+    used_names: dict[bytes | None, str] = {}  # a name's bytes → the name (most are used many times)
     for _index, captures in QueryCursor(query).matches(root):
         used = captures.get("reference")
         if used is not None:
             for node in used:
-                name = node.text.decode("utf-8", "replace")[:NAME_CAP]  # type: ignore[union-attr]
-                if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
-                    name = name.rsplit("::", 1)[1].split("<", 1)[0]
+                text = node.text
+                name = used_names.get(text)
+                if name is None:
+                    name = text.decode("utf-8", "replace")[:NAME_CAP]  # type: ignore[union-attr]
+                    if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
+                        name = name.rsplit("::", 1)[1].split("<", 1)[0]
+                    used_names[text] = name
                 line = node.start_point[0] + 1
                 lines = references.get(name)
                 if lines is None:
