@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from pathspec import GitIgnoreSpec
+from pathspec.util import normalize_file
 
 from ide.changes.overlay import FileTooLarge
 from ide.fswalk import folder_entries
@@ -26,6 +27,8 @@ MAX_PATH_CHARS = 1024
 MAX_DEPTH = 64
 """Deepest path a tool takes, and the deepest directory a walk enters (deeper ones are skipped and
 counted): real projects stay far below it, and every check along a path stays cheap."""
+_ANY_FOLDER = "^(?:.+/)?"
+"""How pathspec's regex of a gitignore pattern without a slash starts: the name in any folder."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -104,6 +107,7 @@ class ConfinedFS:
         self.overlay = overlay
         secrets = secret_patterns(self.settings.secrets)
         self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude, *secrets])
+        self._maybe_excluded = any_pattern(self._excludes)
         self._secrets = GitIgnoreSpec.from_lines(secrets)
         self._secret_dirs: dict[tuple[str, ...], bool] = {}
         self.skipped = 0
@@ -292,13 +296,14 @@ class ConfinedFS:
             stack.extend(reversed(subdirs))
 
     def _scan_ignored(self, rel: str, is_dir: bool, specs: list[tuple[str, GitIgnoreSpec]]) -> bool:
-        suffix = "/" if is_dir else ""
-        if self._excludes.match_file(rel + suffix):
+        path = rel + ("/" if is_dir else "")
+        # One search tells most paths that no pattern matches; only the others go pattern by pattern.
+        if self._maybe_excluded.search(normalize_file(path)) and self._excludes.match_file(path):
             return True
         decision: bool | None = None
         for base, spec in specs:
-            sub = rel[len(base) + 1 :] if base else rel
-            result = spec.check_file(sub + suffix)
+            sub = path[len(base) + 1 :] if base else path
+            result = spec.check_file(sub)
             if result.include is not None:
                 decision = result.include
         return bool(decision)
@@ -369,6 +374,27 @@ def _is_dir(path: Path) -> bool:
         return path.is_dir()
     except OSError:
         return False
+
+
+def any_pattern(spec: GitIgnoreSpec) -> re.Pattern[str]:
+    """A regex that finds something in every (normalized) path one of ``spec``'s patterns matches (and maybe
+    in others): a path it does not find is matched by none, so ``spec`` would not match it either (a
+    pattern decides only where its own regex finds the path). One search instead of one per pattern: the
+    patterns' common ``^(?:.+/)?`` (at the start of any path component) becomes one ``(?:^|/)`` before
+    their alternatives (a superset), and their directory-mark groups plain groups (one name twice is an
+    error in one regex)."""
+    anywhere, others = [], []
+    for pattern in spec.patterns:
+        if pattern.include is None or not isinstance(pattern.regex, re.Pattern):
+            continue
+        text = pattern.regex.pattern.replace("(?P<ps_d>", "(?:")
+        if text.startswith(_ANY_FOLDER):
+            anywhere.append(text[len(_ANY_FOLDER) :])
+        else:
+            others.append(text)
+    if anywhere:
+        others.insert(0, "(?:^|/)(?:" + "|".join(f"(?:{text})" for text in anywhere) + ")")
+    return re.compile("|".join(f"(?:{text})" for text in others) if others else r"(?!)")
 
 
 def is_binary(data: bytes) -> bool:

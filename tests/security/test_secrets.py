@@ -244,3 +244,40 @@ async def test_retrieval_reads_no_secret_a_change_set_proposed(tmp_path: Path) -
     text = "\n".join(f"{s.path}\n{s.text}" for s in result.snippets)
     assert "hunter2-vault" not in text and "docs/vault.md" not in text, text
     assert "port 5432" in text
+
+
+def test_the_one_regex_before_the_patterns_misses_no_path_they_match() -> None:
+    """The scan asks one regex (``any_pattern``) before the excludes and secret patterns one by one: every
+    path a pattern matches must be found by it, or a secret would be listed."""
+    import sysconfig
+
+    from pathspec import GitIgnoreSpec
+    from pathspec.util import normalize_file
+
+    from ide.fs import any_pattern, secret_patterns
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    paths = [
+        *CREDENTIALS,
+        *(f"a/b/{rel}" for rel in CREDENTIALS),
+        ".env",
+        "x/.env.local",
+        "a/.git/",
+        "b/.git",
+    ]
+    paths += [
+        rel + suffix
+        for path in sorted(stdlib.glob("[a-j]*/**/*"))[:20000]
+        for rel, suffix in [(path.relative_to(stdlib).as_posix(), "/" if path.is_dir() else "")]
+    ]
+    specs = [
+        GitIgnoreSpec.from_lines([".git/", *secret_patterns(WorkspaceSettings().secrets)]),
+        GitIgnoreSpec.from_lines(
+            ["/build", "docs/*.md", "**/tests/", "!keep.env", "*.py[co]", "a?c", "[abc]*.h"]
+        ),
+    ]
+    for spec in specs:
+        finder = any_pattern(spec)
+        matched = [path for path in paths if spec.match_file(path)]
+        assert matched and all(finder.search(normalize_file(path)) for path in matched)
+    assert not any_pattern(GitIgnoreSpec.from_lines([])).search("a/b.py")

@@ -42,7 +42,6 @@ WRAPPERS = frozenset(
 ATTRIBUTES = frozenset({"attribute_item", "decorator", "annotation", "marker_annotation"})
 """Siblings between a doc comment and its definition (Rust #[derive], decorators)."""
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
-_SPACE = re.compile(r"\s+")
 _TRAILING_COMMENT = re.compile(r"(?<=[:{])\s*(?:#|//)[^\n]*$")
 _OPEN = re.compile(r"([(\[]) ")
 _CLOSE = re.compile(r",? ([)\]])")
@@ -88,9 +87,14 @@ def _text(source: bytes, node: Node, cap: int = NAME_CAP) -> str:
 
 
 def _one_line(text: str, cap: int) -> str:
-    text = _SPACE.sub(" ", text).strip()
+    # Whitespace runs as one space (str.split's whitespace is the regex \s's); the substitutions only where
+    # their text occurs: most signatures have none, and a regex call costs more than the `in` tests.
+    text = " ".join(text.split())
     # A parameter list spread over lines ("def f(\n    a,\n)") reads as one ("def f(a)").
-    text = _CLOSE.sub(r"\1", _OPEN.sub(r"\1", text))
+    if "( " in text or "[ " in text:
+        text = _OPEN.sub(r"\1", text)
+    if " )" in text or " ]" in text:
+        text = _CLOSE.sub(r"\1", text)
     return text if len(text) <= cap else text[: cap - 1] + "…"
 
 
@@ -99,13 +103,18 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
     found: list[tuple[int, int, str, str, str, Node]] = []
     seen: dict[tuple[int, int], int] = {}  # node range → index in found
     references = result.references
+    used_names: dict[bytes | None, str] = {}  # a name's bytes → the name (most are used many times)
     for _index, captures in QueryCursor(query).matches(root):
         used = captures.get("reference")
         if used is not None:
             for node in used:
-                name = source[node.start_byte : node.end_byte].decode("utf-8", "replace")[:NAME_CAP]
-                if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
-                    name = name.rsplit("::", 1)[1].split("<", 1)[0]
+                text = node.text
+                name = used_names.get(text)
+                if name is None:
+                    name = text.decode("utf-8", "replace")[:NAME_CAP]  # type: ignore[union-attr]
+                    if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
+                        name = name.rsplit("::", 1)[1].split("<", 1)[0]
+                    used_names[text] = name
                 line = node.start_point[0] + 1
                 lines = references.get(name)
                 if lines is None:
@@ -179,7 +188,9 @@ def _definition(
     signature = head.decode("utf-8", "replace")
     if body is None:
         signature = signature.split("\n", 1)[0] if kind not in ("function", "method") else signature
-    signature = _TRAILING_COMMENT.sub("", signature.rstrip())  # class X:  # note → class X:
+    signature = signature.rstrip()
+    if "#" in signature or "//" in signature:
+        signature = _TRAILING_COMMENT.sub("", signature)  # class X:  # note → class X:
     signature = _one_line(signature.rstrip().rstrip(":{").rstrip(), SIGNATURE_CAP)
     leaf = kind in LEAVES
     params_node = None if leaf else _find_field(node, "parameters")

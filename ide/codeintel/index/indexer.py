@@ -8,34 +8,30 @@ the results while the workers go on. ``update_paths`` does the same for a few pa
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import multiprocessing
 import os
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import ide.codeintel.index.parsing as parsing
 import ide.codeintel.index.store as store
-from ide.codeintel.index.languages import EXTENSIONS, FILENAMES, TAGGED, detect_language
+from ide.codeintel.index.languages import EXTENSIONS, FILENAMES
 from ide.codeintel.index.model import FileSymbols
+from ide.codeintel.index.parsing import IN_PROCESS_MAX, EarlyPool, Job, Result, index_batch, new_pool
 from ide.codeintel.index.subsequence import NameBits, handles
-from ide.fs import ConfinedFS, ToolError, is_binary, secret_patterns
+from ide.fs import ConfinedFS, ToolError, secret_patterns
 from ide.settings import Settings, WorkspaceSettings
 
 log = logging.getLogger(__name__)
 
-IN_PROCESS_MAX = 24
-"""Passes with fewer files to parse than this skip the process pool (starting it costs ~0.3 s)."""
 BULK_MIN = 500
 """Passes that write this many files rebuild the search table once instead of updating it per row."""
-BATCH_BYTES = 1_500_000
 COMMIT_EVERY = 2000
 
 Progress = Callable[[int, int], None]
@@ -84,17 +80,6 @@ class IndexStats:
         if self.failed:
             text += f", {self.failed:,} with parse errors"
         return text
-
-
-@dataclass(frozen=True, slots=True)
-class _Job:
-    rel: str
-    language: str | None
-    known_hash: str
-
-
-# (rel, size, mtime_ns, hash, symbols or None when the content hash is unchanged)
-_Result = tuple[str, int, int, str, store.FileRows | None]
 
 
 @contextlib.contextmanager
@@ -193,45 +178,61 @@ class CodeIndex:
         with self._write_lock, writer_lock(self.db_path):
             self._follow()
             known = store.known_files(self._writer)
-            jobs: list[_Job] = []
+            jobs: list[Job] = []
             stats: dict[str, os.stat_result] = {}
             seen: set[str] = set()
-            unknown = scanned = same = 0
-            for rel, entry in self.workspace.scan():
-                scanned += 1
-                language = _language_by_name(rel)
-                if language is None:
-                    unknown += 1
-                    continue
-                seen.add(rel)
-                try:
-                    stat = entry.stat()
-                except OSError:
-                    continue
-                old = known.get(rel)
-                if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
-                    same += 1
-                    continue
-                stats[rel] = stat
-                jobs.append(_Job(rel, language or None, old[3] if old else ""))
-            gone = [known[rel][0] for rel in known.keys() - seen]
-            store.delete_files(self._writer, gone)
-            self._writer.executemany(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                [("unknown_files", str(unknown)), ("scanned_files", str(scanned))],
-            )
-            self._writer.commit()
-            # Progress counts every file of the workspace: the ones not to read again are done already.
-            ahead = scanned - len(jobs)
-            overall = None if progress is None else lambda done, _total: progress(ahead + done, scanned)
-            parsed, unchanged = self._run(jobs, known, stats, overall, cancel)
-            unchanged += same
-            if parsed or gone:
-                self.generation += 1
-            result = self.stats()
+            early = EarlyPool(str(self.root), self.workers, self.workspace.settings.max_file_bytes)
+            with contextlib.closing(early):
+                parsed, unchanged, gone = self._refresh(known, jobs, stats, seen, early, progress, cancel)
+                if parsed or gone:
+                    self.generation += 1
+                result = self.stats()
         result.seconds = round(time.perf_counter() - started, 3)
         result.parsed, result.removed, result.unchanged = parsed, len(gone), unchanged
         return result
+
+    def _refresh(
+        self,
+        known: dict[str, tuple[int, int, int, str]],
+        jobs: list[Job],
+        stats: dict[str, os.stat_result],
+        seen: set[str],
+        early: EarlyPool,
+        progress: Progress | None,
+        cancel: threading.Event | None,
+    ) -> tuple[int, int, list[int]]:
+        unknown = scanned = same = 0
+        for rel, entry in self.workspace.scan():
+            scanned += 1
+            language = _language_by_name(rel)
+            if language is None:
+                unknown += 1
+                continue
+            seen.add(rel)
+            try:
+                stat = entry.stat()
+            except OSError:
+                continue
+            old = known.get(rel)
+            if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
+                same += 1
+                continue
+            stats[rel] = stat
+            job = Job(rel, language or None, old[3] if old else "")
+            jobs.append(job)
+            early.add(job, stat.st_size)  # the workers start on it while the walk goes on
+        gone = [known[rel][0] for rel in known.keys() - seen]
+        store.delete_files(self._writer, gone)
+        self._writer.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("unknown_files", str(unknown)), ("scanned_files", str(scanned))],
+        )
+        self._writer.commit()
+        # Progress counts every file of the workspace: the ones not to read again are done already.
+        ahead = scanned - len(jobs)
+        overall = None if progress is None else lambda done, _total: progress(ahead + done, scanned)
+        parsed, unchanged = self._run(jobs, known, stats, overall, cancel, early)
+        return parsed, unchanged + same, gone
 
     def update_paths(self, paths: Iterable[str | Path]) -> IndexStats:
         """Re-index the given files or directories (absolute or relative): changed, new, renamed, deleted.
@@ -243,7 +244,7 @@ class CodeIndex:
         with self._write_lock, writer_lock(self.db_path):
             self._follow()
             known: dict[str, tuple[int, int, int, str]] = {}
-            jobs: list[_Job] = []
+            jobs: list[Job] = []
             stats: dict[str, os.stat_result] = {}
             gone: list[int] = []
             for path in dict.fromkeys(Path(p) if Path(p).is_absolute() else self.root / p for p in paths):
@@ -259,7 +260,7 @@ class CodeIndex:
                     if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
                         continue
                     stats[file_rel] = stat
-                    jobs.append(_Job(file_rel, _language_by_name(file_rel) or None, old[3] if old else ""))
+                    jobs.append(Job(file_rel, _language_by_name(file_rel) or None, old[3] if old else ""))
             store.delete_files(self._writer, gone)
             added = sum(1 for job in jobs if job.rel not in known)
             if added or gone:  # keep "indexed of N files" true between full passes
@@ -313,14 +314,15 @@ class CodeIndex:
 
     def _run(
         self,
-        jobs: list[_Job],
+        jobs: list[Job],
         known: dict[str, tuple[int, int, int, str]],
         stats: dict[str, os.stat_result],
         progress: Progress | None,
         cancel: threading.Event | None,
+        early: EarlyPool | None = None,
     ) -> tuple[int, int]:
         # A big pass rebuilds the search tables once at its end instead of row by row.
-        with store.bulk(self._writer) if len(jobs) >= BULK_MIN else contextlib.nullcontext():
+        with store.bulk(self._writer) if len(jobs) >= BULK_MIN else contextlib.nullcontext() as bulk:
             parsed = unchanged = done = 0
             total = len(jobs)
             if progress is not None:
@@ -337,7 +339,7 @@ class CodeIndex:
                 )
             done += len(big)
             small = [job for job in jobs if stats[job.rel].st_size <= max_bytes]
-            for results in self._parse(small, stats, cancel):
+            for results in self._parse(small, stats, cancel, early):
                 for rel, size, mtime_ns, digest, symbols in results:
                     old = known.get(rel)
                     if symbols is None and old is not None:
@@ -348,6 +350,8 @@ class CodeIndex:
                         parsed += 1
                 before, done = done, done + len(results)
                 if done // COMMIT_EVERY != before // COMMIT_EVERY:
+                    if bulk is not None:
+                        bulk.feed()
                     self._writer.commit()
                 if progress is not None:
                     progress(done, total)
@@ -355,26 +359,37 @@ class CodeIndex:
             return parsed, unchanged
 
     def _parse(
-        self, jobs: list[_Job], stats: dict[str, os.stat_result], cancel: threading.Event | None
-    ) -> Iterator[list[_Result]]:
+        self,
+        jobs: list[Job],
+        stats: dict[str, os.stat_result],
+        cancel: threading.Event | None,
+        early: EarlyPool | None = None,
+    ) -> Iterator[list[Result]]:
         root = str(self.root)
-        batches = list(_batches(jobs, stats))
-        if len(jobs) >= IN_PROCESS_MAX and self.workers > 1:
-            batches = yield from self._parse_in_pool(root, batches, cancel)
-        for batch in batches:
+        if early is not None and early.pool is not None:  # the walk started the workers
+            left = yield from self._parse_in_pool(root, early.rest(), cancel, early)
+        else:
+            left = list(parsing.batches(jobs, stats))
+            if len(jobs) >= IN_PROCESS_MAX and self.workers > 1:
+                left = yield from self._parse_in_pool(root, left, cancel)
+        for batch in left:
             if cancel is not None and cancel.is_set():
                 return
             yield index_batch(root, batch)
 
     def _parse_in_pool(
-        self, root: str, batches: list[list[_Job]], cancel: threading.Event | None
-    ) -> Generator[list[_Result], None, list[list[_Job]]]:
-        """Parse in worker processes; returns the batches left to parse here if the pool broke
-        (workers cannot start when the main module cannot be imported again, e.g. a script on stdin)."""
-        context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
-        pending: dict[Future[list[_Result]], list[_Job]] = {}
+        self,
+        root: str,
+        batches: list[list[Job]],
+        cancel: threading.Event | None,
+        early: EarlyPool | None = None,
+    ) -> Generator[list[Result], None, list[list[Job]]]:
+        """Parse in worker processes (``early``'s, with the batches it sent, or new ones); returns the
+        batches left to parse here if the pool broke (workers cannot start when the main module cannot be
+        imported again, e.g. a script on stdin)."""
+        pending: dict[Future[list[Result]], list[Job]] = {} if early is None else early.pending
         queue = list(reversed(batches))
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
+        with new_pool(self.workers) if early is None or early.pool is None else early.pool as pool:
             try:
                 while queue or pending:
                     while queue and len(pending) < self.workers * 2:
@@ -492,58 +507,3 @@ def _language_by_name(rel: str) -> str | None:
     if dot <= 0:
         return ""
     return EXTENSIONS.get(name[dot:].lower())
-
-
-def _batches(jobs: list[_Job], stats: dict[str, os.stat_result]) -> Iterator[list[_Job]]:
-    batch: list[_Job] = []
-    size = 0
-    for job in jobs:
-        batch.append(job)
-        size += stats[job.rel].st_size
-        if size >= BATCH_BYTES or len(batch) >= 64:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
-
-
-def index_batch(root: str, jobs: list[_Job]) -> list[_Result]:
-    """Read, hash and parse some files (in a worker process); never raises for a bad file."""
-    results: list[_Result] = []
-    for job in jobs:
-        path = os.path.join(root, job.rel)
-        try:
-            stat = os.stat(path)
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            symbols = store.file_rows(
-                FileSymbols(language=job.language, status="failed", note=f"unreadable: {exc.strerror}")
-            )
-            results.append((job.rel, 0, 0, "", symbols))
-            continue
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        if digest == job.known_hash:
-            results.append((job.rel, stat.st_size, stat.st_mtime_ns, digest, None))
-            continue
-        results.append(
-            (job.rel, stat.st_size, stat.st_mtime_ns, digest, store.file_rows(_symbols(job, data)))
-        )
-    return results
-
-
-def _symbols(job: _Job, data: bytes) -> FileSymbols:
-    from ide.codeintel.index.extract import extract
-
-    language = job.language or detect_language(job.rel, data[:256])
-    if is_binary(data):
-        return FileSymbols(language=language, status="skipped", note="binary")
-    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-    if language is None:
-        return FileSymbols(language=None, status="skipped", note="unknown language", lines=lines)
-    if language not in TAGGED:
-        return FileSymbols(language=language, note="file-level entry", lines=lines)
-    try:
-        return extract(data, language)
-    except Exception as exc:  # a parser or query bug must not stop the pass
-        return FileSymbols(language=language, status="failed", note=f"parser error: {exc}", lines=lines)

@@ -159,19 +159,58 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
+class Bulk:
+    """A bulk pass's search tables: fed as the pass goes when it started on an empty index (its rows only
+    ever added, in id order), else built again from scratch at its end."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        empty = db.execute("SELECT NOT EXISTS (SELECT 1 FROM files) AND NOT EXISTS (SELECT 1 FROM defs)")
+        self.fed: int | None = 0 if empty.fetchone()[0] else None
+        """Highest definition id in the search tables; None when they are rebuilt at the end instead."""
+
+    def feed(self) -> None:
+        """Add the definitions written since the last call to the search tables (while the workers parse,
+        instead of after them)."""
+        if self.fed is None:
+            return
+        top = self.db.execute("SELECT coalesce(max(id), 0) FROM defs").fetchone()[0]
+        if top > self.fed:
+            self.db.execute(
+                "INSERT INTO defs_fts (rowid, name, qualname) "
+                "SELECT id, name, qualname FROM defs WHERE id > ?",
+                (self.fed,),
+            )
+            self.db.execute(
+                "INSERT INTO text_fts (rowid, signature, doc) "
+                "SELECT id, signature, doc FROM defs WHERE id > ?",
+                (self.fed,),
+            )
+            self.fed = top
+
+
 @contextmanager
-def bulk(db: sqlite3.Connection) -> Iterator[None]:
+def bulk(db: sqlite3.Connection) -> Iterator[Bulk]:
     """Write many files without keeping the search tables and name indexes current row by row, then
-    build them once (several times faster than triggers and b-tree inserts for a full pass)."""
+    build them once (several times faster than triggers and b-tree inserts for a full pass); a first pass
+    feeds the search tables as it goes (``Bulk.feed``)."""
     db.executescript(
         "DROP TRIGGER IF EXISTS defs_ai; DROP TRIGGER IF EXISTS defs_ad; "
         "DROP INDEX IF EXISTS defs_name; DROP INDEX IF EXISTS defs_name_exact; "
         "DROP INDEX IF EXISTS refs_name;"
     )
+    state = Bulk(db)
+    completed = False
     try:
-        yield
+        yield state
+        completed = True
     finally:
-        _finish_bulk(db)
+        if completed and state.fed is not None:
+            state.feed()
+            db.executescript(NAME_INDEXES + TRIGGERS)
+            db.commit()
+        else:
+            _finish_bulk(db)
 
 
 def _finish_bulk(db: sqlite3.Connection) -> None:

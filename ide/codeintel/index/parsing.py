@@ -1,0 +1,143 @@
+"""What a pass's worker processes run (read, hash and parse a batch of files, giving the rows to write),
+and the pool a full pass starts while its walk goes on."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+import ide.codeintel.index.store as store
+from ide.codeintel.index.languages import TAGGED, detect_language
+from ide.codeintel.index.model import FileSymbols
+from ide.fs import is_binary
+
+IN_PROCESS_MAX = 24
+"""Passes with fewer files to parse than this skip the process pool (starting it costs ~0.3 s)."""
+BATCH_BYTES = 1_500_000
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    rel: str
+    language: str | None
+    known_hash: str
+
+
+# (rel, size, mtime_ns, hash, symbols or None when the content hash is unchanged)
+Result = tuple[str, int, int, str, store.FileRows | None]
+
+
+def new_pool(workers: int) -> ProcessPoolExecutor:
+    context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+class EarlyPool:
+    """A full pass's workers, started by its walk: once the walk has found enough files to parse for a
+    pool, each batch it fills goes to the workers (a few at a time, as the indexer sends them), so they
+    parse while the walk goes on instead of after it; the pass then takes the rest."""
+
+    def __init__(self, root: str, workers: int, max_bytes: int) -> None:
+        self.root, self.workers, self.max_bytes = root, workers, max_bytes
+        self.pool: ProcessPoolExecutor | None = None
+        self.pending: dict[Future[list[Result]], list[Job]] = {}
+        """Every batch sent (its results wait for the walk's end)."""
+        self.running: list[Future[list[Result]]] = []
+        self.queue: list[list[Job]] = []
+        self.batch: list[Job] = []
+        self.size = self.count = 0
+        self.broken = False
+
+    def add(self, job: Job, size: int) -> None:
+        if size > self.max_bytes or self.workers < 2:
+            return  # written without parsing, as the indexer does
+        self.batch.append(job)
+        self.count += 1
+        self.size += size
+        if self.size >= BATCH_BYTES or len(self.batch) >= 64:  # as batches() cuts them
+            self.queue.append(self.batch)
+            self.batch, self.size = [], 0
+        if self.count < IN_PROCESS_MAX or self.broken or not self.queue:
+            return
+        if self.pool is None:
+            self.pool = new_pool(self.workers)
+        self.running = [future for future in self.running if not future.done()]
+        while self.queue and len(self.running) < self.workers * 2:
+            batch = self.queue.pop(0)
+            try:
+                future = self.pool.submit(index_batch, self.root, batch)
+            except BrokenProcessPool:  # the indexer finds it broken and parses here
+                self.queue.insert(0, batch)
+                self.broken = True
+                return
+            self.pending[future] = batch
+            self.running.append(future)
+
+    def rest(self) -> list[list[Job]]:
+        """The batches not sent yet, in order."""
+        return [*self.queue, self.batch] if self.batch else self.queue
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def batches(jobs: list[Job], stats: dict[str, os.stat_result]) -> Iterator[list[Job]]:
+    batch: list[Job] = []
+    size = 0
+    for job in jobs:
+        batch.append(job)
+        size += stats[job.rel].st_size
+        if size >= BATCH_BYTES or len(batch) >= 64:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def index_batch(root: str, jobs: list[Job]) -> list[Result]:
+    """Read, hash and parse some files (in a worker process); never raises for a bad file."""
+    results: list[Result] = []
+    for job in jobs:
+        path = os.path.join(root, job.rel)
+        try:
+            stat = os.stat(path)
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            symbols = store.file_rows(
+                FileSymbols(language=job.language, status="failed", note=f"unreadable: {exc.strerror}")
+            )
+            results.append((job.rel, 0, 0, "", symbols))
+            continue
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        if digest == job.known_hash:
+            results.append((job.rel, stat.st_size, stat.st_mtime_ns, digest, None))
+            continue
+        results.append(
+            (job.rel, stat.st_size, stat.st_mtime_ns, digest, store.file_rows(file_symbols(job, data)))
+        )
+    return results
+
+
+def file_symbols(job: Job, data: bytes) -> FileSymbols:
+    from ide.codeintel.index.extract import extract
+
+    language = job.language or detect_language(job.rel, data[:256])
+    if is_binary(data):
+        return FileSymbols(language=language, status="skipped", note="binary")
+    lines = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    if language is None:
+        return FileSymbols(language=None, status="skipped", note="unknown language", lines=lines)
+    if language not in TAGGED:
+        return FileSymbols(language=language, note="file-level entry", lines=lines)
+    try:
+        return extract(data, language)
+    except Exception as exc:  # a parser or query bug must not stop the pass
+        return FileSymbols(language=language, status="failed", note=f"parser error: {exc}", lines=lines)
