@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.support.git import git
+from tests.support.review_changes import commit_modules, value_edits_script
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -19,33 +19,13 @@ FILES = 50
 
 @pytest.fixture
 def fifty_files(git_workspace: Path) -> Path:
-    src = git_workspace / "src"
-    src.mkdir()
-    for n in range(FILES):
-        (src / f"mod_{n:02d}.py").write_text(f"VALUE = {n}\n\n\ndef value():\n    return VALUE\n")
-    git(git_workspace, "add", "-A")
-    git(git_workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "fifty modules")
-    return git_workspace
+    return commit_modules(git_workspace, FILES)
 
 
 def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
     qtbot: Any, make_window: WindowFactory, fifty_files: Path, tmp_path: Path
 ) -> None:
-    edits = [
-        {
-            "name": "edit_file",
-            "args": {
-                "path": f"src/mod_{n:02d}.py",
-                "old_text": f"VALUE = {n}",
-                "new_text": f"VALUE = {n + 100}",
-            },
-        }
-        for n in range(FILES)
-    ]
-    script = tmp_path / "edits.jsonl"
-    script.write_text(
-        json.dumps({"tool_calls": edits}) + "\n" + json.dumps({"content": "Scaled them."}) + "\n"
-    )
+    script = value_edits_script(tmp_path / "edits.jsonl", FILES, "Scaled them.")
     window = make_window(fifty_files, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
     head = git(fifty_files, "rev-parse", "HEAD").strip()

@@ -4,7 +4,6 @@ those hunks (a scripted agent, Arbor's backend, a real git repository)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from PySide6.QtCore import Qt
 from ide.app.review import LOADING
 from ide.protocol.review import FIRST_SCREEN_HUNKS
 from tests.support.git import git
+from tests.support.review_changes import commit_modules, value_edits_script
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -23,31 +23,13 @@ FILES = 30
 
 @pytest.fixture
 def modules(git_workspace: Path) -> Path:
-    src = git_workspace / "src"
-    src.mkdir()
-    for n in range(FILES):
-        (src / f"mod_{n:02d}.py").write_text(f"VALUE = {n}\n\n\ndef value():\n    return VALUE\n")
-    git(git_workspace, "add", "-A")
-    git(git_workspace, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "modules")
-    return git_workspace
+    return commit_modules(git_workspace, FILES)
 
 
 def test_the_first_screen_shows_at_once_and_other_files_hunks_come_when_shown(
     qtbot: Any, make_window: WindowFactory, modules: Path, tmp_path: Path
 ) -> None:
-    edits = [
-        {
-            "name": "edit_file",
-            "args": {
-                "path": f"src/mod_{n:02d}.py",
-                "old_text": f"VALUE = {n}",
-                "new_text": f"VALUE = {n + 100}",
-            },
-        }
-        for n in range(FILES)
-    ]
-    script = tmp_path / "edits.jsonl"
-    script.write_text(json.dumps({"tool_calls": edits}) + "\n" + json.dumps({"content": "Done."}) + "\n")
+    script = value_edits_script(tmp_path / "edits.jsonl", FILES, "Done.")
     window = make_window(modules, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
     pane, dock = window.review, window.docks["review"]

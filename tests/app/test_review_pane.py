@@ -16,6 +16,7 @@ from ide.app.review_state import ReviewState
 from ide.app.review_widgets import ReviewFileModel
 from ide.protocol.review import ChangeSetView, DecideParams, HunksParams, HunksResult
 from tests.support.review_agent import sample_file
+from tests.support.review_changes import summarised
 
 pytestmark = pytest.mark.window
 
@@ -351,23 +352,6 @@ def test_showing_a_change_set_renders_its_actions_once(qtbot: Any, monkeypatch: 
     assert pane.hunk_label.text() == "" and not pane.accept_button.isEnabled()
 
 
-def as_summary(full: ChangeSetView, keep: int = 1) -> ChangeSetView:
-    """``full`` summarised: the first ``keep`` files whole, of the others their hunk ids and decisions."""
-    files = [
-        file
-        if index < keep
-        else file.model_copy(
-            update={
-                "hunks": [],
-                "hunk_ids": [h.id for h in file.hunks],
-                "decisions": [h.decision for h in file.hunks],
-            }
-        )
-        for index, file in enumerate(full.files)
-    ]
-    return full.model_copy(update={"files": files})
-
-
 def test_a_summarised_file_loads_its_hunks_and_an_answer_about_an_older_change_set_is_asked_again(
     qtbot: Any, pane: ReviewPane
 ):
@@ -375,7 +359,7 @@ def test_a_summarised_file_loads_its_hunks_and_an_answer_about_an_older_change_s
     asked: list[HunksParams] = []
     pane.hunksRequested.connect(asked.append)
     pane.clear()  # else the summary keeps the same files' hunks the pane showed before
-    pane.set_changeset(as_summary(full))
+    pane.set_changeset(summarised(full))
     assert pane.summary.text() == "4 files · 16 hunks · 0 accepted · 0 rejected · 16 pending"
     assert asked == [] and pane.unified.toPlainText().startswith("@@ -1,5 +1,5 @@\n-def f0(x):\n")
     pane.select_file(2)
@@ -383,7 +367,7 @@ def test_a_summarised_file_loads_its_hunks_and_an_answer_about_an_older_change_s
     # Meanwhile the agent changed file 2 (new hunk ids): the answer to the first question is stale.
     changed = synthetic_changeset(6).files[5].model_copy(update={"path": full.files[2].path})
     newer = full.model_copy(update={"files": [full.files[0], full.files[1], changed, full.files[3]]})
-    pane.set_changeset(as_summary(newer))
+    pane.set_changeset(summarised(newer))
     assert len(asked) == 1  # still waiting for the first answer
     pane.set_hunks(HunksResult(files=[full.files[2]]))
     assert pane.message.text() == LOADING and len(asked) == 2  # asked again

@@ -26,6 +26,7 @@ from ide.protocol.review import (
     RollbackResult,
 )
 from tests.support.review_agent import sample_file
+from tests.support.review_changes import summarised
 
 SESSION = "s1"
 
@@ -278,23 +279,6 @@ def test_the_empty_history_is_what_an_empty_history_result_is() -> None:
     empty = ReviewState().batches
     assert empty == HistoryResult() and empty.model_dump() == HistoryResult().model_dump()
     assert empty.model_fields_set == HistoryResult().model_fields_set and empty.batches == []
-
-
-def summarised(full: ChangeSetView, keep: int = 1) -> ChangeSetView:
-    """``full`` summarised: the first ``keep`` files in full, of the others their hunk ids and decisions."""
-    files = [
-        file
-        if index < keep
-        else file.model_copy(
-            update={
-                "hunks": [],
-                "hunk_ids": [h.id for h in file.hunks],
-                "decisions": [h.decision for h in file.hunks],
-            }
-        )
-        for index, file in enumerate(full.files)
-    ]
-    return full.model_copy(update={"files": files})
 
 
 def test_a_summary_counts_steps_and_decides_as_the_full_change_set_and_loads_a_files_hunks() -> None:

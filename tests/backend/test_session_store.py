@@ -5,13 +5,12 @@ threads at once all land, and a closed store opens its databases again. Real SQL
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
 
 from ide.backend.store import SessionStore
-from tests.support.sqlite_reader import other_process_reads
+from tests.support.sqlite_reader import from_threads, other_process_reads
 
 
 @pytest.fixture
@@ -47,21 +46,12 @@ def test_calls_from_many_threads_all_land(store: SessionStore, tmp_path: Path) -
     cwd = str(tmp_path / "workspace")
     for n in range(8):
         store.create(f"s{n}", cwd, "react")
-    errors: list[BaseException] = []
 
     def write(n: int) -> None:
-        try:
-            for turn in range(1, 26):
-                store.append_events(f"s{n}", cwd, turn, [{"sessionUpdate": "plan", "n": turn}])
-        except BaseException as exc:
-            errors.append(exc)
+        for turn in range(1, 26):
+            store.append_events(f"s{n}", cwd, turn, [{"sessionUpdate": "plan", "n": turn}])
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == []
+    assert from_threads(write) == []
     assert all(len(store.events(f"s{n}", cwd)) == 25 for n in range(8))
 
 

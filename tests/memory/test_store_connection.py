@@ -4,13 +4,12 @@ view at once all land, and a closed store opens its database again. Real SQLite 
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 
 from ide.memory import MemoryStore
-from tests.support.sqlite_reader import other_process_reads
+from tests.support.sqlite_reader import from_threads, other_process_reads
 
 
 @pytest.fixture
@@ -48,23 +47,13 @@ def test_a_failed_call_leaves_nothing_and_the_store_goes_on(memory: MemoryStore)
 
 
 def test_calls_from_many_threads_and_session_views_all_land(memory: MemoryStore) -> None:
-    errors: list[BaseException] = []
-
     def write(n: int) -> None:
         view = memory.for_session(f"s{n}")
-        try:
-            for k in range(25):
-                view.add("insights", f"t{n}-{k}", "content")
-                view.list(limit=5)
-        except BaseException as exc:
-            errors.append(exc)
+        for k in range(25):
+            view.add("insights", f"t{n}-{k}", "content")
+            view.list(limit=5)
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert errors == []
+    assert from_threads(write) == []
     rows = other_process_reads(memory.path, "SELECT session_id, count(*) FROM memories GROUP BY 1 ORDER BY 1")
     assert rows == [[f"s{n}", 25] for n in range(8)]
 

@@ -1,10 +1,13 @@
-"""What another process reads from an SQLite file: whether a store's calls are committed when they return."""
+"""For the stores' tests: what another process reads from an SQLite file (whether a store's calls are
+committed when they return), and calls made from many threads at once."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -19,3 +22,21 @@ def other_process_reads(path: Path, sql: str) -> list[list[object]]:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def from_threads(call: Callable[[int], None], count: int = 8) -> list[BaseException]:
+    """Run ``call(n)`` for n below ``count``, each in its own thread, all at once; what they raised."""
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            call(n)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return errors
