@@ -41,7 +41,7 @@ def settle_heap(*, full: bool = True) -> bool:
     global _settled
     if _settled:
         return False
-    gc.collect() if full else gc.collect(1)
+    gc.collect(2 if full else 1)
     gc.freeze()
     _settled = True
     return True

@@ -277,14 +277,15 @@ class ReviewPane(QWidget):
 
     def set_hunks(self, result: HunksResult) -> None:
         """The hunks asked for with ``hunksRequested``: shown, when the file they are for is current."""
-        self._asked.difference_update(file.path for file in result.files)
+        answered = {file.path for file in result.files}
+        self._asked -= answered
         if self.state.load(result.files):
             self._render()
             self._update_actions()
             return
         # An answer about an older change set (the hunks changed since it was asked): ask again, once
         # per change set shown, for the file still waiting.
-        stale = [path for path in self.state.wanted() if path in {file.path for file in result.files}]
+        stale = [path for path in self.state.wanted() if path in answered]
         if stale and stale[0] not in self._retried:
             self._retried.add(stale[0])
             self._render()

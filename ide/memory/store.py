@@ -181,7 +181,7 @@ class MemoryStore:
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")  # kept by the file: later connections get it too
             db.executescript(SCHEMA)
-        with self._lock, self._db() as db:
+        with self._db() as db:
             self._migrate(db)
 
     @staticmethod
@@ -249,7 +249,7 @@ class MemoryStore:
         if not title.strip() or not content.strip():
             raise ValueError("a memory needs a title and some content")
         vector = self._embed([f"{title}\n{content}"])
-        with self._lock, self._db() as db:
+        with self._db() as db:
             cursor = db.execute(
                 "INSERT INTO memories (namespace, task_type, title, content, data, score, session_id,"
                 " created_at, embedding, author, reviewed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -272,7 +272,7 @@ class MemoryStore:
     def keep(self, memory_id: int) -> bool:
         """The user reviewed this entry and keeps it: it may now inform the automatic hint. False when
         there is no such entry; keeping one that needs no review changes nothing."""
-        with self._lock, self._db() as db:
+        with self._db() as db:
             cursor = db.execute(
                 # SET sees the row as it was: kept_at is stamped only by the keep that reviews it.
                 "UPDATE memories SET kept_at = CASE WHEN reviewed = 0 THEN ? ELSE kept_at END, reviewed = 1 "
@@ -282,7 +282,7 @@ class MemoryStore:
             return cursor.rowcount > 0
 
     def delete(self, memory_id: int) -> bool:
-        with self._lock, self._db() as db:
+        with self._db() as db:
             return db.execute("DELETE FROM memories WHERE id = ?", (memory_id,)).rowcount > 0
 
     def get(self, memory_id: int) -> MemoryItem | None:
