@@ -24,9 +24,14 @@ def __getattr__(name: str) -> str:
 
 def self_command(*args: str) -> list[str]:
     """The argv that runs this Arbor's ``arbor ARGS``: the bundled binary in a packaged app, else
-    ``python -m ide`` of this interpreter."""
+    ``python -P -m ide`` of this interpreter.
+
+    ``-P``: ``python -m`` puts its working directory first on ``sys.path``, and these children run in the
+    user's repository (``arbor run`` there, a language server in its workspace). A hostile repository's
+    ``ollama.py``, ``jedi.py`` or ``ide/`` would then be imported in place of the real module the first
+    time the child imports it: code run without trust (docs/traps.md)."""
     import sys
 
     if getattr(sys, "frozen", False):
         return [sys.executable, *args]
-    return [sys.executable, "-m", "ide", *args]
+    return [sys.executable, "-P", "-m", "ide", *args]

@@ -391,6 +391,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_gui(workspace, Path(open_tree).resolve() if open_tree else None, agent)
 
 
+def _drop_working_dir_from_path() -> None:
+    """Remove ``sys.path[0]`` when it is the working directory and Arbor does not come from it."""
+    if not sys.path or getattr(sys, "frozen", False):
+        return
+    try:
+        first, here = Path(sys.path[0] or os.curdir).resolve(), Path.cwd().resolve()
+    except OSError:  # the working directory is gone: nothing can be imported from it
+        return
+    if first == here and Path(__file__).resolve().parent.parent != first:
+        del sys.path[0]
+
+
 def entry() -> int:
     """The ``arbor`` command as a process runs it (the console script, ``python -m ide`` and the packaged
     binary): :func:`main`, then the exit without the interpreter's last garbage collections.
@@ -399,7 +411,12 @@ def entry() -> int:
     tears down. Its teardown otherwise ran full collections over the 190,000 objects the backend's imports
     leave (pydantic, LangChain, the ACP schema): 0.6 s of CPU at every exit of ``arbor acp``, the time the
     window or a test waited for the backend to end. atexit handlers, stream flushes and module teardown
-    still run; only the collector's walk over memory the process is about to give back is skipped."""
+    still run; only the collector's walk over memory the process is about to give back is skipped.
+
+    First the working directory leaves ``sys.path`` (``python -m ide`` and ``python -c`` put it there),
+    unless Arbor itself was imported from it (a source tree run in place): Arbor imports much of what it
+    uses lazily, so a repository's ``ollama.py`` or ``pygls.py`` must never be found first."""
+    _drop_working_dir_from_path()
     code = main()
     gc.freeze()
     return code

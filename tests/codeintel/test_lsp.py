@@ -55,7 +55,7 @@ async def test_without_the_script_arbor_runs_jedi_itself(shop: Path, monkeypatch
 
     monkeypatch.setattr(registry, "_find", lambda program: None)
     spec = registry.server_for("python", LspSettings())
-    assert spec.command == (sys.executable, "-m", "ide", "jedi-language-server")
+    assert spec.command == (sys.executable, "-P", "-m", "ide", "jedi-language-server")
     assert spec.initialization_options == registry.JEDI_OPTIONS
     with pytest.raises(LspUnavailable, match="clangd is not installed"):
         registry.server_for("c", LspSettings())
