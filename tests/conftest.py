@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,56 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return REAL_MODEL_TESTS if scope.startswith(REAL_MODEL_TESTS) else scope
 
     return OneRealModelAtATime(config, log)
+
+
+FORK_SERVER_ENV = "TESTS_FORK_SERVER"
+FORK_SERVER = Path(__file__).parent / "support" / "forkserver"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each worker's ``python -m ide ...`` children start as forks of one server with Arbor imported
+    (tests/support/forkserver; a backend's imports were ~1.6 s of CPU, the suite starts hundreds). What
+    they run, and how, is unchanged; ``TESTS_FORK_SERVER=0`` turns it off, and a test marked
+    ``own_interpreter`` starts its own interpreters."""
+    if os.environ.get(FORK_SERVER_ENV) == "0" or sys.platform != "linux":
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="arbor-fork-")  # short: a socket path has ~100 bytes
+    socket_path = os.path.join(folder, "s")
+    python_path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(FORK_SERVER), *filter(None, [python_path])])
+    server = subprocess.Popen(
+        [sys.executable, "-P", str(FORK_SERVER / "server.py"), socket_path],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        # What it refused, and why, is kept with the run's temp dirs (pytest keeps the last three).
+        stderr=open(tmp_path_factory.getbasetemp() / "fork-server.log", "wb"),  # noqa: SIM115 - the server's
+        env=os.environ.copy(),
+    )
+    os.environ[FORK_SERVER_ENV] = socket_path  # until it listens, callers start as usual
+    try:
+        yield
+    finally:
+        os.environ.pop(FORK_SERVER_ENV, None)
+        if python_path is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = python_path
+        assert server.stdin is not None
+        server.stdin.close()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def own_interpreter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("own_interpreter"):
+        monkeypatch.delenv(FORK_SERVER_ENV, raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.fake_ollama import FakeOllama
 from tests.support.procs import children, group_alive
 
@@ -160,6 +162,7 @@ def test_open_names_a_missing_tree_file(tmp_path: Path) -> None:
     assert "run.arbor-tree.jsonl is not a file" in done.stderr
 
 
+@pytest.mark.own_interpreter  # reads the backend's children from /proc
 def test_sigterm_ends_a_run_and_leaves_no_backend_behind(
     git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
 ) -> None:

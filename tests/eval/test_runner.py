@@ -176,6 +176,7 @@ def test_a_turn_past_the_time_budget_is_cancelled_as_a_timeout(
     assert run.wall_s < 2.0 + 30  # cancelled, not waited out
 
 
+@pytest.mark.own_interpreter  # reads the backend's children from /proc
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ctrl_c_keeps_the_finished_runs_and_a_rerun_does_only_the_missing_ones(
     sim: Sim, tmp_path: Path, capsys: pytest.CaptureFixture[str], stop: signal.Signals

@@ -8,11 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import text_block
 from acp.schema import McpServerStdio
 
 from tests.support.acp_client import acp_backend
 from tests.support.asking import AskingClient, children, kill
+
+pytestmark = pytest.mark.own_interpreter  # finds the MCP server among the backend's children in /proc
 
 MARKER = "server-filesystem"
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import text_block
 from acp.schema import EnvVariable, McpServerStdio, SseMcpServer
 
@@ -91,6 +92,7 @@ async def test_a_client_that_cannot_be_asked_means_no(
     assert peeked.startswith("count=0 ")
 
 
+@pytest.mark.own_interpreter  # reads the backend's children from /proc
 async def test_a_server_killed_between_calls_is_started_again_and_the_call_goes_on(
     git_workspace: Path, tmp_path: Path, write_script: Script
 ) -> None:

@@ -400,6 +400,7 @@ def send(backend: RawWire, plan: Plan) -> set[Any]:
     return expected
 
 
+@pytest.mark.own_interpreter  # reads the backend's memory and descriptors from /proc
 @pytest.mark.long
 def test_ten_thousand_generated_messages_leave_the_backend_serving(
     backend: RawWire, git_workspace: Path

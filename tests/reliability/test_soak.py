@@ -89,6 +89,7 @@ def backend(
         wire.proc.wait()
 
 
+@pytest.mark.own_interpreter  # reads the backend's memory and open files from /proc
 @pytest.mark.long
 @pytest.mark.timeout(300)  # 53 s on a quiet 2-core machine; past 120 s (the suite's limit) at load 10
 def test_two_hundred_turns_keep_memory_and_open_files_flat(backend: RawWire, soak_workspace: Path) -> None:
