@@ -163,7 +163,10 @@ class ChangeSet:
         """The recorded base of ``rel`` (recording it from disk on first touch)."""
         found = self._base.get(rel)
         if found is None:
-            found = self._base[rel] = _disk(self.root / rel, self.max_file_bytes, rel)
+            path = self._plain_path(rel)
+            found = self._base[rel] = _disk(
+                self.root / rel if path is None else path, self.max_file_bytes, rel
+            )
         return found
 
     def rebase(self, rel: str, base: Base) -> None:
@@ -180,14 +183,21 @@ class ChangeSet:
         else:
             self._entries[rel] = entry
 
+    def _plain_path(self, rel: str) -> str | None:
+        """``str(self.root / rel)`` without pathlib's cost, for a plain ``rel`` (no empty or "." part, no
+        leading or trailing "/": pathlib's path is then root + "/" + rel); None for any other."""
+        prefix = self._root_prefix
+        if prefix is not None and rel and "//" not in rel and "/./" not in f"/{rel}/" and rel[-1] != "/":
+            return prefix + rel
+        return None
+
     def _disk_is(self, rel: str, kind: Callable[[int], bool]) -> bool:
         """``(self.root / rel).is_dir()`` (``kind`` S_ISDIR) or ``.is_file()`` (S_ISREG), without
         pathlib's cost for a plain relative path; pathlib itself answers anything else, and any error."""
-        prefix = self._root_prefix
-        # A plain path (no empty or "." part, no leading or trailing "/"): pathlib's is root + "/" + rel.
-        if prefix is not None and rel and "//" not in rel and "/./" not in f"/{rel}/" and rel[-1] != "/":
+        path = self._plain_path(rel)
+        if path is not None:
             try:
-                return kind(os.stat(prefix + rel).st_mode)
+                return kind(os.stat(path).st_mode)
             except (OSError, ValueError):
                 pass  # pathlib's own errors, the ones it raises and the ones it answers False to
         return (self.root / rel).is_dir() if kind is stat.S_ISDIR else (self.root / rel).is_file()
@@ -340,10 +350,11 @@ class ChangeSet:
         new_text = new_text.replace("\r\n", "\n")
         if not old_text:
             raise ChangeError(f"old_text is empty; to replace all of {rel} use write_file")
-        count = text.count(old_text)
-        if count == 0:
+        at = text.find(old_text)
+        if at < 0:
             raise ChangeError(_no_match(rel, text, old_text))
-        if count > 1:
+        # A second occurrence that does not overlap the first (what str.count would count).
+        if text.find(old_text, at + len(old_text)) >= 0:
             lines, start = [], 0
             while (at := text.find(old_text, start)) >= 0:
                 lines.append(text.count("\n", 0, at) + 1)
@@ -352,7 +363,6 @@ class ChangeSet:
                 f"old_text matches {len(lines)} places in {rel} (lines {', '.join(map(str, lines))}); "
                 "include more surrounding lines so it matches exactly one"
             )
-        at = text.index(old_text)
         self._write_text(rel, text[:at] + new_text + text[at + len(old_text) :], encoding)
         return text.count("\n", 0, at) + 1
 
@@ -429,18 +439,19 @@ class FileTooLarge(ChangeError):
     """A file over ``workspace.max_file_bytes``: stat says so before a byte of it is read."""
 
 
-def _disk(path: Path, limit: int, rel: str) -> Base:
+def _disk(path: Path | str, limit: int, rel: str) -> Base:
     try:
-        st = path.lstat()
+        st = os.lstat(path)
         if stat.S_ISDIR(st.st_mode):
             return Base(None, None)
-        info = path.stat()
+        info = os.stat(path)
         if info.st_size > limit:
             raise FileTooLarge(
                 f"{rel} is {info.st_size} bytes, over the {limit}-byte limit (workspace.max_file_bytes); "
                 "it is neither read nor edited"
             )
-        return Base(path.read_bytes(), stat.S_IMODE(info.st_mode))
+        with open(path, "rb") as file:
+            return Base(file.read(), stat.S_IMODE(info.st_mode))
     except (FileNotFoundError, NotADirectoryError):
         return Base(None, None)
 

@@ -229,7 +229,7 @@ class Review:
             full = (
                 not summary
                 or shown < FIRST_SCREEN_HUNKS
-                or any(h.id in commented for h in change.hunks)
+                or (bool(commented) and any(h.id in commented for h in change.hunks))
                 or (not (change.new or b"").isascii() and any(self._hidden(h) for h in change.hunks))
             )
             if shown < FIRST_SCREEN_HUNKS:

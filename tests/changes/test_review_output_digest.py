@@ -107,6 +107,7 @@ def _workspace(root: Path) -> None:
         "old/gone.py": b"def gone():\n    return 2\n",
         "docs/keep.md": b"keep\n",
         "lone/only.txt": b"only\n",
+        "src/overlap.txt": b"aaa\nxxxx\n",
     }
     for rel, data in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -152,6 +153,8 @@ def _edits(changeset: ChangeSet) -> list[str]:
     attempt(changeset.edit, "src/repeats.js", "    return x", "    return y")
     attempt(changeset.edit, "src/repeats.js", "{", "[")
     attempt(changeset.edit, "src/plain.py", "absent", "x")
+    attempt(changeset.edit, "src/overlap.txt", "aa", "b")  # found twice, overlapping: one occurrence
+    attempt(changeset.edit, "src/overlap.txt", "xx", "y")  # twice without overlapping: refused
     attempt(changeset.edit, "src/missing.py", "a", "b")
     attempt(changeset.edit, "data/blob.bin", "binary", "text")
     attempt(changeset.edit, "src/plain.py", "", "x")
@@ -222,7 +225,7 @@ def test_a_scripted_change_set_records_shows_and_applies_what_it_did_before_the_
     digest.update(_view_repr(result.changeset))
     digest.update(git(root, "rev-parse", "HEAD^{tree}").encode())
     digest.update(git(root, "status", "--porcelain").encode())
-    assert digest.hexdigest() == "b01db3a9759c3c36be3eac98ee39639937aaad011fb93e2b5dcb4e2511c76ad0"
+    assert digest.hexdigest() == "f2d55685821e1aac644d38019b48a95ee39ad2bd18904c09ad67bf0914bcf655"
 
 
 def _meta_rule_by_rule(path: str) -> str | None:
