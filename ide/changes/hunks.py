@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from itertools import repeat
 
 from ide.protocol.diff import (
     CONTEXT_LINES,
@@ -69,11 +68,11 @@ class Hunk:
 
     @property
     def additions(self) -> int:
-        return sum(map(bytes.startswith, self.lines, repeat(b"+")))  # counted in C
+        return sum(1 for line in self.lines if line[:1] == b"+")
 
     @property
     def deletions(self) -> int:
-        return sum(map(bytes.startswith, self.lines, repeat(b"-")))
+        return sum(1 for line in self.lines if line[:1] == b"-")
 
     def display_lines(self) -> list[str]:
         """Lines for the review pane: prefix + text without ending, '\\' after a line lacking a newline."""
