@@ -187,7 +187,14 @@ class ChangeSet:
         """``str(self.root / rel)`` without pathlib's cost, for a plain ``rel`` (no empty or "." part, no
         leading or trailing "/": pathlib's path is then root + "/" + rel); None for any other."""
         prefix = self._root_prefix
-        if prefix is not None and rel and "//" not in rel and "/./" not in f"/{rel}/" and rel[-1] != "/":
+        if (
+            prefix is not None
+            and rel
+            and rel[0] != "/"
+            and rel[-1] != "/"
+            and "//" not in rel
+            and "/./" not in f"/{rel}/"
+        ):
             return prefix + rel
         return None
 

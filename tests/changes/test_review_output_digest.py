@@ -256,3 +256,22 @@ def test_meta_files_are_found_by_the_first_rule_that_matches() -> None:
     assert [meta_reason(path) for path in sorted(paths)] == [
         _meta_rule_by_rule(path) for path in sorted(paths)
     ]
+
+
+def test_the_overlay_asks_the_disk_about_the_path_pathlib_would_make(tmp_path: Path) -> None:
+    """ChangeSet stats root + "/" + rel without pathlib only where that is the path pathlib makes."""
+    changeset = ChangeSet(tmp_path)
+    pieces = ["a", "b.py", ".", "..", "", "é", "x\\y", " sp ", ".hidden", "a.", "/"]
+    rng = random.Random(4)
+    rels = {
+        "".join(rng.choice(pieces) + rng.choice(["/", ""]) for _ in range(rng.randint(1, 5)))
+        for _ in range(5_000)
+    }
+    rels |= {"/abs", "/abs/x", "a//b", "a/./b", "./a", "a/.", "a/", ".", "..", "../a"}
+    plain = 0
+    for rel in sorted(rels):
+        path = changeset._plain_path(rel)
+        if path is not None:
+            plain += 1
+            assert path == str(changeset.root / rel), rel
+    assert plain > 100
