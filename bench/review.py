@@ -50,9 +50,12 @@ def make_bench_repo(root: Path, files: int = FILES, hunks_per_file: int = HUNKS_
     return root
 
 
-def build_bench_changeset(root: Path, files: int = FILES, hunks_per_file: int = HUNKS_PER_FILE) -> ChangeSet:
-    """The change set of the benchmark: ``hunks_per_file`` separate one-line edits in each file."""
-    cs = ChangeSet(root)
+def build_bench_changeset(
+    root: Path, files: int = FILES, hunks_per_file: int = HUNKS_PER_FILE, cs: ChangeSet | None = None
+) -> ChangeSet:
+    """The change set of the benchmark: ``hunks_per_file`` separate one-line edits in each file, made in
+    ``cs`` when given (a review's change set, as a session's agent edits its review's)."""
+    cs = ChangeSet(root) if cs is None else cs
     for i in range(files):
         rel = f"pkg{i % 10}/mod{i}.py"
         for h in range(hunks_per_file):

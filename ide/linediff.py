@@ -16,6 +16,8 @@ import bisect
 import difflib
 from collections import Counter
 from collections.abc import Hashable, Sequence
+from itertools import count, groupby
+from operator import sub
 from typing import Any
 
 Opcode = tuple[str, int, int, int, int]
@@ -55,18 +57,26 @@ def diff_opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Opcode]:
             pieces.extend(("op", op) for op in _small_gap(a, b, i1, i2, j1, j2))
         else:
             prev_i, prev_j = i1, j1
-            for ai, bj in anchors:
+            # Runs of adjacent anchors, found in C: along a run a line's place less its index in
+            # ``anchors`` stays the same on both sides. A run is one equal opcode: an empty range between
+            # two anchors yields nothing, and _merge would join their opcodes anyway (the same output).
+            firsts, seconds = zip(*anchors, strict=True)
+            at = 0
+            for (ai, bj), run in groupby(
+                zip(map(sub, firsts, count()), map(sub, seconds, count()), strict=False)
+            ):
+                ai, bj = ai + at, bj + at
+                length = len(list(run))
+                at += length
                 if ai > prev_i or bj > prev_j:
                     pieces.append(("range", (prev_i, ai, prev_j, bj)))
                 elif pieces and pieces[-1][1][0] == "equal" and pieces[-1][1][2] == ai:
-                    # A run of adjacent anchors is one equal opcode: an empty range between two yields
-                    # nothing, and _merge would join their opcodes anyway (the same output, no per-line work).
                     tag, p1, _p2, q1, _q2 = pieces[-1][1]
-                    pieces[-1] = ("op", (tag, p1, ai + 1, q1, bj + 1))
-                    prev_i, prev_j = ai + 1, bj + 1
+                    pieces[-1] = ("op", (tag, p1, ai + length, q1, bj + length))
+                    prev_i, prev_j = ai + length, bj + length
                     continue
-                pieces.append(("op", ("equal", ai, ai + 1, bj, bj + 1)))
-                prev_i, prev_j = ai + 1, bj + 1
+                pieces.append(("op", ("equal", ai, ai + length, bj, bj + length)))
+                prev_i, prev_j = ai + length, bj + length
             pieces.append(("range", (prev_i, i2, prev_j, j2)))
         if end_i > i2:
             pieces.append(("op", ("equal", i2, end_i, j2, end_j)))
@@ -78,16 +88,30 @@ def _anchored(
     a: Sequence[Hashable], b: Sequence[Hashable], i1: int, i2: int, j1: int, j2: int
 ) -> list[tuple[int, int]] | None:
     """Pairs (i, j) of lines unique on both sides, in their longest increasing run; None if none."""
-    if i2 - i1 < 2 and j2 - j1 < 2:
+    size_a, size_b = i2 - i1, j2 - j1
+    if (size_a < 2 and size_b < 2) or not size_a or not size_b:
         return None
-    # Counted in C (Counter), the last place of each line by a comprehension: a third of the loops' time.
-    seg_a, seg_b = a[i1:i2], b[j1:j2]
-    count_a, count_b = Counter(seg_a), Counter(seg_b)
-    where_a = {line: i for i, line in enumerate(seg_a, i1)}
-    where_b = {line: j for j, line in enumerate(seg_b, j1)}
-    pairs = sorted(
-        (where_a[line], where_b[line]) for line, n in count_a.items() if n == 1 and count_b.get(line) == 1
-    )
+    if size_a == 1:  # one line (the usual gap of a separated edit): unique on the other side or no anchor
+        seg_b = b[j1:j2]
+        line = a[i1]
+        return [(i1, j1 + seg_b.index(line))] if seg_b.count(line) == 1 else None
+    seg_a = a[i1:i2]
+    if size_b == 1:
+        line = b[j1]
+        return [(i1 + seg_a.index(line), j1)] if seg_a.count(line) == 1 else None
+    seg_b = b[j1:j2]
+    # The last place of each line, made in C (a later place of a line overwrites an earlier one).
+    where_a = dict(zip(seg_a, range(i1, i2), strict=True))
+    where_b = dict(zip(seg_b, range(j1, j2), strict=True))
+    if len(where_a) == size_a and len(where_b) == size_b:
+        # Every line once on its side (source code, mostly): the anchors are the lines on both, in C.
+        places = sorted(map(where_a.__getitem__, where_a.keys() & where_b.keys()))
+        pairs = list(zip(places, map(where_b.__getitem__, map(a.__getitem__, places)), strict=True))
+    else:
+        count_a, count_b = Counter(seg_a), Counter(seg_b)
+        pairs = sorted(
+            (where_a[line], where_b[line]) for line, n in count_a.items() if n == 1 and count_b.get(line) == 1
+        )
     if not pairs:
         return None
     return _longest_increasing(pairs)

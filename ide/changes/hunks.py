@@ -15,8 +15,8 @@ from ide.protocol.diff import (
     TextFile,
     TextHunk,
     diff_text,
+    grouped_hunks,
     hunk_header,
-    line_hunks,
 )
 
 
@@ -27,6 +27,9 @@ def is_binary(data: bytes) -> bool:
 
 def split_lines(data: bytes) -> list[bytes]:
     """Lines of ``data``, each keeping its b"\\n" (the last one may have none)."""
+    if data.count(b"\r") == data.count(b"\r\n"):
+        # No lone b"\r": bytes.splitlines breaks exactly where b"\n" does, in C.
+        return data.splitlines(keepends=True)
     lines = data.split(b"\n")
     out = [line + b"\n" for line in lines[:-1]]
     if lines[-1]:
@@ -89,33 +92,44 @@ class Hunk:
 def hunk_id(path: str, old_start: int, removed: list[bytes], added: list[bytes], salt: bytes = b"") -> str:
     digest = hashlib.sha1(path.encode("utf-8", "surrogateescape") + b"\0" + salt)
     digest.update(str(old_start).encode())
-    for line in removed:
-        digest.update(b"-" + line)
-    for line in added:
-        digest.update(b"+" + line)
+    # The bytes of b"-" + line for each removed line, then b"+" + line for each added one, joined in C.
+    if removed:
+        digest.update(b"-" + b"-".join(removed))
+    if added:
+        digest.update(b"+" + b"+".join(added))
     return digest.hexdigest()[:16]
-
-
-_PREFIX = {" ": b" ", "-": b"-", "+": b"+"}
 
 
 def text_hunks(path: str, old: bytes, new: bytes) -> list[Hunk]:
     """The unified diff of ``old`` → ``new`` with 3 lines of context, as hunks with stable ids (fast on any
-    input: ide.linediff; a change too big to match line by line is one whole-range hunk)."""
+    input: ide.linediff; a change too big to match line by line is one whole-range hunk).
+
+    The hunks of ``ide.protocol.diff.line_hunks``, made straight from the grouped opcodes: each line is
+    prefixed once, with no (prefix, line) pair in between."""
+    a, b = split_lines(old), split_lines(new)
     hunks: list[Hunk] = []
-    for found in line_hunks(split_lines(old), split_lines(new), CONTEXT_LINES):
-        lines = tuple(_PREFIX[prefix] + line for prefix, line in found.lines)
-        removed = [line for prefix, line in found.lines if prefix == "-"]
-        added = [line for prefix, line in found.lines if prefix == "+"]
+    for old_start, old_count, new_start, new_count, group in grouped_hunks(a, b, CONTEXT_LINES):
+        lines: list[bytes] = []
+        removed: list[bytes] = []
+        added: list[bytes] = []
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                lines += [b" " + line for line in a[a1:a2]]
+                continue
+            gone, came = a[a1:a2], b[b1:b2]
+            removed += gone
+            added += came
+            lines += [b"-" + line for line in gone]
+            lines += [b"+" + line for line in came]
         hunks.append(
             Hunk(
-                hunk_id(path, found.old_start, removed, added),
+                hunk_id(path, old_start, removed, added),
                 path,
-                found.old_start,
-                found.old_count,
-                found.new_start,
-                found.new_count,
-                lines,
+                old_start,
+                old_count,
+                new_start,
+                new_count,
+                tuple(lines),
             )
         )
     return hunks

@@ -79,22 +79,37 @@ NESTED = frozenset(
 
 
 _LOWER_RULES = tuple((pattern.lower(), why) for pattern, why in RULES)
+_SUFFIXES = tuple(
+    (pattern[1:], at) for at, (pattern, _) in enumerate(_LOWER_RULES) if pattern.startswith("*.")
+)
+_PREFIXES = tuple(
+    (pattern[:-1], at)
+    for at, (pattern, _) in enumerate(_LOWER_RULES)
+    if pattern.endswith("/*") and not pattern.startswith("*.")
+)
+_EXACT = {  # reversed: a pattern listed twice keeps its first place
+    pattern: at
+    for at, (pattern, _) in reversed(list(enumerate(_LOWER_RULES)))
+    if not pattern.startswith("*.") and not pattern.endswith("/*")
+}
+_ANY_SUFFIX = tuple(suffix for suffix, _ in _SUFFIXES)
+_ANY_PREFIX = tuple(prefix for prefix, _ in _PREFIXES)
 
 
 def meta_reason(path: str) -> str | None:
     """Why an edit to ``path`` (workspace-relative POSIX) needs its own accept, or None for plain files.
 
     Compared case-insensitively: on macOS and Windows ``.Arbor/config.toml`` is ``.arbor/config.toml``.
+    The first rule of RULES that matches wins; the rules are looked up by kind (a file name, a folder, an
+    extension) rather than tried one by one.
     """
     lower = path.lower()
-    name = PurePosixPath(lower).name
-    for pattern, why in _LOWER_RULES:
-        if pattern.startswith("*."):
-            if name.endswith(pattern[1:]):
-                return why
-        elif pattern.endswith("/*"):
-            if lower.startswith(pattern[:-1]):
-                return why
-        elif lower == pattern or (name == pattern and name in NESTED):
-            return why
-    return None
+    name = lower.rpartition("/")[2]
+    if not name or name == ".":
+        name = PurePosixPath(lower).name  # a path ending in "/" or "/.": pathlib's name of it
+    found = [at for at in (_EXACT.get(lower), _EXACT.get(name) if name in NESTED else None) if at is not None]
+    if lower.startswith(_ANY_PREFIX):
+        found += [at for prefix, at in _PREFIXES if lower.startswith(prefix)]
+    if name.endswith(_ANY_SUFFIX):
+        found += [at for suffix, at in _SUFFIXES if name.endswith(suffix)]
+    return _LOWER_RULES[min(found)][1] if found else None

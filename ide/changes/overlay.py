@@ -6,7 +6,9 @@ import difflib
 import os
 import stat
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress, repeat
 from pathlib import Path
 
 from ide.fswalk import walk_files
@@ -47,11 +49,14 @@ def decode(data: bytes) -> tuple[str, str]:
     return text.replace("\r\n", "\n"), encoding
 
 
-def encode_like(text: str, base: bytes | None, path: str = "") -> bytes:
-    """``text`` in ``base``'s encoding and line endings; lines that did not change keep their bytes."""
+def encode_like(text: str, base: bytes | None, path: str = "", encoding: str | None = None) -> bytes:
+    """``text`` in ``base``'s encoding and line endings; lines that did not change keep their bytes.
+
+    ``encoding``: ``base``'s, when the caller already decoded it (what :func:`decode` says of it)."""
     if base is None:
         return text.encode("utf-8")
-    _, encoding = decode(base)
+    if encoding is None:
+        _, encoding = decode(base)
     if b"\r\n" not in base:
         # Nothing was normalised and both encodings are bijective: unchanged lines keep their bytes.
         return _encode(text, encoding, path)
@@ -102,6 +107,7 @@ class ChangeSet:
         self, root: Path, *, parent: ChangeSet | None = None, max_file_bytes: int | None = None
     ) -> None:
         self.root = Path(os.path.realpath(root))
+        self._root_prefix = str(self.root).rstrip("/") + "/" if os.sep == "/" else None
         self.id = uuid.uuid4().hex
         self.max_file_bytes = (
             max_file_bytes
@@ -114,6 +120,9 @@ class ChangeSet:
         # A child copies the parent's dicts (references to immutable bytes): cheap, and isolated both ways.
         self._base: dict[str, Base] = dict(parent._base) if parent else {}
         self._entries: dict[str, Entry] = dict(parent._entries) if parent else {}
+        self._last_text: tuple[bytes, str] | None = None
+        """The bytes the last text write made and their text, when that is what :func:`decode` gives back
+        (ASCII without a CR): the next edit of the same file takes it instead of decoding them again."""
 
     def child(self) -> ChangeSet:
         """A copy-on-write child: it sees this set's edits so far; its own edits never show here."""
@@ -154,7 +163,10 @@ class ChangeSet:
         """The recorded base of ``rel`` (recording it from disk on first touch)."""
         found = self._base.get(rel)
         if found is None:
-            found = self._base[rel] = _disk(self.root / rel, self.max_file_bytes, rel)
+            path = self._plain_path(rel)
+            found = self._base[rel] = _disk(
+                self.root / rel if path is None else path, self.max_file_bytes, rel
+            )
         return found
 
     def rebase(self, rel: str, base: Base) -> None:
@@ -171,11 +183,37 @@ class ChangeSet:
         else:
             self._entries[rel] = entry
 
+    def _plain_path(self, rel: str) -> str | None:
+        """``str(self.root / rel)`` without pathlib's cost, for a plain ``rel`` (no empty or "." part, no
+        leading or trailing "/": pathlib's path is then root + "/" + rel); None for any other."""
+        prefix = self._root_prefix
+        if (
+            prefix is not None
+            and rel
+            and rel[0] != "/"
+            and rel[-1] != "/"
+            and "//" not in rel
+            and "/./" not in f"/{rel}/"
+        ):
+            return prefix + rel
+        return None
+
+    def _disk_is(self, rel: str, kind: Callable[[int], bool]) -> bool:
+        """``(self.root / rel).is_dir()`` (``kind`` S_ISDIR) or ``.is_file()`` (S_ISREG), without
+        pathlib's cost for a plain relative path; pathlib itself answers anything else, and any error."""
+        path = self._plain_path(rel)
+        if path is not None:
+            try:
+                return kind(os.stat(path).st_mode)
+            except (OSError, ValueError):
+                pass  # pathlib's own errors, the ones it raises and the ones it answers False to
+        return (self.root / rel).is_dir() if kind is stat.S_ISDIR else (self.root / rel).is_file()
+
     def _current(self, rel: str) -> tuple[bytes | None, int | None]:
         entry = self._entries.get(rel)
         if entry is not None:
             return entry.data, entry.mode
-        if (self.root / rel).is_dir():
+        if self._disk_is(rel, stat.S_ISDIR):
             return None, None
         base = self.base(rel)
         return base.data, base.mode
@@ -188,7 +226,7 @@ class ChangeSet:
             base = self._base.get(rel)
             # Without reading the file: a listing should not snapshot every file it sees.
             if base is None:
-                if (self.root / rel).is_file():
+                if self._disk_is(rel, stat.S_ISREG):
                     return True
             elif base.data is not None:
                 return True
@@ -202,9 +240,11 @@ class ChangeSet:
         if entry is not None and entry.data is not None:
             return False  # a file this set proposes: nothing is ever proposed below a file (check_file_path)
         prefix = rel + "/"
-        if any(p.startswith(prefix) and e.data is not None for p, e in self._entries.items()):
+        # The paths below ``rel`` picked in C; whether one of them is a file is asked of those alone.
+        below = compress(self._entries.values(), map(str.startswith, self._entries, repeat(prefix)))
+        if any(e.data is not None for e in below):
             return True
-        if not (self.root / rel).is_dir():
+        if not self._disk_is(rel, stat.S_ISDIR):
             return False
         # A directory all of whose files the overlay deleted or moved away no longer exists.
         removed = {p for p, e in self._entries.items() if e.data is None and p.startswith(prefix)}
@@ -293,12 +333,12 @@ class ChangeSet:
         parts = rel.strip("/").split("/")
         if rel.strip("/") in ("", "."):
             raise ChangeError("give a file path, not the workspace root")
-        if (self.root / rel).is_dir() if on_disk else self.is_dir(rel):
+        if self._disk_is(rel, stat.S_ISDIR) if on_disk else self.is_dir(rel):
             raise ChangeError(f"{rel} is a directory; a file cannot take its place")
         for depth in range(1, len(parts)):
             parent = "/".join(parts[:depth])
             entry = None if on_disk else self._entries.get(parent)
-            if (entry.data is not None) if entry is not None else (self.root / parent).is_file():
+            if (entry.data is not None) if entry is not None else self._disk_is(parent, stat.S_ISREG):
                 raise ChangeError(f"{parent} is a file, so {rel} cannot be created below it")
 
     def _set(self, rel: str, data: bytes | None, mode: int | None, origin: str | None = None) -> None:
@@ -312,15 +352,16 @@ class ChangeSet:
 
     def edit(self, rel: str, old_text: str, new_text: str) -> int:
         """Replace the one exact occurrence of ``old_text``; returns the 1-based line where it starts."""
-        text = self._text_for_edit(rel)
+        text, encoding = self._text_for_edit(rel)
         old_text = old_text.replace("\r\n", "\n")
         new_text = new_text.replace("\r\n", "\n")
         if not old_text:
             raise ChangeError(f"old_text is empty; to replace all of {rel} use write_file")
-        count = text.count(old_text)
-        if count == 0:
+        at = text.find(old_text)
+        if at < 0:
             raise ChangeError(_no_match(rel, text, old_text))
-        if count > 1:
+        # A second occurrence that does not overlap the first (what str.count would count).
+        if text.find(old_text, at + len(old_text)) >= 0:
             lines, start = [], 0
             while (at := text.find(old_text, start)) >= 0:
                 lines.append(text.count("\n", 0, at) + 1)
@@ -329,8 +370,7 @@ class ChangeSet:
                 f"old_text matches {len(lines)} places in {rel} (lines {', '.join(map(str, lines))}); "
                 "include more surrounding lines so it matches exactly one"
             )
-        at = text.index(old_text)
-        self._write_text(rel, text[:at] + new_text + text[at + len(old_text) :])
+        self._write_text(rel, text[:at] + new_text + text[at + len(old_text) :], encoding)
         return text.count("\n", 0, at) + 1
 
     def write(self, rel: str, content: str) -> None:
@@ -380,36 +420,45 @@ class ChangeSet:
         self.base(new_rel)
         self._entries[new_rel] = Entry(data, mode, None if origin == new_rel else origin)
 
-    def _text_for_edit(self, rel: str) -> str:
+    def _text_for_edit(self, rel: str) -> tuple[str, str]:
+        """The text of ``rel`` to edit and its encoding (:func:`decode`)."""
         try:
             data = self.read_bytes(rel)
         except FileNotFoundError as err:
             raise ChangeError(f"{rel} does not exist; use create_file to make it") from err
         if b"\x00" in data[:8000]:
             raise ChangeError(f"{rel} is a binary file and cannot be edited as text")
-        return decode(data)[0]
+        last = self._last_text
+        if last is not None and last[0] is data:
+            return last[1], "utf-8"
+        return decode(data)
 
-    def _write_text(self, rel: str, text: str) -> None:
+    def _write_text(self, rel: str, text: str, encoding: str | None = None) -> None:
+        """``text`` written as ``rel``'s; ``encoding``: that of its current bytes, when already known."""
         current, mode = self._current(rel)
-        self._set(rel, encode_like(text, current, rel), mode if mode is not None else DEFAULT_MODE)
+        data = encode_like(text, current, rel, encoding)
+        self._set(rel, data, mode if mode is not None else DEFAULT_MODE)
+        # ASCII bytes without a CR decode to exactly the text they were encoded from, as UTF-8.
+        self._last_text = (data, text) if data.isascii() and b"\r" not in data else None
 
 
 class FileTooLarge(ChangeError):
     """A file over ``workspace.max_file_bytes``: stat says so before a byte of it is read."""
 
 
-def _disk(path: Path, limit: int, rel: str) -> Base:
+def _disk(path: Path | str, limit: int, rel: str) -> Base:
     try:
-        st = path.lstat()
+        st = os.lstat(path)
         if stat.S_ISDIR(st.st_mode):
             return Base(None, None)
-        info = path.stat()
+        info = os.stat(path)
         if info.st_size > limit:
             raise FileTooLarge(
                 f"{rel} is {info.st_size} bytes, over the {limit}-byte limit (workspace.max_file_bytes); "
                 "it is neither read nor edited"
             )
-        return Base(path.read_bytes(), stat.S_IMODE(info.st_mode))
+        with open(path, "rb") as file:
+            return Base(file.read(), stat.S_IMODE(info.st_mode))
     except (FileNotFoundError, NotADirectoryError):
         return Base(None, None)
 

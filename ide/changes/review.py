@@ -229,7 +229,7 @@ class Review:
             full = (
                 not summary
                 or shown < FIRST_SCREEN_HUNKS
-                or any(h.id in commented for h in change.hunks)
+                or (bool(commented) and any(h.id in commented for h in change.hunks))
                 or (not (change.new or b"").isascii() and any(self._hidden(h) for h in change.hunks))
             )
             if shown < FIRST_SCREEN_HUNKS:
@@ -263,13 +263,15 @@ class Review:
         else:
             ids = [hunk.id for hunk in change.hunks]
             decisions = [self._decisions.get(hunk_id, ("pending", None))[0] for hunk_id in ids]
+        # Each line's prefix byte, of all the hunks at once: the +/- counts (Hunk.additions, .deletions).
+        heads = b"".join([line[:1] for hunk in change.hunks for line in hunk.lines])
         return FileChangeView(
             path=change.path,
             old_path=change.old_path,
             status=change.status,  # type: ignore[arg-type]
             binary=change.binary,
-            additions=sum(h.additions for h in change.hunks),
-            deletions=sum(h.deletions for h in change.hunks),
+            additions=heads.count(b"+"),
+            deletions=heads.count(b"-"),
             hunks=hunks,
             hunk_ids=ids,
             decisions=decisions,

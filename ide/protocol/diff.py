@@ -6,11 +6,11 @@ Qt-free: the window imports it as part of ``ide.protocol``; ``ide.changes`` buil
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, Protocol, TypeVar
 
-from ide.linediff import diff_opcodes, grouped
+from ide.linediff import Opcode, diff_opcodes, grouped
 
 CONTEXT_LINES = 3
 NO_NEWLINE = "\\ No newline at end of file"
@@ -35,9 +35,7 @@ def line_hunks(a: Sequence[Line], b: Sequence[Line], context: int = CONTEXT_LINE
     """The hunks turning ``a`` into ``b`` with ``context`` lines around each change (fast on any input:
     ide.linediff; a change too big to match line by line is one whole-range hunk)."""
     hunks: list[LineHunk[Line]] = []
-    for group in grouped(diff_opcodes(a, b), context):
-        i1, i2 = group[0][1], group[-1][2]
-        j1, j2 = group[0][3], group[-1][4]
+    for old_start, old_count, new_start, new_count, group in grouped_hunks(a, b, context):
         lines: list[tuple[str, Line]] = []
         for tag, a1, a2, b1, b2 in group:
             if tag == "equal":
@@ -45,12 +43,21 @@ def line_hunks(a: Sequence[Line], b: Sequence[Line], context: int = CONTEXT_LINE
                 continue
             lines.extend(("-", line) for line in a[a1:a2])
             lines.extend(("+", line) for line in b[b1:b2])
-        old_count, new_count = i2 - i1, j2 - j1
-        # Unified-diff convention: an empty range starts at the line before it.
-        old_start = i1 + 1 if old_count else i1
-        new_start = j1 + 1 if new_count else j1
         hunks.append(LineHunk(old_start, old_count, new_start, new_count, lines))
     return hunks
+
+
+def grouped_hunks(
+    a: Sequence[Line], b: Sequence[Line], context: int = CONTEXT_LINES
+) -> Iterator[tuple[int, int, int, int, list[Opcode]]]:
+    """Each hunk of ``a`` → ``b`` as (old_start, old_count, new_start, new_count, its opcodes): what
+    :func:`line_hunks` makes its lines of (``ide.changes.hunks`` makes its byte hunks of it too)."""
+    for group in grouped(diff_opcodes(a, b), context):
+        i1, i2 = group[0][1], group[-1][2]
+        j1, j2 = group[0][3], group[-1][4]
+        old_count, new_count = i2 - i1, j2 - j1
+        # Unified-diff convention: an empty range starts at the line before it.
+        yield (i1 + 1 if old_count else i1), old_count, (j1 + 1 if new_count else j1), new_count, group
 
 
 def hunk_header(
