@@ -300,7 +300,7 @@ def write_files(db: sqlite3.Connection, writes: Iterable[FileWrite]) -> None:
         delete_files(db, old)
     defs: list[tuple[Any, ...]] = []
     refs: list[tuple[Any, ...]] = []
-    imports: list[tuple[int, str]] = []
+    imports: list[tuple[Any, ...]] = []
     insert = (
         "INSERT INTO files (path, language, size, mtime_ns, hash, status, note, lines) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -309,7 +309,7 @@ def write_files(db: sqlite3.Connection, writes: Iterable[FileWrite]) -> None:
         file_id = db.execute(insert, (rel, language, size, mtime_ns, digest, status, note, lines)).lastrowid
         defs += [(file_id, *row) for row in d]
         refs += [(file_id, *row) for row in r]
-        imports += [(file_id, module) for module in i]  # type: ignore[misc]
+        imports += [(file_id, module) for module in i]
     if defs:
         db.executemany(
             "INSERT INTO defs (file_id, name, qualname, kind, line, end_line, signature, params, returns, "
