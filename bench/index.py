@@ -2,7 +2,8 @@
 
 In one run, side by side: a cold full index (fresh SQLite file) vs ``ctags -R`` over the same tree and vs
 the parse floor (tree-sitter parsing the files the index parsed, in as many worker processes, with no
-queries, no Python walk and no SQLite: issue 32's target is the index at most 1.3x that), a re-open with
+queries, no Python walk and no SQLite: issue 32's target is the index at most 1.3x that; both also in CPU
+seconds of all their processes, which a busy machine hardly changes), a re-open with
 nothing changed, one edited file reflected in search, symbol-query latency (p50/p95 over queries made
 from real names: exact, prefix, substring and fuzzy), database size and peak RSS. The corpus is a
 hard-link tree (a copy where linking fails) in a temp dir, so nothing is written near the real files.
@@ -93,6 +94,37 @@ def parse_floor(corpus: Path, db: Path, workers: int) -> float:
     return time.perf_counter() - started
 
 
+def cpu_seconds() -> float | None:
+    """CPU seconds used so far by this process and all its descendants (the fork server, the parser
+    workers, alive, exited or reaped), from /proc; None where there is no /proc. A busy machine stretches
+    wall times but hardly these, so the ratios of CPU seconds are the steadier ones."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After the name: state, ppid, …; utime, stime, cutime, cstime are the 12th to 15th.
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(value) for value in fields[11:15])  # reaped children in c*time
+    ours = {os.getpid()}
+    grew = True
+    while grew:  # a child's pid may be lower than its parent's: go until nothing is added
+        grew = False
+        for pid, parent in parents.items():
+            if parent in ours and pid not in ours:
+                ours.add(pid)
+                grew = True
+    return sum(times[pid] for pid in ours) / tick
+
+
 def timed(fn, *args):  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     result = fn(*args)
@@ -170,13 +202,21 @@ def main() -> None:
         info = build_corpus(corpus, Path(args.site_packages))
         settings = WorkspaceSettings(exclude=["__pycache__/", ".git/"])
         cold, ctags, reopen, edits, floor = [], [], [], [], []
+        cold_cpu: list[float] = []
+        floor_cpu: list[float] = []
         stats = None
         for run in range(args.runs):
             db = Path(tmp) / f"index{run}.sqlite"
             index = CodeIndex(corpus, db, settings, args.workers)
+            before = cpu_seconds()
             seconds, stats = timed(index.refresh)
             cold.append(seconds)
+            between = cpu_seconds()
             floor.append(parse_floor(corpus, db, index.workers))
+            after = cpu_seconds()
+            if before is not None and between is not None and after is not None:
+                cold_cpu.append(between - before)
+                floor_cpu.append(after - between)
             seconds, again = timed(index.refresh)
             assert again.parsed == 0, again
             reopen.append(seconds)
@@ -236,6 +276,14 @@ def main() -> None:
                 "parse_floor_runs_s": [round(s, 2) for s in floor],
                 "cold_vs_parse_floor": round(cold_median / floor_median, 2),
                 "cold_vs_parse_floor_target": 1.3,
+                # CPU seconds of this process and its children (parser workers included) in each.
+                "cold_full_index_cpu_s": round(statistics.median(cold_cpu), 2) if cold_cpu else None,
+                "cold_cpu_runs_s": [round(s, 2) for s in cold_cpu],
+                "parse_floor_cpu_s": round(statistics.median(floor_cpu), 2) if floor_cpu else None,
+                "parse_floor_cpu_runs_s": [round(s, 2) for s in floor_cpu],
+                "cold_vs_parse_floor_cpu": (
+                    round(statistics.median(cold_cpu) / statistics.median(floor_cpu), 2) if cold_cpu else None
+                ),
                 "reopen_unchanged_s": round(statistics.median(reopen), 3),
                 "one_edit_reflected_ms": round(statistics.median(edits) * 1000, 1),
                 "watched_edit_reflected_ms": {

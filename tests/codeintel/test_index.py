@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
 
 from ide.cli import main
-from ide.codeintel.index import CodeIndex, store
+from ide.codeintel.index import CodeIndex, extract, parsing, store
+from ide.codeintel.index.languages import TAGGED
 from ide.settings import WorkspaceSettings
 
 APP = '''"""The app."""
@@ -312,3 +314,17 @@ def test_an_index_follows_what_another_process_wrote(workspace: Path, tmp_path: 
     finally:
         first.close()
         second.close()
+
+
+def _grammars_compiled() -> int:
+    """(In a worker process) how many grammars it holds compiled."""
+    return extract.compiled.cache_info().currsize
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the workers fork from a fork server on Linux only")
+def test_the_index_workers_start_with_every_grammar_compiled() -> None:
+    # They fork from a fork server that imported the index and compiled every tagged grammar once
+    # (preload.py), instead of each worker compiling the queries it meets (~0.9 s for all nine).
+    with parsing.new_pool(2) as pool:
+        counts = {pool.submit(_grammars_compiled).result() for _ in range(4)}
+    assert counts == {len(TAGGED)}

@@ -56,7 +56,9 @@ class _Grammar:
 
 
 @cache
-def _grammar(language: str) -> _Grammar:
+def compiled(language: str) -> _Grammar:
+    """The parser and query of ``language``, compiled once per process (the workers inherit them from
+    their fork server, ``preload.py``)."""
     lang = pack.get_language(language)  # type: ignore[arg-type]
     refs_source = ""
     with contextlib.suppress(FileNotFoundError):
@@ -69,7 +71,7 @@ def extract(source: bytes, language: str) -> FileSymbols:
     lines = source.count(b"\n") + (1 if source and not source.endswith(b"\n") else 0)
     if language not in TAGGED:
         return FileSymbols(language=language, status="skipped", note="no tag queries", lines=lines)
-    grammar = _grammar(language)
+    grammar = compiled(language)
     tree = grammar.parser.parse(source)
     root = tree.root_node
     result = FileSymbols(language=language, lines=lines)

@@ -340,14 +340,16 @@ class CodeIndex:
             done += len(big)
             small = [job for job in jobs if stats[job.rel].st_size <= max_bytes]
             for results in self._parse(small, stats, cancel, early):
+                writes: list[store.FileWrite] = []  # a worker's batch, written together
                 for rel, size, mtime_ns, digest, symbols in results:
                     old = known.get(rel)
                     if symbols is None and old is not None:
                         store.touch_file(self._writer, old[0], size, mtime_ns)
                         unchanged += 1
                     elif symbols is not None:
-                        store.write_file(self._writer, rel, size, mtime_ns, digest, symbols, old and old[0])
-                        parsed += 1
+                        writes.append((rel, size, mtime_ns, digest, symbols, old and old[0]))
+                store.write_files(self._writer, writes)
+                parsed += len(writes)
                 before, done = done, done + len(results)
                 if done // COMMIT_EVERY != before // COMMIT_EVERY:
                     if bulk is not None:

@@ -33,8 +33,16 @@ class Job:
 Result = tuple[str, int, int, str, store.FileRows | None]
 
 
+PRELOAD = ["ide.codeintel.index.preload"]
+"""What the fork server imports before it forks a worker (it starts with the first pool of the process)."""
+
+
 def new_pool(workers: int) -> ProcessPoolExecutor:
-    context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
+    if sys.platform == "linux":
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+    else:  # pragma: no cover - spawn: each worker imports and compiles for itself
+        context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 

@@ -1,8 +1,9 @@
 """The index's SQLite file: schema, writes of extracted files, and the queries every surface uses.
 
 One file per workspace (``<data dir>/workspaces/<key>/index.sqlite``), WAL so readers never wait for the
-indexer. Definitions are searchable through an FTS5 trigram table (substrings of names, qualified names,
-signatures and docstrings, bm25-ranked).
+indexer. Definitions are searchable through an FTS5 trigram table of qualified names (substrings of names
+too: a name is the tail of its qualified name, so indexing it again found no other row; no bm25 on it, so
+no column sizes) and an FTS5 word table of signatures and docstrings (bm25-ranked).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from ide.codeintel.index.model import Definition, FileSymbols
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump when the schema or what extraction produces changes: an older file is rebuilt from scratch."""
 
 SCHEMA = """
@@ -53,7 +54,7 @@ CREATE INDEX refs_file ON refs (file_id);
 CREATE TABLE imports (file_id INTEGER NOT NULL, module TEXT NOT NULL);
 CREATE INDEX imports_file ON imports (file_id);
 CREATE VIRTUAL TABLE defs_fts USING fts5(
-    name, qualname, content='defs', content_rowid='id', tokenize='trigram'
+    qualname, content='defs', content_rowid='id', tokenize='trigram', columnsize=0
 );
 CREATE VIRTUAL TABLE text_fts USING fts5(
     signature, doc, content='defs', content_rowid='id', tokenize="unicode61 tokenchars '_'"
@@ -70,11 +71,11 @@ b-tree insert per row)."""
 
 TRIGGERS = """
 CREATE TRIGGER IF NOT EXISTS defs_ai AFTER INSERT ON defs BEGIN
-    INSERT INTO defs_fts (rowid, name, qualname) VALUES (new.id, new.name, new.qualname);
+    INSERT INTO defs_fts (rowid, qualname) VALUES (new.id, new.qualname);
     INSERT INTO text_fts (rowid, signature, doc) VALUES (new.id, new.signature, new.doc);
 END;
 CREATE TRIGGER IF NOT EXISTS defs_ad AFTER DELETE ON defs BEGIN
-    INSERT INTO defs_fts (defs_fts, rowid, name, qualname) VALUES ('delete', old.id, old.name, old.qualname);
+    INSERT INTO defs_fts (defs_fts, rowid, qualname) VALUES ('delete', old.id, old.qualname);
     INSERT INTO text_fts (text_fts, rowid, signature, doc) VALUES ('delete', old.id, old.signature, old.doc);
 END;
 """
@@ -177,8 +178,7 @@ class Bulk:
         top = self.db.execute("SELECT coalesce(max(id), 0) FROM defs").fetchone()[0]
         if top > self.fed:
             self.db.execute(
-                "INSERT INTO defs_fts (rowid, name, qualname) "
-                "SELECT id, name, qualname FROM defs WHERE id > ?",
+                "INSERT INTO defs_fts (rowid, qualname) SELECT id, qualname FROM defs WHERE id > ?",
                 (self.fed,),
             )
             self.db.execute(
@@ -273,6 +273,10 @@ def file_rows(symbols: FileSymbols) -> FileRows:
     )
 
 
+FileWrite = tuple[str, int, int, str, FileRows, int | None]
+"""(path, size, mtime_ns, hash, rows, id of the file's old entry or None) of one file to write."""
+
+
 def write_file(
     db: sqlite3.Connection,
     rel: str,
@@ -283,28 +287,39 @@ def write_file(
     old_id: int | None,
 ) -> None:
     """Replace what the index holds for ``rel`` with ``rows``."""
-    if old_id is not None:
-        delete_files(db, [old_id])
-    language, status, note, lines, defs, refs, imports = rows
-    cursor = db.execute(
+    write_files(db, [(rel, size, mtime_ns, digest, rows, old_id)])
+
+
+def write_files(db: sqlite3.Connection, writes: Iterable[FileWrite]) -> None:
+    """Replace what the index holds for each file with its rows: a statement per file for its entry (its
+    id), then one ``executemany`` per table for all the files' definitions, references and imports (a
+    worker's batch at a time in a pass, instead of three per file)."""
+    writes = list(writes)
+    old = [write[5] for write in writes if write[5] is not None]
+    if old:
+        delete_files(db, old)
+    defs: list[tuple[Any, ...]] = []
+    refs: list[tuple[Any, ...]] = []
+    imports: list[tuple[Any, ...]] = []
+    insert = (
         "INSERT INTO files (path, language, size, mtime_ns, hash, status, note, lines) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (rel, language, size, mtime_ns, digest, status, note, lines),
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     )
-    file_id = cursor.lastrowid
+    for rel, size, mtime_ns, digest, (language, status, note, lines, d, r, i), _old in writes:
+        file_id = db.execute(insert, (rel, language, size, mtime_ns, digest, status, note, lines)).lastrowid
+        defs += [(file_id, *row) for row in d]
+        refs += [(file_id, *row) for row in r]
+        imports += [(file_id, module) for module in i]
     if defs:
         db.executemany(
             "INSERT INTO defs (file_id, name, qualname, kind, line, end_line, signature, params, returns, "
             "doc, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(file_id, *row) for row in defs],
+            defs,
         )
     if refs:
-        db.executemany(
-            "INSERT INTO refs (file_id, name, lines, count) VALUES (?, ?, ?, ?)",
-            [(file_id, *r) for r in refs],
-        )
+        db.executemany("INSERT INTO refs (file_id, name, lines, count) VALUES (?, ?, ?, ?)", refs)
     if imports:
-        db.executemany("INSERT INTO imports (file_id, module) VALUES (?, ?)", [(file_id, m) for m in imports])
+        db.executemany("INSERT INTO imports (file_id, module) VALUES (?, ?)", imports)
 
 
 def counts(db: sqlite3.Connection) -> dict[str, int]:
