@@ -28,7 +28,15 @@ import socket
 import sys
 import threading
 
-PRELOAD = ("ide.cli", "ide.backend.server", "ide.backend.session", "ide.llm.scripted", "ide.headless")
+PRELOAD = (
+    # What `arbor acp` imports before it answers session/new, and `arbor run` before it starts it.
+    *("ide.cli", "ide.backend.server", "ide.backend.session", "ide.llm.scripted", "ide.headless"),
+    # What a session imports on first use, in most tests: the index's parser pool and watcher, the
+    # checkpointer; and the language-server client, the MCP SDK and the Ollama client in many.
+    *("concurrent.futures.process", "tree_sitter_language_pack", "watchfiles", "anyio", "aiosqlite"),
+    *("langgraph.checkpoint.sqlite.aio", "pygls.lsp.client", "lsprotocol.types", "mcp.client.stdio"),
+    *("mcp.server.fastmcp", "langchain_ollama"),
+)
 SAME_ENV = ("PYTHON", "LC_", "LANG")
 RELAYED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 FLAG_NAMES = (
