@@ -4,8 +4,10 @@
 backend of ``arbor run`` and of the window, ``arbor jedi-language-server``) in the user's repository.
 Arbor imports much of its stack lazily (the Ollama client with the first Ollama model, pygls with the
 first language server), so a hostile repository's ``ollama.py`` ran when ``arbor run`` first asked the
-model: code from an untrusted repository, run without asking. Each file below writes a marker when it
-is imported."""
+model: code from an untrusted repository, run without asking. multiprocessing's own children (the index's
+fork server and resource tracker) start as ``python -c``, which does the same, so a repository's
+``multiprocessing/`` package ran at ``arbor index .``. Each file below writes a marker when it is
+imported."""
 
 from __future__ import annotations
 
@@ -19,13 +21,20 @@ import pytest
 from ide import cli, self_command
 from tests.support.git import git
 
-SHADOWS = ("ollama.py", "langchain_ollama.py", "httpx.py", "pygls.py", "jedi.py", "ide/__init__.py")
+SHADOWS = (
+    *("ollama.py", "langchain_ollama.py", "httpx.py", "pygls.py", "jedi.py", "ide/__init__.py"),
+    "multiprocessing/__init__.py",
+)
+MODULES = 40
+"""Python files in the repository: more than the index parses without its process pool."""
 
 
 def _hostile(root: Path, markers: Path) -> Path:
     """A git repository whose root shadows modules Arbor imports, each leaving a marker when imported."""
     root.mkdir()
     (root / "app.py").write_text("def greet(name):\n    return 'Hello, ' + name\n")
+    for n in range(MODULES):
+        (root / f"mod{n}.py").write_text(f"def f{n}(x):\n    return x + {n}\n")
     for shadow in SHADOWS:
         path = root / shadow
         path.parent.mkdir(exist_ok=True)
@@ -71,6 +80,35 @@ def test_arbors_children_never_start_from_a_package_in_their_working_dir(tmp_pat
     child = subprocess.run(self_command("--help"), cwd=repo, capture_output=True, text=True, timeout=60)
     assert sorted(path.name for path in markers.iterdir()) == []
     assert child.returncode == 0 and "usage: arbor" in child.stdout
+
+
+def test_arbor_index_in_a_hostile_repository_imports_none_of_its_files(tmp_path: Path) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    repo = _hostile(tmp_path / "repo", markers)
+    run = subprocess.run(
+        [_arbor_script(), "index", "."], cwd=repo, capture_output=True, text=True, timeout=120
+    )
+    assert sorted(path.name for path in markers.iterdir()) == []
+    assert run.returncode == 0, run.stderr
+    assert f"{len(list(repo.rglob('*.py')))} parsed" in run.stdout
+
+
+def test_the_index_pools_children_never_import_from_the_working_dir(tmp_path: Path) -> None:
+    """Whatever the core count (the pool is skipped on one core): the pool's fork server and workers, started
+    by a process whose own path is clean but whose flags carry no -P."""
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    repo = _hostile(tmp_path / "repo", markers)
+    code = (
+        "import sys; sys.path.remove('')\n"
+        "from ide.codeintel.index.parsing import new_pool\n"
+        "with new_pool(2) as pool:\n"
+        "    print(pool.submit(abs, -3).result())\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert sorted(path.name for path in markers.iterdir()) == []
+    assert run.stdout.strip() == "3", run.stderr
 
 
 def test_the_working_dir_leaves_the_path_unless_arbor_comes_from_it(

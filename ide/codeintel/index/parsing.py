@@ -37,7 +37,30 @@ PRELOAD = ["ide.codeintel.index.preload"]
 """What the fork server imports before it forks a worker (it starts with the first pool of the process)."""
 
 
+def _children_without_cwd() -> None:
+    """Start multiprocessing's children with ``-P``, as if this process had been started with it.
+
+    multiprocessing starts its fork server, its resource tracker and spawned workers as ``python -c ...``
+    with this process's flags, in this process's working directory; ``-c`` puts that directory first on
+    ``sys.path`` before the child imports ``multiprocessing`` itself. Arbor runs in the user's repository
+    (``arbor index .``, ``arbor acp`` started by an editor in the project), so a repository's
+    ``multiprocessing/`` package ran there, untrusted (docs/traps.md). Patched once, for this process."""
+    from multiprocessing import util
+
+    flags = util._args_from_interpreter_flags
+    if getattr(flags, "arbor_safe_path", False) or getattr(sys, "frozen", False):
+        return
+
+    def with_safe_path() -> list[str]:
+        args = flags()
+        return args if "-P" in args or "-I" in args else ["-P", *args]
+
+    with_safe_path.arbor_safe_path = True  # type: ignore[attr-defined]
+    util._args_from_interpreter_flags = with_safe_path
+
+
 def new_pool(workers: int) -> ProcessPoolExecutor:
+    _children_without_cwd()
     if sys.platform == "linux":
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
