@@ -80,14 +80,15 @@ def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     socket_path = os.path.join(folder, "s")
     python_path = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(FORK_SERVER), *filter(None, [python_path])])
-    server = subprocess.Popen(
-        [sys.executable, "-P", str(FORK_SERVER / "server.py"), socket_path],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        # What it refused, and why, is kept with the run's temp dirs (pytest keeps the last three).
-        stderr=open(tmp_path_factory.getbasetemp() / "fork-server.log", "wb"),  # noqa: SIM115 - the server's
-        env=os.environ.copy(),
-    )
+    # What it forked and refused, and why, is kept with the run's temp dirs (pytest keeps the last three).
+    with open(tmp_path_factory.getbasetemp() / "fork-server.log", "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-P", str(FORK_SERVER / "server.py"), socket_path],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=os.environ.copy(),
+        )
     os.environ[FORK_SERVER_ENV] = socket_path  # until it listens, callers start as usual
     try:
         yield

@@ -28,6 +28,9 @@ import socket
 import sys
 import threading
 
+# The client's own lists (it is imported at every start, from the PYTHONPATH the conftest gives us both).
+from sitecustomize import FLAGS, RELAYED
+
 PRELOAD = (
     # What `arbor acp` imports before it answers session/new, and `arbor run` before it starts it.
     *("ide.cli", "ide.backend.server", "ide.backend.session", "ide.llm.scripted", "ide.headless"),
@@ -38,19 +41,13 @@ PRELOAD = (
     *("mcp.server.fastmcp", "langchain_ollama"),
 )
 SAME_ENV = ("PYTHON", "LC_", "LANG")
-RELAYED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
-FLAG_NAMES = (
-    "debug", "inspect", "interactive", "optimize", "dont_write_bytecode", "no_user_site", "no_site",
-    "ignore_environment", "verbose", "bytes_warning", "quiet", "hash_randomization", "isolated", "dev_mode",
-    "utf8_mode", "warn_default_encoding", "int_max_str_digits",
-)  # fmt: skip
 
 
 def refusal(request: dict, base_path: list[str]) -> str:
     """Why this server cannot run ``request`` as the caller's own interpreter would, or ''."""
     if request["executable"] != sys.executable:
         return "another interpreter"
-    if request["flags"] != {name: getattr(sys.flags, name) for name in FLAG_NAMES}:
+    if request["flags"] != {name: getattr(sys.flags, name) for name in FLAGS}:
         return "other interpreter flags"
     if request["warnoptions"] != sys.warnoptions or request["pycache_prefix"] != sys.pycache_prefix:
         return "other warning or bytecode options"
@@ -60,6 +57,8 @@ def refusal(request: dict, base_path: list[str]) -> str:
     theirs = {k: v for k, v in request["env"].items() if k.startswith(SAME_ENV)}
     if ours != theirs:
         return "other PYTHON* or locale variables"
+    if threading.active_count() != 1:
+        return "a thread is running"  # a fork would copy it without its thread
     return ""
 
 
@@ -151,8 +150,7 @@ class Server:
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.selector.register(0, selectors.EVENT_READ, ("parent", None))
         self.callers: dict[int, socket.socket] = {}  # child pid -> its stand-in's connection
-        self.pidfds: dict[int, int] = {}  # child pid -> pidfd
-        self.argvs: dict[int, list[str]] = {}  # child pid -> what it runs (for the log)
+        self.children: dict[int, tuple[int, list[str]]] = {}  # child pid -> its pidfd, what it runs
 
     def serve(self) -> None:
         while True:
@@ -177,12 +175,12 @@ class Server:
             conn.close()
             return
         reason = refusal(request, self.base_path)
-        if reason or threading.active_count() != 1:
-            print(f"refused {request['orig_argv']}: {reason or 'a thread'}", file=sys.stderr, flush=True)
+        if reason:
+            print(f"refused {request['orig_argv']}: {reason}", file=sys.stderr, flush=True)
             for fd in fds:
                 os.close(fd)
             with contextlib.suppress(OSError):
-                conn.sendall(f"no {reason or 'a thread is running'}\n".encode())
+                conn.sendall(f"no {reason}\n".encode())
             conn.close()
             return
         pid = os.fork()
@@ -192,8 +190,7 @@ class Server:
         for fd in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
-        self.pidfds[pid] = pidfd
-        self.argvs[pid] = request["argv"]
+        self.children[pid] = (pidfd, request["argv"])
         self.selector.register(pidfd, selectors.EVENT_READ, ("exited", pid))
         try:
             conn.sendall(f"pid {pid}\n".encode())
@@ -213,15 +210,14 @@ class Server:
         conn.close()
         for caller in self.callers.values():
             caller.close()
-        for pidfd in self.pidfds.values():
+        for pidfd, _argv in self.children.values():
             os.close(pidfd)
 
     def reap(self, pid: int) -> None:
         _, status, usage = os.wait4(pid, 0)
-        argv, code = self.argvs.pop(pid, []), os.waitstatus_to_exitcode(status)
-        cpu = usage.ru_utime + usage.ru_stime
+        pidfd, argv = self.children.pop(pid)
+        code, cpu = os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
         print(f"ran {argv} cpu={cpu:.2f}s exit={code}", file=sys.stderr, flush=True)
-        pidfd = self.pidfds.pop(pid)
         self.selector.unregister(pidfd)
         os.close(pidfd)
         conn = self.callers.get(pid)

@@ -33,7 +33,7 @@ FLAGS = (
     "utf8_mode",
     "warn_default_encoding",
     "int_max_str_digits",
-)  # every flag but safe_path (-P), which the server copies
+)  # every flag but safe_path (-P), which the server copies; the server compares them too
 RELAYED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 
 
@@ -54,14 +54,13 @@ def _request(safe_path: bool, rest: list[str]) -> dict[str, object]:
         "cwd": os.getcwd(),
         "env": dict(os.environ),
         "umask": umask,
-        "stdio": [{field: getattr(stream, field, None) for field in STDIO_FIELDS} for stream in _streams()],
+        "stdio": [
+            {field: getattr(stream, field, None) for field in STDIO_FIELDS}
+            for stream in (sys.stdin, sys.stdout, sys.stderr)
+        ],
         "ignored": [name for name in RELAYED if signal.getsignal(getattr(signal, name)) == signal.SIG_IGN],
         "blocked": [int(sig) for sig in signal.pthread_sigmask(signal.SIG_BLOCK, [])],
     }
-
-
-def _streams() -> tuple[object, object, object]:
-    return (sys.stdin, sys.stdout, sys.stderr)
 
 
 def _read_line(sock: object) -> str:
