@@ -19,6 +19,7 @@ from ide.protocol.tree import (
     write_jsonl,
 )
 from ide.search.tree import TreeRecorder
+from tests.support.sqlite_reader import from_threads
 
 
 def ticking_clock(start: float = 1000.0) -> itertools.count[float]:
@@ -210,28 +211,18 @@ def test_concurrent_adds_get_unique_ids_and_emit_in_seq_order() -> None:
     threads, per_thread = 8, 150
     start = threading.Barrier(threads)
     made: list[list[str]] = [[] for _ in range(threads)]
-    errors: list[Exception] = []
 
     def expand(worker: int) -> None:
         start.wait()
         tip = root
-        try:
-            for i in range(per_thread):
-                # a chain per worker, with siblings on the root, and updates in between
-                node = recorder.add(tip if i % 3 else root, kind="thought", label=f"{worker}.{i}")
-                recorder.update(node, status="evaluated", visits=i + 1)
-                made[worker].append(node)
-                tip = node
-        except Exception as exc:
-            errors.append(exc)
+        for i in range(per_thread):
+            # a chain per worker, with siblings on the root, and updates in between
+            node = recorder.add(tip if i % 3 else root, kind="thought", label=f"{worker}.{i}")
+            recorder.update(node, status="evaluated", visits=i + 1)
+            made[worker].append(node)
+            tip = node
 
-    workers = [threading.Thread(target=expand, args=(w,)) for w in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-
-    assert errors == []
+    assert from_threads(expand, threads) == []
     ids = [node for chain in made for node in chain]
     assert len(set(ids)) == threads * per_thread
     assert [event.seq for event in emitted] == list(range(1, 1 + 1 + 2 * threads * per_thread))
