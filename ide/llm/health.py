@@ -14,6 +14,7 @@ from ide.llm.errors import TOOL_CAPABLE_EXAMPLES, ModelError
 from ide.llm.scripted import load_script
 from ide.llm.spec import ModelSpec
 from ide.llm.window import context_length_of
+from ide.llm.wire import tls
 from ide.settings import Settings
 
 PROBE_TIMEOUT_S = 3.0
@@ -51,7 +52,7 @@ def _same_model(wanted: str, name: str) -> bool:
 async def _probe_ollama(spec: ModelSpec, settings: Settings) -> list[HealthCheck]:
     host = settings.llm.ollama_host
     names = ("model server reachable", "model pulled", "model supports tools", "context window")
-    async with httpx.AsyncClient(base_url=host, timeout=PROBE_TIMEOUT_S) as client:
+    async with httpx.AsyncClient(base_url=host, timeout=PROBE_TIMEOUT_S, verify=tls()) as client:
         try:
             response = await client.get("/api/tags")
             response.raise_for_status()

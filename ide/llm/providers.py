@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 
 from ide.llm.errors import api_key_missing, provider_missing
 from ide.llm.spec import ModelSpec
+from ide.llm.wire import tls
 from ide.settings import LlmSettings
 
 CONNECT_TIMEOUT_S = 10.0
@@ -44,7 +45,10 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
             reasoning=settings.reasoning,
             # A dead host should fail in seconds; the router bounds the first chunk and the silences
             # between chunks itself, so the client only needs to outlast the longer of the two.
-            client_kwargs={"timeout": httpx.Timeout(_read_timeout(settings), connect=CONNECT_TIMEOUT_S)},
+            client_kwargs={
+                "timeout": httpx.Timeout(_read_timeout(settings), connect=CONNECT_TIMEOUT_S),
+                "verify": tls(),  # one context for the sync and async clients of every model
+            },
         )
     if spec.provider == "openai":
         module = _import_extra("langchain_openai", "openai")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ide.llm.providers import KNOWN_CONTEXT_WINDOWS, known_context_window
+from ide.llm.wire import tls
 
 if TYPE_CHECKING:
     from ide.llm.spec import ModelSpec
@@ -91,7 +92,7 @@ async def served_window(base_url: str, model: str, api_key: str | None = None) -
     )
     answered = False
     template: str | None = None
-    async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers) as client:
+    async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers, verify=tls()) as client:
         for url, read, source in asks:
             try:
                 response = await client.get(url)
@@ -141,7 +142,7 @@ async def served_template(base_url: str, api_key: str | None = None) -> str | No
     for a window that was not read from the server (``llm.context_window`` set)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers) as client:
+        async with httpx.AsyncClient(timeout=ASK_TIMEOUT_S, headers=headers, verify=tls()) as client:
             response = await client.get(f"{server_root(base_url)}/props")
         return template_note(response.json()) if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
@@ -150,7 +151,7 @@ async def served_template(base_url: str, api_key: str | None = None) -> str | No
 
 async def ollama_show(host: str, model: str) -> dict[str, Any]:
     """POST /api/show for ``model``; raises httpx errors as they come."""
-    async with httpx.AsyncClient(base_url=host, timeout=ASK_TIMEOUT_S) as client:
+    async with httpx.AsyncClient(base_url=host, timeout=ASK_TIMEOUT_S, verify=tls()) as client:
         response = await client.post("/api/show", json={"model": model})
         response.raise_for_status()
         data = response.json()

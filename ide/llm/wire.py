@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 from collections.abc import Sequence
 from typing import Any
 
+import httpx
 from pydantic import BaseModel
 
 from ide.llm.errors import ModelError, status_code
@@ -16,6 +19,14 @@ _DROPPED = frozenset(
     {"RemoteProtocolError", "ReadError", "IncompleteRead", "ChunkedEncodingError", "APIConnectionError"}
 )
 """Exception types of a connection dropped mid-answer (httpx, urllib3, requests, openai)."""
+
+
+@functools.cache
+def tls() -> ssl.SSLContext:
+    """The TLS context of this process's HTTP clients to model servers. httpx builds one for each client
+    (certifi's roots read and parsed again, ~4 ms) and a session makes several; this is that same default
+    (``SSL_CERT_FILE``/``SSL_CERT_DIR`` honoured as httpx does), built once."""
+    return httpx.create_ssl_context()
 
 
 def openai_response_format(schema: type[BaseModel]) -> dict[str, Any]:

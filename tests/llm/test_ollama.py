@@ -7,11 +7,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool
 
 from ide.llm import ContextTier, ModelRouter
+from ide.llm.wire import tls
 from tests.support.fake_ollama import FakeOllama
 from tests.support.models import MODEL, make_settings
 
@@ -51,6 +53,28 @@ async def test_streams_text_in_pieces_and_sends_num_ctx(fake_ollama: Start) -> N
     assert body["messages"][-1] == {"role": "user", "content": "What does a.py do?"}
     assert reply.usage_metadata is not None
     assert (reply.usage_metadata["input_tokens"], reply.usage_metadata["output_tokens"]) == (120, 9)
+
+
+async def test_the_model_clients_share_one_tls_context_and_still_answer(
+    fake_ollama: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpx built a TLS context (certifi's roots parsed, ~4 ms) for each client: two per model and one per
+    window or health ask. Now the process builds one; the calls work as before."""
+    built: list[object] = []
+    real = httpx.create_ssl_context
+    monkeypatch.setattr(httpx, "create_ssl_context", lambda *a, **k: built.append(1) or real(*a, **k))
+    tls.cache_clear()
+    server = fake_ollama([{"content": "Fine.", "prompt_eval_count": 9, "eval_count": 1}] * 2)
+    for _ in range(2):  # two routers: two sessions' models
+        router = ModelRouter(make_settings(server.url))
+        reply = await router.stream("react", ASK, on_chunk=Recorder())
+        assert reply.content == "Fine."
+        await router.context_window("react")  # asks /api/show with a client of its own
+        model: Any = router.chat_model("react")
+        for client in (model._client._client, model._async_client._client):
+            assert client._transport._pool._ssl_context is tls()
+    assert len(server.chat_bodies) == 2
+    assert len(built) == 1
 
 
 async def test_ollama_thinking_field_becomes_thoughts_when_reasoning_is_unset(fake_ollama: Start) -> None:
