@@ -105,10 +105,9 @@ class ConfinedFS:
         self.root = Path(os.path.realpath(root))
         self.settings = settings or WorkspaceSettings()
         self.overlay = overlay
-        secrets = secret_patterns(self.settings.secrets)
-        self._excludes = GitIgnoreSpec.from_lines([*ALWAYS_EXCLUDED, *self.settings.exclude, *secrets])
-        self._maybe_excluded = any_pattern(self._excludes)
-        self._secrets = GitIgnoreSpec.from_lines(secrets)
+        secrets = tuple(secret_patterns(self.settings.secrets))
+        self._excludes, self._maybe_excluded = _excludes((*ALWAYS_EXCLUDED, *self.settings.exclude, *secrets))
+        self._secrets = _spec(secrets)
         self._secret_dirs: dict[tuple[str, ...], bool] = {}
         self.skipped = 0
         """Directories the walks skipped (deeper than MAX_DEPTH, or a loop) since the last reset."""
@@ -395,6 +394,20 @@ def any_pattern(spec: GitIgnoreSpec) -> re.Pattern[str]:
     if anywhere:
         others.insert(0, "(?:^|/)(?:" + "|".join(f"(?:{text})" for text in anywhere) + ")")
     return re.compile("|".join(f"(?:{text})" for text in others) if others else r"(?!)")
+
+
+@lru_cache(maxsize=32)
+def _spec(lines: tuple[str, ...]) -> GitIgnoreSpec:
+    """The compiled gitignore ``lines``, shared by the workspaces of one process that have the same ones
+    (a session builds several; compiling the default ones took ~4 ms each time). Only matched, never
+    changed."""
+    return GitIgnoreSpec.from_lines(lines)
+
+
+@lru_cache(maxsize=32)
+def _excludes(lines: tuple[str, ...]) -> tuple[GitIgnoreSpec, re.Pattern[str]]:
+    spec = _spec(lines)
+    return spec, any_pattern(spec)
 
 
 def is_binary(data: bytes) -> bool:
