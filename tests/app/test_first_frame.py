@@ -80,7 +80,7 @@ CHILD = textwrap.dedent(
             window.close()
 
     class FirstPaint(QObject):
-        # The bench's probe (bench/startup.py): the first paint of anything in the main window.
+        # The first paint of anything in the main window (the window itself paints first: bench/startup.py).
         def eventFilter(self, obj, event):
             if "paint" not in seen and event.type() == QEvent.Type.Paint and isinstance(obj, QWidget):
                 window = obj.window()
