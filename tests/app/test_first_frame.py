@@ -40,6 +40,9 @@ when they are shown or read."""
 DEFERRED_MODULES = ("ide.app.eval_panel", "ide.app.tree_view")
 """What only those panels import (the Eval panel's chart and tables, the tree's scene and inspector)."""
 
+DIALOG_MODULES = ("ide.app.permission", "ide.app.trust")
+"""What only the permission and trust dialogs import."""
+
 CHILD = textwrap.dedent(
     """
     import gc, json, sys
@@ -87,6 +90,7 @@ CHILD = textwrap.dedent(
                 if isinstance(window, QMainWindow):
                     seen["paint"] = sorted(sys.modules)
                     seen["full_passes"] = len(full_passes)
+                    seen["dialogs"] = sorted(type(d).__name__ for d in window.findChildren(QDialog))
                     seen["built"] = built_wire_models()
                     seen["state"] = str(window.bridge.state)
                     seen["spawned"] = window.bridge.process is not None
@@ -94,7 +98,7 @@ CHILD = textwrap.dedent(
                     window.bridge.stateChanged.connect(lambda state: report(window, state))
             return False
 
-    from PySide6.QtWidgets import QWidget
+    from PySide6.QtWidgets import QDialog, QWidget
     first_paint = FirstPaint()
     app.installEventFilter(first_paint)
     from ide.app.main import run_gui
@@ -129,6 +133,10 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
     # The window's modules import with the collector off and are frozen after (ide.gcpolicy.quiet_imports):
     # no full collection walks them before the first frame (one did, at ~45 ms of collections in all).
     assert seen["full_passes"] == 0
+    # No dialog is made for it (permission, trust, symbol search, the locations picker): each is made
+    # when first asked for, and their own modules load then.
+    assert seen["dialogs"] == []
+    assert set(DIALOG_MODULES).isdisjoint(seen["paint"])
     # The hidden docks are there (their tabs, their View-menu entries) but their panels are not built yet…
     assert seen["built_at_paint"] == dict.fromkeys(DEFERRED, False)
     assert set(DEFERRED_MODULES).isdisjoint(seen["paint"])  # they load with their panels
