@@ -42,6 +42,8 @@ DEFERRED_MODULES = ("ide.app.eval_panel", "ide.app.tree_view")
 
 DIALOG_MODULES = ("ide.app.permission", "ide.app.trust")
 """What only the permission and trust dialogs import."""
+WIRE_LATER = ("ide.protocol.eval", "ide.protocol.memory", "ide.protocol.workflow")
+"""Wire models only requests and panels after the first frame use (eval reports, memory, workflows)."""
 
 CHILD = textwrap.dedent(
     """
@@ -137,12 +139,14 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
     # when first asked for, and their own modules load then.
     assert seen["dialogs"] == []
     assert set(DIALOG_MODULES).isdisjoint(seen["paint"])
+    assert set(WIRE_LATER).isdisjoint(seen["paint"])
     # The hidden docks are there (their tabs, their View-menu entries) but their panels are not built yet…
     assert seen["built_at_paint"] == dict.fromkeys(DEFERRED, False)
     assert set(DEFERRED_MODULES).isdisjoint(seen["paint"])  # they load with their panels
     # …and they are once the frame is on screen, without being asked for.
     assert seen["built_later"] == dict.fromkeys(DEFERRED, True)
     assert set(DEFERRED_MODULES) <= set(seen["ready"])
+    assert "ide.protocol.memory" in seen["ready"]  # with the Memory panel
     # Of ~70 wire models none is built (the Review pane's empty history is constructed, not validated).
     assert seen["built"] == []
     # The first frame shows the backend starting (what the window is about to do), but nothing is spawned.
