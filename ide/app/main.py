@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import os
-import signal
-import sys
-from collections.abc import Coroutine
-from pathlib import Path
-from typing import Any
+from ide.gcpolicy import quiet_imports, settle_heap, settle_run
 
-import qasync
-from PySide6.QtCore import QCoreApplication, QSettings, QTimer
-from PySide6.QtWidgets import QApplication
-from shiboken6 import isValid
+# What the window imports lives as long as it does: the cycle collector need not walk it before the first
+# frame (ide.gcpolicy; settle_heap looks at it once the first session is ready).
+with quiet_imports():
+    import asyncio
+    import contextlib
+    import logging
+    import os
+    import signal
+    import sys
+    from collections.abc import Coroutine
+    from pathlib import Path
+    from typing import Any
 
-from ide.agentproc import AgentChoice
-from ide.app.theme import apply_theme
-from ide.app.window import MainWindow
-from ide.gcpolicy import settle_heap, settle_run
-from ide.logs import setup_logging
+    import qasync
+    from PySide6.QtCore import QCoreApplication, QSettings, QTimer
+    from PySide6.QtWidgets import QApplication
+    from shiboken6 import isValid
+
+    from ide.agentproc import AgentChoice
+    from ide.app.theme import apply_theme
+    from ide.app.window import MainWindow
+    from ide.logs import setup_logging
 
 APP_NAME = "arbor"
 ORGANIZATION = "arbor"

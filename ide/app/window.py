@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import partial
+from functools import cached_property, partial
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,11 +17,13 @@ from ide.app.banner import Banner, BannerBar
 from ide.app.docks import AppContext, Dock, Part, registry
 from ide.app.docks.base import DOCK_SHARE
 from ide.app.docks.capabilities import Chat
-from ide.app.permission import PermissionDialog
 from ide.app.status import BackendStatus
 from ide.app.viewer import CodeViewer
 from ide.protocol import ErrorInfo
 from ide.settings import ResolvedSettings, Settings, SettingsError, load_settings
+
+if TYPE_CHECKING:
+    from ide.app.permission import PermissionDialog
 
 DEFAULT_SIZE = (1280, 800)
 DEFAULT_DOCK_SHARES = (0.18, 0.3)
@@ -152,9 +154,8 @@ class MainWindow(QMainWindow):
         )
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
         self.firstPainted.connect(self.build_deferred)
-        self.permission_dialog = PermissionDialog(self, self.workspace, self._agent_shadow)
-        self.bridge.permission_handler = self.permission_dialog.ask
-        self.bridge.cancelRequested.connect(self.permission_dialog.cancel_turn)
+        self.bridge.permission_handler = self._ask_permission
+        self.bridge.cancelRequested.connect(self._cancel_permission)
         self._restore_layout()
         if settings_error is not None:
             self.banner.show_error(
@@ -186,6 +187,21 @@ class MainWindow(QMainWindow):
 
         if waiting:
             QTimer.singleShot(0, self, next_one)
+
+    @cached_property
+    def permission_dialog(self) -> PermissionDialog:
+        """The agent's permission questions, asked one at a time: made at the first question (or when read),
+        never for the first frame."""
+        from ide.app.permission import PermissionDialog
+
+        return PermissionDialog(self, self.workspace, self._agent_shadow)
+
+    async def _ask_permission(self, session_id: str, tool_call: Any, options: list[Any]) -> str | None:
+        return await self.permission_dialog.ask(session_id, tool_call, options)
+
+    def _cancel_permission(self) -> None:
+        if "permission_dialog" in self.__dict__:  # no dialog yet: no question is open
+            self.permission_dialog.cancel_turn()
 
     def _agent_shadow(self) -> Path | None:
         """The shadow of the workspace the running agent works in, if it does."""

@@ -19,10 +19,10 @@ from PySide6.QtWidgets import QFileDialog
 from ide.app.docks.base import BOTTOM_ON_DEMAND, AppContext, Dock, Spec
 from ide.app.docks.capabilities import EvalReports, SearchTrees
 from ide.app.docks.needs import Requires
-from ide.protocol.eval import REPORT_FILE, EvalRun, ReportError, load_report
 
 if TYPE_CHECKING:
     from ide.app.eval_panel import EvalPanel
+    from ide.protocol.eval import EvalRun
 
 LAST_REPORT_KEY = "eval/lastReport"
 RELOAD_DELAY_MS = 150
@@ -80,6 +80,8 @@ class EvalDock(Dock):
     def open_report(self, path: Path, *, show: bool = True) -> bool:
         """Open ``report.json`` or the directory holding it, and watch it; False (the dock says why) if it
         is not a report."""
+        from ide.protocol.eval import REPORT_FILE, ReportError, load_report  # after the first frame
+
         path = Path(path)
         file = path / REPORT_FILE if path.is_dir() else path
         try:
@@ -107,6 +109,8 @@ class EvalDock(Dock):
         """Read the shown report again; if it cannot be read now, the last good one stays, with the reason."""
         if self.source is None:
             return
+        from ide.protocol.eval import ReportError, load_report
+
         self._watch()  # a replaced file (atomic save) is a new file to the watcher
         try:
             report = load_report(self.source)
@@ -160,6 +164,8 @@ class EvalDock(Dock):
             self._reload_timer.start()
 
     def _open_dialog(self) -> None:
+        from ide.protocol.eval import REPORT_FILE
+
         start = str(self.source.parent) if self.source is not None else str(self.ctx.workspace)
         path, _ = QFileDialog.getOpenFileName(
             self.ctx.window,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QPoint, QTimer, Signal
 from PySide6.QtWidgets import QToolTip
@@ -11,7 +12,6 @@ from PySide6.QtWidgets import QToolTip
 from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
-from ide.app.symbols import LocationPicker
 from ide.app.viewer import plain_hover
 from ide.protocol.lsp import (
     LSP_DEFINITION,
@@ -23,6 +23,9 @@ from ide.protocol.lsp import (
     PositionParams,
 )
 from ide.protocol.method import Method
+
+if TYPE_CHECKING:
+    from ide.app.symbols import LocationPicker
 
 INDEX_LABEL = "by name (index)"
 """How the index's answer is labelled until the language server's replaces it."""
@@ -95,7 +98,6 @@ class LanguageServerPart(Part):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        self.picker = LocationPicker(ctx.workspace, ctx.window)
         self._hover_pos: dict[tuple[str, int, int], QPoint] = {}
         self.definition_action = ctx.action(
             "go", "Go to &Definition", lambda: self.ask(LSP_DEFINITION), "F12"
@@ -106,11 +108,19 @@ class LanguageServerPart(Part):
         self.history = JumpHistory()
         self.back_action = ctx.action("go", "&Back", self.go_back, "Alt+Left")
         self.forward_action = ctx.action("go", "&Forward", self.go_forward, "Alt+Right")
-        self.picker.locationChosen.connect(self._jump)
         ctx.viewer.editor.hoverRequested.connect(self._request_hover)
         self.lspAnswered.connect(self._on_answer)
         self._pending: dict[str, _Pending] = {}
         """F12's and Shift+F12's question being answered, by method, until the server's answer comes."""
+
+    @cached_property
+    def picker(self) -> LocationPicker:
+        """The picker for several answers: made when first shown (or read), never for the first frame."""
+        from ide.app.symbols import LocationPicker
+
+        picker = LocationPicker(self.ctx.workspace, self.ctx.window)
+        picker.locationChosen.connect(self._jump)
+        return picker
 
     def ask(
         self, method: Method[PositionParams, Any], line: int | None = None, column: int | None = None

@@ -10,7 +10,7 @@ request explains itself in the banner and leaves nothing pending; it never touch
 from __future__ import annotations
 
 import datetime
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
@@ -32,19 +32,9 @@ from PySide6.QtWidgets import (
 
 from ide.app.docks.base import SIDE, AppContext, Dock, Spec
 from ide.protocol import ErrorInfo
-from ide.protocol.memory import (
-    MEMORY_DELETE,
-    MEMORY_EXPORT,
-    MEMORY_KEEP,
-    MEMORY_SEARCH,
-    NAMESPACES,
-    MemoryDeleteParams,
-    MemoryEntry,
-    MemoryExportParams,
-    MemoryKeepParams,
-    MemoryList,
-    MemorySearchParams,
-)
+
+if TYPE_CHECKING:  # the wire models load with the panel and the requests, after the first frame
+    from ide.protocol.memory import MemoryEntry, MemoryList
 
 COALESCE_MS = 200
 UNREVIEWED_COLOUR = QColor("#b7791f")
@@ -93,6 +83,8 @@ class MemoryPanel(QWidget):
         self.query.setPlaceholderText("Search memory…")
         self.namespace = QComboBox()
         self.namespace.addItem("all", "")
+        from ide.protocol.memory import NAMESPACES
+
         for name in NAMESPACES:
             self.namespace.addItem(name, name)
         self.list = QListWidget()
@@ -249,6 +241,8 @@ class MemoryDock(Dock):
 
     def search(self, query: str, namespace: str, unreviewed_only: bool = False) -> None:
         """Search the memory; the result fills the panel."""
+        from ide.protocol.memory import MEMORY_SEARCH, MemorySearchParams
+
         session_id = self.bridge.session_id
         if session_id is not None and self.bridge.supports(MEMORY_SEARCH):
             params = MemorySearchParams(
@@ -261,6 +255,8 @@ class MemoryDock(Dock):
 
     def delete(self, memory_id: int) -> None:
         """Forget an entry; the delete button waits for the answer."""
+        from ide.protocol.memory import MEMORY_DELETE, MemoryDeleteParams
+
         session_id = self.bridge.session_id
         if session_id is None:
             return
@@ -271,6 +267,8 @@ class MemoryDock(Dock):
 
     def keep(self, memory_id: int) -> None:
         """Keep an agent-written note: later prompts may use it."""
+        from ide.protocol.memory import MEMORY_KEEP, MemoryKeepParams
+
         session_id = self.bridge.session_id
         if session_id is not None:
             params = MemoryKeepParams(session_id=session_id, id=memory_id)
@@ -278,6 +276,8 @@ class MemoryDock(Dock):
 
     def export(self, path: str | None = None) -> None:
         """Write every entry to ``path`` (asked for when None) as JSON."""
+        from ide.protocol.memory import MEMORY_EXPORT, MemoryExportParams
+
         session_id = self.bridge.session_id
         if session_id is None:
             return
@@ -294,6 +294,8 @@ class MemoryDock(Dock):
         self.panel.refresh()
 
     def on_session_ready(self, *_: object) -> None:
+        from ide.protocol.memory import MEMORY_SEARCH
+
         self.deleting = None
         self.panel.setEnabled(self.bridge.supports(MEMORY_SEARCH))
         self.panel.refresh()

@@ -5,6 +5,7 @@ None of it covers the work: the banner is for what a turn or the backend actuall
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import ClassVar
 
 from PySide6.QtCore import Signal
@@ -51,10 +52,6 @@ class ModelProbe(Part):
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
         self._report = False
-        self.dialog = QMessageBox(ctx.window)
-        self.dialog.setObjectName("probeReport")
-        self.dialog.setWindowTitle("Test model")
-        self.dialog.setIcon(QMessageBox.Icon.Information)
         self.action = ctx.action("agent", "Test &Model", lambda: self.test_models())
         self.action.setToolTip(
             "Send each model one real tool-call request and one structured request, and show how it did"
@@ -63,6 +60,15 @@ class ModelProbe(Part):
         """What the last health check (or a turn's model error) said about the default model."""
         self._blocked: ModelHealth | None = None
         """What a probe found about the default model when the agent cannot act with it (a warning)."""
+
+    @cached_property
+    def dialog(self) -> QMessageBox:
+        """The report of a Test Model: made when first shown (or read), never for the first frame."""
+        dialog = QMessageBox(self.ctx.window)
+        dialog.setObjectName("probeReport")
+        dialog.setWindowTitle("Test model")
+        dialog.setIcon(QMessageBox.Icon.Information)
+        return dialog
 
     def request(self, refresh: bool) -> bool:
         """A fresh probe (a real request per model) or the cached results; False if nothing was sent."""

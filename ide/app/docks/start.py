@@ -25,7 +25,6 @@ from ide.app.docks.capabilities import Chat, EvalReports, ModelChecks, SearchTre
 from ide.app.docks.needs import Requires
 from ide.app.docks.sessions import when
 from ide.app.start_page import StartPage
-from ide.protocol.eval import REPORT_FILE
 from ide.protocol.model import ModelHealth
 
 KEEP_MODEL = 'To keep it for every window, put [llm] model = "{spec}"{url} in config.toml (README: Models).'
@@ -132,6 +131,8 @@ class StartPart(Part):
     def open_report_dialog(self) -> None:
         """Ask for an eval report (the page's Open an eval report…) and show it in the Eval dock."""
         if self.report_dialog is None:
+            from ide.protocol.eval import REPORT_FILE  # reports load after the first frame
+
             dialog = QFileDialog(self.ctx.window, "Open eval report", str(self.ctx.workspace))
             dialog.setObjectName("startReportDialog")
             dialog.setNameFilters([f"Eval reports ({REPORT_FILE})", "JSON (*.json)", "All files (*)"])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
 
 from PySide6.QtCore import Signal
 
@@ -10,8 +11,10 @@ from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
-from ide.app.symbols import SymbolSearch
 from ide.protocol.index import INDEX_SEARCH, SymbolSearchParams, SymbolSearchResult
+
+if TYPE_CHECKING:
+    from ide.app.symbols import SymbolSearch
 
 
 class SymbolSearchPart(Part):
@@ -25,11 +28,18 @@ class SymbolSearchPart(Part):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        self.dialog = SymbolSearch(ctx.workspace, ctx.window)
         self.action = ctx.action("go", "Go to &Symbol…", self.open, "Ctrl+T")
-        self.dialog.queryChanged.connect(self._search)
-        self.dialog.symbolChosen.connect(self.files.open_location)
         self.symbolsFound.connect(self._show)
+
+    @cached_property
+    def dialog(self) -> SymbolSearch:
+        """The popup: made when first opened (or read), never for the first frame."""
+        from ide.app.symbols import SymbolSearch
+
+        dialog = SymbolSearch(self.ctx.workspace, self.ctx.window)
+        dialog.queryChanged.connect(self._search)
+        dialog.symbolChosen.connect(self.files.open_location)
+        return dialog
 
     def open(self) -> None:
         """Open the popup, or say in the banner why there is no symbol search."""

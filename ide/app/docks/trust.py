@@ -3,14 +3,17 @@ before the backend starts when the workspace's config asks for settings that wai
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar
 
 from PySide6.QtWidgets import QToolButton
 
 from ide.app.docks.base import AppContext, Part, Spec
-from ide.app.trust import TrustDialog
 from ide.protocol import ErrorInfo
 from ide.settings import SettingsError, load_settings, trust_store
+
+if TYPE_CHECKING:
+    from ide.app.trust import TrustDialog
 
 
 class Trust(Part):
@@ -22,7 +25,6 @@ class Trust(Part):
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
         self._then_start = False
-        self.dialog = TrustDialog(ctx.window)
         self.button = QToolButton()
         self.button.setObjectName("trustButton")
         self.button.setToolTip(
@@ -31,8 +33,17 @@ class Trust(Part):
         self.button.clicked.connect(self.ask)
         ctx.window.statusBar().insertPermanentWidget(0, self.button)
         self.action = ctx.action("agent", "Workspace &Trust…", self.ask)
-        self.dialog.decided.connect(self._on_decided)
         self._show()
+
+    @cached_property
+    def dialog(self) -> TrustDialog:
+        """What the workspace's config asks for, to trust or keep restricted: made when first asked (or
+        read), never for the first frame."""
+        from ide.app.trust import TrustDialog
+
+        dialog = TrustDialog(self.ctx.window)
+        dialog.decided.connect(self._on_decided)
+        return dialog
 
     def start(self) -> bool:
         """A workspace whose config asks for settings that need trust, and whose user has not answered for

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Signal
 
 from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import Chat
 from ide.app.docks.needs import Requires
-from ide.protocol.workflow import (
-    WORKFLOWS_LIST,
-    WORKFLOWS_SELECT,
-    SelectWorkflowParams,
-    WorkflowList,
-    WorkflowsParams,
-)
+
+if TYPE_CHECKING:
+    from ide.protocol.workflow import WorkflowList
 
 
 class Workflows(Part):
@@ -32,6 +30,13 @@ class Workflows(Part):
 
     def request(self, select: str | None = None) -> bool:
         """List the workflows, or pick ``select`` (``auto``: the orchestrator picks)."""
+        from ide.protocol.workflow import (  # the session's, after the first frame
+            WORKFLOWS_LIST,
+            WORKFLOWS_SELECT,
+            SelectWorkflowParams,
+            WorkflowsParams,
+        )
+
         session_id = self.bridge.session_id
         if session_id is None:
             return False
@@ -42,6 +47,8 @@ class Workflows(Part):
         return self.bridge.request(WORKFLOWS_SELECT, chosen, self.workflowsReceived.emit)
 
     def on_session_ready(self, *_: object) -> None:
+        from ide.protocol.workflow import WORKFLOWS_LIST
+
         if self.bridge.supports(WORKFLOWS_LIST):
             self.request()
 
