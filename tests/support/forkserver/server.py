@@ -265,6 +265,15 @@ def main() -> None:
     for name in PRELOAD:
         __import__(name)
     build_models()
+    # What every session builds once per process (both cached there): the model clients' TLS context
+    # and the default workspace's compiled exclude patterns.
+    from pathlib import Path
+
+    from ide.fs import ConfinedFS
+    from ide.llm.wire import tls
+
+    tls()
+    ConfinedFS(Path(os.sep))
     gc.collect()
     gc.freeze()  # what the imports left stays out of every child's collections (and unshared pages)
     Server(sys.argv[1]).serve()
