@@ -279,6 +279,18 @@ def test_a_pass_killed_in_bulk_mode_is_repaired_on_open(
     reopened.close()
 
 
+def test_a_bulk_pass_checkpoints_less_and_gives_the_default_back(tmp_path: Path) -> None:
+    db = store.connect(tmp_path / "index.sqlite")
+    default = db.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    with store.bulk(db):
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == store.BULK_CHECKPOINT_PAGES
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == default
+    with pytest.raises(RuntimeError), store.bulk(db):
+        raise RuntimeError("a pass that failed")
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == default
+    db.close()
+
+
 def test_two_processes_on_one_folder_parse_it_once(workspace: Path, tmp_path: Path) -> None:
     import subprocess
     import sys
