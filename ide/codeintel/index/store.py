@@ -219,6 +219,7 @@ def bulk(db: sqlite3.Connection) -> Iterator[Bulk]:
         else:
             _finish_bulk(db)
         db.execute(f"PRAGMA wal_autocheckpoint = {int(checkpoint)}")
+        db.execute("PRAGMA wal_checkpoint(PASSIVE)")  # searches after the pass read no long WAL
 
 
 def _finish_bulk(db: sqlite3.Connection) -> None:
