@@ -279,6 +279,25 @@ def test_a_pass_killed_in_bulk_mode_is_repaired_on_open(
     reopened.close()
 
 
+def test_a_bulk_pass_checkpoints_less_and_gives_the_default_back(tmp_path: Path) -> None:
+    path = tmp_path / "index.sqlite"
+    db = store.connect(path)
+    default = db.execute("PRAGMA wal_autocheckpoint").fetchone()[0]
+    rows = (None, "ok", "", 1, [("f", "f", "function", 1, 1, "def f()", "()", "", "", "")], [], [])
+    with store.bulk(db):
+        assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == store.BULK_CHECKPOINT_PAGES
+        store.write_files(db, [(f"m{i}.py", 1, 1, "", rows, None) for i in range(3000)])
+        db.commit()
+        assert path.stat().st_size < 100_000  # all in the WAL meanwhile
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == default
+    pages, page_size = (db.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "page_size"))
+    assert path.stat().st_size == pages * page_size > 100_000  # and in the file once it is done
+    with pytest.raises(RuntimeError), store.bulk(db):
+        raise RuntimeError("a pass that failed")
+    assert db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == default
+    db.close()
+
+
 def test_two_processes_on_one_folder_parse_it_once(workspace: Path, tmp_path: Path) -> None:
     import subprocess
     import sys

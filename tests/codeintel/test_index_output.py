@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import ide.codeintel.index.extract as extract
 import ide.codeintel.index.indexer as indexer
 from ide.codeintel.index import CodeIndex
 from ide.settings import WorkspaceSettings
@@ -134,3 +135,22 @@ def test_a_full_pass_writes_the_pinned_rows(
         assert _output(index, "stdlib/") == STDLIB_OUTPUT
     finally:
         index.close()
+
+
+def test_definitions_by_captures_are_the_ones_by_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's definitions, imports and references are read from the query's captures (no dict per
+    match); every file of the corpus must give what the matches give, field for field."""
+    _corpus(tmp_path)
+    files = sorted(path for path in tmp_path.rglob("*.py") if path.is_file())
+    assert len(files) > 300
+    by_captures = [extract.extract(path.read_bytes(), "python") for path in files]
+    monkeypatch.setattr(extract, "BY_CAPTURES", frozenset())
+    calls = []
+    monkeypatch.setattr(extract, "_by_captures", lambda *args: calls.append(args))  # never called now
+    by_matches = [extract.extract(path.read_bytes(), "python") for path in files]
+    assert not calls
+    assert sum(len(symbols.definitions) for symbols in by_matches) > 5000
+    for path, new, old in zip(files, by_captures, by_matches, strict=True):
+        assert new == old, path

@@ -41,6 +41,9 @@ WRAPPERS = frozenset(
 """Nodes around a definition that its doc comment precedes instead of the definition itself."""
 ATTRIBUTES = frozenset({"attribute_item", "decorator", "annotation", "marker_annotation"})
 """Siblings between a doc comment and its definition (Rust #[derive], decorators)."""
+BY_CAPTURES = frozenset({"python"})
+"""Languages whose definitions are read from the query's captures (``_by_captures``): each pattern has
+one definition and one name, the name its first captured node, and no scopes or receivers."""
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 _TRAILING_COMMENT = re.compile(r"(?<=[:{])\s*(?:#|//)[^\n]*$")
 _OPEN = re.compile(r"([(\[]) ")
@@ -102,27 +105,100 @@ def _one_line(text: str, cap: int) -> str:
 
 def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSymbols) -> None:
     # (start, -end, kind, name, owner, node); scopes (kind "") qualify names without being definitions.
-    found: list[tuple[int, int, str, str, str, Node]] = []
-    seen: dict[tuple[int, int], int] = {}  # node range → index in found
-    references = result.references
+    found = _by_captures(query, root, source, result) if language in BY_CAPTURES else None
+    if found is None:
+        found = _by_matches(query, root, source, result)
+    found.sort(key=lambda item: (item[0], item[1]))
+    stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind) of open containers
+    namespaces: set[str] = set()  # a C++ `void ns::f() {}` is a function, `void Foo::f() {}` a method
+    for start, neg_end, kind, name, owner, node in found:
+        while stack and stack[-1][0] <= start:
+            stack.pop()
+        parent_qual, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
+        if owner:  # Go receivers and C++ out-of-line definitions name their type: Foo.bar
+            parent_qual = f"{parent_qual}.{owner}" if parent_qual else owner
+            parent_kind = "namespace" if parent_qual in namespaces else "scope"
+        qualname = f"{parent_qual}.{name}" if parent_qual else name
+        if kind not in LEAVES:
+            stack.append((-neg_end, qualname, kind or "scope"))
+        if not kind:
+            continue
+        if kind == "namespace":
+            namespaces.add(qualname)
+        if kind == "function" and parent_kind in (*CONTAINERS, "scope"):
+            kind = "method"
+        result.definitions.append(_definition(node, source, language, name, qualname, kind, parent_qual))
+
+
+def _add_references(nodes: list[Node], references: dict[str, list[int]]) -> None:
+    """Lines where each name is used, once each, in the order of ``nodes``."""
     used_names: dict[bytes | None, str] = {}  # a name's bytes → the name (most are used many times)
+    for node in nodes:
+        text = node.text
+        name = used_names.get(text)
+        if name is None:
+            name = text.decode("utf-8", "replace")[:NAME_CAP]  # type: ignore[union-attr]
+            if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
+                name = name.rsplit("::", 1)[1].split("<", 1)[0]
+            used_names[text] = name
+        line = node.start_point[0] + 1
+        lines = references.get(name)
+        if lines is None:
+            references[name] = [line]
+        elif lines[-1] != line:
+            lines.append(line)
+
+
+_Found = list[tuple[int, int, str, str, str, Node]]
+
+
+def _by_captures(query: Query, root: Node, source: bytes, result: FileSymbols) -> _Found | None:
+    """The definitions from the query's captures, without a Python dict per match (most matches are
+    references): each definition is paired with its name by position, which holds where every pattern's
+    name is the first named capture inside its definition and nothing else is captured (``BY_CAPTURES``).
+    None when the captures do not pair up so (the caller then goes by matches)."""
+    captures = QueryCursor(query).captures(root)  # each capture's nodes, not in source order
+    definitions: list[tuple[int, int, str, Node]] = []
+    names = sorted(captures.get("name", ()), key=_start)
+    for capture, nodes in captures.items():
+        if capture.startswith("definition."):
+            kind = capture[11:]
+            definitions += [(node.start_byte, -node.end_byte, kind, node) for node in nodes]
+        elif capture not in ("name", "reference", "import"):
+            return None  # scopes and receivers need their match
+    if len(definitions) != len(names):
+        return None
+    definitions.sort(key=lambda item: (item[0], item[1]))
+    found: _Found = []
+    previous = None
+    for (start, neg_end, kind, node), name_node in zip(definitions, names, strict=True):
+        if (start, neg_end) == previous or not start <= name_node.start_byte < name_node.end_byte <= -neg_end:
+            return None  # two patterns on one node, or a name outside its definition
+        previous = (start, neg_end)
+        found.append((start, neg_end, kind, _text(source, name_node), "", node))
+    imports = captures.get("import")
+    if imports:
+        imports.sort(key=_start)
+        result.imports.extend(_text(source, node).strip("\"'<>`") for node in imports)
+    used = captures.get("reference")
+    if used:
+        used.sort(key=_start)
+        _add_references(used, result.references)
+    return found
+
+
+def _start(node: Node) -> int:
+    return node.start_byte
+
+
+def _by_matches(query: Query, root: Node, source: bytes, result: FileSymbols) -> _Found:
+    found: _Found = []
+    seen: dict[tuple[int, int], int] = {}  # node range → index in found
+    used: list[Node] = []
     for _index, captures in QueryCursor(query).matches(root):
-        used = captures.get("reference")
-        if used is not None:
-            for node in used:
-                text = node.text
-                name = used_names.get(text)
-                if name is None:
-                    name = text.decode("utf-8", "replace")[:NAME_CAP]  # type: ignore[union-attr]
-                    if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
-                        name = name.rsplit("::", 1)[1].split("<", 1)[0]
-                    used_names[text] = name
-                line = node.start_point[0] + 1
-                lines = references.get(name)
-                if lines is None:
-                    references[name] = [line]
-                elif lines[-1] != line:  # lines where the name is used, once each
-                    lines.append(line)
+        references = captures.get("reference")
+        if references is not None:
+            used += references
             continue
         imports = captures.get("import")
         if imports:
@@ -155,26 +231,8 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
             elif found[at][2] in WEAK and kind not in WEAK:  # `const f = () => …` is a function
                 found[at] = entry
             break
-    found.sort(key=lambda item: (item[0], item[1]))
-    stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind) of open containers
-    namespaces: set[str] = set()  # a C++ `void ns::f() {}` is a function, `void Foo::f() {}` a method
-    for start, neg_end, kind, name, owner, node in found:
-        while stack and stack[-1][0] <= start:
-            stack.pop()
-        parent_qual, parent_kind = (stack[-1][1], stack[-1][2]) if stack else ("", "")
-        if owner:  # Go receivers and C++ out-of-line definitions name their type: Foo.bar
-            parent_qual = f"{parent_qual}.{owner}" if parent_qual else owner
-            parent_kind = "namespace" if parent_qual in namespaces else "scope"
-        qualname = f"{parent_qual}.{name}" if parent_qual else name
-        if kind not in LEAVES:
-            stack.append((-neg_end, qualname, kind or "scope"))
-        if not kind:
-            continue
-        if kind == "namespace":
-            namespaces.add(qualname)
-        if kind == "function" and parent_kind in (*CONTAINERS, "scope"):
-            kind = "method"
-        result.definitions.append(_definition(node, source, language, name, qualname, kind, parent_qual))
+    _add_references(used, result.references)
+    return found
 
 
 def _definition(

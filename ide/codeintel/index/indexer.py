@@ -23,7 +23,15 @@ import ide.codeintel.index.parsing as parsing
 import ide.codeintel.index.store as store
 from ide.codeintel.index.languages import EXTENSIONS, FILENAMES
 from ide.codeintel.index.model import FileSymbols
-from ide.codeintel.index.parsing import IN_PROCESS_MAX, EarlyPool, Job, Result, index_batch, new_pool
+from ide.codeintel.index.parsing import (
+    IN_FLIGHT,
+    IN_PROCESS_MAX,
+    EarlyPool,
+    Job,
+    Result,
+    index_batch,
+    new_pool,
+)
 from ide.codeintel.index.subsequence import NameBits, handles
 from ide.fs import ConfinedFS, ToolError, secret_patterns
 from ide.settings import Settings, WorkspaceSettings
@@ -394,7 +402,7 @@ class CodeIndex:
         with new_pool(self.workers) if early is None or early.pool is None else early.pool as pool:
             try:
                 while queue or pending:
-                    while queue and len(pending) < self.workers * 2:
+                    while queue and len(pending) < self.workers * IN_FLIGHT:
                         batch = queue.pop()
                         pending[pool.submit(index_batch, root, batch)] = batch
                     finished, _ = wait(pending, return_when=FIRST_COMPLETED)

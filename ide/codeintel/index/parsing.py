@@ -20,6 +20,9 @@ from ide.fs import is_binary
 IN_PROCESS_MAX = 24
 """Passes with fewer files to parse than this skip the process pool (starting it costs ~0.3 s)."""
 BATCH_BYTES = 1_500_000
+IN_FLIGHT = 4
+"""Batches sent ahead per worker: enough that none waits while the writer stores a batch or feeds the
+search tables (with two, the workers idled ~8 % of a pass)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +102,7 @@ class EarlyPool:
         if self.pool is None:
             self.pool = new_pool(self.workers)
         self.running = [future for future in self.running if not future.done()]
-        while self.queue and len(self.running) < self.workers * 2:
+        while self.queue and len(self.running) < self.workers * IN_FLIGHT:
             batch = self.queue.pop(0)
             try:
                 future = self.pool.submit(index_batch, self.root, batch)
