@@ -37,7 +37,7 @@ _cache_bytecode()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding a ``long`` test first: the workers (``-n 3 --dist loadfile``) take files in collection
+    """Files holding a ``long`` test first: the workers (``-n 2 --dist loadfile``) take files in collection
     order, and a long file taken last would leave one worker running it alone while the other waits."""
     first = {item.path for item in items if item.get_closest_marker("long")}
     items.sort(key=lambda item: item.path not in first)  # stable: the order inside each file is kept
