@@ -162,7 +162,7 @@ def _by_captures(query: Query, root: Node, source: bytes, result: FileSymbols) -
     names = sorted(captures.get("name", ()), key=_start)
     for capture, nodes in captures.items():
         if capture.startswith("definition."):
-            kind = capture[11:]
+            kind = capture.removeprefix("definition.")
             definitions += [(node.start_byte, -node.end_byte, kind, node) for node in nodes]
         elif capture not in ("name", "reference", "import"):
             return None  # scopes and receivers need their match
@@ -179,12 +179,17 @@ def _by_captures(query: Query, root: Node, source: bytes, result: FileSymbols) -
     imports = captures.get("import")
     if imports:
         imports.sort(key=_start)
-        result.imports.extend(_text(source, node).strip("\"'<>`") for node in imports)
+        result.imports.extend(_module(source, node) for node in imports)
     used = captures.get("reference")
     if used:
         used.sort(key=_start)
         _add_references(used, result.references)
     return found
+
+
+def _module(source: bytes, node: Node) -> str:
+    """An import's module name, without the quotes or brackets some grammars capture with it."""
+    return _text(source, node).strip("\"'<>`")
 
 
 def _start(node: Node) -> int:
@@ -202,7 +207,7 @@ def _by_matches(query: Query, root: Node, source: bytes, result: FileSymbols) ->
             continue
         imports = captures.get("import")
         if imports:
-            result.imports.extend(_text(source, node).strip("\"'<>`") for node in imports)
+            result.imports.extend(_module(source, node) for node in imports)
             continue
         names = captures.get("name")
         if not names:
