@@ -86,14 +86,21 @@ async def test_edits_renames_and_deletions_reach_the_index_while_it_watches(git_
                 h.name == name and h.path.endswith(path) for h in await search(backend, git_workspace, name)
             )
 
+        def changes() -> list[ix.IndexChanged]:
+            return [
+                ix.IndexChanged.model_validate(p)
+                for m, p in backend.client.notifications
+                if m == ix.INDEX_CHANGED
+            ]
+
+        async def told() -> bool:
+            return any(str(greet) in change.paths for change in changes())
+
         await poll(lambda: has("wave", "pkg/greet.py"), "the edit")
-        changes = [
-            ix.IndexChanged.model_validate(p)
-            for m, p in backend.client.notifications
-            if m == ix.INDEX_CHANGED
-        ]
-        assert any(str(greet) in change.paths for change in changes)  # the window refreshes its outline
-        assert changes[-1].status.state == "ready" and changes[-1].status.symbols == 2
+        # The window refreshes its outline on the notification. It is sent once the edit is written, so a
+        # search answered in between can reach the client first: wait for it too.
+        await poll(told, "the notification of the edit")
+        assert changes()[-1].status.state == "ready" and changes()[-1].status.symbols == 2
         greet.rename(git_workspace / "pkg" / "hello.py")
         await poll(lambda: has("wave", "pkg/hello.py"), "the rename")
         assert not await has("wave", "pkg/greet.py")
