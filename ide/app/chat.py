@@ -58,8 +58,6 @@ RENDER_DELAY_MS = 50
 """Coalescing window for re-rendering streamed text (about 20 renders a second at most)."""
 ANSWER_TOP_MARGIN = 6
 """Pixels above a tall answer's first line when a turn's end scrolls to it."""
-ANSWER_SETTLE_MS = 400
-"""After a turn ends, how long the chat keeps the answer in view while its layout settles."""
 MESSAGE_MS = 10_000
 """How long a message about a link stays in the status bar."""
 
@@ -143,7 +141,9 @@ class ChatPanel(QWidget):
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll.setWidget(self._column)
         self._answer_pending = False
+        """A turn ended and the user has not scrolled since: the answer is kept in view as layout settles."""
         self.scroll.verticalScrollBar().rangeChanged.connect(self._on_scroll_range)
+        self.scroll.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
 
         self.prompt = PromptEdit()
         self.prompt.submitted.connect(self.submit)
@@ -266,6 +266,7 @@ class ChatPanel(QWidget):
     def add_user_message(self, text: str) -> None:
         """Show a prompt the user sent (a turn starts); ACP agents do not echo it, only on replay."""
         self.turn_running = True
+        self._answer_pending = False
         self.apply_update(local_user_message(text))
 
     def turn_ended(self, stop_reason: str) -> None:
@@ -284,13 +285,15 @@ class ChatPanel(QWidget):
         self._show_answer_soon()
 
     def _show_answer_soon(self) -> None:
-        # The answer's height settles over a few layout passes: follow them for ANSWER_SETTLE_MS.
+        # The answer's height settles over a few layout passes, which on a busy machine come later: follow
+        # them until the user scrolls (or sends the next prompt), not for a fixed time. A 400 ms window
+        # left a tall answer's start 678 px above the view when the passes came after it.
         self.flush()
         self._answer_pending = True
         QTimer.singleShot(0, self.scroll_to_answer)
-        QTimer.singleShot(ANSWER_SETTLE_MS, self._answer_settled)
 
-    def _answer_settled(self) -> None:
+    def _user_scrolled(self, _action: int) -> None:
+        # Wheel, keys, a drag or a click on the bar: where the user goes wins over the answer.
         self._answer_pending = False
 
     def _on_scroll_range(self, *_: int) -> None:
@@ -326,6 +329,7 @@ class ChatPanel(QWidget):
         """Forget every block; returns the updates that built them (to :meth:`replay` them later)."""
         updates = self.updates
         self._render_timer.stop()
+        self._answer_pending = False
         self._dirty.clear()
         for view in self._views.values():
             self._blocks.removeWidget(view)
