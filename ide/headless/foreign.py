@@ -40,6 +40,7 @@ from acp.schema import (
 
 from ide import agentconn
 from ide.agentproc import (
+    EOF_GRACE_S,
     AgentChoice,
     AgentProcess,
     StderrTail,
@@ -65,8 +66,6 @@ from ide.headless import (
 )
 from ide.protocol import external as ex
 from ide.sandbox import confined
-
-AGENT_STOP_GRACE_S = 5.0
 
 
 class _QuietUnknownNotifications(logging.Filter):
@@ -338,7 +337,10 @@ class ForeignRun:
     async def aclose(self) -> None:
         """Stop the agent, remove the shadow, stop Arbor's backend."""
         if self._foreign is not None:
-            await close_backend(self.conn, self._foreign, AGENT_STOP_GRACE_S)
+            # As the window stops one (ide.app.external): a second from the end of its input, then SIGTERM.
+            # codex-acp does not exit when its input closes; five seconds here kept every `arbor run
+            # --agent` with Codex open five seconds after its answer.
+            await close_backend(self.conn, self._foreign, EOF_GRACE_S)
         if self._drain is not None:
             await self.agent_said()  # its last words explain a death: read them before stopping the drain
             self._drain.cancel()
