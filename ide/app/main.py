@@ -7,6 +7,14 @@ from ide.gcpolicy import quiet_imports, settle_heap, settle_run
 # What the window imports lives as long as it does: the cycle collector need not walk it before the first
 # frame (ide.gcpolicy; settle_heap looks at it once the first session is ready).
 with quiet_imports():
+    # PySide6's import hook looks at every module imported after shiboken6: installed first, it looks
+    # cheaply (ide.app.pyside_hook). qasync imports PySide6 too.
+    import shiboken6  # noqa: F401 (loads the hook install() changes)
+
+    from ide.app import pyside_hook
+
+    pyside_hook.install()
+
     import asyncio
     import contextlib
     import logging
