@@ -103,6 +103,10 @@ class ReviewPane(QWidget):
         self.note = QLabel(STANDARD_NOTE)
         self.note.setObjectName("mutedLabel")
         self.note.setWordWrap(True)
+        self.note.hide()  # until the agent's session says it has no Arbor review (set_interactive)
+        self._told = False
+        """Whether :meth:`set_interactive` has been called: before the agent's session is ready the pane
+        does not know whether its edits can be decided here, and says nothing about it."""
         self.branch_bar = BranchBar()
         self.branch_bar.hide()
         self.toolbar = ReviewToolbar()
@@ -232,6 +236,7 @@ class ReviewPane(QWidget):
 
     def set_interactive(self, interactive: bool) -> None:
         """True when the backend serves ``_arbor/review/*``; False shows standard ACP diffs read-only."""
+        self._told = True
         if self.state.set_interactive(interactive):
             self._show_mode()
             self._update_actions()
@@ -472,7 +477,7 @@ class ReviewPane(QWidget):
 
     def _show_mode(self) -> None:
         """The standard-diffs note and the branch bar, as the state's mode says."""
-        self.note.setVisible(self.state.branch is None and not self.state.interactive)
+        self.note.setVisible(self._told and self.state.branch is None and not self.state.interactive)
         self.branch_bar.setVisible(self.state.branch is not None)
 
     def _show_standard_diffs(self) -> None:

@@ -156,6 +156,19 @@ def test_typing_a_comment_does_not_decide_hunks(qtbot: Any, pane: ReviewPane):
     assert pane.comment_edit.text() == "jar"
 
 
+def test_the_read_only_note_waits_for_the_agent_to_say_it_has_no_review(qtbot: Any):
+    """Until the agent's session is ready the pane does not know: the first frame said "This agent does
+    not support Arbor review" of Arbor's own backend while it was starting."""
+    fresh = ReviewPane()
+    qtbot.addWidget(fresh)
+    fresh.show()
+    assert not fresh.note.isVisible()
+    fresh.set_interactive(True)
+    assert not fresh.note.isVisible()
+    fresh.set_interactive(False)
+    assert fresh.note.isVisible()
+
+
 def test_read_only_mode_ignores_decisions(qtbot: Any, pane: ReviewPane):
     pane.set_interactive(False)
     assert pane.note.isVisible()
