@@ -82,6 +82,27 @@ def test_a_forked_command_prints_and_exits_as_its_own_interpreter_does(server: N
     assert _run(["-m", "ide", "--no-such-flag"], True, tmp_path).returncode == 2
 
 
+JEDI = Path(sys.executable).parent / "jedi-language-server"
+"""The console script Arbor starts jedi-language-server by (``ide.codeintel.lsp.registry``)."""
+
+
+def test_jedi_language_servers_script_is_forked_too_and_runs_as_itself(server: None, tmp_path: Path) -> None:
+    if not JEDI.exists():
+        pytest.skip("jedi-language-server has no console script beside this interpreter")
+    for args in ([str(JEDI), "--version"], [str(JEDI), "--help"]):
+        forked, own = _run(args, True, tmp_path), _run(args, False, tmp_path)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (own.returncode, own.stdout, own.stderr)
+    caller = subprocess.Popen([str(JEDI)], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        _wait(lambda: len(_forked_in(tmp_path)) == 1, "the server's child running jedi-language-server")
+        assert caller.stdin is not None
+        caller.stdin.close()  # a language server's stdin closing ends it
+        assert caller.wait(30) == 0
+    finally:
+        caller.kill()
+        caller.wait()
+
+
 def test_the_child_is_forked_in_the_callers_cwd_with_its_stdio(server: None, tmp_path: Path) -> None:
     caller = subprocess.Popen(
         [sys.executable, "-P", "-m", "ide", "acp"],

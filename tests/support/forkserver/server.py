@@ -1,5 +1,6 @@
 """The tests' fork server: one per pytest worker, with Arbor and its agent stack imported once, forking a
-child for each ``python -m ide ...`` a test starts (the client is ``sitecustomize.py`` beside this file).
+child for each ``python -m ide ...`` a test starts, and for each ``jedi-language-server`` its console
+script starts (the client is ``sitecustomize.py`` beside this file; ``SCRIPTS`` there).
 
 A backend spent about 1.6 s of CPU importing LangChain, langsmith's models, LangGraph, the ACP schema and
 Arbor before it answered ``session/new``, and the suite starts a few hundred of them. The child is the
@@ -47,6 +48,8 @@ PRELOAD = (
     *("ide.backend.extensions.index", "ide.backend.extensions.lsp", "ide.backend.extensions.memory"),
     *("ide.backend.extensions.review", "ide.backend.extensions.workflows", "ide.search.architectures"),
     *("anyio._backends._asyncio", "langchain_core.tools.simple", "langchain_core.tracers.stdout"),
+    # jedi-language-server, which Arbor starts by its console script (sitecustomize.SCRIPTS).
+    "jedi_language_server.cli",
 )
 SAME_ENV = ("PYTHON", "LC_", "LANG")
 
@@ -59,7 +62,7 @@ def refusal(request: dict, base_path: list[str]) -> str:
         return "other interpreter flags"
     if request["warnoptions"] != sys.warnoptions or request["pycache_prefix"] != sys.pycache_prefix:
         return "other warning or bytecode options"
-    if request["path"] != base_path:
+    if request["path"] != base_path:  # as at start-up, before the script's folder or the cwd goes first
         return "another sys.path"
     ours = {k: v for k, v in os.environ.items() if k.startswith(SAME_ENV)}
     theirs = {k: v for k, v in request["env"].items() if k.startswith(SAME_ENV)}
@@ -128,13 +131,18 @@ def become(request: dict, fds: list[int]) -> None:
     )
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     sys.orig_argv = request["orig_argv"]
-    sys.argv = ["-m", *request["argv"]]
-    sys.path[:] = request["path"] if request["safe_path"] else [os.getcwd(), *request["path"]]
     import tempfile
 
     tempfile.tempdir = None  # the caller's TMPDIR, as a fresh interpreter reads it
     import runpy
 
+    if request.get("script"):  # `python SCRIPT ARGS`: the script's folder first on sys.path
+        sys.argv = list(request["argv"])
+        sys.path[:] = [os.path.dirname(os.path.realpath(sys.argv[0])), *request["path"]]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        raise SystemExit(0)
+    sys.argv = ["-m", *request["argv"]]
+    sys.path[:] = request["path"] if request["safe_path"] else [os.getcwd(), *request["path"]]
     runpy.run_module("ide", run_name="__main__", alter_sys=True)
     raise SystemExit(0)
 
