@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QEvent, QPoint, Qt
 from PySide6.QtWidgets import QApplication, QDockWidget
 
 from ide.app.demo import SAMPLE_TREE, sample_dir
@@ -37,8 +37,13 @@ def bottom_height(window: MainWindow) -> int:
 
 
 def resize_bottom(qtbot: Any, window: MainWindow, height: int) -> int:
-    """Resize the bottom tab group as a user dragging its edge would; its dock's height once settled."""
+    """Resize the bottom tab group as a user dragging its edge would; its dock's height once settled.
+
+    The new sizes reach the docks when the window lays itself out again, which a busy machine does later:
+    the height the group had before (294, inside the range waited for) was read as the new one, and the
+    restored layout then rightly had 274. The pending layout is done before the height is read."""
     window.resizeDocks([window.review_dock], [height], Qt.Orientation.Vertical)
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
     # The area's height includes its tab bar: the dock shown gets the rest.
     qtbot.waitUntil(lambda: height - 40 <= bottom_height(window) <= height)
     return bottom_height(window)
