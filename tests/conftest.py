@@ -35,6 +35,11 @@ def _cache_bytecode() -> None:
 
 _cache_bytecode()
 
+# Every test offscreen, whichever file runs first: tests/support/window.py sets it for the window tests, but
+# a file that uses pytest-qt without it (tests/security/test_meta_files.py, run alone) made Qt abort the
+# whole run on a machine without a display ("Fatal Python error: Aborted" in pytest-qt's qapp).
+os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files holding a ``long`` test first in the collection. The workers (``-n 2 --dist loadfile``) take
