@@ -1,7 +1,6 @@
 """ide.app.pyside_hook: PySide6's check of which modules use it, asked of a module's file instead of
 inspect.getsource, gives PySide6's own answer for every module the window imports, and the window's
-process runs with it from before PySide6.QtCore is imported (the check then also runs over every module
-imported before)."""
+process runs with it from before Qt and the window's modules are imported."""
 
 from __future__ import annotations
 
