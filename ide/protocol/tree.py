@@ -283,9 +283,6 @@ class SearchTree:
         return f"SearchTree(run_id={self.run_id!r}, nodes={len(self.nodes)}, seq={self.seq})"
 
 
-_NODE_VALIDATOR = TreeNode.__pydantic_validator__
-
-
 def unsettable(fields: Iterable[str], fixed: str) -> str | None:
     """Why a node's ``fields`` may not be given: a name TreeNode lacks, or one of :data:`FIXED_FIELDS`
     (``fixed`` says who sets those instead); None when every one may."""
@@ -305,9 +302,12 @@ def updated_node(node: TreeNode, changes: dict[str, Any]) -> TreeNode:
     # arguments among them) are shared with the old record instead of rebuilt, so an update costs less
     # and leaves fewer objects for the cycle collector than re-validating the whole node.
     new = node.model_copy()
+    # Read here, not at import: until TreeNode's first use (``defer_build``) the class holds a stand-in that
+    # rebuilds the model on every attribute read, ~7 µs a field (docs/traps.md).
+    validator = TreeNode.__pydantic_validator__
     try:
         for name, value in changes.items():
-            _NODE_VALIDATOR.validate_assignment(new, name, value)
+            validator.validate_assignment(new, name, value)
     except ValidationError:
         # The whole-record validation names every bad field at once: the message the caller gets.
         try:

@@ -15,6 +15,7 @@ from ide.protocol.tree import (
     ToolAction,
     TreeError,
     TreeEvent,
+    TreeNode,
     read_jsonl,
     write_jsonl,
 )
@@ -158,6 +159,18 @@ def test_an_invalid_update_is_refused_and_changes_nothing(changes: dict[str, obj
     with pytest.raises(TreeError, match=message):
         recorder.update(root, **changes)
     assert len(emitted) == 1 and recorder.seq == 1
+
+
+def test_an_update_uses_the_built_validator_not_the_stand_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TreeNode is built at its first use (``defer_build``); until then pydantic holds a stand-in that calls
+    ``model_rebuild`` on every read. An update after the first node never goes through it."""
+    recorder = TreeRecorder(architecture="react")
+    root = recorder.add(None, kind="root", label="q")
+    rebuilds: list[object] = []
+    monkeypatch.setattr(TreeNode, "model_rebuild", classmethod(lambda cls, **kw: rebuilds.append(kw)))
+    for visits in range(3):
+        recorder.update(root, visits=visits, value=0.5, status="evaluated")
+    assert recorder.tree.nodes[root].visits == 2 and rebuilds == []
 
 
 def test_add_refuses_unknown_parents_fields_and_a_second_root() -> None:
