@@ -103,6 +103,45 @@ async def test_a_killed_server_is_restarted_and_shutdown_leaves_no_process(shop:
     assert await group_gone(restarted.pid)
 
 
+LINGERING_SERVER = "import subprocess, sys, time; subprocess.run([sys.argv[1]]); time.sleep(600)"
+"""jedi-language-server in a wrapper that stays once its client is gone, as servers that watch neither their
+input nor their client's process id do."""
+
+BACKEND_THAT_DIES = """
+import asyncio, sys
+from pathlib import Path
+from ide.codeintel.lsp.pool import At, LspPool
+from ide.settings import LspServerSettings, LspSettings
+
+async def main():
+    shop, command = Path(sys.argv[1]), sys.argv[2:]
+    pool = LspPool(LspSettings(servers={"jedi": LspServerSettings(command=command)}))
+    await pool.definition(At(shop, shop / "app.py", 3, 9))
+    (server,) = pool.servers.values()
+    print(server.pid, flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_server_dies_with_the_process_that_started_it(shop: Path) -> None:
+    """SIGKILL (or the window's SIGTERM while the backend is still closing) leaves the backend no time to
+    shut its servers down: the kernel ends them with it, even one that would stay on by itself."""
+    jedi = str(Path(sys.executable).parent / "jedi-language-server")
+    command = [sys.executable, "-c", LINGERING_SERVER, jedi]
+    backend = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", BACKEND_THAT_DIES, str(shop), *command, stdout=asyncio.subprocess.PIPE
+    )
+    assert backend.stdout is not None
+    try:
+        server = int(await asyncio.wait_for(backend.stdout.readline(), 60))
+    finally:
+        backend.kill()
+        await backend.wait()
+    assert await group_gone(server)
+
+
 async def test_a_request_that_takes_too_long_is_cancelled(shop: Path, tmp_path: Path) -> None:
     log = tmp_path / "slow.log"
     script = Path(__file__).parents[1] / "support" / "slow_lsp.py"

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+from ide.codeintel.lsp.server import dies_with_this_process
+
 WAIT_S = 60.0
 
 
@@ -48,7 +50,11 @@ def pump(source: BinaryIO, target: BinaryIO, gate: Path | None) -> None:
 
 def main() -> None:
     server = Path(sys.executable).parent / "jedi-language-server"
-    child = subprocess.Popen([str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # Killed with this proxy, as Arbor's own servers are with the backend: an orphaned jedi-language-server
+    # whose client is gone recurses at 100 % CPU for minutes (docs/traps.md).
+    child = subprocess.Popen(
+        [str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=dies_with_this_process()
+    )
     assert child.stdin is not None and child.stdout is not None
     gate = Path(os.environ["GATED_LSP_OPEN"])
     threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer, None), daemon=True).start()
