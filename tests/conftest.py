@@ -35,6 +35,23 @@ def _cache_bytecode() -> None:
 
 _cache_bytecode()
 
+UNUSED_PLUGINS = ("langsmith_plugin", "anyio", "platformdirs", "benchmark")
+"""pytest plugins installed beside Arbor's dependencies (langsmith comes with LangChain) that no test uses."""
+
+
+def _skip_unused_plugins() -> None:
+    """Every pytest the suite starts loads every installed plugin: the workers, and the test commands the
+    tests have Arbor run in scratch workspaces (``python -m pytest -q``, which must run as the user's
+    would, so Arbor passes them our environment). Those four cost ~1 s of a 2.3 s trivial run, langsmith's
+    0.8 s of it; blocked through ``PYTEST_ADDOPTS``, which the workers and those runs inherit (eval task
+    checks drop it and load no plugin at all)."""
+    options = os.environ.get("PYTEST_ADDOPTS", "")
+    blocked = [f"-p no:{name}" for name in UNUSED_PLUGINS if f"-p no:{name}" not in options]
+    os.environ["PYTEST_ADDOPTS"] = " ".join([options, *blocked]).strip()
+
+
+_skip_unused_plugins()
+
 # Every test offscreen, whichever file runs first: tests/support/window.py sets it for the window tests, but
 # a file that uses pytest-qt without it (tests/security/test_meta_files.py, run alone) made Qt abort the
 # whole run on a machine without a display ("Fatal Python error: Aborted" in pytest-qt's qapp).
