@@ -61,7 +61,8 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files holding a ``long`` test first in the collection. The workers (``-n 2 --dist loadfile``) take
     files with the most tests first (xdist's ``--loadscope-reorder``, on by default): this order only
-    breaks its ties, so the soak (one test) still starts among the last files. Taking every long file
+    breaks its ties, so the soak (one test) would start among the last files (:data:`FIRST_UNITS` hands it
+    out first). Taking every long file
     first instead (the reorder off) ran them side by side at the start, slowing each other: 485 and 500 s
     against 481 s (docs/traps.md)."""
     first = {item.path for item in items if item.get_closest_marker("long")}
@@ -69,6 +70,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 REAL_MODEL_TESTS = "tests/realmodel/"
+FIRST_UNITS = ("tests/reliability/test_soak.py",)
+"""Handed out before every other file: the soak is one 45-50 s test, which xdist's order (most tests first)
+started last, alone on one worker while the other had nothing left: 365 → 415 s, the other worker done at
+388 s, in a run of 428 s."""
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -84,6 +89,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             scope = super()._split_scope(nodeid)
             return REAL_MODEL_TESTS if scope.startswith(REAL_MODEL_TESTS) else scope
+
+        def _assign_work_unit(self, node: Any) -> None:
+            for scope in FIRST_UNITS:  # to the front before the first unit is handed out, once
+                if scope in self.workqueue and not self.assigned_work.get(node):
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return OneRealModelAtATime(config, log)
 
