@@ -103,6 +103,28 @@ def test_jedi_language_servers_script_is_forked_too_and_runs_as_itself(server: N
         caller.wait()
 
 
+def test_the_tests_own_agents_are_forked_and_a_script_of_that_name_elsewhere_is_not(
+    server: None, tmp_path: Path
+) -> None:
+    echo = Path(__file__).parent / "support" / "echo_agent.py"
+    caller = subprocess.Popen(
+        [sys.executable, str(echo)], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        _wait(lambda: len(_forked_in(tmp_path)) == 1, "the server's child running echo_agent.py")
+        assert caller.stdin is not None
+        caller.stdin.close()  # an ACP agent's stdin closing ends it
+        assert caller.wait(30) == 0
+    finally:
+        caller.kill()
+        caller.wait()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "echo_agent.py").write_text("import os\nprint(os.getppid())\n")
+    ran = _run([str(elsewhere / "echo_agent.py")], True, elsewhere)
+    assert ran.stdout == f"{os.getpid()}\n"  # its own interpreter, our child: not the server's
+
+
 def test_the_child_is_forked_in_the_callers_cwd_with_its_stdio(server: None, tmp_path: Path) -> None:
     caller = subprocess.Popen(
         [sys.executable, "-P", "-m", "ide", "acp"],

@@ -19,7 +19,7 @@ from ide.app.tree_view import SearchTreeView
 from ide.app.window import MainWindow
 from ide.protocol.tree import BranchDiffParams, SearchTree, TreeEvent, TreeNode, read_jsonl
 from tests.support.tree_view import assert_captions_readable, dock_sized
-from tests.support.window import REPO, TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 
@@ -338,7 +338,7 @@ def test_a_bad_file_is_refused_with_file_and_line(
 def test_tree_notifications_reach_the_dock_live_and_on_session_load(
     qtbot: Any, make_window: WindowFactory, tmp_path: Path
 ) -> None:
-    env = {"PYTHONPATH": str(REPO), "TREE_AGENT_STORE": str(tmp_path / "store.json")}
+    env = {"TREE_AGENT_STORE": str(tmp_path / "store.json")}
     window = make_window(tmp_path, command=TREE_AGENT, env=env)
     wait_ready(qtbot, window)
     assert window.tree_dock.visibleRegion().isEmpty(), "a tab behind the review until a run starts"
@@ -375,7 +375,7 @@ def branch_node(window: MainWindow) -> str:
 def test_branch_diff_shows_in_the_review_pane_read_only(
     qtbot: Any, make_window: WindowFactory, tmp_path: Path
 ) -> None:
-    window = make_window(tmp_path, command=TREE_AGENT, env={"PYTHONPATH": str(REPO)})
+    window = make_window(tmp_path, command=TREE_AGENT)
     wait_ready(qtbot, window)
     window.send_prompt("tree 60")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
@@ -426,7 +426,7 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
 def test_branch_diff_button_is_disabled_when_the_backend_lacks_it(
     qtbot: Any, make_window: WindowFactory, tmp_path: Path
 ) -> None:
-    env = {"PYTHONPATH": str(REPO), "TREE_AGENT_NO_BRANCH": "1"}
+    env = {"TREE_AGENT_NO_BRANCH": "1"}
     window = make_window(tmp_path, command=TREE_AGENT, env=env)
     wait_ready(qtbot, window)
     window.send_prompt("tree 60")

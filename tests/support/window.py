@@ -69,8 +69,10 @@ REVIEW_AGENT = [sys.executable, str(Path(__file__).with_name("review_agent.py"))
 
 
 def review_agent_env(log: Path, **extra: str) -> dict[str, str]:
-    """Environment of the fake review agent: this checkout importable, requests logged to ``log``."""
-    return {"PYTHONPATH": str(REPO), "REVIEW_AGENT_LOG": str(log), **extra}
+    """Environment of the fake review agent: requests logged to ``log``. It imports Arbor as installed (the
+    suite runs on its own editable install, as the backends the tests start do); no ``PYTHONPATH`` of its
+    own, so the fork server can start it (tests/support/forkserver: ``HELPERS``)."""
+    return {"REVIEW_AGENT_LOG": str(log), **extra}
 
 
 @pytest.fixture(scope="session")

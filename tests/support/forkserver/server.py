@@ -48,8 +48,9 @@ PRELOAD = (
     *("ide.backend.extensions.index", "ide.backend.extensions.lsp", "ide.backend.extensions.memory"),
     *("ide.backend.extensions.review", "ide.backend.extensions.workflows", "ide.search.architectures"),
     *("anyio._backends._asyncio", "langchain_core.tools.simple", "langchain_core.tracers.stdout"),
-    # jedi-language-server, which Arbor starts by its console script (sitecustomize.SCRIPTS).
-    "jedi_language_server.cli",
+    # jedi-language-server, which Arbor starts by its console script (sitecustomize.SCRIPTS), and what the
+    # tests' own agents import (sitecustomize.HELPERS).
+    *("jedi_language_server.cli", "acp"),
 )
 SAME_ENV = ("PYTHON", "LC_", "LANG")
 

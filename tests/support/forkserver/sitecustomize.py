@@ -76,6 +76,16 @@ def _read_line(sock: object) -> str:
 SCRIPTS = ("jedi-language-server",)
 """Console scripts the server also runs (by name): Arbor starts jedi-language-server by its script when
 there is one, and it spent ~0.65 s of CPU importing jedi at each start."""
+HELPERS = ("echo_agent.py", "tree_agent.py", "review_agent.py")
+"""The tests' own ACP agents (in tests/support, by path), each of which imported the ACP SDK's schema anew."""
+HELPERS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _forked_script(path: str) -> bool:
+    name = os.path.basename(path)
+    if name in SCRIPTS:
+        return True
+    return name in HELPERS and os.path.dirname(os.path.abspath(path)) == HELPERS_DIR
 
 
 def _delegate() -> None:
@@ -83,7 +93,7 @@ def _delegate() -> None:
     argv = list(getattr(sys, "orig_argv", []))
     safe_path = argv[1:2] == ["-P"]
     start = 2 if safe_path else 1
-    script = not safe_path and len(argv) > 1 and os.path.basename(argv[1]) in SCRIPTS
+    script = not safe_path and len(argv) > 1 and _forked_script(argv[1])
     if not server or sys.platform != "linux" or sys._xoptions:
         return
     if not script and argv[start : start + 2] != ["-m", "ide"]:
