@@ -68,6 +68,20 @@ def _run(args: list[str], forked: bool, cwd: Path, **kwargs: object) -> subproce
     )
 
 
+def _forked_until_its_input_closes(argv: list[str], cwd: Path) -> None:
+    """Start ``argv`` (a server on stdio: its input closing ends it), see the fork server's child run it in
+    ``cwd``, close its input and see it exit with 0."""
+    caller = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        _wait(lambda: len(_forked_in(cwd)) == 1, f"the server's child running {Path(argv[-1]).name}")
+        assert caller.stdin is not None
+        caller.stdin.close()
+        assert caller.wait(30) == 0
+    finally:
+        caller.kill()
+        caller.wait()
+
+
 @pytest.fixture
 def server() -> None:
     if not os.environ.get(SERVER):
@@ -92,32 +106,15 @@ def test_jedi_language_servers_script_is_forked_too_and_runs_as_itself(server: N
     for args in ([str(JEDI), "--version"], [str(JEDI), "--help"]):
         forked, own = _run(args, True, tmp_path), _run(args, False, tmp_path)
         assert (forked.returncode, forked.stdout, forked.stderr) == (own.returncode, own.stdout, own.stderr)
-    caller = subprocess.Popen([str(JEDI)], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        _wait(lambda: len(_forked_in(tmp_path)) == 1, "the server's child running jedi-language-server")
-        assert caller.stdin is not None
-        caller.stdin.close()  # a language server's stdin closing ends it
-        assert caller.wait(30) == 0
-    finally:
-        caller.kill()
-        caller.wait()
+    _forked_until_its_input_closes([str(JEDI)], tmp_path)
 
 
 def test_the_tests_own_agents_are_forked_and_a_script_of_that_name_elsewhere_is_not(
     server: None, tmp_path: Path
 ) -> None:
-    echo = Path(__file__).parent / "support" / "echo_agent.py"
-    caller = subprocess.Popen(
-        [sys.executable, str(echo)], cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    _forked_until_its_input_closes(
+        [sys.executable, str(Path(__file__).parent / "support" / "echo_agent.py")], tmp_path
     )
-    try:
-        _wait(lambda: len(_forked_in(tmp_path)) == 1, "the server's child running echo_agent.py")
-        assert caller.stdin is not None
-        caller.stdin.close()  # an ACP agent's stdin closing ends it
-        assert caller.wait(30) == 0
-    finally:
-        caller.kill()
-        caller.wait()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "echo_agent.py").write_text("import os\nprint(os.getppid())\n")
