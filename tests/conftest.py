@@ -73,7 +73,8 @@ REAL_MODEL_TESTS = "tests/realmodel/"
 FIRST_UNITS = ("tests/reliability/test_soak.py",)
 """Handed out before every other file: the soak is one 45-50 s test, which xdist's order (most tests first)
 started last, alone on one worker while the other had nothing left: 365 → 415 s, the other worker done at
-388 s, in a run of 428 s."""
+388 s, in a run of 428 s. Two back-to-back pairs of whole runs were 438 → 370 s and 439 → 451 s: within the
+machine's noise, the soak itself slower next to the big files at the start (48 → 55 s)."""
 
 
 @pytest.hookimpl(optionalhook=True)
