@@ -91,7 +91,7 @@ def apply_theme(app: QApplication) -> None:
     """Fusion with a light palette, so the window looks the same on every desktop and offscreen.
 
     Once applied, applying it again does nothing: each ``setStyle`` and ``setStyleSheet`` re-polishes every
-    live widget (~40 ms a time in the tests, which theme the application for each window they build)."""
+    live widget (0.12–0.16 s a time in the tests, which theme the application for each window they build)."""
     if themed(app):
         return
     app.setStyle("Fusion")

@@ -302,8 +302,8 @@ def updated_node(node: TreeNode, changes: dict[str, Any]) -> TreeNode:
     # arguments among them) are shared with the old record instead of rebuilt, so an update costs less
     # and leaves fewer objects for the cycle collector than re-validating the whole node.
     new = node.model_copy()
-    # Read here, not at import: until TreeNode's first use (``defer_build``) the class holds a stand-in that
-    # rebuilds the model on every attribute read, ~7 µs a field (docs/traps.md).
+    # Read here, not at import: until TreeNode's first use (``defer_build``) the class holds a stand-in whose
+    # every attribute read calls ``model_rebuild`` (tests/search/test_tree.py).
     validator = TreeNode.__pydantic_validator__
     try:
         for name, value in changes.items():

@@ -4,7 +4,7 @@ The server sees open documents with the text we give it (the session's proposed 
 every request has a timeout after which it is cancelled with ``$/cancelRequest``; shutdown is
 ``shutdown`` + ``exit``, then the whole process group is killed, so nothing it spawned survives. On Linux
 the kernel also kills the server when the process that started it ends without that shutdown (SIGKILL, a
-crash, the window's SIGTERM while the backend was still closing): an orphaned jedi-language-server whose
+crash, a SIGTERM while the backend was still closing): an orphaned jedi-language-server whose
 client is gone fails to publish a diagnostic, reports that failure to the same closed pipe, and recurses
 at 100 % CPU for minutes (docs/traps.md).
 """
