@@ -68,9 +68,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files holding a ``long`` test first in the collection. The workers (``-n 2 --dist loadfile``) take
     files with the most tests first (xdist's ``--loadscope-reorder``, on by default): this order only
     breaks its ties, so the soak (one test) would start among the last files (:data:`FIRST_UNITS` hands it
-    out first). Taking every long file
-    first instead (the reorder off) ran them side by side at the start, slowing each other: 485 and 500 s
-    against 481 s (docs/traps.md)."""
+    out first). Taking every long file first instead (the reorder off) ran them side by side at the start,
+    slowing each other: 485 and 500 s against 481 s (docs/traps.md)."""
     first = {item.path for item in items if item.get_closest_marker("long")}
     items.sort(key=lambda item: item.path not in first)  # stable: the order inside each file is kept
 

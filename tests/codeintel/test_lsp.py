@@ -126,8 +126,8 @@ asyncio.run(main())
 
 
 async def test_a_server_dies_with_the_process_that_started_it(shop: Path) -> None:
-    """SIGKILL (or the window's SIGTERM while the backend is still closing) leaves the backend no time to
-    shut its servers down: the kernel ends them with it, even one that would stay on by itself."""
+    """SIGKILL (or a SIGTERM while the backend is still closing) leaves the backend no time to shut its
+    servers down: the kernel ends them with it, even one that would stay on by itself."""
     jedi = str(Path(sys.executable).parent / "jedi-language-server")
     command = [sys.executable, "-c", LINGERING_SERVER, jedi]
     backend = await asyncio.create_subprocess_exec(

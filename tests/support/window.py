@@ -63,7 +63,6 @@ def wait_ready(qtbot: Any, window: MainWindow) -> None:
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=BACKEND_START_TIMEOUT_MS)
 
 
-REPO = Path(__file__).resolve().parents[2]
 REVIEW_AGENT = [sys.executable, str(Path(__file__).with_name("review_agent.py"))]
 """The fake agent with Arbor's review extension; append ``--standard`` for one without it."""
 
