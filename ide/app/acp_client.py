@@ -133,6 +133,12 @@ class BackendBridge(QObject):
         the window is about to do, while the spawn waits for that frame."""
         self._set_state(BackendState.STARTING)
 
+    def withdraw_start(self) -> None:
+        """The start :meth:`announce_start` showed waits for a question (workspace trust): stopped until the
+        answer starts it. Nothing changes once a start is under way."""
+        if self.state == BackendState.STARTING and self._lifecycle is None:
+            self._set_state(BackendState.STOPPED)
+
     def restart(self) -> asyncio.Task[None]:
         """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
         return self._run_lifecycle(self._restart)

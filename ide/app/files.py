@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 from ide.fswalk import walk_files
 from ide.gitsafe import git_argv, git_env
-from ide.settings import WorkspaceSettings
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
+
+    from ide.settings import WorkspaceSettings
 
 BINARY_SNIFF_BYTES = 8000
 """Git's heuristic: a NUL byte in the first 8000 bytes makes a file binary."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import shiboken6
@@ -184,7 +185,9 @@ class CodeViewer(QWidget):
     highlighted = Signal(str)
     """Emitted with the absolute path once the file's colours are applied (or it turned out to have none)."""
 
-    def __init__(self, max_file_bytes: int, parent: QWidget | None = None) -> None:
+    def __init__(self, max_file_bytes: Callable[[], int], parent: QWidget | None = None) -> None:
+        """``max_file_bytes`` gives ``workspace.max_file_bytes`` at each file shown (the window reads its
+        settings after the first frame)."""
         super().__init__(parent)
         self.setObjectName("codeViewer")
         self._max_file_bytes = max_file_bytes
@@ -234,7 +237,7 @@ class CodeViewer(QWidget):
         self._load = spawn(self._show(path, line), name=f"view {path.name}")
 
     async def _show(self, path: Path, line: int | None) -> None:
-        content = await run_blocking(read_for_viewer, path, self._max_file_bytes)
+        content = await run_blocking(read_for_viewer, path, self._max_file_bytes())
         # The window may have closed (and its widgets been deleted) while the worker ran.
         if not shiboken6.isValid(self.editor):
             return

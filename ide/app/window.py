@@ -19,11 +19,10 @@ from ide.app.docks.base import DOCK_SHARE
 from ide.app.docks.capabilities import Chat
 from ide.app.status import BackendStatus
 from ide.app.viewer import CodeViewer
-from ide.protocol import ErrorInfo
-from ide.settings import ResolvedSettings, Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from ide.app.permission import PermissionDialog
+    from ide.settings import ResolvedSettings, Settings
 
 DEFAULT_SIZE = (1280, 800)
 DEFAULT_DOCK_SHARES = (0.18, 0.3)
@@ -78,17 +77,6 @@ class MainWindow(QMainWindow):
         self.workspace = workspace.resolve()
         self.setObjectName("mainWindow")
         self.setWindowTitle(f"{self.workspace.name} — Arbor")
-        settings_error: SettingsError | None = None
-        resolved: ResolvedSettings | None = None
-        if settings is None:
-            try:
-                resolved = load_settings(self.workspace)
-                settings = resolved.settings
-            except SettingsError as exc:
-                settings_error = exc
-                settings = Settings()
-        self.settings = settings
-
         if agent is None:
             name = ARBOR_AGENT if backend_command is None else command_name(backend_command)
             command = backend_command or default_backend_command()
@@ -97,7 +85,7 @@ class MainWindow(QMainWindow):
         """The agent chosen at start; the Agent menu switches to another."""
         self.bridge = BackendBridge(self.workspace, agent, parent=self)
         self.banner = Banner()
-        self.viewer = CodeViewer(settings.workspace.max_file_bytes)
+        self.viewer = CodeViewer(lambda: self.ctx.settings.workspace.max_file_bytes)
         self.viewer.set_workspace(self.workspace)
         central = QWidget()
         central.setObjectName("centralArea")
@@ -119,8 +107,10 @@ class MainWindow(QMainWindow):
 
         menus = {key: self.menuBar().addMenu(title) for key, title in MENUS.items()}
         self.ctx = AppContext(
-            self, self.bridge, settings, resolved, self.viewer, self.status, self.banner, menus, self.centre
+            self, self.bridge, settings, self.viewer, self.status, self.banner, menus, self.centre
         )
+        """What the parts see; it reads the workspace's settings at their first use (after the first frame,
+        when :meth:`start` runs, unless a part needs them sooner)."""
         self.stop_action = self.ctx.action("agent", "&Stop Turn", self.bridge.cancel, "Ctrl+.")
         self.restart_action = self.ctx.action("agent", "&Restart Backend", self.restart_backend)
         self.docks: dict[str, Part] = {}
@@ -154,13 +144,15 @@ class MainWindow(QMainWindow):
         )
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
         self.firstPainted.connect(self.build_deferred)
+        self.firstPainted.connect(self._read_settings)
         self.bridge.permission_handler = self._ask_permission
         self.bridge.cancelRequested.connect(self._cancel_permission)
         self._restore_layout()
-        if settings_error is not None:
-            self.banner.show_error(
-                ErrorInfo(kind="settings", message=str(settings_error), fix="Fix the setting, then reopen.")
-            )
+
+    def _read_settings(self) -> None:
+        """Read the workspace's settings, if nothing has yet, once the first frame is on screen: what they
+        show (the trust button, what Apply does, the Agent menu's agents) follows that frame."""
+        self.ctx.read_settings()
 
     if not TYPE_CHECKING:  # the parts' exposed attributes are looked up, not declared
 
@@ -208,6 +200,11 @@ class MainWindow(QMainWindow):
         return self.bridge.agent_dir if self.bridge.agent_dir != self.workspace else None
 
     @property
+    def settings(self) -> Settings:
+        """The workspace's settings (read at first use: :attr:`AppContext.settings`)."""
+        return self.ctx.settings
+
+    @property
     def resolved(self) -> ResolvedSettings | None:
         """The workspace's settings with what waits for trust (None when settings were given)."""
         return self.ctx.resolved
@@ -217,6 +214,8 @@ class MainWindow(QMainWindow):
         loop installed), unless a part holds it: trust asks first when the workspace's config needs it."""
         if all([part.start() for part in self.docks.values()]):
             self.bridge.start()
+        else:
+            self.bridge.withdraw_start()
 
     def start_after_first_frame(self) -> None:
         """:meth:`start` once the first frame is painted: the backend's process, the workspace listing and
@@ -234,8 +233,9 @@ class MainWindow(QMainWindow):
         if self._first_frame.painted:
             QTimer.singleShot(0, self, start)
             return
-        if not any(part.holds_start() for part in self.docks.values()):
-            self.bridge.announce_start()  # the first frame says the backend is starting, as it is
+        # The first frame says the backend is starting, as it is unless the workspace's settings (read
+        # after that frame) need trust first: :meth:`start` then shows it stopped while trust asks.
+        self.bridge.announce_start()
         self.firstPainted.connect(start)
         QTimer.singleShot(FIRST_FRAME_WAIT_MS, self, start)
 

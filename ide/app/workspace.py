@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import shiboken6
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
@@ -23,7 +24,9 @@ from PySide6.QtWidgets import (
 
 from ide.app.background import run_blocking, spawn
 from ide.app.files import list_workspace_files
-from ide.settings import WorkspaceSettings
+
+if TYPE_CHECKING:
+    from ide.settings import WorkspaceSettings
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -148,7 +151,11 @@ class WorkspacePanel(QWidget):
     loaded = Signal(int)
     """The listing finished; the number of files in the tree."""
 
-    def __init__(self, root: Path, settings: WorkspaceSettings, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, root: Path, settings: Callable[[], WorkspaceSettings], parent: QWidget | None = None
+    ) -> None:
+        """``settings`` gives the ``[workspace]`` settings a listing honours, read at each listing (the
+        window reads its settings after the first frame, before the first listing)."""
         super().__init__(parent)
         self.setObjectName("workspacePanel")
         self.root = root
@@ -196,8 +203,9 @@ class WorkspacePanel(QWidget):
         self._listing = spawn(self._list(), name="list workspace")
 
     async def _list(self) -> None:
-        paths = await run_blocking(list_workspace_files, self.root, self._settings)
-        secrets = await run_blocking(secret_files, paths, self._settings)
+        settings = self._settings()
+        paths = await run_blocking(list_workspace_files, self.root, settings)
+        secrets = await run_blocking(secret_files, paths, settings)
         tree = await run_blocking(build_tree, paths)
         if not shiboken6.isValid(self):
             return  # the window closed while the listing ran

@@ -140,6 +140,9 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
     assert seen["dialogs"] == []
     assert set(DIALOG_MODULES).isdisjoint(seen["paint"])
     assert set(WIRE_LATER).isdisjoint(seen["paint"])
+    # The workspace's settings are read after it (building their validators took ~0.1 s of CPU), in time
+    # for the backend's start.
+    assert "ide.settings" not in seen["paint"] and "ide.settings" in seen["ready"]
     # The hidden docks are there (their tabs, their View-menu entries) but their panels are not built yet…
     assert seen["built_at_paint"] == dict.fromkeys(DEFERRED, False)
     assert set(DEFERRED_MODULES).isdisjoint(seen["paint"])  # they load with their panels

@@ -84,3 +84,21 @@ def test_a_window_on_an_answered_workspace_does_not_ask_again(
     wait_ready(qtbot, window)
     assert not window.trust_dialog.isVisible()
     assert window.trust_button.isVisible()
+
+
+def test_launched_the_first_frame_shows_the_start_and_trust_then_holds_it(
+    qtbot: Any, make_window: WindowFactory, cloned: tuple[Path, Path]
+) -> None:
+    """As ``arbor`` launches it: the settings are read after the first frame, so that frame says the backend
+    is starting; once they are read trust asks first, and the window says the backend is stopped."""
+    root, _marker = cloned
+    window = make_window(root, start=False)
+    states: list[str] = []
+    window.bridge.stateChanged.connect(states.append)
+    window.start_after_first_frame()
+    assert window.bridge.state == "starting" and not window.trust_button.isVisible()
+    qtbot.waitUntil(lambda: window.trust_dialog.isVisible(), timeout=TURN_TIMEOUT_MS)
+    assert states == ["starting", "stopped"] and window.bridge.process is None
+    assert window.trust_button.isVisible() and "2 setting(s) held back" in window.trust_button.text()
+    window.trust_dialog.restrict_button.click()
+    wait_ready(qtbot, window)  # the answer starts it

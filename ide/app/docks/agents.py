@@ -4,11 +4,15 @@ one given with ``--agent``); picking another restarts the connection with it, in
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QActionGroup
 
 from ide.agentproc import ARBOR_AGENT, AgentChoice, arbor_agent
 from ide.app.docks.base import AppContext, Part, Spec
+
+if TYPE_CHECKING:
+    from ide.settings import Settings
 
 
 class AgentPicker(Part):
@@ -19,22 +23,27 @@ class AgentPicker(Part):
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
         started: AgentChoice = ctx.window.agent  # type: ignore[attr-defined]
-        self.choices: dict[str, AgentChoice] = {ARBOR_AGENT: started if started.is_arbor else arbor_agent()}
+        self.current = ARBOR_AGENT if started.is_arbor else started.name or "custom"
+        self.choices: dict[str, AgentChoice] = {}
         self.cli_only: list[str] = []
         """Configured CLI agents: ``arbor run --agent`` runs them; the window drives ACP agents only."""
-        for name, agent in ctx.settings.agents.items():
+        self.actions: dict[str, QAction] = {}
+        self.menu = ctx.menus["agent"].addMenu("Use &Agent")
+        self.menu.setObjectName("agentPickerMenu")
+        self.group = QActionGroup(self)
+        self.group.setExclusive(True)
+        ctx.with_settings(self._list)  # the ``[agents]`` settings, read after the first frame
+
+    def _list(self, settings: Settings) -> None:
+        started: AgentChoice = self.ctx.window.agent  # type: ignore[attr-defined]
+        self.choices[ARBOR_AGENT] = started if started.is_arbor else arbor_agent()
+        for name, agent in settings.agents.items():
             if agent.protocol == "cli":
                 self.cli_only.append(name)
                 continue
             self.choices[name] = AgentChoice(name, agent.argv(), dict(agent.env))
         if not started.is_arbor:
             self.choices[started.name or "custom"] = started
-        self.current = ARBOR_AGENT if started.is_arbor else started.name or "custom"
-        self.menu = ctx.menus["agent"].addMenu("Use &Agent")
-        self.menu.setObjectName("agentPickerMenu")
-        self.group = QActionGroup(self)
-        self.group.setExclusive(True)
-        self.actions: dict[str, QAction] = {}
         for name, choice in self.choices.items():
             label = "Arbor" if name == ARBOR_AGENT else name
             action = QAction(label, self.group)
@@ -52,6 +61,7 @@ class AgentPicker(Part):
     def switch(self, name: str) -> bool:
         """Drive the agent ``name`` instead of the current one, in a new session; False if unknown or
         already current."""
+        self.ctx.read_settings()  # the configured agents are listed once the settings are read
         choice = self.choices.get(name)
         if choice is None or name == self.current:
             return False

@@ -14,12 +14,12 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QStackedWidget, Q
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.docks.needs import Providers
 from ide.protocol import ErrorInfo
-from ide.settings import ResolvedSettings, Settings
 
 if TYPE_CHECKING:
     from ide.app.banner import Banner
     from ide.app.status import BackendStatus
     from ide.app.viewer import CodeViewer
+    from ide.settings import ResolvedSettings, Settings
 
 S = TypeVar("S")
 
@@ -99,15 +99,14 @@ class KeptAcrossReplay(Generic[S]):
 
 class AppContext:
     """What every part sees: the bridge, the workspace, the viewer and the centre holding it, status bar and
-    banner, the providers
-    of the capabilities parts declare they need, and a few window services (a menu, a status message)."""
+    banner, the workspace's settings, the providers of the capabilities parts declare they need, and a few
+    window services (a menu, a status message)."""
 
     def __init__(
         self,
         window: QMainWindow,
         bridge: BackendBridge,
-        settings: Settings,
-        resolved: ResolvedSettings | None,
+        settings: Settings | None,
         viewer: CodeViewer,
         status: BackendStatus,
         banner: Banner,
@@ -117,9 +116,10 @@ class AppContext:
         self.window = window
         self.bridge = bridge
         self.workspace: Path = bridge.workspace
-        self.settings = settings
-        self.resolved = resolved
-        """The workspace's settings with what waits for trust (None when settings were given)."""
+        self._settings = settings
+        self._resolved: ResolvedSettings | None = None
+        self._settings_read = settings is not None
+        self._when_read: list[Callable[[Settings], None]] = []
         self.viewer = viewer
         self.status = status
         self.banner = banner
@@ -129,6 +129,55 @@ class AppContext:
         """The window's centre: the viewer, and the start page while the conversation is empty."""
         self.providers = Providers()
         """The parts built so far, by the capabilities they provide (what their needs read)."""
+
+    @property
+    def settings(self) -> Settings:
+        """The workspace's settings, read at first use: the window reads them once its first frame is on
+        screen (reading builds the settings' validators, ~0.1 s of CPU that frame does not wait for). A
+        broken setting is said in the banner and the defaults stand in."""
+        self.read_settings()
+        assert self._settings is not None
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self._settings = settings
+
+    @property
+    def resolved(self) -> ResolvedSettings | None:
+        """The workspace's settings with what waits for trust (None when settings were given, or broken)."""
+        self.read_settings()
+        return self._resolved
+
+    @resolved.setter
+    def resolved(self, resolved: ResolvedSettings | None) -> None:
+        self._resolved = resolved
+
+    def with_settings(self, apply: Callable[[Settings], None]) -> None:
+        """Call ``apply`` with the settings once they are read: now if they are, else when first used."""
+        if self._settings_read:
+            apply(self.settings)
+        else:
+            self._when_read.append(apply)
+
+    def read_settings(self) -> None:
+        """Read the workspace's settings now, unless they were read (or given)."""
+        if self._settings_read:
+            return
+        from ide.settings import Settings, SettingsError, load_settings
+
+        try:
+            self._resolved = load_settings(self.workspace)
+            self._settings = self._resolved.settings
+        except SettingsError as exc:
+            self._settings = Settings()
+            self.banner.show_error(
+                ErrorInfo(kind="settings", message=str(exc), fix="Fix the setting, then reopen.")
+            )
+        self._settings_read = True
+        waiting, self._when_read = self._when_read, []
+        for apply in waiting:
+            apply(self._settings)
 
     def message(self, text: str, timeout_ms: int = 0) -> None:
         """A transient message in the status bar."""
@@ -177,11 +226,6 @@ class Part(QObject):
     def start(self) -> bool:
         """The window starts: False holds the backend's start (this part starts it later)."""
         return True
-
-    def holds_start(self) -> bool:
-        """Whether :meth:`start` will hold the backend's start: asked before the window's first frame, which
-        shows the backend starting unless a part holds it (the start itself waits for that frame)."""
-        return False
 
     # What the backend's life means to this part: a part overrides the handlers it needs, and :meth:`attach`
     # connects those (and only those) to the bridge's signals of the same meaning.

@@ -87,7 +87,7 @@ class ReviewDock(Dock):
         pane.changesShown.connect(self._show)
         self._apply_error: tuple[str, str] | None = None
         """(kind, message) of the Apply error the banner shows, which the next Apply's success clears."""
-        pane.set_commit_mode(ctx.settings.review.commit)
+        ctx.with_settings(lambda settings: pane.set_commit_mode(settings.review.commit))
         self.identityChecked.connect(pane.set_identity_warning)
         self.applied.connect(self._applied)
 

@@ -10,7 +10,6 @@ from PySide6.QtWidgets import QToolButton
 
 from ide.app.docks.base import AppContext, Part, Spec
 from ide.protocol import ErrorInfo
-from ide.settings import SettingsError, load_settings, trust_store
 
 if TYPE_CHECKING:
     from ide.app.trust import TrustDialog
@@ -33,7 +32,9 @@ class Trust(Part):
         self.button.clicked.connect(self.ask)
         ctx.window.statusBar().insertPermanentWidget(0, self.button)
         self.action = ctx.action("agent", "Workspace &Trust…", self.ask)
-        self._show()
+        self.button.setVisible(False)
+        self.action.setEnabled(False)
+        ctx.with_settings(lambda _settings: self._show())  # once read, after the first frame
 
     @cached_property
     def dialog(self) -> TrustDialog:
@@ -48,13 +49,15 @@ class Trust(Part):
     def start(self) -> bool:
         """A workspace whose config asks for settings that need trust, and whose user has not answered for
         exactly these settings, is asked first; the backend starts with the answer."""
-        if self.holds_start():
+        if self._holds_start():
             self._then_start = True
             self.dialog.ask(self.ctx.resolved)
             return False
         return True
 
-    def holds_start(self) -> bool:
+    def _holds_start(self) -> bool:
+        from ide.settings import trust_store  # with the settings, after the first frame
+
         resolved = self.ctx.resolved
         if resolved is None or not resolved.trust_keys or resolved.trusted:
             return False
@@ -67,6 +70,8 @@ class Trust(Part):
             self.dialog.ask(self.ctx.resolved)
 
     def _on_decided(self, trusted: bool) -> None:
+        from ide.settings import SettingsError, load_settings, trust_store
+
         ctx, resolved = self.ctx, self.ctx.resolved
         if resolved is None or resolved.digest is None:
             return

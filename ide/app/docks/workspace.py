@@ -21,7 +21,7 @@ class WorkspaceDock(Dock):
     provides = (OpensFiles,)
 
     def __init__(self, ctx: AppContext) -> None:
-        self.panel = WorkspacePanel(ctx.workspace, ctx.settings.workspace)
+        self.panel = WorkspacePanel(ctx.workspace, lambda: ctx.settings.workspace)
         super().__init__(ctx, self.panel)
         self.panel.fileActivated.connect(ctx.viewer.show_file)
         ctx.action("file", "&Refresh Files", self.panel.refresh, QKeySequence.StandardKey.Refresh)
