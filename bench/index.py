@@ -3,7 +3,8 @@
 In one run, side by side: a cold full index (fresh SQLite file) vs ``ctags -R`` over the same tree and vs
 the parse floor (tree-sitter parsing the files the index parsed, in as many worker processes, with no
 queries, no Python walk and no SQLite: issue 32's target is the index at most 1.3x that; both also in CPU
-seconds of all their processes, which a busy machine hardly changes), a re-open with
+seconds of all their processes, which a busy machine hardly changes) and the query floor (the same with the
+index's tag query run over each tree, its captures handed to Python and left there), a re-open with
 nothing changed, one edited file reflected in search, symbol-query latency (p50/p95 over queries made
 from real names: exact, prefix, substring and fuzzy), database size and peak RSS. The corpus is a
 hard-link tree (a copy where linking fails) in a temp dir, so nothing is written near the real files.
@@ -71,9 +72,24 @@ def parse_files(root: str, jobs: list[tuple[str, str]]) -> int:
     return len(jobs)
 
 
-def parse_floor(corpus: Path, db: Path, workers: int) -> float:
+def parse_and_query_files(root: str, jobs: list[tuple[str, str]]) -> int:
+    """Read and parse some files and run the index's own tag query over each tree (its captures handed
+    to Python, nothing done with them): what any extraction by that query pays; their count."""
+    from tree_sitter import QueryCursor
+
+    from ide.codeintel.index.extract import compiled
+
+    for rel, language in jobs:
+        grammar = compiled(language)
+        with open(os.path.join(root, rel), "rb") as handle:
+            tree = grammar.parser.parse(handle.read())
+        QueryCursor(grammar.tags).captures(tree.root_node)
+    return len(jobs)
+
+
+def parse_floor(corpus: Path, db: Path, workers: int, work=parse_files) -> float:  # type: ignore[no-untyped-def]
     """Seconds to parse the files the index at ``db`` parsed with a grammar, in ``workers`` processes, in
-    batches of 64 as the indexer sends them."""
+    batches of 64 as the indexer sends them (``work``: :func:`parse_and_query_files` runs the query too)."""
     import multiprocessing
     import sqlite3
     from concurrent.futures import ProcessPoolExecutor
@@ -89,7 +105,7 @@ def parse_floor(corpus: Path, db: Path, workers: int) -> float:
     context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        parsed = sum(pool.map(parse_files, [str(corpus)] * len(batches), batches))
+        parsed = sum(pool.map(work, [str(corpus)] * len(batches), batches))
     assert parsed == len(jobs)
     return time.perf_counter() - started
 
@@ -201,9 +217,10 @@ def main() -> None:
         corpus = Path(tmp) / "corpus"
         info = build_corpus(corpus, Path(args.site_packages))
         settings = WorkspaceSettings(exclude=["__pycache__/", ".git/"])
-        cold, ctags, reopen, edits, floor = [], [], [], [], []
+        cold, ctags, reopen, edits, floor, query_floor = [], [], [], [], [], []
         cold_cpu: list[float] = []
         floor_cpu: list[float] = []
+        query_floor_cpu: list[float] = []
         stats = None
         for run in range(args.runs):
             db = Path(tmp) / f"index{run}.sqlite"
@@ -214,9 +231,12 @@ def main() -> None:
             between = cpu_seconds()
             floor.append(parse_floor(corpus, db, index.workers))
             after = cpu_seconds()
-            if before is not None and between is not None and after is not None:
+            query_floor.append(parse_floor(corpus, db, index.workers, parse_and_query_files))
+            queried = cpu_seconds()
+            if before is not None and between is not None and after is not None and queried is not None:
                 cold_cpu.append(between - before)
                 floor_cpu.append(after - between)
+                query_floor_cpu.append(queried - after)
             seconds, again = timed(index.refresh)
             assert again.parsed == 0, again
             reopen.append(seconds)
@@ -283,6 +303,23 @@ def main() -> None:
                 "parse_floor_cpu_runs_s": [round(s, 2) for s in floor_cpu],
                 "cold_vs_parse_floor_cpu": (
                     round(statistics.median(cold_cpu) / statistics.median(floor_cpu), 2) if cold_cpu else None
+                ),
+                # The parse floor plus the index's tag query over each tree, its captures handed to Python
+                # and nothing else: what any extraction by that query pays above the parse floor.
+                "query_floor_s": round(statistics.median(query_floor), 2),
+                "query_floor_cpu_s": (
+                    round(statistics.median(query_floor_cpu), 2) if query_floor_cpu else None
+                ),
+                "query_floor_cpu_runs_s": [round(s, 2) for s in query_floor_cpu],
+                "query_floor_vs_parse_floor_cpu": (
+                    round(statistics.median(query_floor_cpu) / statistics.median(floor_cpu), 2)
+                    if query_floor_cpu
+                    else None
+                ),
+                "cold_vs_query_floor_cpu": (
+                    round(statistics.median(cold_cpu) / statistics.median(query_floor_cpu), 2)
+                    if query_floor_cpu
+                    else None
                 ),
                 "reopen_unchanged_s": round(statistics.median(reopen), 3),
                 "one_edit_reflected_ms": round(statistics.median(edits) * 1000, 1),
