@@ -29,9 +29,7 @@ def _role_model(env: str, what: str) -> Any:
 
 
 class _Section(BaseModel):
-    # Built at first use, not at import: built one by one at import, the ~20 sections cost ~40 ms of CPU;
-    # validating Settings builds them together, once (docs/performance.md).
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class LatsModels(_Section):
