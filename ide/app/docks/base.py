@@ -133,7 +133,7 @@ class AppContext:
     @property
     def settings(self) -> Settings:
         """The workspace's settings, read at first use: the window reads them once its first frame is on
-        screen (reading builds the settings' validators, ~0.08 s of CPU that frame does not wait for). A
+        screen (importing and reading them is ~0.1 s of CPU that frame does not wait for). A
         broken setting is said in the banner and the defaults stand in."""
         self.read_settings()
         assert self._settings is not None
