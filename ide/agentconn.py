@@ -2,7 +2,8 @@
 notification routing — shared by the window's BackendBridge, its review connection and ``arbor run``.
 
 The ACP SDK is imported only inside functions: the window loads it on a worker thread while the agent's
-process starts (:mod:`ide.agentproc`).
+process starts (:mod:`ide.agentproc`). So are the wire models (pydantic), and the request time limits that
+name their methods are made at first use: the window's first frame does without them.
 """
 
 from __future__ import annotations
@@ -11,18 +12,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-from pydantic import BaseModel, ValidationError
-
-from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
-from ide.protocol.external import EXTERNAL_CAPTURE, EXTERNAL_SHADOW, EXTERNAL_TURN_START, EXTERNAL_WRITE
-from ide.protocol.method import Method, Notification
-from ide.protocol.model import MODEL_PROBE
-from ide.protocol.review import APPLY, DECIDE, ROLLBACK, ApplyParams, ApplyResult, DecideParams
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
@@ -35,33 +29,54 @@ if TYPE_CHECKING:
         UserMessageChunk,
         WriteTextFileResponse,
     )
+    from pydantic import BaseModel
+
+    from ide.protocol import AgentMeta, ErrorInfo, TurnMeta
+    from ide.protocol.method import Method, Notification
+    from ide.protocol.review import ApplyResult
 
 from ide.agentproc import AgentProcess, client_version, error_from_request, no_answer_error
 
 log = logging.getLogger(__name__)
 
-P = TypeVar("P", bound=BaseModel)
-T = TypeVar("T", bound=BaseModel)
+P = TypeVar("P", bound="BaseModel")
+T = TypeVar("T", bound="BaseModel")
 R = TypeVar("R")
 
-REQUEST_TIMEOUTS_S: Mapping[str, float | None] = MappingProxyType(
-    {
-        "initialize": 60.0,  # the backend imports LangGraph and friends before it answers
-        "session/new": 60.0,
-        "session/load": 120.0,  # replays the session's whole history first
-        "session/list": 30.0,
-        "session/set_mode": 30.0,
-        "session/prompt": None,  # a turn lasts as long as the model works; Stop cancels it
-        f"_{MODEL_PROBE}": 300.0,  # a generation per model the workspace uses
-        f"_{EXTERNAL_WRITE}": 120.0,  # diffs a whole file into the review
-        f"_{EXTERNAL_SHADOW}": 600.0,  # checks out the whole repository (a large one takes a while)
-        f"_{EXTERNAL_CAPTURE}": 300.0,  # reads and diffs every file the agent changed
-        f"_{EXTERNAL_TURN_START}": 300.0,
-        f"_{APPLY}": 600.0,  # checkpoint, writes, git commit
-        f"_{ROLLBACK}": 600.0,
-    }
-)
-"""Seconds a client waits for the answer to each request, by its name on the wire (None: no limit)."""
+
+@cache
+def request_timeouts() -> Mapping[str, float | None]:
+    """Seconds a client waits for the answer to each request, by its name on the wire (None: no limit):
+    ``agentconn.REQUEST_TIMEOUTS_S``, made at first use (it names the wire declarations)."""
+    from ide.protocol.external import EXTERNAL_CAPTURE, EXTERNAL_SHADOW, EXTERNAL_TURN_START, EXTERNAL_WRITE
+    from ide.protocol.model import MODEL_PROBE
+    from ide.protocol.review import APPLY, ROLLBACK
+
+    return MappingProxyType(
+        {
+            "initialize": 60.0,  # the backend imports LangGraph and friends before it answers
+            "session/new": 60.0,
+            "session/load": 120.0,  # replays the session's whole history first
+            "session/list": 30.0,
+            "session/set_mode": 30.0,
+            "session/prompt": None,  # a turn lasts as long as the model works; Stop cancels it
+            f"_{MODEL_PROBE}": 300.0,  # a generation per model the workspace uses
+            f"_{EXTERNAL_WRITE}": 120.0,  # diffs a whole file into the review
+            f"_{EXTERNAL_SHADOW}": 600.0,  # checks out the whole repository (a large one takes a while)
+            f"_{EXTERNAL_CAPTURE}": 300.0,  # reads and diffs every file the agent changed
+            f"_{EXTERNAL_TURN_START}": 300.0,
+            f"_{APPLY}": 600.0,  # checkpoint, writes, git commit
+            f"_{ROLLBACK}": 600.0,
+        }
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REQUEST_TIMEOUTS_S":
+        return request_timeouts()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 DEFAULT_REQUEST_TIMEOUT_S = 60.0
 """Every request not in :data:`REQUEST_TIMEOUTS_S`: index, outline, review, memory, LSP queries."""
 
@@ -70,12 +85,14 @@ DEFAULT_REQUEST_TIMEOUT_S = 60.0
 class RequestTimeouts:
     """How long a client waits for an answer; a window or test may pass shorter ones."""
 
-    seconds: Mapping[str, float | None] = field(default_factory=lambda: REQUEST_TIMEOUTS_S)
+    seconds: Mapping[str, float | None] | None = None
+    """By wire name; None: :func:`request_timeouts`."""
     default: float | None = DEFAULT_REQUEST_TIMEOUT_S
 
     def of(self, method: str) -> float | None:
         """The limit of the request ``method`` (its name on the wire), None for none."""
-        return self.seconds.get(method, self.default)
+        seconds = request_timeouts() if self.seconds is None else self.seconds
+        return seconds.get(method, self.default)
 
 
 class NoAnswer(TimeoutError):
@@ -232,6 +249,9 @@ async def initialize(
     ``terminal/*``) and read the agent's answer; :class:`NoAnswer` when none comes in time."""
     from acp import PROTOCOL_VERSION
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+    from pydantic import ValidationError
+
+    from ide.protocol import META_KEY, AgentMeta
 
     greeting = conn.initialize(
         protocol_version=PROTOCOL_VERSION,
@@ -326,6 +346,7 @@ async def _answered(call: Awaitable[R]) -> R | ErrorInfo | None:
     """What ``call`` returns, an ErrorInfo for the agent's refusal or no answer in time, or None when the
     connection is lost (the process died) or the answer is unreadable."""
     from acp import RequestError
+    from pydantic import ValidationError
 
     try:
         return await call
@@ -388,6 +409,9 @@ async def apply_all(
     Arbor's ErrorInfo that says so)."""
     from acp import RequestError
 
+    from ide.protocol import ERROR_CODE, error_data
+    from ide.protocol.review import APPLY, DECIDE, ApplyParams, DecideParams
+
     decide = DecideParams(session_id=session_id, decision="accepted", all=True)
     try:
         # Only whether it was refused matters here: its answer (the change set) is not read.
@@ -410,6 +434,9 @@ async def ask(
     """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal, an
     unreadable answer or none in time, or None when the connection is lost (the process died)."""
     from acp import RequestError
+    from pydantic import ValidationError
+
+    from ide.protocol import ErrorInfo
 
     try:
         return await call(conn, method, params, timeouts)
@@ -439,6 +466,8 @@ class NotificationRouter:
         self._subscribers.setdefault(notification, []).append((notification.payload, handler))
 
     def dispatch(self, method: str, params: dict[str, Any], session_id: str | None) -> None:
+        from pydantic import ValidationError
+
         for model, handler in self._subscribers.get(method, ()):
             try:
                 message = model.model_validate(params)
@@ -453,6 +482,10 @@ class NotificationRouter:
 
 def turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:
     """Arbor's figures of a finished turn from ``PromptResponse._meta`` (None if absent or malformed)."""
+    from pydantic import ValidationError
+
+    from ide.protocol import META_KEY, TurnMeta
+
     raw = (field_meta or {}).get(META_KEY)
     if raw is None:
         return None

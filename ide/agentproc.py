@@ -4,7 +4,8 @@ The window's :class:`~ide.app.acp_client.BackendBridge` and ``arbor run`` (:mod:
 The agent is a child with stdio pipes: stdout/stdin carry JSON-RPC, stderr is drained continuously into a
 bounded tail (a chatty agent must never block on a full pipe). Its own process group means stopping it
 also stops the language servers it spawned. The ACP SDK is imported only inside functions: the window
-loads it on a worker thread while the process starts.
+loads it on a worker thread while the process starts. So are the wire models (pydantic): the window's
+first frame does without them.
 """
 
 from __future__ import annotations
@@ -20,19 +21,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ide import self_command
-from ide.protocol import ERROR_CODE, ErrorInfo, error_info_from_data
 
 if TYPE_CHECKING:
     from acp import RequestError
 
-log = logging.getLogger(__name__)
+    from ide.protocol import ErrorInfo
 
-T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger(__name__)
 
 BACKEND_COMMAND_ENV = "ARBOR_BACKEND_COMMAND"
 
@@ -166,6 +164,8 @@ def client_version() -> str:
 
 def error_from_request(exc: RequestError) -> ErrorInfo:
     """What to tell the user about a JSON-RPC error: Arbor's classified ErrorInfo, or its plain message."""
+    from ide.protocol import ERROR_CODE, ErrorInfo, error_info_from_data
+
     if exc.code == ERROR_CODE:
         info = error_info_from_data(exc.data)
         if info is not None:
@@ -314,6 +314,8 @@ class AgentProcess:
 
 def start_error(command: Sequence[str], exc: OSError, *, arbor: bool = True) -> ErrorInfo:
     """What to tell the user when the backend command (``arbor``), or another agent's, cannot be run."""
+    from ide.protocol import ErrorInfo
+
     if not arbor:
         return ErrorInfo(
             kind="internal",
@@ -330,6 +332,8 @@ def start_error(command: Sequence[str], exc: OSError, *, arbor: bool = True) -> 
 
 def no_answer_error(seconds: float, method: str = "initialize") -> ErrorInfo:
     """What to tell the user when the backend does not answer the request ``method`` in time."""
+    from ide.protocol import ErrorInfo
+
     doctor = "Run `arbor doctor` in a terminal to see what it is waiting for."
     return ErrorInfo(
         kind="internal",

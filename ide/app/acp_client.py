@@ -17,27 +17,28 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 from shiboken6 import isValid
 
 from ide import agentconn, agentproc
 from ide.agentproc import BackendState, error_from_request
 from ide.app.background import run_blocking, spawn
-from ide.protocol import AgentMeta, ErrorInfo
-from ide.protocol.method import Method, Notification
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
+    from pydantic import BaseModel
+
+    from ide.protocol import AgentMeta, ErrorInfo
+    from ide.protocol.method import Method, Notification
 
 __all__ = ["BackendBridge", "BackendState"]
 log = logging.getLogger(__name__)
 
-P = TypeVar("P", bound=BaseModel)
-T = TypeVar("T", bound=BaseModel)
-M = TypeVar("M", bound=BaseModel)
+P = TypeVar("P", bound="BaseModel")
+T = TypeVar("T", bound="BaseModel")
+M = TypeVar("M", bound="BaseModel")
 R = TypeVar("R")
-OnError = Callable[[ErrorInfo], None]
+OnError = Callable[["ErrorInfo"], None]
 OnSessions = Callable[[list[agentconn.SessionSummary]], None]
 CLIENT_META = {"review": True, "reviewHunks": True, "tree": True, "index": True}
 """Arbor's extensions the window asks for: reviews (as summaries, the hunks fetched as files are shown:
@@ -243,6 +244,8 @@ class BackendBridge(QObject):
         on_result: Callable[[R], None],
         on_error: Callable[[ErrorInfo], None] | None,
     ) -> None:
+        from ide.protocol import ErrorInfo
+
         answer = await call  # None: the connection was lost, and the watcher reports the death
         if answer is None or generation != self._generation:
             return
@@ -312,6 +315,7 @@ class BackendBridge(QObject):
     async def _guarded(self, generation: int, step: Awaitable[None]) -> None:
         """Run ``step`` (a handshake, opening a session); a refusal or no answer stops the backend."""
         from acp import RequestError
+        from pydantic import ValidationError
 
         try:
             await step
@@ -371,6 +375,8 @@ class BackendBridge(QObject):
             self.note_mode(mode)
 
     async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
+        from ide.protocol import ErrorInfo
+
         if self.agent_dir != self.workspace and self.before_prompt is not None:
             await self.before_prompt()
         response = await agentconn.prompt(conn, session_id, text, self.timeouts)

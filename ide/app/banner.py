@@ -4,6 +4,7 @@ errors and the model's health, each with what to do next."""
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
@@ -18,7 +19,9 @@ from PySide6.QtWidgets import (
 )
 
 from ide.app.controls import flat_button, plain_label
-from ide.protocol import ErrorInfo
+
+if TYPE_CHECKING:
+    from ide.protocol import ErrorInfo
 
 STDERR_LINES_SHOWN = 8
 

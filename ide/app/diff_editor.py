@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import (
     QRectF,
     Qt,
@@ -23,7 +25,9 @@ from PySide6.QtWidgets import (
 from ide.app.diffs import Row, code_of
 from ide.app.highlight import Span, format_for, lex_lines
 from ide.app.viewer import CodeEditor
-from ide.protocol.review import Decision
+
+if TYPE_CHECKING:
+    from ide.protocol.review import Decision
 
 LEX_MAX_CHARS = 60_000
 """A file's diff longer than this is shown without syntax colours: lexing it would hold the UI thread."""

@@ -11,11 +11,12 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ide.protocol.diff import CONTEXT_LINES, NO_NEWLINE, diff_text, hunk_header, line_hunks
-from ide.protocol.hidden import HiddenFinding, scan_hunk, show_hidden
-from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView
+if TYPE_CHECKING:
+    from ide.protocol.hidden import HiddenFinding
+    from ide.protocol.review import ChangeSetView, Decision, FileChangeView, HunkView
+
 
 FileState = Literal["pending", "partly", "accepted", "rejected", "conflict"]
 RowKind = Literal["hunk", "context", "del", "add", "note", "pad"]
@@ -102,9 +103,13 @@ def local_hunks(path: str, old: str | None, new: str | None) -> list[HunkView]:
 
     Ids hash the path and the hunk's lines, so the same edit keeps its id when the diff is recomputed.
     """
+    from ide.protocol.diff import CONTEXT_LINES, NO_NEWLINE, hunk_header, line_hunks
+    from ide.protocol.hidden import scan_hunk
+    from ide.protocol.review import HunkView
+
     hunks: list[HunkView] = []
     for found in line_hunks(_split_keep_ends(old or ""), _split_keep_ends(new or ""), CONTEXT_LINES):
-        lines = [text for prefix, line in found.lines for text in _diff_lines(prefix, line)]
+        lines = [text for prefix, line in found.lines for text in _diff_lines(prefix, line, NO_NEWLINE)]
         digest = hashlib.sha1("\n".join([path, *lines]).encode("utf-8", "surrogatepass")).hexdigest()
         hunks.append(
             HunkView(
@@ -123,14 +128,16 @@ def local_hunks(path: str, old: str | None, new: str | None) -> list[HunkView]:
     return hunks
 
 
-def _diff_lines(prefix: str, line: str) -> list[str]:
-    """One diff line without its ending, and the marker after a line that has none."""
+def _diff_lines(prefix: str, line: str, no_newline: str) -> list[str]:
+    """One diff line without its ending, and the ``no_newline`` marker after a line that has none."""
     stripped = line.rstrip("\r\n")
-    return [prefix + stripped] if stripped != line else [prefix + stripped, NO_NEWLINE]
+    return [prefix + stripped] if stripped != line else [prefix + stripped, no_newline]
 
 
 def local_file_change(path: str, old: str | None, new: str | None) -> FileChangeView:
     """A :class:`FileChangeView` for one ACP ``diff`` (``old`` None: the agent created the file)."""
+    from ide.protocol.review import FileChangeView
+
     hunks = local_hunks(path, old, new)
     additions = sum(1 for hunk in hunks for line in hunk.lines if line.startswith("+"))
     deletions = sum(1 for hunk in hunks for line in hunk.lines if line.startswith("-"))
@@ -155,6 +162,8 @@ class StandardDiffs:
         return bool(self.calls.pop(call_id, None))
 
     def changeset(self, session_id: str, cwd: str) -> ChangeSetView:
+        from ide.protocol.review import ChangeSetView
+
         bases: dict[str, str | None] = {}
         latest: dict[str, str] = {}
         for diffs in self.calls.values():
@@ -228,6 +237,8 @@ def header_text(hunk: HunkView, decision: Decision, comment: str | None) -> str:
 
 def unified_rows(file: FileChangeView, header: Callable[[HunkView], str] = hunk_header_text) -> list[Row]:
     """The file's hunks as unified-diff rows, with intraline spans on paired -/+ runs."""
+    from ide.protocol.hidden import show_hidden
+
     rows: list[Row] = []
     for index, hunk in enumerate(file.hunks):
         rows.append(Row("hunk", header(hunk), index))
@@ -320,6 +331,8 @@ def code_of(rows: list[Row], prefixed: bool) -> str:
 
 def unified_text(changeset: ChangeSetView) -> str:
     """The whole change set as one unified diff (the benchmark's peer renders this)."""
+    from ide.protocol.diff import diff_text
+
     return diff_text(changeset.files, "plain")
 
 

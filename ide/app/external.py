@@ -21,30 +21,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
 from ide import agentconn, agentproc
 from ide.app.background import run_blocking, spawn
-from ide.protocol import ErrorInfo
-from ide.protocol import external as ex
-from ide.protocol.method import Method
-from ide.protocol.review import SUMMARY_CAPABILITY
 
 if TYPE_CHECKING:
     from acp import RequestError
+    from pydantic import BaseModel
 
     from ide.app.acp_client import BackendBridge
+    from ide.protocol import ErrorInfo
+    from ide.protocol import external as ex
+    from ide.protocol.method import Method
 
 log = logging.getLogger(__name__)
 
-P = TypeVar("P", bound=BaseModel)
-T = TypeVar("T", bound=BaseModel)
+P = TypeVar("P", bound="BaseModel")
+T = TypeVar("T", bound="BaseModel")
 START_TIMEOUT_S = 60.0
 INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
-REVIEW_META = {"review": True, SUMMARY_CAPABILITY: True}
-"""What the review connection asks for: change sets as summaries, their hunks fetched as they are shown."""
+
+
+def review_meta() -> dict[str, bool]:
+    """What the review connection asks for: change sets as summaries, their hunks fetched as they are
+    shown."""
+    from ide.protocol.review import SUMMARY_CAPABILITY
+
+    return {"review": True, SUMMARY_CAPABILITY: True}
 
 
 def _refusal(code: int, message: str, path: str) -> RequestError:
@@ -130,6 +135,8 @@ class ReviewBackend(QObject):
         """Diff the shadow into the review (after a tool call, at a turn's end — ``workspace`` also scans
         the workspace for files changed there meanwhile) and show it; None without a shadow or an
         answer (the failure is noted)."""
+        from ide.protocol import external as ex
+
         params = ex.ExternalCaptureParams(session_id=self.session_id or "", workspace=workspace)
         captured = await self._shadow_call(ex.EXTERNAL_CAPTURE, params)
         if captured is not None:
@@ -147,6 +154,8 @@ class ReviewBackend(QObject):
     async def turn_start(self) -> None:
         """Before the agent's next turn: its shadow takes in what the user decided (rejected hunks
         reverted, applied files as the new baseline) and edited since."""
+        from ide.protocol import external as ex
+
         params = ex.ExternalSessionParams(session_id=self.session_id or "")
         started = await self._shadow_call(ex.EXTERNAL_TURN_START, params)
         if started is not None and started.conflicts:
@@ -157,6 +166,8 @@ class ReviewBackend(QObject):
 
     async def close_shadow(self) -> None:
         """Remove the shadow (its review, what was captured, stays in the backend)."""
+        from ide.protocol import external as ex
+
         shadow, self.shadow = self.shadow, None
         conn, session_id = self._conn, self.session_id
         if shadow is not None and conn is not None and session_id is not None:
@@ -164,6 +175,8 @@ class ReviewBackend(QObject):
             await agentconn.ask(conn, ex.EXTERNAL_CLOSE, params, self.timeouts)
 
     async def _shadow_call(self, method: Method[P, T], params: P) -> T | None:
+        from ide.protocol import ErrorInfo
+
         conn = self._conn
         if self.shadow is None or conn is None:
             return None
@@ -178,6 +191,8 @@ class ReviewBackend(QObject):
 
     async def read_text_file(self, session_id: str, path: str, line: int | None, limit: int | None) -> str:
         """``fs/read_text_file``: the file as the review leaves it (pending edits included)."""
+        from ide.protocol import external as ex
+
         target = self._check("fs/read_text_file", path)
         params = {"path": target, "line": line, "limit": limit}
         answer = await self._call("fs/read_text_file", ex.EXTERNAL_READ, params, path)
@@ -185,6 +200,8 @@ class ReviewBackend(QObject):
 
     async def write_text_file(self, session_id: str, path: str, content: str) -> None:
         """``fs/write_text_file``: into the review's change set, never on disk before Apply."""
+        from ide.protocol import external as ex
+
         target = self._check("fs/write_text_file", path)
         self._check_size(content, path)
         params = {"path": target, "content": content}
@@ -210,6 +227,8 @@ class ReviewBackend(QObject):
             return False
 
         async def deliver() -> None:
+            from ide.protocol import ErrorInfo
+
             answer = await agentconn.ask(conn, method, params, self.timeouts)
             if answer is None:
                 on_error(ErrorInfo(kind="internal", message="Arbor's review backend has stopped."))
@@ -255,6 +274,7 @@ class ReviewBackend(QObject):
 
     async def _call(self, method: str, ext: Method[Any, T], params: dict[str, Any], path: str) -> T:
         from acp import RequestError
+        from pydantic import ValidationError
 
         conn, session_id = await self._connection()
         try:
@@ -281,6 +301,9 @@ class ReviewBackend(QObject):
 
     async def _open(self, *, shadow: bool = False) -> tuple[Any, str]:
         from acp import RequestError
+        from pydantic import ValidationError
+
+        from ide.protocol import external as ex
 
         if self._conn is None or self.process is None or self.process.returncode is not None:
             await self._start()
@@ -304,6 +327,9 @@ class ReviewBackend(QObject):
 
     async def _start(self) -> None:
         from acp import RequestError
+        from pydantic import ValidationError
+
+        from ide.protocol import external as ex
 
         line = shlex.join(self.backend.command)
         try:
@@ -316,7 +342,7 @@ class ReviewBackend(QObject):
         callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
         self._conn = conn = agentconn.connect(agent, callbacks)
         try:
-            hello = await asyncio.wait_for(agentconn.initialize(conn, meta=REVIEW_META), START_TIMEOUT_S)
+            hello = await asyncio.wait_for(agentconn.initialize(conn, meta=review_meta()), START_TIMEOUT_S)
         except (RequestError, TimeoutError, ConnectionError, ValidationError) as exc:
             with contextlib.suppress(Exception):
                 await agent.stop(conn)

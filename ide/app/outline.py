@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from ide.protocol.index import OutlineResult
+if TYPE_CHECKING:
+    from ide.protocol.index import OutlineResult
+
 
 KIND_MARKS = {
     "class": "C",

@@ -13,7 +13,7 @@ read-only modes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
@@ -36,18 +36,19 @@ from ide.app.review_widgets import (
     ReviewFileList,
     ReviewToolbar,
 )
-from ide.protocol.review import (
-    ApplyResult,
-    BatchView,
-    ChangeSetView,
-    DecideParams,
-    Decision,
-    HistoryResult,
-    HunksParams,
-    HunksResult,
-    RollbackParams,
-    RollbackResult,
-)
+
+if TYPE_CHECKING:
+    from ide.protocol.review import (
+        ApplyResult,
+        BatchView,
+        ChangeSetView,
+        DecideParams,
+        Decision,
+        HistoryResult,
+        HunksParams,
+        HunksResult,
+        RollbackResult,
+    )
 
 STANDARD_DIFF_DELAY_MS = 50
 LOADING = "Loading…"
@@ -443,6 +444,8 @@ class ReviewPane(QWidget):
             self._confirm_rollback(batch)
 
     def _confirm_rollback(self, batch: BatchView) -> None:
+        from ide.protocol.review import RollbackParams
+
         text, details = rollback_question(batch)
         confirm = QMessageBox(
             QMessageBox.Icon.Question, "Roll back", text, QMessageBox.StandardButton.Cancel, self
@@ -529,6 +532,8 @@ class ReviewPane(QWidget):
         self.diff.show_file(file, self.state.header, decisions, self.state.current_hunk)
 
     def _ask(self, path: str) -> None:
+        from ide.protocol.review import HunksParams
+
         if path not in self._asked and self.state.changeset is not None:
             self._asked.add(path)
             self.hunksRequested.emit(HunksParams(session_id=self.state.changeset.session_id, paths=[path]))

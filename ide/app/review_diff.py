@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter, QStackedWidget, QWidget
@@ -12,7 +13,9 @@ from PySide6.QtWidgets import QLabel, QSplitter, QStackedWidget, QWidget
 from ide.app.diff_editor import DiffEditor, lex_rows
 from ide.app.diffs import side_by_side_rows, unified_rows
 from ide.app.viewer import CodeEditor
-from ide.protocol.review import Decision, FileChangeView, HunkView
+
+if TYPE_CHECKING:
+    from ide.protocol.review import Decision, FileChangeView, HunkView
 
 
 class DiffView(QStackedWidget):

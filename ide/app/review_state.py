@@ -9,24 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ide.app.diffs import FileState, StandardDiffs, feedback_prompt, file_state, header_text, keep_loaded
-from ide.protocol.hidden import describe
-from ide.protocol.review import (
-    ApplyParams,
-    ApplyResult,
-    BatchView,
-    ChangeSetView,
-    ConflictView,
-    DecideParams,
-    Decision,
-    FileChangeView,
-    HistoryParams,
-    HistoryResult,
-    HunkView,
-    RollbackResult,
-)
+
+if TYPE_CHECKING:
+    from ide.protocol.review import (
+        ApplyParams,
+        ApplyResult,
+        BatchView,
+        ChangeSetView,
+        ConflictView,
+        DecideParams,
+        Decision,
+        FileChangeView,
+        HistoryParams,
+        HistoryResult,
+        HunkView,
+        RollbackResult,
+    )
 
 META_MARK = "⚠ "
 """Before the name of a file that needs its own accept (Arbor's settings, git attributes, CI, hooks)."""
@@ -135,6 +136,8 @@ def has_notes(file: FileChangeView) -> bool:
 
 def file_notes(file: FileChangeView) -> list[str]:
     """The notes above a file's diff: why it needs its own accept, and what its hunks hide."""
+    from ide.protocol.hidden import describe
+
     hidden = [finding for hunk in file.hunks for finding in hunk.hidden]
     notes = []
     if file.meta:
@@ -196,9 +199,7 @@ class ReviewState:
         self.changeset: ChangeSetView | None = None
         self.conflicts: list[ConflictView] = []
         """Files the last Apply could not write."""
-        self.batches = HistoryResult.model_construct()
-        """The history shown (empty: as ``HistoryResult()``, whose validator the first frame does not wait
-        for; the backend's answers are validated)."""
+        self._batches: HistoryResult | None = None
         self.current_file = -1
         self.current_hunk = -1
         self.branch: ChangeSetView | None = None
@@ -210,6 +211,20 @@ class ReviewState:
         self._held: ChangeSetView | None = None
         self._held_interactive = False
         self._standard = StandardDiffs()
+
+    @property
+    def batches(self) -> HistoryResult:
+        """The history shown: empty (as ``HistoryResult()``) until the backend's answer, which is validated.
+        Made at first use, not for the first frame, which does without the wire models."""
+        if self._batches is None:
+            from ide.protocol.review import HistoryResult
+
+            self._batches = HistoryResult.model_construct()
+        return self._batches
+
+    @batches.setter
+    def batches(self, history: HistoryResult) -> None:
+        self._batches = history
 
     # What is shown.
 
@@ -326,7 +341,7 @@ class ReviewState:
         """Which actions apply, with row ``history_row`` of the History tab selected (-1: none)."""
         interactive = self.interactive
         has_changes = self.changeset is not None and bool(self.changeset.files)
-        batches = self.batches.batches
+        batches = self._batches.batches if self._batches is not None else []  # none shown yet
         return ReviewActions(
             hunk=interactive and self.current_hunk_view() is not None and self.current_loaded(),
             file=interactive and self.current_file_view() is not None,
@@ -404,6 +419,8 @@ class ReviewState:
 
     def decide_hunk(self, decision: Decision) -> DecideParams | None:
         """Decide the current hunk; the request to send (None: nothing to decide here)."""
+        from ide.protocol.review import DecideParams
+
         hunk = self.current_hunk_view()
         if not self.interactive or hunk is None or self.changeset is None or not self.current_loaded():
             return None  # a hunk is decided once it is seen
@@ -412,6 +429,8 @@ class ReviewState:
 
     def decide_file(self, decision: Decision) -> DecideParams | None:
         """Decide every hunk of the current file."""
+        from ide.protocol.review import DecideParams
+
         file = self.current_file_view()
         if not self.interactive or file is None or self.changeset is None:
             return None
@@ -421,6 +440,8 @@ class ReviewState:
     def decide_all(self, decision: Decision) -> DecideParams | None:
         """Decide the change set wholesale: every hunk but those that need their own decision
         (:meth:`ChangeSetView.wholesale_hunks`, the rule the backend applies too)."""
+        from ide.protocol.review import DecideParams
+
         if not self.interactive or self.changeset is None:
             return None
         params = DecideParams(session_id=self.changeset.session_id, decision=decision, all=True)
@@ -434,6 +455,8 @@ class ReviewState:
     def comment(self, text: str) -> DecideParams | None:
         """Attach ``text`` to the current hunk when :attr:`commentable`; the request that records it with
         the backend (None when the review is read-only or nothing was attached)."""
+        from ide.protocol.review import DecideParams
+
         hunk = self.current_hunk_view()
         if hunk is None or self.changeset is None or not text or self.branch is not None:
             return None
@@ -462,11 +485,15 @@ class ReviewState:
 
     def apply_params(self) -> ApplyParams | None:
         """What Apply sends: the session's accepted hunks are written (None: Apply does nothing here)."""
+        from ide.protocol.review import ApplyParams
+
         if self.interactive and self.changeset is not None:
             return ApplyParams(session_id=self.changeset.session_id)
         return None
 
     def history_params(self) -> HistoryParams | None:
+        from ide.protocol.review import HistoryParams
+
         if self.interactive and self.cwd:
             return HistoryParams(cwd=self.cwd)
         return None

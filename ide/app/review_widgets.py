@@ -4,7 +4,7 @@ its own); :class:`~ide.app.review.ReviewPane` lays them out and wires them to it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
@@ -31,7 +31,9 @@ from PySide6.QtWidgets import (
 
 from ide.app.diffs import FileState
 from ide.app.review_state import META_MARK, ReviewActions
-from ide.protocol.review import FileChangeView, HistoryResult
+
+if TYPE_CHECKING:
+    from ide.protocol.review import FileChangeView, HistoryResult
 
 STANDARD_NOTE = (
     "This agent does not support Arbor review: its proposed edits are shown read-only. Accept or reject "

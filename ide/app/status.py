@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
 from ide.app.acp_client import BackendState
-from ide.protocol import AgentMeta, TurnMeta
-from ide.protocol.model import ModelHealth
+
+if TYPE_CHECKING:
+    from ide.protocol import AgentMeta, TurnMeta
+    from ide.protocol.model import ModelHealth
 
 STATE_COLOURS = {
     BackendState.STARTING: "#b7791f",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
@@ -18,8 +19,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.protocol.index import IndexStatus, SymbolSearchResult
-from ide.protocol.lsp import LspLocation
+if TYPE_CHECKING:
+    from ide.protocol.index import IndexStatus, SymbolSearchResult
+    from ide.protocol.lsp import LspLocation
+
 
 TYPING_PAUSE_MS = 60
 """Keystrokes are coalesced: a query goes out once typing pauses this long."""

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ide.protocol.tree import OBSERVATION_CAP, NodeKind, NodeStatus, ToolAction, TreeEvent, TreeNode
+if TYPE_CHECKING:
+    from ide.protocol.tree import NodeKind, NodeStatus, TreeEvent, TreeNode
+
 
 STATUSES: dict[str, NodeStatus] = {
     "pending": "generated",
@@ -24,6 +26,8 @@ PLAN = "plan"
 
 def _text(value: Any) -> str | None:
     """A raw output (or content) as capped text for the node's observation."""
+    from ide.protocol.tree import OBSERVATION_CAP
+
     if value is None:
         return None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -96,6 +100,8 @@ class ToolCallTree:
         return [event]
 
     def _event(self, kind: str, **fields: Any) -> TreeEvent:
+        from ide.protocol.tree import TreeEvent
+
         assert self.run_id is not None
         self._seq += 1
         return TreeEvent(
@@ -113,6 +119,8 @@ class ToolCallTree:
     def _node(
         self, node_id: str, parent: str | None, kind: NodeKind, label: str, status: NodeStatus
     ) -> TreeNode:
+        from ide.protocol.tree import TreeNode
+
         now = time.time()
         depth = 0 if parent is None else (1 if parent == ROOT else 2)
         return TreeNode(
@@ -121,6 +129,8 @@ class ToolCallTree:
         )  # fmt: skip
 
     def _tool_call(self, update: Any, *, new: bool) -> list[TreeEvent]:
+        from ide.protocol.tree import ToolAction
+
         events = self._open()
         node_id = f"tool:{update.tool_call_id}"
         status = STATUSES.get(getattr(update, "status", None) or "")

@@ -8,13 +8,17 @@ died, or an agent that records no end), the window closes the run with these eve
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from ide.protocol.tree import SearchTree, TreeEvent
+if TYPE_CHECKING:
+    from ide.protocol.tree import SearchTree, TreeEvent
 
 
 def closing_events(tree: SearchTree, reason: str, *, at: float | None = None) -> list[TreeEvent]:
     """Events after ``tree``'s last that mark its active nodes failed, say ``reason`` on the root and
     finish it with ``stop_reason`` ``error``; none when the run has finished or has no root."""
+    from ide.protocol.tree import TreeEvent
+
     if tree.finished or tree.root is None or tree.run_id is None:
         return []
     run_id, now = tree.run_id, time.time() if at is None else at

@@ -212,6 +212,8 @@ class MainWindow(QMainWindow):
     def start(self) -> None:
         """Start every part (the file tree lists the workspace) and then the backend (needs the qasync
         loop installed), unless a part holds it: trust asks first when the workspace's config needs it."""
+        for part in self.docks.values():
+            part.subscribe()
         if all([part.start() for part in self.docks.values()]):
             self.bridge.start()
         else:

@@ -2,9 +2,9 @@
 
 The window is an ACP client: LangChain and LangGraph belong to the backend's process and are never imported
 here. The first frame waits for nothing it does not show (issue 32): the ACP SDK, the backend's process,
-the workspace's listing (pathspec), the highlighter (Pygments) and the wire models' validators
-(``ide.protocol``'s models build theirs at first use) all come after it, and the window still starts its
-backend then on its own.
+the workspace's listing (pathspec), the highlighter (Pygments), the workspace's settings and pydantic with
+the wire models (``ide.protocol``, imported by the requests and handlers that use them) all come after it,
+and the window still starts its backend then on its own.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ pytestmark = pytest.mark.window
 
 NEVER_IN_THE_WINDOW = ("langchain", "langchain_core", "langgraph", "langsmith")
 """The backend's agent framework: the window process never imports it, before or after its first frame."""
-AFTER_THE_FIRST_FRAME = ("acp", "pathspec", "pygments")
+AFTER_THE_FIRST_FRAME = ("acp", "pathspec", "pygments", "pydantic")
 """Loaded once the window is on screen: the ACP SDK (the backend's start), the workspace listing's ignore
-rules and the code viewer's highlighter."""
+rules, the code viewer's highlighter, and pydantic with the wire models (the parts subscribe to
+notifications when the window starts, and build requests and read answers after it)."""
 DEFERRED = ("eval", "memory", "sessions", "tree")
 """The docks a fresh window's first frame hides (Eval until it has a report, Memory and Sessions behind the
 chat's tab, the Search tree behind the review's): their panels are built once that frame is on screen, or
@@ -155,7 +156,7 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
     # The first frame shows the backend starting (what the window is about to do), but nothing is spawned.
     assert seen["state"] == "starting" and not seen["spawned"], "the backend started before the first frame"
     # …and then the window started its backend by itself, and loaded what the start needed.
-    assert "acp" in _tops(seen["ready"], AFTER_THE_FIRST_FRAME)
+    assert {"acp", "pydantic"} <= set(_tops(seen["ready"], AFTER_THE_FIRST_FRAME))
     assert _tops(seen["paint"] + seen["ready"], NEVER_IN_THE_WINDOW) == []
 
 

@@ -4,11 +4,13 @@ the Stop Turn action."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Part, Spec
-from ide.protocol import ErrorInfo, TurnMeta
+
+if TYPE_CHECKING:
+    from ide.protocol import ErrorInfo, TurnMeta
 
 STOP_REASONS = {
     "max_tokens": "The model hit its output token limit; the answer may be cut short.",

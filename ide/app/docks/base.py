@@ -13,12 +13,12 @@ from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QStackedWidget, Q
 
 from ide.app.acp_client import BackendBridge, BackendState
 from ide.app.docks.needs import Providers
-from ide.protocol import ErrorInfo
 
 if TYPE_CHECKING:
     from ide.app.banner import Banner
     from ide.app.status import BackendStatus
     from ide.app.viewer import CodeViewer
+    from ide.protocol import ErrorInfo
     from ide.settings import ResolvedSettings, Settings
 
 S = TypeVar("S")
@@ -162,6 +162,8 @@ class AppContext:
 
     def read_settings(self) -> None:
         """Read the workspace's settings now, unless they were read (or given)."""
+        from ide.protocol import ErrorInfo
+
         if self._settings_read:
             return
         from ide.settings import Settings, SettingsError, load_settings
@@ -222,6 +224,11 @@ class Part(QObject):
         super().__init__(ctx.window)
         self.ctx = ctx
         self.bridge = ctx.bridge
+
+    def subscribe(self) -> None:
+        """Subscribe to the backend's notifications (``bridge.on_notification``): called when the window
+        starts, before any part's :meth:`start` and the backend's. Not at construction: the declarations
+        hold their wire models, and the first frame does without pydantic."""
 
     def start(self) -> bool:
         """The window starts: False holds the backend's start (this part starts it later)."""

@@ -3,7 +3,7 @@ each turn ended (answered, stopped, failed and why), with a failed turn's open s
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from PySide6.QtCore import QTimer
 
@@ -12,7 +12,9 @@ from ide.app.chat import ChatPanel
 from ide.app.docks.base import SIDE, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.docks.capabilities import Chat, OpensFiles, SearchTrees
 from ide.app.docks.needs import Requires, Uses
-from ide.protocol import ErrorInfo
+
+if TYPE_CHECKING:
+    from ide.protocol import ErrorInfo
 
 
 class ChatDock(Dock):

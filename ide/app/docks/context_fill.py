@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from ide.app.docks.base import AppContext, Part, Spec
-from ide.protocol.model import CONTEXT_NOTIFICATION, ContextFill
+from typing import TYPE_CHECKING
+
+from ide.app.docks.base import Part, Spec
+
+if TYPE_CHECKING:
+    from ide.protocol.model import ContextFill
 
 
 class ContextFillPart(Part):
@@ -11,9 +15,10 @@ class ContextFillPart(Part):
 
     spec = Spec("context", order=75)
 
-    def __init__(self, ctx: AppContext) -> None:
-        super().__init__(ctx)
-        ctx.bridge.on_notification(CONTEXT_NOTIFICATION, self._show)
+    def subscribe(self) -> None:
+        from ide.protocol.model import CONTEXT_NOTIFICATION
+
+        self.bridge.on_notification(CONTEXT_NOTIFICATION, self._show)
 
     def _show(self, fill: ContextFill) -> None:
         self.ctx.status.set_context(fill.tokens, fill.window)

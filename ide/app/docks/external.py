@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ide.agentproc import AgentChoice
 from ide.app.acp_client import BackendState
@@ -20,8 +20,10 @@ from ide.app.docks.capabilities import Chat, Review, SearchTrees
 from ide.app.docks.needs import Uses
 from ide.app.external import ReviewBackend
 from ide.app.tool_tree import ToolCallTree
-from ide.protocol.review import ChangeSetView
 from ide.sandbox import confined
+
+if TYPE_CHECKING:
+    from ide.protocol.review import ChangeSetView
 
 
 class ForeignAgent(Part):

@@ -13,19 +13,16 @@ from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
 from ide.app.viewer import plain_hover
-from ide.protocol.lsp import (
-    LSP_DEFINITION,
-    LSP_HOVER,
-    LSP_REFERENCES,
-    HoverResult,
-    LocationsResult,
-    LspLocation,
-    PositionParams,
-)
-from ide.protocol.method import Method
 
 if TYPE_CHECKING:
     from ide.app.symbols import LocationPicker
+    from ide.protocol.lsp import (
+        HoverResult,
+        LocationsResult,
+        LspLocation,
+        PositionParams,
+    )
+    from ide.protocol.method import Method
 
 INDEX_LABEL = "by name (index)"
 """How the index's answer is labelled until the language server's replaces it."""
@@ -99,12 +96,8 @@ class LanguageServerPart(Part):
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
         self._hover_pos: dict[tuple[str, int, int], QPoint] = {}
-        self.definition_action = ctx.action(
-            "go", "Go to &Definition", lambda: self.ask(LSP_DEFINITION), "F12"
-        )
-        self.references_action = ctx.action(
-            "go", "Find &References", lambda: self.ask(LSP_REFERENCES), "Shift+F12"
-        )
+        self.definition_action = ctx.action("go", "Go to &Definition", self.definition, "F12")
+        self.references_action = ctx.action("go", "Find &References", self.references, "Shift+F12")
         self.history = JumpHistory()
         self.back_action = ctx.action("go", "&Back", self.go_back, "Alt+Left")
         self.forward_action = ctx.action("go", "&Forward", self.go_forward, "Alt+Right")
@@ -122,10 +115,24 @@ class LanguageServerPart(Part):
         picker.locationChosen.connect(self._jump)
         return picker
 
+    def definition(self) -> bool:
+        """F12: the definition of the name at the viewer's cursor."""
+        from ide.protocol.lsp import LSP_DEFINITION
+
+        return self.ask(LSP_DEFINITION)
+
+    def references(self) -> bool:
+        """Shift+F12: the references of the name at the viewer's cursor."""
+        from ide.protocol.lsp import LSP_REFERENCES
+
+        return self.ask(LSP_REFERENCES)
+
     def ask(
         self, method: Method[PositionParams, Any], line: int | None = None, column: int | None = None
     ) -> bool:
         """Definition or references at the viewer's cursor (or the given position)."""
+        from ide.protocol.lsp import LSP_DEFINITION, LSP_REFERENCES, PositionParams
+
         viewer = self.ctx.viewer
         path = viewer.current_path
         if path is None or viewer.message is not None:
@@ -192,6 +199,8 @@ class LanguageServerPart(Part):
             self.files.open_location(*place)
 
     def _request_hover(self, line: int, column: int, global_pos: QPoint) -> None:
+        from ide.protocol.lsp import LSP_HOVER
+
         path = self.ctx.viewer.current_path
         if path is None:
             return
@@ -199,6 +208,8 @@ class LanguageServerPart(Part):
         self.ask(LSP_HOVER, line, column)
 
     def _on_answer(self, method: str, params: PositionParams, result: LocationsResult | HoverResult) -> None:
+        from ide.protocol.lsp import LSP_REFERENCES, HoverResult
+
         if isinstance(result, HoverResult):
             where = self._hover_pos.pop((params.path, params.line, params.column), None)
             if where is not None and (result.text or result.message):
@@ -220,6 +231,8 @@ class LanguageServerPart(Part):
     def _on_references(self, params: PositionParams, result: LocationsResult) -> None:
         """Shift+F12's two answers: the index's by name first (shown labelled as such), then the server's,
         which replaces it; either one for an earlier Shift+F12 is dropped."""
+        from ide.protocol.lsp import LSP_REFERENCES
+
         pending = self._current(LSP_REFERENCES, params)
         if pending is None:
             return
@@ -250,6 +263,8 @@ class LanguageServerPart(Part):
         """F12's two answers: the server's when it comes within :data:`DEFINITION_GRACE_MS`; otherwise the
         index's by name (labelled) at the end of the grace, and the server's after it, which jumps only
         when it agrees and otherwise lists its places."""
+        from ide.protocol.lsp import LSP_DEFINITION
+
         pending = self._current(LSP_DEFINITION, params)
         if pending is None:
             return
@@ -273,6 +288,8 @@ class LanguageServerPart(Part):
             self.picker.show_locations(f"Definitions ({SERVER_LABEL})", result.locations)
 
     def _grace_over(self, pending: _Pending) -> None:
+        from ide.protocol.lsp import LSP_DEFINITION
+
         pending.grace_over = True
         if self._pending.get(LSP_DEFINITION) is pending and pending.index is not None:
             self._show_index_definition(pending)

@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
 )
 
 from ide.app.docks.base import SIDE, AppContext, Dock, Spec
-from ide.protocol import ErrorInfo
 
 if TYPE_CHECKING:  # the wire models load with the panel and the requests, after the first frame
+    from ide.protocol import ErrorInfo
     from ide.protocol.memory import MemoryEntry, MemoryList
 
 COALESCE_MS = 200

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from PySide6.QtCore import QTimer, Signal
 
@@ -13,16 +13,13 @@ from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
 from ide.app.outline import OutlinePanel
 from ide.app.symbols import IndexProgress
-from ide.protocol.index import (
-    INDEX_CHANGED,
-    INDEX_OUTLINE,
-    INDEX_STATUS,
-    IndexChanged,
-    IndexStatus,
-    IndexStatusParams,
-    OutlineParams,
-    OutlineResult,
-)
+
+if TYPE_CHECKING:
+    from ide.protocol.index import (
+        IndexChanged,
+        IndexStatus,
+        OutlineResult,
+    )
 
 INDEX_POLL_MS = 300
 """How often the status bar asks for the index's progress while it is being built."""
@@ -52,12 +49,18 @@ class OutlineDock(Dock):
         self._state: str | None = None
         ctx.viewer.fileShown.connect(self.request_outline)
         self.panel.lineActivated.connect(self.files.open_location)
-        self.bridge.on_notification(INDEX_CHANGED, self._on_index_changed)
         self.indexStatus.connect(self._on_index_status)
         self.outlineReceived.connect(self._on_outline)
 
+    def subscribe(self) -> None:
+        from ide.protocol.index import INDEX_CHANGED
+
+        self.bridge.on_notification(INDEX_CHANGED, self._on_index_changed)
+
     def request_index_status(self) -> None:
         """Ask for the index's state (this starts indexing the workspace if nothing has)."""
+        from ide.protocol.index import INDEX_STATUS, IndexStatusParams
+
         params = IndexStatusParams(cwd=str(self.ctx.workspace))
         failed = self.progress.show_failure
         if not self.bridge.request(
@@ -69,6 +72,8 @@ class OutlineDock(Dock):
 
     def request_outline(self, path: str) -> None:
         """Ask for the outline of ``path`` (the file the viewer shows)."""
+        from ide.protocol.index import INDEX_OUTLINE, OutlineParams
+
         real = Path(path).resolve()
         if not real.is_relative_to(self.ctx.workspace.resolve()):
             # A file outside the workspace (F12 into a library) is shown read-only; the index has none.

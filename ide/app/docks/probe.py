@@ -6,7 +6,7 @@ None of it covers the work: the banner is for what a turn or the backend actuall
 from __future__ import annotations
 
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QMessageBox
@@ -14,16 +14,13 @@ from PySide6.QtWidgets import QMessageBox
 from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import ModelChecks
-from ide.protocol import ErrorInfo, ErrorKind
-from ide.protocol.model import (
-    MODEL_HEALTH,
-    MODEL_PROBE,
-    MODEL_PROBES_CACHED,
-    HealthParams,
-    ModelHealth,
-    ProbeParams,
-    ProbeResult,
-)
+
+if TYPE_CHECKING:
+    from ide.protocol import ErrorInfo, ErrorKind
+    from ide.protocol.model import (
+        ModelHealth,
+        ProbeResult,
+    )
 
 ERROR_KINDS: dict[str, ErrorKind] = {
     "model server reachable": "model_unreachable",
@@ -72,6 +69,8 @@ class ModelProbe(Part):
 
     def request(self, refresh: bool) -> bool:
         """A fresh probe (a real request per model) or the cached results; False if nothing was sent."""
+        from ide.protocol.model import MODEL_PROBE, MODEL_PROBES_CACHED, ProbeParams
+
         params = ProbeParams(cwd=str(self.ctx.workspace), refresh=refresh)
         method = MODEL_PROBE if refresh else MODEL_PROBES_CACHED
         return self.bridge.request(method, params, self._on_probes)
@@ -85,10 +84,14 @@ class ModelProbe(Part):
 
     def check_health(self) -> bool:
         """Ask whether the default model can answer (its server, the model, tools); False if not sent."""
+        from ide.protocol.model import MODEL_HEALTH, HealthParams
+
         params = HealthParams(cwd=str(self.ctx.workspace))
         return self.bridge.request(MODEL_HEALTH, params, self._on_health)
 
     def on_session_ready(self, *_: object) -> None:
+        from ide.protocol.model import MODEL_HEALTH, MODEL_PROBE
+
         self.action.setEnabled(self.bridge.supports(MODEL_PROBE))
         self.request(refresh=False)  # what an earlier test found: warn before the first turn
         if not self.bridge.supports(MODEL_HEALTH) or not self.check_health():
@@ -110,12 +113,16 @@ class ModelProbe(Part):
         self._set_health(health)
 
     def on_error(self, info: ErrorInfo) -> None:
+        from ide.protocol.model import ModelHealth
+
         if info.kind not in MODEL_FAILURES:
             return
         model = self.health.model if self.health else getattr(self.bridge.agent_meta, "model", "the model")
         self._set_health(ModelHealth(model=model, level="error", reason=info.message, fix=info.fix))
 
     def _on_probes(self, result: ProbeResult) -> None:
+        from ide.protocol.model import ModelHealth
+
         lines = [probe.describe() for probe in result.probes]
         blocked = [probe for probe in result.probes if "default" in probe.roles and probe.cannot_act]
         if blocked:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel
 from PySide6.QtCore import Signal, SignalInstance
 
 from ide.app.background import run_blocking, spawn
@@ -15,28 +14,22 @@ from ide.app.docks.base import BOTTOM, AppContext, Dock, Spec
 from ide.app.docks.capabilities import Review
 from ide.app.review import ReviewPane
 from ide.gitsafe import identity_fix, missing_identity
-from ide.protocol import ErrorInfo
-from ide.protocol.method import Method
-from ide.protocol.review import (
-    APPLY,
-    CHANGESET,
-    CHANGESET_NOTIFICATION,
-    DECIDE,
-    HISTORY,
-    HUNKS,
-    ROLLBACK,
-    ApplyParams,
-    ChangeSetParams,
-    ChangeSetView,
-    DecideParams,
-    HistoryParams,
-    HunksParams,
-    RollbackParams,
-)
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ide.app.acp_client import BackendBridge
     from ide.app.external import ReviewBackend
+    from ide.protocol import ErrorInfo
+    from ide.protocol.method import Method
+    from ide.protocol.review import (
+        ApplyParams,
+        ChangeSetView,
+        DecideParams,
+        HistoryParams,
+        HunksParams,
+        RollbackParams,
+    )
 
 
 class ReviewDock(Dock):
@@ -71,7 +64,6 @@ class ReviewDock(Dock):
         self._pushed = 0
         """Change sets pushed so far (turn ends, a foreign agent's review): an answer to a query sent
         before the latest of them is older than what the pane shows, and is dropped."""
-        bridge.on_notification(CHANGESET_NOTIFICATION, self._push)
         self.changesetReceived.connect(pane.set_changeset)
         self.applied.connect(pane.show_apply_result)
         self.rolledBack.connect(pane.show_rollback_result)
@@ -90,6 +82,11 @@ class ReviewDock(Dock):
         ctx.with_settings(lambda settings: pane.set_commit_mode(settings.review.commit))
         self.identityChecked.connect(pane.set_identity_warning)
         self.applied.connect(self._applied)
+
+    def subscribe(self) -> None:
+        from ide.protocol.review import CHANGESET_NOTIFICATION
+
+        self.bridge.on_notification(CHANGESET_NOTIFICATION, self._push)
 
     def show_branch(self, changeset: ChangeSetView, header: str) -> None:
         """Show a search branch's changes read-only, and the dock."""
@@ -117,6 +114,8 @@ class ReviewDock(Dock):
         return self.channel.request(method, params, answered, failed)
 
     def _failed(self, method: str, info: ErrorInfo) -> None:
+        from ide.protocol.review import APPLY
+
         self.ctx.show_error(info)
         if method == APPLY:
             self._apply_error = (info.kind, info.message)
@@ -155,6 +154,8 @@ class ReviewDock(Dock):
         self.pane.show_pending_diffs()  # the turn's diffs are all in: shown before anyone hears it ended
 
     def on_session_ready(self, session_id: str, _replayed: bool) -> None:
+        from ide.protocol.review import APPLY, CHANGESET, DECIDE, ChangeSetParams
+
         self.pane.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
         self.pane.set_session(session_id, str(self.ctx.workspace))
         self.check_identity()
@@ -169,22 +170,32 @@ class ReviewDock(Dock):
             self.changesetReceived.emit(changeset)
 
     def _decide(self, params: DecideParams) -> None:
+        from ide.protocol.review import DECIDE
+
         if not self._send(DECIDE, params, self.changesetReceived):
             self.pane.revert()
             self._unavailable()
 
     def _apply(self, params: ApplyParams) -> None:
+        from ide.protocol.review import APPLY
+
         if not self._send(APPLY, params, self.applied):
             self._unavailable()
 
     def _rollback(self, params: RollbackParams) -> None:
+        from ide.protocol.review import ROLLBACK
+
         if not self._send(ROLLBACK, params, self.rolledBack):
             self._unavailable()
 
     def _history(self, params: HistoryParams) -> None:
+        from ide.protocol.review import HISTORY
+
         self._send(HISTORY, params, self.historyReceived)  # a refresh: no banner
 
     def _hunks(self, params: HunksParams) -> None:
+        from ide.protocol.review import HUNKS
+
         def failed(info: ErrorInfo) -> None:
             self.ctx.show_error(info)
             self.pane.hunks_failed(params)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -23,7 +23,9 @@ from ide.app.acp_client import BackendState
 from ide.app.docks.base import SIDE, AppContext, Dock, Spec
 from ide.app.docks.capabilities import Chat
 from ide.app.docks.needs import Uses
-from ide.protocol import ErrorInfo
+
+if TYPE_CHECKING:
+    from ide.protocol import ErrorInfo
 
 SESSION_ROLE = Qt.ItemDataRole.UserRole
 UNTITLED = "New session (no prompt yet)"

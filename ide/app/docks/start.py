@@ -11,7 +11,7 @@ or a click on the model's status element, brings it back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
@@ -25,7 +25,9 @@ from ide.app.docks.capabilities import Chat, EvalReports, ModelChecks, SearchTre
 from ide.app.docks.needs import Requires
 from ide.app.docks.sessions import when
 from ide.app.start_page import StartPage
-from ide.protocol.model import ModelHealth
+
+if TYPE_CHECKING:
+    from ide.protocol.model import ModelHealth
 
 KEEP_MODEL = 'To keep it for every window, put [llm] model = "{spec}"{url} in config.toml (README: Models).'
 

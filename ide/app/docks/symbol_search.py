@@ -11,10 +11,10 @@ from ide.app.acp_client import BackendState
 from ide.app.docks.base import AppContext, Part, Spec
 from ide.app.docks.capabilities import OpensFiles
 from ide.app.docks.needs import Requires
-from ide.protocol.index import INDEX_SEARCH, SymbolSearchParams, SymbolSearchResult
 
 if TYPE_CHECKING:
     from ide.app.symbols import SymbolSearch
+    from ide.protocol.index import SymbolSearchParams, SymbolSearchResult
 
 
 class SymbolSearchPart(Part):
@@ -43,6 +43,8 @@ class SymbolSearchPart(Part):
 
     def open(self) -> None:
         """Open the popup, or say in the banner why there is no symbol search."""
+        from ide.protocol.index import INDEX_SEARCH
+
         if not self.bridge.supports(INDEX_SEARCH):
             self.ctx.banner.show_notice(
                 "Symbol search needs Arbor's code index, which this backend does not serve."
@@ -53,6 +55,8 @@ class SymbolSearchPart(Part):
         self.dialog.open_search()
 
     def _search(self, query: str) -> None:
+        from ide.protocol.index import INDEX_SEARCH, SymbolSearchParams
+
         params = SymbolSearchParams(cwd=str(self.ctx.workspace), query=query, limit=50)
         if not self.bridge.request(
             INDEX_SEARCH,

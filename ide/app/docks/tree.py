@@ -14,20 +14,16 @@ from ide.app.docks.base import BOTTOM, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.docks.capabilities import Chat, Review, SearchTrees
 from ide.app.docks.needs import Requires, Uses
 from ide.app.turn_end import closing_events
-from ide.protocol.review import ChangeSetView
-from ide.protocol.tree import (
-    BRANCH_DIFF,
-    TREE_FILE_SUFFIX,
-    TREE_NOTIFICATION,
-    BranchDiffParams,
-    TreeEvent,
-    TreeEventBatch,
-    TreeFileError,
-)
 
 if TYPE_CHECKING:
     from ide.app.tree_verdict import RunCheck
     from ide.app.tree_view import SearchTreeView
+    from ide.protocol.review import ChangeSetView
+    from ide.protocol.tree import (
+        BranchDiffParams,
+        TreeEvent,
+        TreeEventBatch,
+    )
 
 
 class TreeDock(Dock):
@@ -60,7 +56,6 @@ class TreeDock(Dock):
         """The trees shown before a replay (the replayed events rebuild them): back if the replay fails."""
         self._branch_requests: dict[str, tuple[str, str]] = {}
         """Change set id → (node id, run id) of branch diffs asked for and not answered yet."""
-        self.bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
         self.treeEvents.connect(lambda events: self.view.add_events(events))
         self.branchDiffReceived.connect(self._show_branch_diff)
         self.branchDiffFailed.connect(self._branch_diff_failed)
@@ -69,6 +64,11 @@ class TreeDock(Dock):
         """A run that starts takes the window (False once the user brought the layout back from one)."""
         self._run_maximised = False
         ctx.window.maximisedChanged.connect(self._maximised_changed)  # type: ignore[attr-defined]
+
+    def subscribe(self) -> None:
+        from ide.protocol.tree import TREE_NOTIFICATION
+
+        self.bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
 
     def build(self) -> SearchTreeView:
         from ide.app.tree_view import SearchTreeView  # the tree's scene, legend and inspector load with it
@@ -88,6 +88,8 @@ class TreeDock(Dock):
         """Open a ``.arbor-tree.jsonl`` file in the dock, given the whole window (``maximise``; the same key
         gives the layout back), its run judged by an eval report's ``check``; the banner explains a bad
         file."""
+        from ide.protocol.tree import TREE_FILE_SUFFIX, TreeFileError
+
         try:
             self.view.open_file(path, check)
         except TreeFileError as exc:
@@ -117,6 +119,8 @@ class TreeDock(Dock):
     def branch_diff(self, params: BranchDiffParams) -> bool:
         """Ask for one search branch's changes; they arrive as :attr:`branchDiffReceived`, a refusal as
         :attr:`branchDiffFailed`. False (nothing sent) when the backend is not running or lacks it."""
+        from ide.protocol.tree import BRANCH_DIFF
+
         return self.bridge.request(
             BRANCH_DIFF,
             params,
@@ -126,6 +130,8 @@ class TreeDock(Dock):
 
     def request_branch_diff(self, changeset_id: str, node_id: str, run_id: str) -> None:
         """Ask the backend for a search branch's changes, to show read-only in the review pane."""
+        from ide.protocol.tree import BranchDiffParams
+
         session_id = self.bridge.session_id
         if session_id is None or not self.branch_diff(
             BranchDiffParams(session_id=session_id, changeset_id=changeset_id)
@@ -166,6 +172,8 @@ class TreeDock(Dock):
         self._run_maximised = False
 
     def on_session_ready(self, *_: object) -> None:
+        from ide.protocol.tree import BRANCH_DIFF
+
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
 
     def on_state(self, state: str) -> None:
@@ -173,6 +181,8 @@ class TreeDock(Dock):
             self.view.set_branch_diff_supported(False)
 
     def _open_dialog(self) -> None:
+        from ide.protocol.tree import TREE_FILE_SUFFIX
+
         path, _ = QFileDialog.getOpenFileName(
             self.ctx.window,
             "Open search tree",

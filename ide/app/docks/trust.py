@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, ClassVar
 from PySide6.QtWidgets import QToolButton
 
 from ide.app.docks.base import AppContext, Part, Spec
-from ide.protocol import ErrorInfo
 
 if TYPE_CHECKING:
     from ide.app.trust import TrustDialog
@@ -70,6 +69,7 @@ class Trust(Part):
             self.dialog.ask(self.ctx.resolved)
 
     def _on_decided(self, trusted: bool) -> None:
+        from ide.protocol import ErrorInfo
         from ide.settings import SettingsError, load_settings, trust_store
 
         ctx, resolved = self.ctx, self.ctx.resolved
