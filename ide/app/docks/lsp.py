@@ -16,12 +16,7 @@ from ide.app.viewer import plain_hover
 
 if TYPE_CHECKING:
     from ide.app.symbols import LocationPicker
-    from ide.protocol.lsp import (
-        HoverResult,
-        LocationsResult,
-        LspLocation,
-        PositionParams,
-    )
+    from ide.protocol.lsp import HoverResult, LocationsResult, LspLocation, PositionParams
     from ide.protocol.method import Method
 
 INDEX_LABEL = "by name (index)"

@@ -15,11 +15,7 @@ from ide.app.outline import OutlinePanel
 from ide.app.symbols import IndexProgress
 
 if TYPE_CHECKING:
-    from ide.protocol.index import (
-        IndexChanged,
-        IndexStatus,
-        OutlineResult,
-    )
+    from ide.protocol.index import IndexChanged, IndexStatus, OutlineResult
 
 INDEX_POLL_MS = 300
 """How often the status bar asks for the index's progress while it is being built."""

@@ -17,10 +17,7 @@ from ide.app.docks.capabilities import ModelChecks
 
 if TYPE_CHECKING:
     from ide.protocol import ErrorInfo, ErrorKind
-    from ide.protocol.model import (
-        ModelHealth,
-        ProbeResult,
-    )
+    from ide.protocol.model import ModelHealth, ProbeResult
 
 ERROR_KINDS: dict[str, ErrorKind] = {
     "model server reachable": "model_unreachable",

@@ -19,11 +19,7 @@ if TYPE_CHECKING:
     from ide.app.tree_verdict import RunCheck
     from ide.app.tree_view import SearchTreeView
     from ide.protocol.review import ChangeSetView
-    from ide.protocol.tree import (
-        BranchDiffParams,
-        TreeEvent,
-        TreeEventBatch,
-    )
+    from ide.protocol.tree import BranchDiffParams, TreeEvent, TreeEventBatch
 
 
 class TreeDock(Dock):
