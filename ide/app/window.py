@@ -144,15 +144,11 @@ class MainWindow(QMainWindow):
         )
         self.ctx.action("view", "&Reset Layout", self.reset_layout)
         self.firstPainted.connect(self.build_deferred)
-        self.firstPainted.connect(self._read_settings)
+        # What the settings show (the trust button, what Apply does, the Agent menu's agents) follows it.
+        self.firstPainted.connect(self.ctx.read_settings)
         self.bridge.permission_handler = self._ask_permission
         self.bridge.cancelRequested.connect(self._cancel_permission)
         self._restore_layout()
-
-    def _read_settings(self) -> None:
-        """Read the workspace's settings, if nothing has yet, once the first frame is on screen: what they
-        show (the trust button, what Apply does, the Agent menu's agents) follows that frame."""
-        self.ctx.read_settings()
 
     if not TYPE_CHECKING:  # the parts' exposed attributes are looked up, not declared
 

@@ -118,7 +118,6 @@ class AppContext:
         self.workspace: Path = bridge.workspace
         self._settings = settings
         self._resolved: ResolvedSettings | None = None
-        self._settings_read = settings is not None
         self._when_read: list[Callable[[Settings], None]] = []
         self.viewer = viewer
         self.status = status
@@ -155,17 +154,16 @@ class AppContext:
 
     def with_settings(self, apply: Callable[[Settings], None]) -> None:
         """Call ``apply`` with the settings once they are read: now if they are, else when first used."""
-        if self._settings_read:
-            apply(self.settings)
+        if self._settings is not None:
+            apply(self._settings)
         else:
             self._when_read.append(apply)
 
     def read_settings(self) -> None:
         """Read the workspace's settings now, unless they were read (or given)."""
-        from ide.protocol import ErrorInfo
-
-        if self._settings_read:
+        if self._settings is not None:
             return
+        from ide.protocol import ErrorInfo
         from ide.settings import Settings, SettingsError, load_settings
 
         try:
@@ -176,7 +174,6 @@ class AppContext:
             self.banner.show_error(
                 ErrorInfo(kind="settings", message=str(exc), fix="Fix the setting, then reopen.")
             )
-        self._settings_read = True
         waiting, self._when_read = self._when_read, []
         for apply in waiting:
             apply(self._settings)
