@@ -12,7 +12,6 @@ import argparse
 import json
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
@@ -22,11 +21,11 @@ TAKES_RUNS = {"startup", "review_pane", "tree_view", "search", "lsp", "index", "
 TAKES_CORPUS = {"index", "workflow"}
 
 
-def run_one(name: str, runs: int | None, site_packages: str) -> dict[str, object]:
+def run_one(name: str, runs: int | None, site_packages: str | None) -> dict[str, object]:
     command = [sys.executable, str(BENCH / f"{name}.py")]
     if runs is not None and name in TAKES_RUNS:
         command += ["--runs", str(runs)]
-    if name in TAKES_CORPUS:
+    if site_packages and name in TAKES_CORPUS:
         command += ["--site-packages", site_packages]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=BENCH.parent)
@@ -45,7 +44,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=None, help="runs per benchmark (default: each one's own)")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
-    parser.add_argument("--site-packages", default=sysconfig.get_paths()["purelib"])
+    parser.add_argument(
+        "--site-packages", default=None, help="a whole directory for the corpus benches (default: their own)"
+    )
     args = parser.parse_args()
     chosen = [n for n in ORDER if not args.only or n in args.only.split(",")]
     results = {name: run_one(name, args.runs, args.site_packages) for name in chosen}

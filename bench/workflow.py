@@ -4,7 +4,7 @@ Upfront retrieval is what a code workflow does before its first stage: for every
 feature_with_iterative_testing, queries from the task, the code index (definitions with their source),
 documents, memory and the other configured sources, then context fusion (grounding check, dedupe, BM25,
 relevance threshold, token budget, consistency check) — exactly ``WorkflowRun.upfront_context``. It runs
-over the same corpus as bench/index.py (the standard library plus a virtualenv's site-packages, ~10k
+over the same corpus as bench/index.py (the standard library plus Arbor's installed dependencies, ~10k
 indexed files) with the index warm. The peer, measured in the same run on the same queries: ``grep -rIl``
 over the corpus (what an agent without an index would do first, and it only finds file names). Prints
 JSON; medians. Besides the times: snippets and context tokens per run (all stages), snippets the
@@ -21,7 +21,6 @@ import re
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -80,7 +79,7 @@ def context_for(corpus: Path, index: CodeIndex, settings: Settings, task: str) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--site-packages", default=sysconfig.get_paths()["purelib"])
+    parser.add_argument("--site-packages", default=None, help="as bench/index.py's (default: Arbor's deps)")
     parser.add_argument(
         "--min-relevance", type=float, default=None, help="workflows.min_relevance (default: the setting's)"
     )
@@ -97,7 +96,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="arbor-bench-workflow-") as tmp:
         corpus = Path(tmp) / "corpus"
-        info = _bench_index_module().build_corpus(corpus, Path(args.site_packages))
+        third_party = Path(args.site_packages) if args.site_packages else None
+        info = _bench_index_module().build_corpus(corpus, third_party)
         settings = Settings.model_validate(
             {
                 "llm": {"model": "scripted:unused.jsonl"},
