@@ -65,7 +65,7 @@ os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding a ``long`` test first in the collection. The workers (``-n 2 --dist loadfile``) take
+    """Files holding a ``long`` test first in the collection. The workers (``-n 3 --dist loadfile``) take
     files with the most tests first (xdist's ``--loadscope-reorder``, on by default): this order only
     breaks its ties, so the soak (one test) would start among the last files (:data:`FIRST_UNITS` hands it
     out first). Taking every long file first instead (the reorder off) ran them side by side at the start,
