@@ -46,11 +46,13 @@ def git(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] |
 @dataclass(frozen=True)
 class Repo:
     """The git repository a workspace lives in; ``prefix`` is the workspace's path inside it, ``git_dir``
-    the repository's own directory (where a ``.git`` file may point)."""
+    the repository's own directory (where a ``.git`` file may point), ``objects`` its object directory
+    (a linked worktree's is its main repository's)."""
 
     top: Path
     prefix: str
     git_dir: Path | None = None
+    objects: Path | None = None
 
     def path(self, rel: str) -> str:
         return f"{self.prefix}/{rel}" if self.prefix else rel
@@ -69,7 +71,15 @@ class Repo:
 def find_repo(root: Path) -> Repo | None:
     """The repository containing ``root``, or None outside git."""
     proc = subprocess.run(
-        git_argv(root, "rev-parse", "--show-toplevel", "--absolute-git-dir"),
+        git_argv(
+            root,
+            "rev-parse",
+            "--show-toplevel",
+            "--absolute-git-dir",
+            "--path-format=absolute",
+            "--git-path",
+            "objects",
+        ),
         cwd=root,
         capture_output=True,
         env=run_env(),
@@ -81,7 +91,8 @@ def find_repo(root: Path) -> Repo | None:
     top = Path(os.path.realpath(lines[0].strip()))
     prefix = Path(os.path.realpath(root)).relative_to(top).as_posix()
     git_dir = Path(os.path.realpath(lines[1].strip())) if len(lines) > 1 else None
-    return Repo(top, "" if prefix == "." else prefix, git_dir)
+    objects = Path(lines[2].strip()) if len(lines) > 2 else None
+    return Repo(top, "" if prefix == "." else prefix, git_dir, objects)
 
 
 def same_repository(expected: Repo | None, root: Path) -> Repo | None:
@@ -113,7 +124,10 @@ class Blobs:
         self.directory = directory
         self._objects: Path | None = None
         if repo is not None:
-            self._objects = repo.top / git(repo.top, "rev-parse", "--git-path", "objects").decode().strip()
+            self._objects = (
+                repo.objects
+                or repo.top / git(repo.top, "rev-parse", "--git-path", "objects").decode().strip()
+            )
 
     def put(self, data: bytes, *, durable: bool = True) -> str:
         """Store ``data`` (fsynced when ``durable``); returns its git blob id."""
@@ -128,19 +142,22 @@ class Blobs:
         before the first file is written), the syncs of many together; returns their ids."""
         ids, items = [], {}
         for data in datas:
-            oid, target, payload = self._object(data)
+            oid = blob_id(data)
             ids.append(oid)
-            if oid not in items and not target.exists():
-                items[oid] = (target, payload)
+            if oid not in items and not self._target(oid).exists():  # compressed only when it is stored
+                items[oid] = self._object(data)[1:]
         _atomic_many(list(items.values()), 0o444)
         return ids
+
+    def _target(self, oid: str) -> Path:
+        return self._loose(oid) if self.repo is not None else self.directory / oid[:2] / oid[2:]
 
     def _object(self, data: bytes) -> tuple[str, Path, bytes]:
         """(id, file, bytes of the file) of the blob holding ``data`` (loose, in git's format, in git)."""
         oid = blob_id(data)
         if self.repo is not None:
-            return oid, self._loose(oid), zlib.compress(b"blob %d\0" % len(data) + data, 1)
-        return oid, self.directory / oid[:2] / oid[2:], data
+            return oid, self._target(oid), zlib.compress(b"blob %d\0" % len(data) + data, 1)
+        return oid, self._target(oid), data
 
     def put_many(self, datas: Iterable[bytes]) -> list[str]:
         """:meth:`put` of each of ``datas``, not synced; returns their ids. In git, when ``PACK_FROM`` or
@@ -354,9 +371,7 @@ def commit_paths(repo: Repo, blobs: Blobs, entries: list[IndexEntry], message: s
     overwritten — a ChangeError says so instead.
     """
     info = _index_info(repo, blobs, entries)
-    now = repo.head()
-    if head != now:
-        raise ChangeError(_moved(head, now))
+    # HEAD moving meanwhile is caught where it matters, by update-ref's old value below.
     git_dir = repo.git_dir or Path(git(repo.top, "rev-parse", "--absolute-git-dir").decode().strip())
     index = git_dir / f"arbor-index-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     env = {"GIT_INDEX_FILE": str(index)}
