@@ -139,14 +139,18 @@ class Blobs:
 
     def put_synced(self, datas: Iterable[bytes]) -> list[str]:
         """:meth:`put` of each of ``datas``, each synced before it is in place (what a checkpoint needs
-        before the first file is written), the syncs of many together; returns their ids."""
-        ids, items = [], {}
+        before the first file is written), the syncs of many together; returns their ids. A blob git
+        holds already, loose or in a pack (most pre-images are HEAD's files), is not written again."""
+        ids, new = [], {}
         for data in datas:
             oid = blob_id(data)
             ids.append(oid)
-            if oid not in items and not self._target(oid).exists():  # compressed only when it is stored
-                items[oid] = self._object(data)[1:]
-        _atomic_many(list(items.values()), 0o444)
+            if oid not in new and not self._target(oid).exists():
+                new[oid] = data
+        if new and self.repo is not None:
+            for oid in stored_blobs(self.repo, list(new)):
+                del new[oid]
+        _atomic_many([self._object(data)[1:] for data in new.values()], 0o444)
         return ids
 
     def _target(self, oid: str) -> Path:
@@ -449,6 +453,28 @@ def cat_blobs(repo: Repo, specs: Sequence[str]) -> list[bytes | None]:
             if parsed is not None:
                 return parsed
     return [cat_blob(repo, spec) for spec in specs]
+
+
+def stored_blobs(repo: Repo, oids: Sequence[str]) -> set[str]:
+    """Those of ``oids`` git's object store holds as blobs (packed or loose): one ``git cat-file
+    --batch-check``; none when git fails, so a caller stores them all itself."""
+    proc = subprocess.run(
+        git_argv(repo.top, "cat-file", "--batch-check", "--buffer"),
+        cwd=repo.top,
+        input="".join(oid + "\n" for oid in oids).encode(),
+        capture_output=True,
+        env=run_env(),
+        check=False,
+    )
+    if proc.returncode != 0:
+        return set()
+    wanted = set(oids)
+    found = set()
+    for line in proc.stdout.decode(errors="replace").splitlines():
+        oid, _, kind = line.partition(" ")
+        if oid in wanted and kind.startswith("blob "):
+            found.add(oid)
+    return found
 
 
 def cat_blob(repo: Repo, spec: str) -> bytes | None:

@@ -130,6 +130,41 @@ def test_apply_and_rollback_start_as_many_gits_for_40_files_as_for_2(
     assert counts[40] == counts[2], counts
 
 
+def test_in_a_packed_repository_the_checkpoint_writes_only_the_pre_images_git_lacks(tmp_path: Path) -> None:
+    root = many_files_repo(tmp_path / "ws", 12)
+    git(root, "gc", "-q")  # every object in a pack, as in most repositories
+    objects = root / ".git" / "objects"
+    assert not list(objects.glob("??/*"))
+    changes = ChangeSet(root)
+    for index in range(12):
+        changes.edit(f"dir{index % 4}/f{index}.txt", "line 3\n", "line three\n")
+    edited = root / "dir1" / "f1.txt"
+    edited.write_text(edited.read_text() + "the user's\n")  # its pre-image is in no commit
+    before = {path: path.read_bytes() for path in root.glob("dir*/*.txt")}
+    review = Review(changes, session_id="s", title="t", store=BatchStore(tmp_path / "data"))
+    accept_all(review)
+    result = review.apply()
+    assert result.batch is not None and result.batch.commit
+    checkpoint = {entry.path: entry.pre_blob for entry in review.store.files(result.batch.id)}
+    loose = {f"{path.parent.name}{path.name}" for path in objects.glob("??/*")}
+    assert checkpoint["dir1/f1.txt"] in loose  # the user's edit, which git did not hold, synced loose
+    assert all(oid not in loose for rel, oid in checkpoint.items() if rel != "dir1/f1.txt")  # packed already
+    undone = rollback_batch(root, review.store, result.batch.id)
+    assert len(undone.restored) == 12 and not undone.refused
+    assert {path: path.read_bytes() for path in root.glob("dir*/*.txt")} == before
+
+
+def test_stored_blobs_names_what_git_holds_packed_or_loose(git_workspace: Path) -> None:
+    repo = find_repo(git_workspace)
+    assert repo is not None
+    packed = git(git_workspace, "rev-parse", "HEAD:README.md").strip()
+    git(git_workspace, "gc", "-q")
+    loose = gitutil.Blobs(repo, git_workspace / "unused").put(b"loose\n")
+    tree = git(git_workspace, "rev-parse", "HEAD^{tree}").strip()
+    absent = gitutil.blob_id(b"never stored\n")
+    assert gitutil.stored_blobs(repo, [packed, loose, tree, absent]) == {packed, loose}
+
+
 def per_file(repo: gitutil.Repo, specs: list[str]) -> list[bytes | None]:
     """The path before the batch: a ``git cat-file blob`` per name."""
     return [cat_blob(repo, spec) for spec in specs]
