@@ -92,6 +92,36 @@ def test_one_batch_answers_every_name_as_a_process_per_name_did(
         assert batched[specs.index(nothing)] is None, nothing
 
 
+def test_tree_ids_are_the_ids_of_what_a_batch_reads_from_one_ls_tree(
+    git_workspace: Path, spawned: list[list[str]]
+) -> None:
+    root = git_workspace
+    first = git(root, "rev-parse", "HEAD").strip()
+    for index, name in enumerate(ODD_NAMES):
+        (root / name).write_bytes(f"{index}\r\nbody {name!r}\n".encode("utf-8", "surrogateescape"))
+    (root / "empty").write_bytes(b"")
+    (root / ":(glob)[x]*.txt").write_bytes(b"a pattern's characters\n")
+    (root / "link").symlink_to("pkg/greet.py")
+    commit_all(root, "odd names")
+    git(root, "update-index", "--add", "--cacheinfo", f"160000,{first},vendor/sub")
+    git(root, "commit", "-qm", "a submodule")
+    names = [*ODD_NAMES, "empty", ":(glob)[x]*.txt", "link", "pkg/greet.py", "pkg", "vendor/sub", "absent"]
+    repo = find_repo(root)
+    inside = find_repo(root / "pkg")  # a workspace below the repository's top
+    assert repo is not None and inside is not None and inside.prefix == "pkg"
+    for where, rev, rels in (
+        (repo, "HEAD", names),
+        (repo, first, names),
+        (inside, "HEAD", ["greet.py", "x"]),
+    ):
+        spawned.clear()
+        ids = gitutil.tree_ids(where, rev, rels)
+        assert len(spawned) == 1 and "ls-tree" in spawned[0], spawned
+        read = gitutil.tree_blobs(where, rev, rels)
+        assert ids == [gitutil.blob_id(data) if data is not None else None for data in read], rev
+    assert gitutil.tree_ids(repo, None, names) == [None] * len(names)
+
+
 def many_files_repo(root: Path, count: int) -> Path:
     root.mkdir()
     for index in range(count):
