@@ -21,13 +21,13 @@ from ide.changes.gitutil import (
     find_repo,
     merge3,
     read_disk,
-    replay_change,
     same_repository,
     stage_paths,
 )
 from ide.changes.hunks import Hunk, apply_hunks, binary_hunk, is_binary, rename_hunk, text_hunks
 from ide.changes.meta import meta_reason
 from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
+from ide.changes.replay import replay_change
 from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
 from ide.protocol import from_record

@@ -18,11 +18,11 @@ from ide.changes.gitutil import (
     git,
     merge3,
     read_disk,
-    replay_change,
     stage_paths,
 )
 from ide.changes.hunks import is_binary
 from ide.changes.overlay import ChangeError
+from ide.changes.replay import replay_change
 from ide.changes.store import BatchStore, FileCheckpoint
 from ide.protocol.review import ConflictView, RollbackResult
 

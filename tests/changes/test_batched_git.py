@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ide.changes import BatchStore, ChangeSet, Review, gitutil, rollback_batch
+from ide.changes import BatchStore, ChangeSet, Review, gitutil, replay, rollback_batch
 from ide.changes.gitutil import Blobs, cat_blob, cat_blobs, find_repo
 from ide.protocol.review import DecideParams
 from tests.support.git import git
@@ -115,11 +115,11 @@ def test_tree_ids_are_the_ids_of_what_a_batch_reads_from_one_ls_tree(
         (inside, "HEAD", ["greet.py", "x"]),
     ):
         spawned.clear()
-        ids = gitutil.tree_ids(where, rev, rels)
+        ids = replay.tree_ids(where, rev, rels)
         assert len(spawned) == 1 and "ls-tree" in spawned[0], spawned
         read = gitutil.tree_blobs(where, rev, rels)
         assert ids == [gitutil.blob_id(data) if data is not None else None for data in read], rev
-    assert gitutil.tree_ids(repo, None, names) == [None] * len(names)
+    assert replay.tree_ids(repo, None, names) == [None] * len(names)
 
 
 def many_files_repo(root: Path, count: int) -> Path:
