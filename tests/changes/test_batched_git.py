@@ -49,20 +49,28 @@ def spawned(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return started
 
 
-def test_one_batch_answers_every_name_as_a_process_per_name_did(
-    git_workspace: Path, spawned: list[list[str]]
-) -> None:
-    root = git_workspace
+def odd_commits(root: Path) -> tuple[str, str]:
+    """On top of the workspace's commit (the first id): files with odd names, an empty and a binary one,
+    one named like pathspec magic and a symlink, committed (the second id), then a submodule entry."""
     first = git(root, "rev-parse", "HEAD").strip()
     for index, name in enumerate(ODD_NAMES):
         (root / name).write_bytes(f"{index}\r\nbody {name!r}\n".encode("utf-8", "surrogateescape"))
     (root / "empty").write_bytes(b"")
     (root / "bin.dat").write_bytes(bytes(range(256)) * 40)
+    (root / ":(glob)[x]*.txt").write_bytes(b"a pattern's characters\n")
     (root / "link").symlink_to("pkg/greet.py")
     second = commit_all(root, "odd names")
-    sub = git(root, "rev-parse", "HEAD:pkg").strip()  # any commit-shaped id for a gitlink entry
     git(root, "update-index", "--add", "--cacheinfo", f"160000,{first},vendor/sub")
     git(root, "commit", "-qm", "a submodule")
+    return first, second
+
+
+def test_one_batch_answers_every_name_as_a_process_per_name_did(
+    git_workspace: Path, spawned: list[list[str]]
+) -> None:
+    root = git_workspace
+    first, second = odd_commits(root)
+    sub = git(root, "rev-parse", "HEAD:pkg").strip()  # any commit-shaped id for a gitlink entry
     names = [*ODD_NAMES, "empty", "bin.dat", "link", "pkg/greet.py", "pkg", "vendor/sub", "absent", "pkg/"]
     specs = [f"{rev}:{name}" for rev in ("HEAD", first, second, f"{second}^") for name in names]
     blob = git(root, "rev-parse", "HEAD:pkg/greet.py").strip()
@@ -96,15 +104,7 @@ def test_tree_ids_are_the_ids_of_what_a_batch_reads_from_one_ls_tree(
     git_workspace: Path, spawned: list[list[str]]
 ) -> None:
     root = git_workspace
-    first = git(root, "rev-parse", "HEAD").strip()
-    for index, name in enumerate(ODD_NAMES):
-        (root / name).write_bytes(f"{index}\r\nbody {name!r}\n".encode("utf-8", "surrogateescape"))
-    (root / "empty").write_bytes(b"")
-    (root / ":(glob)[x]*.txt").write_bytes(b"a pattern's characters\n")
-    (root / "link").symlink_to("pkg/greet.py")
-    commit_all(root, "odd names")
-    git(root, "update-index", "--add", "--cacheinfo", f"160000,{first},vendor/sub")
-    git(root, "commit", "-qm", "a submodule")
+    first, _second = odd_commits(root)
     names = [*ODD_NAMES, "empty", ":(glob)[x]*.txt", "link", "pkg/greet.py", "pkg", "vendor/sub", "absent"]
     repo = find_repo(root)
     inside = find_repo(root / "pkg")  # a workspace below the repository's top
