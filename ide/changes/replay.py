@@ -11,8 +11,10 @@ from ide.changes.hunks import is_binary
 from ide.gitsafe import git_argv
 
 TREE_IDS_MAX = 1000
-"""Up to this many paths are looked up by one ``git ls-tree`` with the paths on its command line; more are
-read whole by ``cat-file --batch``."""
+TREE_IDS_MAX_BYTES = 128 * 1024
+"""Up to this many paths, of up to this many bytes in all, are looked up by one ``git ls-tree`` with the
+paths on its command line (well under any system's argument limit); more are read whole by ``cat-file
+--batch``."""
 
 
 def tree_ids(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[str | None] | None:
@@ -20,16 +22,19 @@ def tree_ids(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[str | Non
     ls-tree`` that reads trees, not files; None when git fails or there are too many paths for one."""
     if not rev:
         return [None for _ in rels]
-    if len(rels) > TREE_IDS_MAX:
-        return None
     paths = [repo.path(rel) for rel in rels]
-    proc = subprocess.run(
-        git_argv(repo.top, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths),
-        cwd=repo.top,
-        capture_output=True,
-        env=run_env({"GIT_LITERAL_PATHSPECS": "1"}),  # a path is itself, never a pattern
-        check=False,
-    )
+    if len(paths) > TREE_IDS_MAX or sum(len(path) for path in paths) > TREE_IDS_MAX_BYTES:
+        return None
+    try:
+        proc = subprocess.run(
+            git_argv(repo.top, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths),
+            cwd=repo.top,
+            capture_output=True,
+            env=run_env({"GIT_LITERAL_PATHSPECS": "1"}),  # a path is itself, never a pattern
+            check=False,
+        )
+    except (OSError, ValueError):  # no such argv (a NUL in a name, an argument limit): read them whole
+        return None
     if proc.returncode != 0:
         return None
     blobs: dict[str, str] = {}

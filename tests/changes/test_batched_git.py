@@ -120,6 +120,9 @@ def test_tree_ids_are_the_ids_of_what_a_batch_reads_from_one_ls_tree(
         read = gitutil.tree_blobs(where, rev, rels)
         assert ids == [gitutil.blob_id(data) if data is not None else None for data in read], rev
     assert replay.tree_ids(repo, None, names) == [None] * len(names)
+    # More than one command line should hold: None, and replay_change reads those files whole instead.
+    assert replay.tree_ids(repo, "HEAD", ["x" * 1000] * 200) is None
+    assert replay.tree_ids(repo, "HEAD", ["a\0b"]) is None
 
 
 def many_files_repo(root: Path, count: int) -> Path:
