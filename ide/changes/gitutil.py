@@ -131,9 +131,10 @@ class Blobs:
     def put(self, data: bytes, *, durable: bool = True) -> str:
         """Store ``data`` (fsynced when ``durable``); returns its git blob id."""
         # In git the same format as `git hash-object -w`, without a process per blob.
-        oid, target, payload = self._object(data)
+        oid = blob_id(data)
+        target = self._target(oid)
         if not target.exists():
-            _atomic_bytes(target, payload, 0o444, durable=durable)
+            _atomic_bytes(target, self._payload(data), 0o444, durable=durable)
         return oid
 
     def put_synced(self, datas: Iterable[bytes]) -> list[str]:
@@ -149,18 +150,16 @@ class Blobs:
         if new and self.repo is not None:
             for oid in stored_blobs(self.repo, list(new)):
                 del new[oid]
-        _atomic_many([self._object(data)[1:] for data in new.values()], 0o444)
+        _atomic_many([(self._target(oid), self._payload(data)) for oid, data in new.items()], 0o444)
         return ids
 
     def _target(self, oid: str) -> Path:
+        """The file holding the blob ``oid`` (loose, in git)."""
         return self._loose(oid) if self.repo is not None else self.directory / oid[:2] / oid[2:]
 
-    def _object(self, data: bytes) -> tuple[str, Path, bytes]:
-        """(id, file, bytes of the file) of the blob holding ``data`` (loose, in git's format, in git)."""
-        oid = blob_id(data)
-        if self.repo is not None:
-            return oid, self._target(oid), zlib.compress(b"blob %d\0" % len(data) + data, 1)
-        return oid, self._target(oid), data
+    def _payload(self, data: bytes) -> bytes:
+        """The bytes of the file holding the blob of ``data`` (in git, a loose object's format)."""
+        return zlib.compress(b"blob %d\0" % len(data) + data, 1) if self.repo is not None else data
 
     def put_many(self, datas: Iterable[bytes]) -> list[str]:
         """:meth:`put` of each of ``datas``, not synced; returns their ids. In git, when ``PACK_FROM`` or
