@@ -52,10 +52,17 @@ def mirror(source: Path, target: Path, skip: set[str]) -> None:
             src = Path(dirpath) / name
             if src.is_symlink() or not src.is_file():
                 continue
-            try:
-                os.link(src, here / name)
-            except OSError:
-                shutil.copy2(src, here / name)
+            _link(src, here / name)
+
+
+def _link(src: Path, dst: Path) -> None:
+    """Hard-link ``src`` as ``dst`` (a copy where linking is not possible; nothing if ``dst`` is there)."""
+    try:
+        os.link(src, dst)
+    except FileExistsError:
+        pass
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def dependencies(distribution: str = "arbor-ide") -> list[metadata.Distribution]:
@@ -90,12 +97,7 @@ def mirror_distributions(target: Path) -> None:
             if src.is_symlink() or not src.is_file():
                 continue
             (target / file).parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(src, target / file)
-            except FileExistsError:
-                continue
-            except OSError:
-                shutil.copy2(src, target / file)
+            _link(src, target / file)  # two distributions may list one file (a shared namespace's)
 
 
 def build_corpus(root: Path, site_packages: Path | None = None) -> dict[str, int | str]:
