@@ -46,8 +46,8 @@ R = TypeVar("R")
 
 @cache
 def request_timeouts() -> Mapping[str, float | None]:
-    """Seconds a client waits for the answer to each request, by its name on the wire (None: no limit):
-    ``agentconn.REQUEST_TIMEOUTS_S``, made at first use (it names the wire declarations)."""
+    """Seconds a client waits for the answer to each request, by its name on the wire (None: no limit),
+    made at first use (it names the wire declarations)."""
     from ide.protocol.external import EXTERNAL_CAPTURE, EXTERNAL_SHADOW, EXTERNAL_TURN_START, EXTERNAL_WRITE
     from ide.protocol.model import MODEL_PROBE
     from ide.protocol.review import APPLY, ROLLBACK
@@ -71,14 +71,8 @@ def request_timeouts() -> Mapping[str, float | None]:
     )
 
 
-def __getattr__(name: str) -> Any:
-    if name == "REQUEST_TIMEOUTS_S":
-        return request_timeouts()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 DEFAULT_REQUEST_TIMEOUT_S = 60.0
-"""Every request not in :data:`REQUEST_TIMEOUTS_S`: index, outline, review, memory, LSP queries."""
+"""Every request not in :func:`request_timeouts`: index, outline, review, memory, LSP queries."""
 
 
 @dataclass(frozen=True)

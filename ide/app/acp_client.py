@@ -111,7 +111,7 @@ class BackendBridge(QObject):
         self._connections: dict[int, ClientSideConnection] = {}
         self._notifications = agentconn.NotificationRouter()
         self.timeouts = agentconn.DEFAULT_TIMEOUTS
-        """How long each request waits for its answer (one table, :data:`agentconn.REQUEST_TIMEOUTS_S`);
+        """How long each request waits for its answer (one table, :func:`agentconn.request_timeouts`);
         without one in time its handler gets an error saying so, and a late answer is dropped."""
 
     @property

@@ -48,7 +48,7 @@ RELEASE = Method("arbor/test/release", Nothing, Answer)
 
 def short(**overrides: float | None) -> agentconn.RequestTimeouts:
     """The real table with ``SHORT`` for every query, and ``overrides`` by wire name."""
-    return agentconn.RequestTimeouts({**agentconn.REQUEST_TIMEOUTS_S, **overrides}, default=SHORT)
+    return agentconn.RequestTimeouts({**agentconn.request_timeouts(), **overrides}, default=SHORT)
 
 
 def reaped(process: Any) -> bool:
