@@ -138,19 +138,11 @@ class AppContext:
         assert self._settings is not None
         return self._settings
 
-    @settings.setter
-    def settings(self, settings: Settings) -> None:
-        self._settings = settings
-
     @property
     def resolved(self) -> ResolvedSettings | None:
         """The workspace's settings with what waits for trust (None when settings were given, or broken)."""
         self.read_settings()
         return self._resolved
-
-    @resolved.setter
-    def resolved(self, resolved: ResolvedSettings | None) -> None:
-        self._resolved = resolved
 
     def with_settings(self, apply: Callable[[Settings], None]) -> None:
         """Call ``apply`` with the settings once they are read: now if they are, else when first used."""
@@ -163,20 +155,33 @@ class AppContext:
         """Read the workspace's settings now, unless they were read (or given)."""
         if self._settings is not None:
             return
-        from ide.protocol import ErrorInfo
-        from ide.settings import Settings, SettingsError, load_settings
+        from ide.settings import Settings
 
-        try:
-            self._resolved = load_settings(self.workspace)
-            self._settings = self._resolved.settings
-        except SettingsError as exc:
-            self._settings = Settings()
-            self.banner.show_error(
-                ErrorInfo(kind="settings", message=str(exc), fix="Fix the setting, then reopen.")
-            )
+        self._resolved = self._load()
+        self._settings = self._resolved.settings if self._resolved is not None else Settings()
         waiting, self._when_read = self._when_read, []
         for apply in waiting:
             apply(self._settings)
+
+    def reload_settings(self) -> None:
+        """Read the workspace's settings again (a trust decision changes what they hold); when a setting is
+        broken now, the banner says so and the settings read before stay."""
+        resolved = self._load()
+        if resolved is not None:
+            self._resolved, self._settings = resolved, resolved.settings
+
+    def _load(self) -> ResolvedSettings | None:
+        """The workspace's settings read from its files; None, said in the banner, when one is broken."""
+        from ide.protocol import ErrorInfo
+        from ide.settings import SettingsError, load_settings
+
+        try:
+            return load_settings(self.workspace)
+        except SettingsError as exc:
+            self.banner.show_error(
+                ErrorInfo(kind="settings", message=str(exc), fix="Fix the setting, then reopen.")
+            )
+            return None
 
     def message(self, text: str, timeout_ms: int = 0) -> None:
         """A transient message in the status bar."""

@@ -69,21 +69,14 @@ class Trust(Part):
             self.dialog.ask(self.ctx.resolved)
 
     def _on_decided(self, trusted: bool) -> None:
-        from ide.protocol import ErrorInfo
-        from ide.settings import SettingsError, load_settings, trust_store
+        from ide.settings import trust_store
 
         ctx, resolved = self.ctx, self.ctx.resolved
         if resolved is None or resolved.digest is None:
             return
         trust_store().record(ctx.workspace, resolved.digest, trusted=trusted)
         changed = trusted != resolved.trusted
-        try:
-            ctx.resolved = load_settings(ctx.workspace)
-            ctx.settings = ctx.resolved.settings
-        except SettingsError as exc:
-            ctx.banner.show_error(
-                ErrorInfo(kind="settings", message=str(exc), fix="Fix the setting, then reopen.")
-            )
+        ctx.reload_settings()
         self._show()
         if self._then_start:
             self._then_start = False
