@@ -149,6 +149,13 @@ class ReviewBackend(QObject):
                     "These files of the workspace itself changed during the turn, not through Arbor: the "
                     "agent wrote outside its shadow, or they were edited meanwhile.",
                 )
+            if captured.git_changed:
+                self.noted.emit(
+                    "Your repository's git state changed during the turn",
+                    "\n".join(captured.git_changed)
+                    + "\nNot through Arbor: the agent acted on your repository itself, or you did meanwhile. "
+                    "Apply will not commit while HEAD, the config or a hook holds what the turn left.",
+                )
         return captured
 
     async def turn_start(self) -> None:

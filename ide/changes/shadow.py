@@ -2,8 +2,12 @@
 
 Most foreign agents write with their own tools and shell commands, not through the client's ``fs/*``,
 so their edits can only be reviewed if they land somewhere that is not the user's workspace. The shadow
-is a detached ``git worktree`` at HEAD plus a copy of the user's uncommitted and untracked-but-not-ignored
-files (ignored files — build output, ``.env`` — are not there at all). Its baseline is that state:
+is a checkout of HEAD in a git repository of its own — its own refs, config and no hooks, the user's
+objects read through ``objects/info/alternates`` — so whatever git the agent runs there (commit,
+update-ref, config, hooks) never reaches the user's repository (a ``git worktree`` would share all of
+those). On top come the user's uncommitted and untracked-but-not-ignored files. Ignored files — build
+output — are not there at all, and neither is any file the secret list names, tracked or not (the agent
+is told they are withheld, and a secret it writes is not captured). Its baseline is that state:
 ``_known`` holds every baseline file's mode and, once its content was seen equal to the baseline, its
 ``lstat`` stamp; content is read only for what the stamps say moved, and compared with the baseline
 bytes (HEAD's blob through git's checkout filters, or the bytes copied in). New files are looked for
@@ -30,15 +34,17 @@ import subprocess
 import tempfile
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ide.changes.confined import Confined
+from ide.changes.gitstate import Watch
 from ide.changes.gitutil import Repo, find_repo, git, merge3, run_env
 from ide.changes.hunks import apply_hunks, is_binary
 from ide.changes.overlay import MAX_FILE_BYTES, Base, ChangeError, ChangeSet, Entry
 from ide.changes.review import Review, file_changes
-from ide.changes.worktree import PREFIX, WORKTREES_LOCK, git_cleanup
+from ide.changes.worktree import PREFIX
 from ide.fswalk import MAX_WALK_DEPTH, folder_entries
 from ide.gitsafe import git_argv
 
@@ -71,18 +77,31 @@ class Capture:
 class Shadow:
     """One foreign-agent session's shadow of ``workspace``; :meth:`create` makes it, :meth:`close` ends it."""
 
-    def __init__(self, workspace: Path, repo: Repo, tmp: Path, top: Path, head: str, limit: int) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        repo: Repo,
+        tmp: Path,
+        top: Path,
+        head: str,
+        limit: int,
+        secret: Callable[[str], bool] | None = None,
+    ) -> None:
         self.workspace = workspace
         self.repo = repo
         self.tmp = tmp
         self.top = top
-        """The worktree's top; :attr:`root` is the workspace's place in it (the agent's cwd)."""
+        """The shadow checkout's top; :attr:`root` is the workspace's place in it (the agent's cwd)."""
         self.root = top / repo.prefix if repo.prefix else top
         self.head = head
         """The commit the shadow was made at."""
         self.max_file_bytes = limit
-        self.admin = Path(os.fsdecode(git(top, "rev-parse", "--absolute-git-dir").strip()))
-        """The worktree's own git directory, named explicitly so a ``.git`` file the agent swaps is not."""
+        self.admin = top / ".git"
+        """The shadow's own git directory, named explicitly so a ``.git`` the agent swaps is not used."""
+        self.is_secret = secret or (lambda _rel: False)
+        """Whether a workspace-relative path is one the secret list names (withheld from the agent)."""
+        self.withheld: set[str] = set()
+        """Secret files of the workspace kept out of the shadow."""
         self._files = Confined(self.root)
         self._known: dict[str, int] = {}
         """Every file of the baseline (workspace-relative) → its permission bits."""
@@ -95,36 +114,41 @@ class Shadow:
         self._captured: set[str] = set()
         self.notes: list[str] = []
         """What the shadow could not hold (links of the user's not copied, …), for the user to read."""
+        self.git: Watch | None = None
+        """The user's repository's git state, read at each turn's start (ide.changes.gitstate)."""
         self.closed = False
 
     @classmethod
-    def create(cls, workspace: Path, *, max_file_bytes: int = MAX_FILE_BYTES) -> Shadow:
-        """A shadow of ``workspace`` (inside a git repository with a commit; ChangeError otherwise)."""
+    def create(
+        cls,
+        workspace: Path,
+        *,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        secret: Callable[[str], bool] | None = None,
+    ) -> Shadow:
+        """A shadow of ``workspace`` (inside a git repository with a commit; ChangeError otherwise).
+        ``secret`` tells a workspace-relative path the secret list names: such files are withheld."""
         workspace = Path(os.path.realpath(workspace))
         repo = find_repo(workspace)
         head = repo.head() if repo is not None else None
-        if repo is None or head is None:
+        if repo is None or head is None or repo.objects is None:
             raise ChangeError(
                 f"{workspace} is not in a git repository with a commit; a foreign agent's changes are "
-                "captured from a git worktree — run git init and commit once, then start again"
+                "captured from a git checkout — run git init and commit once, then start again"
             )
         tmp = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-shadow-")))
         top = tmp / (repo.top.name or "workspace")
         try:
-            with WORKTREES_LOCK:
-                # Parallel checkout (one worker per core): the checkout is most of the shadow's cost.
-                add = ("worktree", "add", "--detach", "--quiet", str(top), head)
-                git(repo.top, "-c", "checkout.workers=0", *add)
+            _own_repository(repo, top, head)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
-            with WORKTREES_LOCK:
-                git_cleanup(repo.top, "worktree", "prune")
             raise
-        shadow = cls(workspace, repo, tmp, top, head, max_file_bytes)
+        shadow = cls(workspace, repo, tmp, top, head, max_file_bytes, secret)
         atexit.register(_close_quietly, weakref.ref(shadow))
         try:
             shadow._copy_uncommitted()
             shadow._stamp_all()
+            shadow.git = Watch(repo)
         except BaseException:
             shadow.close()
             raise
@@ -146,12 +170,17 @@ class Shadow:
 
     def _uncommitted(self) -> set[str]:
         """Workspace files that differ from the shadow's commit, and untracked ones not ignored."""
+        return {rel for rel in self._changed_or_untracked() if not self.is_secret(rel)}
+
+    def _changed_or_untracked(self) -> set[str]:
         changed = self._workspace_paths("diff", "--name-only", "--no-renames", "-z", self.head)
         return changed | self._workspace_paths("ls-files", "--others", "--exclude-standard", "-z")
 
     def _copy_uncommitted(self) -> None:
         real = Confined(self.workspace)
-        for rel in sorted(self._uncommitted()):
+        listed = self._changed_or_untracked()
+        self.withheld.update(rel for rel in listed if self.is_secret(rel))
+        for rel in sorted(listed - self.withheld):
             try:
                 data, mode = real.read(rel, self.max_file_bytes)
             except ChangeError as exc:
@@ -166,15 +195,28 @@ class Shadow:
         now = time.time_ns()
         root = str(self.root)
         files, dirs = self._walk([""], top=True)
-        for rel in dirs:
-            self._dirs[rel] = _stamp(f"{root}/{rel}" if rel else root)
         for rel in files:
+            if self.is_secret(rel):
+                # A secret the repository tracks is taken out of the checkout before the agent starts.
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{root}/{rel}")
+                self.withheld.add(rel)
+                continue
             found = _stamp(f"{root}/{rel}")
             if found is None:
                 continue
             self._known[rel] = stat.S_IMODE(found[5])
             if found[1] < now - RACY_NS:
                 self._clean[rel] = found
+        # Directories last: a withheld secret's removal moved its directory's stamp.
+        for rel in dirs:
+            self._dirs[rel] = _stamp(f"{root}/{rel}" if rel else root)
+        if self.withheld:
+            shown = ", ".join(sorted(self.withheld)[:10]) + (", …" if len(self.withheld) > 10 else "")
+            self.notes.append(
+                f"withheld from the agent: {shown} — the secret list (workspace.secrets) names them, so "
+                "they are not in its workspace, and it can neither read nor write them there"
+            )
 
     def _walk(self, folders: list[str], *, top: bool = False) -> tuple[list[str], list[str]]:
         """Files (and links) and directories in and below ``folders`` (those included), never through a
@@ -288,7 +330,8 @@ class Shadow:
             return []
         listing = b"".join(os.fsencode(self.repo.path(rel)) + b"\0" for rel in paths)
         args = ("--git-dir", str(self.admin), "--work-tree", str(self.top), "check-ignore", "-z", "--stdin")
-        argv = git_argv(self.repo.top, *args, "--no-index")
+        # Hardened by the shadow's own config, which the agent may have written.
+        argv = git_argv(self.top, *args, "--no-index")
         done = subprocess.run(
             argv, cwd=self.top, input=listing, capture_output=True, env=run_env(), check=False
         )
@@ -316,6 +359,11 @@ class Shadow:
         return result
 
     def _compare(self, rel: str, result: Capture, racy_before: int) -> None:
+        if self.is_secret(rel):
+            result.skipped[rel] = (
+                "the secret list (workspace.secrets) names it: Arbor never takes a secret from an agent"
+            )
+            return
         path = f"{self.root}/{rel}"
         before = _stamp(path)
         try:
@@ -345,9 +393,14 @@ class Shadow:
             changeset.rebase(rel, self.baseline(rel))
         origins = renames(found.changes)
         for rel, (base, now) in sorted(found.changes.items()):
-            changeset.rebase(rel, base)
             mode = now.mode if now.data is not None else None
-            changeset.set_entry(rel, Entry(now.data, mode, origins.get(rel)))
+            try:
+                changeset.rebase(rel, base)
+                changeset.set_entry(rel, Entry(now.data, mode, origins.get(rel)))
+            except ChangeError as exc:  # a name no author may write (control or bidi characters), …
+                found.skipped[rel] = str(exc)
+        for rel in found.skipped.keys() & found.changes.keys():
+            del found.changes[rel]
         self._captured = set(found.changes)
         return found
 
@@ -437,14 +490,11 @@ class Shadow:
         return changed
 
     def close(self) -> None:
-        """Remove the worktree and its admin entry; safe to call twice."""
+        """Remove the shadow, its git directory with it; safe to call twice."""
         if self.closed:
             return
         self.closed = True
-        with WORKTREES_LOCK:
-            git_cleanup(self.repo.top, "worktree", "remove", "--force", str(self.top))
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            git_cleanup(self.repo.top, "worktree", "prune")
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 SIMILAR = 0.5
@@ -486,6 +536,50 @@ def renames(changes: dict[str, tuple[Base, Base]]) -> dict[str, str]:
         if new_rel not in found and old_rel not in found.values():
             found[new_rel] = old_rel
     return found
+
+
+LOCAL_CHECKOUT_KEYS = (
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.symlinks",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.filemode",
+)
+"""The repository's own settings that shape a checkout's bytes: the shadow's config gets them, so its files
+are what the user's checkout holds. Nothing else of the repository's config is copied."""
+
+
+def _own_repository(repo: Repo, top: Path, head: str) -> None:
+    """Check ``head`` out at ``top`` in a git repository of its own: own refs, config and hooks (none), the
+    user's objects read through ``objects/info/alternates`` (git never writes there). Unlike a worktree,
+    nothing git does in it — update-ref, config, hooks, gc — reaches the user's repository."""
+    assert repo.objects is not None
+    top.mkdir(parents=True)
+    git(top, "init", "--quiet", "--template=", str(top))
+    admin = top / ".git"
+    (admin / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (admin / "objects" / "info" / "alternates").write_text(f"{repo.objects}\n", encoding="utf-8")
+    common = repo.objects.parent
+    for name in ("shallow", "info/exclude", "info/attributes"):
+        source = common / name
+        if source.is_file() and not source.is_symlink():
+            (admin / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, admin / name)
+    for key in LOCAL_CHECKOUT_KEYS:
+        proc = subprocess.run(
+            git_argv(repo.top, "config", "--local", "--get", key),
+            cwd=repo.top,
+            capture_output=True,
+            env=run_env(),
+            check=False,
+        )
+        value = proc.stdout.decode("utf-8", "replace").strip()
+        if proc.returncode == 0 and value:
+            git(top, "config", "--local", key, value)
+    # Parallel checkout (one worker per core): the checkout is most of the shadow's cost.
+    git(top, "-c", "checkout.workers=0", "checkout", "--quiet", "--detach", head)
 
 
 def _close_quietly(ref: weakref.ref[Shadow]) -> None:

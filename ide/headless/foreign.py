@@ -8,7 +8,8 @@ names the files that call changed) and at the turn's end into a review session
 (``_arbor/external/capture``), whose change set is printed as the unified diff ``arbor run`` prints for
 Arbor's own agent; ``--apply`` accepts and applies it through the same Apply (checkpoint, three-way
 merge, commit). Command permissions are answered allow-once with ``--allow-commands``, else rejected
-with a note.
+with a note. The agent's environment is by allow-list (:func:`ide.childenv.agent_env`): the base set,
+the variables its ``[agents]`` entry's ``pass_env`` names, its ``env``.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from ide.agentproc import (
     spawn_agent,
 )
 from ide.changes.review import commit_subject
+from ide.childenv import agent_env
 from ide.headless import (
     BACKEND_COMMAND,
     EXIT_CANCELLED,
@@ -243,7 +245,7 @@ class ForeignRun:
             if self.allow_commands:
                 self.err.write("[shadow] a CLI agent runs its commands itself, in the shadow: nothing asks\n")
             return  # started once per task, by turn()
-        env = {**os.environ, **self.agent.env, "PWD": shadow.cwd}
+        env = agent_env(self.agent.env, self.agent.pass_env, shadow.cwd)
         self._foreign = foreign = await spawn_agent(self._command(self.agent.command), env, shadow.cwd)
         assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
         self._drain = asyncio.ensure_future(drain_stderr(foreign.stderr, self.log_tail))
@@ -287,6 +289,8 @@ class ForeignRun:
                 f"[review] written outside review: {listed} changed in the workspace itself during the turn "
                 "(not by Arbor: the agent wrote outside its shadow, or you edited meanwhile)\n"
             )
+        for change in captured.git_changed:
+            self.err.write(f"[review] your repository's git state changed during the turn: {change}\n")
         return response, captured
 
     def _command(self, argv: list[str]) -> list[str]:
@@ -300,7 +304,7 @@ class ForeignRun:
     async def _cli_turn(self, task: str) -> CliTurn:
         """Run a CLI agent once for ``task`` in the shadow, its output streamed through; how it ended."""
         assert self.shadow_cwd is not None
-        env = {**os.environ, **self.agent.env, "PWD": self.shadow_cwd}
+        env = agent_env(self.agent.env, self.agent.pass_env, self.shadow_cwd)
         argv = self._command(cli_argv(self.agent.command, task))
         self._foreign = process = await spawn_agent(argv, env, self.shadow_cwd)
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None

@@ -84,6 +84,12 @@ class ExternalCapture(WireModel):
         default_factory=list,
         description="At a turn's start: files the user and the agent both changed, in overlapping lines",
     )
+    git_changed: list[str] = Field(
+        default_factory=list,
+        description="With workspace: what changed in the user's repository's git state during the turn "
+        "(HEAD, refs, its config, its hooks), each said in a sentence; Apply refuses while HEAD, the config "
+        "or a hook still holds what the turn left",
+    )
 
 
 class ExternalClosed(WireModel):

@@ -124,10 +124,16 @@ def _resolve(files: Workspace, path: str) -> Path:
 async def open_shadow(backend: Backend, request: ex.ExternalShadowParams) -> ex.ExternalShadow:
     """A review session over a new shadow of the workspace: the agent's cwd (ChangeError: not in git)."""
     from ide.changes.shadow import Shadow
+    from ide.tools import Workspace
 
     cwd, settings = backend.workspace(request.cwd)
+    files = Workspace(Path(cwd), settings.workspace)
+
+    def secret(rel: str) -> bool:
+        return files.is_secret(files.root / rel)
+
     shadow = await asyncio.to_thread(
-        Shadow.create, Path(cwd), max_file_bytes=settings.workspace.max_file_bytes
+        Shadow.create, Path(cwd), max_file_bytes=settings.workspace.max_file_bytes, secret=secret
     )
     try:
         opened = await open_session(backend, ex.ExternalOpenParams(cwd=cwd, agent=request.agent))
@@ -144,12 +150,19 @@ async def capture(backend: Backend, request: ex.ExternalCaptureParams) -> ex.Ext
     session = backend.session(request.session_id)
     shadow = _shadow(session)
     found = await asyncio.to_thread(shadow.fill, session.changeset)
-    changed = []
+    changed: list[str] = []
+    git_changed: list[str] = []
     if request.workspace:
         changed = await asyncio.to_thread(shadow.workspace_changes, session.changeset)
+        if shadow.git is not None:
+            moved = await asyncio.to_thread(shadow.git.turn_ended)
+            git_changed = [change.describe() for change in moved]
     summary = backend.client_wants(SUMMARY_CAPABILITY)
     return ex.ExternalCapture(
-        changeset=session.review.view(summary=summary), skipped=found.skipped, workspace_changed=changed
+        changeset=session.review.view(summary=summary),
+        skipped=found.skipped,
+        workspace_changed=changed,
+        git_changed=git_changed,
     )
 
 
@@ -162,6 +175,8 @@ async def turn_start(backend: Backend, request: ex.ExternalSessionParams) -> ex.
     def prepare() -> tuple[list[str], dict[str, str]]:
         shadow.settle(session.review)
         conflicts = shadow.take_in()
+        if shadow.git is not None:
+            shadow.git.turn_started()
         return conflicts, shadow.fill(session.changeset).skipped
 
     conflicts, skipped = await asyncio.to_thread(prepare)

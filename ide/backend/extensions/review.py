@@ -50,6 +50,9 @@ async def apply(backend: Backend, request: rv.ApplyParams) -> rv.ApplyResult:
         raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
     rejected = _rejected(session)
     shadow = session.shadow
+    if shadow is not None and shadow.git is not None:
+        # Never commit on top of a HEAD, config or hook an agent's turn moved (ide.changes.gitstate).
+        await asyncio.to_thread(shadow.git.check_apply)
     if shadow is not None:
         # A foreign agent's shadow drops the rejected hunks now (Apply forgets them, and a capture before
         # the next turn would bring them back as pending) and takes what Apply wrote as its baseline after.
@@ -57,6 +60,8 @@ async def apply(backend: Backend, request: rv.ApplyParams) -> rv.ApplyResult:
     result = await asyncio.to_thread(session.review.apply, request.message, summary=_summary(backend))
     if shadow is not None:
         await asyncio.to_thread(shadow.settle, session.review)
+        if shadow.git is not None and result.batch is not None:
+            await asyncio.to_thread(shadow.git.applied)
     await session.save_review()
     await _unlearn(session.memory, session.id, rejected)
     return result
