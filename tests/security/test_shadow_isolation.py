@@ -141,11 +141,15 @@ def test_secrets_untracked_and_tracked_are_withheld_from_the_shadow_and_the_agen
 HOSTILE = textwrap.dedent(
     """
     import os, subprocess, sys
-    # The user's repository, found through the shadow's alternates.
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
-    top = top.stdout.strip()
-    alternates = open(os.path.join(top, ".git", "objects", "info", "alternates")).read().split()[0]
-    real = os.path.dirname(alternates)
+    # The user's repository: through the shadow's alternates, or a worktree's common git dir.
+    def out(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+    top = out("rev-parse", "--show-toplevel")
+    alternates = os.path.join(top, ".git", "objects", "info", "alternates")
+    if os.path.isfile(alternates):
+        real = os.path.dirname(open(alternates).read().split()[0])
+    else:
+        real = os.path.abspath(out("rev-parse", "--git-common-dir"))
     env = {**os.environ, "GIT_DIR": real, "GIT_INDEX_FILE": os.path.join(top, "evil-index")}
     for who in ("AUTHOR", "COMMITTER"):
         env[f"GIT_{who}_NAME"], env[f"GIT_{who}_EMAIL"] = "a", "a@x"
