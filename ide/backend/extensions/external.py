@@ -92,8 +92,11 @@ async def read(backend: Backend, request: ex.ExternalReadParams) -> ex.ExternalT
 def _read(files: Workspace, path: Path) -> str:
     from ide.tools import ToolError
 
-    if not files.exists(path) or files.is_dir(path):
-        raise RequestError.invalid_params({"path": str(path), "message": f"{path} is not a file"})
+    if not files.exists(path):
+        raise not_found(str(path))
+    if files.is_dir(path):
+        said = f"{path} is a directory, not a file"
+        raise RequestError.invalid_params({"path": str(path), "message": said})
     try:
         _check_listed(files, path)
         return files.read_text(path)
@@ -245,8 +248,15 @@ def _shadow_read(shadow: Shadow, path: str) -> str:
     except (ChangeError, OSError) as exc:
         raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
     if data is None:
-        raise RequestError.invalid_params({"path": path, "message": f"{path} is not a file"})
+        raise not_found(path)
     return decode(data)[0]
+
+
+def not_found(path: str) -> RequestError:
+    """ACP's resource-not-found error (-32002) for a file that is not there, worded as agents look for it
+    (Gemini CLI's ``write_file`` of a new file first reads it, and takes "No such file" as "missing")."""
+    message = f"No such file: {path}"
+    return RequestError(-32002, f"Resource not found: {message}", {"path": path, "message": message})
 
 
 HANDLERS = (
