@@ -29,6 +29,12 @@ from ide.protocol.wire import WireModel
 TREE_FILE_SUFFIX = ".arbor-tree.jsonl"
 OBSERVATION_CAP = 2048
 """Bytes of a tool observation kept in a node record."""
+MAX_RECORDING_NODES = 20_000
+"""Nodes of a ``.arbor-tree.jsonl`` file Arbor opens: a run with the default settings records tens (the
+sample, 10), the tree view is measured at 5,000, and reading 20,000 takes about a second."""
+MAX_RECORDING_BYTES = 100 * 2**20
+"""Bytes of a ``.arbor-tree.jsonl`` file Arbor opens: 20,000 nodes at ~5 kB each (an observation is kept
+to 2 kB; its thought and updates come on top)."""
 
 NodeKind = Literal["root", "thought", "action", "answer", "plan", "step", "evaluation", "synthesis"]
 NodeStatus = Literal["generated", "evaluated", "active", "terminated_early", "solution", "pruned", "failed"]
@@ -338,15 +344,28 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[TreeEvent]:
     """Read a ``.arbor-tree.jsonl`` file: its events, checked to replay into trees (one per run).
 
     Blank lines are skipped. Any fault raises :class:`TreeFileError` naming ``file:line`` and what is
-    wrong with that line.
+    wrong with that line; so does a file over :data:`MAX_RECORDING_BYTES` or holding more than
+    :data:`MAX_RECORDING_NODES` nodes, before its events are read.
     """
     source = Path(path)
     try:
-        text = source.read_text(encoding="utf-8")
+        with source.open("rb") as handle:
+            _check_size(source, os.fstat(handle.fileno()).st_size)
+            data = handle.read(MAX_RECORDING_BYTES + 1)
+    except OSError as exc:
+        raise TreeFileError(f"{source}: cannot read it: {exc.strerror or exc}") from None
+    _check_size(source, len(data))  # it grew since
+    # Counted in the bytes first (the way Arbor writes an event), so a recording far too big is refused
+    # at once; one written otherwise is stopped by the count below, at the first node over.
+    _check_nodes(source, data.count(b'"kind":"node_added"'))
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TreeFileError(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    del data
     events: list[TreeEvent] = []
     trees: dict[str, SearchTree] = {}
+    nodes = 0
     # Split on "\n" only: str.splitlines() would also break JSON strings holding U+2028 and friends.
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.strip()
@@ -359,12 +378,33 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[TreeEvent]:
             if any(error["type"] == "json_invalid" for error in exc.errors()):
                 raise TreeFileError(f"{where}: not JSON ({exc.errors()[0]['msg']})") from None
             raise TreeFileError(f"{where}: not a tree event: {first_error(exc)}") from None
+        if event.kind == "node_added":
+            nodes += 1
+            _check_nodes(source, nodes, counting=True)
         try:
             trees.setdefault(event.run_id, SearchTree()).apply(event)
         except TreeError as exc:
             raise TreeFileError(f"{where}: {exc}") from None
         events.append(event)
     return events
+
+
+def _check_size(source: Path, size: int) -> None:
+    if size > MAX_RECORDING_BYTES:
+        raise TreeFileError(
+            f"{source}: this recording is {size / 2**20:,.0f} MB; Arbor opens recordings of up to "
+            f"{MAX_RECORDING_BYTES // 2**20} MB"
+        )
+
+
+def _check_nodes(source: Path, nodes: int, *, counting: bool = False) -> None:
+    """Refuse a recording of more than :data:`MAX_RECORDING_NODES` nodes (``counting``: the count so far)."""
+    if nodes > MAX_RECORDING_NODES:
+        held = f"more than {MAX_RECORDING_NODES:,}" if counting else f"{nodes:,}"
+        raise TreeFileError(
+            f"{source}: this recording holds {held} nodes; Arbor opens recordings of up to "
+            f"{MAX_RECORDING_NODES:,} nodes"
+        )
 
 
 def first_error(exc: ValidationError) -> str:
