@@ -103,6 +103,17 @@ def confine_check(required: bool) -> HealthCheck:
     return HealthCheck(name, False if required else None, said, INSTALL)
 
 
+def confinement_report(required: bool) -> list[str]:
+    """What confining another agent covers and what it leaves open, as doctor prints it after its checks."""
+    from ide.sandbox import COVERS, NOT_COVERED
+
+    when = "(review.confine_agents = true)" if required else "if review.confine_agents = true"
+    lines = [f"Confinement of other agents {when}"]
+    lines += ["  covered:", *(f"    {item}" for item in COVERS)]
+    lines += ["  not covered:", *(f"    {item}" for item in NOT_COVERED)]
+    return lines
+
+
 def git_identity_check(workspace: Path | None, commit_mode: str = "commit") -> HealthCheck:
     """Whether Apply's commits have an author: ``user.name`` and ``user.email`` in the workspace
     repository's config or the global one (or git's GIT_AUTHOR_*/GIT_COMMITTER_* variables); the check
@@ -210,6 +221,8 @@ def run_doctor(resolved: ResolvedSettings, out: TextIO, *, probe: bool = False) 
         if check.fix and check.ok is not True:
             out.write(f"         fix: {check.fix}\n")
         failed = failed or check.ok is False
+    out.write("\n")
+    out.writelines(f"{line}\n" for line in confinement_report(resolved.settings.review.confine_agents))
     if probe:
         out.write("\nModel probe (one real tool-call request and one structured request per model)\n")
         for result in asyncio.run(probe_models(resolved)):
