@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ide import self_command
+from ide.childenv import agent_env
 
 if TYPE_CHECKING:
     from acp import RequestError
 
     from ide.protocol import ErrorInfo
+    from ide.settings import AgentServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,9 @@ class AgentChoice:
     protocol: str = "acp"
     """``acp``: an ACP agent on stdio; ``cli``: a command run once per task, :data:`PROMPT` in its
     arguments replaced by the task."""
+    pass_env: tuple[str, ...] = ()
+    """Names of the window's environment variables another agent also gets, as they are (its settings
+    entry's ``pass_env``; :mod:`ide.childenv`)."""
 
     @property
     def is_arbor(self) -> bool:
@@ -99,11 +104,30 @@ class AgentChoice:
     def works_in_shadow(self) -> bool:
         return self.shadow and not self.is_arbor
 
+    def environment(self, cwd: str | None = None) -> dict[str, str]:
+        """The agent's environment, ``PWD`` = ``cwd`` when given. Another agent's is by allow-list
+        (:func:`ide.childenv.agent_env`: the base set, its ``pass_env``, its ``env``); Arbor's backend, or
+        one given as is (``shadow=False``), gets the window's whole environment plus its ``env``: it needs
+        the keys that reach models."""
+        if self.works_in_shadow:
+            return agent_env(self.env, self.pass_env, cwd)
+        return {**os.environ, **self.env, **({"PWD": cwd} if cwd else {})}
+
     async def start(self, cwd: str | None = None, command: Sequence[str] | None = None) -> AgentProcess:
-        """Start the agent with the window's environment plus its own, in ``cwd`` when given (``PWD`` says
-        the same), as ``command`` when given (its own, confined); OSError when it cannot be run."""
-        env = {**os.environ, **self.env, **({"PWD": cwd} if cwd else {})}
-        return await AgentProcess.spawn(command or self.command, env, cwd)
+        """Start the agent with its :meth:`environment`, in ``cwd`` when given, as ``command`` when given
+        (its own, confined); OSError when it cannot be run."""
+        return await AgentProcess.spawn(command or self.command, self.environment(cwd), cwd)
+
+    @classmethod
+    def from_settings(cls, name: str, entry: AgentServerSettings) -> AgentChoice:
+        """The agent of an ``[agents.NAME]`` entry."""
+        return cls(
+            name,
+            [entry.command, *entry.args],
+            dict(entry.env),
+            protocol=entry.protocol,
+            pass_env=tuple(entry.pass_env),
+        )
 
 
 def arbor_agent() -> AgentChoice:
@@ -113,14 +137,13 @@ def arbor_agent() -> AgentChoice:
 
 def resolve_agent(spec: str, agents: Mapping[str, Any]) -> AgentChoice:
     """``--agent`` as given: ``arbor``, a name of the ``[agents]`` settings table (each with ``command``,
-    ``args``, ``env``, ``protocol``), else a shell-quoted command line whose program must exist — a CLI
-    agent when an argument holds :data:`PROMPT`. ValueError says why not."""
+    ``args``, ``env``, ``pass_env``, ``protocol``), else a shell-quoted command line whose program must
+    exist — a CLI agent when an argument holds :data:`PROMPT`. ValueError says why not."""
     text = spec.strip()
     if text.lower() == ARBOR_AGENT:
         return arbor_agent()
     if text in agents:
-        agent = agents[text]
-        return AgentChoice(text, [agent.command, *agent.args], dict(agent.env), protocol=agent.protocol)
+        return AgentChoice.from_settings(text, agents[text])
     try:
         argv = shlex.split(text)
     except ValueError as exc:
@@ -141,10 +164,25 @@ def resolve_agent(spec: str, agents: Mapping[str, Any]) -> AgentChoice:
 
 def cli_argv(command: Sequence[str], task: str) -> list[str]:
     """A CLI agent's command line for ``task``: :data:`PROMPT` in its arguments replaced by the task (one
-    argument, never through a shell), else the task added as the last argument."""
-    if not any(PROMPT in word for word in command[1:]):
-        return [*command, task]
-    return [command[0], *(word.replace(PROMPT, task) for word in command[1:])]
+    argument, never through a shell), else the task added as the last argument.
+
+    The task never reads as one of the agent's own options (``claude -p {prompt}`` with the task
+    ``--dangerously-skip-permissions``): an argument made from it that would begin with ``-`` where the
+    command's word does not begins with a space instead, unless a ``--`` comes before it. Not ``--``
+    before ``{prompt}``: after an option that takes a value (``aider --message {prompt}``, ``gemini -p
+    {prompt}``) that ``--`` would be taken as the value, or refused; a leading space is a value and a
+    positional argument alike, never an option, to any parser. ``--opt={prompt}`` is one option's value
+    as it is."""
+    words = list(command[1:]) if any(PROMPT in word for word in command[1:]) else [*command[1:], PROMPT]
+    argv = [command[0]]
+    ended = False
+    for word in words:
+        argument = word.replace(PROMPT, task)
+        if not ended and PROMPT in word and argument.startswith("-") and not word.startswith("-"):
+            argument = " " + argument
+        argv.append(argument)
+        ended = ended or word == "--"
+    return argv
 
 
 def command_name(argv: Sequence[str]) -> str:

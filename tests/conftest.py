@@ -45,8 +45,9 @@ PySide6 to choose a Qt binding, hypothesis imports itself for its summary."""
 def _skip_unused_plugins() -> None:
     """Every pytest the suite starts loads every installed plugin: the workers, and the test commands the
     tests have Arbor run in scratch workspaces (``python -m pytest -q``, which must run as the user's
-    would, so Arbor passes them our environment). Blocked through ``PYTEST_ADDOPTS``, which pytest reads
-    before it imports this file: set here, it reaches only this process's children. In the controller that
+    would; the variable reaches them through ``ARBOR_PASS_ENV``, :func:`isolated_env`). Blocked through
+    ``PYTEST_ADDOPTS``, which pytest reads before it imports this file: set here, it reaches only this
+    process's children. In the controller that
     is the workers, which skip :data:`UNUSED_PLUGINS` (~1 s of a 2.3 s trivial run, langsmith's 0.8 s); in
     a worker, the test commands, which skip :data:`WORKER_ONLY_PLUGINS` too (1.5 s → 0.45 s). Eval task
     checks drop the variable and load no plugin at all."""
@@ -163,6 +164,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
     monkeypatch.setenv("ARBOR_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("ARBOR_DATA_DIR", str(tmp_path / "data"))
+    # What Arbor starts for someone else (test runs, language servers, other agents) gets an allow-list of
+    # its environment (ide/childenv.py); these reach them as a user's ARBOR_PASS_ENV passes them: the
+    # plugins blocked above and the fork server (its socket, its sitecustomize on PYTHONPATH, and the
+    # PYTHON* variables it compares with its own before it forks).
+    python = sorted(name for name in os.environ if name.startswith("PYTHON"))
+    monkeypatch.setenv("ARBOR_PASS_ENV", " ".join(["PYTEST_ADDOPTS", FORK_SERVER_ENV, *python]))
     # Port 9 (discard) on loopback: a test that forgets to pick a model never reaches a real server.
     monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
     # Commits made by tests (and by Arbor's Apply in them) must not depend on the machine's git config.

@@ -1,8 +1,9 @@
 """Run a workspace's tests against a change set, in a scratch worktree, with a timeout.
 
 The command is split like a shell would (``shlex``) and run as an argument list, never through a shell.
-It runs in its own process session (so a timeout or a cancel kills everything it started), its
-output is captured, and the worktree is removed afterwards — also when the caller is cancelled.
+It runs in its own process session (so a timeout or a cancel kills everything it started), with the
+allow-listed environment of :mod:`ide.childenv` (never Arbor's keys), its output is captured, and the
+worktree is removed afterwards — also when the caller is cancelled.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ide import childenv
 from ide.changes.overlay import ChangeSet
 from ide.changes.worktree import scratch_worktree
-from ide.gitsafe import without_secrets
 
 OUTPUT_CAP = 64_000
 """Bytes of test output kept (the tail: that is where failures are summarised)."""
@@ -71,11 +72,14 @@ def detect_test_command(root: Path) -> str | None:
     return None
 
 
-def command_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a test run or an agent's command gets: ours without API keys, tokens and passwords
-    (an allowed test run executes the repository's code: it gets what it needs to run, not the keys Arbor
-    uses to reach model servers, nor the SSH agent that would let it push as the user)."""
-    return without_secrets(environ)
+def command_env(
+    environ: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
+) -> dict[str, str]:
+    """The environment a test run or an agent's command gets: the allow-listed base set of ``environ``
+    (default: ours), :func:`ide.childenv.command_env` — an allowed test run executes the repository's
+    code: it gets what it needs to run, not the keys Arbor uses to reach model servers, a database URL
+    with its password, nor the SSH agent that would let it push as the user."""
+    return childenv.command_env(cwd=cwd, environ=environ)
 
 
 async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> TestRun:
@@ -107,7 +111,7 @@ async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> Tes
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
-                env=command_env(),
+                env=command_env(cwd=workdir),
                 start_new_session=True,
             )
         except OSError as exc:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fnmatch
 import importlib.metadata
-import os
 import re
 import shutil
 import subprocess
@@ -31,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ide.changes.testrun import kill_group
+from ide.childenv import base_env
 from ide.gitsafe import git_argv, git_env
 
 TASK_SUFFIX = ".yaml"
@@ -48,15 +48,6 @@ _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
 }
 _GIT_CONFIG = ("-c", "commit.gpgSign=false", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false")
-_LEAKY_ENV = (
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "PYTEST_ADDOPTS",
-    "PYTEST_PLUGINS",
-)
-"""Environment that would change what the check imports or how pytest runs; never passed on."""
 
 
 class TaskError(ValueError):
@@ -327,13 +318,16 @@ class CheckResult:
 
 
 def check_env() -> dict[str, str]:
-    """The environment a check runs in: no PYTHONPATH (or pytest options) leaking in, no bytecode written
-    into the workspace, no third-party pytest plugins (they are slow to load and not the task's)."""
-    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
-    env.update(
-        {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONIOENCODING": "utf-8"}
-    )
-    return env
+    """The environment a check (code a model wrote) runs in: the allow-listed base set only
+    (:func:`ide.childenv.base_env`: no API keys or tokens, no PYTHONPATH or pytest options leaking in, not
+    even what ``ARBOR_PASS_ENV`` names — the same check everywhere), no bytecode written into the
+    workspace, no third-party pytest plugins (they are slow to load and not the task's)."""
+    return {
+        **base_env(),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONIOENCODING": "utf-8",
+    }
 
 
 def _run(argv: list[str], workspace: Path, timeout_s: float) -> CheckResult:

@@ -357,6 +357,9 @@ class LspSettings(_Section):
     )
 
 
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class AgentServerSettings(_Section):
     """Another ACP agent the window can drive (like Zed's ``agent_servers``); its edits go through Arbor's
     review."""
@@ -364,12 +367,26 @@ class AgentServerSettings(_Section):
     command: str = Field(description="Program to start, e.g. claude-code-acp, gemini, goose")
     args: list[str] = Field(default_factory=list, description='Its arguments, e.g. ["--experimental-acp"]')
     env: dict[str, str] = Field(default_factory=dict, description="Environment variables added for it")
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description='Names of your environment variables it gets as they are, e.g. ["OPENAI_API_KEY"]; '
+        "otherwise it gets only PATH, HOME, the locale, TMPDIR, proxies without passwords and the like "
+        "(docs/agents.md)",
+    )
     protocol: Literal["acp", "cli"] = Field(
         "acp",
         description='"acp": an ACP agent on stdio; "cli": a command run once per task in a shadow of the '
         'workspace, {prompt} in its args replaced by the task (e.g. command = "aider", args = '
         '["--yes-always", "--message", "{prompt}"]), its changes captured for review (arbor run --agent)',
     )
+
+    @field_validator("pass_env")
+    @classmethod
+    def _variable_names(cls, names: list[str]) -> list[str]:
+        bad = [name for name in names if not _VARIABLE_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"not environment variable names: {', '.join(map(repr, bad))}")
+        return names
 
     def argv(self) -> list[str]:
         """The command line: the program and its arguments."""
@@ -488,7 +505,7 @@ class Settings(_Section):
     agents: dict[str, AgentServerSettings] = Field(
         default_factory=dict,
         description="ACP agents the window can drive instead of Arbor's, by name ([agents.NAME] with "
-        "command, args, env): arbor --agent NAME, or the Agent menu",
+        "command, args, env, pass_env): arbor --agent NAME, or the Agent menu",
     )
 
     def resolved_data_dir(self) -> Path:

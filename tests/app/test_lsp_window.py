@@ -163,8 +163,8 @@ def test_shift_f12_shows_the_index_answer_by_name_until_the_servers_replaces_it(
     answer on screen: the order is the one a slow server gives, with the real server's answer."""
     gate = tmp_path / "open-the-gate"
     proxy = Path(__file__).parents[1] / "support" / "gated_lsp.py"
-    user_config(f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(proxy)])}\n")
-    window = make_window(shop, env={"GATED_LSP_OPEN": str(gate)})
+    user_config(f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(proxy), str(gate)])}\n")
+    window = make_window(shop)
     wait_ready(qtbot, window)
     qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
@@ -204,11 +204,9 @@ def test_f12_goes_to_the_index_answer_when_the_server_is_slow_and_says_the_serve
     tmp_path: Path,
 ) -> None:
     script = Path(__file__).parents[1] / "support" / "slow_lsp.py"
-    user_config(
-        "[lsp]\nrequest_timeout_s = 3\n"
-        f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(script)])}\n"
-    )
-    window = make_window(shop, env={"SLOW_LSP_LOG": str(tmp_path / "slow.log")})
+    command = [sys.executable, str(script), str(tmp_path / "slow.log")]
+    user_config(f"[lsp]\nrequest_timeout_s = 3\n[lsp.servers.jedi]\ncommand = {json.dumps(command)}\n")
+    window = make_window(shop)
     wait_ready(qtbot, window)
     qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):

@@ -58,9 +58,9 @@ async def test_a_server_that_never_answers_still_gets_the_index_answer_first(
     script = Path(__file__).parents[1] / "support" / "slow_lsp.py"
     user_config(
         f"[lsp]\nrequest_timeout_s = 3\n"
-        f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(script)])}\n"
+        f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(script), str(shop / 'slow.log')])}\n"
     )
-    async with acp_backend({"SLOW_LSP_LOG": str(shop / "slow.log")}) as backend:
+    async with acp_backend() as backend:
         await index_ready(backend, shop)
         at = {"cwd": str(shop), "path": str(shop / "app.py"), "line": 3, "column": 9}
         served = asyncio.ensure_future(backend.conn.ext_method(lp.LSP_REFERENCES, at))

@@ -146,9 +146,9 @@ async def test_a_request_that_takes_too_long_is_cancelled(shop: Path, tmp_path: 
     log = tmp_path / "slow.log"
     script = Path(__file__).parents[1] / "support" / "slow_lsp.py"
     settings = LspSettings(
-        request_timeout_s=0.5, servers={"jedi": LspServerSettings(command=[sys.executable, str(script)])}
+        request_timeout_s=0.5,
+        servers={"jedi": LspServerSettings(command=[sys.executable, str(script), str(log)])},
     )
-    os.environ["SLOW_LSP_LOG"] = str(log)
     pool = LspPool(settings)
     try:
         with pytest.raises(
@@ -161,7 +161,6 @@ async def test_a_request_that_takes_too_long_is_cancelled(shop: Path, tmp_path: 
             await asyncio.sleep(0.05)
         assert log.read_text() == "cancelled"
     finally:
-        del os.environ["SLOW_LSP_LOG"]
         await pool.close()
 
 

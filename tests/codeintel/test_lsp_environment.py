@@ -141,7 +141,7 @@ async def test_a_src_layout_and_a_configured_interpreter_outside_the_workspace(t
 
 @pytest.mark.parametrize("name", ["pyright", "basedpyright"])
 async def test_pyright_is_told_the_interpreter_and_paths_through_workspace_configuration(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, tmp_path: Path
 ) -> None:
     root = (tmp_path / "proj").resolve()
     (root / "lib" / "pkg").mkdir(parents=True)
@@ -153,12 +153,11 @@ async def test_pyright_is_told_the_interpreter_and_paths_through_workspace_confi
         f'[tool.pyright]\nextraPaths = ["lib", "{outside}", "../outside"]\n'
     )  # the repository's paths count only inside the workspace
     log = tmp_path / "config.json"
-    monkeypatch.setenv("CONFIG_LSP_LOG", str(log))
     script = Path(__file__).parents[1] / "support" / "config_lsp.py"
     settings = LspSettings(
         python=name,
         python_interpreter=sys.executable,
-        servers={name: LspServerSettings(command=[sys.executable, str(script)])},
+        servers={name: LspServerSettings(command=[sys.executable, str(script), str(log)])},
     )
     pool = LspPool(settings)
     try:

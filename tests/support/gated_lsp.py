@@ -1,12 +1,11 @@
 """A real jedi-language-server behind a gate: every ``textDocument/references`` request waits until the
-file named by GATED_LSP_OPEN exists, everything else passes at once. Tests open the gate when they have
+file named by its first argument exists, everything else passes at once. Tests open the gate when they have
 seen what must come before the server's answer (the index's answer by name), so the order is theirs.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -56,7 +55,7 @@ def main() -> None:
         [str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=dies_with_this_process()
     )
     assert child.stdin is not None and child.stdout is not None
-    gate = Path(os.environ["GATED_LSP_OPEN"])
+    gate = Path(sys.argv[1])
     threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer, None), daemon=True).start()
     pump(sys.stdin.buffer, child.stdin, gate)
     child.wait()

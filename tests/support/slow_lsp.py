@@ -1,13 +1,14 @@
 """A tiny language server for tests: initialize works, textDocument/definition and references never answer.
 
 When the client cancels the request ($/cancelRequest), the handler writes "cancelled" to the file named
-by SLOW_LSP_LOG, so a test can see the cancel arrived.
+by its first argument, so a test can see the cancel arrived. (An argument, not a variable: a language
+server gets Arbor's allow-listed environment, ide.childenv.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import sys
 from pathlib import Path
 
 from lsprotocol import types
@@ -21,7 +22,7 @@ async def definition(params: types.DefinitionParams) -> None:
     try:
         await asyncio.sleep(3600)
     except asyncio.CancelledError:
-        Path(os.environ["SLOW_LSP_LOG"]).write_text("cancelled")
+        Path(sys.argv[1]).write_text("cancelled")
         raise
 
 

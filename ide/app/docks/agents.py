@@ -41,7 +41,7 @@ class AgentPicker(Part):
             if agent.protocol == "cli":
                 self.cli_only.append(name)
                 continue
-            self.choices[name] = AgentChoice(name, agent.argv(), dict(agent.env))
+            self.choices[name] = AgentChoice.from_settings(name, agent)
         if not started.is_arbor:
             self.choices[started.name or "custom"] = started
         for name, choice in self.choices.items():

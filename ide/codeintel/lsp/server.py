@@ -27,6 +27,7 @@ from typing import Any
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
+from ide.childenv import command_env
 from ide.codeintel.lsp.positions import uri_of
 from ide.codeintel.lsp.registry import LspError, ServerDied, ServerSpec
 from ide.settings import LspSettings
@@ -126,13 +127,17 @@ class LanguageServer:
         return value
 
     async def start(self) -> None:
-        """Start the process (its own session, so its children die with it) and initialize it."""
+        """Start the process (its own session, so its children die with it) and initialize it. Its
+        environment is the allow-listed base set (:func:`ide.childenv.command_env`): it runs the
+        workspace's interpreter and may import its packages, so none of Arbor's keys; the project's Python
+        reaches it in the initialization options (:mod:`ide.codeintel.lsp.environment`)."""
         program, *args = self.spec.command
         try:
             await self.client.start_io(
                 program,
                 *args,
                 cwd=str(self.root),
+                env=command_env(cwd=self.root),
                 start_new_session=True,
                 preexec_fn=dies_with_this_process(),
             )
