@@ -18,7 +18,7 @@ from pathspec.util import normalize_file
 
 from ide.changes.overlay import FileTooLarge
 from ide.fswalk import folder_entries
-from ide.protocol.hidden import code_point, is_hidden_char
+from ide.protocol.hidden import name_refusal
 from ide.settings import WorkspaceSettings
 
 ALWAYS_EXCLUDED = (".git/",)
@@ -29,7 +29,6 @@ MAX_DEPTH = 64
 counted): real projects stay far below it, and every check along a path stays cheap."""
 _ANY_FOLDER = "^(?:.+/)?"
 """How pathspec's regex of a gitignore pattern without a slash starts: the name in any folder."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def is_git_name(name: str) -> bool:
@@ -45,19 +44,9 @@ def check_path_text(path: str) -> None:
     that reads as another), or a ``.git`` component (git's metadata)."""
     if len(path) > MAX_PATH_CHARS:
         raise ToolError(f"the path is {len(path)} characters long; paths are limited to {MAX_PATH_CHARS}")
-    found = _CONTROL.search(path)
-    if found is not None:
-        raise ToolError(
-            f"the path contains the control character {found.group()!r}; use a name without control "
-            "characters (they would fake lines in listings and diffs)"
-        )
-    hidden = next((ch for ch in path if is_hidden_char(ch)), None) if not path.isascii() else None
-    if hidden is not None:
-        raise ToolError(
-            f"the path contains the invisible character {code_point(hidden)}; use a name without bidi "
-            "controls or zero-width characters (they make a name read as another: notes<U+202E>txt.py "
-            "looks like notesyp.txt)"
-        )
+    refusal = name_refusal(path)
+    if refusal is not None:
+        raise ToolError(refusal)
     parts = [part for part in re.split(r"[/\\]", path) if part and part != "."]
     if len(parts) > MAX_DEPTH:
         raise ToolError(f"the path is {len(parts)} directories deep; paths are limited to {MAX_DEPTH}")

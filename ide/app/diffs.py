@@ -60,6 +60,7 @@ class HunkStandIn:
 
     __slots__ = ("decision", "id")
     header = ""
+    kind = "text"
     old_start = old_count = new_start = new_count = 0
     lines: tuple[str, ...] = ()
     comment: str | None = None

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all, write_all
-from ide.changes.overlay import ChangeError
+from ide.changes.overlay import ChangeError, git_mode
 from ide.gitsafe import base_argv, git_argv, git_env
 
 
@@ -303,8 +303,7 @@ def _index_info(repo: Repo, blobs: Blobs | None, entries: list[IndexEntry]) -> b
         if data is None:
             lines.append(b"0 " + b"0" * 40 + b"\t" + path + b"\0")
         else:
-            kind = b"100755" if (mode or 0) & 0o111 else b"100644"
-            lines.append(kind + b" " + next(ids).encode() + b"\t" + path + b"\0")
+            lines.append(git_mode(mode).encode() + b" " + next(ids).encode() + b"\t" + path + b"\0")
     return b"".join(lines)
 
 

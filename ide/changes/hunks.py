@@ -48,7 +48,9 @@ class Hunk:
     new_start: int
     new_count: int
     lines: tuple[bytes, ...]  # prefix byte (' ', '-', '+') + line bytes with their own ending
-    kind: str = "text"  # "text" | "binary" | "rename"
+    kind: str = "text"  # "text" | "binary" | "rename" | "mode"
+    modes: tuple[str, str] | None = None
+    """A mode hunk's git modes, old and new (``100644``, ``100755``)."""
 
     @property
     def header(self) -> str:
@@ -56,6 +58,10 @@ class Hunk:
             return "Binary file changed"
         if self.kind == "rename":
             return "Rename"
+        if self.kind == "mode" and self.modes is not None:
+            old, new = self.modes
+            what = "made executable" if new == "100755" else "no longer executable"
+            return f"old mode {old} → new mode {new} ({what})"
         return hunk_header(self.old_start, self.old_count, self.new_start, self.new_count)
 
     @property
@@ -145,6 +151,13 @@ def rename_hunk(old_path: str, new_path: str) -> Hunk:
     """The pseudo-hunk that moves a file; its content hunks are separate."""
     salt = b"rename\0" + old_path.encode("utf-8", "surrogateescape")
     return Hunk(hunk_id(new_path, 0, [], [], salt), new_path, 0, 0, 0, 0, (), "rename")
+
+
+def mode_hunk(path: str, old_mode: str, new_mode: str) -> Hunk:
+    """The pseudo-hunk that changes a file's mode as git records it (``100644`` → ``100755`` or back);
+    decided on its own, like a rename, apart from the file's content hunks."""
+    salt = f"mode\0{old_mode}\0{new_mode}".encode()
+    return Hunk(hunk_id(path, 0, [], [], salt), path, 0, 0, 0, 0, (), "mode", (old_mode, new_mode))
 
 
 def apply_hunks(old: bytes, hunks: list[Hunk]) -> bytes:

@@ -12,6 +12,8 @@ from itertools import compress, repeat
 from pathlib import Path
 
 from ide.fswalk import walk_files
+from ide.protocol.diff import quote_path
+from ide.protocol.hidden import name_refusal
 
 
 class ChangeError(Exception):
@@ -36,6 +38,28 @@ class Entry:
 
 
 DEFAULT_MODE = 0o644
+
+
+def git_permissions(mode: int | None) -> int:
+    """The permission bits git keeps of ``mode``: 0o755 when any execute bit is set, else 0o644 (None, a
+    file of no known mode: 0o644). Git records nothing else: never setuid, setgid or sticky."""
+    return 0o755 if (mode or 0) & 0o111 else 0o644
+
+
+def git_mode(mode: int | None) -> str:
+    """The mode git records for a file of permission bits ``mode``: ``100755`` or ``100644``."""
+    return "100755" if (mode or 0) & 0o111 else "100644"
+
+
+def check_name(rel: str) -> None:
+    """Refuse a path no author may give a file (``ide.protocol.hidden.name_refusal``: control, bidi or
+    invisible characters), with the character and why. The change set checks each path an entry or a base
+    is set for, whoever sets it, and Apply checks what it writes again."""
+    refusal = name_refusal(rel)
+    if refusal is not None:
+        raise ChangeError(f"{quote_path(rel)} was refused: {refusal}")
+
+
 MAX_FILE_BYTES = 1_000_000
 """The default of ``workspace.max_file_bytes`` (ide.settings), for change sets made without settings."""
 
@@ -170,18 +194,26 @@ class ChangeSet:
         return found
 
     def rebase(self, rel: str, base: Base) -> None:
-        """Make ``base`` the base of ``rel`` (after an apply wrote part of the change)."""
+        """Make ``base`` the base of ``rel`` (after an apply wrote part of the change, or a capture of
+        another agent's files); a ChangeError for a name no file may have (:func:`check_name`)."""
+        check_name(rel)
         self._base[rel] = base
 
     def entry(self, rel: str) -> Entry | None:
         return self._entries.get(rel)
 
     def set_entry(self, rel: str, entry: Entry | None) -> None:
-        """Set (or with None, forget) the proposed state of ``rel``."""
+        """Set (or with None, forget) the proposed state of ``rel``: the way every author's entry comes in
+        that is not one of the edits below (another agent's captured files, what Apply leaves to review).
+        A ChangeError, before anything changes, for a name no file may have (:func:`check_name`), of
+        ``rel`` or of the file it was renamed from."""
         if entry is None:
             self._entries.pop(rel, None)
-        else:
-            self._entries[rel] = entry
+            return
+        check_name(rel)
+        if entry.origin:
+            check_name(entry.origin)
+        self._entries[rel] = entry
 
     def _plain_path(self, rel: str) -> str | None:
         """``str(self.root / rel)`` without pathlib's cost, for a plain ``rel`` (no empty or "." part, no
@@ -307,10 +339,12 @@ class ChangeSet:
         return sorted(p for p, e in self._entries.items() if self._differs(p, e))
 
     def _differs(self, rel: str, entry: Entry) -> bool:
+        """Whether ``entry`` changes ``rel`` as git sees it: its bytes, its mode as git records it
+        (:func:`git_mode`: other permission bits are no change), or its name."""
         base = self.base(rel)
         return (
             entry.data != base.data
-            or (entry.data is not None and entry.mode != base.mode)
+            or (entry.data is not None and git_mode(entry.mode) != git_mode(base.mode))
             or bool(entry.origin)
         )
 
@@ -342,6 +376,7 @@ class ChangeSet:
                 raise ChangeError(f"{parent} is a file, so {rel} cannot be created below it")
 
     def _set(self, rel: str, data: bytes | None, mode: int | None, origin: str | None = None) -> None:
+        check_name(rel)
         if data is not None:
             self.check_file_path(rel)
         self.base(rel)
@@ -396,6 +431,7 @@ class ChangeSet:
         self._write_text(rel, content.replace("\r\n", "\n"))
 
     def delete(self, rel: str) -> None:
+        check_name(rel)
         data, _ = self._current(rel)
         if data is None:
             raise ChangeError(f"{rel} does not exist, so it cannot be deleted")
@@ -406,6 +442,7 @@ class ChangeSet:
 
     def rename(self, rel: str, new_rel: str) -> None:
         """Move ``rel`` to ``new_rel``; an error when the target exists."""
+        check_name(new_rel)
         data, mode = self._current(rel)
         if data is None:
             raise ChangeError(f"{rel} does not exist, so it cannot be renamed")

@@ -20,6 +20,20 @@ paths on its command line (well under any system's argument limit); more are rea
 def tree_ids(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[str | None] | None:
     """The blob id of each of ``rels`` in commit ``rev`` (None where there is no blob), from one ``git
     ls-tree`` that reads trees, not files; None when git fails or there are too many paths for one."""
+    found = tree_entries(repo, rev, rels)
+    return None if found is None else [entry[1] if entry else None for entry in found]
+
+
+def tree_modes(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[str | None] | None:
+    """The mode git records for each of ``rels`` in commit ``rev`` (``100644``, ``100755``; None where
+    there is no blob), as :func:`tree_ids` reads them."""
+    found = tree_entries(repo, rev, rels)
+    return None if found is None else [entry[0] if entry else None for entry in found]
+
+
+def tree_entries(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[tuple[str, str] | None] | None:
+    """(mode, blob id) of each of ``rels`` in commit ``rev`` (None where there is no blob), from one ``git
+    ls-tree``; None when git fails or there are too many paths for one."""
     if not rev:
         return [None for _ in rels]
     paths = [repo.path(rel) for rel in rels]
@@ -37,12 +51,12 @@ def tree_ids(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[str | Non
         return None
     if proc.returncode != 0:
         return None
-    blobs: dict[str, str] = {}
+    blobs: dict[str, tuple[str, str]] = {}
     for record in proc.stdout.split(b"\0"):
         info, tab, path = record.partition(b"\t")
         fields = info.split(b" ")
         if tab and len(fields) == 3 and fields[1] == b"blob":
-            blobs[path.decode("utf-8", "surrogateescape")] = fields[2].decode()
+            blobs[path.decode("utf-8", "surrogateescape")] = (fields[0].decode(), fields[2].decode())
     return [blobs.get(path) for path in paths]
 
 

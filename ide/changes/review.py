@@ -1,4 +1,5 @@
-"""Review of a change set: its files and hunks, decisions, and apply (checkpoint, merge, write, commit)."""
+"""Review of a change set: decisions on its hunks (``ide.changes.files``), and apply (checkpoint, merge,
+write, commit)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from ide.changes.applylock import workspace_lock
 from ide.changes.confined import Confined
+from ide.changes.files import FileChange, HunkCache, file_changes
 from ide.changes.gitutil import (
     Blobs,
     IndexEntry,
@@ -24,9 +26,8 @@ from ide.changes.gitutil import (
     same_repository,
     stage_paths,
 )
-from ide.changes.hunks import Hunk, apply_hunks, binary_hunk, is_binary, rename_hunk, text_hunks
-from ide.changes.meta import meta_reason
-from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry
+from ide.changes.hunks import Hunk, apply_hunks, is_binary
+from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry, check_name, git_mode
 from ide.changes.replay import replay_change
 from ide.changes.snapshot import decode_review, encode_review
 from ide.changes.store import BatchStore, FileCheckpoint
@@ -47,89 +48,6 @@ from ide.protocol.review import (
 log = logging.getLogger(__name__)
 
 COMMIT_MODES = ("commit", "stage", "none")
-
-
-@dataclass
-class FileChange:
-    """One file of the change set, diffed against its base."""
-
-    path: str
-    old_path: str | None
-    status: str
-    old: bytes | None
-    new: bytes | None
-    mode: int | None
-    binary: bool
-    hunks: list[Hunk] = field(default_factory=list)
-
-    @property
-    def text_hunks(self) -> list[Hunk]:
-        return [h for h in self.hunks if h.kind == "text"]
-
-    @property
-    def meta(self) -> str | None:
-        """Why this file needs its own accept (ide.changes.meta), or None."""
-        return meta_reason(self.path) or (meta_reason(self.old_path) if self.old_path else None)
-
-    @property
-    def whole(self) -> bool:
-        """Decided as one piece: binary, added or deleted."""
-        return self.binary or self.status in ("added", "deleted")
-
-
-HunkCache = dict[tuple[str, str | None, bytes | None, bytes | None], list[Hunk]]
-
-
-def file_changes(changeset: ChangeSet, cache: HunkCache | None = None) -> list[FileChange]:
-    """The files ``changeset`` changes, sorted by path, with their hunks.
-
-    ``cache`` (filled and pruned here) keeps the hunks of files that did not change since the last call.
-    """
-    previous = dict(cache) if cache is not None else {}
-    if cache is not None:
-        cache.clear()
-    paths = changeset.changed_paths()
-    origins = {changeset.entry(p).origin for p in paths} - {None}  # type: ignore[union-attr]
-    out: list[FileChange] = []
-    for path in paths:
-        entry = changeset.entry(path)
-        assert entry is not None
-        if entry.data is None and path in origins:
-            continue  # shown as the rename's old side
-        source = entry.origin or path
-        old = changeset.base(source).data
-        if entry.origin:
-            status = "renamed"
-        elif entry.data is None:
-            status = "deleted"
-        elif old is None:
-            status = "added"
-        else:
-            status = "modified"
-        binary = any(data is not None and is_binary(data) for data in (old, entry.data))
-        change = FileChange(path, entry.origin, status, old, entry.data, entry.mode, binary)
-        key = (path, entry.origin, old, entry.data)
-        known = previous.get(key)
-        if known is not None:
-            change.hunks.extend(known)
-            out.append(change)
-            if cache is not None:
-                cache[key] = known
-            continue
-        if entry.origin:
-            change.hunks.append(rename_hunk(entry.origin, path))
-        if binary:
-            if old != entry.data:
-                change.hunks.append(binary_hunk(path, old, entry.data))
-        else:
-            found = text_hunks(path, old or b"", entry.data or b"")
-            if not found and status in ("added", "deleted"):
-                found = [binary_hunk(path, old, entry.data)]  # an empty file: one whole-file pseudo-hunk
-            change.hunks.extend(found)
-        if cache is not None:
-            cache[key] = list(change.hunks)
-        out.append(change)
-    return out
 
 
 SUBJECT_MAX = 72
@@ -265,11 +183,14 @@ class Review:
             decisions = [self._decisions.get(hunk_id, ("pending", None))[0] for hunk_id in ids]
         # Each line's prefix byte, of all the hunks at once: the +/- counts (Hunk.additions, .deletions).
         heads = b"".join([line[:1] for hunk in change.hunks for line in hunk.lines])
+        shown = change.mode_changed
         return FileChangeView(
             path=change.path,
             old_path=change.old_path,
             status=change.status,  # type: ignore[arg-type]
             binary=change.binary,
+            old_mode=git_mode(change.old_mode) if shown or change.status == "deleted" else None,  # type: ignore[arg-type]
+            new_mode=git_mode(change.mode) if shown or change.status == "added" else None,  # type: ignore[arg-type]
             additions=heads.count(b"+"),
             deletions=heads.count(b"-"),
             hunks=hunks,
@@ -356,6 +277,11 @@ class Review:
             (rel, data, mode) for plan in writing for rel, (data, mode) in plan.writes.items()
         ]
         # Everything that can be refused is refused before the first byte is written.
+        for rel, _data, _mode in entries:
+            try:
+                check_name(rel)  # an entry that came in some other way than the change set's checks
+            except ChangeError as exc:
+                raise ChangeError(f"Apply wrote nothing: {exc}. Reject that file, then Apply.") from None
         repo = same_repository(self.repo, root)
         confined = Confined(root)
         for rel, _data, _mode in entries:
@@ -458,14 +384,15 @@ class Review:
         plan = _Plan(change, decisions)
         old = change.old or b""
         if change.whole:
-            # A binary rename is one piece too: accepted when all of it is, rejected when any of it is.
+            # A binary rename (or mode change) is one piece too: accepted when all of it is, rejected when
+            # any of it is.
             values = set(decisions.values())
             decision: Decision = (
                 "rejected" if "rejected" in values else "pending" if "pending" in values else "accepted"
             )
             plan.whole_decision = decision
             if decision == "accepted":
-                plan.writes[change.path] = (change.new, change.mode)
+                plan.writes[change.path] = (change.new, change.written_mode(True))
                 plan.bases[change.path] = change.old if change.old_path is None else None
                 if change.old_path:
                     plan.writes[change.old_path] = (None, None)
@@ -475,14 +402,17 @@ class Review:
         plan.kept = apply_hunks(old, kept)
         plan.accepted_content = content
         moved = rename is not None and decisions[rename.id] == "accepted"
+        chmod = next((h for h in change.hunks if h.kind == "mode"), None)
+        mode_accepted = chmod is not None and decisions[chmod.id] == "accepted"
+        mode = change.written_mode(mode_accepted)
         source = change.old_path or change.path
         if moved:
             plan.writes[source] = (None, None)
-            plan.writes[change.path] = (content, change.mode)
+            plan.writes[change.path] = (content, mode)
             plan.bases[source] = change.old
             plan.bases[change.path] = None
-        elif accepted:
-            plan.writes[source] = (content, change.mode)
+        elif accepted or mode_accepted:
+            plan.writes[source] = (content, mode)
             plan.bases[source] = change.old
         return plan
 
@@ -548,6 +478,8 @@ class Review:
             return
         rename = next((h for h in change.hunks if h.kind == "rename"), None)
         rename_decision = plan.decisions[rename.id] if rename else None
+        chmod = next((h for h in change.hunks if h.kind == "mode"), None)
+        mode_pending = chmod is not None and plan.decisions[chmod.id] == "pending"
         pending = [h for h in change.text_hunks if plan.decisions[h.id] == "pending"]
         source = change.old_path or change.path
         if rename_decision == "accepted" or rename is None:
@@ -558,19 +490,22 @@ class Review:
         else:
             target = change.path  # rename still pending: the content stays with it
             cs.set_entry(source, Entry(None, None))
-        if not pending:
+        now = cs.base(target if target in plan.writes else source)  # the file as Apply left it
+        # A mode still pending stays proposed; a decided one is what Apply left (accepted: written).
+        mode = change.mode if mode_pending else now.mode
+        if not pending and not mode_pending:
             if rename_decision == "pending":
-                cs.set_entry(target, Entry(cs.base(source).data, change.mode, source))
+                cs.set_entry(target, Entry(now.data, mode, source))
             elif target not in plan.writes:
                 cs.set_entry(target, None)
             return
-        proposed = plan.kept
-        if plan.merged and plan.accepted_content is not None:
-            written = cs.base(target if target in plan.writes else source).data or b""
+        proposed = plan.kept if pending else now.data
+        if pending and plan.merged and plan.accepted_content is not None:
+            written = now.data or b""
             merged, clean = merge3(written, plan.accepted_content, plan.kept, ("disk", "accepted", "pending"))
             proposed = merged if clean else plan.kept
         origin = source if rename_decision == "pending" else None
-        cs.set_entry(target, Entry(proposed, change.mode, origin))
+        cs.set_entry(target, Entry(proposed, mode, origin))
 
 
 @dataclass

@@ -21,8 +21,8 @@ from ide.changes.gitutil import (
     stage_paths,
 )
 from ide.changes.hunks import is_binary
-from ide.changes.overlay import ChangeError
-from ide.changes.replay import replay_change
+from ide.changes.overlay import ChangeError, git_mode
+from ide.changes.replay import replay_change, tree_modes
 from ide.changes.store import BatchStore, FileCheckpoint
 from ide.protocol.review import ConflictView, RollbackResult
 
@@ -101,7 +101,7 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
                 )
             )
             continue
-        writes.append((entry.path, merged, disk_mode))
+        writes.append((entry.path, merged, _mode_back(entry, disk_mode)))
     confined = Confined(root)
     for rel, _data, _mode in writes:
         confined.check(rel)
@@ -120,9 +120,19 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
             rels = [rel for rel, _data, _mode in changed]
             specs = [f"{rev}:{repo.path(rel)}" for rel in rels for rev in (batch.commit, f"{batch.commit}^")]
             found = iter(cat_blobs(repo, specs))
-            undo = [(rel, next(found), next(found), file_mode) for rel, _data, file_mode in changed]
+            modes = _committed_modes(repo, batch.commit, [e.path for e in entries if _mode_changed(e)])
+            undo: list[tuple[str, bytes | None, bytes | None, int | None]] = []
+            reverting: list[tuple[str, bytes | None, bytes | None, int | None]] = []
+            for rel, _data, file_mode in changed:
+                committed, before = next(found), next(found)
+                after_mode, before_mode = modes.get(rel, (None, None))
+                remoded = before_mode is not None and after_mode is not None and after_mode != before_mode
+                if remoded:  # the commit changed its mode: the revert records the mode before it
+                    file_mode = 0o755 if before_mode == "100755" else 0o644
+                undo.append((rel, committed, before, file_mode))
+                if committed != before or remoded:
+                    reverting.append(undo[-1])
             head = repo.head()
-            reverting = [u for u in undo if u[1] != u[2]]
             # Right after the batch HEAD is its commit, whose files were just read: no second read.
             known = (
                 [committed for _rel, committed, _before, _mode in reverting] if head == batch.commit else None
@@ -137,6 +147,33 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
     result_batch = store.get(batch_id)
     assert result_batch is not None
     return RollbackResult(batch=result_batch, restored=sorted(restored), refused=refused)
+
+
+def _mode_changed(entry: FileCheckpoint) -> bool:
+    """Whether the batch changed the file's mode as git records it (made it executable, or not)."""
+    if entry.pre_blob is None or entry.post_blob is None:
+        return False
+    return git_mode(entry.pre_mode) != git_mode(entry.post_mode)
+
+
+def _mode_back(entry: FileCheckpoint, disk_mode: int | None) -> int | None:
+    """The mode a file merged back on rollback gets: the one before the batch when the batch changed it and
+    the disk still has the batch's, else the disk's (a chmod of the user's since stays)."""
+    if _mode_changed(entry) and git_mode(disk_mode) == git_mode(entry.post_mode):
+        return entry.pre_mode
+    return disk_mode
+
+
+def _committed_modes(repo: Repo, commit: str, rels: list[str]) -> dict[str, tuple[str | None, str | None]]:
+    """(mode in ``commit``, mode in its parent) of each of ``rels``: two ``git ls-tree``, only for files whose
+    mode the batch changed (none when git cannot say, e.g. a first commit)."""
+    if not rels:
+        return {}
+    after = tree_modes(repo, commit, rels)
+    before = tree_modes(repo, f"{commit}^", rels)
+    if after is None or before is None:
+        return {}
+    return {rel: (a, b) for rel, a, b in zip(rels, after, before, strict=True)}
 
 
 def _batch_repository(root: Path, store: BatchStore, batch_id: str) -> Repo | None:
@@ -182,7 +219,8 @@ def _recover(root: Path, store: BatchStore) -> list[str]:
         for index, entry in enumerate(files):
             disk, disk_mode = read_disk(root / entry.path)
             disk_id = blob_id(disk) if disk is not None else None
-            if disk_id == entry.pre_blob:
+            moved_back = not _mode_changed(entry) or git_mode(disk_mode) == git_mode(entry.pre_mode)
+            if disk_id == entry.pre_blob and moved_back:
                 continue  # never written, or already back
             if disk_id != entry.post_blob:
                 left[index] = entry.path

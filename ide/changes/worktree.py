@@ -15,7 +15,7 @@ from pathlib import Path
 from pathspec import GitIgnoreSpec
 
 from ide.changes.gitutil import find_repo, git
-from ide.changes.overlay import ChangeError, ChangeSet
+from ide.changes.overlay import ChangeError, ChangeSet, git_permissions
 from ide.fswalk import walk_files
 from ide.settings import WorkspaceSettings
 
@@ -57,7 +57,7 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(entry.data)
-            os.chmod(target, entry.mode or 0o644)
+            os.chmod(target, git_permissions(entry.mode))  # as a checkout of the commit would have it
         yield workdir
     finally:
         with WORKTREES_LOCK:

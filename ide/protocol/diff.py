@@ -103,6 +103,11 @@ class DiffHunk(Protocol):
     @property
     def lines(self) -> Sequence[str]: ...
 
+    @property
+    def kind(self) -> str:
+        """``text``, or a pseudo-hunk (binary, rename, mode) that has no lines to show."""
+        ...
+
 
 class DiffFile(Protocol):
     """What :func:`diff_text` reads of a file (``ide.protocol.review.FileChangeView`` is one)."""
@@ -120,6 +125,14 @@ class DiffFile(Protocol):
     def binary(self) -> bool: ...
 
     @property
+    def old_mode(self) -> str | None:
+        """git's mode before (``100644``), when there is one to show."""
+        ...
+
+    @property
+    def new_mode(self) -> str | None: ...
+
+    @property
     def hunks(self) -> Sequence[DiffHunk]: ...
 
 
@@ -129,6 +142,7 @@ class TextHunk:
 
     header: str
     lines: Sequence[str]
+    kind: str = "text"
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,39 +154,47 @@ class TextFile:
     old_path: str | None = None
     status: str = "modified"
     binary: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
 
 
 def diff_text(files: Iterable[DiffFile], style: DiffStyle = "git") -> str:
     """The files as one unified diff, every name quoted as git quotes it.
 
-    ``git``: what `arbor run` prints — ``diff --git``, new/deleted/rename lines, ``/dev/null`` for a missing
-    side, and a file without text hunks (binary, a pure rename) ends after those lines. ``patch``: for
-    ``git apply`` — ``diff --git`` and the ``---``/``+++`` names always. ``plain``: only the ``---``/``+++``
-    names and the hunks, without a final newline (the window's copy of a change set).
+    ``git``: what `arbor run` prints — ``diff --git``, the old/new mode, new/deleted (with the mode) and
+    rename lines as git writes them, ``/dev/null`` for a missing side, and a file without text hunks
+    (binary, a pure rename, a mode change alone) ends after those lines. ``patch``: for ``git apply`` —
+    ``diff --git`` and the ``---``/``+++`` names always. ``plain``: only the ``---``/``+++`` names and the
+    text hunks, without a final newline (the window's copy of a change set). Pseudo-hunks (binary, rename,
+    mode) are said by those lines, never printed as hunks.
     """
     out: list[str] = []
     for file in files:
         old = file.old_path or file.path
         old_name, new_name = quote_path(old, "a/"), quote_path(file.path, "b/")
+        hunks = [hunk for hunk in file.hunks if hunk.kind == "text"]
         if style != "plain":
             out.append(f"diff --git {old_name} {new_name}")
         if style == "git":
             if file.status == "added":
-                out.append("new file")
+                out.append(f"new file mode {file.new_mode}" if file.new_mode else "new file")
                 old_name = "/dev/null"
             elif file.status == "deleted":
-                out.append("deleted file")
+                out.append(f"deleted file mode {file.old_mode}" if file.old_mode else "deleted file")
                 new_name = "/dev/null"
-            elif file.status == "renamed":
+            elif file.old_mode and file.new_mode and file.old_mode != file.new_mode:
+                out.extend([f"old mode {file.old_mode}", f"new mode {file.new_mode}"])
+            if file.status == "renamed":
                 out.extend([f"rename from {quote_path(old)}", f"rename to {quote_path(file.path)}"])
             if file.binary:
-                out.append(f"Binary files differ: {quote_path(file.path)}")
+                if any(hunk.kind == "binary" for hunk in file.hunks):
+                    out.append(f"Binary files differ: {quote_path(file.path)}")
                 continue
-            if not file.hunks:
+            if not hunks:
                 continue
         out.append(f"--- {old_name}")
         out.append(f"+++ {new_name}")
-        for hunk in file.hunks:
+        for hunk in hunks:
             out.append(hunk.header)
             out.extend(hunk.lines)
     text = "\n".join(out)

@@ -1,5 +1,6 @@
 """Characters that make text read differently than it runs (Trojan Source, CVE-2021-42574): found in a
-diff's added lines, refused in file names, and escaped in what a terminal prints.
+diff's added lines, refused in file names (with control characters: :func:`name_refusal`, the one check
+of a name for every author), and escaped in what a terminal prints.
 
 Three kinds: bidirectional controls (they reorder what a reader sees), invisible characters (zero-width
 and other Unicode format characters, category Cf), and identifiers that mix Latin with Cyrillic or Greek
@@ -133,6 +134,34 @@ def escape_terminal(text: str) -> str:
     if text.isascii():
         return text
     return "".join(f"<{code_point(ch)}>" if is_hidden_char(ch) else ch for ch in text)
+
+
+_NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def name_refusal(path: str) -> str | None:
+    """Why ``path`` may not name a file, or None when it may: a control character (C0, DEL, C1: it fakes
+    lines in listings, diffs and terminals) or a bidi control or invisible character (a name that reads
+    as another). The one check of a name, for every author: Arbor's tools (ide.fs), another agent's
+    writes and captured files (the change set) and Apply."""
+    if path.isascii() and path.isprintable():
+        return None
+    found = _NAME_CONTROL.search(path)
+    if found is not None:
+        char = found.group()
+        return (
+            f"the path contains the control character {code_point(char)} ({char!r}); use a name without "
+            "control characters (they would fake lines in listings and diffs)"
+        )
+    hidden = next((ch for ch in path if is_hidden_char(ch)), None)
+    if hidden is not None:
+        what = unicodedata.name(hidden, "a format character") + (", a bidi control" if hidden in BIDI else "")
+        return (
+            f"the path contains the invisible character {code_point(hidden)} ({what}); use a name without "
+            "bidi controls or zero-width characters (they make a name read as another: "
+            "notes<U+202E>txt.py looks like notesyp.txt)"
+        )
+    return None
 
 
 def scan_hunk(lines: list[str], new_start: int) -> list[HiddenFinding]:

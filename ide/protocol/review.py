@@ -32,13 +32,22 @@ from ide.protocol.wire import WireModel
 
 Decision = Literal["pending", "accepted", "rejected"]
 FileStatus = Literal["added", "modified", "deleted", "renamed"]
+HunkKind = Literal["text", "binary", "rename", "mode"]
+GitMode = Literal["100644", "100755"]
 
 
 class HunkView(WireModel):
     """One hunk of a file's unified diff against the base the agent read."""
 
     id: str = Field(description="Stable id: the same edit against the same base keeps its id")
-    header: str = Field(description="@@ -old_start,old_count +new_start,new_count @@")
+    header: str = Field(
+        description="@@ -old_start,old_count +new_start,new_count @@ of a text hunk; what a pseudo-hunk does"
+    )
+    kind: HunkKind = Field(
+        "text",
+        description="text: lines of the file; binary: the whole binary file; rename: the file's move; mode: "
+        "its mode as git records it (the header says old and new). Each is decided like a hunk",
+    )
     old_start: int
     old_count: int
     new_start: int
@@ -63,6 +72,12 @@ class FileChangeView(WireModel):
     old_path: str | None = Field(None, description="Path before a rename")
     status: FileStatus
     binary: bool = False
+    old_mode: GitMode | None = Field(
+        None, description="git's mode before: set for a deleted file and when the change set changes it"
+    )
+    new_mode: GitMode | None = Field(
+        None, description="git's mode after: set for an added file and when the change set changes it"
+    )
     additions: int = 0
     deletions: int = 0
     hunks: list[HunkView] = Field(default_factory=list)
