@@ -415,19 +415,21 @@ class Shadow:
             if "rejected" not in decisions.values():
                 continue
             kept = [h for h in change.text_hunks if decisions[h.id] != "rejected"]
+            mode_back = any(h.kind == "mode" and decisions[h.id] == "rejected" for h in change.hunks)
+            mode = change.old_mode if mode_back else change.mode
             if change.old_path is not None:  # a rename: rejected, the file goes back, kept hunks and all
                 moved = next(h for h in change.hunks if h.kind == "rename")
                 if change.binary:  # one piece: any of it rejected, all of it is
                     content, back = changeset.base(change.old_path), True
                 else:
-                    content = Base(apply_hunks(change.old or b"", kept), change.mode)
+                    content = Base(apply_hunks(change.old or b"", kept), mode)
                     back = decisions[moved.id] == "rejected"
                 rejected[change.old_path] = content if back else ABSENT
                 rejected[change.path] = ABSENT if back else content
             elif change.whole:
                 rejected[change.path] = changeset.base(change.path)
             else:
-                rejected[change.path] = Base(apply_hunks(change.old or b"", kept), change.mode)
+                rejected[change.path] = Base(apply_hunks(change.old or b"", kept), mode)
         for rel in sorted(self._captured):
             base = changeset.base(rel)
             if base != self.baseline(rel):

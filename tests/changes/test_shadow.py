@@ -133,7 +133,7 @@ def test_an_overlapping_user_edit_is_reported_and_the_agents_version_kept(
     assert (shadow.root / "README.md").read_text() == "agent\n"
 
 
-def test_close_removes_the_worktree(git_workspace: Path) -> None:
+def test_close_removes_the_shadow(git_workspace: Path) -> None:
     made = Shadow.create(git_workspace)
     made.close()
     made.close()
@@ -286,3 +286,25 @@ def test_a_hunk_rejected_at_apply_stays_rejected_through_later_captures(
     shadow.fill(changeset)  # a capture before the next turn finds nothing new
     assert [f.path for f in review.view().files] == []
     assert (shadow.root / "README.md").read_text() == (git_workspace / "README.md").read_text()
+
+
+def test_a_rejected_mode_change_is_undone_in_the_shadow_and_not_captured_again(
+    git_workspace: Path, shadow: Shadow, tmp_path: Path
+) -> None:
+    script = shadow.root / "pkg" / "greet.py"
+    script.write_text(GREET + "# the user's edit\n# and the agent's\n")
+    script.chmod(0o755)  # a shell chmod +x with an edit
+    changeset = ChangeSet(git_workspace)
+    shadow.fill(changeset)
+    review = Review(changeset, session_id="s", title="shadow", store=BatchStore(tmp_path / "data"))
+    [greet] = review.view().files
+    kinds = {hunk.kind: hunk for hunk in greet.hunks}
+    assert set(kinds) == {"mode", "text"}
+    review.decide(DecideParams(session_id="s", decision="rejected", hunk_ids=[kinds["mode"].id]))
+    review.decide(DecideParams(session_id="s", decision="accepted", hunk_ids=[kinds["text"].id]))
+    shadow.settle(review)
+    assert os.stat(script).st_mode & 0o777 == 0o644  # the mode goes back, the accepted edit stays
+    assert script.read_text().endswith("# and the agent's\n")
+    shadow.fill(changeset)
+    [again] = review.view().files
+    assert [hunk.kind for hunk in again.hunks] == ["text"]
