@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ide.protocol.eval import REPORT_FILE
 from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
 from ide.settings import SettingsError, load_settings
+from ide.termout import escaped_output, print_exception_escaped
 
 if TYPE_CHECKING:
     from ide.agentproc import AgentChoice
@@ -32,6 +33,10 @@ COMMANDS = (
     "mcp",
     "eval",
 )
+
+PROTOCOL_COMMANDS = ("acp", "mcp")
+"""Commands whose stdout is a protocol (JSON-RPC), written as it is; their stderr is escaped as every
+other command's output is (ide.termout)."""
 
 JEDI_COMMAND = "jedi-language-server"
 """``arbor jedi-language-server [ARGS]`` runs the jedi-language-server Arbor depends on (internal: how
@@ -278,7 +283,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         or (args_list[0] not in COMMANDS and not args_list[0].startswith("-"))
     ):
         args_list = ["gui", *args_list]
-    args = _parser().parse_args(args_list)
+    # What every command prints from a repository, a model or an agent reaches the terminal as text
+    # (ide.termout); a protocol on stdout is left as it is.
+    with escaped_output(stdout=args_list[0] not in PROTOCOL_COMMANDS):
+        return _run(_parser().parse_args(args_list))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command ``args`` name."""
     if getattr(args, "trust", False):
         # An environment variable, so the backend process `arbor run` starts honours it too.
         from ide.trust import TRUST_ENV
@@ -413,10 +425,14 @@ def entry() -> int:
     window or a test waited for the backend to end. atexit handlers, stream flushes and module teardown
     still run; only the collector's walk over memory the process is about to give back is skipped.
 
+    A traceback that reaches the top is printed escaped, as everything the command printed was
+    (ide.termout).
+
     First the working directory leaves ``sys.path`` (``python -m ide`` and ``python -c`` put it there),
     unless Arbor itself was imported from it (a source tree run in place): Arbor imports much of what it
     uses lazily, so a repository's ``ollama.py`` or ``pygls.py`` must never be found first."""
     _drop_working_dir_from_path()
+    sys.excepthook = print_exception_escaped
     code = main()
     gc.freeze()
     return code

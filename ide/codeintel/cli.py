@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 from ide.codeintel.index import CodeIndex, IndexStats, Symbol
 from ide.codeintel.index.languages import detect_language
 from ide.settings import Settings, SettingsError, load_settings
+from ide.termout import terminal_of
 
 if TYPE_CHECKING:
     from ide.codeintel.lsp import At, Location
@@ -26,7 +27,7 @@ class _Bar:
     """A one-line progress bar on a terminal; silent when stderr is not one."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
+        self.stream = terminal_of(stream)  # its carriage returns redraw the line: written as they are
         self.active = stream.isatty()
         self._last = 0.0
 

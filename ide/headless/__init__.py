@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import os
 import sys
 from pathlib import Path
@@ -31,12 +30,13 @@ from ide import __version__, self_command
 from ide.agentconn import apply_all
 from ide.agentproc import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
 from ide.protocol import META_KEY, TurnMeta, error_info_from_data
-from ide.protocol.hidden import describe, escape_terminal
+from ide.protocol.hidden import describe
 from ide.protocol.review import (
     CHANGESET_NOTIFICATION,
     ChangeSetView,
     unified_diff,
 )
+from ide.termout import EscapedText
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -223,22 +223,6 @@ async def apply_and_report(conn: Any, session_id: str, err: TextIO, message: str
                 "review it in Arbor's window\n"
             )
     return not result.conflicts
-
-
-class EscapedText(io.TextIOBase):
-    """A terminal stream that prints a model's or a file's text as text: control, bidi and invisible
-    characters escaped (ide.protocol.hidden.escape_terminal), so what it prints cannot drive the terminal
-    (clipboard writes, links, hidden text, a cleared screen) nor overwrite what the user reads."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        self._stream.write(escape_terminal(text))
-        return len(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
 
 
 def marked_diff(changeset: ChangeSetView) -> str:
