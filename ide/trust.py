@@ -23,12 +23,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+
+from ide.private import write_private
 
 TRUST_FILE = "trusted-workspaces.json"
 TRUST_ENV = "ARBOR_TRUST_WORKSPACE"
@@ -247,16 +248,8 @@ class TrustStore:
         return True
 
     def _write(self, workspaces: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"version": 1, "workspaces": workspaces}, indent=2, sort_keys=True)
-        fd, tmp = tempfile.mkstemp(prefix=".trusted-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text + "\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_private(self.path, text + "\n")  # 0600 in a 0700 config dir when Arbor makes it
 
 
 def _key(workspace: Path) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ide.backend.store import SessionStore
+from ide.private import private_file
 from ide.settings import Settings
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class Services:
         path = store.checkpoint_path(cwd)
         async with self._opening:
             if path not in self._checkpointers:
-                conn = await aiosqlite.connect(path)
+                conn = await aiosqlite.connect(private_file(path))
                 saver = AsyncSqliteSaver(conn)
                 await saver.setup()
                 self._checkpointers[path] = (conn, saver)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ide.private import private_dir, private_file, tightened
 from ide.settings import workspace_key
 
 SCHEMA_VERSION = 1
@@ -65,9 +66,7 @@ class SessionStore:
         """One connection per database, kept open and used by one caller at a time (threads included)."""
 
     def workspace_dir(self, cwd: str | Path) -> Path:
-        path = self.data_dir / "workspaces" / workspace_key(cwd)
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return private_dir(tightened(self.data_dir) / "workspaces" / workspace_key(cwd))
 
     def checkpoint_path(self, cwd: str | Path) -> Path:
         """Where LangGraph keeps this workspace's conversation checkpoints."""
@@ -84,7 +83,7 @@ class SessionStore:
         with self._lock:
             db = self._open.get(path)
             if db is None:
-                db = sqlite3.connect(path, timeout=10, check_same_thread=False)
+                db = sqlite3.connect(private_file(path), timeout=10, check_same_thread=False)
                 try:
                     db.execute("PRAGMA foreign_keys=ON")
                     db.execute("PRAGMA journal_mode=WAL")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ide.changes.overlay import ChangeError
+from ide.private import private_dir, private_file, tightened
 from ide.settings import Settings, workspace_key
 
 WAIT_S = 120.0
@@ -26,7 +27,7 @@ _POLL_S = 0.05
 
 def lock_path(place: Path) -> Path:
     """The lock file of the workspace or repository at ``place`` (its real path is the key)."""
-    return Settings().resolved_data_dir() / "locks" / f"{workspace_key(place)}.lock"
+    return tightened(Settings().resolved_data_dir()) / "locks" / f"{workspace_key(place)}.lock"
 
 
 @contextlib.contextmanager
@@ -43,7 +44,7 @@ def workspace_lock(place: Path, *, wait_s: float | None = None) -> Iterator[None
         yield
         return
     path = lock_path(place)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_file(private_dir(path.parent) / path.name)
     wait_s = WAIT_S if wait_s is None else wait_s
     with open(path, "a+b") as handle:
         deadline = time.monotonic() + wait_s

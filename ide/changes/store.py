@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ide.private import private_dir, private_file
 from ide.protocol.review import BatchView
 
 SCHEMA = """
@@ -56,9 +57,9 @@ class BatchStore:
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         self.blob_dir = self.directory / "blobs"
-        self._path = self.directory / "batches.sqlite"
+        self._path = private_file(self.directory / "batches.sqlite")
         with self._db() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)

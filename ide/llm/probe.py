@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ide.llm.errors import ModelError
 from ide.llm.router import ROLES, TIMING_KEY, ModelRouter
 from ide.llm.window import served_template
+from ide.private import tightened, write_private
 from ide.protocol.model import ModelProbe
 from ide.protocol.tree import recovered_calls
 
@@ -159,10 +160,7 @@ class ProbeCache:
     def write(self, key: str, result: ModelProbe) -> None:
         found = {k: v.model_dump() for k, v in self.read().items()}
         found[key] = result.model_dump()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(found, indent=2), encoding="utf-8")
-        tmp.replace(self.path)
+        write_private(tightened(self.path.parent) / self.path.name, json.dumps(found, indent=2))
 
 
 def cache_key(router: ModelRouter, model: str) -> str:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ide.llm.embeddings import cosine
+from ide.private import private_dir, private_file
 
 NAMESPACES = ("investigations", "insights", "patterns", "errors")
 Namespace = Literal["investigations", "insights", "patterns", "errors"]
@@ -171,7 +172,7 @@ class MemoryStore:
 
     def __init__(self, path: Path, *, embedder: Embedder | None = None) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(private_dir(self.path.parent) / self.path.name)
         self.embedder = embedder
         self.session_id: str | None = None
         """The session :meth:`add` records when the caller names none (see :meth:`for_session`)."""

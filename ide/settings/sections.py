@@ -11,6 +11,7 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ide.private import private_dir, tightened
 from ide.protocol.modes import ModeName
 
 APP_NAME = "arbor"
@@ -517,10 +518,9 @@ class Settings(_Section):
         return Path(from_env) if from_env else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
     def workspace_data_dir(self, cwd: str | Path) -> Path:
-        """Where this workspace's sessions, checkpoints and index live (created on first use)."""
-        path = self.resolved_data_dir() / "workspaces" / workspace_key(cwd)
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        """Where this workspace's sessions, checkpoints and index live (created on first use, 0700: the
+        user's alone, ide.private)."""
+        return private_dir(tightened(self.resolved_data_dir()) / "workspaces" / workspace_key(cwd))
 
 
 def workspace_key(cwd: str | Path) -> str:

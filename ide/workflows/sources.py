@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ide.private import private_file
 from ide.settings import Settings
 from ide.workflows.history import GitHistory
 from ide.workflows.ranking import Bm25, tokenize
@@ -82,7 +83,7 @@ class RunMemory:
     """
 
     def __init__(self, root: Path, settings: Settings) -> None:
-        self.path = settings.workspace_data_dir(root) / "workflow-memory.sqlite"
+        self.path = private_file(settings.workspace_data_dir(root) / "workflow-memory.sqlite")
         with self._db() as db:
             db.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS outcomes "

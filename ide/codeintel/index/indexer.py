@@ -34,6 +34,7 @@ from ide.codeintel.index.parsing import (
 )
 from ide.codeintel.index.subsequence import NameBits, handles
 from ide.fs import ConfinedFS, ToolError, secret_patterns
+from ide.private import private_dir, private_file
 from ide.settings import Settings, WorkspaceSettings
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,8 @@ def writer_lock(db_path: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - not on Linux/macOS
         yield
         return
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{db_path}.lock", "a+b") as handle:
+    lock = private_file(private_dir(db_path.parent) / f"{db_path.name}.lock")
+    with open(lock, "a+b") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

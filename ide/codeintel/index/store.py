@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ide.codeintel.index.model import Definition, FileSymbols
+from ide.private import private_dir, private_file
 
 SCHEMA_VERSION = 5
 """Bump when the schema or what extraction produces changes: an older file is rebuilt from scratch."""
@@ -134,7 +135,7 @@ class FileRow:
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open (creating or rebuilding when the schema version differs) the index file at ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     db = _open(path)
     version = db.execute("PRAGMA user_version").fetchone()[0]
     if version != SCHEMA_VERSION:
@@ -153,7 +154,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def _open(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    db = sqlite3.connect(private_file(path), timeout=30, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA cache_size=-65536")
