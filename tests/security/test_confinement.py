@@ -129,7 +129,8 @@ def test_api_keys_never_reach_a_log(caplog: pytest.LogCaptureFixture) -> None:
 
 
 async def test_test_commands_get_no_api_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An allowed test run executes the repository's code: it does not get Arbor's keys or SSH agent."""
+    """An allowed test run executes the repository's code: it does not get Arbor's keys or SSH agent, nor
+    any variable outside the allow-list (ide/childenv.py) unless the user names it in ARBOR_PASS_ENV."""
     import sys
 
     from ide.changes.testrun import run_tests
@@ -146,5 +147,8 @@ async def test_test_commands_get_no_api_keys(tmp_path: Path, monkeypatch: pytest
     for name in ("ARBOR_T_OPENAI_API_KEY", "ARBOR_T_GITHUB_TOKEN", "ARBOR_T_DB_PASSWORD", "ARBOR_T_PLAIN"):
         monkeypatch.setenv(name, "sk-secret-0123456789")
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
+    run = await run_tests(ChangeSet(root), f"{sys.executable} env.py", 30)
+    assert run.passed and run.output.strip() == "[]"
+    monkeypatch.setenv("ARBOR_PASS_ENV", "ARBOR_T_PLAIN")
     run = await run_tests(ChangeSet(root), f"{sys.executable} env.py", 30)
     assert run.passed and run.output.strip() == "['ARBOR_T_PLAIN']"
