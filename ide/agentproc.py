@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shlex
 import signal
 from collections import deque
@@ -185,9 +186,32 @@ def cli_argv(command: Sequence[str], task: str) -> list[str]:
     return argv
 
 
+INTERPRETERS = re.compile(
+    r"^(?:node(?:js)?|bun|deno|npx|pnpm|yarn|python[0-9.]*|pypy[0-9.]*|uv|uvx|pipx|sh|bash|zsh|env|exec)$"
+)
+"""Programs that run the agent rather than being it: its name is the next word that is not an option."""
+GENERIC_STEMS = frozenset({"cli", "main", "index", "run", "__main__", "app", "bin", "start"})
+BUILD_DIRS = frozenset({".", "bin", "dist", "build", "lib", "src", "out"})
+"""File names that say nothing of the agent (``…/qwen-code/cli.js``): its directory names it then."""
+
+
 def command_name(argv: Sequence[str]) -> str:
-    """A short name for an agent given as a command line: its words without directories."""
-    return " ".join(Path(word).name or word for word in argv)[:60]
+    """A short name for an agent given as a command line, for menus, the review and commit messages: its
+    program's name (past an interpreter such as ``node`` or ``python -m``, options and ``VAR=value``
+    words), never its arguments — they may carry a key (``--api-key sk-…``)."""
+    for word in argv:
+        if not word or word.startswith("-") or ("=" in word and "/" not in word.split("=", 1)[0]):
+            continue
+        path = Path(word)
+        name = path.name or word
+        if INTERPRETERS.match(name):
+            continue
+        stem = name.split(".", 1)[0] or name
+        if stem in GENERIC_STEMS:
+            folder = next((p.name for p in path.parents if p.name and p.name not in BUILD_DIRS), "")
+            stem = folder or stem
+        return stem[:60]
+    return Path(argv[0]).name[:60] if argv else "agent"
 
 
 def client_version() -> str:

@@ -93,3 +93,52 @@ def test_a_configured_cli_agent_is_named_by_its_table(
     done = run(workspace, "scripted")
     assert done.returncode == 0, done.stderr
     assert "+++ b/made_by_shell.py" in done.stdout
+
+
+def test_the_commit_says_the_task_and_the_agents_name_never_its_command_line(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Issue 46 item 4: an agent's argv (an API key in it) went into the commit message."""
+    key = "sk-SECRET-12345"
+    done = run(workspace, agent_line(tmp_path, "--api-key", key), "--apply")
+    assert done.returncode == 0, done.stderr
+    message = git(workspace, "log", "-1", "--format=%B")
+    subject = message.splitlines()[0]
+    assert subject == "add two files; $(touch pwned) `touch pwned2` && echo 'quoted'"
+    assert "Made by agent in a shadow workspace" in message
+    assert "Arbor-Session: " in message
+    assert key not in message and "--api-key" not in message and "--message" not in message
+
+
+def test_a_configured_agents_commit_names_its_table_entry(
+    workspace: Path, tmp_path: Path, user_config: object
+) -> None:
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    user_config(  # type: ignore[operator]
+        f'[agents.scripted]\ncommand = "{sys.executable}"\n'
+        f'args = ["{script}", "--api-key", "sk-SECRET-67890", "--message", "{{prompt}}"]\nprotocol = "cli"\n'
+    )
+    done = run(workspace, "scripted", "--apply")
+    assert done.returncode == 0, done.stderr
+    message = git(workspace, "log", "-1", "--format=%B")
+    assert "Made by scripted in a shadow workspace" in message and "sk-SECRET" not in message
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (
+            ["node", "/x/node_modules/@qwen-code/qwen-code/cli.js", "--openai-api-key", "sk-1", "--acp"],
+            "qwen-code",
+        ),
+        (["fake_cli_agent.sh", "--api-key", "sk-SECRET-12345", "{prompt}"], "fake_cli_agent"),
+        (["python3", "-m", "aider", "--message", "{prompt}"], "aider"),
+        (["node", "/n/@google/gemini-cli/dist/index.js", "--experimental-acp"], "gemini-cli"),
+        (["env", "OPENAI_API_KEY=sk-2", "claude", "-p", "{prompt}"], "claude"),
+    ],
+)
+def test_an_agent_given_as_a_command_line_is_named_by_its_program(argv: list[str], name: str) -> None:
+    from ide.agentproc import command_name
+
+    assert command_name(argv) == name

@@ -99,8 +99,9 @@ class BackendBridge(QObject):
         asked before each start with the session being resumed: the shadow's path (its cwd, and its
         sessions') and the command line (confined or not), or None for the workspace itself and the
         choice's command (no shadow could be made; the hook says why). An OSError: it cannot start."""
-        self.before_prompt: Callable[[], Awaitable[None]] | None = None
-        """Awaited before each prompt to an agent started in a shadow (it takes in the user's decisions)."""
+        self.before_prompt: Callable[[str], Awaitable[None]] | None = None
+        """Awaited with the prompt before each prompt to an agent started in a shadow (it takes in the
+        user's decisions)."""
         self.agent_dir = self.workspace
         """The running agent's cwd and sessions' cwd: the workspace, or its shadow."""
         self._conn: ClientSideConnection | None = None
@@ -378,7 +379,7 @@ class BackendBridge(QObject):
         from ide.protocol import ErrorInfo
 
         if self.agent_dir != self.workspace and self.before_prompt is not None:
-            await self.before_prompt()
+            await self.before_prompt(text)
         response = await agentconn.prompt(conn, session_id, text, self.timeouts)
         if generation != self._generation:
             return

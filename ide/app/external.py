@@ -158,12 +158,13 @@ class ReviewBackend(QObject):
                 )
         return captured
 
-    async def turn_start(self) -> None:
-        """Before the agent's next turn: its shadow takes in what the user decided (rejected hunks
-        reverted, applied files as the new baseline) and edited since."""
+    async def turn_start(self, prompt: str = "") -> None:
+        """Before each of the agent's turns: its shadow takes in what the user decided (rejected hunks
+        reverted, applied files as the new baseline) and edited since; the first prompt becomes the
+        commit's subject."""
         from ide.protocol import external as ex
 
-        params = ex.ExternalSessionParams(session_id=self.session_id or "")
+        params = ex.ExternalTurnStartParams(session_id=self.session_id or "", prompt=prompt)
         started = await self._shadow_call(ex.EXTERNAL_TURN_START, params)
         if started is not None and started.conflicts:
             self.noted.emit(

@@ -85,6 +85,9 @@ class Review:
         self.changeset = changeset
         self.session_id = session_id
         self.title = title
+        self.agent: str | None = None
+        """Another agent whose changes these are (its ``[agents]`` name or its program's name), said in the
+        commit's body; None for Arbor's own."""
         self.store = store
         self.commit_mode = commit_mode
         self._decisions: dict[str, tuple[Decision, str | None]] = {}
@@ -301,6 +304,8 @@ class Review:
             check_trackable(repo, recorded)
         batch_id = uuid.uuid4().hex
         text = message or commit_subject(self.title) or "Apply reviewed changes"
+        if self.agent and not message:
+            text += f"\n\nMade by {self.agent} in a shadow workspace, reviewed in Arbor."
         full_message = f"{text.rstrip()}\n\nArbor-Session: {self.session_id}\nArbor-Batch: {batch_id}\n"
         checkpoints = []
         kept: list[bytes] = []

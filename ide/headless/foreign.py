@@ -52,7 +52,6 @@ from ide.agentproc import (
     signal_group,
     spawn_agent,
 )
-from ide.changes.review import commit_subject
 from ide.childenv import agent_env
 from ide.headless import (
     BACKEND_COMMAND,
@@ -170,12 +169,6 @@ class CliTurn:
     stop_reason: str
 
 
-def commit_message(task: str, agent: str) -> str:
-    """The commit of an applied foreign turn: the task's first line, and which agent made the change."""
-    subject = commit_subject(task) or "Apply reviewed changes"
-    return f"{subject}\n\nMade by {agent} in a shadow workspace, reviewed with arbor run."
-
-
 class ForeignRun:
     """Arbor's backend holding a shadow of the workspace and its review, and the foreign agent working in
     it, for as many turns as :meth:`turn` is called; ``async with`` starts and stops all of it (the shadow
@@ -259,17 +252,15 @@ class ForeignRun:
         self.session_id = session.session_id
 
     async def turn(self, task: str) -> tuple[Any, ex.ExternalCapture]:
-        """One prompt turn: from the second on, the shadow first takes in what the user decided and edited
-        (``_arbor/external/turn_start``); then the agent works; then the shadow is captured. Returns the
-        agent's ``PromptResponse`` and the capture."""
+        """One prompt turn: the shadow first takes in what the user decided and edited since the last one
+        (``_arbor/external/turn_start``, which also takes the first task as the commit's subject); then
+        the agent works; then the shadow is captured. Returns the agent's ``PromptResponse`` and the
+        capture."""
         assert self.review_id is not None
-        params = ex.ExternalSessionParams(session_id=self.review_id)
-        if self._turns:
-            started = await agentconn.call(self.review, ex.EXTERNAL_TURN_START, params)
-            for path in started.conflicts:
-                self.err.write(
-                    f"[shadow] {path}: your edits and the agent's overlap; the agent keeps its own\n"
-                )
+        params = ex.ExternalTurnStartParams(session_id=self.review_id, prompt=task)
+        started = await agentconn.call(self.review, ex.EXTERNAL_TURN_START, params)
+        for path in started.conflicts:
+            self.err.write(f"[shadow] {path}: your edits and the agent's overlap; the agent keeps its own\n")
         self._turns += 1
         if self.agent.protocol == "cli":
             response: Any = await self._cli_turn(task)
@@ -406,7 +397,7 @@ async def run_foreign(
                     f"[review] not applied: the agent did not finish its turn ({response.stop_reason}); "
                     "nothing was written\n"
                 )
-            elif not await apply_and_report(run.review, run.review_id, err, commit_message(task, agent.name)):
+            elif not await apply_and_report(run.review, run.review_id, err):
                 return EXIT_FAILED
             return EXIT_OK if response.stop_reason == "end_turn" else EXIT_FAILED
     except RequestError as exc:

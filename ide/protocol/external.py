@@ -63,6 +63,13 @@ class ExternalSessionParams(WireModel):
     session_id: str
 
 
+class ExternalTurnStartParams(WireModel):
+    session_id: str
+    prompt: str = Field(
+        "", description="The prompt the turn starts with: the session's first becomes the commit's subject"
+    )
+
+
 class ExternalCaptureParams(WireModel):
     session_id: str
     workspace: bool = Field(
@@ -101,7 +108,7 @@ EXTERNAL_WRITE = Method("arbor/external/write", ExternalWriteParams, ChangeSetVi
 EXTERNAL_READ = Method("arbor/external/read", ExternalReadParams, ExternalText)
 EXTERNAL_SHADOW = Method("arbor/external/shadow", ExternalShadowParams, ExternalShadow)
 EXTERNAL_CAPTURE = Method("arbor/external/capture", ExternalCaptureParams, ExternalCapture)
-EXTERNAL_TURN_START = Method("arbor/external/turn_start", ExternalSessionParams, ExternalCapture)
+EXTERNAL_TURN_START = Method("arbor/external/turn_start", ExternalTurnStartParams, ExternalCapture)
 EXTERNAL_CLOSE = Method("arbor/external/close", ExternalSessionParams, ExternalClosed)
 EXTERNAL_METHODS = (
     EXTERNAL_OPEN,

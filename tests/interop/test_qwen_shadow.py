@@ -91,7 +91,7 @@ def test_apply_commits_both_files(node_peers: Path, workspace: Path, tmp_path: P
     assert git(workspace, "show", f"HEAD:{FS_FILE}") == FS_TEXT
     assert git(workspace, "show", f"HEAD:{SHELL_FILE}") == SHELL_TEXT
     message = git(workspace, "log", "-1", "--format=%B")
-    assert message.startswith("make two files\n") and "Made by node cli.js" in message
+    assert message.startswith("make two files\n") and "Made by qwen-code in a shadow workspace" in message
     assert (workspace / SHELL_FILE).read_text() == SHELL_TEXT
     assert git(workspace, "status", "--porcelain") == ""
 

@@ -46,7 +46,7 @@ def workspace(tmp_path: Path) -> Path:
 def foreign_window(factory: WindowFactory, node_peers: Path, workspace: Path) -> MainWindow:
     # What `arbor --agent "node foreign_agent.mjs"` resolves to.
     agent = resolve_agent(f"node {shlex.quote(str(node_peers / 'foreign_agent.mjs'))}", {})
-    assert agent.command[0] == "node" and agent.name == "node foreign_agent.mjs" and agent.works_in_shadow
+    assert agent.command[0] == "node" and agent.name == "foreign_agent" and agent.works_in_shadow
     return factory(workspace, agent=agent)
 
 
@@ -114,6 +114,9 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
         assert (workspace / "hello.py").read_text() == EDITED
         assert git(workspace, "rev-parse", "HEAD~1").strip() == head
         assert git(workspace, "show", "--name-only", "--format=", "HEAD").split() == ["hello.py"]
+        message = git(workspace, "log", "-1", "--format=%B")  # the prompt and the agent's name, no argv
+        assert message.startswith("edit hello.py\n") and "Made by foreign_agent in a shadow" in message
+        assert "node" not in message and ".mjs" not in message
 
         assert pane.history_tree.topLevelItemCount() == 1
         pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
@@ -170,7 +173,7 @@ def test_the_agent_menu_switches_to_a_configured_agent(
         picker = window.docks["agents"]
         names = [action.text() for action in picker.menu.actions()]
         echo = command_name(ECHO_AGENT)
-        assert echo.endswith(" echo_agent.py") and names == ["Arbor", "foreign", echo]
+        assert echo == "echo_agent" and names == ["Arbor", "foreign", echo]
         assert picker.actions[echo].isChecked() and window.bridge.agent_name == "echo"
         echo_session = window.bridge.session_id
         assert picker.actions["foreign"].toolTip() == f"node {shlex.quote(script)}"

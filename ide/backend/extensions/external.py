@@ -27,10 +27,18 @@ if TYPE_CHECKING:
 
 async def open_session(backend: Backend, request: ex.ExternalOpenParams) -> ex.ExternalSession:
     cwd, settings = backend.workspace(request.cwd)
-    title = f"Edits by {request.agent}" if request.agent else "Edits by another agent"
+    agent = request.agent or "another agent"
+    title = _untitled(agent)
     session = await backend.open_session(cwd, settings, title)
+    # Until a prompt is known (turn_start): the commit's subject is never a command line.
     session.review.title = title
+    session.review.agent = agent
     return ex.ExternalSession(session_id=session.id)
+
+
+def _untitled(agent: str) -> str:
+    """A review's title before its first prompt is known."""
+    return f"Edits by {agent}"
 
 
 async def write(backend: Backend, request: ex.ExternalWriteParams) -> ChangeSetView:
@@ -169,11 +177,16 @@ async def capture(backend: Backend, request: ex.ExternalCaptureParams) -> ex.Ext
     )
 
 
-async def turn_start(backend: Backend, request: ex.ExternalSessionParams) -> ex.ExternalCapture:
-    """Before the agent's next turn: rejected hunks reverted and applied files taken as the baseline in
-    the shadow, then the user's edits since taken in; the review is captured again."""
+async def turn_start(backend: Backend, request: ex.ExternalTurnStartParams) -> ex.ExternalCapture:
+    """Before each of the agent's turns: rejected hunks reverted and applied files taken as the baseline in
+    the shadow, then the user's edits since taken in; the review is captured again. The session's first
+    prompt becomes the commit's subject."""
+    from ide.changes.review import commit_subject
+
     session = backend.session(request.session_id)
     shadow = _shadow(session)
+    if session.review.title == _untitled(session.review.agent or "") and commit_subject(request.prompt):
+        session.review.title = commit_subject(request.prompt)
 
     def prepare() -> tuple[list[str], dict[str, str]]:
         shadow.settle(session.review)
