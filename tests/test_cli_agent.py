@@ -76,7 +76,7 @@ def test_a_cli_agent_that_fails_says_so_and_applies_nothing(workspace: Path, tmp
     done = run(workspace, agent_line(tmp_path, "3"), "--apply")
     assert done.returncode != 0
     assert "[done] exit 3" in done.stderr
-    assert "not applied: the agent did not finish its turn (refusal)" in done.stderr
+    assert "not applied: the agent did not finish its turn (it exited with code 3)" in done.stderr
     assert "+++ b/made_by_shell.py" in done.stdout  # shown, for the record
     assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
 

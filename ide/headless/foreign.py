@@ -163,10 +163,11 @@ class ForeignClient(TerminalClient):
 
 @dataclass(frozen=True)
 class CliTurn:
-    """How a CLI agent's run ended, as an ACP ``PromptResponse`` says it: ``end_turn`` (exit 0),
-    ``refusal`` (another exit code) or ``cancelled``."""
+    """How a CLI agent's run ended: ``end_turn`` (exit 0), ``exited`` (another exit code, in
+    :attr:`exit_code`) or ``cancelled``."""
 
     stop_reason: str
+    exit_code: int | None = None
 
 
 class ForeignRun:
@@ -310,7 +311,7 @@ class ForeignRun:
             self.err.write("[done] cancelled\n")
             return CliTurn("cancelled")
         self.err.write(f"[done] exit {code}\n")
-        return CliTurn("end_turn" if code == 0 else "refusal")
+        return CliTurn("end_turn", code) if code == 0 else CliTurn("exited", code)
 
     def cancel(self) -> None:
         """Ask the agent to end the running turn (Ctrl-C); a CLI agent's process group gets SIGTERM."""
@@ -393,9 +394,10 @@ async def run_foreign(
                 err.write("[review] nothing was written; run again with --apply to apply these changes\n")
             elif response.stop_reason != "end_turn":
                 out.write(marked_diff(captured.changeset))
+                code = getattr(response, "exit_code", None)
+                why = f"it exited with code {code}" if code is not None else response.stop_reason
                 err.write(
-                    f"[review] not applied: the agent did not finish its turn ({response.stop_reason}); "
-                    "nothing was written\n"
+                    f"[review] not applied: the agent did not finish its turn ({why}); nothing was written\n"
                 )
             elif not await apply_and_report(run.review, run.review_id, err):
                 return EXIT_FAILED
