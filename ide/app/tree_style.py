@@ -141,17 +141,21 @@ def node_style(node: TreeNode, trust: str | None = None) -> NodeStyle:
 
 
 def node_caption(node: TreeNode) -> str:
-    """What a node says under it: an action's tool and main argument, else its label (or its kind)."""
+    """What a node says under it: an action's tool and main argument, else its label (or its kind). An
+    action with none of :data:`MAIN_ARGS` says its label when it has one (another agent's tool call:
+    ``Edit …/made_by_patch.py``, not the first string of its input, such as Codex's ``call_…`` id)."""
     action = node.action
+    label = (node.label or "").strip()
     if action is not None:
         argument = next((action.args[k] for k in MAIN_ARGS if action.args.get(k) not in (None, "")), None)
+        if argument is None and label and label != "tool call":
+            return label.splitlines()[0]
         if argument is None:
             argument = next((v for v in action.args.values() if isinstance(v, str) and v.strip()), "")
         if isinstance(argument, list) and all(isinstance(part, str) for part in argument):
             argument = shlex.join(argument)  # an argument list (run_command's argv) as a command line
         text = str(argument).strip().splitlines()[0] if str(argument).strip() else ""
         return f"{action.tool} {text}".strip()
-    label = (node.label or "").strip()
     return label.splitlines()[0] if label else node.kind
 
 

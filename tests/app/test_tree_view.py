@@ -588,3 +588,24 @@ def test_a_commands_caption_shows_its_argument_list_as_a_command_line() -> None:
         action=ToolAction(tool="run_command", args={"argv": ["python", "-m", "pytest", "-q", "a b.py"]}),
     )
     assert node_caption(node) == "run_command python -m pytest -q 'a b.py'"
+
+
+def test_another_agents_tool_call_is_captioned_by_its_title_not_its_call_id() -> None:
+    """Issue 46 item 8: Codex's apply_patch node said "edit call_d167ea4a81d5" (the first string of its
+    input) where its title says which file it edits."""
+    from ide.app.tree_style import node_caption
+    from ide.protocol.tree import ToolAction, TreeNode
+
+    args = {"call_id": "call_d167ea4a81d5", "changes": {"/s/made_by_patch.py": {"add": {"content": "x"}}}}
+    node = TreeNode(
+        id="tool:call_d167ea4a81d5",
+        parent="root",
+        kind="action",
+        label="Edit /s/made_by_patch.py",
+        action=ToolAction(tool="edit", args=args),
+    )
+    assert node_caption(node) == "Edit /s/made_by_patch.py"
+    untitled = TreeNode(
+        id="t2", parent="root", kind="action", label="tool call", action=ToolAction(tool="edit", args=args)
+    )
+    assert node_caption(untitled) == "edit call_d167ea4a81d5"  # nothing better known
