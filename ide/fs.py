@@ -18,7 +18,7 @@ from pathspec.util import normalize_file
 
 from ide.changes.overlay import FileTooLarge
 from ide.fswalk import folder_entries
-from ide.protocol.hidden import name_refusal
+from ide.protocol.hidden import is_git_name, name_refusal
 from ide.settings import WorkspaceSettings
 
 ALWAYS_EXCLUDED = (".git/",)
@@ -31,30 +31,23 @@ _ANY_FOLDER = "^(?:.+/)?"
 """How pathspec's regex of a gitignore pattern without a slash starts: the name in any folder."""
 
 
-def is_git_name(name: str) -> bool:
-    """``.git`` as any file system may read it: any case, trailing dots or spaces (Windows drops them),
-    or its 8.3 short name ``GIT~1``."""
-    bare = name.rstrip(". ").lower()
-    return bare == ".git" or re.fullmatch(r"git~\d+", bare) is not None
-
-
 def check_path_text(path: str) -> None:
     """Refuse, before any file system work, a path a tool must not take: too long or deep, control
     characters (they fake lines in listings and diffs), bidi controls or invisible characters (a name
     that reads as another), or a ``.git`` component (git's metadata)."""
     if len(path) > MAX_PATH_CHARS:
         raise ToolError(f"the path is {len(path)} characters long; paths are limited to {MAX_PATH_CHARS}")
-    refusal = name_refusal(path)
-    if refusal is not None:
-        raise ToolError(refusal)
     parts = [part for part in re.split(r"[/\\]", path) if part and part != "."]
-    if len(parts) > MAX_DEPTH:
-        raise ToolError(f"the path is {len(parts)} directories deep; paths are limited to {MAX_DEPTH}")
     if any(is_git_name(part) for part in parts):
         raise ToolError(
             f"'{path}' is inside git's metadata (.git); the agent neither reads nor writes it — git "
             "configuration there could make git run programs"
         )
+    refusal = name_refusal(path)
+    if refusal is not None:
+        raise ToolError(refusal)
+    if len(parts) > MAX_DEPTH:
+        raise ToolError(f"the path is {len(parts)} directories deep; paths are limited to {MAX_DEPTH}")
 
 
 def secret_patterns(patterns: list[str]) -> list[str]:

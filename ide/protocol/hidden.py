@@ -139,11 +139,24 @@ def escape_terminal(text: str) -> str:
 _NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
+def is_git_name(name: str) -> bool:
+    """``.git`` as any file system may read it: any case, trailing dots or spaces (Windows drops them),
+    or its 8.3 short name ``GIT~1``."""
+    bare = name.rstrip(". ").lower()
+    return bare == ".git" or (bare.startswith("git~") and bare[4:].isdigit())
+
+
 def name_refusal(path: str) -> str | None:
     """Why ``path`` may not name a file, or None when it may: a control character (C0, DEL, C1: it fakes
-    lines in listings, diffs and terminals) or a bidi control or invisible character (a name that reads
-    as another). The one check of a name, for every author: Arbor's tools (ide.fs), another agent's
+    lines in listings, diffs and terminals), a bidi control or invisible character (a name that reads
+    as another), or a ``.git`` component in any spelling (a nested repository's config or hooks make git
+    run programs). The one check of a name, for every author: Arbor's tools (ide.fs), another agent's
     writes and captured files (the change set) and Apply."""
+    if any(is_git_name(part) for part in re.split(r"[/\\]", path)):
+        return (
+            "a path component is named .git (in some spelling): that is git's metadata, and config or "
+            "hooks there make git run programs — no agent writes it"
+        )
     if path.isascii() and path.isprintable():
         return None
     found = _NAME_CONTROL.search(path)

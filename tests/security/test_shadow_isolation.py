@@ -224,3 +224,26 @@ def test_a_hook_planted_during_a_turn_blocks_apply_until_it_is_removed(workspace
         watch.check_apply()
     (hooks / "pre-commit").unlink()
     watch.check_apply()  # put back: Apply goes on
+
+
+@pytest.mark.parametrize(
+    "rel", ["sub/.git/config", "sub/.GIT/hooks/pre-commit", "sub/.git./x", "GIT~1/config"]
+)
+def test_a_nested_git_directory_the_agent_makes_is_never_captured(workspace: Path, rel: str) -> None:
+    """A nested repository's config (core.fsmonitor, hooks) would make git run programs in the user's
+    workspace once applied: refused for every author, listed as not captured with the reason."""
+    shadow = Shadow.create(workspace)
+    try:
+        target = shadow.root / rel
+        target.parent.mkdir(parents=True)
+        target.write_text("[core]\n\tfsmonitor = touch /tmp/pwned\n")
+        changeset = ChangeSet(workspace)
+        found = shadow.fill(changeset)
+        assert rel in found.skipped and ".git" in found.skipped[rel]
+        assert changeset.changed_paths() == []
+    finally:
+        shadow.close()
+    from ide.changes import ChangeError
+
+    with pytest.raises(ChangeError, match=r"\.git"):
+        ChangeSet(workspace).write_bytes(rel, b"[core]\n")
