@@ -35,7 +35,7 @@ class GitState:
     items: dict[str, str] = field(default_factory=dict)
 
 
-BLOCKING = ("HEAD", "config:", "hooks/", "branch:")
+BLOCKING = ("HEAD", "config:", "hooks/", "branch:", "modules/")
 """Items whose change during a turn stops Apply: the commit Apply builds on, and what git runs."""
 
 
@@ -65,7 +65,42 @@ def read_state(repo: Repo) -> GitState:
             items[name] = f"{items[name]}\n{value}" if name in items else value
     if common is not None:
         items.update(_hooks(common / "hooks"))
+        for name in WATCHED_FILES:
+            if (common / name).exists() or (common / name).is_symlink():
+                items[f"file:{name}"] = _digest_file(common / name)
+        items.update(_modules(common / "modules"))
     return GitState(items)
+
+
+WATCHED_FILES = ("info/attributes", "info/exclude", "objects/info/alternates", "shallow")
+"""Files of the git directory that change what git reads (attributes, ignores, where objects come from):
+named when a turn changed them."""
+MAX_MODULE_FILES = 2_000
+"""Submodules' git directories are looked through for this many entries at most."""
+
+
+def _modules(folder: Path) -> dict[str, str]:
+    """Each submodule git directory's config and hooks (``modules/NAME/config``, ``…/hooks/*``): git runs
+    them at the user's next ``git submodule update`` or commit there."""
+    found: dict[str, str] = {}
+    stack = [(folder, 0)]
+    seen = 0
+    while stack and seen < MAX_MODULE_FILES:
+        here, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(here), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            rel = Path(entry.path).relative_to(folder.parent).as_posix()
+            if entry.name == "config" and entry.is_file(follow_symlinks=False):
+                found[rel] = _digest_file(Path(entry.path))
+            elif entry.name == "hooks" and entry.is_dir(follow_symlinks=False):
+                found.update({f"{rel}/{k[len('hooks/') :]}": v for k, v in _hooks(Path(entry.path)).items()})
+            elif entry.is_dir(follow_symlinks=False) and entry.name != "objects" and depth < 4:
+                stack.append((Path(entry.path), depth + 1))
+    return found
 
 
 def _read_text(path: Path) -> str:
@@ -148,8 +183,10 @@ def _label(name: str) -> str:
         return "the commit HEAD points at"
     if name.startswith("config:"):
         return f"the repository's git config {name[len('config:') :]}"
-    if name.startswith("hooks/"):
-        return f"the git hook .git/{name}"
+    if name.startswith(("hooks/", "modules/")):
+        return f"the git file .git/{name}"
+    if name.startswith("file:"):
+        return f"the git file .git/{name[len('file:') :]}"
     return f"the ref {name}"
 
 

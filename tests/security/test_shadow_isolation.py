@@ -247,3 +247,23 @@ def test_a_nested_git_directory_the_agent_makes_is_never_captured(workspace: Pat
 
     with pytest.raises(ChangeError, match=r"\.git"):
         ChangeSet(workspace).write_bytes(rel, b"[core]\n")
+
+
+def test_a_submodules_hook_and_the_git_dirs_info_files_changed_in_a_turn_are_named(workspace: Path) -> None:
+    from ide.changes import ChangeError
+    from ide.changes.gitstate import Watch
+
+    repo = find_repo(workspace)
+    assert repo is not None
+    watch = Watch(repo)
+    hook = workspace / ".git" / "modules" / "lib" / "hooks" / "post-checkout"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("#!/bin/sh\necho pwned\n")
+    info = workspace / ".git" / "info"
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text("* filter=evil\n")
+    said = "\n".join(change.describe() for change in watch.turn_ended())
+    assert ".git/modules/lib/hooks/post-checkout added" in said
+    assert ".git/info/attributes added" in said
+    with pytest.raises(ChangeError, match="post-checkout"):
+        watch.check_apply()  # a submodule's hook runs at the user's next git submodule update
