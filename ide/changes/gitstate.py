@@ -213,20 +213,28 @@ class Watch:
         self._start = read_state(repo)
         self._suspect: dict[str, GitChange] = {}
         """Blocking items a turn changed, with the value before the turn and the one it left."""
+        self.running = True
+        """A turn is under way (from its start to the capture that ends it): the agent may act now."""
 
     def turn_started(self) -> None:
         """Read the state a new turn starts from (moves since the last turn were the user's)."""
         self._start = read_state(self.repo)
+        self.running = True
 
     def turn_ended(self) -> list[GitChange]:
         """What changed since the turn started; the blocking ones are remembered for Apply."""
-        found = differences(self._start, read_state(self.repo))
+        now = read_state(self.repo)
+        found = differences(self._start, now)
+        self._suspect_of(found)
+        self._start, self.running = now, False
+        return found
+
+    def _suspect_of(self, found: list[GitChange]) -> None:
         for change in found:
             if change.blocking:
                 known = self._suspect.get(change.name)
                 before = known.before if known is not None else change.before
                 self._suspect[change.name] = GitChange(change.name, before, change.after)
-        return found
 
     def applied(self) -> None:
         """Arbor itself just committed (Apply, Roll back): HEAD's commit and branch moved by its hand."""
@@ -237,10 +245,14 @@ class Watch:
                 self._suspect.pop(name, None)
 
     def check_apply(self) -> None:
-        """ChangeError while HEAD, a config entry or a hook still holds what an agent's turn left there."""
-        if not self._suspect:
+        """ChangeError while HEAD, a config entry or a hook still holds what an agent's turn left there —
+        or, during a turn (Apply while the agent works), differs from what the turn started with."""
+        if not self._suspect and not self.running:
             return
-        now = read_state(self.repo).items
+        state = read_state(self.repo)
+        if self.running:
+            self._suspect_of(differences(self._start, state))
+        now = state.items
         for name, change in list(self._suspect.items()):
             if now.get(name) == change.before:
                 del self._suspect[name]  # put back as it was before the turn

@@ -267,3 +267,20 @@ def test_a_submodules_hook_and_the_git_dirs_info_files_changed_in_a_turn_are_nam
     assert ".git/info/attributes added" in said
     with pytest.raises(ChangeError, match="post-checkout"):
         watch.check_apply()  # a submodule's hook runs at the user's next git submodule update
+
+
+def test_apply_while_the_agent_still_works_refuses_a_head_moved_since_the_turn_started(
+    workspace: Path,
+) -> None:
+    from ide.changes import ChangeError
+    from ide.changes.gitstate import Watch
+
+    repo = find_repo(workspace)
+    assert repo is not None
+    watch = Watch(repo)
+    watch.turn_started()
+    (workspace / "agents.py").write_text("import os\n")
+    git(workspace, "add", "agents.py")
+    git(workspace, "commit", "-qm", "made mid-turn")
+    with pytest.raises(ChangeError, match="the commit HEAD points at changed"):
+        watch.check_apply()  # the turn has not ended: nobody can say who moved it
