@@ -156,27 +156,25 @@ async def test_a_shadow_review_asked_for_summaries_sends_them_and_the_hunks_on_r
         assert [h.id for h in last.hunks] == files[-1].hunk_ids and last.hunks[0].lines == ["+N = 24"]
 
 
-async def test_reading_a_missing_file_is_acps_resource_not_found_with_no_such_file(
-    git_workspace: Path,
-) -> None:
-    """Gemini CLI's write_file of a new file reads it first and takes only such an error as "missing"."""
+async def test_reading_a_missing_file_answers_empty_text_as_zed_does(git_workspace: Path) -> None:
+    """Gemini CLI's write_file of a new file reads it first, and can take no error as "missing"."""
     async with acp_backend() as backend:
         conn = backend.conn
         shadow = ex.ExternalShadow.model_validate(
             await conn.ext_method(ex.EXTERNAL_SHADOW, {"cwd": str(git_workspace), "agent": "gemini"})
         )
         missing = str(Path(shadow.cwd) / "new_file.py")
-        with pytest.raises(RequestError) as shadowed:
-            await conn.ext_method(ex.EXTERNAL_READ, {"session_id": shadow.session_id, "path": missing})
-        assert shadowed.value.code == -32002
-        assert "No such file" in str(shadowed.value) and "No such file" in shadowed.value.data["message"]
+        read = await conn.ext_method(ex.EXTERNAL_READ, {"session_id": shadow.session_id, "path": missing})
+        assert read["content"] == ""
         opened = ex.ExternalSession.model_validate(
             await conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace), "agent": "plain"})
         )
         direct = str(git_workspace / "new_file.py")
-        with pytest.raises(RequestError) as plain:
-            await conn.ext_method(ex.EXTERNAL_READ, {"session_id": opened.session_id, "path": direct})
-        assert plain.value.code == -32002 and "No such file" in plain.value.data["message"]
+        read = await conn.ext_method(ex.EXTERNAL_READ, {"session_id": opened.session_id, "path": direct})
+        assert read["content"] == ""
+        outside = str(git_workspace.parent / "elsewhere.py")  # still refused, not "empty"
+        with pytest.raises(RequestError):
+            await conn.ext_method(ex.EXTERNAL_READ, {"session_id": opened.session_id, "path": outside})
         with pytest.raises(RequestError) as folder:
             await conn.ext_method(
                 ex.EXTERNAL_READ, {"session_id": opened.session_id, "path": str(git_workspace / "pkg")}

@@ -1,8 +1,7 @@
 """Gemini CLI 0.61.0, a real ACP agent from npm, driven from the window (an ``[agents.gemini]`` entry with
 its endpoint and key) against a scripted Gemini API endpoint: what its ``write_file`` writes through
 ``fs/write_text_file`` (served by the window's ReviewBackend) comes to the Review dock while the workspace
-stays untouched, and Apply commits it. A new file is a strict xfail for the reason
-tests/interop/test_gemini_shadow.py gives."""
+stays untouched, and Apply commits it. A new file is made and applied too."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from tests.support.gemini import (
     EDITED_TEXT,
     MAKE_TASK,
     NEW_FILE,
-    NEW_FILE_XFAIL,
     NEW_TEXT,
     GeminiScript,
     gemini_home,
@@ -52,7 +50,7 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("task", "path", "text"),
     [
-        pytest.param(MAKE_TASK, NEW_FILE, NEW_TEXT, id="new-file", marks=NEW_FILE_XFAIL),
+        pytest.param(MAKE_TASK, NEW_FILE, NEW_TEXT, id="new-file"),
         pytest.param(EDIT_TASK, "hello.py", EDITED_TEXT, id="edit"),
     ],
 )

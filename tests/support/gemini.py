@@ -12,16 +12,13 @@ diff it shows), asks the client's permission (``Writing to NAME``), then writes 
 ``fs/write_text_file``. The script answers by where the turn is: no function response yet → ``write_file``
 of a path in the cwd the agent told the model, one → :data:`DONE`.
 
-**A new file is not made through Arbor** (issue 46 item 7). Gemini CLI goes on after a failed read only when
-it takes the error for "missing": ``normalizeFileSystemError`` looks for "Resource not found", "ENOENT",
-"does not exist" or "No such file" in ``err instanceof Error ? err.message : String(err)``. But it bundles
-the ACP SDK 0.16.1, which rejects a client's JSON-RPC error with the bare ``{code, message, data}`` object,
-not an ``Error``, so what it reads is "[object Object]": no error a client can send counts, Arbor's -32002
-"Resource not found: No such file: PATH" included, and the tool fails with "Error checking existing file:
-Resource not found: No such file: PATH". (SDK 1.x rejects with a ``RequestError``, where the check would
-work.) Zed answers a missing path inside the project with an empty new buffer, which is why Gemini CLI makes
-new files there; a read answered with ``""`` lets it make one here too (Gemini then says "Successfully
-overwrote file"). :data:`NEW_FILE_XFAIL` marks the tests of a new file until Arbor answers so.
+**A new file.** Gemini CLI goes on after a failed read only when it takes the error for "missing":
+``normalizeFileSystemError`` looks for "Resource not found", "ENOENT", "does not exist" or "No such file" in
+``err instanceof Error ? err.message : String(err)``. But it bundles the ACP SDK 0.16.1, which rejects a
+client's JSON-RPC error with the bare ``{code, message, data}`` object, not an ``Error``, so what it reads is
+"[object Object]": no error a client can send counts. Zed answers a missing path inside the project with an
+empty new buffer, and so does Arbor (empty text), which is how Gemini CLI makes a new file through either
+(it then says "Successfully overwrote file").
 """
 
 from __future__ import annotations
@@ -46,13 +43,6 @@ MAKE_TASK = "make a new file"
 EDIT_TASK = "rewrite hello.py"
 SETTINGS = {"privacy": {"usageStatisticsEnabled": False}}
 """Gemini CLI's user settings for the tests: no usage statistics (without this it looks up Google's hosts)."""
-NEW_FILE_XFAIL = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Gemini CLI 0.61.0 reads no fs/read_text_file error as a missing file (tests/support/gemini.py)",
-)
-"""For the tests of a new file by Gemini CLI, until Arbor answers its read of a missing file as it can take it
-(the module docstring says why)."""
 
 
 @pytest.fixture

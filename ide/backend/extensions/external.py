@@ -101,7 +101,7 @@ def _read(files: Workspace, path: Path) -> str:
     from ide.tools import ToolError
 
     if not files.exists(path):
-        raise not_found(str(path))
+        return MISSING
     if files.is_dir(path):
         said = f"{path} is a directory, not a file"
         raise RequestError.invalid_params({"path": str(path), "message": said})
@@ -261,15 +261,15 @@ def _shadow_read(shadow: Shadow, path: str) -> str:
     except (ChangeError, OSError) as exc:
         raise RequestError.invalid_params({"path": path, "message": str(exc)}) from None
     if data is None:
-        raise not_found(path)
+        return MISSING
     return decode(data)[0]
 
 
-def not_found(path: str) -> RequestError:
-    """ACP's resource-not-found error (-32002) for a file that is not there, worded as agents look for it
-    (Gemini CLI's ``write_file`` of a new file first reads it, and takes "No such file" as "missing")."""
-    message = f"No such file: {path}"
-    return RequestError(-32002, f"Resource not found: {message}", {"path": path, "message": message})
+MISSING = ""
+"""What ``fs/read_text_file`` of a file not there answers (inside the workspace, allowed): empty text, as
+Zed answers it (a new buffer). An error cannot say "missing" to every agent: Gemini CLI 0.61 reads a new
+file before writing it, and its bundled ACP SDK (0.16.1) hands a client's error over as a plain object
+whose text it cannot read, so no code or wording lets it go on (docs/traps.md)."""
 
 
 HANDLERS = (
