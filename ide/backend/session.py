@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
 from ide.changes import ChangeSet, Review
+from ide.changes.refresh import refresh_review
 from ide.changes.review import commit_subject
 from ide.llm import ContextTier, ModelError, ModelRouter
 from ide.protocol import TurnMeta
@@ -200,6 +201,15 @@ class Session:
         snapshot = self.review_snapshot()
         await asyncio.to_thread(self.services.store.save_review, self.id, self.cwd, snapshot)
 
+    def catch_up(self) -> dict[str, str]:
+        """Before a turn of Arbor's agent: the hunks the user rejected leave the change set, and each pending
+        edit's base follows what the disk holds now (ide.changes.refresh), so the agent reads today's files
+        with its pending edits on top. Returns the edits that overlap the disk's change, by path. A foreign
+        agent's shadow does both itself (``_arbor/external/turn_start``)."""
+        if self.shadow is not None:
+            return {}
+        return refresh_review(self.review, settle=True)
+
     async def _observation_cap(self) -> int:
         try:
             tier = await self.router.context_tier("react")
@@ -342,6 +352,8 @@ class Session:
         it runs, and when it ends — whether it finishes, fails or is cancelled (the tree is then closed
         with the best result so far, and a cancelled search's best branch goes up for review).
         """
+        for said in (await asyncio.to_thread(self.catch_up)).values():
+            await emit(update_agent_thought(text_block(said + "\n")))
         architecture = architecture or await self._architecture(mode)
         keeps_conversation = getattr(architecture, "keeps_conversation", False)
         buffer = TreeBuffer(emit_tree)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import difflib
 import os
 import stat
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import compress, repeat
 from pathlib import Path
 
+from ide.changes.stamps import Stamp, stamp, vouching
 from ide.fswalk import walk_files
 from ide.protocol.diff import quote_path
 from ide.protocol.hidden import name_refusal
@@ -38,6 +40,14 @@ class Entry:
 
 
 DEFAULT_MODE = 0o644
+
+
+@dataclass(frozen=True)
+class OnDisk:
+    """A file as read from disk, and the stamp it was read under (None: to be read again next time)."""
+
+    base: Base
+    stamp: Stamp | None
 
 
 def git_permissions(mode: int | None) -> int:
@@ -122,9 +132,11 @@ def _split(data, sep):  # type: ignore[no-untyped-def]
 class ChangeSet:
     """Edits of one session (or one search branch) over the workspace at ``root``.
 
-    Paths are workspace-relative POSIX strings, already confined by the caller. The first time a path is
-    read or edited its disk bytes and mode become its base: hunks are made against it, and apply detects
-    "changed on disk since the agent read it" by comparing with it.
+    Paths are workspace-relative POSIX strings, already confined by the caller. A path with no pending
+    entry reads as the disk holds it now (read again only when its ``stat`` stamp moved), and an edit's
+    base is what the disk held when it was made: hunks are made against it, and apply detects "changed on
+    disk since the agent read it" by comparing with it. :func:`ide.changes.refresh.refresh_bases` moves a
+    pending edit's base to the disk when the two merge cleanly.
     """
 
     def __init__(
@@ -144,6 +156,11 @@ class ChangeSet:
         # A child copies the parent's dicts (references to immutable bytes): cheap, and isolated both ways.
         self._base: dict[str, Base] = dict(parent._base) if parent else {}
         self._entries: dict[str, Entry] = dict(parent._entries) if parent else {}
+        self._stamps: dict[str, Stamp | None] = dict(parent._stamps) if parent else {}
+        """The stamps of the bases this set read from disk itself (None: to be read again); a base given
+        by :meth:`rebase` has none and is kept as given."""
+        self.overlaps: dict[str, str] = dict(parent.overlaps) if parent else {}
+        """Why a pending edit keeps the base it was made on though the disk moved: the two overlap."""
         self._last_text: tuple[bytes, str] | None = None
         """The bytes the last text write made and their text, when that is what :func:`decode` gives back
         (ASCII without a CR): the next edit of the same file takes it instead of decoding them again."""
@@ -161,6 +178,11 @@ class ChangeSet:
         if other.root != self.root:
             raise ChangeError(f"cannot adopt a change set of {other.root} into one of {self.root}")
         self._base = {**self._base, **other._base}
+        for rel in other._base:
+            if rel in other._stamps:
+                self._stamps[rel] = other._stamps[rel]
+            else:
+                self._stamps.pop(rel, None)
         self._entries = dict(other._entries)
 
     def state_key(self) -> frozenset[tuple[str, Entry]]:
@@ -184,20 +206,59 @@ class ChangeSet:
         return changeset
 
     def base(self, rel: str) -> Base:
-        """The recorded base of ``rel`` (recording it from disk on first touch)."""
+        """The base of ``rel``: a pending entry's recorded base, one given by :meth:`rebase`, else what the
+        disk holds now (recorded)."""
         found = self._base.get(rel)
-        if found is None:
-            path = self._plain_path(rel)
-            found = self._base[rel] = _disk(
-                self.root / rel if path is None else path, self.max_file_bytes, rel
-            )
+        if found is None or (rel in self._stamps and rel not in self._entries):
+            return self.on_disk(rel).base
         return found
 
-    def rebase(self, rel: str, base: Base) -> None:
-        """Make ``base`` the base of ``rel`` (after an apply wrote part of the change, or a capture of
-        another agent's files); a ChangeError for a name no file may have (:func:`check_name`)."""
+    def on_disk(self, rel: str) -> OnDisk:
+        """What the disk holds at ``rel`` now, read only when its stamp moved since this set last read it;
+        recorded as its base unless an entry is pending there."""
+        path = self._plain_path(rel) or self.root / rel
+        taken = time.time_ns()  # before the stat: a write after the stat moves the stamp
+        now = stamp(path)
+        known = self._stamps.get(rel)
+        if known is not None and known == now and rel in self._base:
+            return OnDisk(self._base[rel], known)
+        found = OnDisk(_disk(path, self.max_file_bytes, rel), vouching(now, taken))
+        if rel not in self._entries or rel not in self._base:
+            self._base[rel], self._stamps[rel] = found.base, found.stamp
+        return found
+
+    def moved(self, paths: Iterable[str] | None = None) -> dict[str, OnDisk]:
+        """Pending paths (of ``paths``; default all) whose file on disk no longer holds their base, with
+        what it holds now. Only a path whose stamp moved is read; one found unchanged keeps the new stamp."""
+        found: dict[str, OnDisk] = {}
+        for rel in list(self._entries if paths is None else (p for p in paths if p in self._entries)):
+            now = self.on_disk(rel)
+            if now.base == self.base(rel):
+                self._stamps[rel] = now.stamp
+            else:
+                found[rel] = now
+        return found
+
+    def rebase(self, rel: str, base: Base | OnDisk) -> None:
+        """Make ``base`` the base of ``rel`` (after an apply wrote part of the change, a capture of another
+        agent's files, or — an :class:`OnDisk` — the disk moved under a pending edit); a ChangeError for a
+        name no file may have (:func:`check_name`)."""
         check_name(rel)
-        self._base[rel] = base
+        if isinstance(base, OnDisk):
+            self._base[rel], self._stamps[rel] = base.base, base.stamp
+        else:
+            self._base[rel] = base
+            self._stamps.pop(rel, None)
+        self.overlaps.pop(rel, None)
+
+    def forget_bases(self, paths: Iterable[str] | None = None) -> None:
+        """Drop the recorded bases of ``paths`` (default all) that no pending edit is made against, so they
+        read as the disk holds them (after Apply, or a Roll back wrote them)."""
+        kept = set(self._entries) | {e.origin for e in self._entries.values() if e.origin}
+        for rel in list(self._base if paths is None else paths):
+            if rel not in kept:
+                self._base.pop(rel, None)
+                self._stamps.pop(rel, None)
 
     def entry(self, rel: str) -> Entry | None:
         return self._entries.get(rel)
@@ -209,6 +270,7 @@ class ChangeSet:
         ``rel`` or of the file it was renamed from."""
         if entry is None:
             self._entries.pop(rel, None)
+            self.overlaps.pop(rel, None)
             return
         check_name(rel)
         if entry.origin:
@@ -247,21 +309,16 @@ class ChangeSet:
             return entry.data, entry.mode
         if self._disk_is(rel, stat.S_ISDIR):
             return None, None
-        base = self.base(rel)
+        base = self.on_disk(rel).base
         return base.data, base.mode
 
     def exists(self, rel: str) -> bool:
         entry = self._entries.get(rel)
         if entry is not None and entry.data is not None:
             return True
-        if entry is None:
-            base = self._base.get(rel)
-            # Without reading the file: a listing should not snapshot every file it sees.
-            if base is None:
-                if self._disk_is(rel, stat.S_ISREG):
-                    return True
-            elif base.data is not None:
-                return True
+        # Without reading the file: a listing should not snapshot every file it sees.
+        if entry is None and self._disk_is(rel, stat.S_ISREG):
+            return True
         return self.is_dir(rel)
 
     def is_dir(self, rel: str) -> bool:
@@ -379,8 +436,9 @@ class ChangeSet:
         check_name(rel)
         if data is not None:
             self.check_file_path(rel)
-        self.base(rel)
         previous = self._entries.get(rel)
+        if previous is None and rel not in self._base:
+            self.on_disk(rel)  # recorded just before by _current, which read what the edit changes
         if origin is None and previous is not None:
             origin = previous.origin
         self._entries[rel] = Entry(data, mode, origin)
@@ -436,7 +494,7 @@ class ChangeSet:
         if data is None:
             raise ChangeError(f"{rel} does not exist, so it cannot be deleted")
         if self.base(rel).data is None:
-            self._entries.pop(rel)  # created (or renamed here) in this change set: just forget it
+            self._entries.pop(rel, None)  # created (or renamed here) in this change set: just forget it
         else:
             self._entries[rel] = Entry(None, None)
 
@@ -454,7 +512,8 @@ class ChangeSet:
         if self.base(origin).data is None:
             origin = None  # a file created in this change set just gets another name
         self.delete(rel)
-        self.base(new_rel)
+        if new_rel not in self._entries:
+            self.on_disk(new_rel)  # nothing, as exists said: the base of what the rename makes there
         self._entries[new_rel] = Entry(data, mode, None if origin == new_rel else origin)
 
     def _text_for_edit(self, rel: str) -> tuple[str, str]:

@@ -199,7 +199,7 @@ class Review:
             hunks=hunks,
             hunk_ids=ids,
             decisions=decisions,
-            conflict=self._conflicts.get(change.path),
+            conflict=self._conflicts.get(change.path) or self.changeset.overlaps.get(change.path),
             meta=change.meta,
         )
 
@@ -231,6 +231,10 @@ class Review:
 
     def decision(self, hunk: Hunk) -> Decision:
         return self._decisions.get(hunk.id, ("pending", None))[0]
+
+    def decisions(self) -> dict[str, Decision]:
+        """Each decided hunk's decision, by hunk id (hunks no longer in the change set included)."""
+        return {hunk_id: d for hunk_id, (d, _comment) in self._decisions.items() if d != "pending"}
 
     def apply(self, message: str | None = None, *, summary: bool = False) -> ApplyResult:
         """Write exactly the accepted hunks: checkpoint, merge if the disk moved, atomic writes, commit.

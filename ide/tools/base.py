@@ -165,15 +165,36 @@ class Toolbox:
             raise ToolError(f"bad arguments for {name}: {problems}") from None
 
     def call(self, name: str, args: dict[str, Any]) -> ToolOutcome:
-        """Run a tool call; tool errors become failed outcomes the model can read."""
+        """Run a tool call; tool errors become failed outcomes the model can read. A file of the call whose
+        pending edit overlaps what the user changed on disk since is said after the output."""
         try:
             spec, parsed = self.parse(name, args)
-            output = spec.run(self.workspace, self.settings, parsed)
-            return ToolOutcome(output, failed=False, diffs=self._diffs(spec, parsed))
         except ToolError as exc:
             return ToolOutcome(f"error: {exc}", failed=True)
+        try:
+            output = spec.run(self.workspace, self.settings, parsed)
+            return ToolOutcome(
+                output + self._overlaps(spec, parsed), failed=False, diffs=self._diffs(spec, parsed)
+            )
+        except ToolError as exc:
+            return ToolOutcome(f"error: {exc}{self._overlaps(spec, parsed)}", failed=True)
         except OSError as exc:
             return ToolOutcome(f"error: {exc.strerror or exc}", failed=True)
+
+    def _overlaps(self, spec: ToolSpec, args: BaseModel) -> str:
+        """Notes on the call's files whose pending edit overlaps the disk's change (ide.changes.refresh)."""
+        overlaps = getattr(self.workspace.overlay, "overlaps", None)
+        if not overlaps:
+            return ""
+        where = spec.location(args)
+        paths = ([where[0]] if where is not None else []) + (spec.touches(args) if spec.touches else [])
+        notes = []
+        for path in dict.fromkeys(paths):
+            with contextlib.suppress(ToolError):
+                said = overlaps.get(self.workspace.relative(self.workspace.resolve(path)))
+                if said:
+                    notes.append(f"\n\nNote: {said}")
+        return "".join(notes)
 
     def _diffs(self, spec: ToolSpec, args: BaseModel) -> tuple[FileDiff, ...]:
         overlay = self.workspace.overlay

@@ -99,10 +99,13 @@ def test_crlf_latin1_and_missing_final_newline_survive_an_edit(tmp_path: Path) -
     assert cs.read_bytes("w.txt") == b"new"
 
 
-def test_base_is_recorded_at_first_read(tmp_path: Path) -> None:
+def test_a_file_reads_as_on_disk_until_an_edit_records_its_base(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("v1\n")
     cs = ChangeSet(tmp_path)
     assert cs.read_text("f.txt") == "v1\n"
     (tmp_path / "f.txt").write_text("v2\n")
-    assert cs.read_text("f.txt") == "v1\n"
-    assert cs.base("f.txt").data == b"v1\n"
+    assert cs.read_text("f.txt") == "v2\n"
+    cs.edit("f.txt", "v2", "v3")
+    (tmp_path / "f.txt").write_text("v4\n")
+    assert cs.read_text("f.txt") == "v3\n"
+    assert cs.base("f.txt").data == b"v2\n"

@@ -62,6 +62,9 @@ async def apply(backend: Backend, request: rv.ApplyParams) -> rv.ApplyResult:
         await asyncio.to_thread(shadow.settle, session.review)
         if shadow.git is not None and result.batch is not None:
             await asyncio.to_thread(shadow.git.applied)
+    elif result.batch is not None:
+        # What Apply wrote is on disk now: the agent reads it from there (a later edit or Roll back too).
+        session.changeset.forget_bases(result.batch.paths)
     await session.save_review()
     await _unlearn(session.memory, session.id, rejected)
     return result
