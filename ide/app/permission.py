@@ -1,19 +1,25 @@
 """The dialog that answers an agent's permission request (a workflow's test run, a foreign agent's edit or
 command): what the tool call would do — its diff, command and arguments — and one button per option the
-agent offers. Closing it (Esc, the window) rejects; only a cancelled turn answers ``cancelled``."""
+agent offers. Closing it (Esc, the window) rejects; only a cancelled turn answers ``cancelled``.
+
+It fits the window it asks for, however long what it shows: a long command wraps (anywhere, when it has
+no spaces), the details scroll inside, the title is cut, and option buttons too many or too long for a
+row stand in a column, a name too long for the dialog cut short with the whole of it in its tooltip."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QTextOption
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QDialog,
     QDialogButtonBox,
     QLabel,
@@ -27,6 +33,11 @@ from ide.app.diffs import local_hunks
 from ide.protocol.diff import TextFile, diff_text
 
 DETAILS_MAX_HEIGHT = 320
+TITLE_MAX_CHARS = 300
+"""The most of the agent's title shown (a command given as the title can be thousands of characters; the
+details show it whole)."""
+BREAK_EVERY = 40
+"""A run of this many characters without a space gets a place to wrap: a title never outgrows the dialog."""
 
 
 def tool_call_details(tool_call: Any, root: Path | None = None) -> str:
@@ -57,6 +68,14 @@ def tool_call_details(tool_call: Any, root: Path | None = None) -> str:
     if raw:
         parts.append("Arguments:\n" + json.dumps(raw, indent=2, ensure_ascii=False, default=str))
     return "\n\n".join(parts)
+
+
+def wrappable(text: str, limit: int = TITLE_MAX_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (an ellipsis ending it), with a zero-width space after every
+    :data:`BREAK_EVERY` characters of a run without a space, where a label may wrap it."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return re.sub(rf"(\S{{{BREAK_EVERY}}})(?=\S)", "\\1\u200b", text)
 
 
 def _shown_path(path: str, root: Path | None) -> str:
@@ -92,7 +111,9 @@ class PermissionDialog(QDialog):
         self.title.setWordWrap(True)
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        # A long command line wraps, at spaces or anywhere: the dialog is never wider than the window.
+        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
+        self.details.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.details.setMaximumHeight(DETAILS_MAX_HEIGHT)
         self.buttons = QDialogButtonBox()
@@ -120,7 +141,7 @@ class PermissionDialog(QDialog):
             return self._reject_of(options)  # one question at a time; a second one is refused
         self._answer = asyncio.get_running_loop().create_future()
         self._reject = self._reject_of(options)
-        self.title.setText(getattr(tool_call, "title", None) or "Allow this?")
+        self.title.setText(wrappable(getattr(tool_call, "title", None) or "Allow this?"))
         shadow = self.shadow()
         self.where.setText(
             f"It runs in a shadow of the workspace ({shadow}): your files change only when you apply its "
@@ -136,13 +157,41 @@ class PermissionDialog(QDialog):
         for option in options:
             button = self.buttons.addButton(option.name, QDialogButtonBox.ButtonRole.ActionRole)
             button.setProperty("optionId", option.option_id)
+            button.setProperty("optionName", option.name)
             button.clicked.connect(lambda _checked=False, oid=option.option_id: self._choose(oid))
+        self._fit()
         self.show()
         self.raise_()
         try:
             return await self._answer
         finally:
             self.hide()
+
+    def _fit(self) -> None:
+        """At most as large as the window it asks for (the screen without one), over its middle; option
+        buttons in a row when they fit in one, else in a column, a name too long for it cut short."""
+        parent = self.parentWidget()
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        area = parent.window().geometry() if parent is not None else screen.availableGeometry()
+        self.setMaximumSize(area.size())
+        margins = self.layout().contentsMargins()
+        room = area.width() - margins.left() - margins.right()
+        buttons: list[QAbstractButton] = self.buttons.buttons()
+        for button in buttons:
+            button.setText(button.property("optionName"))
+            button.setToolTip("")
+        self.buttons.setOrientation(Qt.Orientation.Horizontal)
+        if self.buttons.sizeHint().width() > room:
+            self.buttons.setOrientation(Qt.Orientation.Vertical)
+        for button in buttons:
+            name = button.text()
+            if button.sizeHint().width() > room:
+                padding = button.sizeHint().width() - button.fontMetrics().horizontalAdvance(name)
+                cut = button.fontMetrics().elidedText(name, Qt.TextElideMode.ElideRight, room - padding)
+                button.setText(cut)
+                button.setToolTip(name)
+        self.adjustSize()
+        self.move(area.center() - self.rect().center())
 
     def cancel_turn(self) -> None:
         """The turn was cancelled: an open question is answered ``cancelled``, as ACP asks."""

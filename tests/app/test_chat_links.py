@@ -302,7 +302,7 @@ def test_a_foreign_agents_permission_title_is_text_not_markup(qtbot: Any, qloop:
     option = PermissionOption(option_id="no", name="Reject", kind="reject_once")
     answer = spawn(dialog.ask("s", ToolCallUpdate(tool_call_id="t", title=title), [option]), name="ask")
     qtbot.waitUntil(dialog.isVisible, timeout=5000)
-    assert dialog.title.text() == title
+    assert dialog.title.text().replace("\u200b", "") == title  # a long run given places to wrap, no more
     assert dialog.title.sizeHint().height() < 100  # the file was not read and drawn as an image
     dialog.reject()
     qtbot.waitUntil(answer.done, timeout=5000)
