@@ -56,14 +56,17 @@ class ToolCallTree:
     """Feed it a turn's ``session/update`` payloads; each call returns the tree events they make.
 
     A run opens at the first tool call or plan of a turn (a turn of plain chat makes no tree) and ends
-    with :meth:`finish`. Updates of unknown tool calls add their node; plan entries are steps under one
-    plan node, and a step a later plan dropped is marked pruned."""
+    with :meth:`finish`, which ends every node's ``active`` with it. Updates of unknown tool calls add
+    their node; plan entries are steps under one plan node, and a step a later plan dropped is marked
+    pruned."""
 
     def __init__(self, agent: str = "agent") -> None:
         self.agent = agent
         self.run_id: str | None = None
         self._seq = 0
         self._nodes: set[str] = set()
+        self._active: set[str] = set()
+        """The run's nodes whose status is ``active`` (the root until the turn ends)."""
         self._steps = 0
         self._tool_calls = 0
         self._prompt = ""
@@ -91,19 +94,35 @@ class ToolCallTree:
         return [self._event("node_updated", node_id=node_id, changes={"reflection": note})]
 
     def finish(self, stop_reason: str) -> list[TreeEvent]:
-        """The turn ended: the open run is finished with its stop reason and count of tool calls."""
+        """The turn ended: the open run is finished with its stop reason and count of tool calls. Nothing
+        stays ``active``: the root is evaluated (cut short unless the turn ended normally), and a tool
+        call or plan the agent never said was done is cut short."""
         if self.run_id is None:
             return []
+        now = time.time()
+        events = []
+        for node_id in sorted(self._active - {ROOT}) + sorted(self._active & {ROOT}):
+            status = "evaluated" if node_id == ROOT and stop_reason == "end_turn" else "terminated_early"
+            changes = {"status": status, "updated_at": now}
+            events.append(self._event("node_updated", node_id=node_id, changes=changes))
         figures = {"stop_reason": stop_reason, "tool_calls": self._tool_calls}
-        event = self._event("finished", figures=figures)
+        events.append(self._event("finished", figures=figures))
         self.run_id = None
-        return [event]
+        self._active = set()
+        return events
 
     def _event(self, kind: str, **fields: Any) -> TreeEvent:
         from ide.protocol.tree import TreeEvent
 
         assert self.run_id is not None
         self._seq += 1
+        node = fields.get("node")
+        node_id, status = (node.id, node.status) if node is not None else (fields.get("node_id"), None)
+        status = (fields.get("changes") or {}).get("status", status)
+        if status == "active":
+            self._active.add(node_id)
+        elif status is not None:
+            self._active.discard(node_id)
         return TreeEvent(
             run_id=self.run_id, seq=self._seq, kind=kind, architecture="acp", at=time.time(), **fields
         )  # type: ignore[arg-type]
@@ -112,7 +131,7 @@ class ToolCallTree:
         if self.run_id is not None:
             return []
         self.run_id, self._seq, self._steps, self._tool_calls = f"acp-{uuid.uuid4().hex[:12]}", 0, 0, 0
-        self._nodes = {ROOT}
+        self._nodes, self._active = {ROOT}, set()
         label = f"{self.agent}: {self._prompt}" if self._prompt else self.agent
         return [self._event("node_added", node=self._node(ROOT, None, "root", label[:200], "active"))]
 

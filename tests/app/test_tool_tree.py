@@ -75,7 +75,9 @@ def test_a_chat_only_turn_makes_no_run_and_a_new_turn_closes_the_last() -> None:
         builder, {"sessionUpdate": "tool_call", "toolCallId": "a", "title": "Run", "kind": "execute"}
     )
     closing = builder.start_turn("next")
-    assert [e.kind for e in closing] == ["finished"] and closing[0].figures["stop_reason"] == "interrupted"
+    assert [e.kind for e in closing] == ["node_updated", "finished"]
+    assert closing[-1].figures["stop_reason"] == "interrupted"
+    assert closing[0].node_id == "turn" and closing[0].changes["status"] == "terminated_early"
     second = feed(
         builder, {"sessionUpdate": "tool_call", "toolCallId": "a", "title": "Run", "kind": "execute"}
     )

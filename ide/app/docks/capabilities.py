@@ -87,6 +87,9 @@ class ModelChecks(Protocol):
     verdicts ("Test Model", and what an earlier test found)."""
 
     health: ModelHealth | None
+    note: str
+    """Why :attr:`health` is None, as the status bar says it: the backend is not running, the agent does
+    not report its model's health ("" while it has not been checked yet)."""
     healthChanged: SignalInstance
     """The new :class:`ModelHealth`, or None when the model is not known (no backend, a foreign agent)."""
     probesChanged: SignalInstance

@@ -52,6 +52,8 @@ class ModelProbe(Part):
         )
         self.health: ModelHealth | None = None
         """What the last health check (or a turn's model error) said about the default model."""
+        self.note = ""
+        """Why :attr:`health` is not known, as the status bar's model element says it ("" when it is)."""
         self._blocked: ModelHealth | None = None
         """What a probe found about the default model when the agent cannot act with it (a warning)."""
 
@@ -99,7 +101,7 @@ class ModelProbe(Part):
             self._set_health(None, "The backend is not running.")
 
     def _set_health(self, health: ModelHealth | None, note: str = "") -> None:
-        self.health = health
+        self.health, self.note = health, note
         self.ctx.status.set_model_health(health, note)
         self.healthChanged.emit(health)
 

@@ -106,7 +106,7 @@ class StartPart(Part):
         self.page.set_model(meta.model if meta is not None else None, self.bridge.agent_name)
 
     def _show_health(self, health: ModelHealth | None) -> None:
-        self.page.set_health(health, "The backend is not running." if health is None else "")
+        self.page.set_health(health, self.models.note)  # the status bar's words: one state, said once
         if health is not None:
             reach = next((check for check in health.checks if check.name == "model server reachable"), None)
             self.page.set_ollama_models(health.available, reach.detail if reach is not None else "")
