@@ -144,6 +144,7 @@ class ReviewPane(QWidget):
         self.conflict_list.hide()
         self.result_label = QLabel("")
         self.result_label.setWordWrap(True)
+        self.result_label.setContentsMargins(6, 0, 6, 0)  # in line with the summary above it
         self.result_label.hide()
         self.identity_label = QLabel("")
         self.identity_label.setObjectName("reviewIdentityWarning")
@@ -345,8 +346,20 @@ class ReviewPane(QWidget):
         self._update_actions()
 
     def show_rollback_result(self, result: RollbackResult) -> None:
-        self.history_label.setText(rollback_message(result))
+        """What Roll back did, in the History tab and in place of the Apply it undid above the changes."""
+        message = rollback_message(result)
+        self.history_label.setText(message)
+        self.result_label.setText(message)
+        self.result_label.show()
+        self.conflict_list.clear()  # an Apply's conflicts: that Apply is undone
+        self.conflict_list.hide()
         self.request_history()
+
+    def forget_result(self) -> None:
+        """A turn's new changes are coming: the line about an earlier Apply or Roll back is not about them
+        (the History tab keeps it)."""
+        self.result_label.hide()
+        self.result_label.clear()
 
     # The user's actions.
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QTreeView,
     QTreeWidget,
     QTreeWidgetItem,
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from ide.app.diffs import FileState
+from ide.app.flow_layout import FlowLayout
 from ide.app.review_state import META_MARK, ReviewActions
 
 if TYPE_CHECKING:
@@ -54,6 +56,8 @@ TOOLBAR_SPACING = 2
 """As the pane's column lays out its rows (a layout of its own would take the style's wider default)."""
 HUNK_BAR_SPACING = 0
 """As the diff's column lays out its rows: the buttons touch."""
+COMMENT_MIN_WIDTH = 120
+"""The comment box's narrowest: room for a few words, never a sliver."""
 FITTED_COLUMNS = (1, 2, 3)
 """The file list's columns as wide as their widest text (status, +/−, state); the name takes the rest."""
 WIDTH_SLACK = 4
@@ -206,12 +210,14 @@ class BranchBar(QWidget):
 
 class ReviewToolbar(QWidget):
     """The summary of the change set and its actions: Side by side, Accept all, Reject all, Send feedback,
-    Apply."""
+    Apply. Too narrow for one line, the buttons go on the next, whole."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.summary = QLabel("No changes to review.")
         self.summary.setObjectName("mutedLabel")
+        self.summary.setWordWrap(True)  # on more lines rather than wider than the pane
+        self.summary.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.view_toggle = QPushButton("Side by side")
         self.view_toggle.setCheckable(True)
         self.accept_all_button = QPushButton("Accept all")
@@ -219,10 +225,9 @@ class ReviewToolbar(QWidget):
         self.apply_button = QPushButton("Apply")
         self.apply_button.setObjectName("sendButton")
         self.feedback_button = QPushButton("Send feedback")
-        layout = QHBoxLayout(self)
+        layout = FlowLayout(self, TOOLBAR_SPACING)
         layout.setContentsMargins(6, 4, 6, 0)
-        layout.setSpacing(TOOLBAR_SPACING)
-        layout.addWidget(self.summary, 1)
+        layout.addWidget(self.summary)
         for button in (
             self.view_toggle,
             self.accept_all_button,
@@ -245,11 +250,13 @@ class ReviewToolbar(QWidget):
 
 
 class HunkBar(QWidget):
-    """Above the diff: the current hunk, its decisions (a, r, Shift+A, Shift+R) and the comment box."""
+    """Above the diff: the current hunk, its decisions (a, r, Shift+A, Shift+R) and the comment box, on
+    more lines when the diff's column is narrow."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.hunk_label = QLabel("")
+        self.hunk_label.setContentsMargins(0, 0, 6, 0)  # the buttons touch each other, not the caption
         self.accept_button = QPushButton("Accept")
         self.accept_button.setToolTip("Accept this hunk (a)")
         self.reject_button = QPushButton("Reject")
@@ -260,20 +267,21 @@ class HunkBar(QWidget):
         self.reject_file_button.setToolTip("Reject every hunk of this file (Shift+R)")
         self.comment_edit = QLineEdit()
         self.comment_edit.setPlaceholderText("Comment on this hunk for the agent…")
+        self.comment_edit.setMinimumWidth(COMMENT_MIN_WIDTH)
+        self.comment_edit.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.comment_button = QPushButton("Comment")
-        layout = QHBoxLayout(self)
+        layout = FlowLayout(self, HUNK_BAR_SPACING)
         layout.setContentsMargins(6, 2, 6, 2)
-        layout.setSpacing(HUNK_BAR_SPACING)
-        layout.addWidget(self.hunk_label)
-        for button in (
+        for widget in (
+            self.hunk_label,
             self.accept_button,
             self.reject_button,
             self.accept_file_button,
             self.reject_file_button,
+            self.comment_edit,
+            self.comment_button,
         ):
-            layout.addWidget(button)
-        layout.addWidget(self.comment_edit, 1)
-        layout.addWidget(self.comment_button)
+            layout.addWidget(widget)
 
     def show_actions(self, actions: ReviewActions, caption: str) -> None:
         for button in (self.accept_button, self.reject_button):

@@ -344,13 +344,22 @@ class MainWindow(QMainWindow):
             return
         dock, self._maximised = self._maximised, None
         dock.setWindowTitle(self._title)
+        # The tab shown stays the one shown: the maximised dock, or a tab of its group raised over it since
+        # (the review, with a turn's changes).
+        group = [dock, *self.tabifiedDockWidgets(dock)]
+        shown = next((tab for tab in group if tab.isVisible() and not tab.visibleRegion().isEmpty()), dock)
         for corner in SIDE_CORNERS:
             self.setCorner(corner, DEFAULT_CORNERS[corner])
         self.centralWidget().show()
         if self._before_maximise is not None:
             self.restoreState(self._before_maximise, STATE_VERSION)
+            # The state holds the toolbars' visibility too: the banner's bar shows what the banner says now.
+            if self.banner.bar is not None:
+                self.banner.bar.show_banner(self.banner.wanted)
         self._before_maximise = None
-        QTimer.singleShot(0, dock.raise_)  # the tab that was maximised stays the one shown
+        if shown is not dock:
+            shown.show()  # a dock the maximised layout opened (the review) is not in the state restored
+        QTimer.singleShot(0, shown.raise_)
         self.maximise_action.setChecked(False)
         self.maximisedChanged.emit(False)
 

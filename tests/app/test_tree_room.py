@@ -1,7 +1,8 @@
 """Room for what the user came for (issue 31, item 2): Review and Search tree are there from the first
-launch; a tree opened or a run started gets the window (the chat beside a live run), Ctrl+Shift+T gives
-the layout back as it was; a bottom dock the user resized keeps its height when another tab appears; the
-whole tree, drawn too small for captions, shows a node's caption and score on hover."""
+launch; a tree opened or a run started gets the window (the chat beside a live run, until its turn
+ends), Ctrl+Shift+T gives the layout back as it was; a bottom dock the user resized keeps its height
+when another tab appears; the whole tree, drawn too small for captions, shows a node's caption and score
+on hover."""
 
 from __future__ import annotations
 
@@ -125,15 +126,23 @@ def test_a_resized_bottom_dock_keeps_its_height_when_another_tab_appears(
     assert window.tree_dock.height() == before
 
 
-def test_the_first_run_gets_the_window_beside_the_chat_and_keeps_the_layout_once_given_back(
+def test_a_run_gets_the_window_beside_the_chat_until_its_turn_ends_unless_the_user_takes_it_back(
     qtbot: Any, make_window: WindowFactory, git_workspace: Path, write_script: Callable[..., Path]
 ) -> None:
-    script = write_script([{"content": "One."}, {"content": "Two."}])
+    # A model slow to answer keeps the first and third runs live until they are stopped.
+    slow = {"latency_ms": 60_000}
+    script = write_script(
+        [
+            {"content": "One.", **slow},
+            {"content": "Two."},
+            {"content": "Three.", **slow},
+            {"content": "Four."},
+        ]
+    )
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
-        window.send_prompt("first")
-    assert window.maximised is window.tree_dock
+    window.send_prompt("first")
+    qtbot.waitUntil(lambda: window.maximised is window.tree_dock, timeout=TURN_TIMEOUT_MS)
     assert window.chat_dock.isVisible() and window.workspace_dock.isHidden()
 
     # The chat is a full-height column wide enough for its controls; the tree has the rest. The docks move
@@ -145,13 +154,32 @@ def test_the_first_run_gets_the_window_beside_the_chat_and_keeps_the_layout_once
 
     qtbot.waitUntil(settled)
     assert window.tree_dock.width() >= 0.6 * window.width()
+    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+        window.stop_action.trigger()
+    # The turn is over: the layout is back (the tree a tab under the viewer, on top).
+    qtbot.waitUntil(lambda: window.maximised is None and window.workspace_dock.isVisible())
+    assert not window.centralWidget().isHidden()
+    qtbot.waitUntil(lambda: raised(window.tree_dock))
 
+    maximised: list[bool] = []
+    window.maximisedChanged.connect(maximised.append)
+    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("second")
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    assert maximised == [True, False], "the next run took the window too, and gave it back at its end"
+
+    window.send_prompt("third")
+    qtbot.waitUntil(lambda: window.maximised is window.tree_dock, timeout=TURN_TIMEOUT_MS)
     window.maximise_action.trigger()  # the user wants the layout back during runs
     assert window.maximised is None
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
-        window.send_prompt("second")
+        window.stop_action.trigger()
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
+        window.send_prompt("fourth")
     assert window.maximised is None and window.workspace_dock.isVisible()
-    assert len(window.tree_view.runs) == 2
+    assert maximised == [True, False, True, False]
+    assert len(window.tree_view.runs) == 4
 
 
 def test_whole_tree_shows_a_nodes_caption_and_score_on_hover_however_small_it_is_drawn(qtbot: Any) -> None:

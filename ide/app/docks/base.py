@@ -199,6 +199,10 @@ class AppContext:
         """Give ``dock`` the whole window (``keep`` stay beside it) until the user brings the layout back."""
         self.window.maximise(dock, keep)  # type: ignore[attr-defined]
 
+    def restore_layout(self) -> None:
+        """Bring back the layout a :meth:`maximise` replaced (nothing when no dock has the window)."""
+        self.window.restore_layout()  # type: ignore[attr-defined]
+
     def action(
         self, menu: str, text: str, slot: Any, shortcut: str | QKeySequence.StandardKey | None = None
     ) -> QAction:
@@ -280,6 +284,9 @@ class Dock(Part):
     """A part shown in a dock widget. Subclasses set the class attributes and give their widget to
     ``__init__``, or, when :attr:`deferred`, make it in :meth:`build`."""
 
+    min_width: ClassVar[int | None] = DOCK_MIN_WIDTH
+    """The narrowest the dock's content may be made; None: what its own layout needs, for a dock whose
+    buttons must read whole at any width (the review's rows wrap, so that is the widest of its buttons)."""
     deferred: ClassVar[bool] = False
     """The dock is out of sight in a fresh window's first frame (a tab behind another, shown on demand): its
     widget is made by :meth:`build` once the first frame is on screen (the window's
@@ -333,7 +340,8 @@ class Dock(Part):
 
     def _set_content(self, widget: QWidget) -> None:
         self.widget = widget
-        widget.setMinimumWidth(DOCK_MIN_WIDTH)
+        if self.min_width is not None:
+            widget.setMinimumWidth(self.min_width)
         self.dock.setWidget(widget)
 
     def _shown(self, visible: bool) -> None:

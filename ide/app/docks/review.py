@@ -38,6 +38,7 @@ class ReviewDock(Dock):
     spec = Spec("review", title="Review", place=BOTTOM, order=30)
     exposes: ClassVar[dict[str, str]] = {"review": "pane"}
     provides = (Review,)
+    min_width = None  # its rows of buttons wrap when narrow: never squeezed into fragments of their words
 
     changesetReceived = Signal(object)
     """The session's :class:`ChangeSetView`: pushed after a turn, or the answer to a review request."""
@@ -103,6 +104,7 @@ class ReviewDock(Dock):
 
     def _push(self, changeset: ChangeSetView) -> None:
         self._pushed += 1
+        self.pane.forget_result()
         self.changesetReceived.emit(changeset)
         self.check_identity()  # before the Apply this change set invites: the user may have fixed it since
 

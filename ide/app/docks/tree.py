@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 
 class TreeDock(Dock):
-    """Tabbed with the review. A tree opened from a file gets the whole window; so does the first run that
-    starts (beside the chat, where its answer streams), until the user brings the layout back — later
-    runs then leave the layout as the user chose it."""
+    """Tabbed with the review. A tree opened from a file gets the whole window; so does a run while it
+    runs (beside the chat, where its answer streams): the layout comes back when its turn ends, with the
+    review on top when the turn left changes to review. A user who brings the layout back during a run
+    keeps it for the runs after."""
 
     spec = Spec("tree", title="Search tree", place=BOTTOM, order=40)
     exposes: ClassVar[dict[str, str]] = {"tree_view": "view", "open_tree_file": "open_file"}
@@ -57,8 +58,11 @@ class TreeDock(Dock):
         self.branchDiffFailed.connect(self._branch_diff_failed)
         ctx.action("file", "Open &Search Tree…", self._open_dialog)
         self.maximise_runs = True
-        """A run that starts takes the window (False once the user brought the layout back from one)."""
+        """A run that starts takes the window until its turn ends (False once the user brought the layout
+        back during one)."""
         self._run_maximised = False
+        """The window is maximised for the live run (not by the user or a tree file): its turn's end gives
+        the layout back."""
         ctx.window.maximisedChanged.connect(self._maximised_changed)  # type: ignore[attr-defined]
 
     def subscribe(self) -> None:
@@ -158,7 +162,7 @@ class TreeDock(Dock):
         if self.kept.replaying:
             return
         self.show()
-        if self.maximise_runs:
+        if self.maximise_runs and self.ctx.window.maximised is None:  # type: ignore[attr-defined]
             self.ctx.maximise(self.dock, (self.chat.dock,) if self.chat is not None else ())
             self._run_maximised = True
 
@@ -167,12 +171,20 @@ class TreeDock(Dock):
             self.maximise_runs = False  # the user wants the layout during runs
         self._run_maximised = False
 
+    def _give_back(self) -> None:
+        """The run's turn ended: the layout as the user had it, the review and the viewer back in sight."""
+        if self._run_maximised:
+            self._run_maximised = False  # not the user's doing: later runs still take the window
+            self.ctx.restore_layout()
+
     def on_session_ready(self, *_: object) -> None:
         from ide.protocol.tree import BRANCH_DIFF
 
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
 
     def on_state(self, state: str) -> None:
+        if state in (BackendState.READY, BackendState.STOPPED):  # a turn ended (or never ran)
+            self._give_back()
         if state == BackendState.STOPPED and self.built:  # a view built later starts without it
             self.view.set_branch_diff_supported(False)
 

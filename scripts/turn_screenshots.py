@@ -1,0 +1,217 @@
+"""The real window after a first turn, after Apply and after Roll back, saved as three PNGs.
+
+    python scripts/turn_screenshots.py [--output-dir DIR] [--size 1280x800]
+    xvfb-run -s "-screen 0 1280x800x24" env QT_QPA_PLATFORM=xcb python scripts/turn_screenshots.py
+
+It builds a small git repository in a temporary directory, starts the real backend with a scripted model
+whose turn edits ``hello.py`` and creates ``made_by_agent.py``, and grabs the window once the turn has
+ended (``after-turn.png``), once Accept all and Apply have written both files (``after-apply.png``) and
+once the batch is rolled back from the History tab (``after-rollback.png``). Each step prints one JSON
+line with what the window shows (the Review dock's size, its status line, the status bar). Nothing
+outside the temporary directory is touched except the pictures, written to ``--output-dir`` or by default
+to a new temporary directory: the backend's data and config dirs and the window's QSettings all point into
+the temporary directory. Offscreen unless ``QT_QPA_PLATFORM`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import qasync
+from PySide6.QtCore import QCoreApplication, QSettings, QtMsgType, qInstallMessageHandler
+from PySide6.QtWidgets import QApplication, QPushButton
+
+from ide.app.background import next_emission
+from ide.app.main import configure_application
+from ide.app.window import MainWindow
+
+TIMEOUT_S = 60.0
+QUESTION = "Greet the user by name, and add a module that says who made it."
+FILES = {"hello.py": 'print("hello")\n', "README.md": "# hello\n\nSays hello.\n"}
+GREETING = 'import sys\n\nname = sys.argv[1] if len(sys.argv) > 1 else "arbor"\nprint(f"hello, {name}")\n'
+SCRIPT = [
+    {
+        "thinking": "hello.py prints a fixed greeting; I will read it first.",
+        "tool_calls": [{"name": "read_file", "args": {"path": "hello.py"}}],
+    },
+    {
+        "tool_calls": [
+            {
+                "name": "edit_file",
+                "args": {
+                    "path": "hello.py",
+                    "old_text": 'print("hello")\n',
+                    "new_text": GREETING,
+                },
+            },
+            {
+                "name": "create_file",
+                "args": {"path": "made_by_agent.py", "content": 'MADE_BY = "the agent"\n'},
+            },
+        ]
+    },
+    {"content": "`hello.py` now greets by name and **made_by_agent.py** says who made it. Review them."},
+]
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "Arbor demo",
+    "GIT_AUTHOR_EMAIL": "demo@arbor.invalid",
+    "GIT_COMMITTER_NAME": "Arbor demo",
+    "GIT_COMMITTER_EMAIL": "demo@arbor.invalid",
+}
+
+
+def make_workspace(root: Path) -> Path:
+    workspace = root / "hello"
+    workspace.mkdir()
+    for name, text in FILES.items():
+        (workspace / name).write_text(text)
+    env = {**os.environ, **IDENTITY}
+    for command in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "Say hello"]):
+        subprocess.run(command, cwd=workspace, env=env, check=True)
+    return workspace
+
+
+def settle() -> None:
+    """Deliver posted events (layout requests, deferred resizes) so a grab shows the settled window."""
+    for _ in range(5):
+        QCoreApplication.sendPostedEvents()
+        QCoreApplication.processEvents()
+
+
+async def shoot(window: MainWindow, path: Path, step: str) -> None:
+    """Let the layout settle, grab the window to ``path`` and print what it shows."""
+    await asyncio.sleep(0.5)  # the docks' deferred resizes and the last paints (a script, not a test)
+    settle()
+    pane, dock = window.review, window.review_dock
+    buttons = [button for button in pane.findChildren(QPushButton) if button.isVisible()]
+    cut = [button.text() for button in buttons if button.width() < button.minimumSizeHint().width()]
+    trees = list(window.tree_view.runs.values())
+    root = trees[-1].nodes[trees[-1].root] if trees and trees[-1].root else None
+    if not window.grab().save(str(path)):
+        raise RuntimeError(f"could not write {path}")
+    print(
+        json.dumps(
+            {
+                "step": step,
+                "path": str(path),
+                "maximised": window.maximised.objectName() if window.maximised else None,
+                "review_dock": [dock.width(), dock.height()] if dock.isVisible() else None,
+                "buttons_cut": cut,
+                "review_status": pane.result_label.text() if pane.result_label.isVisible() else "",
+                "backend": window.status.state.property("state"),
+                "model_card": window.start_page.verdict.text(),
+                "tree_root": root.status if root is not None else None,
+            }
+        ),
+        flush=True,
+    )
+
+
+async def run(window: MainWindow, out: Path) -> None:
+    bridge, review, pane = window.bridge, window.docks["review"], window.review
+    ready = asyncio.ensure_future(next_emission([bridge.sessionReady], TIMEOUT_S))
+    window.start()
+    await ready
+
+    changes = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
+    finished = asyncio.ensure_future(next_emission([bridge.turnFinished], TIMEOUT_S))
+    window.send_prompt(QUESTION)
+    await finished
+    await changes
+    window.chat.flush()
+    await shoot(window, out / "after-turn.png", "after a first turn")
+
+    decided = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
+    pane.accept_all_button.click()
+    await decided
+    applied = asyncio.ensure_future(next_emission([review.applied, review.reviewFailed], TIMEOUT_S))
+    history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
+    pane.apply_button.click()
+    index, result = await applied
+    if index == 1:
+        raise RuntimeError(f"Apply failed: {result}")
+    await history
+    await shoot(window, out / "after-apply.png", "after Apply")
+
+    history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
+    pane.tabs.setCurrentIndex(pane.tabs.indexOf(pane.history_tree.parentWidget()))
+    await history
+    pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
+    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.reviewFailed], TIMEOUT_S))
+    history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
+    pane.rollback_button.click()  # asks first
+    assert pane.rollback_confirm is not None
+    next(b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back").click()
+    index, result = await rolled
+    if index == 1:
+        raise RuntimeError(f"Roll back failed: {result}")
+    await history
+    pane.tabs.setCurrentIndex(0)  # back to Changes, where the status line is
+    await shoot(window, out / "after-rollback.png", "after Roll back")
+
+
+def _quiet_offscreen(kind: QtMsgType, context: Any, message: str) -> None:
+    if "propagateSizeHints" not in message:
+        sys.stderr.write(message + "\n")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options; ``output_dir`` defaults to a new temporary directory, never the checkout."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output-dir", type=Path, default=None, help="default: a new temporary directory")
+    parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
+    args = parser.parse_args(argv)
+    if args.output_dir is None:
+        args.output_dir = Path(tempfile.mkdtemp(prefix="arbor-turn-shots-out-"))
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = args.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    width, height = (int(part) for part in args.size.lower().split("x"))
+
+    with tempfile.TemporaryDirectory(prefix="arbor-turn-shots-") as temp:
+        root = Path(temp)
+        workspace = make_workspace(root)
+        script = root / "model.jsonl"
+        script.write_text("".join(json.dumps(line) + "\n" for line in SCRIPT))
+        backend_env = {
+            "ARBOR_MODEL": f"scripted:{script}",
+            "ARBOR_DATA_DIR": str(root / "data"),
+            "ARBOR_CONFIG_DIR": str(root / "config"),
+            **IDENTITY,
+        }
+        qInstallMessageHandler(_quiet_offscreen)
+        app = QApplication([sys.argv[0]])
+        configure_application(app)
+        QCoreApplication.setOrganizationName("arbor-turn-shots")
+        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
+        loop = qasync.QEventLoop(app)
+        asyncio.set_event_loop(loop)
+        window = MainWindow(workspace, backend_env=backend_env)
+        window.resize(width, height)
+        window.show()
+        with loop:
+            try:
+                loop.run_until_complete(run(window, out))
+            finally:
+                window.close()
+                loop.run_until_complete(window.bridge.aclose())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
