@@ -69,6 +69,8 @@ def test_after_a_turn_the_layout_comes_back_with_the_review_on_top_and_its_butto
     window = make_window(modules, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
     assert (window.width(), window.height()) == (1280, 800)
+    qtbot.waitUntil(lambda: raised(window.review_dock))
+    height = window.review_dock.height()
     maximised: list[bool] = []
     window.maximisedChanged.connect(maximised.append)
 
@@ -78,6 +80,10 @@ def test_after_a_turn_the_layout_comes_back_with_the_review_on_top_and_its_butto
     assert window.workspace_dock.isVisible() and window.chat_dock.isVisible()
     qtbot.waitUntil(lambda: review_usable(window))
     assert window.review.files_model.rowCount() == FILES
+    for _ in range(3):  # what the review's showing beside the run left pending: sized in that layout
+        QApplication.sendPostedEvents()
+        QApplication.processEvents()
+    assert window.review_dock.height() == height, "as high as the layout had it before the run"
 
     pane = window.review
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):

@@ -361,8 +361,15 @@ class Dock(Part):
             tabs = self._group_shown() if self.spec.place and self.spec.place.tab_group else []
             height = tabs[0].height() if tabs else int(window.height() * DOCK_SHARE)
             widget.show()
-            # Once the layout has taken the new dock in (a new tab bar resizes the area).
-            QTimer.singleShot(0, window, lambda: self._resize_to(height))
+            # Once the layout has taken the new dock in (a new tab bar resizes the area) — unless a dock
+            # took the window or gave it back meanwhile: a height measured in one layout is not the other's
+            # (a turn's review shown beside a run's maximised tree, then the layout restored at its end).
+            layout = getattr(window, "maximised", None)
+            QTimer.singleShot(
+                0,
+                window,
+                lambda: self._resize_to(height) if getattr(window, "maximised", None) is layout else None,
+            )
         widget.raise_()
 
     def _resize_to(self, height: int) -> None:
