@@ -85,6 +85,8 @@ def test_qwen_codes_fs_and_shell_writes_are_reviewed_applied_and_rolled_back_in_
             )
             pane = window.review
             qtbot.waitUntil(lambda: pane.files_model.rowCount() == 2, timeout=TURN_TIMEOUT_MS)
+            # Reviewed here: its plain ACP diffs were never taken as "review them in the agent itself".
+            assert not pane.note.isVisible() and pane.state.standard_changeset().files == []
             assert asked, "Qwen asked before its command"
             assert script.cwds == {str(shadow)}, "the agent was told the shadow, never the workspace"
             assert sorted(os.listdir(workspace)) == [".git", "hello.py"]

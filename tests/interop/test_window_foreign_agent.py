@@ -71,6 +71,9 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
     try:
         wait_ready(qtbot, window)
         assert window.bridge.agent_meta is None and window.bridge.agent_name == "Foreign agent"
+        # Its edits are reviewed here (from its shadow), so the pane never shows its plain ACP diffs as
+        # "does not support Arbor review … accept or reject them in the agent itself".
+        assert window.review.state.interactive and not window.review.note.isVisible()
         head = git(workspace, "rev-parse", "HEAD").strip()
         review = window.docks["review"]
 
@@ -85,6 +88,8 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
         assert [file.path for file in changeset.files] == ["hello.py"]
         pane = window.review
         assert pane.state.interactive and pane.files_model.rowCount() == 1
+        # Reviewed here, so never "does not support Arbor review … accept or reject them in the agent".
+        assert not pane.note.isVisible() and pane.state.standard_changeset().files == []
         assert (workspace / "hello.py").read_text() == ORIGINAL, "nothing on disk before Apply"
 
         text = chat_text(window)

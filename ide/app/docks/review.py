@@ -158,10 +158,14 @@ class ReviewDock(Dock):
     def on_session_ready(self, session_id: str, _replayed: bool) -> None:
         from ide.protocol.review import APPLY, CHANGESET, DECIDE, ChangeSetParams
 
-        self.pane.set_interactive(self.bridge.supports(DECIDE) and self.bridge.supports(APPLY))
+        reviewable = self.bridge.supports(DECIDE) and self.bridge.supports(APPLY)
+        # An agent in a shadow is reviewed here once its first capture comes (show_external): its plain ACP
+        # diffs are not shown meanwhile as "review them in the agent itself".
+        shadowed = self.bridge.agent_dir != self.bridge.workspace
+        self.pane.set_interactive(reviewable or shadowed)
         self.pane.set_session(session_id, str(self.ctx.workspace))
         self.check_identity()
-        if self.pane.state.interactive:
+        if reviewable:
             params = ChangeSetParams(session_id=session_id)
             self._send(CHANGESET, params, partial(self._answered, self._pushed))
 
