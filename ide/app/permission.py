@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def tool_call_details(tool_call: Any, root: Path | None = None) -> str:
     raw = getattr(tool_call, "raw_input", None)
     command = raw.get("command") if isinstance(raw, dict) else None
     if isinstance(command, list):
-        command = " ".join(str(part) for part in command)
+        command = shlex.join(str(part) for part in command)  # quoted as a shell reads it: bash -lc '…'
     if isinstance(command, str) and command:
         parts.append(f"$ {command}")
     for item in getattr(tool_call, "content", None) or []:

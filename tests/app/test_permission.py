@@ -49,6 +49,8 @@ def test_details_show_diff_command_and_arguments() -> None:
     }
     shown = tool_call_details(request(run).tool_call)
     assert shown.startswith("$ pytest -q\n\nArguments:")
+    shell = {**run, "rawInput": {"command": ["bash", "-lc", "rm -rf build && make"]}}
+    assert tool_call_details(request(shell).tool_call).startswith("$ bash -lc 'rm -rf build && make'\n")
     said = {"toolCallId": "t", "content": [{"type": "content", "content": {"type": "text", "text": "why"}}]}
     assert tool_call_details(request(said).tool_call) == "why"
 
