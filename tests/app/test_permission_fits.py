@@ -4,6 +4,7 @@ characters wraps inside the dialog, and every option — the reject one too — 
 from __future__ import annotations
 
 import asyncio
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def test_a_two_thousand_character_command_fits_the_window_with_every_option_on_s
         shown = button.text()
         assert shown == option["name"] or (shown.endswith("…") and button.toolTip() == option["name"])
     # The command is there whole, wrapped inside the dialog rather than widening it.
-    assert COMMAND in dialog.details.toPlainText()
+    assert shlex.join(["bash", "-lc", COMMAND]) in dialog.details.toPlainText()  # quoted as a shell reads it
     assert dialog.details.horizontalScrollBar().maximum() == 0
 
     dialog.button_for("no").click()  # type: ignore[union-attr]
