@@ -42,7 +42,13 @@ class Chat(Protocol):
 
 @runtime_checkable
 class Review(Protocol):
-    """The Review dock: a search branch shown read-only, a foreign agent's edits to review."""
+    """The Review dock: a search branch shown read-only, a foreign agent's edits to review, and when an
+    Apply or a Roll back changed the workspace's files."""
+
+    applied: SignalInstance
+    """An Apply answered (its ``ApplyResult``): files may have been written, made or removed."""
+    rolledBack: SignalInstance
+    """A Roll back answered: files were put back."""
 
     def show_branch(self, changeset: ChangeSetView, header: str) -> None:
         """Show a branch's changes read-only under ``header``, and the dock."""

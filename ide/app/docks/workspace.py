@@ -9,7 +9,8 @@ from PySide6.QtGui import QKeySequence
 
 from ide.app.chat import resolve_location
 from ide.app.docks.base import LEFT, AppContext, Dock, Spec
-from ide.app.docks.capabilities import OpensFiles
+from ide.app.docks.capabilities import OpensFiles, Review
+from ide.app.docks.needs import Uses
 from ide.app.workspace import WorkspacePanel
 
 
@@ -19,12 +20,14 @@ class WorkspaceDock(Dock):
     spec = Spec("workspace", title="Workspace", place=LEFT, order=10)
     exposes: ClassVar[dict[str, str]] = {"workspace_panel": "panel"}
     provides = (OpensFiles,)
+    review = Uses(Review)
 
     def __init__(self, ctx: AppContext) -> None:
         self.panel = WorkspacePanel(ctx.workspace, lambda: ctx.settings.workspace)
         super().__init__(ctx, self.panel)
         self.panel.fileActivated.connect(ctx.viewer.show_file)
         ctx.action("file", "&Refresh Files", self.panel.refresh, QKeySequence.StandardKey.Refresh)
+        self._watching = False
 
     def open_location(self, path: str, line: int, column: int = 1) -> None:
         """Show ``path`` (absolute or workspace-relative) in the viewer at ``line``, selected in the tree."""
@@ -38,4 +41,12 @@ class WorkspaceDock(Dock):
 
     def start(self) -> bool:
         self.panel.refresh()
+        if self.review is not None and not self._watching:
+            # An Apply or a Roll back makes and removes files: list them again.
+            self.review.applied.connect(self._files_changed)
+            self.review.rolledBack.connect(self._files_changed)
+            self._watching = True
         return True
+
+    def _files_changed(self, _result: object) -> None:
+        self.panel.refresh()
