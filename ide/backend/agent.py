@@ -301,6 +301,10 @@ class ArborAgent(Agent):
     def find_session(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
 
+    def sessions_in(self, cwd: str) -> list[Session]:
+        real = os.path.realpath(cwd)
+        return [s for s in self._sessions.values() if os.path.realpath(s.cwd) == real]
+
     def session(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         if session is None:

@@ -244,3 +244,25 @@ async def test_a_plan_mode_turn_after_a_user_edit_reads_todays_file(
         result = await apply_all(backend, sid)
         assert result.conflicts == [] and result.batch is not None
     assert (root / "hello.py").read_text() == ARBOR + 'print("world")\n'
+
+
+async def test_a_roll_back_reaches_the_pending_edits_of_every_session_of_the_workspace(
+    tmp_path: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    root = hello_repo(tmp_path)
+    # Each session replays the script from its top: the same edit, made on the file as each finds it.
+    script = write_script([calls(edit("hello.py", 'print("hello', 'print("hello, arbor')), say("Done.")])
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, REVIEWER) as backend:
+        first = (await backend.conn.new_session(cwd=str(root), mcp_servers=[])).session_id
+        second = (await backend.conn.new_session(cwd=str(root), mcp_servers=[])).session_id
+        await turn(backend, first)
+        assert (await apply_all(backend, first)).batch is not None
+        await turn(backend, second)  # made on the applied file: print("hello, arbor, arbor")
+        [pending] = (await changeset(backend, second)).files
+        assert pending.conflict is None
+
+        await backend.conn.ext_method(rv.ROLLBACK, {"cwd": str(root)})
+        # The second session's edit was made on what the batch wrote, on the line the roll back restores.
+        [pending] = (await changeset(backend, second)).files
+        assert pending.conflict is not None and "hello.py was changed on disk" in pending.conflict
+    assert (root / "hello.py").read_text() == HELLO

@@ -48,6 +48,10 @@ class Backend(Protocol):
 
     def find_session(self, session_id: str) -> Session | None: ...
 
+    def sessions_in(self, cwd: str) -> list[Session]:
+        """The live sessions over the workspace ``cwd`` (one Roll back concerns them all)."""
+        ...
+
     async def open_session(self, cwd: str, settings: Settings, title: str) -> Session:
         """A new stored session titled ``title`` that no client has prompted (it holds a change set that
         comes by other means: another agent's edits)."""

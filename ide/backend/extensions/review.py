@@ -76,9 +76,24 @@ async def rollback(backend: Backend, request: rv.RollbackParams) -> rv.RollbackR
     cwd, settings = backend.workspace(request.cwd)
     batches = backend.services.batches(cwd, settings)
     result = await asyncio.to_thread(rollback_batch, Path(cwd), batches, request.batch_id)
+    await _after_rollback(backend, cwd, result.batch.paths)
     memory = await backend.services.memory(cwd, settings)
     await _unlearn(memory, result.batch.session_id, result.batch.paths)
     return result
+
+
+async def _after_rollback(backend: Backend, cwd: str, paths: list[str]) -> None:
+    """The workspace's sessions of Arbor's agent read the rolled-back files from disk again: a recorded base
+    is dropped, a pending edit's base follows the disk (ide.changes.refresh). A session whose turn is running
+    catches up when its next turn starts; a foreign agent's shadow takes the disk in at its own."""
+    from ide.changes.refresh import refresh_review
+
+    for session in backend.sessions_in(cwd):
+        if session.shadow is not None or (session.turn is not None and not session.turn.done()):
+            continue
+        session.changeset.forget_bases(paths)
+        await asyncio.to_thread(refresh_review, session.review, paths)
+        await session.save_review()
 
 
 def _rejected(session: Session) -> list[str]:
