@@ -23,12 +23,15 @@ from tests.support.git import git, hello_repo
 from tests.support.qwen import (
     FS_FILE,
     FS_TEXT,
+    LOOK_COMMAND,
+    LOOK_TASK,
     MAKE_TASK,
     SHADOW_CWD,
     SHELL_FILE,
     SHELL_TEXT,
     QwenScript,
     qwen_command,
+    tool_outputs,
 )
 from tests.support.window import (  # noqa: F401
     TURN_TIMEOUT_MS,
@@ -40,6 +43,7 @@ from tests.support.window import (  # noqa: F401
     wait_ready,
 )
 
+USER_EDIT = 'print("hello")  # edited by the user between turns\n'
 QWEN_TURN_TIMEOUT_MS = 180_000
 """Qwen Code starts node and makes several model calls (and side calls) per turn."""
 
@@ -114,6 +118,17 @@ def test_qwen_codes_fs_and_shell_writes_are_reviewed_applied_and_rolled_back_in_
                 roll_back.click()
             assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
             assert git(workspace, "status", "--porcelain") == ""
+
+            # A second turn after the user's own edit: the agent sees today's files, not what was rolled back.
+            (workspace / "hello.py").write_text(USER_EDIT)
+            window.send_prompt(LOOK_TASK)
+            qtbot.waitUntil(
+                lambda: bool(tool_outputs(server.bodies, LOOK_COMMAND)), timeout=QWEN_TURN_TIMEOUT_MS
+            )
+            qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=QWEN_TURN_TIMEOUT_MS)
+            (seen,) = tool_outputs(server.bodies, LOOK_COMMAND)
+            assert "edited by the user between turns" in seen
+            assert FS_FILE not in seen and SHELL_FILE not in seen
         finally:
             task = asyncio.ensure_future(backend.aclose())
             qtbot.waitUntil(task.done, timeout=15_000)
