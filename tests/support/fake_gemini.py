@@ -28,11 +28,12 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.support.fake_ollama import count_tokens
+from tests.support.loopback import LoopbackServer
 
 PIECE_CHARS = 8
 API_VERSION = "v1beta"
@@ -92,32 +93,21 @@ class FakeGemini:
         self.unknown: list[str] = []
         self._next = 0
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     @property
     def url(self) -> str:
         """The base URL (no API version: the client adds ``/v1beta``)."""
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._server.origin
 
     def __enter__(self) -> FakeGemini:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(type("Handler", (_Handler,), {"fake": self}), "fake-gemini")
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
 
     def answer(self, request: GeminiRequest) -> dict[str, Any] | None:
         with self._lock:

@@ -75,12 +75,13 @@ import hashlib
 import json
 import re
 import socket
-import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.loopback import LoopbackServer
 
 MAX_DELAY_S = 5.0
 BUSY = {"status": 503, "error": "server busy, please try again.  maximum pending requests exceeded"}
@@ -192,15 +193,13 @@ class FakeOllama:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._closing = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     @property
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("FakeOllama is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._server.origin
 
     @property
     def chat_bodies(self) -> list[dict[str, Any]]:
@@ -211,23 +210,13 @@ class FakeOllama:
         return len(self.responses) - self._next_response
 
     def start(self) -> FakeOllama:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = _QuietServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        # A short poll interval keeps close() quick (shutdown waits for the next poll).
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-ollama", daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(type("Handler", (_Handler,), {"fake": self}), "fake-ollama")
         return self
 
     def close(self) -> None:
         self._closing.set()
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
 
     def __enter__(self) -> FakeOllama:
         return self.start()
@@ -275,15 +264,6 @@ class FakeOllama:
     def _delay(self, milliseconds: float) -> None:
         if milliseconds > 0:
             self._closing.wait(min(milliseconds / 1000, MAX_DELAY_S))
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """Clients hanging up mid-stream (timeouts, cancelled turns) are expected here: no traceback."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        if not isinstance(exc, ConnectionError):
-            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -31,10 +31,11 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.support.fake_ollama import MAX_DELAY_S, count_tokens, render_text_tool_calls
+from tests.support.loopback import LoopbackServer
 
 PIECE_CHARS = 5
 
@@ -65,32 +66,21 @@ class FakeOpenAI:
         self._next = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     @property
     def url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"{self._server.origin}/v1"
 
     def __enter__(self) -> FakeOpenAI:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self._thread.start()
+        self._server = LoopbackServer(type("Handler", (_Handler,), {"fake": self}), "fake-openai")
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._closing.set()
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._server.stop()
 
     def take(self) -> dict[str, Any] | None:
         with self._lock:
