@@ -194,9 +194,38 @@ class ClientCallbacks:
         self._on_notification(method, params)
 
 
+METHOD_NOT_FOUND = -32601
+
+
+class QuietUnknownNotifications(logging.Filter):
+    """The ACP SDK logs a traceback (on the root logger) for every notification it has no handler for.
+    Agents send their own (Qwen Code: ``qwen/notify/session/prompt-suggestion``, once a turn), which a
+    client may ignore: each becomes one debug line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.getMessage().startswith("Unhandled error while handling notification"):
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        if getattr(error, "code", None) != METHOD_NOT_FOUND:
+            return True
+        method = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+        log.debug("ignoring the agent's notification %s: no handler", method)
+        return False
+
+
+def quiet_unknown_notifications() -> None:
+    """Install :class:`QuietUnknownNotifications` on the root logger, once."""
+    root = logging.getLogger()
+    if not any(isinstance(installed, QuietUnknownNotifications) for installed in root.filters):
+        root.addFilter(QuietUnknownNotifications())
+
+
 def connect(agent: AgentProcess, callbacks: ClientCallbacks) -> ClientSideConnection:
-    """The SDK's client connection over the agent's stdio (the SDK must be loaded: :func:`load_sdk`)."""
+    """The SDK's client connection over the agent's stdio (the SDK must be loaded: :func:`load_sdk`); an
+    extension notification of the agent's own that nothing handles is ignored quietly."""
     from acp import connect_to_agent
+
+    quiet_unknown_notifications()
 
     process = agent.process
     assert process.stdin is not None and process.stdout is not None

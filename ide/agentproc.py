@@ -3,9 +3,10 @@
 The window's :class:`~ide.app.acp_client.BackendBridge` and ``arbor run`` (:mod:`ide.headless`) share it.
 The agent is a child with stdio pipes: stdout/stdin carry JSON-RPC, stderr is drained continuously into a
 bounded tail (a chatty agent must never block on a full pipe). Its own process group means stopping it
-also stops the language servers it spawned. The ACP SDK is imported only inside functions: the window
-loads it on a worker thread while the process starts. So are the wire models (pydantic): the window's
-first frame does without them.
+also stops the language servers it spawned, and it never outlives this process (:mod:`ide.lifetime`:
+Arbor's backend gets a parent-death signal, another agent runs under the keeper). The ACP SDK is imported
+only inside functions: the window loads it on a worker thread while the process starts. So are the wire
+models (pydantic): the window's first frame does without them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ide import self_command
 from ide.childenv import agent_env
+from ide.lifetime import dies_with_parent, end_group, kept
 
 if TYPE_CHECKING:
     from acp import RequestError
@@ -53,9 +55,10 @@ def default_backend_command() -> list[str]:
     return self_command("acp")
 
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """What stops a headless command (``arbor run``, ``arbor eval``) as Ctrl-C does: the turn or runs are
-cancelled and their agent processes stopped, never left behind."""
+cancelled and their agent processes stopped, never left behind (and should it be killed outright, they
+end with it: :mod:`ide.lifetime`)."""
 
 
 @contextlib.contextmanager
@@ -116,8 +119,10 @@ class AgentChoice:
 
     async def start(self, cwd: str | None = None, command: Sequence[str] | None = None) -> AgentProcess:
         """Start the agent with its :meth:`environment`, in ``cwd`` when given, as ``command`` when given
-        (its own, confined); OSError when it cannot be run."""
-        return await AgentProcess.spawn(command or self.command, self.environment(cwd), cwd)
+        (its own, confined); OSError when it cannot be run. Another agent than Arbor runs under the keeper
+        (:func:`ide.lifetime.kept`): what it starts ends with this process too."""
+        env = self.environment(cwd)
+        return await AgentProcess.spawn(command or self.command, env, cwd, keep=not self.is_arbor)
 
     @classmethod
     def from_settings(cls, name: str, entry: AgentServerSettings) -> AgentChoice:
@@ -272,12 +277,19 @@ class StderrTail:
 
 
 async def spawn_agent(
-    command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
+    command: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    *,
+    keep: bool = False,
 ) -> asyncio.subprocess.Process:
     """Start ``command`` with piped stdio in a new process group (``env`` replaces the environment), in
-    ``cwd`` when given (a foreign agent's shadow workspace)."""
+    ``cwd`` when given (a foreign agent's shadow workspace). It ends when this process ends: by a
+    parent-death signal, or with ``keep`` (another agent, which may start children of its own) under the
+    keeper, whose pid the process is then (:mod:`ide.lifetime`). Call it from the event loop's thread."""
+    argv = kept(command, env, cwd) if keep else list(command)
     return await asyncio.create_subprocess_exec(
-        *command,
+        *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
@@ -285,6 +297,7 @@ async def spawn_agent(
         env=dict(env) if env is not None else None,
         limit=STDIO_LIMIT,
         start_new_session=True,
+        preexec_fn=None if keep else dies_with_parent(),
     )
 
 
@@ -320,7 +333,8 @@ async def stop_agent(
     grace: float = STOP_GRACE_S,
 ) -> None:
     """Close ``conn`` (bounded), then stdin (an ACP agent's cue to exit), then SIGTERM and SIGKILL the
-    group, each after its grace; returns once the process is reaped (or SIGKILL's grace ran out)."""
+    group, each after its grace; returns once the process is reaped (or SIGKILL's grace ran out), and
+    what it left in its group is SIGKILLed."""
     # Closing the connection first lets its sender finish what it queued, so closing stdin under it
     # cannot fail a write. Bounded: a hung agent with a full pipe must not hold the stop.
     if conn is not None:
@@ -336,6 +350,7 @@ async def stop_agent(
             signal_group(process, sig)
         try:
             await asyncio.wait_for(asyncio.shield(process.wait()), wait_s)
+            end_group(process.pid)
             return
         except TimeoutError:
             continue
@@ -348,18 +363,28 @@ class AgentProcess:
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self.process = process
         self.stderr = StderrTail()
+        self._group_ended = False
         self._drain = asyncio.ensure_future(drain_stderr(process.stderr, self.stderr))
 
     @classmethod
     async def spawn(
-        cls, command: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
+        cls,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        *,
+        keep: bool = False,
     ) -> AgentProcess:
         """Start ``command`` (see :func:`spawn_agent`); OSError when it cannot be run."""
-        return cls(await spawn_agent(command, env, cwd))
+        return cls(await spawn_agent(command, env, cwd, keep=keep))
 
     async def wait(self) -> int:
-        """The exit code, once the process is reaped and its last stderr lines are in the tail."""
+        """The exit code, once the process is reaped (what it left in its group SIGKILLed) and its last
+        stderr lines are in the tail."""
         code = await self.process.wait()
+        if not self._group_ended:  # once, as it ends: the pid may be another process's group later on
+            self._group_ended = True
+            end_group(self.process.pid)
         # The last stderr lines explain a death; a grandchild holding the pipe must not delay us.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._drain), 1.0)

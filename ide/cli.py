@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ide.lifetime import KEEPER_COMMAND, keep
 from ide.protocol.eval import REPORT_FILE
 from ide.protocol.modes import ARCHITECTURES, SESSION_MODES
 from ide.settings import SettingsError, load_settings
@@ -271,6 +272,8 @@ def _trust(workspace: Path, revoke: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == [KEEPER_COMMAND]:  # the packaged app's keeper (internal; ide.lifetime)
+        keep(args_list[1:])
     if args_list[:1] == [JEDI_COMMAND]:
         from jedi_language_server.cli import cli
 

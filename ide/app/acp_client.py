@@ -40,6 +40,8 @@ M = TypeVar("M", bound="BaseModel")
 R = TypeVar("R")
 OnError = Callable[["ErrorInfo"], None]
 OnSessions = Callable[[list[agentconn.SessionSummary]], None]
+ENDING_S = 0.5
+"""How long a process whose connection was lost may take to end by itself before it is killed."""
 CLIENT_META = {"review": True, "reviewHunks": True, "tree": True, "index": True}
 """Arbor's extensions the window asks for: reviews (as summaries, the hunks fetched as files are shown:
 ``ide.protocol.review.SUMMARY_CAPABILITY``), search trees, the Outline."""
@@ -327,7 +329,7 @@ class BackendBridge(QObject):
         except (ConnectionError, ValidationError):
             # The process died mid-handshake (or spoke garbage); the watcher reports its exit and stderr.
             if generation == self._generation and self.pid is not None:
-                self._signal_group(signal.SIGKILL)
+                await self._kill_unless_ending()
 
     async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
         fs = self.fs_handler is not None
@@ -387,8 +389,7 @@ class BackendBridge(QObject):
             # Usually the process died and the watcher reports it. If it still runs, its stdout closed
             # or it spoke garbage: it is of no further use, and killing it lets the watcher report that.
             if self.pid is not None and not self._stopping:
-                log.warning("backend connection lost while the process runs; killing it")
-                self._signal_group(signal.SIGKILL)
+                await self._kill_unless_ending()
             return
         if isinstance(response, ErrorInfo):
             self.errorRaised.emit(response)
@@ -434,6 +435,20 @@ class BackendBridge(QObject):
         if self._watcher is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._watcher), agentproc.STOP_GRACE_S)
+
+    async def _kill_unless_ending(self) -> None:
+        """SIGKILL the process unless it ends by itself within :data:`ENDING_S`: its output closed as it
+        exited (under the keeper, a moment before the exit is seen), and its own exit code is what to
+        report, not the kill's."""
+        process = self.process
+        if process is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(process.wait()), ENDING_S)
+        except TimeoutError:
+            if process.returncode is None and not self._stopping:
+                log.warning("backend connection lost while the process runs; killing it")
+                self._signal_group(signal.SIGKILL)
 
     def _signal_group(self, sig: signal.Signals) -> None:
         if self.agent is not None:

@@ -106,15 +106,28 @@ class Banner(QFrame):
         layout.addWidget(self.dismiss_button, 0, Qt.AlignmentFlag.AlignTop)
         self._set_shown(False)
 
-    def show_backend_died(self, code: int, stderr_tail: str, *, had_session: bool = True) -> None:
-        """The backend process ended on its own: how, its last words, and a Restart button."""
+    def show_backend_died(
+        self,
+        code: int,
+        stderr_tail: str,
+        *,
+        had_session: bool = True,
+        what: str = "The Arbor backend",
+        fix: str | None = None,
+    ) -> None:
+        """The backend process (``what``: another one, such as the review backend) ended on its own: how,
+        its last words, what to do (``fix``, else a restart's) and a Restart button."""
+        if fix is None:
+            fix = (
+                "Restart it to continue; the conversation will be restored."
+                if had_session
+                else "Restart it to try again."
+            )
         self._show(
             "died",
             "error",
-            f"The Arbor backend stopped unexpectedly ({describe_exit(code)}).",
-            "Restart it to continue; the conversation will be restored."
-            if had_session
-            else "Restart it to try again.",
+            f"{what} stopped unexpectedly ({describe_exit(code)}).",
+            fix,
             last_words(stderr_tail),
             restartable=True,
         )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QObject, Signal
+from shiboken6 import isValid
 
 from ide import agentconn, agentproc
 from ide.app.background import run_blocking, spawn
@@ -66,6 +67,9 @@ class ReviewBackend(QObject):
     noted = Signal(str, str)
     """A note for the conversation, title and detail: no shadow could be made, what a capture could not
     hold, files written in the workspace itself during a turn, edits of the user's the agent overlapped."""
+    died = Signal(int, str)
+    """The review backend ended without being asked: exit code (negative: killed by that signal) and the
+    tail of its stderr. The shadow and the review session it held are gone with it."""
 
     def __init__(
         self,
@@ -256,6 +260,22 @@ class ReviewBackend(QObject):
         if agent is not None:
             await agent.stop(conn)
 
+    async def _watch(self, agent: agentproc.AgentProcess) -> None:
+        """Say when the review backend ends without being asked (killed, crashed) — at once, not at the
+        next request; it took the shadow and the review session with it."""
+        code = await agent.wait()
+        if agent is not self.agent or not isValid(self):
+            return  # stopped on purpose (aclose, a failed start), or the window is gone
+        log.warning("the review backend exited with %s", code)
+        conn = self._conn
+        self.agent, self._conn, self._opening = None, None, None
+        self.session_id, self.shadow = None, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 1.0)
+        if isValid(self):
+            self.died.emit(code, agent.stderr.text())
+
     def _check_size(self, content: str, path: str) -> None:
         """Refuse a write whose request would pass the backend's line limit: sent, it would be dropped."""
         # The line as the SDK sends it (ASCII-escaped JSON), plus room for the ids and the method.
@@ -346,15 +366,16 @@ class ReviewBackend(QObject):
             raise _refusal(
                 INTERNAL_ERROR, f"Cannot start Arbor's review backend `{line}`: {exc}", ""
             ) from None
+        spawn(self._watch(agent), name="watch the review backend")
         await run_blocking(agentconn.load_sdk)
         callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
         self._conn = conn = agentconn.connect(agent, callbacks)
         try:
             hello = await asyncio.wait_for(agentconn.initialize(conn, meta=review_meta()), START_TIMEOUT_S)
         except (RequestError, TimeoutError, ConnectionError, ValidationError) as exc:
+            self.agent, self._conn = None, None  # stopped here: not a death to report
             with contextlib.suppress(Exception):
                 await agent.stop(conn)
-            self._conn = None
             tail = agent.stderr.text(5)
             raise _refusal(
                 INTERNAL_ERROR,
@@ -362,8 +383,8 @@ class ReviewBackend(QObject):
                 "",
             ) from None
         if hello.meta is None or ex.EXTERNAL_OPEN not in hello.meta.extensions:
+            self.agent, self._conn = None, None
             await agent.stop(conn)
-            self._conn = None
             raise _refusal(
                 INTERNAL_ERROR, f"`{line}` is not Arbor's backend: it offers no _{ex.EXTERNAL_OPEN}", ""
             )

@@ -80,6 +80,15 @@ def _smoke_test(window: MainWindow, app: QApplication) -> dict[str, int]:
     return outcome
 
 
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _close_once(loop: qasync.QEventLoop, app: QApplication) -> None:
+    for ending in ENDING_SIGNALS:
+        loop.remove_signal_handler(ending)
+    app.closeAllWindows()
+
+
 def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> None:
     """Run ``step`` on ``loop`` and return when it ends, with no event processed after it."""
     task = loop.create_task(step)
@@ -133,9 +142,13 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     configure_application(app)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    # Ctrl+C in the terminal closes the window like the Quit action (the loop wakes for signals).
+    # Ctrl+C in the terminal closes the window like the Quit action (the loop wakes for signals); so do
+    # SIGTERM (a supervisor, `kill`) and SIGHUP (the terminal closed), once: the agents stop and their
+    # shadows go. A second one ends the process at once, and what it started ends with it (ide.lifetime).
     with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
         loop.add_signal_handler(signal.SIGINT, app.closeAllWindows)
+        for ending in ENDING_SIGNALS:
+            loop.add_signal_handler(ending, _close_once, loop, app)
 
     window = build_window(workspace, open_tree, agent)
     window.show()

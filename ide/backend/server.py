@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import select
+import signal
 import sys
 import threading
 from asyncio.streams import FlowControlMixin
@@ -160,8 +161,20 @@ async def guard_input(
     sink.feed_eof()
 
 
-async def serve() -> None:
-    """Run the agent until the client closes stdin."""
+INPUT_END_GRACE_S = 2.0
+"""How long the end of input may take to end the agent's connection before it is cancelled."""
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""End the backend as the end of its input does (turns cancelled, shadows removed, children stopped); a
+second one ends it at once."""
+
+
+async def serve() -> int:
+    """Run the agent until the client closes stdin (0: within :data:`INPUT_END_GRACE_S`, whatever the
+    connection still had to send), or until one of :data:`ENDING_SIGNALS` (128 + it).
+
+    Either way the agent is closed: running turns cancelled (a test run's process group killed), language
+    and MCP servers stopped, shadow workspaces removed. What the process started dies with it even when it
+    is killed outright (:mod:`ide.lifetime`)."""
     loop = asyncio.get_running_loop()
     stdin_fd, _ = _through_pipe(sys.stdin.fileno(), reading=True)
     protocol_fd, output_copier = _through_pipe(_claim_stdout(), reading=False)
@@ -172,14 +185,42 @@ async def serve() -> None:
     checked = asyncio.StreamReader(limit=STDIO_LIMIT)
     guard = asyncio.ensure_future(guard_input(stdin, checked, writer))
     agent = ArborAgent()
+    serving = asyncio.ensure_future(run_agent(agent, writer, checked))
+    ended_by: list[int] = []
+    """Why serving was ended from here: the signal, or 0 for an end of input the SDK did not finish after."""
+
+    def end(why: int) -> None:
+        if not serving.done():
+            ended_by.append(why)
+            serving.cancel()
+
+    def on_signal(sig: signal.Signals) -> None:
+        for ending in ENDING_SIGNALS:
+            loop.remove_signal_handler(ending)  # the next one ends the process at once
+        end(sig)
+
+    def input_ended(_guard: asyncio.Future[None]) -> None:
+        # The client is gone. The SDK's close waits for the answers it still has to send, and for one it
+        # can no longer send (its sender stopped at the closed pipe) forever: a grace, then the end.
+        loop.call_later(INPUT_END_GRACE_S, end, 0)
+
+    guard.add_done_callback(input_ended)
+    for sig in ENDING_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
-        await run_agent(agent, writer, checked)
+        await serving
+    except asyncio.CancelledError:
+        if not ended_by or not serving.cancelled():
+            raise
     finally:
+        for sig in ENDING_SIGNALS:
+            loop.remove_signal_handler(sig)
         guard.cancel()
         await agent.close()
         if output_copier is not None:  # every answer reaches the file before the process ends
             transport.close()
             await asyncio.to_thread(output_copier.join, OUTPUT_FLUSH_S)
+    return 128 + ended_by[0] if ended_by and ended_by[0] else 0
 
 
 def main(log_level: str = "WARNING") -> int:
@@ -189,7 +230,6 @@ def main(log_level: str = "WARNING") -> int:
     logging.getLogger().addFilter(QuietRefusals())
     return_freed_memory()
     try:
-        asyncio.run(serve())
+        return asyncio.run(serve())
     except KeyboardInterrupt:
         return 130
-    return 0

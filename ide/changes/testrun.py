@@ -1,7 +1,8 @@
 """Run a workspace's tests against a change set, in a scratch worktree, with a timeout.
 
 The command is split like a shell would (``shlex``) and run as an argument list, never through a shell.
-It runs in its own process session (so a timeout or a cancel kills everything it started), with the
+It runs in its own process session under the keeper (so a timeout, a cancel or the end of the backend kills
+everything it started: :mod:`ide.lifetime`), with the
 allow-listed environment of :mod:`ide.childenv` (never Arbor's keys), its output is captured, and the
 worktree is removed afterwards — also when the caller is cancelled.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from ide import childenv
 from ide.changes.overlay import ChangeSet
 from ide.changes.worktree import scratch_worktree
+from ide.lifetime import kept
 
 OUTPUT_CAP = 64_000
 """Bytes of test output kept (the tail: that is where failures are summarised)."""
@@ -103,15 +105,16 @@ async def run_tests(changeset: ChangeSet, command: str, timeout_s: float) -> Tes
             return TestRun(command, False, None, f"cannot split the command into arguments: {exc}")
         if not argv:
             return TestRun(command, False, None, "the test command is empty")
+        env = command_env(cwd=workdir)
         try:
             # An argv list, never a shell: the command line cannot smuggle in pipes, && or $(…).
             process = await asyncio.create_subprocess_exec(
-                *argv,
+                *kept(argv, env, workdir),
                 cwd=workdir,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 stdin=asyncio.subprocess.DEVNULL,
-                env=command_env(cwd=workdir),
+                env=env,
                 start_new_session=True,
             )
         except OSError as exc:

@@ -17,9 +17,11 @@ from pathspec import GitIgnoreSpec
 from ide.changes.gitutil import find_repo, git
 from ide.changes.overlay import ChangeError, ChangeSet, git_permissions
 from ide.fswalk import walk_files
+from ide.lifetime import SCRATCH_PREFIX
 from ide.settings import WorkspaceSettings
 
-PREFIX = "arbor-scratch-"
+PREFIX = SCRATCH_PREFIX
+"""How every scratch directory's name begins, its maker's pid next (:func:`ide.lifetime.scratch_prefix`)."""
 _NAME = re.compile(rf"^{PREFIX}(\d+)-")
 WORKTREES_LOCK = threading.Lock()
 """git worktree add, remove and prune one at a time: a prune or an add that lists the worktrees while
@@ -68,16 +70,18 @@ def scratch_worktree(changeset: ChangeSet) -> Iterator[Path]:
                 git_cleanup(repo.top, "worktree", "prune")
 
 
-def prune_stale_worktrees(root: Path) -> list[Path]:
-    """Remove scratch checkouts whose process died (call at start); returns what was removed."""
+def prune_stale_worktrees(root: Path | None = None, temp: Path | None = None) -> list[Path]:
+    """Remove the scratch directories whose process died — checkouts, shadows, an agent's TMPDIR, an eval
+    run's workspace, in ``temp`` (default: the temporary directory) — and the worktree registrations they
+    left in ``root``'s repository (call at start); returns what was removed."""
     removed: list[Path] = []
-    for path in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+    for path in Path(temp or tempfile.gettempdir()).glob(f"{PREFIX}*"):
         match = _NAME.match(path.name)
         if match is None or _alive(int(match.group(1))):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
-    repo = find_repo(root)
+    repo = find_repo(root) if root is not None else None
     if repo is not None:
         with WORKTREES_LOCK:
             git_cleanup(repo.top, "worktree", "prune")
@@ -91,13 +95,18 @@ def git_cleanup(top: Path, *args: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie (ended, not yet reaped by whoever adopted it) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): it exists
 
 
 def _copy_uncommitted(top: Path, checkout: Path) -> None:

@@ -33,8 +33,10 @@ from typing import Any, TextIO
 
 from ide.agentconn import ClientCallbacks, apply_all, cancel, connect, initialize, turn_meta
 from ide.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
+from ide.changes.worktree import prune_stale_worktrees
 from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
 from ide.eval.tasks import EvalTask, TaskError, build_workspace, run_check
+from ide.lifetime import scratch_prefix
 from ide.protocol import RoleUsage, TurnMeta
 from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, RoleCost, load_report, save_report
 from ide.protocol.model import USAGE_NOTIFICATION
@@ -292,6 +294,8 @@ class Evaluation:
             for old in (self.options.out / TREES_DIR).glob("*"):
                 old.unlink()
         self._save()
+        # What a killed evaluation (or backend) left in the temporary directory goes before this one starts.
+        await asyncio.to_thread(prune_stale_worktrees, None, self.options.scratch_dir)
         queue = iter(self.pending())
 
         async def worker() -> None:
@@ -384,7 +388,8 @@ class Evaluation:
         base = self.options.scratch_dir
         if base is not None:
             base.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f"arbor-eval-{task.id[:40]}-", dir=base))
+        # Named with this process's pid: one a killed evaluation left is removed by the next start.
+        scratch = Path(tempfile.mkdtemp(prefix=scratch_prefix(f"eval-{task.id[:40]}"), dir=base))
         started = time.monotonic()
         try:
             workspace = scratch / "workspace"

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ide.changes.testrun import kill_group
 from ide.childenv import base_env
 from ide.gitsafe import git_argv, git_env
+from ide.lifetime import kept
 
 TASK_SUFFIX = ".yaml"
 INSTALL_HINT = "pip install 'arbor-ide[eval]'"
@@ -331,11 +332,14 @@ def check_env() -> dict[str, str]:
 
 
 def _run(argv: list[str], workspace: Path, timeout_s: float) -> CheckResult:
+    """Run a check under the keeper (:mod:`ide.lifetime`): it and what it starts end with ``arbor eval``.
+    It is started from a worker thread that waits for it, so the thread cannot end first."""
+    env = check_env()
     try:
         proc = subprocess.Popen(
-            argv,
+            kept(argv, env, workspace),
             cwd=workspace,
-            env=check_env(),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import shlex
 import shutil
@@ -65,23 +64,9 @@ from ide.headless import (
     close_backend,
     marked_diff,
 )
+from ide.lifetime import scratch_prefix
 from ide.protocol import external as ex
 from ide.sandbox import confined
-
-
-class _QuietUnknownNotifications(logging.Filter):
-    """The ACP SDK logs a traceback for every notification it has no handler for; agents send their own
-    (Qwen Code: ``qwen/notify/session/prompt-suggestion``), which a client may ignore, so they are not
-    printed over the turn."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not record.getMessage().startswith("Unhandled error while handling notification"):
-            return True
-        error = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(error, RequestError) and error.code == METHOD_NOT_FOUND)
-
-
-METHOD_NOT_FOUND = -32601
 
 
 class ForeignClient(TerminalClient):
@@ -240,12 +225,14 @@ class ForeignRun:
                 self.err.write("[shadow] a CLI agent runs its commands itself, in the shadow: nothing asks\n")
             return  # started once per task, by turn()
         env = agent_env(self.agent.env, self.agent.pass_env, shadow.cwd)
-        self._foreign = foreign = await spawn_agent(self._command(self.agent.command), env, shadow.cwd)
+        command = self._command(self.agent.command)
+        self._foreign = foreign = await spawn_agent(command, env, shadow.cwd, keep=True)
         assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
         self._drain = asyncio.ensure_future(drain_stderr(foreign.stderr, self.log_tail))
         self.client = ForeignClient(
             self.out, self.err, self.review, shadow.session_id, allow_commands=self.allow_commands
         )
+        agentconn.quiet_unknown_notifications()  # Qwen Code's own notifications, once a turn
         self.conn = connect_to_agent(self.client, foreign.stdin, foreign.stdout)  # type: ignore[arg-type]
         await agentconn.initialize(self.conn, meta={}, client="arbor-run", fs=True)
         new = self.conn.new_session(cwd=shadow.cwd, mcp_servers=[])
@@ -290,7 +277,7 @@ class ForeignRun:
         if self.confine is None or self.shadow_cwd is None:
             return argv
         if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix="arbor-agent-tmp-")
+            self._scratch = tempfile.mkdtemp(prefix=scratch_prefix("agent-tmp"))
         return confined(argv, self.shadow_cwd, self._scratch, Path(self.workspace), self.confine)
 
     async def _cli_turn(self, task: str) -> CliTurn:
@@ -298,7 +285,7 @@ class ForeignRun:
         assert self.shadow_cwd is not None
         env = agent_env(self.agent.env, self.agent.pass_env, self.shadow_cwd)
         argv = self._command(cli_argv(self.agent.command, task))
-        self._foreign = process = await spawn_agent(argv, env, self.shadow_cwd)
+        self._foreign = process = await spawn_agent(argv, env, self.shadow_cwd, keep=True)
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         process.stdin.close()  # a question on stdin is answered with end of file, never waits
         self._drain = asyncio.ensure_future(drain_stderr(process.stderr, self.log_tail, self.err))
@@ -380,8 +367,6 @@ async def run_foreign(
     # SIGTERM ends the turn as Ctrl-C does: agent, backend and shadow go.
     stop_handlers = contextlib.ExitStack()
     stop_handlers.enter_context(on_stop_signals(run.cancel))
-    quiet = _QuietUnknownNotifications()
-    logging.getLogger().addFilter(quiet)
     try:
         async with run:
             response, captured = await run.turn(task)
@@ -417,5 +402,4 @@ async def run_foreign(
         err.write(f"\narbor: cannot start the agent `{shlex.join(agent.command)}`: {exc.strerror or exc}\n")
         return EXIT_FAILED
     finally:
-        logging.getLogger().removeFilter(quiet)
         stop_handlers.close()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from ide.codeintel.lsp.server import dies_with_this_process
+from ide.lifetime import dies_with_parent
 
 WAIT_S = 60.0
 
@@ -52,7 +52,7 @@ def main() -> None:
     # Killed with this proxy, as Arbor's own servers are with the backend: an orphaned jedi-language-server
     # whose client is gone recurses at 100 % CPU for minutes (docs/traps.md).
     child = subprocess.Popen(
-        [str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=dies_with_this_process()
+        [str(server)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, preexec_fn=dies_with_parent()
     )
     assert child.stdin is not None and child.stdout is not None
     gate = Path(sys.argv[1])

@@ -20,6 +20,7 @@ from ide.app.docks.capabilities import Chat, Review, SearchTrees
 from ide.app.docks.needs import Uses
 from ide.app.external import ReviewBackend
 from ide.app.tool_tree import ToolCallTree
+from ide.lifetime import scratch_prefix
 from ide.sandbox import confined
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class ForeignAgent(Part):
         bridge.before_prompt = self.review.turn_start
         self.review.changesetReceived.connect(self._show_changeset)
         self.review.noted.connect(self._note)
+        self.review.died.connect(self._on_review_died)
         bridge.agentChanged.connect(self._on_agent)
         self._titles: dict[str, str] = {}
         self._seen: dict[str, tuple[str, ...]] = {}
@@ -87,7 +89,7 @@ class ForeignAgent(Part):
         confined_to = ""
         if review.confine_agents:
             if self._scratch is None:
-                self._scratch = tempfile.mkdtemp(prefix="arbor-agent-tmp-")
+                self._scratch = tempfile.mkdtemp(prefix=scratch_prefix("agent-tmp"))
             command = confined(command, shadow, self._scratch, self.ctx.workspace, review.agent_writable)
             confined_to = f"\nConfined with bwrap: it can write only there, in {self._scratch} (its TMPDIR)"
             confined_to += "".join(f", {path}" for path in review.agent_writable) + "."
@@ -108,6 +110,22 @@ class ForeignAgent(Part):
     def _on_agent(self, meta: object) -> None:
         if meta is not None and self.review.shadow is not None:  # Arbor's own agent now: no shadow needed
             spawn(self.review.close_shadow(), name="close the agent's shadow")
+
+    def _on_review_died(self, code: int, stderr_tail: str) -> None:
+        """Arbor's review backend ended on its own while an agent works in its shadow: said at once, with
+        Restart (the banner's, as for the agent's own death), and the agent — whose work can no longer
+        be captured — is stopped, so the status bar says so. Restart starts it in a new shadow."""
+        if not self.is_foreign():
+            return  # Arbor's own agent: the review backend starts again when another agent needs it
+        self.ctx.banner.show_backend_died(
+            code,
+            stderr_tail,
+            what="Arbor's review backend",
+            fix=f"{self.bridge.agent_name or 'The agent'} can no longer be reviewed, so it was stopped. "
+            "Restart to go on: it starts again in a new shadow of the workspace, and what it changed there "
+            "since the last capture is not in the review.",
+        )
+        self.bridge.stop()
 
     def _note(self, title: str, detail: str) -> None:
         if self.chat is not None:

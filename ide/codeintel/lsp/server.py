@@ -3,24 +3,22 @@
 The server sees open documents with the text we give it (the session's proposed edits, not the disk);
 every request has a timeout after which it is cancelled with ``$/cancelRequest``; shutdown is
 ``shutdown`` + ``exit``, then the whole process group is killed, so nothing it spawned survives. On Linux
-the kernel also kills the server when the process that started it ends without that shutdown (SIGKILL, a
-crash, a SIGTERM while the backend was still closing): an orphaned jedi-language-server whose
-client is gone fails to publish a diagnostic, reports that failure to the same closed pipe, and recurses
-at 100 % CPU for minutes (docs/traps.md).
+the server runs under the keeper (:func:`ide.lifetime.kept`), so it and what it started (pyright's node)
+also end when the process that started it ends without that shutdown (SIGKILL, a crash, a SIGTERM while
+the backend was still closing): an orphaned jedi-language-server whose client is gone fails to publish a
+diagnostic, reports that failure to the same closed pipe, and recurses at 100 % CPU for minutes
+(docs/traps.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import signal
-import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,34 +28,12 @@ from pygls.lsp.client import LanguageClient
 from ide.childenv import command_env
 from ide.codeintel.lsp.positions import uri_of
 from ide.codeintel.lsp.registry import LspError, ServerDied, ServerSpec
+from ide.lifetime import kept
 from ide.settings import LspSettings
 
 log = logging.getLogger(__name__)
 
 LANGUAGE_IDS = {"tsx": "typescriptreact", "javascript": "javascript", "cpp": "cpp"}
-PR_SET_PDEATHSIG = 1
-
-
-def dies_with_this_process() -> Callable[[], None] | None:
-    """A ``preexec_fn`` after which the kernel SIGKILLs the child when this process (the thread that
-    starts it: here always the event loop's) ends; None where there is no such thing (not Linux).
-
-    It calls only a function looked up before the fork, so it needs no lock another thread could hold.
-    """
-    if sys.platform != "linux":
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        if os.getppid() != parent:  # it ended between the fork and prctl: nothing will tell us
-            os._exit(1)
-
-    return preexec
 
 
 class LanguageServer:
@@ -131,15 +107,14 @@ class LanguageServer:
         environment is the allow-listed base set (:func:`ide.childenv.command_env`): it runs the
         workspace's interpreter and may import its packages, so none of Arbor's keys; the project's Python
         reaches it in the initialization options (:mod:`ide.codeintel.lsp.environment`)."""
-        program, *args = self.spec.command
+        program = self.spec.command[0]
+        env = command_env(cwd=self.root)
         try:
             await self.client.start_io(
-                program,
-                *args,
+                *kept(self.spec.command, env, self.root),
                 cwd=str(self.root),
-                env=command_env(cwd=self.root),
+                env=env,
                 start_new_session=True,
-                preexec_fn=dies_with_this_process(),
             )
         except OSError as exc:
             raise LspError(f"{self.spec.name} could not be started ({program}): {exc}") from None
