@@ -36,7 +36,9 @@ the places git's discovery looks at, and the overrides by the ``stat`` (mtime, s
 file of the include chain — a file an accepted edit fills later is read again, an unchanged one costs
 only stats. :func:`git_env` also leaves out the caller's API keys, tokens and passwords.
 
-Qt-free and dependency-free: the window's file list runs git through it too.
+Other modules run git through :func:`run_git`, which builds the two together
+(``tests/test_gitsafe_run.py`` fails on a module of ``ide/`` that pairs them by hand). Qt-free and
+dependency-free: the window's file list runs git through it too.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ import time
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, overload
 
 UNSET_VAR = "ARBOR_GIT_UNSET"
 """Holds the empty value the program-naming keys of the repository get (git reads empty as unset)."""
@@ -136,6 +139,66 @@ def git_argv(cwd: str | Path, *args: str) -> list[str]:
     return ["git", *overrides, *base_argv()[1:], *args]
 
 
+@overload
+def run_git(
+    cwd: str | Path,
+    *args: str,
+    input: bytes | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    check: bool = False,
+    timeout: float | None = None,
+    text: Literal[False] = False,
+    overrides: bool = True,
+) -> subprocess.CompletedProcess[bytes]: ...
+
+
+@overload
+def run_git(
+    cwd: str | Path,
+    *args: str,
+    input: str | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    check: bool = False,
+    timeout: float | None = None,
+    text: Literal[True],
+    errors: str | None = None,
+    overrides: bool = True,
+) -> subprocess.CompletedProcess[str]: ...
+
+
+def run_git(
+    cwd: str | Path,
+    *args: str,
+    input: bytes | str | None = None,
+    env_extra: Mapping[str, str] | None = None,
+    check: bool = False,
+    timeout: float | None = None,
+    text: bool = False,
+    errors: str | None = None,
+    overrides: bool = True,
+) -> subprocess.CompletedProcess[bytes] | subprocess.CompletedProcess[str]:
+    """Run ``git ARGS`` in ``cwd`` as every git of Arbor runs: :func:`git_argv` with :func:`git_env`
+    (plus ``env_extra``), messages untranslated (``LC_ALL=C``), output captured.
+
+    ``text``, ``errors``, ``check`` and ``timeout`` are :func:`subprocess.run`'s, and so are its
+    exceptions (``OSError``, ``TimeoutExpired``, ``CalledProcessError``, and ``ValueError`` for an
+    argument holding a NUL). ``overrides=False`` leaves out the repository's blanks (the fixed
+    settings still hold): for the reads that compute them, and for a git that needs no repository
+    (``merge-file`` in a directory of its own)."""
+    argv = git_argv(cwd, *args) if overrides else [*base_argv(), *args]
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        env={**git_env(), "LC_ALL": "C", **(env_extra or {})},
+        check=check,
+        timeout=timeout,
+        text=text,
+        errors=errors,
+    )
+
+
 def repository_overrides(cwd: str | Path) -> list[str]:
     """``--config-env`` flags neutralising every program-naming key the repository's own config sets."""
     found = _repository(str(cwd))
@@ -214,16 +277,7 @@ def _repository(cwd: str) -> tuple[str, ...] | None:
 def _read_git(cwd: str, *args: str) -> str | None:
     """Stdout of a git command that only reads (config, paths), or None when it fails."""
     try:
-        done = subprocess.run(
-            [*base_argv(), *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-            env=git_env(),
-            timeout=20,
-            check=False,
-        )
+        done = run_git(cwd, *args, text=True, errors="surrogateescape", timeout=20, overrides=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None

@@ -8,11 +8,10 @@ says where it is, or None.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from ide.gitsafe import git_argv, git_env
+from ide.gitsafe import run_git
 
 SAMPLE_NAME = "lats-bugfix"
 SAMPLE_TREE = f"{SAMPLE_NAME}.arbor-tree.jsonl"
@@ -37,8 +36,7 @@ def demo_workspace(samples: Path, root: Path) -> Path:
     target = root / "stats-project"
     shutil.copytree(samples / SAMPLE_NAME / "workspace", target)
     for args in (("init", "-q"), ("add", "-A"), (*DEMO_IDENTITY, "commit", "-qm", "Sample project")):
-        argv = git_argv(target, *args)
-        subprocess.run(argv, cwd=target, env=git_env(), check=True, capture_output=True, timeout=30)
+        run_git(target, *args, check=True, timeout=30)
     return target
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ide.fswalk import walk_files
-from ide.gitsafe import git_argv, git_env
+from ide.gitsafe import run_git
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -40,14 +40,7 @@ def list_workspace_files(root: Path, settings: WorkspaceSettings) -> list[str]:
 def _git_files(root: Path) -> list[str] | None:
     """Files git sees in ``root``, or None when ``root`` is not in a work tree (or git is missing)."""
     try:
-        result = subprocess.run(
-            git_argv(root, "ls-files", "-co", "--exclude-standard", "-z"),
-            cwd=root,
-            capture_output=True,
-            env=git_env(),
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
+        result = run_git(root, "ls-files", "-co", "--exclude-standard", "-z", timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if result.returncode != 0:

@@ -8,7 +8,6 @@ import os
 import re
 import stat
 import struct
-import subprocess
 import tempfile
 import uuid
 import zlib
@@ -18,25 +17,13 @@ from pathlib import Path
 
 from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all, write_all
 from ide.changes.overlay import ChangeError, git_mode
-from ide.gitsafe import base_argv, git_argv, git_env
-
-
-def run_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of Arbor's git: hardened, without secrets (ide.gitsafe), messages untranslated."""
-    return {**git_env(), "LC_ALL": "C", **(extra or {})}
+from ide.gitsafe import run_git
 
 
 def git(cwd: Path, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
     """Run git in ``cwd`` (through ide.gitsafe: nothing in the repository runs) and return its stdout; a
     ChangeError carrying git's message on failure."""
-    proc = subprocess.run(
-        git_argv(cwd, *args),
-        cwd=cwd,
-        input=input,
-        capture_output=True,
-        env=run_env(env),
-        check=False,
-    )
+    proc = run_git(cwd, *args, input=input, env_extra=env)
     if proc.returncode != 0:
         raise ChangeError(f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc.stdout
@@ -57,33 +44,14 @@ class Repo:
         return f"{self.prefix}/{rel}" if self.prefix else rel
 
     def head(self) -> str | None:
-        proc = subprocess.run(
-            git_argv(self.top, "rev-parse", "--verify", "-q", "HEAD"),
-            cwd=self.top,
-            capture_output=True,
-            env=run_env(),
-            check=False,
-        )
+        proc = run_git(self.top, "rev-parse", "--verify", "-q", "HEAD")
         return proc.stdout.decode().strip() or None
 
 
 def find_repo(root: Path) -> Repo | None:
     """The repository containing ``root``, or None outside git."""
-    proc = subprocess.run(
-        git_argv(
-            root,
-            "rev-parse",
-            "--show-toplevel",
-            "--absolute-git-dir",
-            "--path-format=absolute",
-            "--git-path",
-            "objects",
-        ),
-        cwd=root,
-        capture_output=True,
-        env=run_env(),
-        check=False,
-    )
+    asked = ("--show-toplevel", "--absolute-git-dir", "--path-format=absolute", "--git-path", "objects")
+    proc = run_git(root, "rev-parse", *asked)
     if proc.returncode != 0:
         return None
     lines = proc.stdout.decode(errors="surrogateescape").splitlines()
@@ -222,9 +190,7 @@ class Blobs:
 
     def has(self, oid: str) -> bool:
         if self.repo is not None:
-            argv = git_argv(self.repo.top, "cat-file", "-e", oid)
-            done = subprocess.run(argv, cwd=self.repo.top, capture_output=True, env=run_env(), check=False)
-            return done.returncode == 0
+            return run_git(self.repo.top, "cat-file", "-e", oid).returncode == 0
         return (self.directory / oid[:2] / oid[2:]).exists()
 
 
@@ -236,10 +202,11 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]
             path = Path(tmp) / name
             path.write_bytes(data)
             paths.append(str(path))
-        args = [*base_argv(), "merge-file", "-p"]
+        args = ["merge-file", "-p"]
         for label in labels:
             args += ["-L", label]
-        proc = subprocess.run([*args, *paths], cwd=tmp, capture_output=True, env=run_env(), check=False)
+        # A temp directory, no repository: the fixed settings only, no repository config looked up first.
+        proc = run_git(tmp, *args, *paths, overrides=False)
     if proc.returncode < 0 or proc.returncode > 127:
         raise ChangeError(f"git merge-file failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc.stdout, proc.returncode == 0
@@ -334,14 +301,7 @@ def _pack(datas: Iterable[bytes]) -> bytes:
 def _update_index(repo: Repo, info: bytes, env: dict[str, str] | None = None) -> None:
     """``update-index --index-info``, which skips a path it will not track (``.GIT/x``) with only a
     message on stderr and success: that message is an error here."""
-    proc = subprocess.run(
-        git_argv(repo.top, "update-index", "-z", "--index-info"),
-        cwd=repo.top,
-        input=info,
-        capture_output=True,
-        env=run_env(env),
-        check=False,
-    )
+    proc = run_git(repo.top, "update-index", "-z", "--index-info", input=info, env_extra=env)
     errors = proc.stderr.decode(errors="replace").strip()
     if proc.returncode != 0 or "Ignoring path" in errors:
         raise ChangeError(f"git update-index failed: {errors or f'exit status {proc.returncode}'}")
@@ -437,14 +397,8 @@ def cat_blobs(repo: Repo, specs: Sequence[str]) -> list[bytes | None]:
         return []
     names = [spec.encode("utf-8", "surrogateescape") for spec in specs]
     if all(b"\0" not in name for name in names):
-        proc = subprocess.run(
-            git_argv(repo.top, "cat-file", "--batch", "--buffer", "-z"),
-            cwd=repo.top,
-            input=b"".join(name + b"\0" for name in names),
-            capture_output=True,
-            env=run_env(),
-            check=False,
-        )
+        batch = b"".join(name + b"\0" for name in names)
+        proc = run_git(repo.top, "cat-file", "--batch", "--buffer", "-z", input=batch)
         if proc.returncode == 0:
             parsed = _batch_blobs(proc.stdout, names)
             if parsed is not None:
@@ -455,14 +409,8 @@ def cat_blobs(repo: Repo, specs: Sequence[str]) -> list[bytes | None]:
 def stored_blobs(repo: Repo, oids: Sequence[str]) -> set[str]:
     """Those of ``oids`` git's object store holds as blobs (packed or loose): one ``git cat-file
     --batch-check``; none when git fails, so a caller stores them all itself."""
-    proc = subprocess.run(
-        git_argv(repo.top, "cat-file", "--batch-check", "--buffer"),
-        cwd=repo.top,
-        input="".join(oid + "\n" for oid in oids).encode(),
-        capture_output=True,
-        env=run_env(),
-        check=False,
-    )
+    listing = "".join(oid + "\n" for oid in oids).encode()
+    proc = run_git(repo.top, "cat-file", "--batch-check", "--buffer", input=listing)
     if proc.returncode != 0:
         return set()
     wanted = set(oids)
@@ -478,10 +426,9 @@ def cat_blob(repo: Repo, spec: str) -> bytes | None:
     """The bytes of the blob ``spec`` names, None when there is none: a git process of its own (what
     :func:`cat_blobs` falls back to)."""
     try:
-        argv = git_argv(repo.top, "cat-file", "blob", spec)
+        proc = run_git(repo.top, "cat-file", "blob", spec)
     except ValueError:  # a NUL in the name: git could not be given it
         return None
-    proc = subprocess.run(argv, cwd=repo.top, capture_output=True, env=run_env(), check=False)
     return proc.stdout if proc.returncode == 0 else None
 
 

@@ -3,12 +3,11 @@ reviewed change and none of the user's uncommitted edits (Apply, and Roll back's
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 
-from ide.changes.gitutil import IndexEntry, Repo, blob_id, merge3, run_env, tree_blobs
+from ide.changes.gitutil import IndexEntry, Repo, blob_id, merge3, tree_blobs
 from ide.changes.hunks import is_binary
-from ide.gitsafe import git_argv
+from ide.gitsafe import run_git
 
 TREE_IDS_MAX = 1000
 TREE_IDS_MAX_BYTES = 128 * 1024
@@ -40,13 +39,8 @@ def tree_entries(repo: Repo, rev: str | None, rels: Sequence[str]) -> list[tuple
     if len(paths) > TREE_IDS_MAX or sum(len(path) for path in paths) > TREE_IDS_MAX_BYTES:
         return None
     try:
-        proc = subprocess.run(
-            git_argv(repo.top, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths),
-            cwd=repo.top,
-            capture_output=True,
-            env=run_env({"GIT_LITERAL_PATHSPECS": "1"}),  # a path is itself, never a pattern
-            check=False,
-        )
+        literal = {"GIT_LITERAL_PATHSPECS": "1"}  # a path is itself, never a pattern
+        proc = run_git(repo.top, "ls-tree", "-r", "-z", "--full-tree", rev, "--", *paths, env_extra=literal)
     except (OSError, ValueError):  # no such argv (a NUL in a name, an argument limit): read them whole
         return None
     if proc.returncode != 0:

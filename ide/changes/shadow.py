@@ -30,7 +30,6 @@ import difflib
 import os
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 import weakref
@@ -40,13 +39,13 @@ from pathlib import Path
 
 from ide.changes.confined import Confined
 from ide.changes.gitstate import Watch
-from ide.changes.gitutil import Repo, find_repo, git, merge3, run_env
+from ide.changes.gitutil import Repo, find_repo, git, merge3
 from ide.changes.hunks import apply_hunks, is_binary
 from ide.changes.overlay import MAX_FILE_BYTES, Base, ChangeError, ChangeSet, Entry
 from ide.changes.review import Review, file_changes
 from ide.changes.worktree import PREFIX
 from ide.fswalk import MAX_WALK_DEPTH, folder_entries
-from ide.gitsafe import git_argv
+from ide.gitsafe import run_git
 
 Stamp = tuple[int, int, int, int, int, int]
 """(size, mtime_ns, ctime_ns, inode, device, mode) of an ``lstat``: what moves when a file is touched."""
@@ -331,10 +330,7 @@ class Shadow:
         listing = b"".join(os.fsencode(self.repo.path(rel)) + b"\0" for rel in paths)
         args = ("--git-dir", str(self.admin), "--work-tree", str(self.top), "check-ignore", "-z", "--stdin")
         # Hardened by the shadow's own config, which the agent may have written.
-        argv = git_argv(self.top, *args, "--no-index")
-        done = subprocess.run(
-            argv, cwd=self.top, input=listing, capture_output=True, env=run_env(), check=False
-        )
+        done = run_git(self.top, *args, "--no-index", input=listing)
         if done.returncode not in (0, 1):
             raise ChangeError(
                 f"git check-ignore failed in the shadow: {done.stderr.decode(errors='replace')}"
@@ -570,13 +566,7 @@ def _own_repository(repo: Repo, top: Path, head: str) -> None:
             (admin / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, admin / name)
     for key in LOCAL_CHECKOUT_KEYS:
-        proc = subprocess.run(
-            git_argv(repo.top, "config", "--local", "--get", key),
-            cwd=repo.top,
-            capture_output=True,
-            env=run_env(),
-            check=False,
-        )
+        proc = run_git(repo.top, "config", "--local", "--get", key)
         value = proc.stdout.decode("utf-8", "replace").strip()
         if proc.returncode == 0 and value:
             git(top, "config", "--local", key, value)

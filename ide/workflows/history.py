@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from ide.gitsafe import git_argv, git_env
+from ide.gitsafe import run_git
 from ide.workflows.ranking import bm25_scores
 from ide.workflows.snippets import PER_SOURCE, Snippet
 
@@ -26,9 +26,7 @@ def git_output(root: Path, *args: str, timeout: float = 20) -> str | None:
         # Through ide.gitsafe; a log (-G searches diffs) never runs a textconv or external diff driver.
         if args[:1] == ("log",):
             args = ("log", "--no-textconv", "--no-ext-diff", *args[1:])
-        proc = subprocess.run(
-            git_argv(root, *args), cwd=root, capture_output=True, text=True, env=git_env(), timeout=timeout
-        )
+        proc = run_git(root, *args, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None

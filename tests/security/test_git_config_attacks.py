@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ide.changes import BatchStore, ChangeSet, Review, gitutil
+from ide.changes import BatchStore, ChangeSet, Review
 from ide.changes.testrun import run_tests
 from ide.changes.worktree import scratch_worktree
 from ide.gitsafe import git_argv, git_env
@@ -229,5 +229,5 @@ def test_scratch_worktrees_and_test_runs_get_git_without_secrets(
     assert seen, "no git ran for the scratch worktree"
     for env in seen:
         assert env.get("GIT_ALLOW_PROTOCOL") == "" and env.get("GIT_NO_LAZY_FETCH") == "1"
+        assert env.get("GIT_TERMINAL_PROMPT") == "0"
         assert "OPENAI_API_KEY" not in env and "ARBOR_SERVICE_TOKEN" not in env
-    assert gitutil.run_env()["GIT_TERMINAL_PROMPT"] == "0"
