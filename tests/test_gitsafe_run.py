@@ -23,9 +23,7 @@ NEEDS_THE_PAIR: dict[str, str] = {}
 """Modules of ide/ that truly need the raw pair, and why: none (run_git takes stdin, text, a timeout,
 extra variables and a git without the repository's overrides)."""
 
-NOT_MOVED_YET = {
-    "ide/eval/tasks.py": "its _git was being rewritten in the same work tree when run_git came in (issue 47)",
-}
+NOT_MOVED_YET: dict[str, str] = {}
 """Modules still to move to run_git; an entry that no longer uses the pair fails the test, so this empties."""
 
 

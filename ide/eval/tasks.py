@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ide.changes.testrun import kill_group
 from ide.childenv import base_env
-from ide.gitsafe import git_argv, git_env
+from ide.gitsafe import run_git
 from ide.lifetime import kept
 
 TASK_SUFFIX = ".yaml"
@@ -252,17 +252,7 @@ def _distribution_files(task: EvalTask) -> dict[str, Path]:
 
 
 def _git(workspace: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    argv = git_argv(workspace, *_GIT_CONFIG, *args)
-    return subprocess.run(
-        argv,
-        cwd=workspace,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env={**git_env(), **_GIT_ENV},
-        timeout=60,
-        check=False,
-    )
+    return run_git(workspace, *_GIT_CONFIG, *args, input=stdin, text=True, env_extra=_GIT_ENV, timeout=60)
 
 
 def build_workspace(task: EvalTask, dest: Path) -> None:
