@@ -3,10 +3,13 @@
 The shadow makes a cooperative agent's turn reviewable; a command it runs can still write anywhere the
 user can. With ``review.confine_agents`` the agent's process is started under ``bwrap``:
 
-- Files: the whole file system read-only (the workspace and ``/tmp`` too, ``/proc/sys`` as well), ``/dev``
-  of its own, and writable only the shadow, a private scratch directory given as ``TMPDIR``, and the
-  directories ``review.agent_writable`` names (its own config and caches; one holding the workspace is
-  refused).
+- Files: the whole file system read-only (the workspace too, ``/proc/sys`` as well), ``/dev`` of its own,
+  and writable only the shadow, a private scratch directory given as ``TMPDIR``, and the directories
+  ``review.agent_writable`` names (its own config and caches; one holding the workspace is refused). The
+  shared temp directories (``/tmp``, ``/var/tmp``, Python's) are an empty tmpfs: other programs' files and
+  sockets there are not seen, however they come and go; bound back read-only are only the workspace, the
+  user's git objects the shadow reads through its alternates, the agent's own ``HOME`` and the files its
+  command line names.
 - Processes: a PID namespace and ``/proc`` of its own, so no host process is visible — a host process's
   ``/proc/PID/root`` led back to the writable host file system. Its own IPC and hostname, a new session
   (no controlling terminal to push keystrokes into with TIOCSTI) and no capabilities: run as root, bwrap
@@ -18,8 +21,9 @@ user can. With ``review.confine_agents`` the agent's process is started under ``
   ``DBUS_SESSION_BUS_ADDRESS``, ``DOCKER_HOST``…) get an empty tmpfs; a directory that holds more than
   sockets (a top one, the home, a sticky one like ``/tmp``, one holding the workspace, the shadow or a
   writable directory) keeps its files and only its sockets are covered with ``/dev/null``, as are the
-  daemons' sockets found under ``/run`` and ``/tmp`` (docker, systemd, the D-Bus system bus, tmux: each
-  runs commands outside for a caller of the right uid). The variables that named them are unset.
+  daemons' sockets found under ``/run`` (docker, systemd, the D-Bus system bus: each runs commands
+  outside for a caller of the right uid); those in the temp directories (tmux's) went with their tmpfs.
+  The variables that named them are unset.
 
 Not confined: the network (the agent needs its model, so localhost services stay reachable), reading
 whatever the user can read, abstract Unix sockets (they belong to the network namespace: an X display,
@@ -37,6 +41,7 @@ import re
 import shutil
 import stat
 import subprocess
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -57,8 +62,8 @@ READ_ONLY = (
     *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"),
     *("--ro-bind-try", "/proc/sys", "/proc/sys"),  # bwrap leaves it writable by root's uid
 )
-DAEMON_SOCKETS = (("/run", 4), ("/tmp", 2))
-"""Where daemons keep their sockets, and how deep to look."""
+DAEMON_SOCKETS = (("/run", 4),)
+"""Where daemons keep their sockets, and how deep to look (the temp directories are hidden whole)."""
 WALK_LIMIT = 20_000
 """Entries looked at under DAEMON_SOCKETS at most (a start costs a few ms)."""
 PATHLIKE = re.compile(r"/[^\s:;,=]+")
@@ -67,7 +72,7 @@ COVERS = (
     "processes: its own PID namespace and /proc (no host process to reach through), IPC and hostname; "
     "a new session (no terminal to inject keystrokes into); no capabilities, even as root",
     "sockets hidden: ssh and gpg agents', every one a variable names, $XDG_RUNTIME_DIR's "
-    "and the daemons' under /run and /tmp (docker, systemd, D-Bus, tmux)",
+    "and the daemons' under /run (docker, systemd, D-Bus); /tmp and /var/tmp are empty for it (tmux)",
 )
 NOT_COVERED = (
     "the network: open, for the model (services on localhost too)",
@@ -107,10 +112,16 @@ def bwrap_status() -> tuple[bool, str]:
 
 
 def confined(
-    command: Sequence[str], shadow: str, scratch: str, workspace: Path, writable: Sequence[str]
+    command: Sequence[str],
+    shadow: str,
+    scratch: str,
+    workspace: Path,
+    writable: Sequence[str],
+    readable: Sequence[str] = (),
 ) -> list[str]:
     """``command`` as run under ``bwrap`` in ``shadow``, with ``scratch`` its ``TMPDIR`` (see the module
-    docstring); ConfineError says why it cannot be."""
+    docstring); ``readable``: more paths it reads that may sit in a temp directory (its ``HOME``).
+    ConfineError says why it cannot be."""
     ok, said = bwrap_status()
     if not ok:
         raise ConfineError(f"review.confine_agents is on, but {said} ({INSTALL})")
@@ -125,14 +136,81 @@ def confined(
                 f"review.agent_writable: {entry} holds the workspace {root}: a confined agent could write it"
             )
         binds.append(str(path))
-    hide, unset = hidden_sockets(os.environ, keep=[str(root), *binds], bound=binds)
-    argv = [shutil.which(BWRAP) or BWRAP, *ISOLATION, *READ_ONLY, *hide]
+    temps = temp_dirs()
+    back = _bound_back(temps, [str(root), *_alternates(shadow), *readable, *_paths_in(command)])
+    # What lies in a temp directory and is not bound back is gone with its tmpfs: no mount needed.
+    gone = [t for t in temps if not any(_under(b, t) for b in back)] + [
+        p for t in temps for p in _children(t) if not any(_under(b, p) or _under(p, b) for b in back)
+    ]
+    hide, unset = hidden_sockets(os.environ, keep=[str(root), *binds], bound=[*binds, *gone])
+    argv = [shutil.which(BWRAP) or BWRAP, *ISOLATION, *READ_ONLY]
+    argv += [arg for temp in temps for arg in ("--tmpfs", temp)]
+    argv += [arg for path in back for arg in ("--ro-bind", path, path)]
+    argv += hide  # after the binds back: a socket in a bound-back directory is covered too
     argv += ["--bind", shadow, shadow, "--bind", scratch, scratch]
     for path in binds[2:]:
         argv += ["--bind", path, path]
     for name in unset:
         argv += ["--unsetenv", name]
     return [*argv, "--setenv", "TMPDIR", scratch, "--chdir", shadow, "--", *command]
+
+
+def temp_dirs() -> list[str]:
+    """The shared temp directories (``/tmp``, ``/var/tmp``, Python's temp dir): each is an empty tmpfs for a
+    confined agent, so no other program's files or sockets there reach it, however they come and go."""
+    found = []
+    for candidate in ("/tmp", "/var/tmp", tempfile.gettempdir()):
+        path = os.path.realpath(candidate)
+        home = os.path.realpath(os.path.expanduser("~"))
+        if os.path.isdir(path) and path.count("/") >= 1 and path not in ("/", home) and path not in found:
+            found.append(path)
+    return found
+
+
+def _bound_back(temps: Sequence[str], wanted: Sequence[str]) -> list[str]:
+    """The paths of ``wanted`` that lie in one of ``temps`` (each an empty tmpfs for the agent) and are
+    bound back read-only: the workspace, the user's git objects the shadow reads, the agent's home, the
+    programs on its command line — files and directories only, outermost first."""
+    back: list[str] = []
+    for path in wanted:
+        real = os.path.realpath(path)
+        if any(_under(real, temp) and real != temp for temp in temps) and _file_or_dir(real):
+            back.append(real)
+    return [p for p in dict.fromkeys(back) if not any(_under(p, o) and p != o for o in back)]
+
+
+def _file_or_dir(path: str) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
+
+
+def _children(folder: str) -> list[str]:
+    try:
+        return [entry.path for entry in os.scandir(folder)]
+    except OSError:
+        return []
+
+
+def _alternates(shadow: str) -> list[str]:
+    """The object directories the shadow's git reads through ``objects/info/alternates`` (the user's)."""
+    folder = Path(shadow)
+    for _depth in range(64):
+        listing = folder / ".git" / "objects" / "info" / "alternates"
+        if listing.is_file():
+            lines = listing.read_text(encoding="utf-8", errors="replace").splitlines()
+            return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+        if (folder / ".git").exists() or folder.parent == folder:
+            return []
+        folder = folder.parent
+    return []
+
+
+def _paths_in(command: Sequence[str]) -> list[str]:
+    """The arguments of ``command`` that name an existing file or directory (a script the agent runs)."""
+    return [word for word in command if word.startswith("/") and _file_or_dir(word)]
 
 
 def hidden_sockets(

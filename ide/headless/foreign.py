@@ -278,7 +278,8 @@ class ForeignRun:
             return argv
         if self._scratch is None:
             self._scratch = tempfile.mkdtemp(prefix=scratch_prefix("agent-tmp"))
-        return confined(argv, self.shadow_cwd, self._scratch, Path(self.workspace), self.confine)
+        home = [self.agent.env["HOME"]] if "HOME" in self.agent.env else []  # a home of its own, read there
+        return confined(argv, self.shadow_cwd, self._scratch, Path(self.workspace), self.confine, home)
 
     async def _cli_turn(self, task: str) -> CliTurn:
         """Run a CLI agent once for ``task`` in the shadow, its output streamed through; how it ended."""

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from ide import sandbox
-from tests.support.git import HELLO, hello_repo
+from tests.support.git import HELLO, git, hello_repo
 
 RUN_TIMEOUT_S = 120
 AGENT = textwrap.dedent(
@@ -288,7 +288,8 @@ def test_a_confined_agent_cannot_reach_the_ssh_or_gpg_agent(
 @needs_bwrap
 def test_a_confined_agent_cannot_reach_a_daemons_socket_no_variable_names(tmp_path: Path) -> None:
     """As root's tmux server keeps ``/tmp/tmux-0/default``: a client of the right uid runs commands
-    outside. Found by looking under /tmp (and /run), not by a variable."""
+    outside. The temp directories are an empty tmpfs for the agent (the daemons' under /run are looked
+    for), so no variable needs to name it — and one that comes and goes cannot fail the start."""
     daemon_dir = Path(tempfile.mkdtemp(prefix="arbor-test-daemon-", dir="/tmp"))
     path = daemon_dir / "default"
     try:
@@ -296,7 +297,7 @@ def test_a_confined_agent_cannot_reach_a_daemons_socket_no_variable_names(tmp_pa
             server.bind(str(path))
             server.listen(1)
             done = run_confined(CONNECT, tmp_path, tmp_path, str(path))
-            assert done.stdout.strip() == "Connection refused"
+            assert done.stdout.strip() == "No such file or directory"  # not there at all
     finally:
         shutil.rmtree(daemon_dir)
 
@@ -339,3 +340,33 @@ def test_an_agent_started_by_arbor_run_cannot_escape_through_proc(
     assert "confined with bwrap" in done.stderr
     assert_nothing_escaped(workspace, done.stdout)
     assert "written outside review" not in done.stderr
+
+
+GIT_AGENT = """\
+import os, subprocess, sys
+done = subprocess.run(["git", "log", "--format=%s", "-1"], capture_output=True, text=True)
+print("git log:", done.returncode, done.stdout.strip(), done.stderr.strip()[:200])
+left = sorted(name for name in os.listdir("/tmp") if name.startswith("arbor-test-stray-"))
+print("stray files seen:", left)
+subprocess.run(["git", "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-qm", "mine", "--allow-empty"])
+open("made_here.py", "w").write("x = 1\\n")
+"""
+
+
+@needs_bwrap
+def test_a_confined_agent_reads_its_shadows_history_but_no_stray_temp_file(
+    workspace: Path, tmp_path: Path, user_config: object
+) -> None:
+    """The temp directories are an empty tmpfs for a confined agent: another program's file there is not
+    seen, while its own script, the workspace and the user's git objects its shadow reads are bound back."""
+    stray = Path(tempfile.mkdtemp(prefix="arbor-test-stray-", dir="/tmp"))
+    try:
+        user_config("[review]\nconfine_agents = true\n")  # type: ignore[operator]
+        done = run_agent(workspace, tmp_path, GIT_AGENT)
+        assert done.returncode == 0, done.stderr
+        subject = git(workspace, "log", "--format=%s", "-1").strip()
+        assert f"git log: 0 {subject}" in done.stdout, done.stdout  # objects read through the alternates
+        assert "stray files seen: []" in done.stdout
+        assert "+++ b/made_here.py" in done.stdout
+    finally:
+        shutil.rmtree(stray)

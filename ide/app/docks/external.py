@@ -90,7 +90,9 @@ class ForeignAgent(Part):
         if review.confine_agents:
             if self._scratch is None:
                 self._scratch = tempfile.mkdtemp(prefix=scratch_prefix("agent-tmp"))
-            command = confined(command, shadow, self._scratch, self.ctx.workspace, review.agent_writable)
+            home = [choice.env["HOME"]] if "HOME" in choice.env else []
+            writable = review.agent_writable
+            command = confined(command, shadow, self._scratch, self.ctx.workspace, writable, readable=home)
             confined_to = f"\nConfined with bwrap: it can write only there, in {self._scratch} (its TMPDIR)"
             confined_to += "".join(f", {path}" for path in review.agent_writable) + "."
         if not resume:
