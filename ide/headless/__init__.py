@@ -15,21 +15,19 @@ from typing import Any, TextIO
 
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.schema import (
-    AgentMessageChunk,
-    AgentThoughtChunk,
     AllowedOutcome,
     ClientCapabilities,
     DeniedOutcome,
     Implementation,
     RequestPermissionResponse,
-    ToolCallProgress,
-    ToolCallStart,
 )
 
 from ide import __version__, self_command
 from ide.agentconn import apply_all
 from ide.agentproc import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
-from ide.protocol import META_KEY, TurnMeta, error_info_from_data
+from ide.client.events import MessageChunk, SessionEvent, ThoughtChunk, ToolCallDone, ToolCallStarted
+from ide.client.fold import SessionFold
+from ide.protocol import META_KEY, error_info_from_data
 from ide.protocol.hidden import describe
 from ide.protocol.review import (
     CHANGESET_NOTIFICATION,
@@ -71,6 +69,8 @@ class TerminalClient(ReadOnlyClient):
         self.allow_tests = allow_tests
         self._in_thought = False
         self.changeset: ChangeSetView | None = None
+        self.fold = SessionFold()
+        """The turn's session updates, read (one session per client)."""
 
     async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
         """Test runs (LATS, a workflow's test stage) are allowed with --allow-tests; anything else — a
@@ -93,23 +93,28 @@ class TerminalClient(ReadOnlyClient):
             self.changeset = CHANGESET_NOTIFICATION.payload.model_validate(params)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        if isinstance(update, AgentThoughtChunk):
+        """The SDK's callback: the update, folded into its event, goes to :meth:`on_event`."""
+        self.on_event(self.fold.apply(update))
+
+    def on_event(self, event: SessionEvent) -> None:
+        """Print one event of the turn: the answer to stdout, thoughts and tool calls to stderr."""
+        if isinstance(event, ThoughtChunk):
             if not self._in_thought:
                 self.err.write("\n[thinking] ")
                 self._in_thought = True
-            self.err.write(getattr(update.content, "text", ""))
+            self.err.write(event.text)
             self.err.flush()
             return
         if self._in_thought:
             self.err.write("\n")
             self._in_thought = False
-        if isinstance(update, AgentMessageChunk):
-            self.out.write(getattr(update.content, "text", ""))
+        if isinstance(event, MessageChunk):
+            self.out.write(event.text)
             self.out.flush()
-        elif isinstance(update, ToolCallStart):
-            self.err.write(f"\n[tool] {update.title} …\n")
-        elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
-            self.err.write(f"[tool] {update.status}\n")
+        elif isinstance(event, ToolCallStarted):
+            self.err.write(f"\n[tool] {event.title} …\n")
+        elif isinstance(event, ToolCallDone):
+            self.err.write(f"[tool] {event.status}\n")
         self.err.flush()
 
 
@@ -165,9 +170,8 @@ async def run_task(
         text = f"/workflow {workflow} {task}" if workflow else task
         response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
         out.write("\n")
-        meta = (response.field_meta or {}).get(META_KEY)
-        if meta:
-            turn = TurnMeta.model_validate(meta)
+        turn = client.fold.answer(response).meta
+        if turn is not None:
             calls = sum(u.calls for u in turn.usage.values())
             tokens = sum(u.input_tokens + u.output_tokens for u in turn.usage.values())
             recovered = sum(u.recovered_calls for u in turn.usage.values())
