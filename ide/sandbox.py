@@ -174,7 +174,7 @@ def _bound_back(temps: Sequence[str], wanted: Sequence[str]) -> list[str]:
     back: list[str] = []
     for path in wanted:
         real = os.path.realpath(path)
-        if any(_under(real, temp) and real != temp for temp in temps) and _file_or_dir(real):
+        if any(_under(real, temp) for temp in temps) and real not in temps and _file_or_dir(real):
             back.append(real)
     return [p for p in dict.fromkeys(back) if not any(_under(p, o) and p != o for o in back)]
 
@@ -209,8 +209,16 @@ def _alternates(shadow: str) -> list[str]:
 
 
 def _paths_in(command: Sequence[str]) -> list[str]:
-    """The arguments of ``command`` that name an existing file or directory (a script the agent runs)."""
-    return [word for word in command if word.startswith("/") and _file_or_dir(word)]
+    """What the arguments of ``command`` that name an existing file or directory need: the directory, or
+    the file with its neighbours (a script imports the modules beside it, node its ``node_modules``) —
+    the file alone when its folder is a temp directory itself."""
+    found = []
+    for word in command:
+        if word.startswith("/") and _file_or_dir(word):
+            real = os.path.realpath(word)
+            folder = real if os.path.isdir(real) else os.path.dirname(real)
+            found += [real, folder]
+    return found
 
 
 def hidden_sockets(
