@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import PROTOCOL_VERSION, connect_to_agent
 from acp.core import ClientSideConnection
@@ -18,6 +18,9 @@ from acp.schema import ClientCapabilities, Implementation, InitializeResponse
 from ide.headless import ReadOnlyClient, close_backend
 from ide.protocol import META_KEY
 from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
+
+if TYPE_CHECKING:
+    from tests.support.wire import WireTap
 
 BACKEND = [sys.executable, "-m", "ide", "acp"]
 
@@ -86,8 +89,10 @@ async def acp_backend(
     env: dict[str, str] | None = None,
     capabilities: ClientCapabilities | None = None,
     client: RecordingClient | None = None,
+    tap: WireTap | None = None,
 ) -> AsyncIterator[Backend]:
-    """A real ``arbor acp`` subprocess, initialized by the SDK's own client connection."""
+    """A real ``arbor acp`` subprocess, initialized by the SDK's own client connection; ``tap`` records
+    the traffic from the first byte (tests/support/wire.py)."""
     proc = await asyncio.create_subprocess_exec(
         *BACKEND,
         stdin=asyncio.subprocess.PIPE,
@@ -97,6 +102,8 @@ async def acp_backend(
         limit=50 * 1024 * 1024,
     )
     assert proc.stdin is not None and proc.stdout is not None
+    if tap is not None:
+        tap.attach(proc)
     client = client or RecordingClient()
     conn = connect_to_agent(client, proc.stdin, proc.stdout)
     try:
