@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -198,11 +197,12 @@ async def test_cancellation_is_prompt_and_frees_the_slot(fake_ollama: Start) -> 
 
     task = asyncio.create_task(router.stream("react", ASK))
     assert await asyncio.to_thread(server.wait_for_chats, 1)
-    started = time.perf_counter()
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert time.perf_counter() - started < 1.0
+    for _ in range(100):  # loop turns, not time: a cancel that waited for the answer would need its 5 s
+        if task.done():
+            break
+        await asyncio.sleep(0)
+    assert task.cancelled(), "the cancel waited for the server's answer"
 
     reply = await router.stream("react", ASK)
     assert reply.content == "next"

@@ -177,11 +177,12 @@ async def test_cancellation_during_latency_is_prompt(write_script: WriteScript) 
             break
         await asyncio.sleep(0)
     assert model.script.consumed == 1, "the call should be inside its latency by now"
-    started = time.perf_counter()
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert time.perf_counter() - started < 0.5
+    for _ in range(100):  # loop turns, not time: a cancel that waited the latency out would need its 10 s
+        if task.done():
+            break
+        await asyncio.sleep(0)
+    assert task.cancelled(), "the cancel did not end the call's latency"
     assert (await router.stream("react", ASK)).content == "after", "the provider slot was released"
 
 
