@@ -5,7 +5,6 @@ in, the worktree removed — and a hostile repository's links and names neither 
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -190,9 +189,7 @@ def test_hostile_file_names_are_captured_as_they_are(shadow: Shadow, name: str) 
 
 def test_a_fifo_the_agent_makes_does_not_hang_the_capture(shadow: Shadow) -> None:
     os.mkfifo(shadow.root / "pipe")
-    start = time.monotonic()
-    found = shadow.capture()
-    assert time.monotonic() - start < 5
+    found = shadow.capture()  # opening the pipe to read it would block for good (it has no writer)
     assert "pipe" not in found.changes  # git lists no special files; a read of one would be refused
 
 
