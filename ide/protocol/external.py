@@ -104,11 +104,16 @@ class ExternalClosed(WireModel):
 
 
 EXTERNAL_OPEN = Method("arbor/external/open", ExternalOpenParams, ExternalSession)
-EXTERNAL_WRITE = Method("arbor/external/write", ExternalWriteParams, ChangeSetView)
+EXTERNAL_WRITE = Method("arbor/external/write", ExternalWriteParams, ChangeSetView, timeout_s=120.0)
+"""Diffs a whole file into the review."""
 EXTERNAL_READ = Method("arbor/external/read", ExternalReadParams, ExternalText)
-EXTERNAL_SHADOW = Method("arbor/external/shadow", ExternalShadowParams, ExternalShadow)
-EXTERNAL_CAPTURE = Method("arbor/external/capture", ExternalCaptureParams, ExternalCapture)
-EXTERNAL_TURN_START = Method("arbor/external/turn_start", ExternalTurnStartParams, ExternalCapture)
+EXTERNAL_SHADOW = Method("arbor/external/shadow", ExternalShadowParams, ExternalShadow, timeout_s=600.0)
+"""Checks out the whole repository (a large one takes a while)."""
+EXTERNAL_CAPTURE = Method("arbor/external/capture", ExternalCaptureParams, ExternalCapture, timeout_s=300.0)
+"""Reads and diffs every file the agent changed."""
+EXTERNAL_TURN_START = Method(
+    "arbor/external/turn_start", ExternalTurnStartParams, ExternalCapture, timeout_s=300.0
+)
 EXTERNAL_CLOSE = Method("arbor/external/close", ExternalSessionParams, ExternalClosed)
 EXTERNAL_METHODS = (
     EXTERNAL_OPEN,

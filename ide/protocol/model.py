@@ -149,7 +149,8 @@ CONTEXT_NOTIFICATION = Notification("arbor/context", ContextFill)
 """Sent before each model request of a turn: how full the request is of the model's window."""
 USAGE_NOTIFICATION = Notification("arbor/usage", UsageSpent)
 """Sent during a turn as model calls start, stream (every few dozen tokens) and end: the spend so far."""
-MODEL_PROBE = Method("arbor/model/probe", ProbeParams, ProbeResult)
+MODEL_PROBE = Method("arbor/model/probe", ProbeParams, ProbeResult, timeout_s=300.0)
+"""A generation per model the workspace uses."""
 MODEL_PROBES_CACHED = Method("arbor/model/probes", ProbeParams, ProbeResult)
 MODEL_HEALTH = Method("arbor/model/health", HealthParams, ModelHealth)
 MODEL_METHODS = (MODEL_PROBE, MODEL_PROBES_CACHED, MODEL_HEALTH)

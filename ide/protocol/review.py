@@ -210,8 +210,9 @@ class HistoryResult(WireModel):
 
 CHANGESET_NOTIFICATION = Notification("arbor/changeset", ChangeSetView)
 DECIDE = Method("arbor/review/decide", DecideParams, ChangeSetView)
-APPLY = Method("arbor/review/apply", ApplyParams, ApplyResult)
-ROLLBACK = Method("arbor/review/rollback", RollbackParams, RollbackResult)
+APPLY = Method("arbor/review/apply", ApplyParams, ApplyResult, timeout_s=600.0)
+"""A checkpoint, the writes and a git commit."""
+ROLLBACK = Method("arbor/review/rollback", RollbackParams, RollbackResult, timeout_s=600.0)
 HISTORY = Method("arbor/review/history", HistoryParams, HistoryResult)
 CHANGESET = Method("arbor/review/changeset", ChangeSetParams, ChangeSetView)
 HUNKS = Method("arbor/review/hunks", HunksParams, HunksResult)
