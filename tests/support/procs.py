@@ -39,6 +39,13 @@ def _started(pid: int) -> tuple[str, str] | None:
     return fields[0], fields[19]
 
 
+def running_pid(pid: int) -> bool:
+    """Whether ``pid`` is a process that still runs: not gone, and not a zombie its parent (after a killed
+    parent, init) has not reaped yet."""
+    started = _started(pid)
+    return started is not None and started[0] != "Z"
+
+
 def descendants(root: int) -> dict[int, str]:
     """Every process below ``root`` now (children, theirs, …), each with its start time: a pid taken by
     another process later is not mistaken for it."""
