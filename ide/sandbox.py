@@ -9,7 +9,8 @@ user can. With ``review.confine_agents`` the agent's process is started under ``
   shared temp directories (``/tmp``, ``/var/tmp``, Python's) are an empty tmpfs: other programs' files and
   sockets there are not seen, however they come and go; bound back read-only are only the workspace, the
   user's git objects the shadow reads through its alternates, the agent's own ``HOME`` and the files its
-  command line names.
+  command line names, with their folders (a link in one that leads elsewhere in a temp directory is not
+  followed: an agent installed there must be named by its real path).
 - Processes: a PID namespace and ``/proc`` of its own, so no host process is visible — a host process's
   ``/proc/PID/root`` led back to the writable host file system. Its own IPC and hostname, a new session
   (no controlling terminal to push keystrokes into with TIOCSTI) and no capabilities: run as root, bwrap
