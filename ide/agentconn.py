@@ -2,8 +2,8 @@
 notification routing — shared by the window's BackendBridge, its review connection and ``arbor run``.
 
 The ACP SDK is imported only inside functions: the window loads it on a worker thread while the agent's
-process starts (:mod:`ide.agentproc`). So are the wire models (pydantic), and the request time limits that
-name their methods are made at first use: the window's first frame does without them.
+process starts (:mod:`ide.agentproc`). So are the wire models (pydantic) and the declarations of ACP's own
+requests: the window's first frame does without them.
 """
 
 from __future__ import annotations
@@ -12,10 +12,8 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ide.protocol import AgentMeta, ErrorInfo, TurnMeta
-    from ide.protocol.method import Method, Notification
+    from ide.protocol.method import Method, Notification, Request
     from ide.protocol.review import ApplyResult
 
 from ide.agentproc import AgentProcess, client_version, error_from_request, no_answer_error
@@ -44,49 +42,22 @@ T = TypeVar("T", bound="BaseModel")
 R = TypeVar("R")
 
 
-@cache
-def request_timeouts() -> Mapping[str, float | None]:
-    """Seconds a client waits for the answer to each request, by its name on the wire (None: no limit),
-    made at first use (it names the wire declarations)."""
-    from ide.protocol.external import EXTERNAL_CAPTURE, EXTERNAL_SHADOW, EXTERNAL_TURN_START, EXTERNAL_WRITE
-    from ide.protocol.model import MODEL_PROBE
-    from ide.protocol.review import APPLY, ROLLBACK
-
-    return MappingProxyType(
-        {
-            "initialize": 60.0,  # the backend imports LangGraph and friends before it answers
-            "session/new": 60.0,
-            "session/load": 120.0,  # replays the session's whole history first
-            "session/list": 30.0,
-            "session/set_mode": 30.0,
-            "session/prompt": None,  # a turn lasts as long as the model works; Stop cancels it
-            f"_{MODEL_PROBE}": 300.0,  # a generation per model the workspace uses
-            f"_{EXTERNAL_WRITE}": 120.0,  # diffs a whole file into the review
-            f"_{EXTERNAL_SHADOW}": 600.0,  # checks out the whole repository (a large one takes a while)
-            f"_{EXTERNAL_CAPTURE}": 300.0,  # reads and diffs every file the agent changed
-            f"_{EXTERNAL_TURN_START}": 300.0,
-            f"_{APPLY}": 600.0,  # checkpoint, writes, git commit
-            f"_{ROLLBACK}": 600.0,
-        }
-    )
-
-
-DEFAULT_REQUEST_TIMEOUT_S = 60.0
-"""Every request not in :func:`request_timeouts`: index, outline, review, memory, LSP queries."""
-
-
 @dataclass(frozen=True)
 class RequestTimeouts:
-    """How long a client waits for an answer; a window or test may pass shorter ones."""
+    """How long a client waits for answers: each request's declared limit (``Request.timeout_s``, see
+    :mod:`ide.protocol.method` and :mod:`ide.protocol.standard`) unless ``overrides`` names it; a window
+    or a test may pass shorter ones."""
 
-    seconds: Mapping[str, float | None] | None = None
-    """By wire name; None: :func:`request_timeouts`."""
-    default: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    overrides: Mapping[Request, float | None] = field(default_factory=dict)
+    """Limits by declaration (None: no limit), in place of the declared ones."""
 
-    def of(self, method: str) -> float | None:
-        """The limit of the request ``method`` (its name on the wire), None for none."""
-        seconds = request_timeouts() if self.seconds is None else self.seconds
-        return seconds.get(method, self.default)
+    def of(self, request: Request) -> float | None:
+        """The limit of ``request``, None for none."""
+        return self.overrides.get(request, request.timeout_s)
+
+
+DEFAULT_TIMEOUTS = RequestTimeouts()
+"""Every request as declared."""
 
 
 class NoAnswer(TimeoutError):
@@ -98,19 +69,17 @@ class NoAnswer(TimeoutError):
         super().__init__(self.info.message)
 
 
-async def within(call: Awaitable[R], method: str, timeouts: RequestTimeouts) -> R:
-    """The answer to the request ``method`` that ``call`` sends; :class:`NoAnswer` when it does not come
-    in time (the wait is cancelled, which takes the request off the connection's pending list)."""
-    seconds = timeouts.of(method)
+async def within(call: Awaitable[R], request: Request, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS) -> R:
+    """The answer to ``request``, which ``call`` sends; :class:`NoAnswer` (naming the request by its wire
+    name) when it does not come within its limit (the wait is cancelled, which takes the request off the
+    connection's pending list)."""
+    seconds = timeouts.of(request)
     try:
         return await asyncio.wait_for(call, seconds)
     except TimeoutError:
         if seconds is None:
             raise
-        raise NoAnswer(method, seconds) from None
-
-
-DEFAULT_TIMEOUTS = RequestTimeouts()
+        raise NoAnswer(request.wire_name, seconds) from None
 
 
 def load_sdk() -> None:
@@ -275,6 +244,7 @@ async def initialize(
     from pydantic import ValidationError
 
     from ide.protocol import META_KEY, AgentMeta
+    from ide.protocol.standard import INITIALIZE
 
     greeting = conn.initialize(
         protocol_version=PROTOCOL_VERSION,
@@ -285,7 +255,7 @@ async def initialize(
         ),
         client_info=Implementation(name=client, title=title, version=version or client_version()),
     )
-    init = await within(greeting, "initialize", timeouts)
+    init = await within(greeting, INITIALIZE, timeouts)
     capabilities = init.agent_capabilities
     raw_meta = (capabilities.field_meta or {}).get(META_KEY) if capabilities else None
     try:
@@ -328,19 +298,21 @@ async def open_session(
     not answer in time."""
     from acp import RequestError
 
+    from ide.protocol.standard import SESSION_LOAD, SESSION_NEW
+
     if resume is not None:
         if can_load:
             on_replay()
             try:
                 load = conn.load_session(cwd=cwd, session_id=resume, mcp_servers=[])
-                loaded = await within(load, "session/load", timeouts)
+                loaded = await within(load, SESSION_LOAD, timeouts)
             except RequestError as exc:
                 on_replay_failed(error_from_request(exc).message)
             else:
                 return OpenedSession(resume, loaded.modes if loaded else None, replayed=True)
         else:
             on_replay_failed("The agent cannot restore sessions (no loadSession capability).")
-    created = await within(conn.new_session(cwd=cwd, mcp_servers=[]), "session/new", timeouts)
+    created = await within(conn.new_session(cwd=cwd, mcp_servers=[]), SESSION_NEW, timeouts)
     return OpenedSession(created.session_id, created.modes, replayed=False)
 
 
@@ -386,12 +358,13 @@ async def list_sessions(
 ) -> list[SessionSummary] | ErrorInfo | None:
     """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal or no answer in
     time, None when the connection is lost (the process died) or the answer is unreadable."""
+    from ide.protocol.standard import SESSION_LIST
 
     async def pages() -> list[SessionSummary]:
         found: list[SessionSummary] = []
         cursor: str | None = None
         for _ in range(LIST_PAGES):
-            page = await within(conn.list_sessions(cwd=cwd, cursor=cursor), "session/list", timeouts)
+            page = await within(conn.list_sessions(cwd=cwd, cursor=cursor), SESSION_LIST, timeouts)
             found += [SessionSummary(s.session_id, s.title, _when(s.updated_at)) for s in page.sessions]
             cursor = page.next_cursor
             if not cursor:
@@ -410,9 +383,11 @@ async def prompt(
     lost or the answer is unreadable."""
     from acp import text_block
 
+    from ide.protocol.standard import SESSION_PROMPT
+
     async def answer() -> PromptResponse:
         turn = conn.prompt(session_id=session_id, prompt=[text_block(text)])
-        return await within(turn, "session/prompt", timeouts)
+        return await within(turn, SESSION_PROMPT, timeouts)
 
     return await _answered(answer())
 
@@ -438,16 +413,17 @@ async def apply_all(
     decide = DecideParams(session_id=session_id, decision="accepted", all=True)
     try:
         # Only whether it was refused matters here: its answer (the change set) is not read.
-        await within(conn.ext_method(DECIDE, decide.model_dump(mode="json")), f"_{DECIDE}", timeouts)
+        await within(conn.ext_method(DECIDE, decide.model_dump(mode="json")), DECIDE, timeouts)
         return await call(conn, APPLY, ApplyParams(session_id=session_id, message=message), timeouts)
     except NoAnswer as exc:
         raise RequestError(ERROR_CODE, exc.info.message, error_data(exc.info)) from None
 
 
 async def call(conn: Any, method: Method[P, T], params: P, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS) -> T:
-    """Call the extension ``_method`` and read its answer as the method's result; raises what the
-    connection raises (``acp.RequestError``, :class:`NoAnswer`, pydantic's ``ValidationError``, …)."""
-    answer = await within(conn.ext_method(method, params.model_dump(mode="json")), f"_{method}", timeouts)
+    """Call the extension ``_method`` and read its answer as the method's result, waiting as long as the
+    method's declaration says (unless ``timeouts`` overrides it); raises what the connection raises
+    (``acp.RequestError``, :class:`NoAnswer`, pydantic's ``ValidationError``, …)."""
+    answer = await within(conn.ext_method(method, params.model_dump(mode="json")), method, timeouts)
     return method.result.model_validate(answer)
 
 
@@ -455,7 +431,8 @@ async def ask(
     conn: Any, method: Method[P, T], params: P, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
 ) -> T | ErrorInfo | None:
     """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal, an
-    unreadable answer or none in time, or None when the connection is lost (the process died)."""
+    unreadable answer or none within the method's limit (:func:`call`), or None when the connection is
+    lost (the process died)."""
     from acp import RequestError
     from pydantic import ValidationError
 

@@ -114,7 +114,7 @@ class BackendBridge(QObject):
         self._connections: dict[int, ClientSideConnection] = {}
         self._notifications = agentconn.NotificationRouter()
         self.timeouts = agentconn.DEFAULT_TIMEOUTS
-        """How long each request waits for its answer (one table, :func:`agentconn.request_timeouts`);
+        """How long each request waits for its answer (its declaration's limit, ``Request.timeout_s``);
         without one in time its handler gets an error saying so, and a late answer is dropped."""
 
     @property
@@ -365,9 +365,11 @@ class BackendBridge(QObject):
     async def _set_mode(self, generation: int, conn: ClientSideConnection, session: str, mode: str) -> None:
         from acp import RequestError
 
+        from ide.protocol.standard import SESSION_SET_MODE
+
         try:
             await agentconn.within(
-                conn.set_session_mode(session_id=session, mode_id=mode), "session/set_mode", self.timeouts
+                conn.set_session_mode(session_id=session, mode_id=mode), SESSION_SET_MODE, self.timeouts
             )
         except (RequestError, agentconn.NoAnswer, ConnectionError) as exc:
             if generation == self._generation and not isinstance(exc, ConnectionError):

@@ -307,7 +307,7 @@ class ReviewBackend(QObject):
         conn, session_id = await self._connection()
         try:
             call = conn.ext_method(ext, {"session_id": session_id, **params})
-            return ext.result.model_validate(await agentconn.within(call, f"_{ext}", self.timeouts))
+            return ext.result.model_validate(await agentconn.within(call, ext, self.timeouts))
         except agentconn.NoAnswer as exc:
             late = f"{method}: Arbor's review backend did not answer {exc.method} within {exc.seconds:g} s"
             raise _refusal(INTERNAL_ERROR, late, path) from None

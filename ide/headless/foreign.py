@@ -66,6 +66,7 @@ from ide.headless import (
 )
 from ide.lifetime import scratch_prefix
 from ide.protocol import external as ex
+from ide.protocol.standard import SESSION_NEW
 from ide.sandbox import confined
 
 
@@ -236,7 +237,7 @@ class ForeignRun:
         self.conn = connect_to_agent(self.client, foreign.stdin, foreign.stdout)  # type: ignore[arg-type]
         await agentconn.initialize(self.conn, meta={}, client="arbor-run", fs=True)
         new = self.conn.new_session(cwd=shadow.cwd, mcp_servers=[])
-        session = await agentconn.within(new, "session/new", agentconn.DEFAULT_TIMEOUTS)
+        session = await agentconn.within(new, SESSION_NEW)
         self.session_id = session.session_id
 
     async def turn(self, task: str) -> tuple[Any, ex.ExternalCapture]:

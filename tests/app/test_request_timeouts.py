@@ -2,8 +2,9 @@
 answers — as ``arbor acp`` does for a line over its 50 MB limit, whose error carries no id — gives the
 caller an error naming the method and the time, the request is forgotten, and a late answer is dropped.
 
-The peer is a real process speaking ACP on stdio (``tests/support/silent_agent.py``); the timeouts are
-injected short.
+The peer is a real process speaking ACP on stdio (``tests/support/silent_agent.py``); the test's own
+method is declared with a short limit, and the real ones are given short ones through the bridge's
+``timeouts``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from ide.app.acp_client import BackendBridge
 from ide.app.background import spawn
 from ide.app.external import ReviewBackend
 from ide.protocol import ErrorInfo
+from ide.protocol.external import EXTERNAL_WRITE
 from ide.protocol.method import Method
+from ide.protocol.standard import SESSION_NEW, SESSION_SET_MODE
 from tests.support.window import BACKEND_START_TIMEOUT_MS
 
 pytestmark = pytest.mark.window
@@ -42,13 +45,8 @@ class Answer(BaseModel):
     late: bool
 
 
-SLOW = Method("arbor/test/slow", Nothing, Answer)
+SLOW = Method("arbor/test/slow", Nothing, Answer, timeout_s=SHORT)
 RELEASE = Method("arbor/test/release", Nothing, Answer)
-
-
-def short(**overrides: float | None) -> agentconn.RequestTimeouts:
-    """The real table with ``SHORT`` for every query, and ``overrides`` by wire name."""
-    return agentconn.RequestTimeouts({**agentconn.request_timeouts(), **overrides}, default=SHORT)
 
 
 def reaped(process: Any) -> bool:
@@ -87,7 +85,6 @@ def test_a_query_without_an_answer_gets_an_error_and_its_late_answer_is_dropped(
     qtbot: Any, make_bridge: Any
 ) -> None:
     bridge = started(qtbot, make_bridge("_arbor/test/slow"))
-    bridge.timeouts = short()
     results: list[Answer] = []
     errors: list[ErrorInfo] = []
     assert bridge.request(SLOW, Nothing(), results.append, errors.append)
@@ -108,7 +105,6 @@ def test_an_unanswered_request_without_a_handler_is_reported_by_the_window(
     qtbot: Any, make_bridge: Any
 ) -> None:
     bridge = started(qtbot, make_bridge("_arbor/test/slow"))
-    bridge.timeouts = short()
     with qtbot.waitSignal(bridge.errorRaised, timeout=WAIT_MS) as raised:
         assert bridge.request(SLOW, Nothing(), lambda _answer: None)
     assert "did not answer _arbor/test/slow" in raised.args[0].message
@@ -117,7 +113,7 @@ def test_an_unanswered_request_without_a_handler_is_reported_by_the_window(
 def test_a_session_that_is_never_opened_stops_the_backend_with_the_reason(
     qtbot: Any, make_bridge: Any
 ) -> None:
-    bridge = make_bridge("session/new", short(**{"session/new": SHORT}))
+    bridge = make_bridge("session/new", agentconn.RequestTimeouts({SESSION_NEW: SHORT}))
     with qtbot.waitSignal(bridge.errorRaised, timeout=BACKEND_START_TIMEOUT_MS) as raised:
         bridge.start()
     assert raised.args[0].message == f"The backend did not answer session/new within {SHORT:g} s."
@@ -126,7 +122,7 @@ def test_a_session_that_is_never_opened_stops_the_backend_with_the_reason(
 
 def test_a_mode_switch_without_an_answer_keeps_the_mode_and_says_why(qtbot: Any, make_bridge: Any) -> None:
     bridge = started(qtbot, make_bridge("session/set_mode"))
-    bridge.timeouts = short(**{"session/set_mode": SHORT})
+    bridge.timeouts = agentconn.RequestTimeouts({SESSION_SET_MODE: SHORT})
     errors: list[ErrorInfo] = []
     modes: list[str] = []
     bridge.errorRaised.connect(errors.append)
@@ -137,19 +133,11 @@ def test_a_mode_switch_without_an_answer_keeps_the_mode_and_says_why(qtbot: Any,
     assert modes == [""] and bridge.mode is None
 
 
-def test_the_table_leaves_a_turn_unlimited_and_limits_everything_else() -> None:
-    table = agentconn.DEFAULT_TIMEOUTS
-    assert table.of("session/prompt") is None  # cancellable with Stop
-    assert table.of("_arbor/index/search") == table.of("_arbor/memory/search") == 60.0
-    assert table.of("_arbor/review/apply") == 600.0
-    assert all(table.of(method) for method in ("initialize", "session/new", "session/load", "session/list"))
-
-
 def test_a_foreign_agents_write_the_review_backend_drops_fails_instead_of_hanging(
     qtbot: Any, qloop: Any, tmp_path: Path
 ) -> None:
     review = ReviewBackend(tmp_path, AgentChoice("silent", SILENT_AGENT, {}))
-    review.timeouts = short(**{"_arbor/external/write": SHORT})
+    review.timeouts = agentconn.RequestTimeouts({EXTERNAL_WRITE: SHORT})
     target = tmp_path / "big.py"
     task = spawn(review.write_text_file("foreign", str(target), "x = 1\n"), name="foreign write")
     try:
