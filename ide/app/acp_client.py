@@ -23,6 +23,8 @@ from shiboken6 import isValid
 from ide import agentconn, agentproc
 from ide.agentproc import BackendState, error_from_request
 from ide.app.background import run_blocking, spawn
+from ide.client.events import ModeChanged
+from ide.client.fold import SessionFold
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
@@ -61,8 +63,9 @@ class BackendBridge(QObject):
     window's current one's place: views should forget what they show."""
     replayFailed = Signal(str)
     """The previous session could not be restored (message); a new session follows."""
-    sessionUpdate = Signal(object)
-    """One ``session/update`` payload (an ``acp.schema`` update model) of the current session."""
+    sessionEvent = Signal(object)
+    """One event of the current session (:mod:`ide.client.events`): a ``session/update`` read by the
+    session's one fold, which keeps each tool call's whole state."""
     turnFinished = Signal(str, object)
     """Stop reason and the turn's :class:`TurnMeta` (None when the agent sent none)."""
     errorRaised = Signal(object)
@@ -113,6 +116,8 @@ class BackendBridge(QObject):
         self._watcher: asyncio.Task[None] | None = None
         self._connections: dict[int, ClientSideConnection] = {}
         self._notifications = agentconn.NotificationRouter()
+        self._fold = SessionFold()
+        """The current session's updates read into events; a new one for each session, start and replay."""
         self.timeouts = agentconn.DEFAULT_TIMEOUTS
         """How long each request waits for its answer (its declaration's limit, ``Request.timeout_s``);
         without one in time its handler gets an error saying so, and a late answer is dropped."""
@@ -306,7 +311,7 @@ class BackendBridge(QObject):
         if process.returncode is not None:
             return  # died while the SDK loaded; the watcher has reported it
         callbacks = agentconn.ClientCallbacks(
-            partial(self._on_session_update, generation),
+            partial(self._on_update, generation),
             lambda: self.permission_handler,
             partial(self._on_notification, generation),
             lambda: self.fs_handler,
@@ -342,6 +347,7 @@ class BackendBridge(QObject):
     async def _open(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
         def replay() -> None:
             self.session_id = resume  # the replayed updates are of this session
+            self._fold = SessionFold(resume)
             self.replayStarting.emit()
 
         opened = await agentconn.open_session(
@@ -396,19 +402,22 @@ class BackendBridge(QObject):
         if isinstance(response, ErrorInfo):
             self.errorRaised.emit(response)
         else:
-            meta = agentconn.turn_meta(response.field_meta)
-            self.turnFinished.emit(response.stop_reason, meta)
-            if meta is not None and meta.error is not None:
-                self.errorRaised.emit(meta.error)
+            ended = self._fold.answer(response)
+            self.turnFinished.emit(ended.stop_reason, ended.meta)
+            if ended.meta is not None and ended.meta.error is not None:
+                self.errorRaised.emit(ended.meta.error)
         self._set_state(BackendState.READY)
 
-    def _on_session_update(self, generation: int, session_id: str, update: Any) -> None:
+    def _on_update(self, generation: int, session_id: str, update: Any) -> None:
         if generation != self._generation or session_id != self.session_id:
             return
-        if getattr(update, "session_update", None) == "current_mode_update":
-            self.mode = update.current_mode_id
+        if self._fold.session_id != session_id:
+            self._fold = SessionFold(session_id)
+        event = self._fold.apply(update)
+        if isinstance(event, ModeChanged):
+            self.mode = event.mode_id
             self.modeChanged.emit(self.mode)
-        self.sessionUpdate.emit(update)
+        self.sessionEvent.emit(event)
 
     async def _watch(self, generation: int, agent: agentproc.AgentProcess) -> None:
         code = await agent.wait()

@@ -1,9 +1,9 @@
-"""The chat as data: blocks folded from the ACP ``session/update`` stream, with no Qt in sight.
+"""The chat as data: blocks built from the session's events (:mod:`ide.client.events`), with no Qt in sight.
 
-The chat view is a pure function of this fold, which is what lets ``session/load`` rebuild it: replaying
-the stored updates into an empty :class:`Conversation` gives the same blocks the live turn produced.
-Updates are read by their wire discriminators (``sessionUpdate``, content ``type``), not by SDK class, so
-this module does not import ``acp.schema``: that import costs most of a second, and the window paints first.
+The chat view is a pure function of the events, which is what lets ``session/load`` rebuild it: replaying
+the stored updates' events into an empty :class:`Conversation` gives the same blocks the live turn
+produced. Content is read by its wire discriminator (``type``), not by SDK class, so this module does not
+import ``acp.schema``: that import costs most of a second, and the window paints first.
 """
 
 from __future__ import annotations
@@ -11,6 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from ide.client.events import (
+    MessageChunk,
+    PlanChanged,
+    SessionEvent,
+    ThoughtChunk,
+    ToolCallEvent,
+    UserChunk,
+)
+from ide.client.fold import SessionFold
 
 RAW_DISPLAY_CHARS = 6000
 """Raw tool input/output shown in a block; the rest is cut with a note (the agent already caps it)."""
@@ -35,7 +45,7 @@ class Location:
 
 @dataclass(eq=False)
 class ToolBlock:
-    """One tool call, updated in place as ``tool_call_update`` notifications arrive."""
+    """One tool call, updated in place as its events arrive."""
 
     tool_call_id: str
     title: str
@@ -79,54 +89,51 @@ class NoticeBlock:
     detail: str = ""
 
 
-TURN_NOTICE = "arbor_turn_notice"
-"""The ``session_update`` of a window-made :class:`TurnNotice` (never sent by an agent)."""
-
-
 @dataclass(frozen=True)
 class TurnNotice:
-    """A pseudo update the chat folds like the agent's, so a restore that fails keeps it too."""
+    """A window-made event the chat takes like the agent's, so a restore that fails keeps it too."""
 
     kind: str
     title: str
     detail: str = ""
-    session_update: str = TURN_NOTICE
 
 
 Block = TextBlock | ToolBlock | PlanBlock | NoticeBlock
 
-_TEXT_KINDS = {
-    "user_message_chunk": "user",
-    "agent_message_chunk": "assistant",
-    "agent_thought_chunk": "thought",
-}
-
 
 class Conversation:
-    """Blocks in display order, folded from updates one at a time by :meth:`apply`."""
+    """Blocks in display order, built from events one at a time by :meth:`apply`."""
 
     def __init__(self) -> None:
         self.blocks: list[Block] = []
         self._tools: dict[str, ToolBlock] = {}
         self._plan: PlanBlock | None = None
+        self._fold = SessionFold()
+        """Reads an ACP update handed in as such (the window's own prompt, ``ChatPanel.add_user_message``)."""
 
-    def apply(self, update: Any) -> tuple[Block, bool] | None:
-        """Fold one update in; returns the block it changed and whether that block is new.
+    def apply(self, event: SessionEvent | TurnNotice | Any) -> tuple[Block, bool] | None:
+        """Take one event in; returns the block it changed and whether that block is new. An ACP update
+        is read by the fold first.
 
-        Updates the chat does not show (commands, modes, usage, …) return None.
+        Events the chat does not show (commands, modes, usage, …) return None.
         """
-        update_kind = getattr(update, "session_update", None)
-        text_kind = _TEXT_KINDS.get(update_kind or "")
-        if text_kind is not None:
-            return self._append_text(text_kind, content_text(update.content), update.message_id)
-        if update_kind in ("tool_call", "tool_call_update"):
-            return self._tool_call(update)
-        if update_kind == "plan":
-            return self._plan_update(update)
-        if update_kind == TURN_NOTICE:
-            block = NoticeBlock(update.kind, update.title, update.detail)
-            self.blocks.append(block)
-            return block, True
+        if not isinstance(event, SessionEvent | TurnNotice):
+            event = self._fold.apply(event)
+        match event:
+            case UserChunk():
+                return self._append_text("user", content_text(event.content), event.message_id)
+            case MessageChunk():
+                return self._append_text("assistant", content_text(event.content), event.message_id)
+            case ThoughtChunk():
+                return self._append_text("thought", content_text(event.content), event.message_id)
+            case ToolCallEvent():
+                return self._tool_call(event)
+            case PlanChanged():
+                return self._plan_update(event)
+            case TurnNotice():
+                block = NoticeBlock(event.kind, event.title, event.detail)
+                self.blocks.append(block)
+                return block, True
         return None
 
     def _append_text(self, kind: str, text: str, message_id: str | None) -> tuple[Block, bool]:
@@ -143,31 +150,27 @@ class Conversation:
         self.blocks.append(block)
         return block, True
 
-    def _tool_call(self, update: Any) -> tuple[Block, bool]:
-        block = self._tools.get(update.tool_call_id)
+    def _tool_call(self, call: ToolCallEvent) -> tuple[Block, bool]:
+        """The call's block, made or updated to the call's whole state (what was never said keeps the
+        block's defaults)."""
+        block = self._tools.get(call.id)
         created = block is None
         if block is None:
-            block = ToolBlock(update.tool_call_id, title=update.title or update.tool_call_id)
-            self._tools[update.tool_call_id] = block
+            block = ToolBlock(call.id, title=call.id)
+            self._tools[call.id] = block
             self.blocks.append(block)
-        if update.title:
-            block.title = update.title
-        if update.kind:
-            block.kind = update.kind
-        if update.status:
-            block.status = update.status
-        if update.locations is not None:
-            block.locations = [Location(loc.path, loc.line) for loc in update.locations]
-        if update.raw_input is not None:
-            block.raw_input = update.raw_input
-        if update.raw_output is not None:
-            block.raw_output = update.raw_output
-        if update.content is not None:
-            block.content = "\n".join(_tool_content_text(item) for item in update.content)
+        block.title = call.title or block.title
+        block.kind = call.kind or block.kind
+        block.status = call.status or block.status
+        if call.locations is not None:
+            block.locations = [Location(loc.path, loc.line) for loc in call.locations]
+        block.raw_input, block.raw_output = call.raw_input, call.raw_output
+        if call.content is not None:
+            block.content = "\n".join(_tool_content_text(item) for item in call.content)
         return block, created
 
-    def _plan_update(self, update: Any) -> tuple[Block, bool]:
-        items = [PlanItem(entry.content, entry.status, entry.priority) for entry in update.entries]
+    def _plan_update(self, plan: PlanChanged) -> tuple[Block, bool]:
+        items = [PlanItem(entry.content, entry.status, entry.priority) for entry in plan.entries]
         created = self._plan is None
         if self._plan is None:
             self._plan = PlanBlock()

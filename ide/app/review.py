@@ -1,7 +1,7 @@
 """The Review pane: the session's proposed changes as a file list and one file's diff, decided hunk by hunk.
 
-Narrow interface: the window feeds it change sets, apply/rollback results and history, and standard ACP
-``session/update`` payloads; the pane asks for things through signals carrying ``ide.protocol.review``
+Narrow interface: the window feeds it change sets, apply/rollback results and history, and the session's
+events (:mod:`ide.client.events`); the pane asks for things through signals carrying ``ide.protocol.review``
 models. What it knows and decides is a Qt-free :class:`~ide.app.review_state.ReviewState`: decisions show
 at once (optimistic) and every ChangeSetView from the backend replaces them. The pane composes its pieces
 (:mod:`ide.app.review_widgets`: the file list, the toolbar, the branch bar, the hunk bar, the History tab;
@@ -13,7 +13,7 @@ read-only modes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
@@ -38,6 +38,7 @@ from ide.app.review_widgets import (
 )
 
 if TYPE_CHECKING:
+    from ide.client.events import SessionEvent
     from ide.protocol.review import (
         ApplyResult,
         BatchView,
@@ -64,7 +65,7 @@ class ReviewPane(QWidget):
 
     Inputs: :meth:`set_session`, :meth:`set_interactive`, :meth:`set_changeset`, :meth:`show_branch`,
     :meth:`show_pending`, :meth:`show_apply_result`, :meth:`show_rollback_result`, :meth:`set_history`,
-    :meth:`apply_update`, :meth:`revert`, :meth:`clear`. Outputs: the ``*Requested`` signals.
+    :meth:`apply_event`, :meth:`revert`, :meth:`clear`. Outputs: the ``*Requested`` signals.
     """
 
     decideRequested = Signal(object)
@@ -305,9 +306,9 @@ class ReviewPane(QWidget):
                 "This file's changes could not be loaded; select another file, then this one, to retry."
             )
 
-    def apply_update(self, update: Any) -> None:
+    def apply_event(self, event: SessionEvent) -> None:
         """Collect standard ACP ``diff`` content of tool calls (only when the agent is not Arbor)."""
-        if self.state.collect(update) and not self._standard_timer.isActive():
+        if self.state.collect(event) and not self._standard_timer.isActive():
             self._standard_timer.start()
 
     def show_pending_diffs(self) -> None:

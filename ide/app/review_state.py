@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ide.app.diffs import FileState, StandardDiffs, feedback_prompt, file_state, header_text, keep_loaded
+from ide.client.events import SessionEvent, ToolCallEvent
 
 if TYPE_CHECKING:
     from ide.protocol.review import (
@@ -562,24 +563,21 @@ class ReviewState:
         self.comments.clear()
         self.current_file = self.current_hunk = -1
 
-    def collect(self, update: Any) -> bool:
+    def collect(self, event: SessionEvent) -> bool:
         """Fold the standard ACP ``diff`` content of a tool call into the read-only review (only when the
-        agent is not Arbor); True when the view changes: the update carried one, or it says a call that
-        proposed one failed (a refused or failed edit is not shown)."""
-        if self.interactive:
+        agent is not Arbor); True when the view changes: the event's notification carried one, or it says
+        a call that proposed one failed (a refused or failed edit is not shown)."""
+        if self.interactive or not isinstance(event, ToolCallEvent):
             return False
-        if getattr(update, "session_update", None) not in ("tool_call", "tool_call_update"):
-            return False
-        call_id = getattr(update, "tool_call_id", "")
-        if getattr(update, "status", None) == "failed":
-            return self._standard.drop(call_id)
+        if "status" in event.changed and event.status == "failed":
+            return self._standard.drop(event.id)
         diffs = [
             (self._relative(item.path), item.old_text, item.new_text)
-            for item in getattr(update, "content", None) or []
+            for item in ((event.content or ()) if "content" in event.changed else ())
             if getattr(item, "type", None) == "diff"
         ]
         if diffs:
-            self._standard.propose(call_id, diffs)
+            self._standard.propose(event.id, diffs)
         return bool(diffs)
 
     def standard_changeset(self) -> ChangeSetView:

@@ -1,6 +1,7 @@
-"""A search tree from plain ACP session updates, Qt-free: an agent that sends no ``_arbor/tree`` events
-(Claude Code, Gemini CLI, goose …) still gets one run per turn — a node per tool call (title, kind, status,
-raw input and output) and its plan's steps — as :class:`~ide.protocol.tree.TreeEvent` records."""
+"""A search tree from a plain ACP session's events (:mod:`ide.client.events`), Qt-free: an agent that sends
+no ``_arbor/tree`` events (Claude Code, Gemini CLI, goose …) still gets one run per turn — a node per tool
+call (title, kind, status, raw input and output) and its plan's steps — as
+:class:`~ide.protocol.tree.TreeEvent` records."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ide.client.events import PlanChanged, PlanEntry, SessionEvent, ToolCallEvent
+
 if TYPE_CHECKING:
-    from ide.protocol.tree import NodeKind, NodeStatus, TreeEvent, TreeNode
+    from ide.protocol.tree import NodeKind, NodeStatus, ToolAction, TreeEvent, TreeNode
 
 
 STATUSES: dict[str, NodeStatus] = {
@@ -52,8 +55,15 @@ def _args(raw_input: Any) -> dict[str, Any]:
     return dict(raw_input) if isinstance(raw_input, dict) else {"input": raw_input}
 
 
+def _action(call: ToolCallEvent) -> ToolAction:
+    """The call as a node's action: its kind and input."""
+    from ide.protocol.tree import ToolAction
+
+    return ToolAction(tool=call.kind or "other", args=_args(call.raw_input))
+
+
 class ToolCallTree:
-    """Feed it a turn's ``session/update`` payloads; each call returns the tree events they make.
+    """Feed it a turn's session events; each call returns the tree events they make.
 
     A run opens at the first tool call or plan of a turn (a turn of plain chat makes no tree) and ends
     with :meth:`finish`, which ends every node's ``active`` with it. Updates of unknown tool calls add
@@ -77,13 +87,12 @@ class ToolCallTree:
         self._prompt = prompt
         return events
 
-    def update(self, update: Any) -> list[TreeEvent]:
-        """The events one ``session/update`` makes (none for chat text, thoughts, modes …)."""
-        kind = getattr(update, "session_update", None)
-        if kind in ("tool_call", "tool_call_update"):
-            return self._tool_call(update, new=kind == "tool_call")
-        if kind == "plan":
-            return self._plan(update.entries)
+    def apply(self, event: SessionEvent) -> list[TreeEvent]:
+        """The tree events one session event makes (none for chat text, thoughts, modes …)."""
+        if isinstance(event, ToolCallEvent):
+            return self._tool_call(event)
+        if isinstance(event, PlanChanged):
+            return self._plan(event.entries)
         return []
 
     def changed(self, tool_call_id: str, note: str) -> list[TreeEvent]:
@@ -147,36 +156,34 @@ class ToolCallTree:
             created_at=now, updated_at=now,
         )  # fmt: skip
 
-    def _tool_call(self, update: Any, *, new: bool) -> list[TreeEvent]:
-        from ide.protocol.tree import ToolAction
-
+    def _tool_call(self, call: ToolCallEvent) -> list[TreeEvent]:
+        """A node for a call new to this run, from its whole state; else what this event changed."""
         events = self._open()
-        node_id = f"tool:{update.tool_call_id}"
-        status = STATUSES.get(getattr(update, "status", None) or "")
-        observation = _text(getattr(update, "raw_output", None)) or _text(_content_text(update.content))
-        raw_input = getattr(update, "raw_input", None)
-        title = getattr(update, "title", None)
+        node_id = f"tool:{call.id}"
         if node_id not in self._nodes:
             self._nodes.add(node_id)
             self._tool_calls += 1
-            node = self._node(node_id, ROOT, "action", title or "tool call", status or "generated")
-            node.action = ToolAction(tool=getattr(update, "kind", None) or "other", args=_args(raw_input))
-            node.observation = observation
+            status = STATUSES.get(call.status or "", "generated")
+            node = self._node(node_id, ROOT, "action", call.title or "tool call", status)
+            node.action = _action(call)
+            node.observation = _text(call.raw_output) or _text(_content_text(call.content))
             return [*events, self._event("node_added", node=node)]
+        changed = call.changed
         changes: dict[str, Any] = {"updated_at": time.time()}
-        if status is not None:
+        if "status" in changed and (status := STATUSES.get(call.status or "")) is not None:
             changes["status"] = status
-        if title:
-            changes["label"] = title
-        if observation is not None:
+        if "title" in changed:
+            changes["label"] = call.title
+        observation = ("raw_output" in changed and _text(call.raw_output)) or (
+            "content" in changed and _text(_content_text(call.content))
+        )
+        if observation:
             changes["observation"] = observation
-        if raw_input is not None:
-            changes["action"] = ToolAction(
-                tool=getattr(update, "kind", None) or "other", args=_args(raw_input)
-            )
+        if "raw_input" in changed:
+            changes["action"] = _action(call)
         return [*events, self._event("node_updated", node_id=node_id, changes=changes)]
 
-    def _plan(self, entries: list[Any]) -> list[TreeEvent]:
+    def _plan(self, entries: tuple[PlanEntry, ...]) -> list[TreeEvent]:
         events = self._open()
         if PLAN not in self._nodes:
             self._nodes.add(PLAN)

@@ -68,7 +68,7 @@ def test_an_agents_own_notification_is_ignored_without_a_traceback(
     window = agent_window(make_window, tmp_path)
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=REVIEW_START_TIMEOUT_MS)
     chunks: list[Any] = []
-    window.bridge.sessionUpdate.connect(chunks.append)
+    window.bridge.sessionEvent.connect(chunks.append)
     with caplog.at_level(logging.DEBUG):
         window.send_prompt("go")
         # The notification comes first; a few chunks of the answer after it show it was handled.

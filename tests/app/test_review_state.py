@@ -17,6 +17,7 @@ from ide.app.review_state import (
     pending_note,
     rollback_message,
 )
+from ide.client.events import MessageChunk, ToolCallStarted, ToolCallUpdated
 from ide.protocol.review import (
     ApplyResult,
     BatchView,
@@ -235,9 +236,13 @@ def test_plain_acp_diffs_become_a_read_only_review() -> None:
     state = ReviewState()
     state.session_id, state.cwd = SESSION, "/w"
     diff = SimpleNamespace(type="diff", path="/w/src/a.py", old_text="x\n", new_text="y\n")
-    update = SimpleNamespace(session_update="tool_call", content=[diff])
+    update = ToolCallStarted("c1", content=(diff,), changed=frozenset({"content"}))
     assert state.collect(update)
-    assert not state.collect(SimpleNamespace(session_update="agent_message_chunk", content=[diff]))
+    assert not state.collect(MessageChunk("", diff))
+    # The call's whole state still holds the diff; only a notification that sets content proposes it.
+    assert not state.collect(
+        ToolCallUpdated("c1", status="completed", content=(diff,), changed=frozenset({"status"}))
+    )
     view = state.standard_changeset()
     assert [f.path for f in view.files] == ["src/a.py"] and view.session_id == SESSION
     state.clear()

@@ -1,4 +1,5 @@
-"""A foreign agent's tool calls and plan become a search tree (ide.app.tool_tree), as the wire sends them."""
+"""A foreign agent's tool calls and plan become a search tree (ide.app.tool_tree), as the wire sends them
+and the session's fold reads them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from acp.schema import SessionNotification
 
 from ide.app.tool_tree import ToolCallTree
+from ide.client.fold import SessionFold
 from ide.protocol.tree import OBSERVATION_CAP, SearchTree, TreeEvent
 
 
@@ -16,7 +18,8 @@ def wire(update: dict[str, Any]) -> Any:
 
 
 def feed(builder: ToolCallTree, *updates: dict[str, Any]) -> list[TreeEvent]:
-    return [event for update in updates for event in builder.update(wire(update))]
+    fold = SessionFold()
+    return [event for update in updates for event in builder.apply(fold.apply(wire(update)))]
 
 
 def plan(*statuses: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ide.app.banner import Banner
     from ide.app.status import BackendStatus
     from ide.app.viewer import CodeViewer
+    from ide.client.events import SessionEvent
     from ide.protocol import ErrorInfo
     from ide.settings import ResolvedSettings, Settings
 
@@ -249,8 +250,8 @@ class Part(QObject):
     def on_state(self, state: str) -> None:
         """The backend is in this :class:`BackendState` now."""
 
-    def on_session_update(self, update: Any) -> None:
-        """One ``session/update`` of the current session."""
+    def on_session_event(self, event: SessionEvent) -> None:
+        """One event of the current session: a ``session/update`` as the bridge's fold read it."""
 
     def on_turn_finished(self, stop_reason: str, meta: Any) -> None:
         """A turn ended, with the prompt's stop reason and ``_meta``."""
@@ -272,7 +273,7 @@ class Part(QObject):
 BRIDGE_SIGNALS = {
     "on_session_ready": "sessionReady",
     "on_state": "stateChanged",
-    "on_session_update": "sessionUpdate",
+    "on_session_event": "sessionEvent",
     "on_turn_finished": "turnFinished",
     "on_error": "errorRaised",
     "on_backend_died": "backendDied",

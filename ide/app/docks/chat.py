@@ -14,6 +14,7 @@ from ide.app.docks.capabilities import Chat, OpensFiles, SearchTrees
 from ide.app.docks.needs import Requires, Uses
 
 if TYPE_CHECKING:
+    from ide.client.events import SessionEvent
     from ide.protocol import ErrorInfo
 
 
@@ -46,8 +47,8 @@ class ChatDock(Dock):
     def _show_modes(self) -> None:
         self.panel.set_modes(self.bridge.modes, self.bridge.mode)
 
-    def on_session_update(self, update: object) -> None:
-        self.panel.apply_update(update)
+    def on_session_event(self, event: SessionEvent) -> None:
+        self.panel.apply_update(event)
 
     def on_turn_finished(self, stop_reason: str, meta: object) -> None:
         self.panel.turn_ended(stop_reason)

@@ -20,6 +20,7 @@ from ide.app.docks.capabilities import Chat, Review, SearchTrees
 from ide.app.docks.needs import Uses
 from ide.app.external import ReviewBackend
 from ide.app.tool_tree import ToolCallTree
+from ide.client.events import SessionEvent, ToolCallDone, ToolCallEvent
 from ide.lifetime import scratch_prefix
 from ide.sandbox import confined
 
@@ -138,19 +139,17 @@ class ForeignAgent(Part):
             self._turns += 1
             self._emit(self.tree.start_turn(f"turn {self._turns}"))
 
-    def on_session_update(self, update: Any) -> None:
+    def on_session_event(self, event: SessionEvent) -> None:
         if not self.is_foreign():
             return
-        self._emit(self.tree.update(update))
-        kind = getattr(update, "session_update", None)
-        if kind not in ("tool_call", "tool_call_update"):
+        self._emit(self.tree.apply(event))
+        if not isinstance(event, ToolCallEvent):
             return
-        if getattr(update, "title", None):
-            self._titles[update.tool_call_id] = update.title
+        if event.title:
+            self._titles[event.id] = event.title
         self._updates += 1
-        self._touched[update.tool_call_id] = self._updates
-        done = kind == "tool_call_update" and getattr(update, "status", None) in ("completed", "failed")
-        if done and self.review.shadow is not None:
+        self._touched[event.id] = self._updates
+        if isinstance(event, ToolCallDone) and self.review.shadow is not None:
             spawn(self._capture_after(final=False), name="capture the agent's shadow")
 
     def on_turn_finished(self, stop_reason: str, _meta: object) -> None:

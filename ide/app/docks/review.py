@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from ide.app.acp_client import BackendBridge
     from ide.app.external import ReviewBackend
+    from ide.client.events import SessionEvent
     from ide.protocol import ErrorInfo
     from ide.protocol.method import Method
     from ide.protocol.review import (
@@ -149,8 +150,8 @@ class ReviewDock(Dock):
             f"Set them once with: {identity_fix(missing)}"
         )
 
-    def on_session_update(self, update: object) -> None:
-        self.pane.apply_update(update)
+    def on_session_event(self, event: SessionEvent) -> None:
+        self.pane.apply_event(event)
 
     def on_turn_finished(self, stop_reason: str, meta: object) -> None:
         self.pane.show_pending_diffs()  # the turn's diffs are all in: shown before anyone hears it ended
