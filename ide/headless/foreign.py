@@ -33,8 +33,6 @@ from acp.schema import (
     DeniedOutcome,
     ReadTextFileResponse,
     RequestPermissionResponse,
-    ToolCallProgress,
-    ToolCallStart,
     WriteTextFileResponse,
 )
 
@@ -52,6 +50,7 @@ from ide.agentproc import (
     spawn_agent,
 )
 from ide.childenv import agent_env
+from ide.client.events import SessionEvent, ToolCallDone
 from ide.headless import (
     BACKEND_COMMAND,
     EXIT_CANCELLED,
@@ -82,21 +81,17 @@ class ForeignClient(TerminalClient):
         self.allow_commands = allow_commands
         self.refused = 0
         """Permissions refused (without ``--allow-commands``)."""
-        self._titles: dict[str, str] = {}
         self._seen: dict[str, tuple[str, ...]] = {}
         """Each captured file's hunk ids as of the last capture: what a tool call changed is what moved."""
         self._captures: list[asyncio.Future[None]] = []
         self._capturing = asyncio.Lock()
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        """Print the update; after each tool call the agent reports done, capture the shadow and say which
+    def on_event(self, event: SessionEvent) -> None:
+        """Print the event; after each tool call the agent reports done, capture the shadow and say which
         files that call changed (the turn's end captures again: that change set is the one printed)."""
-        await super().session_update(session_id, update, **kwargs)
-        if isinstance(update, ToolCallStart):
-            self._titles[update.tool_call_id] = update.title
-        elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
-            title = update.title or self._titles.get(update.tool_call_id) or "a tool call"
-            self._captures.append(asyncio.ensure_future(self._capture_after(title)))
+        super().on_event(event)
+        if isinstance(event, ToolCallDone):
+            self._captures.append(asyncio.ensure_future(self._capture_after(event.title or "a tool call")))
 
     async def _capture_after(self, title: str) -> None:
         async with self._capturing:
