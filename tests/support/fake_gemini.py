@@ -28,12 +28,11 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from tests.support.fake_ollama import count_tokens
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import JsonHandler, LoopbackServer
 
 PIECE_CHARS = 8
 API_VERSION = "v1beta"
@@ -139,21 +138,10 @@ def usage(request: GeminiRequest, parts: list[dict[str, Any]]) -> dict[str, int]
     return {"promptTokenCount": prompt, "candidatesTokenCount": answer, "totalTokenCount": prompt + answer}
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     fake: FakeGemini
-    protocol_version = "HTTP/1.1"
+    content_type = "application/json; charset=UTF-8"
     gone = False
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _error(self, status: int, message: str) -> None:
         error = {"code": status, "message": message, "status": STATUS_NAMES.get(status, "INTERNAL")}

@@ -78,10 +78,9 @@ import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import JsonHandler, LoopbackServer
 
 MAX_DELAY_S = 5.0
 BUSY = {"status": 503, "error": "server busy, please try again.  maximum pending requests exceeded"}
@@ -266,12 +265,9 @@ class FakeOllama:
             self._closing.wait(min(milliseconds / 1000, MAX_DELAY_S))
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     fake: FakeOllama
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-        pass
+    content_type = "application/json; charset=utf-8"
 
     def _read_body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
@@ -283,25 +279,15 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             return raw.decode("utf-8", "replace")
 
-    def _send_json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
     def _send_error(self, status: int, message: str) -> None:
-        self._send_json(status, {"error": message})
+        self._json(status, {"error": message})
 
     def do_GET(self) -> None:
         self.fake._record("GET", self.path, None)
         if self.path == "/api/tags":
-            self._send_json(
-                200, {"models": [_tag(name, config) for name, config in self.fake.models.items()]}
-            )
+            self._json(200, {"models": [_tag(name, config) for name, config in self.fake.models.items()]})
         elif self.path == "/api/version":
-            self._send_json(200, {"version": self.fake.version})
+            self._json(200, {"version": self.fake.version})
         elif self.path == "/":
             data = b"Ollama is running"
             self.send_response(200)
@@ -344,7 +330,7 @@ class _Handler(BaseHTTPRequestHandler):
             for word in re.findall(r"[a-z0-9]+", str(text).lower()):
                 vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
             vectors.append(vector)
-        self._send_json(200, {"model": body.get("model"), "embeddings": vectors})
+        self._json(200, {"model": body.get("model"), "embeddings": vectors})
 
     def _not_found(self, name: str) -> None:
         self._send_error(404, f'model "{name}" not found, try pulling it first')
@@ -374,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
             if config.get("thinking", False):
                 capabilities.append("thinking")
             payload["capabilities"] = capabilities
-        self._send_json(200, payload)
+        self._json(200, payload)
 
     def _chat(self, body: dict[str, Any]) -> None:
         name = str(body.get("model") or "")
@@ -413,7 +399,7 @@ class _Handler(BaseHTTPRequestHandler):
                 message["thinking"] = response["thinking"]
             if response.get("tool_calls"):
                 message["tool_calls"] = _tool_calls(response)
-            self._send_json(200, {**final, "message": message})
+            self._json(200, {**final, "message": message})
             return
         self._stream(model, body, response, final)
 

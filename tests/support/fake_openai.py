@@ -31,11 +31,10 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.support.fake_ollama import MAX_DELAY_S, count_tokens, render_text_tool_calls
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import JsonHandler, LoopbackServer
 
 PIECE_CHARS = 5
 
@@ -94,22 +93,10 @@ class FakeOpenAI:
             self._closing.wait(min(milliseconds / 1000, MAX_DELAY_S))
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     fake: FakeOpenAI
-    protocol_version = "HTTP/1.1"
     gone = False
     """The client stopped reading this response (a cancel, a loop cut): the rest is not sent."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _error(self, status: int, message: str) -> None:
         self._json(status, {"error": {"message": message, "type": "invalid_request_error", "code": None}})

@@ -1,13 +1,33 @@
 """The HTTP server a simulated model endpoint runs on: 127.0.0.1 on a free port, one thread per request, a
 short poll so closing is quick, and clients hanging up mid-stream (timeouts, cancelled turns) taken quietly.
-The fakes (Ollama, OpenAI, Gemini) each give it their request handler."""
+The fakes (Ollama, OpenAI, Gemini) each give it their request handler, a :class:`JsonHandler`."""
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A simulated endpoint's request handler: HTTP/1.1, no request log, JSON answers."""
+
+    protocol_version = "HTTP/1.1"
+    content_type = "application/json"
+    """The ``Content-Type`` of a JSON answer, as the real server spells it."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", self.content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 class QuietServer(ThreadingHTTPServer):
