@@ -54,7 +54,9 @@ def read_state(repo: Repo) -> GitState:
         oid, _, name = line.partition(" ")
         if name:
             items[name] = oid
-    head = repo.head()
+    # The commit HEAD points at, from HEAD and the refs just read (a symbolic HEAD names its branch).
+    named = items.get("HEAD", "")
+    head = items.get(named[len("ref: ") :]) if named.startswith("ref: ") else named or repo.head()
     items["branch:HEAD"] = head or "(no commit)"
     configs = [common / "config"] if common is not None else []
     if git_dir is not None and git_dir != common:
