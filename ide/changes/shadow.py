@@ -28,6 +28,7 @@ import atexit
 import contextlib
 import difflib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -565,10 +566,12 @@ def _own_repository(repo: Repo, top: Path, head: str) -> None:
         if source.is_file() and not source.is_symlink():
             (admin / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, admin / name)
-    for key in LOCAL_CHECKOUT_KEYS:
-        proc = run_git(repo.top, "config", "--local", "--get", key)
-        value = proc.stdout.decode("utf-8", "replace").strip()
-        if proc.returncode == 0 and value:
+    # One read of the repository's own config for all the keys (exit 1: none of them is set).
+    wanted = "^(" + "|".join(re.escape(key) for key in LOCAL_CHECKOUT_KEYS) + ")$"
+    found = run_git(repo.top, "config", "--local", "-z", "--get-regexp", wanted)
+    for entry in found.stdout.decode("utf-8", "replace").split("\0") if found.returncode == 0 else []:
+        key, _, value = entry.partition("\n")
+        if key and value:
             git(top, "config", "--local", key, value)
     # Parallel checkout (one worker per core): the checkout is most of the shadow's cost.
     git(top, "-c", "checkout.workers=0", "checkout", "--quiet", "--detach", head)
