@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -157,37 +159,52 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def run_scripted_window(
+    root: Path,
+    workspace: Path,
+    script: list[dict[str, Any]],
+    size: str,
+    body: Callable[[MainWindow], Awaitable[None]],
+    *,
+    name: str,
+    env: dict[str, str] | None = None,
+) -> None:
+    """Open the real window on ``workspace`` with its backend's model playing ``script``, at ``size``
+    (WIDTHxHEIGHT), and run ``body`` with it; the backend's data and config dirs and the window's
+    QSettings (organisation ``name``) all in ``root``, the window closed and its backend stopped after."""
+    width, height = (int(part) for part in size.lower().split("x"))
+    model = root / "script.jsonl"
+    model.write_text("".join(json.dumps(line) + "\n" for line in script))
+    backend_env = {
+        "ARBOR_MODEL": f"scripted:{model}",
+        "ARBOR_DATA_DIR": str(root / "data"),
+        "ARBOR_CONFIG_DIR": str(root / "config"),
+        **(env or {}),
+    }
+    qInstallMessageHandler(_quiet_offscreen)
+    app = QApplication([sys.argv[0]])
+    configure_application(app)
+    QCoreApplication.setOrganizationName(name)
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    window = MainWindow(workspace, backend_env=backend_env)
+    window.resize(width, height)
+    window.show()
+    with loop:
+        try:
+            loop.run_until_complete(body(window))
+        finally:
+            window.close()
+            loop.run_until_complete(window.bridge.aclose())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    width, height = (int(part) for part in args.size.lower().split("x"))
-
     with tempfile.TemporaryDirectory(prefix="arbor-screenshot-") as temp:
         root = Path(temp)
-        workspace = make_workspace(root)
-        script = root / "script.jsonl"
-        script.write_text("".join(json.dumps(line) + "\n" for line in SCRIPT))
-        backend_env = {
-            "ARBOR_MODEL": f"scripted:{script}",
-            "ARBOR_DATA_DIR": str(root / "data"),
-            "ARBOR_CONFIG_DIR": str(root / "config"),
-        }
-
-        qInstallMessageHandler(_quiet_offscreen)
-        app = QApplication([sys.argv[0]])
-        configure_application(app)
-        QCoreApplication.setOrganizationName("arbor-screenshot")
-        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
-        loop = qasync.QEventLoop(app)
-        asyncio.set_event_loop(loop)
-        window = MainWindow(workspace, backend_env=backend_env)
-        window.resize(width, height)
-        window.show()
-        with loop:
-            try:
-                loop.run_until_complete(capture(window, args.output))
-            finally:
-                window.close()
-                loop.run_until_complete(window.bridge.aclose())
+        shot = partial(capture, output=args.output)
+        run_scripted_window(root, make_workspace(root), SCRIPT, args.size, shot, name="arbor-screenshot")
     print(args.output)
     return 0
 

@@ -22,18 +22,18 @@ import os
 import subprocess
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/screenshot.py: the window's harness
 
-import qasync
-from PySide6.QtCore import QCoreApplication, QSettings, QtMsgType, qInstallMessageHandler
-from PySide6.QtWidgets import QApplication, QPushButton
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QPushButton
+from screenshot import run_scripted_window
 
 from ide.app.background import next_emission
-from ide.app.main import configure_application
 from ide.app.window import MainWindow
 
 TIMEOUT_S = 60.0
@@ -161,11 +161,6 @@ async def run(window: MainWindow, out: Path) -> None:
     await shoot(window, out / "after-rollback.png", "after Roll back")
 
 
-def _quiet_offscreen(kind: QtMsgType, context: Any, message: str) -> None:
-    if "propagateSizeHints" not in message:
-        sys.stderr.write(message + "\n")
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The options; ``output_dir`` defaults to a new temporary directory, never the checkout."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -181,35 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = args.output_dir
     out.mkdir(parents=True, exist_ok=True)
-    width, height = (int(part) for part in args.size.lower().split("x"))
-
     with tempfile.TemporaryDirectory(prefix="arbor-turn-shots-") as temp:
         root = Path(temp)
+        body = partial(run, out=out)
         workspace = make_workspace(root)
-        script = root / "model.jsonl"
-        script.write_text("".join(json.dumps(line) + "\n" for line in SCRIPT))
-        backend_env = {
-            "ARBOR_MODEL": f"scripted:{script}",
-            "ARBOR_DATA_DIR": str(root / "data"),
-            "ARBOR_CONFIG_DIR": str(root / "config"),
-            **IDENTITY,
-        }
-        qInstallMessageHandler(_quiet_offscreen)
-        app = QApplication([sys.argv[0]])
-        configure_application(app)
-        QCoreApplication.setOrganizationName("arbor-turn-shots")
-        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
-        loop = qasync.QEventLoop(app)
-        asyncio.set_event_loop(loop)
-        window = MainWindow(workspace, backend_env=backend_env)
-        window.resize(width, height)
-        window.show()
-        with loop:
-            try:
-                loop.run_until_complete(run(window, out))
-            finally:
-                window.close()
-                loop.run_until_complete(window.bridge.aclose())
+        run_scripted_window(root, workspace, SCRIPT, args.size, body, name="arbor-turn-shots", env=IDENTITY)
     return 0
 
 
