@@ -41,7 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 DEFINITION_GRACE_S = 0.5
-"""F12 waits this long for the server before the window goes to the index's answer (``ide/app/docks/lsp.py``:
+"""F12 waits this long for the server before the window goes to the index's answer
+(``ide/app/workspace/part_lsp.py``:
 ``DEFINITION_GRACE_MS``)."""
 
 

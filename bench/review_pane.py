@@ -39,8 +39,8 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QPlainTextEdit, QWidget
 
 from bench.review import build_bench_changeset, make_bench_repo
-from ide.app.diffs import local_file_change, unified_text
-from ide.app.review import ReviewPane
+from ide.app.review.diffs import local_file_change, unified_text
+from ide.app.review.pane import ReviewPane
 from ide.app.theme import apply_theme
 from ide.changes import BatchStore, ChangeSet, Review
 from ide.protocol.review import ChangeSetView, HunksParams, HunksResult

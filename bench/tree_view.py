@@ -49,9 +49,9 @@ from PySide6.QtGui import QBrush, QColor, QPainter
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QGraphicsView, QWidget
 
 from ide.app.theme import apply_theme
-from ide.app.tree_model import synthetic_events
-from ide.app.tree_style import H_UNIT, V_UNIT
-from ide.app.tree_view import SearchTreeView
+from ide.app.tree.model import synthetic_events
+from ide.app.tree.style import H_UNIT, V_UNIT
+from ide.app.tree.view import SearchTreeView
 from ide.gcpolicy import settle_heap, settle_run
 from ide.protocol.tree import TreeEvent, TreeEventBatch
 

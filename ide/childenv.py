@@ -6,7 +6,7 @@ repository's, the model's. They get the variables a program needs to run and not
 credential, whatever the variable is called: a deny-list by name (``*_API_KEY``, ``*TOKEN*``) let
 ``DATABASE_URL=postgres://u:pw@…``, ``MYSQL_PWD``, ``OPENAI_KEY``, ``GH_PAT``, ``SENTRY_DSN``,
 ``SLACK_WEBHOOK_URL`` or ``DOCKER_AUTH_CONFIG`` through. Arbor's own backend is not such a process: it
-needs the keys to reach models (:class:`ide.agentproc.AgentChoice`), and Arbor's git has its own
+needs the keys to reach models (:class:`ide.client.agentproc.AgentChoice`), and Arbor's git has its own
 environment (:func:`ide.gitsafe.git_env`).
 
 The base set, each for a reason (values are copied from Arbor's environment when set there):

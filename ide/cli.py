@@ -18,7 +18,7 @@ from ide.settings import SettingsError, load_settings
 from ide.termout import escaped_output, print_exception_escaped
 
 if TYPE_CHECKING:
-    from ide.agentproc import AgentChoice
+    from ide.client.agentproc import AgentChoice
 
 COMMANDS = (
     "gui",
@@ -473,7 +473,7 @@ def _run_foreign(workspace: Path, args: argparse.Namespace) -> int:
 def _agent(workspace: Path, spec: str) -> AgentChoice:
     """The agent ``--agent`` names (ValueError says why there is none); a workspace's own [agents] count
     only once it is trusted."""
-    from ide.agentproc import resolve_agent
+    from ide.client.agentproc import resolve_agent
 
     try:
         resolved = load_settings(workspace)

@@ -29,7 +29,7 @@ from PySide6.QtCore import QCoreApplication, QSettings, QtMsgType, qInstallMessa
 from PySide6.QtWidgets import QApplication
 
 from ide.app.background import next_emission
-from ide.app.chat import ThoughtView, ToolCallView
+from ide.app.chat.panel import ThoughtView, ToolCallView
 from ide.app.main import configure_application
 from ide.app.window import MainWindow
 

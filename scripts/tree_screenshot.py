@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from PySide6.QtWidgets import QApplication
 
 from ide.app.theme import apply_theme
-from ide.app.tree_view import SearchTreeView
+from ide.app.tree.view import SearchTreeView
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "resources" / "samples" / "lats-bugfix.arbor-tree.jsonl"

@@ -139,6 +139,6 @@ def test_a_configured_agents_commit_names_its_table_entry(
     ],
 )
 def test_an_agent_given_as_a_command_line_is_named_by_its_program(argv: list[str], name: str) -> None:
-    from ide.agentproc import command_name
+    from ide.client.agentproc import command_name
 
     assert command_name(argv) == name

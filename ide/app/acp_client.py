@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from PySide6.QtCore import QObject, Signal
 from shiboken6 import isValid
 
-from ide import agentconn, agentproc
-from ide.agentproc import BackendState, error_from_request
 from ide.app.background import run_blocking, spawn
+from ide.client import agentconn, agentproc
+from ide.client.agentproc import BackendState, error_from_request
 from ide.client.events import ModeChanged
 from ide.client.fold import SessionFold
 

@@ -30,9 +30,9 @@ with quiet_imports():
     from PySide6.QtWidgets import QApplication
     from shiboken6 import isValid
 
-    from ide.agentproc import AgentChoice
     from ide.app.theme import apply_theme
     from ide.app.window import MainWindow
+    from ide.client.agentproc import AgentChoice
     from ide.logs import setup_logging
 
 APP_NAME = "arbor"
@@ -52,7 +52,7 @@ def configure_application(app: QApplication) -> None:
 
 
 def _version() -> str:
-    from ide.agentproc import client_version
+    from ide.client.agentproc import client_version
 
     return client_version()
 

@@ -1,4 +1,4 @@
-"""The main window: builds the docks and controllers of :mod:`ide.app.docks`, its menus, and its layout."""
+"""The main window: builds the docks and controllers of :mod:`ide.app.parts`, its menus, and its layout."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, S
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QStackedWidget, QVBoxLayout, QWidget
 
-from ide.agentproc import ARBOR_AGENT, AgentChoice, command_name, default_backend_command
 from ide.app.acp_client import BackendBridge
-from ide.app.banner import Banner, BannerBar
-from ide.app.docks import AppContext, Dock, Part, registry
-from ide.app.docks.base import DOCK_SHARE
-from ide.app.docks.capabilities import Chat
-from ide.app.status import BackendStatus
-from ide.app.viewer import CodeViewer
+from ide.app.parts import AppContext, Dock, Part, registry
+from ide.app.parts.base import DOCK_SHARE
+from ide.app.parts.capabilities import Chat
+from ide.app.status.banner import Banner, BannerBar
+from ide.app.status.bar import BackendStatus
+from ide.app.workspace.viewer import CodeViewer
+from ide.client.agentproc import ARBOR_AGENT, AgentChoice, command_name, default_backend_command
 
 if TYPE_CHECKING:
-    from ide.app.permission import PermissionDialog
+    from ide.app.chat.permission import PermissionDialog
     from ide.settings import ResolvedSettings, Settings
 
 DEFAULT_SIZE = (1280, 800)
@@ -180,7 +180,7 @@ class MainWindow(QMainWindow):
     def permission_dialog(self) -> PermissionDialog:
         """The agent's permission questions, asked one at a time: made at the first question (or when read),
         never for the first frame."""
-        from ide.app.permission import PermissionDialog
+        from ide.app.chat.permission import PermissionDialog
 
         return PermissionDialog(self, self.workspace, self._agent_shadow)
 

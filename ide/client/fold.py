@@ -87,7 +87,7 @@ class SessionFold:
 
     def answer(self, response: PromptResponse) -> TurnEnded:
         """The event the prompt's answer makes: its stop reason and ``_meta.arbor``'s figures."""
-        from ide.agentconn import turn_meta
+        from ide.client.agentconn import turn_meta
 
         return TurnEnded(response.stop_reason, turn_meta(response.field_meta))
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ide.agentconn import ClientCallbacks, apply_all, cancel, connect, initialize, turn_meta
-from ide.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
 from ide.changes.worktree import prune_stale_worktrees
+from ide.client.agentconn import ClientCallbacks, apply_all, cancel, connect, initialize, turn_meta
+from ide.client.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
 from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
 from ide.eval.tasks import EvalTask, TaskError, build_workspace, run_check
 from ide.lifetime import scratch_prefix

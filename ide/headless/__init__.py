@@ -23,8 +23,8 @@ from acp.schema import (
 )
 
 from ide import __version__, self_command
-from ide.agentconn import apply_all
-from ide.agentproc import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
+from ide.client.agentconn import apply_all
+from ide.client.agentproc import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
 from ide.client.events import MessageChunk, SessionEvent, ThoughtChunk, ToolCallDone, ToolCallStarted
 from ide.client.fold import SessionFold
 from ide.protocol import META_KEY, error_info_from_data

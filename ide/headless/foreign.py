@@ -36,8 +36,9 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from ide import agentconn
-from ide.agentproc import (
+from ide.childenv import agent_env
+from ide.client import agentconn
+from ide.client.agentproc import (
     EOF_GRACE_S,
     AgentChoice,
     AgentProcess,
@@ -49,7 +50,6 @@ from ide.agentproc import (
     signal_group,
     spawn_agent,
 )
-from ide.childenv import agent_env
 from ide.client.events import SessionEvent, ToolCallDone
 from ide.headless import (
     BACKEND_COMMAND,
@@ -95,8 +95,8 @@ class ForeignClient(TerminalClient):
 
     async def _capture_after(self, title: str) -> None:
         async with self._capturing:
-            params = ex.ExternalCaptureParams(session_id=self.review_id)
-            captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, params)
+            params = ex.ForeignCaptureParams(session_id=self.review_id)
+            captured = await agentconn.call(self.review, ex.FOREIGN_CAPTURE, params)
         now = {f.path: (f.status, *(h.id for h in f.hunks)) for f in captured.changeset.files}
         moved = [path for path, state in now.items() if self._seen.get(path) != state]
         moved += [path for path in self._seen if path not in now]
@@ -130,15 +130,15 @@ class ForeignClient(TerminalClient):
     async def read_text_file(
         self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any
     ) -> ReadTextFileResponse:
-        params = ex.ExternalReadParams(session_id=self.review_id, path=path, line=line, limit=limit)
-        answer = await agentconn.call(self.review, ex.EXTERNAL_READ, params)
+        params = ex.ForeignReadParams(session_id=self.review_id, path=path, line=line, limit=limit)
+        answer = await agentconn.call(self.review, ex.FOREIGN_READ, params)
         return ReadTextFileResponse(content=answer.content)
 
     async def write_text_file(
         self, content: str, path: str, session_id: str, **kwargs: Any
     ) -> WriteTextFileResponse:
-        params = ex.ExternalWriteParams(session_id=self.review_id, path=path, content=content)
-        await agentconn.call(self.review, ex.EXTERNAL_WRITE, params)
+        params = ex.ForeignWriteParams(session_id=self.review_id, path=path, content=content)
+        await agentconn.call(self.review, ex.FOREIGN_WRITE, params)
         return WriteTextFileResponse()
 
 
@@ -206,8 +206,8 @@ class ForeignRun:
         callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
         self.review = agentconn.connect(self._backend, callbacks)
         await agentconn.initialize(self.review, meta={"review": True}, client="arbor-run")
-        params = ex.ExternalShadowParams(cwd=self.workspace, agent=self.agent.name)
-        shadow = await agentconn.call(self.review, ex.EXTERNAL_SHADOW, params)
+        params = ex.ForeignShadowParams(cwd=self.workspace, agent=self.agent.name)
+        shadow = await agentconn.call(self.review, ex.FOREIGN_SHADOW, params)
         self.review_id, self.shadow_cwd = shadow.session_id, shadow.cwd
         for note in shadow.notes:
             self.err.write(f"[shadow] {note}\n")
@@ -235,14 +235,14 @@ class ForeignRun:
         session = await agentconn.within(new, SESSION_NEW)
         self.session_id = session.session_id
 
-    async def turn(self, task: str) -> tuple[Any, ex.ExternalCapture]:
+    async def turn(self, task: str) -> tuple[Any, ex.ForeignCapture]:
         """One prompt turn: the shadow first takes in what the user decided and edited since the last one
         (``_arbor/external/turn_start``, which also takes the first task as the commit's subject); then
         the agent works; then the shadow is captured. Returns the agent's ``PromptResponse`` and the
         capture."""
         assert self.review_id is not None
-        params = ex.ExternalTurnStartParams(session_id=self.review_id, prompt=task)
-        started = await agentconn.call(self.review, ex.EXTERNAL_TURN_START, params)
+        params = ex.ForeignTurnStartParams(session_id=self.review_id, prompt=task)
+        started = await agentconn.call(self.review, ex.FOREIGN_TURN_START, params)
         for path in started.conflicts:
             self.err.write(f"[shadow] {path}: your edits and the agent's overlap; the agent keeps its own\n")
         self._turns += 1
@@ -254,8 +254,8 @@ class ForeignRun:
             self.out.write("\n")
             self.err.write(f"[done] {response.stop_reason}\n")
             await self.client.captures_done()
-        final = ex.ExternalCaptureParams(session_id=self.review_id, workspace=True)
-        captured = await agentconn.call(self.review, ex.EXTERNAL_CAPTURE, final)
+        final = ex.ForeignCaptureParams(session_id=self.review_id, workspace=True)
+        captured = await agentconn.call(self.review, ex.FOREIGN_CAPTURE, final)
         for path, why in captured.skipped.items():
             self.err.write(f"[review] not captured: {path}: {why}\n")
         if captured.workspace_changed:
@@ -317,7 +317,8 @@ class ForeignRun:
     async def aclose(self) -> None:
         """Stop the agent, remove the shadow, stop Arbor's backend."""
         if self._foreign is not None:
-            # As the window stops one (ide.app.external): a second from the end of its input, then SIGTERM.
+            # As the window stops one (ide.app.foreign.review_backend): a second from the end of its input,
+            # then SIGTERM.
             # codex-acp does not exit when its input closes; five seconds here kept every `arbor run
             # --agent` with Codex open five seconds after its answer.
             await close_backend(self.conn, self._foreign, EOF_GRACE_S)
@@ -325,9 +326,9 @@ class ForeignRun:
             await self.agent_said()  # its last words explain a death: read them before stopping the drain
             self._drain.cancel()
         if self.review_id is not None:
-            params = ex.ExternalSessionParams(session_id=self.review_id)
+            params = ex.ForeignSessionParams(session_id=self.review_id)
             with contextlib.suppress(Exception):
-                await agentconn.call(self.review, ex.EXTERNAL_CLOSE, params)
+                await agentconn.call(self.review, ex.FOREIGN_CLOSE, params)
         if self._backend is not None:
             await close_backend(self.review, self._backend.process)
         self._foreign = self._backend = self._drain = None

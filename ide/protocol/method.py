@@ -2,14 +2,15 @@
 
 Each feature's protocol module declares its requests as :class:`Method` and its notifications as
 :class:`Notification`. The backend registers a handler against the declaration and gets the params
-validated (``ide.backend.extensions``); the window's ``BackendBridge.request`` and ``ide.agentconn.ask``
+validated (``ide.backend.extensions``); the window's ``BackendBridge.request`` and
+``ide.client.agentconn.ask``
 take the declaration and hand back the answer read as its result type, so no caller restates a type.
 
 A declaration *is* its wire name (a ``str``, without the leading underscore the SDK adds), so whatever
 only names a method — the list ``initialize`` advertises, a test sending raw JSON — uses it as it is.
 
 A request also carries its time limit: how long a client waits for the answer before it tells its caller
-that none came (``ide.agentconn.within``). ACP's own requests are declared the same way, with their
+that none came (``ide.client.agentconn.within``). ACP's own requests are declared the same way, with their
 limits, in :mod:`ide.protocol.standard`.
 """
 

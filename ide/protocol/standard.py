@@ -2,7 +2,7 @@
 
 Arbor's ``_arbor/*`` methods carry their limits in their :class:`~ide.protocol.method.Method`
 declarations; these are the SDK's calls (``conn.initialize``, ``conn.new_session``, …), named here so that
-``ide.agentconn.within`` takes every limit from a declaration. ``session/cancel`` is a notification: it
+``ide.client.agentconn.within`` takes every limit from a declaration. ``session/cancel`` is a notification: it
 waits for nothing.
 """
 

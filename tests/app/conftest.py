@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ide.app.review import ReviewPane
+from ide.app.review.pane import ReviewPane
 from ide.protocol.review import ChangeSetView
 from tests.support.window import make_window, qloop, qsettings_dir, session_qloop  # noqa: F401
 

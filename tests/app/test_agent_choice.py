@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ide.agentproc import ARBOR_AGENT, BACKEND_COMMAND_ENV, arbor_agent, resolve_agent
+from ide.client.agentproc import ARBOR_AGENT, BACKEND_COMMAND_ENV, arbor_agent, resolve_agent
 from ide.settings import AgentServerSettings, SettingsError, load_settings
 
 ARBOR = [sys.executable, "-m", "ide"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.app.chat import AssistantMessageView, UserMessageView
+from ide.app.chat.panel import AssistantMessageView, UserMessageView
 from tests.support.net import closed_port
 from tests.support.window import (
     BACKEND_START_TIMEOUT_MS,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.app.chat import AssistantMessageView, ThoughtView, ToolCallView, UserMessageView
+from ide.app.chat.panel import AssistantMessageView, ThoughtView, ToolCallView, UserMessageView
 from ide.app.window import MainWindow
 from tests.support.window import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 

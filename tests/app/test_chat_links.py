@@ -24,8 +24,8 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication, QImage, QTextCursor
 from PySide6.QtWidgets import QMainWindow
 
 from ide.app.background import spawn
-from ide.app.chat import AssistantMessageView, ChatPanel
-from ide.app.permission import PermissionDialog
+from ide.app.chat.panel import AssistantMessageView, ChatPanel
+from ide.app.chat.permission import PermissionDialog
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -251,7 +251,7 @@ def test_a_hover_shows_the_real_address_not_the_models_title(
 def test_the_host_is_shown_as_what_it_is(
     qtbot: Any, panel: ChatPanel, href: str, host: str, user_info: str, international: bool
 ) -> None:
-    from ide.app.links import web_link
+    from ide.app.chat.links import web_link
 
     link = web_link(QUrl(href))
     assert not isinstance(link, str)

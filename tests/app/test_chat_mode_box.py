@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from ide.app.acp_client import BackendState
-from ide.app.chat import ChatPanel
+from ide.app.chat.panel import ChatPanel
 from ide.protocol.modes import MODE_TABLE
 
 pytestmark = pytest.mark.window

@@ -12,8 +12,8 @@ from acp import (
 )
 from acp.schema import AvailableCommandsUpdate, ToolCallLocation
 
-from ide.agentproc import StderrTail, error_from_request
-from ide.app.conversation import Conversation, TextBlock, ToolBlock
+from ide.app.chat.conversation import Conversation, TextBlock, ToolBlock
+from ide.client.agentproc import StderrTail, error_from_request
 from ide.protocol import ERROR_CODE, ErrorInfo, error_data
 
 

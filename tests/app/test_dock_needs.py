@@ -8,10 +8,10 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import pytest
 
-from ide.app.docks import registry
-from ide.app.docks.base import SIDE, Dock, Spec
-from ide.app.docks.capabilities import Chat, OpensFiles, Review, SearchTrees
-from ide.app.docks.needs import DependencyError, Providers, Requires, Uses, build_order, needs
+from ide.app.parts import registry
+from ide.app.parts.base import SIDE, Dock, Spec
+from ide.app.parts.capabilities import Chat, OpensFiles, Review, SearchTrees
+from ide.app.parts.needs import DependencyError, Providers, Requires, Uses, build_order, needs
 
 
 @runtime_checkable

@@ -12,8 +12,8 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QImage
 
-from ide.app.eval_chart import BAR_COLOUR, BASELINE_COLOUR, SOLVE_PANEL, TOKENS_PANEL, nice_step
-from ide.app.eval_format import cost_vs_baseline, reason_line, seconds_text, tokens_text
+from ide.app.eval.chart import BAR_COLOUR, BASELINE_COLOUR, SOLVE_PANEL, TOKENS_PANEL, nice_step
+from ide.app.eval.format import cost_vs_baseline, reason_line, seconds_text, tokens_text
 from ide.app.window import MainWindow
 from ide.protocol.eval import (
     REPORT_FILE,
@@ -391,7 +391,7 @@ def test_numbers_are_worded_for_the_tables() -> None:
 
 
 def test_the_chart_reads_when_narrow(qtbot: Any, qsettings_dir: Path) -> None:
-    from ide.app.eval_chart import EvalChart
+    from ide.app.eval.chart import EvalChart
 
     chart = EvalChart()
     qtbot.addWidget(chart)
@@ -421,8 +421,8 @@ def test_report_strings_are_shown_as_written_never_as_markup(window: MainWindow,
 
 
 def test_a_mode_without_runs_yet_is_listed_but_not_drawn(qtbot: Any, qsettings_dir: Path) -> None:
-    from ide.app.eval_chart import EvalChart
-    from ide.app.eval_table import SummaryTable
+    from ide.app.eval.chart import EvalChart
+    from ide.app.eval.table import SummaryTable
 
     waiting = ModeSummary(
         mode="tot", runs=0, solved=0, solve_rate=0.0, ci_low=0.0, ci_high=1.0, median_tokens=0.0,

@@ -22,7 +22,7 @@ import pytest
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QWidget
 
-from ide.app.docks import Dock
+from ide.app.parts import Dock
 from ide.app.window import MainWindow
 from tests.support.window import ECHO_AGENT, WindowFactory, close_window
 
@@ -38,10 +38,10 @@ DEFERRED = ("eval", "memory", "sessions", "tree")
 """The docks a fresh window's first frame hides (Eval until it has a report, Memory and Sessions behind the
 chat's tab, the Search tree behind the review's): their panels are built once that frame is on screen, or
 when they are shown or read."""
-DEFERRED_MODULES = ("ide.app.eval_panel", "ide.app.tree_view")
+DEFERRED_MODULES = ("ide.app.eval.panel", "ide.app.tree.view")
 """What only those panels import (the Eval panel's chart and tables, the tree's scene and inspector)."""
 
-DIALOG_MODULES = ("ide.app.permission", "ide.app.trust")
+DIALOG_MODULES = ("ide.app.chat.permission", "ide.app.trust.dialog")
 """What only the permission and trust dialogs import."""
 WIRE_LATER = ("ide.protocol.eval", "ide.protocol.memory", "ide.protocol.workflow")
 """Wire models only requests and panels after the first frame use (eval reports, memory, workflows)."""

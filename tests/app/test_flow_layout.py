@@ -1,4 +1,5 @@
-"""A row of buttons that wraps (ide.app.flow_layout): one line when it fits, more lines when it does not,
+"""A row of buttons that wraps (ide.app.widgets.flow_layout): one line when it fits, more lines when it does
+not,
 every button at its full width either way; an expanding item takes what its line leaves."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QLineEdit, QPushButton, QSizePolicy, QWidget
 
-from ide.app.flow_layout import FlowLayout
+from ide.app.widgets.flow_layout import FlowLayout
 
 
 def row(qtbot: Any) -> tuple[QWidget, list[QPushButton], QLineEdit]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.agentproc import resolve_agent
 from ide.app.window import MainWindow
+from ide.client.agentproc import resolve_agent
 from tests.support.git import hello_repo
 from tests.support.window import BACKEND_START_TIMEOUT_MS, WindowFactory, wait_ready
 

@@ -107,7 +107,7 @@ def test_a_stale_answer_does_not_replace_what_the_user_typed_since(
 
 
 def test_the_status_bar_shows_indexing_progress_then_the_totals_or_why_it_failed(qtbot: Any) -> None:
-    from ide.app.symbols import IndexProgress
+    from ide.app.workspace.symbols import IndexProgress
     from ide.protocol.index import IndexStatus
 
     progress = IndexProgress()
@@ -172,7 +172,7 @@ def test_a_file_outside_the_workspace_opens_read_only_with_a_plain_outline_note(
 
 
 def test_counts_of_one_are_singular(qtbot: Any, tmp_path: Path) -> None:
-    from ide.app.symbols import IndexProgress, SymbolSearch
+    from ide.app.workspace.symbols import IndexProgress, SymbolSearch
     from ide.protocol.index import IndexStatus, SymbolHit, SymbolSearchResult
 
     progress = IndexProgress()

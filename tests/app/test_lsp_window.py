@@ -12,8 +12,8 @@ import pytest
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QToolTip
 
-from ide.app.docks.lsp import DEFINITION_GRACE_MS, HOVER_LINES, HOVER_WIDTH, hover_text
-from ide.app.viewer import plain_hover
+from ide.app.workspace.part_lsp import DEFINITION_GRACE_MS, HOVER_LINES, HOVER_WIDTH, hover_text
+from ide.app.workspace.viewer import plain_hover
 from ide.protocol.lsp import LSP_DEFINITION, LSP_REFERENCES, PositionParams
 from tests.support.lsp_shop import shop  # noqa: F401  (the fixture package)
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready

@@ -104,7 +104,7 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
 
 
 def test_the_panel_keeps_the_selected_entry_across_a_refresh(qtbot: Any) -> None:
-    from ide.app.docks.memory import MemoryPanel
+    from ide.app.memory.part import MemoryPanel
     from ide.protocol.memory import MemoryEntry, MemoryList
 
     panel = MemoryPanel()

@@ -8,7 +8,7 @@ from typing import Any
 
 from acp.schema import PermissionOption, RequestPermissionRequest
 
-from ide.app.permission import PermissionDialog, tool_call_details
+from ide.app.chat.permission import PermissionDialog, tool_call_details
 
 OPTIONS = [
     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},

@@ -12,10 +12,10 @@ import pytest
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QLabel, QWidget
 
-from ide.app.banner import Banner
-from ide.app.docks.sessions import SessionsPanel
-from ide.app.status import BackendStatus
-from ide.app.trust import TrustDialog
+from ide.app.sessions.part import SessionsPanel
+from ide.app.status.banner import Banner
+from ide.app.status.bar import BackendStatus
+from ide.app.trust.dialog import TrustDialog
 from ide.protocol import AgentMeta, ErrorInfo
 from ide.settings import ResolvedSettings, Settings
 

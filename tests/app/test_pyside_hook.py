@@ -22,7 +22,7 @@ def test_the_cheap_check_answers_as_pysides_own_for_every_module_the_window_impo
     assert [name for name, (ours, theirs) in answers.items() if ours != theirs] == []
     using = {name for name, (ours, _) in answers.items() if ours}
     assert {"ide.app.main", "ide.app.window", "qasync"} <= using
-    assert not using & {"ide.settings", "ide.agentproc", "pydantic", "json"}
+    assert not using & {"ide.settings", "ide.client.agentproc", "pydantic", "json"}
 
 
 def test_a_module_without_a_source_file_is_left_to_pysides_check() -> None:
@@ -44,7 +44,8 @@ def test_the_window_process_has_it_before_qt_loads() -> None:
         "import ide.app.main\n"
         "feature = sys.modules['shibokensupport.feature']\n"
         "table = feature.pyside_feature_dict\n"
-        "print(feature._mod_uses_pyside.__module__, table['ide.app.window'], table['ide.app.viewer'])\n"
+        "print(feature._mod_uses_pyside.__module__, table['ide.app.window'],"
+        " table['ide.app.workspace.viewer'])\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import ide.protocol.tree as tree_file
-from ide.app.demo import SAMPLE_TREE
 from ide.app.main import open_at_start
+from ide.app.start.demo import SAMPLE_TREE
 from ide.protocol.tree import MAX_RECORDING_BYTES, MAX_RECORDING_NODES, TreeFileError, read_jsonl
 from tests.support.window import WindowFactory
 

@@ -18,13 +18,13 @@ import pytest
 from acp import RequestError
 from pydantic import BaseModel
 
-from ide import agentconn
-from ide.agentproc import AgentChoice
 from ide.app.acp_client import BackendBridge
 from ide.app.background import spawn
-from ide.app.external import ReviewBackend
+from ide.app.foreign.review_backend import ReviewBackend
+from ide.client import agentconn
+from ide.client.agentproc import AgentChoice
 from ide.protocol import ErrorInfo
-from ide.protocol.external import EXTERNAL_WRITE
+from ide.protocol.foreign import FOREIGN_WRITE
 from ide.protocol.method import Method
 from ide.protocol.standard import SESSION_NEW, SESSION_SET_MODE
 from tests.support.window import BACKEND_START_TIMEOUT_MS
@@ -137,7 +137,7 @@ def test_a_foreign_agents_write_the_review_backend_drops_fails_instead_of_hangin
     qtbot: Any, qloop: Any, tmp_path: Path
 ) -> None:
     review = ReviewBackend(tmp_path, AgentChoice("silent", SILENT_AGENT, {}))
-    review.timeouts = agentconn.RequestTimeouts({EXTERNAL_WRITE: SHORT})
+    review.timeouts = agentconn.RequestTimeouts({FOREIGN_WRITE: SHORT})
     target = tmp_path / "big.py"
     task = spawn(review.write_text_file("foreign", str(target), "x = 1\n"), name="foreign write")
     try:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.app.diffs import local_file_change
-from ide.app.review import ReviewPane
+from ide.app.review.diffs import local_file_change
+from ide.app.review.pane import ReviewPane
 from ide.protocol.review import ChangeSetView, DecideParams
 
 pytestmark = pytest.mark.window

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.app.review import LOADING
+from ide.app.review.pane import LOADING
 from ide.protocol.review import FIRST_SCREEN_HUNKS
 from tests.support.git import git
 from tests.support.review_changes import commit_modules, value_edits_script

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.app.review import ReviewPane
+from ide.app.review.pane import ReviewPane
 from ide.changes import BatchStore, ChangeSet, Review
 from ide.changes.overlay import Base, Entry
 from ide.protocol.review import ApplyParams, DecideParams

@@ -10,10 +10,10 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QTreeView
 
 from ide.app import review_widgets
-from ide.app.diffs import local_file_change, side_by_side_rows, unified_rows
-from ide.app.review import LOADING, ReviewPane
-from ide.app.review_state import ReviewState
-from ide.app.review_widgets import ReviewFileModel
+from ide.app.review.diffs import local_file_change, side_by_side_rows, unified_rows
+from ide.app.review.pane import LOADING, ReviewPane
+from ide.app.review.state import ReviewState
+from ide.app.review.widgets import ReviewFileModel
 from ide.protocol.review import ChangeSetView, DecideParams, HunksParams, HunksResult
 from tests.support.review_agent import sample_file
 from tests.support.review_changes import summarised
@@ -180,7 +180,7 @@ def test_read_only_mode_ignores_decisions(qtbot: Any, pane: ReviewPane):
 
 
 def test_apply_and_roll_back_messages_count_files_and_name_the_commit() -> None:
-    from ide.app.review_state import commit_phrase, plural, rollback_question
+    from ide.app.review.state import commit_phrase, plural, rollback_question
     from ide.protocol.review import BatchView
 
     assert (plural(1, "file"), plural(3, "file"), plural(0, "file")) == ("1 file", "3 files", "0 files")

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from ide.app.diffs import local_file_change
-from ide.app.review_state import (
+from ide.app.review.diffs import local_file_change
+from ide.app.review.state import (
     ReviewState,
     apply_message,
     empty_file_message,
@@ -62,7 +62,7 @@ def batch(**update: object) -> BatchView:
 
 def test_the_state_loads_no_qt() -> None:
     check = (
-        "import ide.app.review_state, sys; print(sorted(m for m in sys.modules if m.startswith('PySide6')))"
+        "import ide.app.review.state, sys; print(sorted(m for m in sys.modules if m.startswith('PySide6')))"
     )
     loaded = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"

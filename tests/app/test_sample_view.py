@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ide.app.tree_view import SearchTreeView
+from ide.app.tree.view import SearchTreeView
 from ide.protocol.tree import SearchTree, read_jsonl
 from tests.support.samples import RECORDED
 from tests.support.tree_view import assert_captions_readable, dock_sized

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.app.conversation import TextBlock
+from ide.app.chat.conversation import TextBlock
 from ide.app.window import MainWindow
 from tests.support.window import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 

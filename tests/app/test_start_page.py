@@ -13,10 +13,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 from shiboken6 import delete
 
-from ide.agentproc import ARBOR_AGENT, AgentChoice, default_backend_command
-from ide.app.demo import SAMPLE_TREE, sample_dir
 from ide.app.main import build_window, open_at_start
+from ide.app.start.demo import SAMPLE_TREE, sample_dir
 from ide.app.window import MainWindow
+from ide.client.agentproc import ARBOR_AGENT, AgentChoice, default_backend_command
 from ide.protocol.eval import EvalReport, EvalRun, save_report
 from tests.support.fake_ollama import FakeOllama
 from tests.support.net import closed_port

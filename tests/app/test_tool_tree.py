@@ -1,4 +1,4 @@
-"""A foreign agent's tool calls and plan become a search tree (ide.app.tool_tree), as the wire sends them
+"""A foreign agent's tool calls and plan become a search tree (ide.app.tree.tool_tree), as the wire sends them
 and the session's fold reads them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from acp.schema import SessionNotification
 
-from ide.app.tool_tree import ToolCallTree
+from ide.app.tree.tool_tree import ToolCallTree
 from ide.client.fold import SessionFold
 from ide.protocol.tree import OBSERVATION_CAP, SearchTree, TreeEvent
 

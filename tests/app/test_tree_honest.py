@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from PySide6.QtGui import QColor
 
-from ide.app.tree_runs import figure_text, run_summary
-from ide.app.tree_style import STATUS_COLOURS, node_style, value_colour
-from ide.app.tree_verdict import RunCheck, node_trust, shown_best_path
-from ide.app.tree_view import SearchTreeView
+from ide.app.tree.runs import figure_text, run_summary
+from ide.app.tree.style import STATUS_COLOURS, node_style, value_colour
+from ide.app.tree.verdict import RunCheck, node_trust, shown_best_path
+from ide.app.tree.view import SearchTreeView
 from ide.protocol.tree import SearchTree, TreeEvent, TreeNode, read_jsonl, write_jsonl
 
 pytestmark = pytest.mark.window

@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import QEvent, QPoint, Qt
 from PySide6.QtWidgets import QApplication, QDockWidget
 
-from ide.app.demo import SAMPLE_TREE, sample_dir
+from ide.app.start.demo import SAMPLE_TREE, sample_dir
 from ide.app.window import MAXIMISE_SHORTCUT, MainWindow
 from ide.protocol.eval import EvalReport, EvalRun, save_report
 from ide.protocol.tree import TreeEvent, TreeNode

@@ -13,9 +13,9 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSizeF, Qt
 from PySide6.QtGui import QHelpEvent, QImage, QTextDocumentFragment
 from PySide6.QtWidgets import QApplication, QToolTip
 
-from ide.app.tree_model import synthetic_events, tidy_layout
-from ide.app.tree_style import MIN_SCALE, value_colour
-from ide.app.tree_view import SearchTreeView
+from ide.app.tree.model import synthetic_events, tidy_layout
+from ide.app.tree.style import MIN_SCALE, value_colour
+from ide.app.tree.view import SearchTreeView
 from ide.app.window import MainWindow
 from ide.protocol.tree import BranchDiffParams, SearchTree, TreeEvent, TreeNode, read_jsonl
 from tests.support.tree_view import assert_captions_readable, dock_sized
@@ -581,7 +581,7 @@ def test_the_overview_never_covers_a_node(qtbot: Any, qsettings_dir: Path, big_r
 
 
 def test_a_commands_caption_shows_its_argument_list_as_a_command_line() -> None:
-    from ide.app.tree_style import node_caption
+    from ide.app.tree.style import node_caption
     from ide.protocol.tree import ToolAction, TreeNode
 
     node = TreeNode(
@@ -596,7 +596,7 @@ def test_a_commands_caption_shows_its_argument_list_as_a_command_line() -> None:
 def test_another_agents_tool_call_is_captioned_by_its_title_not_its_call_id() -> None:
     """Issue 46 item 8: Codex's apply_patch node said "edit call_d167ea4a81d5" (the first string of its
     input) where its title says which file it edits."""
-    from ide.app.tree_style import node_caption
+    from ide.app.tree.style import node_caption
     from ide.protocol.tree import ToolAction, TreeNode
 
     args = {"call_id": "call_d167ea4a81d5", "changes": {"/s/made_by_patch.py": {"add": {"content": "x"}}}}

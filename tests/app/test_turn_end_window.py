@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractSlider
 
-from ide.app.chat import NoticeView
+from ide.app.chat.panel import NoticeView
 from ide.app.window import MainWindow
 from ide.protocol.tree import SearchTree
 from tests.support.net import closed_port

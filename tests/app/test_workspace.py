@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.app.files import list_workspace_files, read_for_viewer
-from ide.app.workspace import build_tree
+from ide.app.workspace.files import list_workspace_files, read_for_viewer
+from ide.app.workspace.panel import build_tree
 from ide.settings import WorkspaceSettings
 from tests.support.git import git
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready

@@ -11,8 +11,8 @@ import pytest
 from acp import RequestError
 from pydantic import BaseModel, ValidationError
 
-from ide import agentconn
 from ide.backend.extensions import Handler, registry
+from ide.client import agentconn
 from ide.protocol import index as ix
 from ide.protocol import review as rv
 from ide.protocol.method import Method, Notification

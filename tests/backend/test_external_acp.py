@@ -18,28 +18,28 @@ GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 
 async def test_a_foreign_agents_writes_wait_for_review_then_apply_as_one_commit(git_workspace: Path) -> None:
     async with acp_backend() as backend:
-        assert set(ex.EXTERNAL_METHODS) <= set(
+        assert set(ex.FOREIGN_METHODS) <= set(
             backend.init.agent_capabilities.field_meta["arbor"]["extensions"]
         )
-        opened = ex.ExternalSession.model_validate(
-            await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace), "agent": "goose"})
+        opened = ex.ForeignSession.model_validate(
+            await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace), "agent": "goose"})
         )
         sid = opened.session_id
         greet = git_workspace / "pkg" / "greet.py"
         new_text = GREET.replace("Hello", "Hi")
         view = rv.ChangeSetView.model_validate(
             await backend.conn.ext_method(
-                ex.EXTERNAL_WRITE, {"session_id": sid, "path": str(greet), "content": new_text}
+                ex.FOREIGN_WRITE, {"session_id": sid, "path": str(greet), "content": new_text}
             )
         )
         assert [(f.path, f.status) for f in view.files] == [("pkg/greet.py", "modified")]
         assert view.title == "Edits by goose"
         assert greet.read_text() == GREET  # nothing on disk before Apply
 
-        read = await backend.conn.ext_method(ex.EXTERNAL_READ, {"session_id": sid, "path": str(greet)})
+        read = await backend.conn.ext_method(ex.FOREIGN_READ, {"session_id": sid, "path": str(greet)})
         assert read["content"] == new_text  # the agent reads its own pending edit
         second = await backend.conn.ext_method(
-            ex.EXTERNAL_READ, {"session_id": sid, "path": str(greet), "line": 2, "limit": 1}
+            ex.FOREIGN_READ, {"session_id": sid, "path": str(greet), "line": 2, "limit": 1}
         )
         assert second["content"] == '    return f"Hi, {name}!"\n'
 
@@ -66,8 +66,8 @@ async def test_reads_and_writes_outside_the_workspace_or_of_secrets_are_refused(
     (git_workspace / ".env").write_text("TOKEN=x\n")
     path = where.format(ws=git_workspace)
     async with acp_backend() as backend:
-        sid = (await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace)}))["session_id"]
-        for method, extra in ((ex.EXTERNAL_READ, {}), (ex.EXTERNAL_WRITE, {"content": "x"})):
+        sid = (await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace)}))["session_id"]
+        for method, extra in ((ex.FOREIGN_READ, {}), (ex.FOREIGN_WRITE, {"content": "x"})):
             with pytest.raises(RequestError) as refused:
                 await backend.conn.ext_method(method, {"session_id": sid, "path": path, **extra})
             assert why in str(refused.value.data)

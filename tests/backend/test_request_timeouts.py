@@ -1,5 +1,6 @@
 """Every request's time limit is declared with it — an ``_arbor/*`` :class:`Method` in ``ide/protocol``,
-ACP's own requests in ``ide.protocol.standard`` — and ``ide.agentconn`` waits exactly that long (issue 47,
+ACP's own requests in ``ide.protocol.standard`` — and ``ide.client.agentconn`` waits exactly that long (issue
+47,
 item 4). ``arbor run --apply`` shares the window's request path: an Apply the backend never answers ends
 with Arbor's error naming the method and the time, not a hang (issue 27, item 7)."""
 
@@ -20,8 +21,8 @@ from acp import RequestError
 from pydantic import BaseModel
 
 import ide.protocol
-from ide import agentconn
-from ide.agentproc import AgentProcess
+from ide.client import agentconn
+from ide.client.agentproc import AgentProcess
 from ide.protocol import ErrorInfo, error_info_from_data
 from ide.protocol import external as ex
 from ide.protocol import model as md
@@ -37,10 +38,10 @@ WORK = {
     rv.APPLY: 600.0,  # a checkpoint, the writes and a git commit
     rv.ROLLBACK: 600.0,
     md.MODEL_PROBE: 300.0,
-    ex.EXTERNAL_WRITE: 120.0,
-    ex.EXTERNAL_SHADOW: 600.0,
-    ex.EXTERNAL_CAPTURE: 300.0,
-    ex.EXTERNAL_TURN_START: 300.0,
+    ex.FOREIGN_WRITE: 120.0,
+    ex.FOREIGN_SHADOW: 600.0,
+    ex.FOREIGN_CAPTURE: 300.0,
+    ex.FOREIGN_TURN_START: 300.0,
 }
 """The ``_arbor/*`` methods that do work rather than answer a query, with their limits."""
 
@@ -83,7 +84,7 @@ def test_every_declared_request_has_the_limit_of_its_kind() -> None:
 
 
 def test_a_declaration_keeps_its_limit_through_copy_and_pickle() -> None:
-    for request in (rv.APPLY, ex.EXTERNAL_READ, st.SESSION_PROMPT, st.SESSION_LOAD):
+    for request in (rv.APPLY, ex.FOREIGN_READ, st.SESSION_PROMPT, st.SESSION_LOAD):
         for clone in (copy.deepcopy(request), pickle.loads(pickle.dumps(request))):
             assert clone == request and type(clone) is type(request) and vars(clone) == vars(request)
 

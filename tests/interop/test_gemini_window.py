@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.agentproc import resolve_agent
+from ide.client.agentproc import resolve_agent
 from tests.support.fake_gemini import FakeGemini
 from tests.support.gemini import (
     EDIT_TASK,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ide import agentconn
-from ide.agentproc import resolve_agent
+from ide.client import agentconn
+from ide.client.agentproc import resolve_agent
 from ide.headless.foreign import ForeignRun
 from ide.protocol.review import DECIDE, DecideParams
 from tests.support.fake_openai import FakeOpenAI

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from ide.agentproc import resolve_agent
+from ide.client.agentproc import resolve_agent
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git import git, hello_repo
 from tests.support.qwen import (

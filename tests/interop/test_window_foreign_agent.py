@@ -17,8 +17,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from ide import sandbox
-from ide.agentproc import command_name, resolve_agent
 from ide.app.window import MainWindow
+from ide.client.agentproc import command_name, resolve_agent
 from tests.support.git import HELLO, git, hello_repo
 from tests.support.window import (  # noqa: F401
     ECHO_AGENT,

@@ -455,8 +455,8 @@ async def test_over_acp_subtasks_are_the_plan_and_run_command_asks_the_client(
 async def test_the_window_plan_view_shows_each_subtask_and_its_status(
     qtbot: Any, make_run: Callable[..., Run]
 ) -> None:
-    from ide.app.chat_blocks import PlanView
-    from ide.app.conversation import Conversation
+    from ide.app.chat.blocks import PlanView
+    from ide.app.chat.conversation import Conversation
 
     run = make_run(made_and_failed_script([sys.executable, "-c", "raise SystemExit(1)"]), architecture="plan")
     _asked, run.ctx.ask_permission = asker(True)

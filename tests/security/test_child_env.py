@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from ide.agentproc import AgentChoice, arbor_agent
 from ide.changes.overlay import ChangeSet
 from ide.changes.testrun import run_tests
+from ide.client.agentproc import AgentChoice, arbor_agent
 from ide.codeintel.lsp.registry import LspError, ServerSpec
 from ide.codeintel.lsp.server import LanguageServer
 from ide.eval.tasks import EvalTask, run_check

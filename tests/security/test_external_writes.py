@@ -35,16 +35,16 @@ async def test_bogus_writes_are_refused_with_the_reason_and_cannot_block_apply(g
     (git_workspace / ".gitignore").write_text("*.log\nbuild/\n")
     greet = git_workspace / "pkg" / "greet.py"
     async with acp_backend() as backend:
-        sid = (await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace)}))["session_id"]
+        sid = (await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace)}))["session_id"]
         # The legitimate edit first: the bogus ones after it must not spoil it.
         await backend.conn.ext_method(
-            ex.EXTERNAL_WRITE,
+            ex.FOREIGN_WRITE,
             {"session_id": sid, "path": str(greet), "content": GREET.replace("Hello", "Hi")},
         )
         for where, why in BOGUS:
             with pytest.raises(RequestError) as refused:
                 await backend.conn.ext_method(
-                    ex.EXTERNAL_WRITE,
+                    ex.FOREIGN_WRITE,
                     {"session_id": sid, "path": where.format(ws=git_workspace), "content": "pwned\n"},
                 )
             assert why in str(refused.value.data), where
@@ -65,10 +65,10 @@ async def test_bogus_writes_are_refused_with_the_reason_and_cannot_block_apply(g
 async def test_a_gitignored_file_is_not_served_to_a_foreign_agent(git_workspace: Path) -> None:
     (git_workspace / "debug.log").write_text("API_TOKEN=hunter2\n")
     async with acp_backend() as backend:
-        sid = (await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace)}))["session_id"]
+        sid = (await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace)}))["session_id"]
         with pytest.raises(RequestError) as refused:
             await backend.conn.ext_method(
-                ex.EXTERNAL_READ, {"session_id": sid, "path": str(git_workspace / "debug.log")}
+                ex.FOREIGN_READ, {"session_id": sid, "path": str(git_workspace / "debug.log")}
             )
     message = str(refused.value.data)
     assert "excluded from the workspace" in message and "remove it from .gitignore" in message
@@ -80,11 +80,11 @@ async def test_nothing_is_planted_outside_the_workspace(git_workspace: Path, tmp
     outside.mkdir()
     (git_workspace / "link").symlink_to(outside)
     async with acp_backend() as backend:
-        sid = (await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace)}))["session_id"]
+        sid = (await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace)}))["session_id"]
         for path in (f"{git_workspace}/../outside/a.py", f"{git_workspace}/link/a.py", str(outside / "a.py")):
             with pytest.raises(RequestError):
                 await backend.conn.ext_method(
-                    ex.EXTERNAL_WRITE, {"session_id": sid, "path": path, "content": "x"}
+                    ex.FOREIGN_WRITE, {"session_id": sid, "path": path, "content": "x"}
                 )
     assert list(outside.iterdir()) == []
 
@@ -119,13 +119,13 @@ async def test_an_over_long_write_is_answered_with_its_id(git_workspace: Path) -
     from ide.backend.server import STDIO_LIMIT
 
     async with acp_backend() as backend:
-        sid = (await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace)}))["session_id"]
+        sid = (await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace)}))["session_id"]
         content = "y" * (STDIO_LIMIT + 1024)
         with pytest.raises(RequestError) as refused:
             # Without the id in the error, this request would wait forever.
             await asyncio.wait_for(
                 backend.conn.ext_method(
-                    ex.EXTERNAL_WRITE,
+                    ex.FOREIGN_WRITE,
                     {"session_id": sid, "path": str(git_workspace / "big.txt"), "content": content},
                 ),
                 timeout=60,
@@ -139,8 +139,8 @@ async def test_an_over_long_write_is_answered_with_its_id(git_workspace: Path) -
 async def test_the_window_refuses_to_forward_a_write_over_the_line_limit(
     qapp: object, tmp_path: Path
 ) -> None:
-    from ide import agentproc
-    from ide.app.external import ReviewBackend
+    from ide.app.foreign.review_backend import ReviewBackend
+    from ide.client import agentproc
 
     review = ReviewBackend(tmp_path, agentproc.AgentChoice("false", ["false"], {}))
     # Control characters grow six-fold in JSON: under the limit as text, over it on the wire.
@@ -209,10 +209,10 @@ def _format_characters_refused() -> bool:
 @pytest.mark.parametrize("name", ["notes\u202etxt.py", "pkg/__init__\u200b.py"])
 async def test_a_name_with_hidden_characters_is_refused(git_workspace: Path, name: str) -> None:
     async with acp_backend() as backend:
-        sid = (await backend.conn.ext_method(ex.EXTERNAL_OPEN, {"cwd": str(git_workspace)}))["session_id"]
+        sid = (await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace)}))["session_id"]
         with pytest.raises(RequestError):
             await backend.conn.ext_method(
-                ex.EXTERNAL_WRITE, {"session_id": sid, "path": f"{git_workspace}/{name}", "content": "x\n"}
+                ex.FOREIGN_WRITE, {"session_id": sid, "path": f"{git_workspace}/{name}", "content": "x\n"}
             )
         view = await backend.conn.ext_method(rv.CHANGESET, {"session_id": sid})
         assert view["files"] == []

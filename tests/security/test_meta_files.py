@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from acp import text_block
 
-from ide.app.diffs import local_file_change
+from ide.app.review.diffs import local_file_change
 from ide.changes import ChangeSet, Review
 from ide.changes.meta import meta_reason
 from ide.changes.store import BatchStore
@@ -105,8 +105,8 @@ def test_accept_all_leaves_meta_files_pending_until_accepted_on_their_own(
 
 
 def test_the_review_pane_marks_meta_files_and_accept_all_skips_them(qtbot: Any) -> None:
-    from ide.app.review import ReviewPane
-    from ide.app.review_state import META_MARK
+    from ide.app.review.pane import ReviewPane
+    from ide.app.review.state import META_MARK
 
     files = [local_file_change(PLAIN, "a\n", "b\n")]
     files += [local_file_change(path, None, text) for path, text in META.items()]

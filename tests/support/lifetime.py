@@ -27,7 +27,7 @@ WINDOW = textwrap.dedent(
     from pathlib import Path
     from PySide6.QtCore import QSettings, QTimer
     from PySide6.QtWidgets import QApplication
-    from ide.agentproc import resolve_agent
+    from ide.client.agentproc import resolve_agent
 
     workspace, settings, task, agent = sys.argv[1:5]
     app = QApplication(["arbor"])

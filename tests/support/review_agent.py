@@ -23,7 +23,7 @@ from acp import InitializeResponse, NewSessionResponse, PromptResponse, run_agen
 from acp import update_agent_message as agent_message
 from acp.schema import AgentCapabilities, FileEditToolCallContent, Implementation, ToolCallStart
 
-from ide.app.diffs import local_file_change
+from ide.app.review.diffs import local_file_change
 from ide.protocol.review import (
     REVIEW_METHODS,
     ApplyResult,

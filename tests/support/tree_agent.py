@@ -30,7 +30,7 @@ from acp import (
 from acp import update_agent_message as agent_message
 from acp.schema import AgentCapabilities, Implementation
 
-from ide.app.tree_model import synthetic_events
+from ide.app.tree.model import synthetic_events
 from ide.protocol.review import ChangeSetView, FileChangeView, HunkView
 from ide.protocol.tree import BRANCH_DIFF, TREE_NOTIFICATION, BranchDiffParams
 

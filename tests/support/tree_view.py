@@ -7,8 +7,8 @@ from typing import Any
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QApplication
 
-from ide.app.tree_style import LINE_H, MIN_SCALE
-from ide.app.tree_view import SearchTreeView
+from ide.app.tree.style import LINE_H, MIN_SCALE
+from ide.app.tree.view import SearchTreeView
 
 
 def dock_sized(qtbot: Any) -> SearchTreeView:

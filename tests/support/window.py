@@ -27,10 +27,10 @@ import qasync
 from PySide6.QtCore import QCoreApplication, QSettings
 from PySide6.QtWidgets import QApplication
 
-from ide.agentproc import AgentChoice
 from ide.app.background import pending_tasks
 from ide.app.theme import apply_theme
 from ide.app.window import MainWindow
+from ide.client.agentproc import AgentChoice
 
 BACKEND_START_TIMEOUT_MS = 30_000
 """The real backend imports LangGraph and friends before it answers initialize."""

@@ -1,0 +1,217 @@
+"""The Eval dock's panel: an ``arbor eval`` report's model and budgets, the summary per mode against the
+retry baseline, a chart and every run (:mod:`ide.app.eval.part` opens the report files and wires it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ide.app.eval.chart import EvalChart
+from ide.app.eval.format import STATUS_TEXT, header_text, mode_label, plain_tip, unfinished_text
+from ide.app.eval.table import RunsTable, SummaryTable
+from ide.protocol.eval import EvalReport
+
+EMPTY = "No report open. Run arbor eval --out DIR, then Open Report… on DIR or DIR/report.json."
+UNFINISHED_STYLE = (
+    "color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;"
+)
+LEGEND = (
+    "retry (the baseline) is ReAct run again in a fresh session until solved or out of the token budget; "
+    "vs retry is the tokens a mode spent on the tasks both ran ÷ the baseline's. Headers' tooltips say more."
+)
+NOTE_STYLE = "color: #5f6570; padding: 2px 0;"
+ERROR_STYLE = (
+    "color: #7a1c1c; background: #fdecec; border: 1px solid #efcccc; border-radius: 3px; padding: 4px 6px;"
+)
+
+
+class EvalPanel(QWidget):
+    """What the dock shows. Interface: :meth:`show_report`, :meth:`show_error`, :meth:`clear`; signals
+    :attr:`openRequested` (Open Report…) and :attr:`treeRequested` (a run's tree to open)."""
+
+    openRequested = Signal()
+    treeRequested = Signal(object)
+    """The EvalRun whose tree to open (double-click, Enter, or Open Tree)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("evalPanel")
+        self.open_button = QPushButton("Open Report…")
+        self.open_button.setToolTip("Open report.json, or the directory arbor eval --out wrote it to")
+        self.open_button.clicked.connect(self.openRequested)
+        self.path_label = QLabel()
+        self.path_label.setObjectName("mutedLabel")
+        self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.header = QLabel()
+        self.header.setObjectName("evalHeader")
+        self.header.setWordWrap(True)
+        self.unfinished = QLabel()
+        self.unfinished.setObjectName("evalUnfinished")
+        self.unfinished.setStyleSheet(UNFINISHED_STYLE)
+        self.unfinished.setWordWrap(True)
+        self.message = QLabel(EMPTY)
+        self.message.setObjectName("evalMessage")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.summary = SummaryTable()
+        legend = QLabel(LEGEND)
+        legend.setWordWrap(True)
+        legend.setStyleSheet(NOTE_STYLE)
+        table_column = QWidget()
+        table_layout = QVBoxLayout(table_column)
+        table_layout.setContentsMargins(0, 0, 0, 0)
+        table_layout.addWidget(self.summary, 1)
+        table_layout.addWidget(legend)
+        self.chart = EvalChart()
+        summary_split = QSplitter(Qt.Orientation.Horizontal)
+        summary_split.addWidget(table_column)
+        summary_split.addWidget(self.chart)
+        summary_split.setStretchFactor(0, 0)
+        summary_split.setStretchFactor(1, 1)
+        summary_split.setChildrenCollapsible(False)
+
+        self.runs = RunsTable()
+        self.mode_filter = QComboBox()
+        self.mode_filter.setObjectName("evalModeFilter")
+        self.mode_filter.setToolTip("Show the runs of one mode")
+        self.status_filter = QComboBox()
+        self.status_filter.setObjectName("evalStatusFilter")
+        self.status_filter.addItem("all statuses", "")
+        for status, text in STATUS_TEXT.items():
+            self.status_filter.addItem(text, status)
+        self.task_filter = QLineEdit()
+        self.task_filter.setPlaceholderText("Filter tasks…")
+        self.task_filter.setClearButtonEnabled(True)
+        self.shown = QLabel()
+        self.shown.setObjectName("mutedLabel")
+        self.tree_button = QPushButton("Open Tree")
+        self.tree_button.setToolTip("Show the selected run's search tree in the Search tree dock")
+        self.tree_button.setEnabled(False)
+        filters = QHBoxLayout()
+        filters.addWidget(self.mode_filter)
+        filters.addWidget(self.status_filter)
+        filters.addWidget(self.task_filter, 1)
+        filters.addWidget(self.shown)
+        filters.addWidget(self.tree_button)
+        runs_page = QWidget()
+        runs_layout = QVBoxLayout(runs_page)
+        runs_layout.setContentsMargins(0, 4, 0, 0)
+        runs_layout.addLayout(filters)
+        runs_layout.addWidget(self.runs, 1)
+
+        for label in (self.path_label, self.header, self.unfinished, self.message, legend):
+            label.setTextFormat(Qt.TextFormat.PlainText)  # report strings are input, never markup
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(summary_split, "Summary")
+        self.tabs.addTab(runs_page, "Runs")
+
+        top = QHBoxLayout()
+        top.addWidget(self.open_button)
+        top.addWidget(self.path_label, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(top)
+        layout.addWidget(self.header)
+        layout.addWidget(self.unfinished)
+        layout.addWidget(self.message)
+        layout.addWidget(self.tabs, 1)
+        layout.addStretch(0)  # takes the room only while there is no report (see _show_tabs)
+        self._layout = layout
+
+        self.report: EvalReport | None = None
+        self.mode_filter.currentIndexChanged.connect(lambda _i: self._filter())
+        self.status_filter.currentIndexChanged.connect(lambda _i: self._filter())
+        self.task_filter.textChanged.connect(lambda _t: self._filter())
+        self.runs.runActivated.connect(self.treeRequested)
+        self.runs.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
+        self.tree_button.clicked.connect(self._open_selected_tree)
+        self.clear()
+
+    def clear(self, message: str = EMPTY, *, error: bool = False) -> None:
+        """No report: the message (an error in red) and nothing else."""
+        self.report = None
+        self.path_label.clear()
+        self.header.hide()
+        self.unfinished.hide()
+        self._show_tabs(False)
+        self.summary.set_summary([])
+        self.chart.set_summary([])
+        self.runs.set_runs([])
+        self.show_message(message, error=error)
+
+    def _show_tabs(self, shown: bool) -> None:
+        self.tabs.setVisible(shown)
+        self._layout.setStretch(self._layout.count() - 1, 0 if shown else 1)
+
+    def show_message(self, text: str, *, error: bool = False) -> None:
+        """A line above the tables (empty hides it); ``error`` styles it as a fault."""
+        self.message.setText(text)
+        self.message.setStyleSheet(ERROR_STYLE if error else NOTE_STYLE)
+        self.message.setVisible(bool(text))
+
+    def show_error(self, text: str) -> None:
+        self.show_message(text, error=True)
+
+    def show_report(self, report: EvalReport, source: Path) -> None:
+        """Show ``report`` read from ``source``; filters and the selected run stay as they were."""
+        self.report = report
+        self.path_label.setText(str(source))
+        self.path_label.setToolTip(plain_tip(str(source)))
+        self.header.setText(header_text(report))
+        self.header.show()
+        note = unfinished_text(report)
+        self.unfinished.setText(note or "")
+        self.unfinished.setVisible(note is not None)
+        self.show_message("")
+        self._show_tabs(True)
+        self.summary.set_summary(report.summary)
+        self.chart.set_summary(report.summary)
+        self._set_modes(report)
+        self.runs.set_runs(report.runs)
+        self._filter()
+
+    def _set_modes(self, report: EvalReport) -> None:
+        current = self.mode_filter.currentData() or ""
+        modes = list(dict.fromkeys([*report.modes, *(run.mode for run in report.runs)]))
+        self.mode_filter.blockSignals(True)
+        self.mode_filter.clear()
+        self.mode_filter.addItem("all modes", "")
+        for mode in modes:
+            self.mode_filter.addItem(mode_label(mode), mode)
+        self.mode_filter.setCurrentIndex(max(0, self.mode_filter.findData(current)))
+        self.mode_filter.blockSignals(False)
+
+    def set_filter(self, mode: str = "", status: str = "", task: str = "") -> None:
+        """Choose the filters as the combo boxes and the text field would."""
+        self.mode_filter.setCurrentIndex(max(0, self.mode_filter.findData(mode)))
+        self.status_filter.setCurrentIndex(max(0, self.status_filter.findData(status)))
+        self.task_filter.setText(task)
+
+    def _filter(self) -> None:
+        mode, status = self.mode_filter.currentData() or "", self.status_filter.currentData() or ""
+        self.runs.set_filter(mode, status, self.task_filter.text())
+        total = len(self.report.runs) if self.report is not None else 0
+        self.shown.setText(f"{self.runs.filter.rowCount()} of {total} runs")
+        self._selection_changed()
+
+    def _selection_changed(self) -> None:
+        self.tree_button.setEnabled(self.runs.selected_run() is not None)
+
+    def _open_selected_tree(self) -> None:
+        run = self.runs.selected_run()
+        if run is not None:
+            self.treeRequested.emit(run)

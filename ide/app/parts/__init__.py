@@ -1,0 +1,48 @@
+"""The window's parts (docks and controllers): the registry finds every Part of the feature packages.
+
+Each feature of the window is a package of :mod:`ide.app` (``chat``, ``review``, ``tree``, ``eval``,
+``foreign``, ``workspace``, ``start``, ``status``, ``sessions``, ``trust``, ``memory``) whose ``part`` module —
+or ``part_*`` modules, one per part, where a feature has several — holds its :class:`Part` subclasses; the rest
+of the package is the feature's widgets and its Qt-free state. A new dock is one ``part`` module with a
+:class:`~ide.app.parts.base.Dock` subclass; the window builds it, lists it in the View menu and lays it out
+from its ``spec``. What it needs of another part it declares (:mod:`ide.app.parts.needs`), by capability
+(:mod:`ide.app.parts.capabilities`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+from ide.app.parts.base import AppContext, Dock, Part
+from ide.app.parts.needs import build_order
+
+__all__ = ["AppContext", "Dock", "Part", "part_modules", "registry"]
+
+APP = Path(__file__).resolve().parent.parent
+
+
+def part_modules() -> list[str]:
+    """The modules that hold parts: ``ide.app.<feature>.part`` and ``ide.app.<feature>.part_*``."""
+    names = []
+    for feature in pkgutil.iter_modules([str(APP)]):
+        if not feature.ispkg:
+            continue
+        for info in pkgutil.iter_modules([str(APP / feature.name)]):
+            if info.name == "part" or info.name.startswith("part_"):
+                names.append(f"ide.app.{feature.name}.{info.name}")
+    return sorted(names)
+
+
+def registry() -> list[type[Part]]:
+    """Every named Part class of the part modules, in build order (checked: see
+    :func:`~ide.app.parts.needs.build_order`)."""
+    found: list[type[Part]] = []
+    for name in part_modules():
+        module = importlib.import_module(name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, Part) and cls.__module__ == module.__name__ and "spec" in cls.__dict__:
+                found.append(cls)
+    return build_order(sorted(found, key=lambda cls: (cls.spec.order, cls.spec.name)))
