@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError
 
-from ide.protocol import external as ex
+from ide.protocol import foreign as ex
 from ide.protocol import review as rv
 from tests.support.acp_client import acp_backend
 from tests.support.git import git

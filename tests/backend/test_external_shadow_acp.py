@@ -12,7 +12,7 @@ from acp import RequestError
 from acp.schema import ClientCapabilities
 
 from ide.protocol import META_KEY
-from ide.protocol import external as ex
+from ide.protocol import foreign as ex
 from ide.protocol import review as rv
 from tests.support.acp_client import acp_backend
 from tests.support.git import git

@@ -24,7 +24,7 @@ import ide.protocol
 from ide.client import agentconn
 from ide.client.agentproc import AgentProcess
 from ide.protocol import ErrorInfo, error_info_from_data
-from ide.protocol import external as ex
+from ide.protocol import foreign as ex
 from ide.protocol import model as md
 from ide.protocol import review as rv
 from ide.protocol import standard as st

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from acp import RequestError
 
 from ide.backend.extensions import Handler
-from ide.protocol import external as ex
+from ide.protocol import foreign as ex
 from ide.protocol.review import SUMMARY_CAPABILITY, ChangeSetView
 
 if TYPE_CHECKING:
