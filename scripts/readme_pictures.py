@@ -42,7 +42,11 @@ from PySide6.QtWidgets import QApplication, QWidget
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ide.app.background import next_emission
+from ide.app.chat.part import ChatDock
 from ide.app.main import configure_application
+from ide.app.review.part import ReviewDock
+from ide.app.start.part import StartPart
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent
@@ -108,7 +112,7 @@ async def capture_start(
         checked = asyncio.ensure_future(next_emission([window.docks["probe"].healthChanged], TIMEOUT_S))
     await settle()
     save(window, out / "start.png")
-    window.start_page.sample_button.click()  # the recorded sample: the tree takes the window
+    window.part(StartPart).page.sample_button.click()  # the recorded sample: the tree takes the window
     await settle()
     save(window, out / "sample.png")
     window.close()
@@ -127,11 +131,11 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
     await finished
     await changeset
     asker.cancel()
-    window.chat.flush()
+    window.part(ChatDock).panel.flush()
 
     window.restore_layout()  # the run had the window; the picture shows the layout
     review.dock.raise_()
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     decided = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
     pane.decide_hunk("accepted")
     await decided
@@ -143,7 +147,7 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
     tree_dock = window.docks["tree"]
     tree_dock.dock.raise_()
     window.resizeDocks([tree_dock.dock], [DOCK_PICTURE_HEIGHT], Qt.Orientation.Vertical)
-    view = window.tree_view
+    view = window.part(TreeDock).view
     run = next(iter(view.runs.values()))
     solution = next((n for n in run.best_path if run.nodes[n].kind == "answer"), run.best_path[-1])
     await settle()

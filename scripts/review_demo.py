@@ -37,8 +37,11 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QSplitter
 
 from ide.app.background import next_emission
+from ide.app.chat.part import ChatDock
 from ide.app.main import configure_application
+from ide.app.review.part import ReviewDock
 from ide.app.window import MainWindow
+from ide.app.workspace.part import WorkspaceDock
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 60.0
@@ -163,19 +166,19 @@ async def press(window: MainWindow, key: Qt.Key, shift: bool = False) -> None:
     review = window.docks["review"]
     pending = asyncio.ensure_future(next_emission([review.changesetReceived, review.reviewFailed], TIMEOUT_S))
     modifier = Qt.KeyboardModifier.ShiftModifier if shift else Qt.KeyboardModifier.NoModifier
-    QTest.keyClick(window.review.unified, key, modifier)
+    QTest.keyClick(window.part(ReviewDock).pane.unified, key, modifier)
     index, *args = await pending
     if index == 1:
         raise StepFailed(f"the backend refused the decision: {args}")
 
 
 def states(window: MainWindow) -> dict[str, str]:
-    model = window.review.files_model
+    model = window.part(ReviewDock).pane.files_model
     return {file.path: model.states[row] for row, file in enumerate(model.files)}
 
 
 async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
-    pane, bridge, review = window.review, window.bridge, window.docks["review"]
+    pane, bridge, review = window.part(ReviewDock).pane, window.bridge, window.docks["review"]
     originals = {path: (clone / path).read_text() for path in (SPEC, README)}
     head = git(clone, "rev-parse", "HEAD").strip()
 
@@ -203,7 +206,7 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
         stop_reason=stop_reason,
         hunks_per_file=files,
         disk_untouched=on_disk,
-        review_dock_visible=window.review_dock.isVisible(),
+        review_dock_visible=window.part(ReviewDock).dock.isVisible(),
     )
 
     # README.md is row 0 and selected: reject the whole file; the pane moves on to spec.py.
@@ -219,15 +222,15 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
         log.step(f"{name} on {SPEC} hunk {hunk + 1}", ok=decided == decision, decision=decided)
 
     # Mid-review: spec.py selected, hunk 1 accepted, hunk 2 rejected, hunk 3 current and pending.
-    window.resizeDocks([window.review_dock], [int(window.height() * 0.6)], Qt.Orientation.Vertical)
+    window.resizeDocks([window.part(ReviewDock).dock], [int(window.height() * 0.6)], Qt.Orientation.Vertical)
     body = pane.file_list.parentWidget()
     if isinstance(body, QSplitter):
         body.setSizes([360, max(1, body.width() - 360)])
     highlighted = asyncio.ensure_future(next_emission([window.viewer.highlighted], TIMEOUT_S))
     window.viewer.show_file(clone / SPEC, 51)
     await highlighted
-    window.workspace_panel.select(clone / SPEC)
-    window.chat.flush()
+    window.part(WorkspaceDock).panel.select(clone / SPEC)
+    window.part(ChatDock).panel.flush()
     settle()
     output.parent.mkdir(parents=True, exist_ok=True)
     saved = window.grab().save(str(output))

@@ -30,8 +30,11 @@ from PySide6.QtWidgets import QApplication
 
 from ide.app.background import next_emission
 from ide.app.chat.panel import ThoughtView, ToolCallView
+from ide.app.chat.part import ChatDock
 from ide.app.main import configure_application
 from ide.app.window import MainWindow
+from ide.app.workspace.part import WorkspaceDock
+from ide.app.workspace.part_outline import OutlineDock
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 60.0
@@ -117,22 +120,22 @@ async def capture(window: MainWindow, output: Path) -> None:
     finished = asyncio.ensure_future(next_emission([window.bridge.turnFinished], TIMEOUT_S))
     window.send_prompt(QUESTION)
     await finished
-    window.chat.flush()
+    window.part(ChatDock).panel.flush()
 
-    for view in window.chat.views():
+    for view in window.part(ChatDock).panel.views():
         if isinstance(view, ThoughtView):
             view.set_expanded(True)
-    tool = next(view for view in window.chat.views() if isinstance(view, ToolCallView))
+    tool = next(view for view in window.part(ChatDock).panel.views() if isinstance(view, ToolCallView))
     highlighted = asyncio.ensure_future(next_emission([window.viewer.highlighted], TIMEOUT_S))
     if tool.block.locations:
         tool.locations.linkActivated.emit("0")
     else:
         window.viewer.show_file(window.workspace / "shop" / "checkout.py")
     await highlighted
-    window.workspace_panel.select(window.workspace / "shop" / "checkout.py")
+    window.part(WorkspaceDock).panel.select(window.workspace / "shop" / "checkout.py")
     window.viewer.editor.go_to_line(13)
     for _ in range(100):  # the Outline dock fills once the sample's index is ready (bounded: 5 s)
-        if window.outline.items():
+        if window.part(OutlineDock).panel.items():
             break
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.3)  # let the chat's scroll-to-bottom and the last layout pass land

@@ -34,6 +34,10 @@ from PySide6.QtWidgets import QPushButton
 from screenshot import run_scripted_window
 
 from ide.app.background import next_emission
+from ide.app.chat.part import ChatDock
+from ide.app.review.part import ReviewDock
+from ide.app.start.part import StartPart
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 
 TIMEOUT_S = 60.0
@@ -93,10 +97,10 @@ async def shoot(window: MainWindow, path: Path, step: str) -> None:
     """Let the layout settle, grab the window to ``path`` and print what it shows."""
     await asyncio.sleep(0.5)  # the docks' deferred resizes and the last paints (a script, not a test)
     settle()
-    pane, dock = window.review, window.review_dock
+    pane, dock = window.part(ReviewDock).pane, window.part(ReviewDock).dock
     buttons = [button for button in pane.findChildren(QPushButton) if button.isVisible()]
     cut = [button.text() for button in buttons if button.width() < button.minimumSizeHint().width()]
-    trees = list(window.tree_view.runs.values())
+    trees = list(window.part(TreeDock).view.runs.values())
     root = trees[-1].nodes[trees[-1].root] if trees and trees[-1].root else None
     if not window.grab().save(str(path)):
         raise RuntimeError(f"could not write {path}")
@@ -110,7 +114,7 @@ async def shoot(window: MainWindow, path: Path, step: str) -> None:
                 "buttons_cut": cut,
                 "review_status": pane.result_label.text() if pane.result_label.isVisible() else "",
                 "backend": window.status.state.property("state"),
-                "model_card": window.start_page.verdict.text(),
+                "model_card": window.part(StartPart).page.verdict.text(),
                 "tree_root": root.status if root is not None else None,
             }
         ),
@@ -119,7 +123,7 @@ async def shoot(window: MainWindow, path: Path, step: str) -> None:
 
 
 async def run(window: MainWindow, out: Path) -> None:
-    bridge, review, pane = window.bridge, window.docks["review"], window.review
+    bridge, review, pane = window.bridge, window.docks["review"], window.part(ReviewDock).pane
     ready = asyncio.ensure_future(next_emission([bridge.sessionReady], TIMEOUT_S))
     window.start()
     await ready
@@ -129,7 +133,7 @@ async def run(window: MainWindow, out: Path) -> None:
     window.send_prompt(QUESTION)
     await finished
     await changes
-    window.chat.flush()
+    window.part(ChatDock).panel.flush()
     await shoot(window, out / "after-turn.png", "after a first turn")
 
     decided = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))

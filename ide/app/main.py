@@ -101,11 +101,14 @@ def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> Non
 async def _close(window: MainWindow) -> None:
     """Stop the agent and, when a foreign agent's edits were reviewed, Arbor's review backend; and the
     backends of the demo windows the start page opened."""
-    demos = window.demos  # type: ignore[attr-defined]
+    from ide.app.foreign.part import ForeignAgent
+    from ide.app.start.part import StartPart
+
+    demos = window.part(StartPart).demos
     stops = [
         demo.window.bridge.aclose() for demo in demos if demo.window is not None and isValid(demo.window)
     ]
-    await asyncio.gather(window.bridge.aclose(), window.review_backend.aclose(), *stops)  # type: ignore[attr-defined]
+    await asyncio.gather(window.bridge.aclose(), window.part(ForeignAgent).review.aclose(), *stops)
     for demo in demos:
         demo.remove()
 
@@ -114,9 +117,12 @@ def open_at_start(window: MainWindow, path: Path) -> bool:
     """Show ``path`` (``arbor --open``): an ``arbor eval`` report — its ``report.json`` or the folder
     holding it — in the Eval dock, anything else as a ``.arbor-tree.jsonl`` in the Search tree dock.
     False when it could not be opened (the dock says why)."""
+    from ide.app.eval.part import EvalDock
+    from ide.app.tree.part import TreeDock
+
     if path.is_dir() or path.suffix == ".json":
-        return bool(window.open_eval_report(path))  # type: ignore[attr-defined]
-    return bool(window.open_tree_file(path))  # type: ignore[attr-defined]
+        return bool(window.part(EvalDock).open_report(path))
+    return bool(window.part(TreeDock).open_file(path))
 
 
 def build_window(
@@ -125,7 +131,9 @@ def build_window(
     """The window ``run_gui`` shows: on the start page, unless it opens a recording or a report."""
     window = MainWindow(workspace, agent=agent)
     if open_tree is not None:
-        window.leave_start_page()  # type: ignore[attr-defined]
+        from ide.app.start.part import StartPart
+
+        window.part(StartPart).leave()
     return window
 
 
@@ -156,7 +164,9 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is
     # alive for good: freeze it, so the collector never walks it again during a live run.
     window.bridge.sessionReady.connect(lambda *_: settle_heap())
-    window.docks["tree"].runFinished.connect(lambda *_: settle_run())  # type: ignore[attr-defined]
+    from ide.app.tree.part import TreeDock
+
+    window.part(TreeDock).runFinished.connect(lambda *_: settle_run())
     if open_tree is not None:
         QTimer.singleShot(0, lambda: open_at_start(window, open_tree))
     # Started from inside the loop (the first tasks need it running), once the first frame is on screen:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from functools import cached_property, partial
-from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QStackedWidget, QVBoxLayout, QWidget
 
 from ide.app.acp_client import BackendBridge
 from ide.app.parts import AppContext, Dock, Part, registry
-from ide.app.parts.base import DOCK_SHARE
+from ide.app.parts.base import DOCK_SHARE, AppWindow
 from ide.app.parts.capabilities import Chat
 from ide.app.status.banner import Banner, BannerBar
 from ide.app.status.bar import BackendStatus
@@ -46,20 +45,16 @@ DEFAULT_CORNERS = {
 }
 """Qt's owners of the right-hand corners (the bottom area spans under the chat), restored after a maximise."""
 """Maximise the Search tree (everything else out of the way) and back: one key both ways."""
+P = TypeVar("P", bound=Part)
 FIRST_FRAME_WAIT_MS = 1000
 """How long :meth:`MainWindow.start_after_first_frame` waits for a first frame that does not come (a window
 shown minimised) before it starts anyway."""
 
 
-class MainWindow(QMainWindow):
+class MainWindow(AppWindow):
     """The centre (the start page, then the code viewer) under the banner, the registry's docks around it,
     the status bar below."""
 
-    closed = Signal()
-    promptSent = Signal(str)
-    """A prompt went to the backend as a new turn."""
-    maximisedChanged = Signal(bool)
-    """A dock took the whole window (True), or the layout came back (False)."""
     firstPainted = Signal()
     """The window's first frame is on screen (emitted once, after every widget of that frame painted)."""
 
@@ -114,19 +109,13 @@ class MainWindow(QMainWindow):
         self.stop_action = self.ctx.action("agent", "&Stop Turn", self.bridge.cancel, "Ctrl+.")
         self.restart_action = self.ctx.action("agent", "&Restart Backend", self.restart_backend)
         self.docks: dict[str, Part] = {}
-        """Every part by name, for scripts and tests (parts see each other through their declared needs)."""
-        self._exposed: dict[str, tuple[Part, str]] = {}
-        """Window attribute → (part, its attribute): a part's ``exposes``, read when asked for (a deferred
-        dock's panel is built then, not here)."""
+        """Every part by name (parts see each other through their declared needs; scripts, tests and the
+        entry point find one by its class with :meth:`part`)."""
         for part_type in registry():
             part = part_type(self.ctx)
             part.attach()
             self.docks[part.spec.name] = part
             self.ctx.providers.add(part, part.provides)
-            for attribute, source in part.exposes.items():
-                self._exposed[attribute] = (part, source)
-            if isinstance(part, Dock):
-                setattr(self, f"{part.spec.name}_dock", part.dock)
         self.ctx.providers.complete = True
         self.statusBar().addPermanentWidget(self.status, 1)
         menus["file"].addSeparator()
@@ -150,14 +139,12 @@ class MainWindow(QMainWindow):
         self.bridge.cancelRequested.connect(self._cancel_permission)
         self._restore_layout()
 
-    if not TYPE_CHECKING:  # the parts' exposed attributes are looked up, not declared
-
-        def __getattr__(self, name: str) -> Any:
-            exposed = self.__dict__.get("_exposed", {}).get(name)
-            if exposed is None:
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            part, source = exposed
-            return attrgetter(source)(part)
+    def part(self, kind: type[P]) -> P:
+        """The window's part of class ``kind`` (``window.part(ChatDock).panel``)."""
+        for part in self.docks.values():
+            if type(part) is kind:
+                return part
+        raise LookupError(f"the window has no {kind.__name__}")
 
     def build_deferred(self) -> None:
         """Build the deferred docks' widgets (:attr:`Dock.deferred`) not built yet, one per pass of the
@@ -368,7 +355,9 @@ class MainWindow(QMainWindow):
         if self._maximised is not None:
             self.restore_layout()
         else:
-            self.maximise(self.docks["tree"].dock)  # type: ignore[attr-defined]
+            from ide.app.tree.part import TreeDock
+
+            self.maximise(self.part(TreeDock).dock)
 
     def reset_layout(self) -> None:
         """Every dock back where a fresh profile has it (an eval dock that is open stays open, in its

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from ide.app.chat.panel import AssistantMessageView, UserMessageView
+from ide.app.chat.part import ChatDock
 from tests.support.net import closed_port
 from tests.support.window import (
     BACKEND_START_TIMEOUT_MS,
@@ -46,7 +47,7 @@ def test_killed_backend_shows_banner_and_restart_replays_the_conversation(
     assert banner.restart_button.isVisible()
     assert window.bridge.state == "stopped"
     assert "stopped" in window.status.state.text()
-    assert not window.chat.send_button.isEnabled()
+    assert not window.part(ChatDock).panel.send_button.isEnabled()
 
     with qtbot.waitSignal(window.bridge.sessionReady, timeout=BACKEND_START_TIMEOUT_MS) as ready:
         qtbot.mouseClick(banner.restart_button, Qt.MouseButton.LeftButton)
@@ -56,7 +57,7 @@ def test_killed_backend_shows_banner_and_restart_replays_the_conversation(
     assert not banner.isVisible()
 
     # The chat was cleared when the replay began, so what it shows now came from the backend's history.
-    views = window.chat.views()
+    views = window.part(ChatDock).panel.views()
     assert [type(view) for view in views] == [UserMessageView, AssistantMessageView]
     assert views[0].plain_text() == "What is the answer?"
     assert views[1].plain_text() == "The answer is 42."
@@ -75,7 +76,7 @@ def test_backend_killed_mid_turn_is_reported_at_once(
         window.bridge.process.kill()
     assert window.bridge.state == "stopped"
     assert window.banner.isVisible() and window.banner.restart_button.isVisible()
-    assert not window.chat.stop_button.isVisible()
+    assert not window.part(ChatDock).panel.stop_button.isVisible()
 
 
 CRASH_AT_START = """
@@ -131,7 +132,7 @@ def test_restart_of_an_agent_without_session_load_keeps_the_transcript(
     assert ready.args[1] is False and ready.args[0] != old_session
     assert window.banner.kind == "notice"
     assert "could not be restored" in window.banner.title.text()
-    assert "remember me" in window.chat.transcript()
+    assert "remember me" in window.part(ChatDock).panel.transcript()
 
 
 def test_unreachable_model_shows_the_fix_in_the_banner(

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from ide.app.chat.panel import AssistantMessageView, ThoughtView, ToolCallView, UserMessageView
+from ide.app.chat.part import ChatDock
 from ide.app.window import MainWindow
 from tests.support.window import ECHO_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -33,9 +34,9 @@ def scripted_window(make_window: WindowFactory, workspace: Path, script: Path) -
 
 def send(qtbot: Any, window: MainWindow, text: str) -> None:
     """Type ``text`` in the prompt box and press Enter, as a user would."""
-    window.chat.prompt.setFocus()
-    qtbot.keyClicks(window.chat.prompt, text)
-    qtbot.keyClick(window.chat.prompt, Qt.Key.Key_Return)
+    window.part(ChatDock).panel.prompt.setFocus()
+    qtbot.keyClicks(window.part(ChatDock).panel.prompt, text)
+    qtbot.keyClick(window.part(ChatDock).panel.prompt, Qt.Key.Key_Return)
 
 
 def test_a_prompt_streams_thought_tool_call_and_markdown_answer(
@@ -48,11 +49,11 @@ def test_a_prompt_streams_thought_tool_call_and_markdown_answer(
 
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS) as finished:
         send(qtbot, window, "What does greet do?")
-        assert not window.chat.send_button.isEnabled()  # busy: one turn at a time
+        assert not window.part(ChatDock).panel.send_button.isEnabled()  # busy: one turn at a time
     assert finished.args[0] == "end_turn"
-    window.chat.flush()
+    window.part(ChatDock).panel.flush()
 
-    views = window.chat.views()
+    views = window.part(ChatDock).panel.views()
     kinds = [type(view) for view in views]
     assert kinds == [UserMessageView, ThoughtView, ToolCallView, AssistantMessageView]
     user, thought, tool, answer = views
@@ -73,8 +74,8 @@ def test_a_prompt_streams_thought_tool_call_and_markdown_answer(
     assert "Hello" in tool.output.text()
     assert "calls" in window.status.usage.text()
     assert window.bridge.state == "ready"
-    assert window.chat.send_button.isEnabled() is False  # prompt box is empty again
-    assert window.chat.prompt.toPlainText() == ""
+    assert window.part(ChatDock).panel.send_button.isEnabled() is False  # prompt box is empty again
+    assert window.part(ChatDock).panel.prompt.toPlainText() == ""
 
 
 def test_clicking_a_tool_location_opens_the_file(
@@ -84,8 +85,8 @@ def test_clicking_a_tool_location_opens_the_file(
     wait_ready(qtbot, window)
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("What does greet do?")
-    window.chat.flush()
-    tool = next(view for view in window.chat.views() if isinstance(view, ToolCallView))
+    window.part(ChatDock).panel.flush()
+    tool = next(view for view in window.part(ChatDock).panel.views() if isinstance(view, ToolCallView))
     assert tool.block.locations, "the backend sends the file it read as a tool-call location"
 
     with qtbot.waitSignal(window.viewer.fileShown, timeout=5000) as shown:
@@ -97,15 +98,15 @@ def test_clicking_a_tool_location_opens_the_file(
 def test_shift_enter_adds_a_line_and_enter_sends(qtbot, make_window: WindowFactory, git_workspace: Path):
     window = make_window(git_workspace, command=ECHO_AGENT)
     wait_ready(qtbot, window)
-    qtbot.keyClicks(window.chat.prompt, "first")
-    qtbot.keyClick(window.chat.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    qtbot.keyClicks(window.chat.prompt, "second")
-    assert window.chat.prompt.toPlainText() == "first\nsecond"
+    qtbot.keyClicks(window.part(ChatDock).panel.prompt, "first")
+    qtbot.keyClick(window.part(ChatDock).panel.prompt, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(window.part(ChatDock).panel.prompt, "second")
+    assert window.part(ChatDock).panel.prompt.toPlainText() == "first\nsecond"
 
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
-        qtbot.keyClick(window.chat.prompt, Qt.Key.Key_Return)
-    window.chat.flush()
-    user, answer = window.chat.views()
+        qtbot.keyClick(window.part(ChatDock).panel.prompt, Qt.Key.Key_Return)
+    window.part(ChatDock).panel.flush()
+    user, answer = window.part(ChatDock).panel.views()
     assert user.plain_text() == "first\nsecond"
     assert answer.plain_text() == "echo: first second"  # Markdown: a single newline is a soft break
 
@@ -118,13 +119,13 @@ def test_stop_cancels_a_running_turn(
     wait_ready(qtbot, window)
     window.send_prompt("take your time")
     assert window.bridge.state == "busy"
-    assert window.chat.stop_button.isEnabled()
+    assert window.part(ChatDock).panel.stop_button.isEnabled()
 
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=5000) as finished:
-        qtbot.mouseClick(window.chat.stop_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.part(ChatDock).panel.stop_button, Qt.MouseButton.LeftButton)
     assert finished.args[0] == "cancelled"
     assert window.bridge.state == "ready"
-    assert "far too late" not in window.chat.transcript()
+    assert "far too late" not in window.part(ChatDock).panel.transcript()
 
 
 def test_any_acp_agent_works_without_arbor_metadata(qtbot, make_window: WindowFactory, git_workspace: Path):
@@ -134,6 +135,6 @@ def test_any_acp_agent_works_without_arbor_metadata(qtbot, make_window: WindowFa
     assert window.status.model.text() == "agent: echo"
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("ping")
-    window.chat.flush()
-    assert window.chat.transcript() == "ping\n\necho: ping"
+    window.part(ChatDock).panel.flush()
+    assert window.part(ChatDock).panel.transcript() == "ping\n\necho: ping"
     assert window.status.usage.text() == ""

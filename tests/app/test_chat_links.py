@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QMainWindow
 
 from ide.app.background import spawn
 from ide.app.chat.panel import AssistantMessageView, ChatPanel
+from ide.app.chat.part import ChatDock
 from ide.app.chat.permission import PermissionDialog
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -280,12 +281,12 @@ def test_a_streamed_answer_from_the_backend_asks_before_its_link_opens(
     wait_ready(qtbot, window)
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Summarize")
-    window.chat.flush()
-    (answer,) = [v for v in window.chat.views() if isinstance(v, AssistantMessageView)]
+    window.part(ChatDock).panel.flush()
+    (answer,) = [v for v in window.part(ChatDock).panel.views() if isinstance(v, AssistantMessageView)]
 
     click_link(qtbot, answer, href)
     assert opener.opened == []
-    dialog = window.chat.link_dialog
+    dialog = window.part(ChatDock).panel.link_dialog
     assert dialog is not None and dialog.isVisible()
     assert dialog.address.toPlainText() == href
     qtbot.mouseClick(dialog.open_button, Qt.MouseButton.LeftButton)

@@ -14,6 +14,8 @@ from PySide6.QtGui import QColor, QImage
 
 from ide.app.eval.chart import BAR_COLOUR, BASELINE_COLOUR, SOLVE_PANEL, TOKENS_PANEL, nice_step
 from ide.app.eval.format import cost_vs_baseline, reason_line, seconds_text, tokens_text
+from ide.app.eval.part import EvalDock
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 from ide.protocol.eval import (
     REPORT_FILE,
@@ -139,9 +141,9 @@ def test_a_report_shows_its_header_summary_chart_and_runs(
     make_report(out)
     dock = window.docks["eval"]
     with qtbot.waitSignal(dock.reportLoaded):
-        assert window.open_eval_report(out)
-    qtbot.waitUntil(lambda: window.eval_dock.isVisible())
-    panel = window.eval_panel
+        assert window.part(EvalDock).open_report(out)
+    qtbot.waitUntil(lambda: window.part(EvalDock).dock.isVisible())
+    panel = window.part(EvalDock).panel
     assert panel.path_label.text() == str((out / REPORT_FILE).resolve())
     header = panel.header.text()
     assert "Model ollama:qwen2.5-coder:7b" in header
@@ -206,8 +208,8 @@ def test_double_clicking_a_run_opens_its_tree_in_the_search_tree_dock(
     # One run recorded no tree.
     report.runs[0] = report.runs[0].model_copy(update={"tree_file": None})
     save_report(report, out)
-    assert window.open_eval_report(out / REPORT_FILE)
-    panel = window.eval_panel
+    assert window.part(EvalDock).open_report(out / REPORT_FILE)
+    panel = window.part(EvalDock).panel
     panel.tabs.setCurrentWidget(panel.runs.parentWidget())
     panel.set_filter(mode="lats", task="windowed")
     runs = panel.runs
@@ -216,8 +218,8 @@ def test_double_clicking_a_run_opens_its_tree_in_the_search_tree_dock(
     cell = runs.visualRect(runs.model().index(0, 0)).center()
     qtbot.mouseClick(runs.viewport(), Qt.MouseButton.LeftButton, pos=cell)
     qtbot.mouseDClick(runs.viewport(), Qt.MouseButton.LeftButton, pos=cell)
-    qtbot.waitUntil(lambda: window.tree_dock.isVisible())
-    view = window.tree_view
+    qtbot.waitUntil(lambda: window.part(TreeDock).dock.isVisible())
+    view = window.part(TreeDock).view
     assert view.current == "bug-windowed.lats.0.arbor-tree.jsonl · bug-windowed-lats-0"
     view.flush()
     expected = SearchTree(tree_events("bug-windowed-lats-0", "lats", "bug-windowed"))
@@ -250,13 +252,17 @@ def test_a_tree_file_outside_the_report_folder_or_missing_is_refused(
     report.runs[0] = report.runs[0].model_copy(update={"tree_file": "../secret.arbor-tree.jsonl"})
     report.runs[1] = report.runs[1].model_copy(update={"tree_file": "trees/gone.arbor-tree.jsonl"})
     save_report(report, out)
-    assert window.open_eval_report(out)
+    assert window.part(EvalDock).open_report(out)
     dock = window.docks["eval"]
     assert not dock.open_tree(report.runs[0])
-    assert "is outside the report's folder" in window.eval_panel.message.text()
+    assert "is outside the report's folder" in window.part(EvalDock).panel.message.text()
     assert not dock.open_tree(report.runs[1])
-    assert window.eval_panel.message.text().endswith("its tree file trees/gone.arbor-tree.jsonl is missing.")
-    assert window.tree_view.current is None
+    assert (
+        window.part(EvalDock)
+        .panel.message.text()
+        .endswith("its tree file trees/gone.arbor-tree.jsonl is missing.")
+    )
+    assert window.part(TreeDock).view.current is None
 
 
 @pytest.mark.parametrize(
@@ -273,14 +279,14 @@ def test_a_bad_report_is_explained_in_the_dock(
 ) -> None:
     good = tmp_path / "good"
     make_report(good)
-    assert window.open_eval_report(good)
+    assert window.part(EvalDock).open_report(good)
     bad = tmp_path / "bad" / REPORT_FILE
     bad.parent.mkdir()
     bad.write_text(content)
     dock = window.docks["eval"]
     with qtbot.waitSignal(dock.reportFailed) as failed:
-        assert not window.open_eval_report(bad.parent)
-    panel = window.eval_panel
+        assert not window.part(EvalDock).open_report(bad.parent)
+    panel = window.part(EvalDock).panel
     assert panel.message.text() == f"Cannot open the report: {failed.args[0]}"
     assert str(bad) in panel.message.text() and expected in panel.message.text()
     assert panel.message.isVisible() and panel.tabs.isHidden() and panel.header.isHidden()
@@ -288,15 +294,15 @@ def test_a_bad_report_is_explained_in_the_dock(
 
 
 def test_a_missing_report_is_explained(window: MainWindow, tmp_path: Path) -> None:
-    assert not window.open_eval_report(tmp_path / "nowhere")
-    text = window.eval_panel.message.text()
+    assert not window.part(EvalDock).open_report(tmp_path / "nowhere")
+    text = window.part(EvalDock).panel.message.text()
     assert (
         text == f"Cannot open the report: {tmp_path / 'nowhere'}: cannot be read (No such file or directory)"
     )
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert not window.open_eval_report(empty)
-    text = window.eval_panel.message.text()
+    assert not window.part(EvalDock).open_report(empty)
+    text = window.part(EvalDock).panel.message.text()
     assert text.startswith(f"Cannot open the report: {empty / REPORT_FILE}: cannot be read")
 
 
@@ -306,8 +312,8 @@ def test_an_unfinished_report_says_so_and_reloads_as_the_evaluation_saves(
     out = tmp_path / "eval-out"
     report = make_report(out, finished=False, count=2)
     dock = window.docks["eval"]
-    assert window.open_eval_report(out)
-    panel = window.eval_panel
+    assert window.part(EvalDock).open_report(out)
+    panel = window.part(EvalDock).panel
     assert panel.unfinished.isVisible()
     assert panel.unfinished.text() == (
         "unfinished: 2 of 9 runs — rerun arbor eval with the same --out to resume"
@@ -357,14 +363,16 @@ def test_the_last_report_opens_again_in_the_next_window_and_file_menu_has_open(
     first = make_window(workspace, command=ECHO_AGENT, start=False)
     files = [action.text() for action in first.ctx.menus["file"].actions()]
     assert "Open &Eval Report…" in files
-    assert first.open_eval_report(out)
+    assert first.part(EvalDock).open_report(out)
     first.close()
 
     second = make_window(workspace, command=ECHO_AGENT)
-    qtbot.waitUntil(lambda: second.eval_panel.report is not None)
+    qtbot.waitUntil(lambda: second.part(EvalDock).panel.report is not None)
     assert second.docks["eval"].source == (out / REPORT_FILE).resolve()
-    assert second.eval_panel.summary.rowCount() == 3
-    assert second.eval_dock.isVisible()  # open when the first window closed: the saved layout has it
+    assert second.part(EvalDock).panel.summary.rowCount() == 3
+    assert second.part(
+        EvalDock
+    ).dock.isVisible()  # open when the first window closed: the saved layout has it
 
 
 def test_numbers_are_worded_for_the_tables() -> None:
@@ -411,8 +419,8 @@ def test_report_strings_are_shown_as_written_never_as_markup(window: MainWindow,
     report.model = "<b>ollama</b><img src='file:///etc/passwd'>"
     report.runs[0] = report.runs[0].model_copy(update={"reason": "<a href='https://x.test'>click</a>"})
     save_report(report, out)
-    assert window.open_eval_report(out)
-    panel = window.eval_panel
+    assert window.part(EvalDock).open_report(out)
+    panel = window.part(EvalDock).panel
     assert panel.header.textFormat() == Qt.TextFormat.PlainText
     assert panel.header.text().startswith("Model <b>ollama</b><img src='file:///etc/passwd'> · ")
     panel.set_filter(mode="react", task="chunked")
@@ -485,18 +493,18 @@ def test_arbor_open_takes_a_report_or_a_tree(qtbot: Any, window: MainWindow, tmp
     make_report(out)
     with qtbot.waitSignal(window.docks["eval"].reportLoaded):
         assert open_at_start(window, out)
-    assert window.eval_panel.path_label.text() == str((out / REPORT_FILE).resolve())
+    assert window.part(EvalDock).panel.path_label.text() == str((out / REPORT_FILE).resolve())
     assert open_at_start(window, out / REPORT_FILE)
     assert open_at_start(window, out / "trees" / f"{TASKS[0]}.react.0.arbor-tree.jsonl")
-    qtbot.waitUntil(lambda: window.tree_dock.isVisible())
-    assert window.tree_view.current == f"{TASKS[0]}.react.0.arbor-tree.jsonl · {TASKS[0]}-react-0"
+    qtbot.waitUntil(lambda: window.part(TreeDock).dock.isVisible())
+    assert window.part(TreeDock).view.current == f"{TASKS[0]}.react.0.arbor-tree.jsonl · {TASKS[0]}-react-0"
 
 
 def test_a_runs_tree_opens_marked_by_what_its_check_said(window: MainWindow, tmp_path: Path) -> None:
     out = tmp_path / "eval-out"
     report = make_report(out)
-    assert window.open_eval_report(out / REPORT_FILE)
-    dock, view = window.eval_panel, window.tree_view
+    assert window.part(EvalDock).open_report(out / REPORT_FILE)
+    dock, view = window.part(EvalDock).panel, window.part(TreeDock).view
     runs = {run.key: run for run in report.runs}
     statuses = {dock.runs.cell_text(r, 3) for r in range(dock.runs.filter.rowCount())}
     assert statuses == {"✓ solved", "✗ failed", "over budget", "error"}  # ✓/✗: what the check said

@@ -22,7 +22,12 @@ import pytest
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QWidget
 
+from ide.app.chat.part import ChatDock
+from ide.app.eval.part import EvalDock
+from ide.app.memory.part import MemoryDock
 from ide.app.parts import Dock
+from ide.app.sessions.part import SessionsDock
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 from tests.support.window import ECHO_AGENT, WindowFactory, close_window
 
@@ -196,31 +201,31 @@ def test_a_deferred_dock_opens_from_its_menu_action_with_its_content(
     # to get a report.
     view = {action.text(): action for action in window.ctx.menus["view"].actions()}
     view["Eval"].trigger()
-    qtbot.waitUntil(lambda: not window.eval_dock.isHidden())
-    window.eval_dock.raise_()
+    qtbot.waitUntil(lambda: not window.part(EvalDock).dock.isHidden())
+    window.part(EvalDock).dock.raise_()
     # Built as it comes into sight, before any paint: never the empty placeholder.
     assert isinstance(eval_dock, Dock) and eval_dock.built
-    qtbot.waitUntil(lambda: _on_screen(window.eval_panel))
-    assert window.eval_dock.widget() is window.eval_panel
-    assert window.eval_panel.message.text().startswith("No report open.")
+    qtbot.waitUntil(lambda: _on_screen(window.part(EvalDock).panel))
+    assert window.part(EvalDock).dock.widget() is window.part(EvalDock).panel
+    assert window.part(EvalDock).panel.message.text().startswith("No report open.")
     # File → Open Session… (Ctrl+Shift+O): the Sessions tab comes up with its list, built on the way.
     assert isinstance(sessions, Dock) and not sessions.built
     assert sessions.list_action.shortcut() == QKeySequence("Ctrl+Shift+O")  # type: ignore[attr-defined]
     sessions.list_action.trigger()  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: _on_screen(window.sessions.list))
-    assert window.sessions_dock.widget() is window.sessions
+    qtbot.waitUntil(lambda: _on_screen(window.part(SessionsDock).panel.list))
+    assert window.part(SessionsDock).dock.widget() is window.part(SessionsDock).panel
     # The Memory tab raised in front of the chat: built before it paints, its search box there.
     assert isinstance(memory, Dock) and not memory.built
-    window.memory_dock.raise_()
+    window.part(MemoryDock).dock.raise_()
     assert memory.built
-    qtbot.waitUntil(lambda: _on_screen(window.memory_panel.query))
-    assert window.memory_dock.widget() is window.memory_panel
+    qtbot.waitUntil(lambda: _on_screen(window.part(MemoryDock).panel.query))
+    assert window.part(MemoryDock).dock.widget() is window.part(MemoryDock).panel
     # View → Maximise Search Tree (Ctrl+Shift+T): the tree takes the window, its view built on the way.
     assert isinstance(tree, Dock) and not tree.built
     window.maximise_action.trigger()
     assert tree.built
-    qtbot.waitUntil(lambda: _on_screen(window.tree_view))
-    assert window.tree_dock.widget() is window.tree_view
+    qtbot.waitUntil(lambda: _on_screen(window.part(TreeDock).view))
+    assert window.part(TreeDock).dock.widget() is window.part(TreeDock).view
 
 
 def test_a_restored_layout_shows_a_deferred_dock_built_in_the_first_frame(
@@ -228,15 +233,19 @@ def test_a_restored_layout_shows_a_deferred_dock_built_in_the_first_frame(
 ) -> None:
     first = make_window(git_workspace, start=False)
     first.firstPainted.disconnect(first.build_deferred)
-    first.memory_dock.raise_()
+    first.part(MemoryDock).dock.raise_()
     first.docks["eval"].show()  # type: ignore[attr-defined]
-    qtbot.waitUntil(lambda: _on_screen(first.eval_panel) and _on_screen(first.memory_panel))
+    qtbot.waitUntil(
+        lambda: _on_screen(first.part(EvalDock).panel) and _on_screen(first.part(MemoryDock).panel)
+    )
     close_window(qtbot, first)
 
     second = make_window(git_workspace, start=False)
     second.firstPainted.disconnect(second.build_deferred)
     # Shown (not yet painted): what the restored layout shows is built, what it hides is not.
     assert _deferred(second) == {"eval": True, "memory": True, "sessions": False, "tree": False}
-    qtbot.waitUntil(lambda: _on_screen(second.eval_panel) and _on_screen(second.memory_panel.query))
-    assert not _on_screen(second.chat)  # the Memory tab is the one raised, as it was left
-    assert second.eval_dock.widget() is second.eval_panel
+    qtbot.waitUntil(
+        lambda: _on_screen(second.part(EvalDock).panel) and _on_screen(second.part(MemoryDock).panel.query)
+    )
+    assert not _on_screen(second.part(ChatDock).panel)  # the Memory tab is the one raised, as it was left
+    assert second.part(EvalDock).dock.widget() is second.part(EvalDock).panel

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.foreign.part import ForeignAgent
 from ide.app.window import MainWindow
 from ide.client.agentproc import resolve_agent
 from tests.support.git import hello_repo
@@ -41,7 +42,7 @@ def test_a_killed_review_backend_is_said_at_once_with_restart_which_starts_the_a
 ) -> None:
     window = agent_window(make_window, tmp_path)
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=REVIEW_START_TIMEOUT_MS)
-    review = window.review_backend  # type: ignore[attr-defined]
+    review = window.part(ForeignAgent).review  # type: ignore[attr-defined]
     first_shadow, first_agent = review.shadow, window.bridge.pid
     assert first_shadow is not None and Path(first_shadow).is_dir()
 

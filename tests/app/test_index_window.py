@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.workspace.part_outline import OutlineDock
+from ide.app.workspace.part_symbols import SymbolSearchPart
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -39,35 +41,40 @@ def workspace(git_workspace: Path) -> Path:
 def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory, workspace: Path) -> None:
     window = make_window(workspace)
     wait_ready(qtbot, window)
-    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
-    assert window.index_progress.label.text() == "Index: 4 of 5 files · 5 symbols"
+    qtbot.waitUntil(
+        lambda: window.part(OutlineDock).progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS
+    )
+    assert window.part(OutlineDock).progress.label.text() == "Index: 4 of 5 files · 5 symbols"
 
     shapes = workspace / "pkg" / "shapes.py"
     with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shapes)
-    rows = [item.text(0) for item in window.outline.items()]
+    rows = [item.text(0) for item in window.part(OutlineDock).panel.items()]
     assert rows == ["C  Circle", "m  area", "m  grow", "ƒ  make_circle"]
-    circle = window.outline.tree.topLevelItem(0)
+    circle = window.part(OutlineDock).panel.tree.topLevelItem(0)
     assert circle.childCount() == 2
     assert "A round shape." in circle.toolTip(0)
-    assert window.outline.message.isHidden()
+    assert window.part(OutlineDock).panel.message.isHidden()
 
     grow = circle.child(1)
-    window.outline.tree.itemClicked.emit(grow, 0)
+    window.part(OutlineDock).panel.tree.itemClicked.emit(grow, 0)
     qtbot.waitUntil(
         lambda: window.viewer.editor.textCursor().blockNumber() + 1 == 10, timeout=TURN_TIMEOUT_MS
     )
 
     with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(workspace / "README.md")
-    assert window.outline.message.text() == "file-level entry"
+    assert window.part(OutlineDock).panel.message.text() == "file-level entry"
     with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(workspace / "debug.log")  # ignored by .gitignore
-    assert window.outline.message.text() == "debug.log is excluded (.gitignore or workspace.exclude)"
-    assert window.outline.items() == []
+    assert (
+        window.part(OutlineDock).panel.message.text()
+        == "debug.log is excluded (.gitignore or workspace.exclude)"
+    )
+    assert window.part(OutlineDock).panel.items() == []
 
-    window.symbol_action.trigger()
-    dialog = window.symbol_search
+    window.part(SymbolSearchPart).action.trigger()
+    dialog = window.part(SymbolSearchPart).dialog
     assert dialog.isVisible()
     with qtbot.waitSignal(window.docks["symbols"].symbolsFound, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClicks(dialog.edit, "mkcirc")  # fuzzy: initials of make_circle
@@ -81,7 +88,7 @@ def test_status_outline_and_symbol_search(qtbot: Any, make_window: WindowFactory
     assert not dialog.isVisible()
     assert window.viewer.editor.textCursor().blockNumber() + 1 == 14
 
-    window.symbol_action.trigger()
+    window.part(SymbolSearchPart).action.trigger()
     assert dialog.isVisible()
     assert dialog.edit.selectedText() == "mkcirc"  # the last query, ready to type over
     qtbot.keyClick(dialog.edit, Qt.Key.Key_Escape)
@@ -94,7 +101,7 @@ def test_a_stale_answer_does_not_replace_what_the_user_typed_since(
     from ide.protocol.index import SymbolHit, SymbolSearchResult
 
     window = make_window(workspace)
-    dialog = window.symbol_search
+    dialog = window.part(SymbolSearchPart).dialog
     dialog.edit.setText("circle")
     hit = SymbolHit(name="greet", qualname="greet", kind="function", path=str(workspace), line=1, score=1)
     dialog.set_results("gre", SymbolSearchResult(hits=[hit]))
@@ -140,16 +147,18 @@ def test_the_outline_follows_edits_to_the_open_file(
 ) -> None:
     window = make_window(workspace)
     wait_ready(qtbot, window)
-    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    qtbot.waitUntil(
+        lambda: window.part(OutlineDock).progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS
+    )
     shapes = workspace / "pkg" / "shapes.py"
     with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shapes)
-    assert len(window.outline.items()) == 4
+    assert len(window.part(OutlineDock).panel.items()) == 4
 
     with qtbot.waitSignal(window.docks["outline"].outlineReceived, timeout=TURN_TIMEOUT_MS):
         shapes.write_text(SHAPES + "\n\ndef make_square(side: float) -> float:\n    return side * side\n")
-    assert [item.text(0) for item in window.outline.items()][-1] == "ƒ  make_square"
-    assert window.index_progress.label.text() == "Index: 4 of 5 files · 6 symbols"
+    assert [item.text(0) for item in window.part(OutlineDock).panel.items()][-1] == "ƒ  make_square"
+    assert window.part(OutlineDock).progress.label.text() == "Index: 4 of 5 files · 6 symbols"
 
 
 def test_a_file_outside_the_workspace_opens_read_only_with_a_plain_outline_note(
@@ -165,9 +174,9 @@ def test_a_file_outside_the_workspace_opens_read_only_with_a_plain_outline_note(
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(library)  # where F12 into a library lands
     assert window.viewer.editor.isReadOnly() and "def helper" in window.viewer.editor.toPlainText()
-    qtbot.waitUntil(lambda: not window.outline.message.isHidden(), timeout=TURN_TIMEOUT_MS)
-    assert window.outline.message.text() == "Outside the workspace: no outline."
-    assert window.outline.items() == []
+    qtbot.waitUntil(lambda: not window.part(OutlineDock).panel.message.isHidden(), timeout=TURN_TIMEOUT_MS)
+    assert window.part(OutlineDock).panel.message.text() == "Outside the workspace: no outline."
+    assert window.part(OutlineDock).panel.items() == []
     assert "refused" not in window.statusBar().currentMessage()
 
 

@@ -13,6 +13,7 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QToolTip
 
 from ide.app.workspace.part_lsp import DEFINITION_GRACE_MS, HOVER_LINES, HOVER_WIDTH, hover_text
+from ide.app.workspace.part_outline import OutlineDock
 from ide.app.workspace.viewer import plain_hover
 from ide.protocol.lsp import LSP_DEFINITION, LSP_REFERENCES, PositionParams
 from tests.support.lsp_shop import shop  # noqa: F401  (the fixture package)
@@ -166,7 +167,9 @@ def test_shift_f12_shows_the_index_answer_by_name_until_the_servers_replaces_it(
     user_config(f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(proxy), str(gate)])}\n")
     window = make_window(shop)
     wait_ready(qtbot, window)
-    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    qtbot.waitUntil(
+        lambda: window.part(OutlineDock).progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS
+    )
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shop / "app.py")
     window.viewer.editor.go_to(3, 9)  # item = Product("Blue Mug")
@@ -208,7 +211,9 @@ def test_f12_goes_to_the_index_answer_when_the_server_is_slow_and_says_the_serve
     user_config(f"[lsp]\nrequest_timeout_s = 3\n[lsp.servers.jedi]\ncommand = {json.dumps(command)}\n")
     window = make_window(shop)
     wait_ready(qtbot, window)
-    qtbot.waitUntil(lambda: window.index_progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
+    qtbot.waitUntil(
+        lambda: window.part(OutlineDock).progress.label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS
+    )
     with qtbot.waitSignal(window.viewer.fileShown, timeout=TURN_TIMEOUT_MS):
         window.viewer.show_file(shop / "app.py")
     window.viewer.editor.go_to(3, 9)

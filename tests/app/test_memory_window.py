@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from ide.app.memory.part import MemoryDock
+from ide.app.review.part import ReviewDock
 from ide.protocol.memory import MEMORY_DELETE
 from ide.protocol.workflow import WORKFLOWS_LIST
 from tests.support.window import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
@@ -28,7 +30,7 @@ def test_the_memory_dock_searches_reads_deletes_and_exports(
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    panel = window.memory_panel
+    panel = window.part(MemoryDock).panel
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("What does greet return?")
 
@@ -71,12 +73,12 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    panel = window.memory_panel
+    panel = window.part(MemoryDock).panel
     # The turn stored a note: the dock's title (its tab next to the chat) says there is one to review.
     with qtbot.waitSignal(panel.unreviewedChanged, timeout=TURN_TIMEOUT_MS) as changed:
         window.send_prompt("remember where greet lives")
     assert changed.args == [1]
-    assert window.memory_dock.windowTitle() == "Memory (1 to review)"
+    assert window.part(MemoryDock).dock.windowTitle() == "Memory (1 to review)"
     assert panel.unreviewed_only.text() == "Unreviewed (1)" and "1 to review" in panel.counts.text()
 
     with qtbot.waitSignal(window.docks["memory"].memoryReceived, timeout=TURN_TIMEOUT_MS):
@@ -91,7 +93,7 @@ def test_an_agent_written_note_waits_in_the_dock_to_be_kept(
 
     with qtbot.waitSignal(panel.unreviewedChanged, timeout=TURN_TIMEOUT_MS) as kept:
         panel.keep_button.click()
-    assert kept.args == [0] and window.memory_dock.windowTitle() == "Memory"
+    assert kept.args == [0] and window.part(MemoryDock).dock.windowTitle() == "Memory"
     assert panel.unreviewed_only.text() == "Unreviewed"
     qtbot.waitUntil(lambda: panel.list.count() == 0, timeout=TURN_TIMEOUT_MS)
 
@@ -138,7 +140,7 @@ def test_a_failed_memory_or_workflow_request_leaves_the_review_alone(
     with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("edit 1")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     state = pane.files_model.index(0, 3).data()
     reverted: list[bool] = []
     failed: list[str] = []

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from ide.app.chat.part import ChatDock
+from ide.app.review.part import ReviewDock
+from ide.app.tree.part import TreeDock
 from tests.support.plan_script import two_task_script
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -21,10 +24,10 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
     script.write_text("".join(json.dumps(line) + "\n" for line in two_task_script()))
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    box = window.chat.mode_box
+    box = window.part(ChatDock).panel.mode_box
     modes = [box.itemData(i) for i in range(box.count())]
     assert modes == ["react", "lats", "tot", "plan", "workflow", "auto"]
-    assert box.isEnabled() and window.chat.current_mode() == "react"
+    assert box.isEnabled() and window.part(ChatDock).panel.current_mode() == "react"
 
     with qtbot.waitSignal(window.bridge.modeChanged, timeout=TURN_TIMEOUT_MS) as changed:
         box.setCurrentIndex(modes.index("plan"))
@@ -35,12 +38,12 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Say Hi instead of Hello, README too")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    window.chat.flush()
-    text = "\n".join(view.plain_text() for view in window.chat.views())
+    window.part(ChatDock).panel.flush()
+    text = "\n".join(view.plain_text() for view in window.part(ChatDock).panel.views())
     assert "Change the greeting in pkg/greet.py to Hi" in text  # the plan view
     assert "greet now says Hi" in text
-    assert window.review.files_model.rowCount() == 2
-    runs = window.tree_view.runs
+    assert window.part(ReviewDock).pane.files_model.rowCount() == 2
+    runs = window.part(TreeDock).view.runs
     assert any(tree.architecture == "plan" and tree.finished for tree in runs.values())
 
 
@@ -54,16 +57,16 @@ def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
     env = {"ARBOR_MODEL": f"scripted:{script}", "ARBOR_AGENT_ARCHITECTURE": "lats", **LATS_ENV}
     window = make_window(git_workspace, env=env)
     wait_ready(qtbot, window)
-    assert window.chat.current_mode() == "lats"
+    assert window.part(ChatDock).panel.current_mode() == "lats"
 
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Make greet say Hi")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    view = window.tree_view
+    view = window.part(TreeDock).view
     (tree,) = [t for t in view.runs.values() if t.architecture == "lats"]
     qtbot.waitUntil(lambda: tree.finished, timeout=TURN_TIMEOUT_MS)
     assert tree.best_path == ["n1", "n2", "n4"]
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     assert pane.state.interactive and pane.files_model.rowCount() == 1  # the best branch, for review
 
     view.select_node("n3")  # the sibling that only read the file

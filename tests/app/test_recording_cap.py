@@ -13,6 +13,7 @@ import pytest
 import ide.protocol.tree as tree_file
 from ide.app.main import open_at_start
 from ide.app.start.demo import SAMPLE_TREE
+from ide.app.tree.part import TreeDock
 from ide.protocol.tree import MAX_RECORDING_BYTES, MAX_RECORDING_NODES, TreeFileError, read_jsonl
 from tests.support.window import WindowFactory
 
@@ -85,5 +86,5 @@ def test_the_window_says_why_it_does_not_open_a_huge_recording_and_opens_a_real_
         in window.banner.title.text()
     )
     assert open_at_start(window, SAMPLES / SAMPLE_TREE)
-    window.tree_view.flush()
-    assert window.tree_view.shown is not None and len(window.tree_view.shown.nodes) == 10
+    window.part(TreeDock).view.flush()
+    assert window.part(TreeDock).view.shown is not None and len(window.part(TreeDock).view.shown.nodes) == 10

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.review.part import ReviewDock
 from tests.support.git import git
 from tests.support.review_changes import commit_modules, value_edits_script
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
@@ -33,7 +34,7 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Add a hundred to every VALUE")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     assert pane.state.interactive
     assert pane.files_model.rowCount() == FILES
     assert (fifty_files / "src" / "mod_00.py").read_text().startswith("VALUE = 0\n"), "nothing written yet"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.review.part import ReviewDock
 from tests.support.git import GIT_IDENTITY, git
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -57,7 +58,7 @@ def test_apply_warns_of_a_missing_identity_says_what_it_does_and_clears_its_erro
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     dock = window.docks["review"]
     wait_ready(qtbot, window)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     checked = qtbot.waitSignal(dock.identityChecked, timeout=TURN_TIMEOUT_MS)
     with checked, qtbot.waitSignal(dock.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Say hi")

@@ -11,6 +11,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from ide.app.review.pane import LOADING
+from ide.app.review.part import ReviewDock
 from ide.protocol.review import FIRST_SCREEN_HUNKS
 from tests.support.git import git
 from tests.support.review_changes import commit_modules, value_edits_script
@@ -32,7 +33,7 @@ def test_the_first_screen_shows_at_once_and_other_files_hunks_come_when_shown(
     script = value_edits_script(tmp_path / "edits.jsonl", FILES, "Done.")
     window = make_window(modules, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    pane, dock = window.review, window.docks["review"]
+    pane, dock = window.part(ReviewDock).pane, window.docks["review"]
     asked: list[list[str]] = []
     pane.hunksRequested.connect(lambda params: asked.append(params.paths))
 

@@ -13,7 +13,11 @@ import pytest
 from PySide6.QtCore import QEvent, QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication, QDockWidget, QPushButton
 
+from ide.app.chat.part import ChatDock
+from ide.app.review.part import ReviewDock
+from ide.app.tree.part import TreeDock
 from ide.app.window import KEPT_SHARE, MainWindow
+from ide.app.workspace.part import WorkspaceDock
 from tests.support.review_changes import commit_modules, value_edits_script
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -27,7 +31,7 @@ REVIEW_MIN_WIDTH = 560
 def cut_buttons(window: MainWindow) -> list[str]:
     """The Review's shown buttons narrower than their text needs (what a user reads as fragments), or not
     wholly inside the pane."""
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     return [
         button.text()
         for button in pane.findChildren(QPushButton)
@@ -46,7 +50,7 @@ def raised(dock: QDockWidget) -> bool:
 
 def review_usable(window: MainWindow) -> bool:
     """The Review dock on screen, wide, and every one of its buttons whole."""
-    dock = window.review_dock
+    dock = window.part(ReviewDock).dock
     return raised(dock) and dock.width() >= REVIEW_MIN_WIDTH and not cut_buttons(window)
 
 
@@ -69,23 +73,23 @@ def test_after_a_turn_the_layout_comes_back_with_the_review_on_top_and_its_butto
     window = make_window(modules, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
     assert (window.width(), window.height()) == (1280, 800)
-    qtbot.waitUntil(lambda: raised(window.review_dock))
-    height = window.review_dock.height()
+    qtbot.waitUntil(lambda: raised(window.part(ReviewDock).dock))
+    height = window.part(ReviewDock).dock.height()
     maximised: list[bool] = []
     window.maximisedChanged.connect(maximised.append)
 
     edit_turn(qtbot, window, "Add a hundred to every VALUE")
     assert maximised == [True, False], "the run had the window while it ran, and gave it back"
     assert window.maximised is None and not window.centralWidget().isHidden()
-    assert window.workspace_dock.isVisible() and window.chat_dock.isVisible()
+    assert window.part(WorkspaceDock).dock.isVisible() and window.part(ChatDock).dock.isVisible()
     qtbot.waitUntil(lambda: review_usable(window))
-    assert window.review.files_model.rowCount() == FILES
+    assert window.part(ReviewDock).pane.files_model.rowCount() == FILES
     for _ in range(3):  # what the review's showing beside the run left pending: sized in that layout
         QApplication.sendPostedEvents()
         QApplication.processEvents()
-    assert window.review_dock.height() == height, "as high as the layout had it before the run"
+    assert window.part(ReviewDock).dock.height() == height, "as high as the layout had it before the run"
 
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(pane.accept_all_button, Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(window.docks["review"].historyReceived, timeout=TURN_TIMEOUT_MS):
@@ -121,7 +125,7 @@ def test_the_next_turns_changes_are_not_shown_under_an_earlier_applys_line(
     window = make_window(modules, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
     edit_turn(qtbot, window, "Add a hundred to every VALUE")
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         pane.decide_all("accepted")
     with qtbot.waitSignal(window.docks["review"].historyReceived, timeout=TURN_TIMEOUT_MS):
@@ -143,17 +147,19 @@ def test_the_review_is_never_squeezed_below_its_buttons(
 ) -> None:
     window = make_window(git_workspace, start=False)
     qtbot.waitExposed(window)
-    window.maximise(window.tree_dock, (window.chat_dock,))  # the layout a run has: the chat beside it
+    window.maximise(
+        window.part(TreeDock).dock, (window.part(ChatDock).dock,)
+    )  # the layout a run has: the chat beside it
     window.docks["review"].show()  # type: ignore[attr-defined]  # as a turn's changes raise it
-    qtbot.waitUntil(lambda: raised(window.review_dock))
+    qtbot.waitUntil(lambda: raised(window.part(ReviewDock).dock))
     # The chat column takes its share of the window once the layout has the new corners.
-    qtbot.waitUntil(lambda: window.chat_dock.height() > 0.8 * window.height())
+    qtbot.waitUntil(lambda: window.part(ChatDock).dock.height() > 0.8 * window.height())
     QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-    qtbot.waitUntil(lambda: abs(window.chat_dock.width() - KEPT_SHARE * window.width()) < 20)
+    qtbot.waitUntil(lambda: abs(window.part(ChatDock).dock.width() - KEPT_SHARE * window.width()) < 20)
     # The user drags the chat as wide as the window lets it be.
-    window.resizeDocks([window.chat_dock], [window.width()], Qt.Orientation.Horizontal)
-    qtbot.waitUntil(lambda: window.chat_dock.width() > 0.6 * window.width())
+    window.resizeDocks([window.part(ChatDock).dock], [window.width()], Qt.Orientation.Horizontal)
+    qtbot.waitUntil(lambda: window.part(ChatDock).dock.width() > 0.6 * window.width())
     # However narrow the chat leaves it, the review's buttons read whole (on more lines if need be).
     qtbot.waitUntil(lambda: not cut_buttons(window))
-    buttons = [b for b in window.review.findChildren(QPushButton) if b.isVisible()]
+    buttons = [b for b in window.part(ReviewDock).pane.findChildren(QPushButton) if b.isVisible()]
     assert {b.text() for b in buttons} >= {"Side by side", "Accept all", "Reject all", "Apply", "Accept file"}

@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from ide.app.review.part import ReviewDock
 from ide.app.window import MainWindow
 from ide.protocol.review import HistoryParams
 from tests.support.window import REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, review_agent_env, wait_ready
@@ -38,10 +39,10 @@ def test_keyboard_review_and_apply_go_over_the_wire(
     env = review_agent_env(log, REVIEW_AGENT_CONFLICT="src/mod_002.py")
     window = make_window(git_workspace, command=REVIEW_AGENT, env=env)
     wait_ready(qtbot, window)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     assert pane.state.interactive and not pane.note.isVisible()
     review_turn(qtbot, window, 50)
-    assert window.review_dock.isVisible()
+    assert window.part(ReviewDock).dock.isVisible()
     assert pane.files_model.rowCount() == 50
     files = pane.state.changeset.files  # type: ignore[union-attr]
 
@@ -93,7 +94,7 @@ def test_history_and_roll_back(qtbot: Any, make_window: WindowFactory, git_works
     log = tmp_path / "agent.jsonl"
     window = make_window(git_workspace, command=REVIEW_AGENT, env=review_agent_env(log))
     wait_ready(qtbot, window)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     review_turn(qtbot, window, 3)
     with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
         pane.accept_all_button.click()
@@ -130,7 +131,7 @@ def test_a_refused_review_request_shows_a_banner_and_reverts(
 ):
     window = make_window(git_workspace, command=REVIEW_AGENT, env=review_agent_env(tmp_path / "log"))
     wait_ready(qtbot, window)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     review_turn(qtbot, window, 1)
     pane.state.changeset.session_id = "not-a-session"  # type: ignore[union-attr]
     refused = window.docks["review"].reviewFailed
@@ -158,7 +159,7 @@ def test_a_change_set_answer_overtaken_by_a_turn_does_not_blank_the_review(
     env = review_agent_env(tmp_path / "log", REVIEW_AGENT_LATE_CHANGESET="1")
     window = make_window(git_workspace, command=REVIEW_AGENT, env=env)
     wait_ready(qtbot, window)
-    pane, dock = window.review, window.docks["review"]
+    pane, dock = window.part(ReviewDock).pane, window.docks["review"]
     review_turn(qtbot, window, 2)
     # The late answer was written before the history answer; once that is in, the late one was handled.
     with qtbot.waitSignal(dock.historyReceived, timeout=TURN_TIMEOUT_MS):
@@ -173,12 +174,12 @@ def test_standard_acp_diffs_are_shown_read_only(
     log = tmp_path / "agent.jsonl"
     window = make_window(git_workspace, command=[*REVIEW_AGENT, "--standard"], env=review_agent_env(log))
     wait_ready(qtbot, window)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     # Each diff is shown as it streams in (changesShown once per file): the turn's end says all three came.
     with qtbot.waitSignals([pane.changesShown, window.bridge.turnFinished], timeout=TURN_TIMEOUT_MS):
         window.send_prompt("edit 3")
     assert not pane.state.interactive and pane.note.isVisible()
-    assert window.review_dock.isVisible()
+    assert window.part(ReviewDock).dock.isVisible()
     assert [pane.files_model.index(row, 0).data() for row in range(3)] == [
         "src/mod_000.py",
         "src/mod_001.py",

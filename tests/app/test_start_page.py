@@ -13,8 +13,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 from shiboken6 import delete
 
+from ide.app.chat.part import ChatDock
+from ide.app.eval.part import EvalDock
 from ide.app.main import build_window, open_at_start
+from ide.app.sessions.part import SessionsDock
 from ide.app.start.demo import SAMPLE_TREE, sample_dir
+from ide.app.start.part import StartPart
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 from ide.client.agentproc import ARBOR_AGENT, AgentChoice, default_backend_command
 from ide.protocol.eval import EvalReport, EvalRun, save_report
@@ -41,7 +46,7 @@ def no_model_server() -> dict[str, str]:
 
 
 def on_start_page(window: MainWindow) -> bool:
-    return window.centre.currentWidget() is window.start_page
+    return window.centre.currentWidget() is window.part(StartPart).page
 
 
 def write_report(out: Path) -> Path:
@@ -61,7 +66,7 @@ def test_a_fresh_workspace_opens_on_the_start_page_with_the_fix_in_the_status_ba
     window = make_window(git_workspace, env=no_model_server())
     assert on_start_page(window)
     wait_ready(qtbot, window)
-    status, page = window.status, window.start_page
+    status, page = window.status, window.part(StartPart).page
     qtbot.waitUntil(lambda: status.health.property("level") == "error", timeout=TURN_TIMEOUT_MS)
     # The status bar says what is wrong and how to fix it, in one line beside the dot.
     assert "Ollama is not reachable" in status.health.text()
@@ -74,7 +79,7 @@ def test_a_fresh_workspace_opens_on_the_start_page_with_the_fix_in_the_status_ba
 
     # New Session checks the model again, quietly: still no banner.
     with qtbot.waitSignal(window.bridge.sessionReady, timeout=BACKEND_START_TIMEOUT_MS):
-        window.new_session()
+        window.part(SessionsDock).new()
     qtbot.waitUntil(lambda: status.health.property("level") == "error", timeout=TURN_TIMEOUT_MS)
     assert not window.banner.wanted
 
@@ -99,8 +104,8 @@ def test_open_of_a_recording_shows_the_tree_with_no_start_page_and_no_banner(
         wait_ready(qtbot, window)
         qtbot.waitUntil(lambda: window.status.health.property("level") == "error", timeout=TURN_TIMEOUT_MS)
         assert not window.banner.wanted
-        assert window.maximised is window.tree_dock  # the recording has the window
-        assert window.tree_view.shown is not None and window.tree_view.shown.best_path
+        assert window.maximised is window.part(TreeDock).dock  # the recording has the window
+        assert window.part(TreeDock).view.shown is not None and window.part(TreeDock).view.shown.best_path
     finally:
         close_window(qtbot, window)
 
@@ -109,11 +114,11 @@ def test_the_start_page_opens_the_sample_tree_and_an_eval_report(
     qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
 ) -> None:
     window = make_window(git_workspace, start=False)
-    page = window.start_page
+    page = window.part(StartPart).page
     qtbot.mouseClick(page.sample_button, Qt.MouseButton.LeftButton)
-    tree = window.tree_view.shown
+    tree = window.part(TreeDock).view.shown
     assert tree is not None and len(tree.nodes) >= 9 and tree.best_path
-    assert window.maximised is window.tree_dock
+    assert window.maximised is window.part(TreeDock).dock
     window.maximise_action.trigger()  # back to the layout, the page still in the centre
     assert window.maximised is None and on_start_page(window)
 
@@ -124,8 +129,11 @@ def test_the_start_page_opens_the_sample_tree_and_an_eval_report(
     with qtbot.waitSignal(window.docks["eval"].reportLoaded):
         dialog.selectFile(str(report))
         dialog.accept()
-    assert window.eval_panel.report is not None and window.eval_panel.report.runs[0].task == "bug-chunked"
-    assert window.eval_dock.isVisible()
+    assert (
+        window.part(EvalDock).panel.report is not None
+        and window.part(EvalDock).panel.report.runs[0].task == "bug-chunked"
+    )
+    assert window.part(EvalDock).dock.isVisible()
 
 
 def test_the_start_page_lists_ollamas_models_and_use_switches_the_backend(
@@ -136,7 +144,7 @@ def test_the_start_page_lists_ollamas_models_and_use_switches_the_backend(
         env = {"ARBOR_MODEL": "ollama:qwen2.5-coder:7b", "OLLAMA_HOST": server.url}
         window = make_window(git_workspace, env=env)
         wait_ready(qtbot, window)
-        page = window.start_page
+        page = window.part(StartPart).page
         qtbot.waitUntil(lambda: page.ollama_models.count() == 2, timeout=TURN_TIMEOUT_MS)
         assert f"Ollama answers at {server.url}, with 2 models pulled." == page.ollama_label.text()
         assert "Ready" in page.verdict.text() and not page.fix.isVisibleTo(page)
@@ -153,11 +161,11 @@ def test_the_demo_runs_the_sample_task_in_a_window_of_its_own(
 ) -> None:
     window = make_window(git_workspace, start=False)
     with qtbot.waitSignal(window.docks["start"].demoOpened, timeout=TURN_TIMEOUT_MS) as opened:
-        qtbot.mouseClick(window.start_page.demo_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.part(StartPart).page.demo_button, Qt.MouseButton.LeftButton)
     demo: MainWindow = opened.args[0]
     room: list[bool] = []  # the run has the window while it runs, and gives it back when its turn ends
     demo.maximisedChanged.connect(room.append)
-    [run] = window.demos
+    [run] = window.part(StartPart).demos
     try:
         assert demo.workspace.is_relative_to(run.root) and (demo.workspace / "check_stats.py").is_file()
         dialog = demo.permission_dialog
@@ -166,15 +174,18 @@ def test_the_demo_runs_the_sample_task_in_a_window_of_its_own(
             button = dialog.button_for("allow") if dialog.isVisible() else None
             if button is not None:
                 button.click()
-            return bool(demo.tree_view.runs) and next(iter(demo.tree_view.runs.values())).finished
+            return (
+                bool(demo.part(TreeDock).view.runs)
+                and next(iter(demo.part(TreeDock).view.runs.values())).finished
+            )
 
         qtbot.waitUntil(allowed_or_finished, timeout=DEMO_TIMEOUT_MS)
-        tree = next(iter(demo.tree_view.runs.values()))
+        tree = next(iter(demo.part(TreeDock).view.runs.values()))
         assert any(node.status == "solution" for node in tree.nodes.values())
-        assert (
-            room or demo.maximised is demo.tree_dock
-        ) and demo.chat_dock.isVisible()  # the run had the room
-        assert "mean() in stats.py" in demo.chat.transcript()
+        assert (room or demo.maximised is demo.part(TreeDock).dock) and demo.part(
+            ChatDock
+        ).dock.isVisible()  # the run had the room
+        assert "mean() in stats.py" in demo.part(ChatDock).panel.transcript()
     finally:
         close_window(qtbot, demo)
     qtbot.waitUntil(lambda: not run.root.exists(), timeout=10_000)  # the throwaway copy is gone
@@ -188,9 +199,9 @@ def test_the_demo_copy_is_removed_even_when_its_window_is_deleted_at_once(
     raised on the deleted bridge."""
     window = make_window(git_workspace, start=False)
     with qtbot.waitSignal(window.docks["start"].demoOpened, timeout=TURN_TIMEOUT_MS) as opened:
-        qtbot.mouseClick(window.start_page.demo_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.part(StartPart).page.demo_button, Qt.MouseButton.LeftButton)
     demo: MainWindow = opened.args[0]
-    [run] = window.demos
+    [run] = window.part(StartPart).demos
     qtbot.waitUntil(lambda: demo.bridge.process is not None, timeout=BACKEND_START_TIMEOUT_MS)
     process = demo.bridge.process
     demo.close()

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from ide.app.start.part import StartPart
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 from tests.support.window import ECHO_AGENT, REVIEW_AGENT, TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -17,7 +19,7 @@ pytestmark = pytest.mark.window
 
 
 def card(window: MainWindow) -> str:
-    return window.start_page.verdict.text()
+    return window.part(StartPart).page.verdict.text()
 
 
 def status_bar(window: MainWindow) -> tuple[str, str]:
@@ -56,7 +58,7 @@ def test_a_foreign_agents_turn_leaves_no_node_of_its_tree_active(
     wait_ready(qtbot, window)
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("edit 2")
-    view = window.tree_view
+    view = window.part(TreeDock).view
     qtbot.waitUntil(lambda: any(tree.finished for tree in view.runs.values()), timeout=TURN_TIMEOUT_MS)
     [tree] = view.runs.values()
     assert tree.architecture == "acp" and tree.root is not None

@@ -13,7 +13,9 @@ from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSizeF, Qt
 from PySide6.QtGui import QHelpEvent, QImage, QTextDocumentFragment
 from PySide6.QtWidgets import QApplication, QToolTip
 
+from ide.app.review.part import ReviewDock
 from ide.app.tree.model import synthetic_events, tidy_layout
+from ide.app.tree.part import TreeDock
 from ide.app.tree.style import MIN_SCALE, value_colour
 from ide.app.tree.view import SearchTreeView
 from ide.app.window import MainWindow
@@ -318,21 +320,21 @@ def test_a_bad_file_is_refused_with_file_and_line(
     bad = tmp_path / "bad.arbor-tree.jsonl"
     lines = [event.model_dump_json() for event in big_run[:3]]
     bad.write_text("\n".join([*lines[:2], '{"run_id": "x", "kind": "node_added"}', lines[2]]) + "\n")
-    assert not window.open_tree_file(bad)
+    assert not window.part(TreeDock).open_file(bad)
     assert window.banner.isVisible()
     assert f"{bad}:3" in window.banner.title.text()
     garbage = tmp_path / "garbage.arbor-tree.jsonl"
     garbage.write_text("not json\n")
-    assert not window.open_tree_file(garbage)
+    assert not window.part(TreeDock).open_file(garbage)
     assert f"{garbage}:1" in window.banner.title.text()
 
     good = tmp_path / "good.arbor-tree.jsonl"
     good.write_text("\n".join(event.model_dump_json() for event in big_run[:50]) + "\n")
-    assert window.open_tree_file(good)
-    assert window.tree_dock.isVisible()
-    window.tree_view.flush()
-    assert window.tree_view.current == "good.arbor-tree.jsonl · big"
-    assert len(window.tree_view.canvas.geometry) == len(SearchTree(big_run[:50]).nodes)
+    assert window.part(TreeDock).open_file(good)
+    assert window.part(TreeDock).dock.isVisible()
+    window.part(TreeDock).view.flush()
+    assert window.part(TreeDock).view.current == "good.arbor-tree.jsonl · big"
+    assert len(window.part(TreeDock).view.canvas.geometry) == len(SearchTree(big_run[:50]).nodes)
 
 
 def test_tree_notifications_reach_the_dock_live_and_on_session_load(
@@ -341,16 +343,16 @@ def test_tree_notifications_reach_the_dock_live_and_on_session_load(
     env = {"TREE_AGENT_STORE": str(tmp_path / "store.json")}
     window = make_window(tmp_path, command=TREE_AGENT, env=env)
     wait_ready(qtbot, window)
-    assert window.tree_dock.visibleRegion().isEmpty(), "a tab behind the review until a run starts"
+    assert window.part(TreeDock).dock.visibleRegion().isEmpty(), "a tab behind the review until a run starts"
     received: list[int] = []
     window.docks["tree"].treeEvents.connect(lambda events: received.append(len(events)))
     maximised: list[bool] = []
     window.maximisedChanged.connect(maximised.append)
     window.send_prompt("tree 300")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    view = window.tree_view
+    view = window.part(TreeDock).view
     assert maximised == [True, False], "given the window while the run ran, the layout back at its end"
-    qtbot.waitUntil(lambda: not window.tree_dock.visibleRegion().isEmpty())  # the tab on top
+    qtbot.waitUntil(lambda: not window.part(TreeDock).dock.visibleRegion().isEmpty())  # the tab on top
     assert len(received) > 1 and all(n <= 25 for n in received)  # batch by batch, other session ignored
     assert len(view.runs) == 1
     run = next(iter(view.runs.values()))
@@ -370,7 +372,7 @@ def test_tree_notifications_reach_the_dock_live_and_on_session_load(
 
 
 def branch_node(window: MainWindow) -> str:
-    tree = window.tree_view.shown
+    tree = window.part(TreeDock).view.shown
     assert tree is not None
     return next(node.id for node in tree.nodes.values() if node.changeset_id)
 
@@ -382,7 +384,7 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
     wait_ready(qtbot, window)
     window.send_prompt("tree 60")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    view, review = window.tree_view, window.review
+    view, review = window.part(TreeDock).view, window.part(ReviewDock).pane
     view.flush()
     node_id = branch_node(window)
     view.select_node(node_id)
@@ -390,7 +392,7 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
     assert button.isVisible() and button.isEnabled()
     with qtbot.waitSignal(window.docks["tree"].branchDiffReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert window.review_dock.isVisible()
+    assert window.part(ReviewDock).dock.isVisible()
     assert review.state.branch is not None and review.branch_bar.isVisible()
     run_id = view.shown.run_id
     assert review.branch_label.text() == (
@@ -418,7 +420,7 @@ def test_branch_diff_shows_in_the_review_pane_read_only(
 
     # the same run opened from a file: no session to ask
     exported = view.export_jsonl(tmp_path / "run")
-    assert window.open_tree_file(exported)
+    assert window.part(TreeDock).open_file(exported)
     view.flush()
     view.select_node(node_id)
     assert view.current == f"run.arbor-tree.jsonl · {run_id}"
@@ -434,7 +436,7 @@ def test_branch_diff_button_is_disabled_when_the_backend_lacks_it(
     wait_ready(qtbot, window)
     window.send_prompt("tree 60")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    view = window.tree_view
+    view = window.part(TreeDock).view
     view.flush()
     view.select_node(branch_node(window))
     assert view.branch_button.isVisible() and not view.branch_button.isEnabled()

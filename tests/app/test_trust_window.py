@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QPoint
 
+from ide.app.trust.part import Trust
 from ide.settings import trust_store
 from tests.support.trust_commands import jedi, payload
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
@@ -43,7 +44,7 @@ def test_the_window_asks_once_and_trust_makes_the_settings_work(
 ) -> None:
     root, marker = cloned
     window = make_window(root)
-    dialog = window.trust_dialog
+    dialog = window.part(Trust).dialog
     qtbot.waitUntil(dialog.isVisible, timeout=TURN_TIMEOUT_MS)
     shown = dialog.details.toPlainText()
     assert "$ jedi: " in shown and "lsp-ran" in shown  # the exact command line
@@ -53,7 +54,9 @@ def test_the_window_asks_once_and_trust_makes_the_settings_work(
 
     dialog.restrict_button.click()
     wait_ready(qtbot, window)
-    assert window.trust_button.isVisible() and "2 setting(s) held back" in window.trust_button.text()
+    assert (
+        window.part(Trust).button.isVisible() and "2 setting(s) held back" in window.part(Trust).button.text()
+    )
     hover(qtbot, window, root / "m.py")
     assert not marker.exists(), "hovering ran the repository's command"
     decision = trust_store().decision(root)
@@ -65,7 +68,7 @@ def test_the_window_asks_once_and_trust_makes_the_settings_work(
     with qtbot.waitSignal(window.bridge.sessionReady, timeout=30_000):  # the backend restarts
         dialog.trust_button.click()
     wait_ready(qtbot, window)
-    assert not window.trust_button.isVisible()
+    assert not window.part(Trust).button.isVisible()
     assert window.bridge.session_id == session_before, "the conversation came back after the restart"
     hover(qtbot, window, root / "m.py")
     assert marker.exists(), "trusted: the workspace's language server runs"
@@ -82,8 +85,8 @@ def test_a_window_on_an_answered_workspace_does_not_ask_again(
     trust_store().record(root, resolved.digest, trusted=False)
     window = make_window(root)
     wait_ready(qtbot, window)
-    assert not window.trust_dialog.isVisible()
-    assert window.trust_button.isVisible()
+    assert not window.part(Trust).dialog.isVisible()
+    assert window.part(Trust).button.isVisible()
 
 
 def test_launched_the_first_frame_shows_the_start_and_trust_then_holds_it(
@@ -96,9 +99,11 @@ def test_launched_the_first_frame_shows_the_start_and_trust_then_holds_it(
     states: list[str] = []
     window.bridge.stateChanged.connect(states.append)
     window.start_after_first_frame()
-    assert window.bridge.state == "starting" and not window.trust_button.isVisible()
-    qtbot.waitUntil(lambda: window.trust_dialog.isVisible(), timeout=TURN_TIMEOUT_MS)
+    assert window.bridge.state == "starting" and not window.part(Trust).button.isVisible()
+    qtbot.waitUntil(lambda: window.part(Trust).dialog.isVisible(), timeout=TURN_TIMEOUT_MS)
     assert states == ["starting", "stopped"] and window.bridge.process is None
-    assert window.trust_button.isVisible() and "2 setting(s) held back" in window.trust_button.text()
-    window.trust_dialog.restrict_button.click()
+    assert (
+        window.part(Trust).button.isVisible() and "2 setting(s) held back" in window.part(Trust).button.text()
+    )
+    window.part(Trust).dialog.restrict_button.click()
     wait_ready(qtbot, window)  # the answer starts it

@@ -13,6 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QAbstractSlider
 
 from ide.app.chat.panel import NoticeView
+from ide.app.chat.part import ChatDock
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 from ide.protocol.tree import SearchTree
 from tests.support.net import closed_port
@@ -24,7 +26,7 @@ Script = Callable[[list[dict[str, Any]]], Path]
 
 
 def live_runs(window: MainWindow) -> list[SearchTree]:
-    view = window.tree_view
+    view = window.part(TreeDock).view
     return [tree for key, tree in view.runs.items() if key not in view.file_runs]
 
 
@@ -53,12 +55,12 @@ def test_a_model_error_fails_the_tree_and_says_why_in_the_chat(
 
     fail_a_turn(qtbot, window)
     assert_run_failed(window, 'calls tool "no_such_tool"')
-    notice = window.chat.views()[-1]
+    notice = window.part(ChatDock).panel.views()[-1]
     assert isinstance(notice, NoticeView) and notice.block.kind == "error"
     assert "The turn failed: scripted model" in notice.plain_text()
     assert "remove its tool_calls" in notice.plain_text()  # the fix, in the chat too
     assert window.status.health.property("level") == "error"  # the model's dot turned red
-    assert not window.chat.turn_running
+    assert not window.part(ChatDock).panel.turn_running
 
 
 def test_no_model_server_is_red_at_once_and_a_turn_fails_with_the_reason(
@@ -80,17 +82,17 @@ def test_no_model_server_is_red_at_once_and_a_turn_fails_with_the_reason(
     assert_run_failed(window, f"Ollama is not reachable at {host}")
     assert banner.isVisible() and banner.kind == "model_unreachable"
     qtbot.waitUntil(lambda: banner.width() == window.width(), timeout=5000)
-    chat_dock = window.chat_dock
+    chat_dock = window.part(ChatDock).dock
     assert (
         banner.mapTo(window, banner.rect().bottomLeft()).y()
         < chat_dock.mapTo(window, chat_dock.rect().topLeft()).y()
     )
-    tree_dock = window.tree_dock  # the run had the window
+    tree_dock = window.part(TreeDock).dock  # the run had the window
     assert (
         tree_dock.mapTo(window, tree_dock.rect().topLeft()).y()
         > banner.mapTo(window, banner.rect().bottomLeft()).y()
     )
-    notice = window.chat.views()[-1]
+    notice = window.part(ChatDock).panel.views()[-1]
     assert isinstance(notice, NoticeView)
     assert f"The turn failed: Ollama is not reachable at {host}" in notice.plain_text()
 
@@ -111,7 +113,7 @@ def test_the_window_closes_a_run_the_backend_could_not(
     with qtbot.waitSignal(window.bridge.backendDied, timeout=5000):
         window.bridge.process.kill()
     assert_run_failed(window, "the backend stopped during the turn")
-    assert "The turn failed: the backend stopped" in window.chat.views()[-1].plain_text()
+    assert "The turn failed: the backend stopped" in window.part(ChatDock).panel.views()[-1].plain_text()
 
 
 def test_stop_leaves_a_stopped_line(
@@ -123,9 +125,9 @@ def test_stop_leaves_a_stopped_line(
     window.send_prompt("slow")
     qtbot.waitUntil(lambda: bool(live_runs(window)), timeout=TURN_TIMEOUT_MS)
     with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS) as finished:
-        window.chat.stop_button.click()
+        window.part(ChatDock).panel.stop_button.click()
     assert finished.args[0] == "cancelled"
-    notice = window.chat.views()[-1]
+    notice = window.part(ChatDock).panel.views()[-1]
     assert isinstance(notice, NoticeView) and notice.block.kind == "stopped"
     assert notice.plain_text().startswith("■ Stopped")
     [tree] = live_runs(window)
@@ -141,7 +143,7 @@ def test_the_chat_shows_the_answer_when_a_turn_ends(
     )
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    chat = window.chat
+    chat = window.part(ChatDock).panel
     bar = chat.scroll.verticalScrollBar()
     for prompt in ("one", "two"):
         with qtbot.waitSignal(window.bridge.turnFinished, timeout=TURN_TIMEOUT_MS):

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from ide.app.chat.part import ChatDock
+from ide.app.review.part import ReviewDock
+from ide.app.tree.part import TreeDock
 from tests.support.feature_workflow import FEATURE_SCRIPT, TASK, cli_project  # noqa: F401  (fixture)
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -33,7 +36,7 @@ def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
     window = make_window(cli_project, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    box = window.chat.workflow_box
+    box = window.part(ChatDock).panel.workflow_box
     qtbot.waitUntil(lambda: box.count() > 1, timeout=TURN_TIMEOUT_MS)
     names = [box.itemData(i) for i in range(box.count())]
     assert names[0] == "auto" and "feature_with_iterative_testing" in names
@@ -43,7 +46,7 @@ def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
         box.setCurrentIndex(names.index("feature_with_iterative_testing"))
         box.activated.emit(names.index("feature_with_iterative_testing"))
     assert picked.args[0].selected == "feature_with_iterative_testing"
-    assert window.bridge.mode == "workflow" and window.chat.current_mode() == "workflow"
+    assert window.bridge.mode == "workflow" and window.part(ChatDock).panel.current_mode() == "workflow"
 
     window.send_prompt(TASK)
     dialog = window.permission_dialog
@@ -55,8 +58,10 @@ def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
         allow.click()
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     assert not dialog.isVisible()
-    assert window.review.files_model.rowCount() == 2
-    window.chat.flush()
-    text = "\n".join(view.plain_text() for view in window.chat.views())
+    assert window.part(ReviewDock).pane.files_model.rowCount() == 2
+    window.part(ChatDock).panel.flush()
+    text = "\n".join(view.plain_text() for view in window.part(ChatDock).panel.views())
     assert "Workflow feature_with_iterative_testing finished" in text.replace("**", "")
-    assert any(tree.architecture == "workflow" and tree.finished for tree in window.tree_view.runs.values())
+    assert any(
+        tree.architecture == "workflow" and tree.finished for tree in window.part(TreeDock).view.runs.values()
+    )

@@ -11,6 +11,8 @@ from PySide6.QtCore import Qt
 
 from ide.app.workspace.files import list_workspace_files, read_for_viewer
 from ide.app.workspace.panel import build_tree
+from ide.app.workspace.part import WorkspaceDock
+from ide.app.workspace.part_outline import OutlineDock
 from ide.settings import WorkspaceSettings
 from tests.support.git import git
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
@@ -21,7 +23,7 @@ pytestmark = pytest.mark.window
 def test_tree_lists_git_files_but_not_ignored_ones(qtbot, make_window: WindowFactory, git_workspace: Path):
     (git_workspace / "notes.txt").write_text("untracked but not ignored\n")
     window = make_window(git_workspace, start=False)  # the tree needs no backend
-    panel = window.workspace_panel
+    panel = window.part(WorkspaceDock).panel
     with qtbot.waitSignal(panel.loaded, timeout=10_000):
         panel.refresh()
 
@@ -36,7 +38,7 @@ def test_clicking_a_file_shows_it_highlighted_with_line_numbers(
     qtbot, make_window: WindowFactory, git_workspace: Path
 ):
     window = make_window(git_workspace, start=False)
-    panel = window.workspace_panel
+    panel = window.part(WorkspaceDock).panel
     with qtbot.waitSignal(panel.loaded, timeout=10_000):
         panel.refresh()
     index = panel.model.index_of("pkg/greet.py")
@@ -113,11 +115,11 @@ def test_the_workspace_count_agrees_with_the_index_by_naming_its_secrets(
     git(git_workspace, "add", "-A")
     git(git_workspace, "commit", "-qm", "env")
     window = make_window(git_workspace)
-    panel = window.workspace_panel
+    panel = window.part(WorkspaceDock).panel
     with qtbot.waitSignal(panel.loaded, timeout=10_000):
         panel.refresh()
     wait_ready(qtbot, window)
-    label = window.index_progress.label
+    label = window.part(OutlineDock).progress.label
     qtbot.waitUntil(lambda: label.text().startswith("Index:"), timeout=TURN_TIMEOUT_MS)
     listed = len(panel.files)
     assert panel._count.text() == f"{listed} files · 1 secret"

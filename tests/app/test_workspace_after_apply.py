@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.review.part import ReviewDock
+from ide.app.workspace.part import WorkspaceDock
 from tests.support.git import git
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
@@ -26,14 +28,14 @@ def test_a_file_apply_makes_is_listed_and_gone_after_the_roll_back(
     )
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    panel = window.workspace_panel
+    panel = window.part(WorkspaceDock).panel
     qtbot.waitUntil(lambda: bool(panel.files), timeout=TURN_TIMEOUT_MS)
     assert "made_by_agent.py" not in panel.files
     review = window.docks["review"]
     with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("make a module")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-    pane = window.review
+    pane = window.part(ReviewDock).pane
     with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(pane.accept_all_button, Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(review.applied, timeout=TURN_TIMEOUT_MS):

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.foreign.part import ForeignAgent
+from ide.app.review.part import ReviewDock
 from ide.client.agentproc import resolve_agent
 from tests.support.fake_gemini import FakeGemini
 from tests.support.gemini import (
@@ -75,7 +77,7 @@ def test_what_gemini_writes_is_reviewed_and_applied_in_the_window(
             return next(o.option_id for o in options if o.kind == "allow_once")
 
         window.bridge.permission_handler = allow_once
-        backend = window.review_backend  # type: ignore[attr-defined]
+        backend = window.part(ForeignAgent).review  # type: ignore[attr-defined]
         try:
             qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=GEMINI_TURN_TIMEOUT_MS)
             shadow = Path(backend.shadow)
@@ -89,7 +91,7 @@ def test_what_gemini_writes_is_reviewed_and_applied_in_the_window(
             qtbot.waitUntil(
                 lambda: bool(views) and [f.path for f in views[-1].files] == [path], timeout=TURN_TIMEOUT_MS
             )
-            pane = window.review
+            pane = window.part(ReviewDock).pane
             qtbot.waitUntil(lambda: pane.files_model.rowCount() == 1, timeout=TURN_TIMEOUT_MS)
             assert script.cwds == {str(shadow)}, "the agent was told the shadow, never the workspace"
             assert sorted(os.listdir(workspace)) == [".git", "hello.py"]

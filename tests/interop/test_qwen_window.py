@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.foreign.part import ForeignAgent
+from ide.app.review.part import ReviewDock
 from ide.client.agentproc import resolve_agent
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git import git, hello_repo
@@ -74,7 +76,7 @@ def test_qwen_codes_fs_and_shell_writes_are_reviewed_applied_and_rolled_back_in_
             return next(o.option_id for o in options if o.kind == "allow_once")
 
         window.bridge.permission_handler = allow_once
-        backend = window.review_backend  # type: ignore[attr-defined]
+        backend = window.part(ForeignAgent).review  # type: ignore[attr-defined]
         try:
             qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=QWEN_TURN_TIMEOUT_MS)
             shadow = Path(backend.shadow)
@@ -87,7 +89,7 @@ def test_qwen_codes_fs_and_shell_writes_are_reviewed_applied_and_rolled_back_in_
                 lambda: bool(views) and sorted(f.path for f in views[-1].files) == both,
                 timeout=TURN_TIMEOUT_MS,
             )
-            pane = window.review
+            pane = window.part(ReviewDock).pane
             qtbot.waitUntil(lambda: pane.files_model.rowCount() == 2, timeout=TURN_TIMEOUT_MS)
             # Reviewed here: its plain ACP diffs were never taken as "review them in the agent itself".
             assert not pane.note.isVisible() and pane.state.standard_changeset().files == []
@@ -95,7 +97,7 @@ def test_qwen_codes_fs_and_shell_writes_are_reviewed_applied_and_rolled_back_in_
             assert script.cwds == {str(shadow)}, "the agent was told the shadow, never the workspace"
             assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
             if shots := os.environ.get("TEST_SCREENSHOT_DIR"):
-                window.review_dock.raise_()  # type: ignore[attr-defined]
+                window.part(ReviewDock).dock.raise_()  # type: ignore[attr-defined]
                 pane.select_file(0)
                 qtbot.wait(0)  # one event loop pass: the selection is painted
                 window.grab().save(str(Path(shots) / "qwen-review.png"))

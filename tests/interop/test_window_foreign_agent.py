@@ -17,6 +17,10 @@ import pytest
 from PySide6.QtCore import Qt
 
 from ide import sandbox
+from ide.app.chat.part import ChatDock
+from ide.app.foreign.part import ForeignAgent
+from ide.app.review.part import ReviewDock
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 from ide.client.agentproc import command_name, resolve_agent
 from tests.support.git import HELLO, git, hello_repo
@@ -51,12 +55,12 @@ def foreign_window(factory: WindowFactory, node_peers: Path, workspace: Path) ->
 
 
 def chat_text(window: MainWindow) -> str:
-    window.chat.flush()
-    return "\n".join(view.plain_text() for view in window.chat.views())
+    window.part(ChatDock).panel.flush()
+    return "\n".join(view.plain_text() for view in window.part(ChatDock).panel.views())
 
 
 def stop_review_backend(qtbot: Any, window: MainWindow) -> None:
-    review = window.review_backend  # type: ignore[attr-defined]
+    review = window.part(ForeignAgent).review  # type: ignore[attr-defined]
     task = asyncio.ensure_future(review.aclose())
     qtbot.waitUntil(task.done, timeout=15_000)
 
@@ -73,7 +77,10 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
         assert window.bridge.agent_meta is None and window.bridge.agent_name == "Foreign agent"
         # Its edits are reviewed here (from its shadow), so the pane never shows its plain ACP diffs as
         # "does not support Arbor review … accept or reject them in the agent itself".
-        assert window.review.state.interactive and not window.review.note.isVisible()
+        assert (
+            window.part(ReviewDock).pane.state.interactive
+            and not window.part(ReviewDock).pane.note.isVisible()
+        )
         head = git(workspace, "rev-parse", "HEAD").strip()
         review = window.docks["review"]
 
@@ -84,9 +91,9 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
         # Captured after each tool call (the read changed nothing) and at the turn's end.
         qtbot.waitUntil(lambda: bool(views) and bool(views[-1].files), timeout=REVIEW_START_TIMEOUT_MS)
         changeset = views[-1]
-        assert changeset.session_id == window.review_backend.session_id != window.bridge.session_id
+        assert changeset.session_id == window.part(ForeignAgent).review.session_id != window.bridge.session_id
         assert [file.path for file in changeset.files] == ["hello.py"]
-        pane = window.review
+        pane = window.part(ReviewDock).pane
         assert pane.state.interactive and pane.files_model.rowCount() == 1
         # Reviewed here, so never "does not support Arbor review … accept or reject them in the agent".
         assert not pane.note.isVisible() and pane.state.standard_changeset().files == []
@@ -94,7 +101,7 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
 
         text = chat_text(window)
         assert "fs offered: read=true write=true" in text
-        run = next(tree for tree in window.tree_view.runs.values() if "tool:read-2" in tree.nodes)
+        run = next(tree for tree in window.part(TreeDock).view.runs.values() if "tool:read-2" in tree.nodes)
         qtbot.waitUntil(lambda: run.finished, timeout=TURN_TIMEOUT_MS)  # after the turn's capture
         assert run.figures == {"stop_reason": "end_turn", "tool_calls": 3}
         read, write, outside = (run.nodes[f"tool:{name}"] for name in ("read-1", "write-1", "read-2"))
@@ -154,11 +161,13 @@ def test_closing_the_permission_dialog_rejects_the_foreign_agents_edit(
         qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=REVIEW_START_TIMEOUT_MS)
         text = chat_text(window)
         assert 'permission: {"optionId":"reject","outcome":"selected"}' in text
-        assert window.review_backend.session_id is not None  # its reads went through the review backend
+        assert (
+            window.part(ForeignAgent).review.session_id is not None
+        )  # its reads went through the review backend
         assert (workspace / "hello.py").read_text() == ORIGINAL
         # The refused edit's proposed diff is not shown once the pane caught up (it was, 50 ms later).
-        qtbot.waitUntil(lambda: not window.review.refresh_pending, timeout=TURN_TIMEOUT_MS)
-        assert window.review.files_model.rowCount() == 0
+        qtbot.waitUntil(lambda: not window.part(ReviewDock).pane.refresh_pending, timeout=TURN_TIMEOUT_MS)
+        assert window.part(ReviewDock).pane.files_model.rowCount() == 0
     finally:
         stop_review_backend(qtbot, window)
 
@@ -202,13 +211,13 @@ def test_a_foreign_agent_in_a_shadow_has_its_shell_writes_reviewed_and_sees_what
     window = foreign_window(make_window, node_peers, workspace)
     try:
         wait_ready(qtbot, window)
-        backend = window.review_backend  # type: ignore[attr-defined]
+        backend = window.part(ForeignAgent).review  # type: ignore[attr-defined]
         shadow = Path(backend.shadow)
         assert window.bridge.agent_dir == shadow and workspace not in shadow.parents and shadow != workspace
         assert "works in a shadow of the workspace" in chat_text(window)
         views: list[Any] = []
         backend.changesetReceived.connect(views.append)
-        pane = window.review
+        pane = window.part(ReviewDock).pane
 
         def held() -> list[str]:
             return sorted(f.path for f in views[-1].files) if views else []
@@ -221,7 +230,7 @@ def test_a_foreign_agent_in_a_shadow_has_its_shell_writes_reviewed_and_sees_what
         assert not (workspace / "made_by_shell.py").exists()
         assert (workspace / "hello.py").read_text() == ORIGINAL
         # The shell's file is put on its tool call (and on any that ran while that capture was made).
-        run = next(tree for tree in window.tree_view.runs.values() if "tool:shell-1" in tree.nodes)
+        run = next(tree for tree in window.part(TreeDock).view.runs.values() if "tool:shell-1" in tree.nodes)
         qtbot.waitUntil(
             lambda: "made_by_shell.py (added)" in (run.nodes["tool:shell-1"].reflection or ""),
             timeout=TURN_TIMEOUT_MS,
@@ -248,7 +257,9 @@ def test_a_foreign_agent_in_a_shadow_has_its_shell_writes_reviewed_and_sees_what
         # The next turn starts from what the user decided: its read of hello.py sees the edit reverted.
         window.send_prompt("edit hello.py again")
         qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-        second = [tree for tree in window.tree_view.runs.values() if "tool:read-1" in tree.nodes][-1]
+        second = [tree for tree in window.part(TreeDock).view.runs.values() if "tool:read-1" in tree.nodes][
+            -1
+        ]
         assert second is not run
         assert second.nodes["tool:read-1"].observation == '{"content": "print(\\"hello\\")\\n"}'
         assert "Written outside review" not in chat_text(window)
@@ -276,7 +287,7 @@ def test_a_confined_foreign_agent_cannot_write_the_workspace(
         assert "Confined with bwrap" in chat_text(window)
         window.send_prompt("escape")
         qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
-        run = next(tree for tree in window.tree_view.runs.values() if "tool:escape-1" in tree.nodes)
+        run = next(tree for tree in window.part(TreeDock).view.runs.values() if "tool:escape-1" in tree.nodes)
         escape = run.nodes["tool:escape-1"]
         assert escape.status == "failed" and "EROFS" in (escape.observation or "")
         assert not (workspace / "sneaky.py").exists()

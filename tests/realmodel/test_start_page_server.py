@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from ide.app.start.part import StartPart
 from tests.support.realmodel import RealServer
 from tests.support.window import (  # noqa: F401
     BACKEND_START_TIMEOUT_MS,
@@ -36,7 +37,7 @@ def test_test_on_the_start_page_switches_to_the_server_and_shows_the_probes_verd
     env = {"ARBOR_MODEL": "ollama:qwen3:8b", "OLLAMA_HOST": NOWHERE, "ARBOR_LLM_MAX_ANSWER_TOKENS": "64"}
     window = make_window(git_workspace, env=env)
     wait_ready(qtbot, window)
-    page = window.start_page
+    page = window.part(StartPart).page
     page.openai_url.setText("localhost:8080")
     qtbot.mouseClick(page.openai_test, Qt.MouseButton.LeftButton)
     assert "Give the server's URL" in page.model_note.text()  # a bad URL is said, nothing restarts

@@ -3,7 +3,7 @@ each turn ended (answered, stopped, failed and why), with a failed turn's open s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
 
@@ -22,7 +22,6 @@ class ChatDock(Dock):
     """Shows the session's updates; a restart's replay rebuilds it, a failed replay restores it."""
 
     spec = Spec("chat", title="Chat", place=SIDE, order=20)
-    exposes: ClassVar[dict[str, str]] = {"chat": "panel"}
     provides = (Chat,)
     files = Requires(OpensFiles)
     trees = Uses(SearchTrees)

@@ -11,7 +11,7 @@ only: the backend is not involved.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QFileSystemWatcher, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog
@@ -33,7 +33,6 @@ class EvalDock(Dock):
     """The Eval panel, tabbed with the review and the search tree; it reads report files itself."""
 
     spec = Spec("eval", title="Eval", place=BOTTOM_ON_DEMAND, order=45)
-    exposes: ClassVar[dict[str, str]] = {"eval_panel": "panel", "open_eval_report": "open_report"}
     provides = (EvalReports,)
     trees = Requires(SearchTrees)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from ide.app.acp_client import BackendState
 from ide.app.background import spawn
@@ -32,7 +32,6 @@ class ForeignAgent(Part):
     """Serves the agent's ``fs/*`` through the review backend and builds its tool-call tree."""
 
     spec = Spec("foreign", order=20)
-    exposes: ClassVar[dict[str, str]] = {"review_backend": "review"}
     trees = Uses(SearchTrees)
     review_dock = Uses(Review)
     chat = Uses(Chat)
@@ -61,8 +60,8 @@ class ForeignAgent(Part):
         self._updates = 0
         self._scratch: str | None = None
         """A confined agent's TMPDIR (removed with the window)."""
-        ctx.window.closed.connect(self._remove_scratch)  # type: ignore[attr-defined]
-        ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))  # type: ignore[attr-defined]
+        ctx.window.closed.connect(self._remove_scratch)
+        ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))
 
     def is_foreign(self) -> bool:
         """The agent is not Arbor (its initialize carried no ``_meta.arbor``)."""

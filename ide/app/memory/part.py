@@ -10,7 +10,7 @@ request explains itself in the banner and leaves nothing pending; it never touch
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
@@ -203,7 +203,6 @@ class MemoryDock(Dock):
     """The Memory panel, tabbed with the chat, and its requests."""
 
     spec = Spec("memory", title="Memory", place=SIDE, order=60)
-    exposes: ClassVar[dict[str, str]] = {"memory_panel": "panel"}
 
     memoryReceived = Signal(object)
     """A MemoryList: a search result."""

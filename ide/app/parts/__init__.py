@@ -1,12 +1,12 @@
 """The window's parts (docks and controllers): the registry finds every Part of the feature packages.
 
 Each feature of the window is a package of :mod:`ide.app` (``chat``, ``review``, ``tree``, ``eval``,
-``foreign``, ``workspace``, ``start``, ``status``, ``sessions``, ``trust``, ``memory``) whose ``part`` module —
-or ``part_*`` modules, one per part, where a feature has several — holds its :class:`Part` subclasses; the rest
-of the package is the feature's widgets and its Qt-free state. A new dock is one ``part`` module with a
-:class:`~ide.app.parts.base.Dock` subclass; the window builds it, lists it in the View menu and lays it out
-from its ``spec``. What it needs of another part it declares (:mod:`ide.app.parts.needs`), by capability
-(:mod:`ide.app.parts.capabilities`).
+``foreign``, ``workspace``, ``start``, ``status``, ``sessions``, ``trust``, ``memory``) whose ``part``
+module — or ``part_*`` modules, one per part, where a feature has several — holds its :class:`Part`
+subclasses; the rest of the package is the feature's widgets and its Qt-free state. A new dock is one
+``part`` module with a :class:`~ide.app.parts.base.Dock` subclass; the window builds it, lists it in the
+View menu and lays it out from its ``spec``. What it needs of another part it declares
+(:mod:`ide.app.parts.needs`), by capability (:mod:`ide.app.parts.capabilities`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QStackedWidget, QWidget
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ide.app.status.banner import Banner
     from ide.app.status.bar import BackendStatus
     from ide.app.workspace.viewer import CodeViewer
+    from ide.client.agentproc import AgentChoice
     from ide.client.events import SessionEvent
     from ide.protocol import ErrorInfo
     from ide.settings import ResolvedSettings, Settings
@@ -98,6 +99,46 @@ class KeptAcrossReplay(Generic[S]):
         self._saved = None
 
 
+class AppWindow(QMainWindow):
+    """What a part may ask of the window, typed: :class:`~ide.app.window.MainWindow` is the one window.
+
+    Parts reach each other through their declared needs (:mod:`ide.app.parts.needs`), never through the
+    window; scripts and tests find a part by its class (``window.part(ChatDock)``)."""
+
+    closed = Signal()
+    """The window closed."""
+    promptSent = Signal(str)
+    """A prompt went to the backend as a new turn."""
+    maximisedChanged = Signal(bool)
+    """A dock took the whole window (True), or the layout came back (False)."""
+
+    agent: AgentChoice
+    """The agent the window was started with (the Agent menu restarts the window for another)."""
+    stop_action: QAction
+    """Agent → Stop Turn."""
+
+    @property
+    def maximised(self) -> QDockWidget | None:
+        """The dock that has the whole window, if one has."""
+        raise NotImplementedError
+
+    def send_prompt(self, text: str) -> None:
+        """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
+        raise NotImplementedError
+
+    def maximise(self, dock: QDockWidget, keep: tuple[QDockWidget, ...] = ()) -> None:
+        """Give ``dock`` the whole window (``keep`` stay beside it) until the layout comes back."""
+        raise NotImplementedError
+
+    def restore_layout(self) -> None:
+        """Bring back the layout a :meth:`maximise` replaced (nothing when no dock has the window)."""
+        raise NotImplementedError
+
+    def restart_backend(self) -> None:
+        """Restart the backend and restore the conversation."""
+        raise NotImplementedError
+
+
 class AppContext:
     """What every part sees: the bridge, the workspace, the viewer and the centre holding it, status bar and
     banner, the workspace's settings, the providers of the capabilities parts declare they need, and a few
@@ -105,7 +146,7 @@ class AppContext:
 
     def __init__(
         self,
-        window: QMainWindow,
+        window: AppWindow,
         bridge: BackendBridge,
         settings: Settings | None,
         viewer: CodeViewer,
@@ -194,15 +235,15 @@ class AppContext:
 
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn, as the chat's Send does."""
-        self.window.send_prompt(text)  # type: ignore[attr-defined]
+        self.window.send_prompt(text)
 
     def maximise(self, dock: QDockWidget, keep: tuple[QDockWidget, ...] = ()) -> None:
         """Give ``dock`` the whole window (``keep`` stay beside it) until the user brings the layout back."""
-        self.window.maximise(dock, keep)  # type: ignore[attr-defined]
+        self.window.maximise(dock, keep)
 
     def restore_layout(self) -> None:
         """Bring back the layout a :meth:`maximise` replaced (nothing when no dock has the window)."""
-        self.window.restore_layout()  # type: ignore[attr-defined]
+        self.window.restore_layout()
 
     def action(
         self, menu: str, text: str, slot: Any, shortcut: str | QKeySequence.StandardKey | None = None
@@ -224,8 +265,6 @@ class Part(QObject):
     """Its name and order (and a dock's title and place); a class without one is a base, not a part."""
     provides: ClassVar[tuple[type, ...]] = ()
     """The capabilities (:mod:`ide.app.parts.capabilities`) this part offers the others."""
-    exposes: ClassVar[dict[str, str]] = {}
-    """Window attribute → attribute of this part, for scripts and tests (``{"review": "pane"}``)."""
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx.window)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal, SignalInstance
 
@@ -37,7 +37,6 @@ class ReviewDock(Dock):
     """Shown when there is something to review; tabbed with the search tree."""
 
     spec = Spec("review", title="Review", place=BOTTOM, order=30)
-    exposes: ClassVar[dict[str, str]] = {"review": "pane"}
     provides = (Review,)
     min_width = None  # its rows of buttons wrap when narrow: never squeezed into fragments of their words
 

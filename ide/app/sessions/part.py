@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -149,7 +149,6 @@ class SessionsDock(Dock):
     """Lists the sessions through the bridge (``session/list``) whenever one opens or a turn ends."""
 
     spec = Spec("sessions", title="Sessions", place=SIDE, order=65)
-    exposes: ClassVar[dict[str, str]] = {"sessions": "panel", "new_session": "new"}
     chat = Uses(Chat)
 
     deferred = True  # a tab behind the chat

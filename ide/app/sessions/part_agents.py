@@ -22,7 +22,7 @@ class AgentPicker(Part):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        started: AgentChoice = ctx.window.agent  # type: ignore[attr-defined]
+        started: AgentChoice = ctx.window.agent
         self.current = ARBOR_AGENT if started.is_arbor else started.name or "custom"
         self.choices: dict[str, AgentChoice] = {}
         self.cli_only: list[str] = []
@@ -35,7 +35,7 @@ class AgentPicker(Part):
         ctx.with_settings(self._list)  # the ``[agents]`` settings, read after the first frame
 
     def _list(self, settings: Settings) -> None:
-        started: AgentChoice = self.ctx.window.agent  # type: ignore[attr-defined]
+        started: AgentChoice = self.ctx.window.agent
         self.choices[ARBOR_AGENT] = started if started.is_arbor else arbor_agent()
         for name, agent in settings.agents.items():
             if agent.protocol == "cli":

@@ -11,7 +11,7 @@ or a click on the model's status element, brings it back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
@@ -36,7 +36,6 @@ class StartPart(Part):
     """The start page in the centre, and what its buttons do."""
 
     spec = Spec("start", order=90)
-    exposes: ClassVar[dict[str, str]] = {"start_page": "page", "demos": "demos", "leave_start_page": "leave"}
     chat = Requires(Chat)
     trees = Requires(SearchTrees)
     reports = Requires(EvalReports)
@@ -73,7 +72,7 @@ class StartPart(Part):
         bridge.agentChanged.connect(lambda _meta: self._show_model())
         ctx.status.healthClicked.connect(self.show_page)
         ctx.viewer.fileShown.connect(lambda _path: self.leave())
-        ctx.window.promptSent.connect(lambda _text: self.leave())  # type: ignore[attr-defined]
+        ctx.window.promptSent.connect(lambda _text: self.leave())
 
     @property
     def shown(self) -> bool:

@@ -31,12 +31,12 @@ class BackendLife(Part):
         self.bridge.agentChanged.connect(self._show_agent)
         self.bridge.modeChanged.connect(self._show_agent)
         self.bridge.replayFailed.connect(self._on_replay_failed)
-        ctx.banner.restartRequested.connect(ctx.window.restart_backend)  # type: ignore[attr-defined]
+        ctx.banner.restartRequested.connect(ctx.window.restart_backend)
 
     def on_state(self, state: str) -> None:
         banner = self.ctx.banner
         self.ctx.status.set_state(state)
-        self.ctx.window.stop_action.setEnabled(state == BackendState.BUSY)  # type: ignore[attr-defined]
+        self.ctx.window.stop_action.setEnabled(state == BackendState.BUSY)
         if banner.isVisible():
             banner.set_restartable(state == BackendState.STOPPED)
         if state == BackendState.READY and banner.kind == "died":

@@ -6,7 +6,7 @@ None of it covers the work: the banner is for what a turn or the backend actuall
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QMessageBox
@@ -35,7 +35,6 @@ class ModelProbe(Part):
     """The Test Model action, its report dialog, and the model's health in the status bar."""
 
     spec = Spec("probe", order=70)
-    exposes: ClassVar[dict[str, str]] = {"test_model_action": "action", "probe_dialog": "dialog"}
     provides = (ModelChecks,)
 
     healthChanged = Signal(object)

@@ -4,7 +4,7 @@ branch's changes asked for and shown read-only in the review."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
@@ -29,7 +29,6 @@ class TreeDock(Dock):
     keeps it for the runs after."""
 
     spec = Spec("tree", title="Search tree", place=BOTTOM, order=40)
-    exposes: ClassVar[dict[str, str]] = {"tree_view": "view", "open_tree_file": "open_file"}
     provides = (SearchTrees,)
     review = Requires(Review)
     chat = Uses(Chat)
@@ -63,7 +62,7 @@ class TreeDock(Dock):
         self._run_maximised = False
         """The window is maximised for the live run (not by the user or a tree file): its turn's end gives
         the layout back."""
-        ctx.window.maximisedChanged.connect(self._maximised_changed)  # type: ignore[attr-defined]
+        ctx.window.maximisedChanged.connect(self._maximised_changed)
 
     def subscribe(self) -> None:
         from ide.protocol.tree import TREE_NOTIFICATION
@@ -162,7 +161,7 @@ class TreeDock(Dock):
         if self.kept.replaying:
             return
         self.show()
-        if self.maximise_runs and self.ctx.window.maximised is None:  # type: ignore[attr-defined]
+        if self.maximise_runs and self.ctx.window.maximised is None:
             self.ctx.maximise(self.dock, (self.chat.dock,) if self.chat is not None else ())
             self._run_maximised = True
 

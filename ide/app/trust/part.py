@@ -4,7 +4,7 @@ before the backend starts when the workspace's config asks for settings that wai
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QToolButton
 
@@ -18,7 +18,6 @@ class Trust(Part):
     """Asks, records the answer, reloads the settings and restarts the backend when trust changed."""
 
     spec = Spec("trust", order=80)
-    exposes: ClassVar[dict[str, str]] = {"trust_button": "button", "trust_dialog": "dialog"}
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
@@ -82,7 +81,7 @@ class Trust(Part):
             self._then_start = False
             self.bridge.start()
         elif changed:
-            ctx.window.restart_backend()  # type: ignore[attr-defined]  # the backend reads them anew
+            ctx.window.restart_backend()  # the backend reads them anew
 
     def _show(self) -> None:
         resolved = self.ctx.resolved

@@ -3,8 +3,6 @@ opens is shown in the viewer and selected in the tree."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from PySide6.QtGui import QKeySequence
 
 from ide.app.chat.panel import resolve_location
@@ -18,7 +16,6 @@ class WorkspaceDock(Dock):
     """The workspace's files (File → Refresh Files lists them again)."""
 
     spec = Spec("workspace", title="Workspace", place=LEFT, order=10)
-    exposes: ClassVar[dict[str, str]] = {"workspace_panel": "panel"}
     provides = (OpensFiles,)
     review = Uses(Review)
 

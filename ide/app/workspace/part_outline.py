@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer, Signal
 
@@ -25,7 +25,6 @@ class OutlineDock(Dock):
     """Asks for the outline of each file the viewer shows, again when the index changed it."""
 
     spec = Spec("outline", title="Outline", place=LEFT, order=50)
-    exposes: ClassVar[dict[str, str]] = {"outline": "panel", "index_progress": "progress"}
     files = Requires(OpensFiles)
 
     outlineReceived = Signal(object)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 
@@ -22,7 +22,6 @@ class SymbolSearchPart(Part):
 
     spec = Spec("symbols", order=90)
     files = Requires(OpensFiles)
-    exposes: ClassVar[dict[str, str]] = {"symbol_search": "dialog", "symbol_action": "action"}
     symbolsFound = Signal(object, object)
     """(SymbolSearchParams, SymbolSearchResult) of a search (``_arbor/index/search``)."""
 
