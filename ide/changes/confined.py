@@ -19,6 +19,15 @@ TEMP_MARK = ".arbor-"
 _NOFOLLOW_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
 
+def write_fd(fd: int, data: bytes, *, durable: bool) -> None:
+    """Write ``data`` to the open file ``fd`` and close it; flushed to the disk first when ``durable``."""
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        if durable:
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
 class Confined:
     """Writes under ``root`` that never follow a symbolic link: each parent directory is opened relative
     to the one before with ``O_NOFOLLOW`` (an ``openat`` walk), so a directory swapped for a link to
@@ -122,11 +131,7 @@ class Confined:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
             out = os.open(tmp, flags, mode, dir_fd=fd)
             try:
-                with os.fdopen(out, "wb") as handle:
-                    handle.write(data)
-                    if durable:
-                        handle.flush()
-                        os.fsync(handle.fileno())
+                write_fd(out, data, durable=durable)
                 os.chmod(tmp, mode, dir_fd=fd)
                 os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
             except BaseException:

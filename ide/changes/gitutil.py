@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all, write_all
+from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all, write_all, write_fd
 from ide.changes.overlay import ChangeError, git_mode
 from ide.gitsafe import run_git
 
@@ -242,11 +242,7 @@ def _atomic_bytes(path: Path, data: bytes, mode: int, *, durable: bool = True) -
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
+        write_fd(fd, data, durable=durable)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
