@@ -1,6 +1,7 @@
 """docs/architecture.md is a one-page map that says only what is so: it fits on a page, every ``ide/…`` or
 ``tests/…`` path and ``ide.x.y`` module it (or any page of the docs, or the README) names exists, it names
-every feature package of the window, and the layers it shows are the import-linter contract's.
+every feature package of the window, and the layers it shows are the import-linter contract's; the
+window's page lists every part module.
 
 A path or module with a placeholder in capitals (``ide/app/FEATURE/part.py``, ``ide.protocol.NAME``) is
 checked up to the placeholder; ``python -m tests.test_docs_architecture`` prints what the checks find.
@@ -157,6 +158,18 @@ def test_every_path_and_module_the_docs_name_exists() -> None:
 def test_the_map_names_every_feature_package_of_the_window() -> None:
     assert len(feature_packages()) >= 10
     assert unnamed_features(MAP.read_text()) == []
+
+
+def test_the_window_page_lists_every_part_module() -> None:
+    """docs/window.md's table of parts has a row for every module the part registry imports."""
+    modules = sorted(
+        f"{path.parent.name}/{path.name}"
+        for path in (ROOT / "ide" / "app").glob("*/part*.py")
+        if path.stem == "part" or path.stem.startswith("part_")
+    )
+    assert len(modules) >= 15
+    text = (ROOT / "docs" / "window.md").read_text()
+    assert [module for module in modules if f"| `{module}` |" not in text] == []
 
 
 def test_the_layers_the_map_shows_are_the_import_contract() -> None:
