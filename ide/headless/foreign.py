@@ -64,7 +64,7 @@ from ide.headless import (
     marked_diff,
 )
 from ide.lifetime import scratch_prefix
-from ide.protocol import external as ex
+from ide.protocol import foreign as ex
 from ide.protocol.standard import SESSION_NEW
 from ide.sandbox import confined
 

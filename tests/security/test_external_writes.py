@@ -15,7 +15,7 @@ from acp import RequestError
 from ide.changes import ChangeError, ChangeSet, Review
 from ide.changes.overlay import Base, Entry
 from ide.changes.store import BatchStore
-from ide.protocol import external as ex
+from ide.protocol import foreign as ex
 from ide.protocol import review as rv
 from ide.protocol.review import DecideParams
 from tests.support.acp_client import acp_backend

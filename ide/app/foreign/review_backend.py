@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from ide.app.acp_client import BackendBridge
     from ide.protocol import ErrorInfo
-    from ide.protocol import external as ex
+    from ide.protocol import foreign as ex
     from ide.protocol.method import Method
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class ReviewBackend(QObject):
         """Diff the shadow into the review (after a tool call, at a turn's end — ``workspace`` also scans
         the workspace for files changed there meanwhile) and show it; None without a shadow or an
         answer (the failure is noted)."""
-        from ide.protocol import external as ex
+        from ide.protocol import foreign as ex
 
         params = ex.ForeignCaptureParams(session_id=self.session_id or "", workspace=workspace)
         captured = await self._shadow_call(ex.FOREIGN_CAPTURE, params)
@@ -166,7 +166,7 @@ class ReviewBackend(QObject):
         """Before each of the agent's turns: its shadow takes in what the user decided (rejected hunks
         reverted, applied files as the new baseline) and edited since; the first prompt becomes the
         commit's subject."""
-        from ide.protocol import external as ex
+        from ide.protocol import foreign as ex
 
         params = ex.ForeignTurnStartParams(session_id=self.session_id or "", prompt=prompt)
         started = await self._shadow_call(ex.FOREIGN_TURN_START, params)
@@ -178,7 +178,7 @@ class ReviewBackend(QObject):
 
     async def close_shadow(self) -> None:
         """Remove the shadow (its review, what was captured, stays in the backend)."""
-        from ide.protocol import external as ex
+        from ide.protocol import foreign as ex
 
         shadow, self.shadow = self.shadow, None
         conn, session_id = self._conn, self.session_id
@@ -203,7 +203,7 @@ class ReviewBackend(QObject):
 
     async def read_text_file(self, session_id: str, path: str, line: int | None, limit: int | None) -> str:
         """``fs/read_text_file``: the file as the review leaves it (pending edits included)."""
-        from ide.protocol import external as ex
+        from ide.protocol import foreign as ex
 
         target = self._check("fs/read_text_file", path)
         params = {"path": target, "line": line, "limit": limit}
@@ -212,7 +212,7 @@ class ReviewBackend(QObject):
 
     async def write_text_file(self, session_id: str, path: str, content: str) -> None:
         """``fs/write_text_file``: into the review's change set, never on disk before Apply."""
-        from ide.protocol import external as ex
+        from ide.protocol import foreign as ex
 
         target = self._check("fs/write_text_file", path)
         self._check_size(content, path)
@@ -331,7 +331,7 @@ class ReviewBackend(QObject):
         from acp import RequestError
         from pydantic import ValidationError
 
-        from ide.protocol import external as ex
+        from ide.protocol import foreign as ex
 
         if self._conn is None or self.process is None or self.process.returncode is not None:
             await self._start()
@@ -357,7 +357,7 @@ class ReviewBackend(QObject):
         from acp import RequestError
         from pydantic import ValidationError
 
-        from ide.protocol import external as ex
+        from ide.protocol import foreign as ex
 
         line = shlex.join(self.backend.command)
         try:
