@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QTreeView
 
-from ide.app import review_widgets
+from ide.app.review import widgets as review_widgets
 from ide.app.review.diffs import local_file_change, side_by_side_rows, unified_rows
 from ide.app.review.pane import LOADING, ReviewPane
 from ide.app.review.state import ReviewState
