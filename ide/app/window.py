@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QStackedWidget, QVBoxLayout, QWidget
 
 from ide.app.acp_client import BackendBridge
 from ide.app.parts import AppContext, Dock, Part, registry
-from ide.app.parts.base import DOCK_SHARE, AppWindow
+from ide.app.parts.base import AppWindow
 from ide.app.parts.capabilities import Chat
+from ide.app.parts.layout import DockLayout
 from ide.app.status.banner import Banner, BannerBar
 from ide.app.status.bar import BackendStatus
 from ide.app.workspace.viewer import CodeViewer
@@ -23,28 +24,7 @@ if TYPE_CHECKING:
     from ide.app.chat.permission import PermissionDialog
     from ide.settings import ResolvedSettings, Settings
 
-DEFAULT_SIZE = (1280, 800)
-DEFAULT_DOCK_SHARES = (0.18, 0.3)
-"""The window's width the left column (workspace, outline) and the right one (chat) start with: the code
-viewer keeps about half of it."""
-WORKSPACE_SHARE = 0.75
-"""How much of the left column the workspace tree takes over the outline."""
-GEOMETRY_KEY = "window/geometry"
-STATE_KEY = "window/state"
-# Bump when docks are added or renamed, or the default layout changes, so an old saved layout is not
-# forced onto new panels.
-STATE_VERSION = 7
 MENUS = {"file": "&File", "view": "&View", "go": "&Go", "agent": "&Agent"}
-MAXIMISE_SHORTCUT = "Ctrl+Shift+T"
-KEPT_SHARE = 0.34
-"""The width a dock kept beside a maximised one (the chat beside a live run) takes: its controls fit."""
-SIDE_CORNERS = (Qt.Corner.TopRightCorner, Qt.Corner.BottomRightCorner)
-DEFAULT_CORNERS = {
-    Qt.Corner.TopRightCorner: Qt.DockWidgetArea.TopDockWidgetArea,
-    Qt.Corner.BottomRightCorner: Qt.DockWidgetArea.BottomDockWidgetArea,
-}
-"""Qt's owners of the right-hand corners (the bottom area spans under the chat), restored after a maximise."""
-"""Maximise the Search tree (everything else out of the way) and back: one key both ways."""
 P = TypeVar("P", bound=Part)
 FIRST_FRAME_WAIT_MS = 1000
 """How long :meth:`MainWindow.start_after_first_frame` waits for a first frame that does not come (a window
@@ -93,10 +73,6 @@ class MainWindow(AppWindow):
         self.centre.addWidget(self.viewer)
         layout.addWidget(self.centre, 1)
         self.setCentralWidget(central)
-        self._maximised: QDockWidget | None = None
-        self._before_maximise: QByteArray | None = None
-        self._title = ""
-        """The maximised dock's own title (while maximised it says how to come back)."""
         self.status = BackendStatus()
         self.statusBar().setSizeGripEnabled(False)
 
@@ -121,23 +97,16 @@ class MainWindow(AppWindow):
         menus["file"].addSeparator()
         self.ctx.action("file", "&Quit", self.close, QKeySequence.StandardKey.Quit)
         docks = [part for part in self.docks.values() if isinstance(part, Dock)]
-        self._lay_out(sorted(docks, key=lambda dock: (dock.spec.order, dock.spec.name)))
-        self._default_state = self.saveState(STATE_VERSION)
-        menus["view"].addSeparator()
-        self.maximise_action = self.ctx.action(
-            "view", "&Maximise Search Tree", self.toggle_maximise_tree, MAXIMISE_SHORTCUT
-        )
-        self.maximise_action.setCheckable(True)
-        self.maximise_action.setToolTip(
-            f"Give the Search tree the whole window; {MAXIMISE_SHORTCUT} again brings the layout back"
-        )
-        self.ctx.action("view", "&Reset Layout", self.reset_layout)
+        ordered = sorted(docks, key=lambda dock: (dock.spec.order, dock.spec.name))
+        self.dock_layout = DockLayout(self.ctx, ordered, self._tree_dock)
+        """Where the docks are: the saved layout, Reset Layout, one dock maximised and back."""
+        self.maximise_action = self.dock_layout.maximise_action
         self.firstPainted.connect(self.build_deferred)
         # What the settings show (the trust button, what Apply does, the Agent menu's agents) follows it.
         self.firstPainted.connect(self.ctx.read_settings)
         self.bridge.permission_handler = self._ask_permission
         self.bridge.cancelRequested.connect(self._cancel_permission)
-        self._restore_layout()
+        self.dock_layout.restore()
 
     def part(self, kind: type[P]) -> P:
         """The window's part of class ``kind`` (``window.part(ChatDock).panel``)."""
@@ -239,153 +208,30 @@ class MainWindow(AppWindow):
         self.banner.set_restartable(False)
         self.bridge.restart()
 
-    def _lay_out(self, docks: list[Dock]) -> None:
-        """Each dock in its area: a tab group's docks tabified (its first raised), others stacked."""
-        first_in_area: dict[Qt.DockWidgetArea, Dock] = {}
-        first_of_group: dict[str, Dock] = {}
-        for dock in docks:
-            place = dock.spec.place
-            self.addDockWidget(place.area, dock.dock)
-            group = first_of_group.get(place.tab_group or "")
-            if group is not None:
-                self.tabifyDockWidget(group.dock, dock.dock)
-            elif place.tab_group is None and place.area in first_in_area:
-                self.splitDockWidget(first_in_area[place.area].dock, dock.dock, Qt.Orientation.Vertical)
-            if place.tab_group is not None:
-                first_of_group.setdefault(place.tab_group, dock)
-            first_in_area.setdefault(place.area, dock)
-            if place.hidden:
-                dock.dock.hide()  # shown when there is something to show
-            toggle = dock.dock.toggleViewAction()
-            if dock.spec.shortcut:
-                toggle.setShortcut(QKeySequence(dock.spec.shortcut))
-            self.ctx.menus["view"].addAction(toggle)
-        for dock in first_of_group.values():
-            dock.dock.raise_()
-
-    def _restore_layout(self) -> None:
-        store = QSettings()
-        geometry = store.value(GEOMETRY_KEY)
-        state = store.value(STATE_KEY)
-        if not (isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)):
-            self.resize(*DEFAULT_SIZE)
-        # Dock sizes only take once the window has a layout, so the default is applied at first show.
-        self._default_docks = not (isinstance(state, QByteArray) and self.restoreState(state, STATE_VERSION))
-
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
-        if self._default_docks:
-            self._default_docks = False
-            self._default_sizes()
-
-    def _default_sizes(self) -> None:
-        docks: dict[str, Any] = self.docks
-        workspace, outline, chat = (docks[name].dock for name in ("workspace", "outline", "chat"))
-        widths = [int(self.width() * share) for share in DEFAULT_DOCK_SHARES]
-        self.resizeDocks([workspace, chat], widths, Qt.Orientation.Horizontal)
-        heights = [int(self.height() * WORKSPACE_SHARE), int(self.height() * (1 - WORKSPACE_SHARE))]
-        self.resizeDocks([workspace, outline], heights, Qt.Orientation.Vertical)
-        area = Qt.DockWidgetArea.BottomDockWidgetArea
-        widgets = [part.dock for part in self.docks.values() if isinstance(part, Dock)]
-        bottom = [dock for dock in widgets if dock.isVisible() and self.dockWidgetArea(dock) == area]
-        if bottom:
-            self.resizeDocks(bottom[:1], [int(self.height() * DOCK_SHARE)], Qt.Orientation.Vertical)
+        self.dock_layout.shown()
 
     @property
     def maximised(self) -> QDockWidget | None:
         """The dock that has the whole window, if one has."""
-        return self._maximised
+        return self.dock_layout.maximised
 
     def maximise(self, dock: QDockWidget, keep: tuple[QDockWidget, ...] = ()) -> None:
-        """Give ``dock`` the whole window (``keep``: docks that stay beside it); :meth:`restore_layout` — or
-        the same key — brings back the layout as it was, sizes included."""
-        if self._maximised is dock:
-            return
-        if self._maximised is None:
-            self._before_maximise = self.saveState(STATE_VERSION)
-        self._maximised = dock
-        kept = {dock, *keep}
-        for part in self.docks.values():
-            if isinstance(part, Dock) and part.dock not in kept and not part.dock.isFloating():
-                part.dock.hide()
-        dock.show()
-        dock.raise_()
-        self.centralWidget().hide()  # the docks' areas then share the whole window
-        # A dock kept beside it (the chat) becomes a narrow full-height column; the maximised one the rest.
-        for corner in SIDE_CORNERS:
-            self.setCorner(corner, Qt.DockWidgetArea.RightDockWidgetArea)
-        beside = [kept for kept in keep if self.dockWidgetArea(kept) != self.dockWidgetArea(dock)]
-        if beside:  # once the layout has taken the new corners in
-            side = int(self.width() * KEPT_SHARE)
-            widths = [self.width() - side, *[side] * len(beside)]
-            resize = partial(self.resizeDocks, [dock, *beside], widths, Qt.Orientation.Horizontal)
-            QTimer.singleShot(0, self, resize)
-        self._title = dock.windowTitle()
-        dock.setWindowTitle(f"{self._title} — {MAXIMISE_SHORTCUT} brings the layout back")
-        self.maximise_action.setChecked(True)
-        self.maximisedChanged.emit(True)
+        """Give ``dock`` the whole window (``keep`` stay beside it) until the layout comes back."""
+        self.dock_layout.maximise(dock, keep)
 
     def restore_layout(self) -> None:
         """Back from :meth:`maximise`: every dock where and as large as it was."""
-        if self._maximised is None:
-            return
-        dock, self._maximised = self._maximised, None
-        dock.setWindowTitle(self._title)
-        # The tab shown stays the one shown: the maximised dock, or a tab of its group raised over it since
-        # (the review, with a turn's changes).
-        group = [dock, *self.tabifiedDockWidgets(dock)]
-        shown = next((tab for tab in group if tab.isVisible() and not tab.visibleRegion().isEmpty()), dock)
-        for corner in SIDE_CORNERS:
-            self.setCorner(corner, DEFAULT_CORNERS[corner])
-        self.centralWidget().show()
-        if self._before_maximise is not None:
-            self.restoreState(self._before_maximise, STATE_VERSION)
-            # The state holds the toolbars' visibility too: the banner's bar shows what the banner says now.
-            if self.banner.bar is not None:
-                self.banner.bar.show_banner(self.banner.wanted)
-        self._before_maximise = None
-        if shown is not dock:
-            shown.show()  # a dock the maximised layout opened (the review) is not in the state restored
-        QTimer.singleShot(0, shown.raise_)
-        self.maximise_action.setChecked(False)
-        self.maximisedChanged.emit(False)
+        self.dock_layout.restore_layout()
 
-    def toggle_maximise_tree(self) -> None:
-        """View → Maximise Search Tree (Ctrl+Shift+T): maximise the tree, or bring the layout back."""
-        if self._maximised is not None:
-            self.restore_layout()
-        else:
-            from ide.app.tree.part import TreeDock
+    def _tree_dock(self) -> QDockWidget:
+        from ide.app.tree.part import TreeDock
 
-            self.maximise(self.part(TreeDock).dock)
-
-    def reset_layout(self) -> None:
-        """Every dock back where a fresh profile has it (an eval dock that is open stays open, in its
-        place) at the default sizes, and the saved layout forgotten."""
-        self.restore_layout()
-        still_open = [
-            part
-            for part in self.docks.values()
-            if isinstance(part, Dock) and part.spec.place.hidden and part.dock.isVisible()
-        ]
-        self.restoreState(self._default_state, STATE_VERSION)
-        store = QSettings()
-        store.remove(STATE_KEY)
-        store.sync()
-        self._default_sizes()
-        for dock in still_open:
-            dock.show()
-
-    def save_layout(self) -> None:
-        """Remember geometry and dock layout for the next window (the layout from before a maximise)."""
-        store = QSettings()
-        store.setValue(GEOMETRY_KEY, self.saveGeometry())
-        state = self._before_maximise if self._maximised is not None else None
-        store.setValue(STATE_KEY, state if state is not None else self.saveState(STATE_VERSION))
-        store.sync()
+        return self.part(TreeDock).dock
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        self.save_layout()
+        self.dock_layout.save()
         self.bridge.stop()
         super().closeEvent(event)
         self.closed.emit()

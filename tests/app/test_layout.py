@@ -10,7 +10,8 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QDockWidget
 
 from ide.app.chat.part import ChatDock
-from ide.app.window import STATE_KEY, MainWindow
+from ide.app.parts.layout import STATE_KEY
+from ide.app.window import MainWindow
 from ide.app.workspace.part import WorkspaceDock
 from tests.support.window import WindowFactory, close_window
 
@@ -110,7 +111,7 @@ def test_reset_layout_restores_the_default_and_forgets_the_saved_one(
     window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, review)
     window.resizeDocks([window.part(ChatDock).dock], [700], Qt.Orientation.Horizontal)
     qtbot.waitUntil(lambda: window.centre.width() < 0.45 * window.width())
-    window.save_layout()
+    window.dock_layout.save()
     assert QSettings().contains(STATE_KEY)
 
     reset = next(a for a in window.menuBar().actions()[1].menu().actions() if a.text() == "&Reset Layout")

@@ -14,9 +14,10 @@ from PySide6.QtCore import QEvent, QPoint, QRect, Qt
 from PySide6.QtWidgets import QApplication, QDockWidget, QPushButton
 
 from ide.app.chat.part import ChatDock
+from ide.app.parts.layout import KEPT_SHARE
 from ide.app.review.part import ReviewDock
 from ide.app.tree.part import TreeDock
-from ide.app.window import KEPT_SHARE, MainWindow
+from ide.app.window import MainWindow
 from ide.app.workspace.part import WorkspaceDock
 from tests.support.review_changes import commit_modules, value_edits_script
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready

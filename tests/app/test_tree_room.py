@@ -16,10 +16,11 @@ from PySide6.QtWidgets import QApplication, QDockWidget
 
 from ide.app.chat.part import ChatDock
 from ide.app.eval.part import EvalDock
+from ide.app.parts.layout import MAXIMISE_SHORTCUT
 from ide.app.review.part import ReviewDock
 from ide.app.start.demo import SAMPLE_TREE, sample_dir
 from ide.app.tree.part import TreeDock
-from ide.app.window import MAXIMISE_SHORTCUT, MainWindow
+from ide.app.window import MainWindow
 from ide.app.workspace.part import WorkspaceDock
 from ide.protocol.eval import EvalReport, EvalRun, save_report
 from ide.protocol.tree import TreeEvent, TreeNode
