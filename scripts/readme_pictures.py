@@ -124,8 +124,8 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
     window.start()
     await ready
     finished = asyncio.ensure_future(next_emission([window.bridge.turnFinished], TIMEOUT_S))
-    review = window.docks["review"]
-    changeset = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
+    review = window.part(ReviewDock)
+    changeset = asyncio.ensure_future(next_emission([review.client.changesetReceived], TIMEOUT_S))
     asker = asyncio.ensure_future(allow_tests(window))
     window.send_prompt(TASK)
     await finished
@@ -136,7 +136,7 @@ async def capture(window: MainWindow, output_dir: Path) -> None:
     window.restore_layout()  # the run had the window; the picture shows the layout
     review.dock.raise_()
     pane = window.part(ReviewDock).pane
-    decided = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
+    decided = asyncio.ensure_future(next_emission([review.client.changesetReceived], TIMEOUT_S))
     pane.decide_hunk("accepted")
     await decided
     window.viewer.show_file(window.workspace / "stats.py")

@@ -163,8 +163,8 @@ def settle() -> None:
 
 async def press(window: MainWindow, key: Qt.Key, shift: bool = False) -> None:
     """Press ``key`` in the diff view and wait for the backend's updated change set."""
-    review = window.docks["review"]
-    pending = asyncio.ensure_future(next_emission([review.changesetReceived, review.reviewFailed], TIMEOUT_S))
+    review = window.part(ReviewDock).client
+    pending = asyncio.ensure_future(next_emission([review.changesetReceived, review.failed], TIMEOUT_S))
     modifier = Qt.KeyboardModifier.ShiftModifier if shift else Qt.KeyboardModifier.NoModifier
     QTest.keyClick(window.part(ReviewDock).pane.unified, key, modifier)
     index, *args = await pending
@@ -178,7 +178,7 @@ def states(window: MainWindow) -> dict[str, str]:
 
 
 async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
-    pane, bridge, review = window.part(ReviewDock).pane, window.bridge, window.docks["review"]
+    pane, bridge, review = window.part(ReviewDock).pane, window.bridge, window.part(ReviewDock).client
     originals = {path: (clone / path).read_text() for path in (SPEC, README)}
     head = git(clone, "rev-parse", "HEAD").strip()
 
@@ -249,10 +249,10 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     await press(window, Qt.Key.Key_A, shift=True)
     log.step(f"Shift+A {NEW_TEST}", ok=states(window)[NEW_TEST] == "accepted", states=states(window))
 
-    applied = asyncio.ensure_future(next_emission([review.applied, review.reviewFailed], TIMEOUT_S))
+    applied = asyncio.ensure_future(next_emission([review.applied, review.failed], TIMEOUT_S))
     history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
     QTest.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
-    index, result = await applied
+    index, result, *_ = await applied
     await history
     if index == 1:
         log.step("apply", ok=False, error=result)
@@ -308,11 +308,11 @@ async def run(window: MainWindow, clone: Path, output: Path, log: Log) -> None:
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
     log.step("History tab", ok=items == 1 and pane.rollback_button.isEnabled(), batches=items)
 
-    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.reviewFailed], TIMEOUT_S))
+    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.failed], TIMEOUT_S))
     history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
     QTest.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)  # asks first
     next(b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back").click()
-    index, rollback = await rolled
+    index, rollback, *_ = await rolled
     await history
     if index == 1:
         log.step("roll back", ok=False, error=rollback)

@@ -123,7 +123,7 @@ async def shoot(window: MainWindow, path: Path, step: str) -> None:
 
 
 async def run(window: MainWindow, out: Path) -> None:
-    bridge, review, pane = window.bridge, window.docks["review"], window.part(ReviewDock).pane
+    bridge, review, pane = window.bridge, window.part(ReviewDock).client, window.part(ReviewDock).pane
     ready = asyncio.ensure_future(next_emission([bridge.sessionReady], TIMEOUT_S))
     window.start()
     await ready
@@ -139,10 +139,10 @@ async def run(window: MainWindow, out: Path) -> None:
     decided = asyncio.ensure_future(next_emission([review.changesetReceived], TIMEOUT_S))
     pane.accept_all_button.click()
     await decided
-    applied = asyncio.ensure_future(next_emission([review.applied, review.reviewFailed], TIMEOUT_S))
+    applied = asyncio.ensure_future(next_emission([review.applied, review.failed], TIMEOUT_S))
     history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
     pane.apply_button.click()
-    index, result = await applied
+    index, result, *_ = await applied
     if index == 1:
         raise RuntimeError(f"Apply failed: {result}")
     await history
@@ -152,12 +152,12 @@ async def run(window: MainWindow, out: Path) -> None:
     pane.tabs.setCurrentIndex(pane.tabs.indexOf(pane.history_tree.parentWidget()))
     await history
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
-    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.reviewFailed], TIMEOUT_S))
+    rolled = asyncio.ensure_future(next_emission([review.rolledBack, review.failed], TIMEOUT_S))
     history = asyncio.ensure_future(next_emission([review.historyReceived], TIMEOUT_S))
     pane.rollback_button.click()  # asks first
     assert pane.rollback_confirm is not None
     next(b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back").click()
-    index, result = await rolled
+    index, result, *_ = await rolled
     if index == 1:
         raise RuntimeError(f"Roll back failed: {result}")
     await history

@@ -136,7 +136,7 @@ def test_a_failed_memory_or_workflow_request_leaves_the_review_alone(
 ) -> None:
     window = make_window(git_workspace, command=REVIEW_AGENT, env=review_agent_env(tmp_path / "log"))
     wait_ready(qtbot, window)
-    review, memory = window.docks["review"], window.docks["memory"]
+    review, memory = window.part(ReviewDock).client, window.docks["memory"]
     with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("edit 1")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
@@ -145,7 +145,7 @@ def test_a_failed_memory_or_workflow_request_leaves_the_review_alone(
     reverted: list[bool] = []
     failed: list[str] = []
     monkeypatch.setattr(pane, "revert", lambda: reverted.append(True))
-    review.reviewFailed.connect(failed.append)
+    review.failed.connect(lambda method, _info: failed.append(method))
     # The fake agent serves only the review: advertised anyway, these requests are refused.
     window.bridge.agent_meta.extensions.extend([MEMORY_DELETE, WORKFLOWS_LIST])  # type: ignore[union-attr]
 

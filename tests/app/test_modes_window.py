@@ -35,7 +35,7 @@ def test_choosing_plan_mode_runs_the_next_turn_as_plan_execute_replan(
     assert changed.args == ["plan"]
     assert window.bridge.mode == "plan"
 
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Say Hi instead of Hello, README too")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     window.part(ChatDock).panel.flush()
@@ -59,7 +59,7 @@ def test_a_lats_run_in_the_window_shows_its_tree_and_any_branch_diff_read_only(
     wait_ready(qtbot, window)
     assert window.part(ChatDock).panel.current_mode() == "lats"
 
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Make greet say Hi")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     view = window.part(TreeDock).view

@@ -31,7 +31,7 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
     wait_ready(qtbot, window)
     head = git(fifty_files, "rev-parse", "HEAD").strip()
 
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Add a hundred to every VALUE")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     pane = window.part(ReviewDock).pane
@@ -41,15 +41,15 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
 
     shift = Qt.KeyboardModifier.ShiftModifier
     for _ in range(3):  # accept files 0, 1, 2
-        with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+        with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
             qtbot.keyClick(pane.unified, "A", shift)
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "R", shift)  # reject file 3
     qtbot.waitUntil(lambda: pane.files_model.index(3, 3).data() == "rejected", timeout=TURN_TIMEOUT_MS)
 
     with (
-        qtbot.waitSignal(window.docks["review"].applied, timeout=TURN_TIMEOUT_MS) as applied,
-        qtbot.waitSignal(window.docks["review"].historyReceived, timeout=TURN_TIMEOUT_MS),
+        qtbot.waitSignal(window.part(ReviewDock).client.applied, timeout=TURN_TIMEOUT_MS) as applied,
+        qtbot.waitSignal(window.part(ReviewDock).client.historyReceived, timeout=TURN_TIMEOUT_MS),
     ):
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     result = applied.args[0]
@@ -70,7 +70,7 @@ def test_fifty_file_change_set_reviewed_by_keyboard_then_applied_as_one_commit(
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
     qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)  # asks first
     [roll_back] = [b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back"]
-    with qtbot.waitSignal(window.docks["review"].rolledBack, timeout=TURN_TIMEOUT_MS) as rolled:
+    with qtbot.waitSignal(window.part(ReviewDock).client.rolledBack, timeout=TURN_TIMEOUT_MS) as rolled:
         roll_back.click()
     assert rolled.args[0].refused == []
     for n in range(3):

@@ -56,11 +56,11 @@ def test_apply_warns_of_a_missing_identity_says_what_it_does_and_clears_its_erro
 ) -> None:
     script = edits_script(tmp_path, git_workspace)
     window = make_window(git_workspace, env={"ARBOR_MODEL": f"scripted:{script}"})
-    dock = window.docks["review"]
+    review = window.part(ReviewDock).client
     wait_ready(qtbot, window)
     pane = window.part(ReviewDock).pane
-    checked = qtbot.waitSignal(dock.identityChecked, timeout=TURN_TIMEOUT_MS)
-    with checked, qtbot.waitSignal(dock.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    checked = qtbot.waitSignal(review.identityChecked, timeout=TURN_TIMEOUT_MS)
+    with checked, qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Say hi")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     warning = pane.identity_label
@@ -75,13 +75,13 @@ def test_apply_warns_of_a_missing_identity_says_what_it_does_and_clears_its_erro
     files = [file.path for file in pane.state.changeset.files]  # type: ignore[union-attr]
     for path in ("pkg/greet.py", "README.md"):
         pane.select_file(files.index(path))
-        with qtbot.waitSignal(dock.changesetReceived, timeout=TURN_TIMEOUT_MS):
+        with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
             pane.decide_file("accepted")
     assert pane.apply_button.text() == "Apply 3 hunks in 2 files and commit"
     assert "commits them (review.commit = commit)" in pane.apply_button.toolTip()
 
     # The first Apply fails: no identity to commit with.
-    with qtbot.waitSignal(dock.reviewFailed, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(review.failed, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     banner = window.banner
     assert banner.isVisible()
@@ -91,9 +91,9 @@ def test_apply_warns_of_a_missing_identity_says_what_it_does_and_clears_its_erro
     git(git_workspace, "config", "user.name", "Dev")
     git(git_workspace, "config", "user.email", "dev@example.com")
     cleared = qtbot.waitSignal(
-        dock.identityChecked, timeout=TURN_TIMEOUT_MS, check_params_cb=lambda t: t == ""
+        review.identityChecked, timeout=TURN_TIMEOUT_MS, check_params_cb=lambda t: t == ""
     )
-    with cleared, qtbot.waitSignal(dock.applied, timeout=TURN_TIMEOUT_MS):
+    with cleared, qtbot.waitSignal(review.applied, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     assert not banner.isVisible(), f"the earlier Apply error stayed: {error}"
     assert not warning.isVisible()

@@ -33,11 +33,11 @@ def test_the_first_screen_shows_at_once_and_other_files_hunks_come_when_shown(
     script = value_edits_script(tmp_path / "edits.jsonl", FILES, "Done.")
     window = make_window(modules, env={"ARBOR_MODEL": f"scripted:{script}"})
     wait_ready(qtbot, window)
-    pane, dock = window.part(ReviewDock).pane, window.docks["review"]
+    pane, review = window.part(ReviewDock).pane, window.part(ReviewDock).client
     asked: list[list[str]] = []
     pane.hunksRequested.connect(lambda params: asked.append(params.paths))
 
-    with qtbot.waitSignal(dock.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("Add a hundred to every VALUE")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     files = pane.state.changeset.files  # type: ignore[union-attr]
@@ -52,7 +52,7 @@ def test_the_first_screen_shows_at_once_and_other_files_hunks_come_when_shown(
     assert pane.summary.text() == f"{FILES} files · {FILES} hunks · 0 accepted · 0 rejected · {FILES} pending"
 
     # Selecting a file that came as a summary shows "Loading…" until its hunks come.
-    with qtbot.waitSignal(dock.hunksReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(review.hunksReceived, timeout=TURN_TIMEOUT_MS):
         pane.select_file(25)
         assert pane.diff_pages.currentWidget() is pane.message and pane.message.text() == LOADING
         assert not pane.accept_button.isEnabled()
@@ -62,24 +62,24 @@ def test_the_first_screen_shows_at_once_and_other_files_hunks_come_when_shown(
 
     # j from the first screen's last file steps into the next one, which loads.
     pane.select_file(19, -1)
-    with qtbot.waitSignal(dock.hunksReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(review.hunksReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "j")
     assert (pane.state.current_file, pane.state.current_hunk) == (20, 0)
     assert "+VALUE = 120" in pane.unified.toPlainText()
 
     # Decisions on the hunks loaded later: the backend's answers (summaries) keep them loaded.
-    with qtbot.waitSignal(dock.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "a")  # accept file 20's hunk
     pane.select_file(25)
     assert "+VALUE = 125" in pane.unified.toPlainText()
-    with qtbot.waitSignal(dock.changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "A", Qt.KeyboardModifier.ShiftModifier)  # accept file 25
     qtbot.waitUntil(lambda: pane.files_model.index(25, 3).data() == "accepted", timeout=TURN_TIMEOUT_MS)
     # Each decision moved on to the next file (21, then 26), which asked for its hunks; nothing twice.
     assert asked == [["src/mod_25.py"], ["src/mod_20.py"], ["src/mod_21.py"], ["src/mod_26.py"]]
     assert pane.apply_button.text() == "Apply 2 hunks in 2 files and commit"
 
-    with qtbot.waitSignal(dock.applied, timeout=TURN_TIMEOUT_MS) as applied:
+    with qtbot.waitSignal(review.applied, timeout=TURN_TIMEOUT_MS) as applied:
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     accepted = ["src/mod_20.py", "src/mod_25.py"]
     assert sorted(applied.args[0].batch.paths) == accepted

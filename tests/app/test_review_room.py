@@ -57,7 +57,7 @@ def review_usable(window: MainWindow) -> bool:
 
 def edit_turn(qtbot: Any, window: MainWindow, prompt: str) -> None:
     """A turn whose edits come to the Review, waited for until the backend is ready again."""
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt(prompt)
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
 
@@ -91,9 +91,9 @@ def test_after_a_turn_the_layout_comes_back_with_the_review_on_top_and_its_butto
     assert window.part(ReviewDock).dock.height() == height, "as high as the layout had it before the run"
 
     pane = window.part(ReviewDock).pane
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(pane.accept_all_button, Qt.MouseButton.LeftButton)
-    with qtbot.waitSignal(window.docks["review"].historyReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.historyReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     assert pane.result_label.isVisible() and pane.result_label.text().startswith("Applied 3 files")
     qtbot.waitUntil(lambda: review_usable(window))
@@ -102,7 +102,7 @@ def test_after_a_turn_the_layout_comes_back_with_the_review_on_top_and_its_butto
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
     qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)  # asks first
     [roll_back] = [b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back"]
-    with qtbot.waitSignal(window.docks["review"].rolledBack, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.rolledBack, timeout=TURN_TIMEOUT_MS):
         roll_back.click()
     pane.tabs.setCurrentIndex(0)
     # The status line above the changes follows what is true now: nothing of the batch is applied.
@@ -127,15 +127,15 @@ def test_the_next_turns_changes_are_not_shown_under_an_earlier_applys_line(
     wait_ready(qtbot, window)
     edit_turn(qtbot, window, "Add a hundred to every VALUE")
     pane = window.part(ReviewDock).pane
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         pane.decide_all("accepted")
-    with qtbot.waitSignal(window.docks["review"].historyReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.historyReceived, timeout=TURN_TIMEOUT_MS):
         pane.apply()
     assert pane.result_label.text().startswith("Applied 3 files")
     pane.history_tree.setCurrentItem(pane.history_tree.topLevelItem(0))
     pane.roll_back_selected()
     [roll_back] = [b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back"]
-    with qtbot.waitSignal(window.docks["review"].rolledBack, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.rolledBack, timeout=TURN_TIMEOUT_MS):
         roll_back.click()
 
     edit_turn(qtbot, window, "Add a hundred to every VALUE again")

@@ -27,7 +27,7 @@ def requests(log: Path, method: str) -> list[dict[str, Any]]:
 
 
 def review_turn(qtbot: Any, window: MainWindow, files: int) -> None:
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt(f"edit {files}")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
 
@@ -47,12 +47,12 @@ def test_keyboard_review_and_apply_go_over_the_wire(
     files = pane.state.changeset.files  # type: ignore[union-attr]
 
     none, shift = Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "a", none)  # accept hunk 1 of file 0
     qtbot.keyClick(pane.unified, "r", none)  # reject hunk 2
     qtbot.keyClick(pane.file_list, "A", shift)  # accept all of file 0, move to file 1
     qtbot.keyClick(pane.unified, "R", shift)  # reject file 1, move to file 2
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         qtbot.keyClick(pane.unified, "A", shift)  # accept file 2 (the one that will conflict)
     qtbot.waitUntil(lambda: len(requests(log, "arbor/review/decide")) == 5, timeout=TURN_TIMEOUT_MS)
     decided = requests(log, "arbor/review/decide")
@@ -72,7 +72,7 @@ def test_keyboard_review_and_apply_go_over_the_wire(
         "pending",
     ]
 
-    with qtbot.waitSignal(window.docks["review"].applied, timeout=TURN_TIMEOUT_MS) as applied:
+    with qtbot.waitSignal(window.part(ReviewDock).client.applied, timeout=TURN_TIMEOUT_MS) as applied:
         qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     result = applied.args[0]
     assert result.batch.paths == ["src/mod_000.py"]
@@ -96,9 +96,9 @@ def test_history_and_roll_back(qtbot: Any, make_window: WindowFactory, git_works
     wait_ready(qtbot, window)
     pane = window.part(ReviewDock).pane
     review_turn(qtbot, window, 3)
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         pane.accept_all_button.click()
-    with qtbot.waitSignal(window.docks["review"].historyReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.historyReceived, timeout=TURN_TIMEOUT_MS):
         pane.apply_button.click()  # a successful apply refreshes the history
     assert pane.history_tree.topLevelItemCount() == 1
     assert pane.history_tree.topLevelItem(0).text(4) == "applied"
@@ -117,7 +117,7 @@ def test_history_and_roll_back(qtbot: Any, make_window: WindowFactory, git_works
 
     qtbot.mouseClick(pane.rollback_button, Qt.MouseButton.LeftButton)
     [roll_back] = [b for b in pane.rollback_confirm.buttons() if b.text() == "Roll back"]
-    with qtbot.waitSignal(window.docks["review"].rolledBack, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.rolledBack, timeout=TURN_TIMEOUT_MS):
         roll_back.click()
     assert requests(log, "arbor/review/rollback") == [{"cwd": str(git_workspace.resolve()), "batch_id": "b1"}]
     assert "restored 3 files." in pane.history_label.text()
@@ -134,9 +134,10 @@ def test_a_refused_review_request_shows_a_banner_and_reverts(
     pane = window.part(ReviewDock).pane
     review_turn(qtbot, window, 1)
     pane.state.changeset.session_id = "not-a-session"  # type: ignore[union-attr]
-    refused = window.docks["review"].reviewFailed
+    refused = window.part(ReviewDock).client.failed
+    decide = "arbor/review/decide"
     with qtbot.waitSignal(
-        refused, timeout=TURN_TIMEOUT_MS, check_params_cb=lambda m: m == "arbor/review/decide"
+        refused, timeout=TURN_TIMEOUT_MS, check_params_cb=lambda method, _info: method == decide
     ):
         pane.decide_hunk("accepted")
         assert pane.files_model.index(0, 3).data() == "partly"  # optimistic
@@ -159,10 +160,10 @@ def test_a_change_set_answer_overtaken_by_a_turn_does_not_blank_the_review(
     env = review_agent_env(tmp_path / "log", REVIEW_AGENT_LATE_CHANGESET="1")
     window = make_window(git_workspace, command=REVIEW_AGENT, env=env)
     wait_ready(qtbot, window)
-    pane, dock = window.part(ReviewDock).pane, window.docks["review"]
+    pane, review = window.part(ReviewDock).pane, window.part(ReviewDock).client
     review_turn(qtbot, window, 2)
     # The late answer was written before the history answer; once that is in, the late one was handled.
-    with qtbot.waitSignal(dock.historyReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(review.historyReceived, timeout=TURN_TIMEOUT_MS):
         pane.historyRequested.emit(HistoryParams(cwd=str(git_workspace)))
     assert pane.files_model.rowCount() == 2
     assert pane.files_model.index(0, 0).data() == "src/mod_000.py"

@@ -54,7 +54,7 @@ def test_picking_a_workflow_runs_it_and_asks_before_the_tests(
     assert "pytest" in dialog.title.text()
     allow = dialog.button_for("allow")
     assert allow is not None and dialog.button_for("deny") is not None
-    with qtbot.waitSignal(window.docks["review"].changesetReceived, timeout=TURN_TIMEOUT_MS):
+    with qtbot.waitSignal(window.part(ReviewDock).client.changesetReceived, timeout=TURN_TIMEOUT_MS):
         allow.click()
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
     assert not dialog.isVisible()

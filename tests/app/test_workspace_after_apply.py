@@ -31,7 +31,7 @@ def test_a_file_apply_makes_is_listed_and_gone_after_the_roll_back(
     panel = window.part(WorkspaceDock).panel
     qtbot.waitUntil(lambda: bool(panel.files), timeout=TURN_TIMEOUT_MS)
     assert "made_by_agent.py" not in panel.files
-    review = window.docks["review"]
+    review = window.part(ReviewDock).client
     with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
         window.send_prompt("make a module")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)

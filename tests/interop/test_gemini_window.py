@@ -97,7 +97,7 @@ def test_what_gemini_writes_is_reviewed_and_applied_in_the_window(
             assert sorted(os.listdir(workspace)) == [".git", "hello.py"]
             assert git(workspace, "status", "--porcelain") == ""
 
-            review = window.docks["review"]
+            review = window.part(ReviewDock).client
             with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
                 pane.decide_all("accepted")
             with qtbot.waitSignal(review.applied, timeout=TURN_TIMEOUT_MS) as applied:

@@ -102,7 +102,7 @@ def test_qwen_codes_fs_and_shell_writes_are_reviewed_applied_and_rolled_back_in_
                 qtbot.wait(0)  # one event loop pass: the selection is painted
                 window.grab().save(str(Path(shots) / "qwen-review.png"))
 
-            review = window.docks["review"]
+            review = window.part(ReviewDock).client
             with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):
                 pane.decide_all("accepted")
             with qtbot.waitSignal(review.applied, timeout=TURN_TIMEOUT_MS) as applied:

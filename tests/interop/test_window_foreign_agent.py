@@ -82,7 +82,7 @@ def test_a_foreign_agents_edit_is_reviewed_applied_and_rolled_back(
             and not window.part(ReviewDock).pane.note.isVisible()
         )
         head = git(workspace, "rev-parse", "HEAD").strip()
-        review = window.docks["review"]
+        review = window.part(ReviewDock).client
 
         views: list[Any] = []
         review.changesetReceived.connect(views.append)
@@ -240,7 +240,7 @@ def test_a_foreign_agent_in_a_shadow_has_its_shell_writes_reviewed_and_sees_what
         qtbot.waitUntil(lambda: pane.files_model.rowCount() == 2, timeout=TURN_TIMEOUT_MS)
 
         # Reject hello.py's edit, accept the shell's file, apply: one commit holding that file alone.
-        review = window.docks["review"]
+        review = window.part(ReviewDock).client
         paths = [f.path for f in pane.state.changeset.files]
         pane.select_file(paths.index("hello.py"))
         with qtbot.waitSignal(review.changesetReceived, timeout=TURN_TIMEOUT_MS):

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from PySide6.QtWidgets import QDockWidget
 
     from ide.app.chat.panel import ChatPanel
-    from ide.app.foreign.review_backend import ReviewBackend
+    from ide.app.review.client import ReviewChannel
     from ide.app.tree.verdict import RunCheck
     from ide.protocol.model import ModelHealth
     from ide.protocol.review import ChangeSetView
@@ -54,9 +54,9 @@ class Review(Protocol):
         """Show a branch's changes read-only under ``header``, and the dock."""
         ...
 
-    def show_foreign(self, changeset: ChangeSetView, channel: ReviewBackend) -> None:
-        """Review a foreign agent's edits, held by Arbor's review backend, as Arbor's own: its requests
-        go through ``channel`` from now on."""
+    def show_foreign(self, changeset: ChangeSetView, channel: ReviewChannel) -> None:
+        """Review a foreign agent's edits, held by Arbor's review backend (``channel``), as Arbor's own:
+        the review's requests go through ``channel`` from now on."""
         ...
 
 
