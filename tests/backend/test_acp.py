@@ -1,4 +1,5 @@
-"""`arbor acp` as a real subprocess, driven by the ACP SDK's own client connection."""
+"""`arbor acp` as a real subprocess, driven by the ACP SDK's own client connection: a turn's stream, cancel,
+a restart, malformed lines, a backend killed mid-turn (the agent's answers alone are in test_agent.py)."""
 
 from __future__ import annotations
 
@@ -143,18 +144,6 @@ async def test_load_replays_history_and_continues_the_conversation(
     assert server.chat_bodies[1]["options"]["num_ctx"] == 16384
 
 
-@pytest.mark.parametrize(
-    ("cwd", "message"),
-    [("relative/dir", "must be an absolute path"), ("/nonexistent/arbor-ws", "does not exist")],
-)
-async def test_new_session_rejects_bad_cwd(cwd: str, message: str) -> None:
-    async with acp_backend() as backend:
-        with pytest.raises(RequestError) as caught:
-            await backend.conn.new_session(cwd=cwd, mcp_servers=[])
-    assert caught.value.code == -32602
-    assert message in str(caught.value.data)
-
-
 async def test_unreachable_model_is_a_classified_error_with_the_fix(
     git_workspace: Path, unused_tcp_port: int
 ) -> None:
@@ -170,43 +159,6 @@ async def test_unreachable_model_is_a_classified_error_with_the_fix(
     assert info.kind == "model_unreachable"
     assert f"127.0.0.1:{unused_tcp_port}" in info.message
     assert "ollama serve" in (info.fix or "")
-
-
-async def test_unknown_modes_are_refused_plainly(git_workspace: Path) -> None:
-    async with acp_backend() as backend:
-        session = await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
-        assert session.modes is not None
-        assert [m.id for m in session.modes.available_modes] == [
-            "react",
-            "lats",
-            "tot",
-            "plan",
-            "workflow",
-            "auto",
-        ]
-        await backend.conn.set_session_mode(session_id=session.session_id, mode_id="lats")
-        with pytest.raises(RequestError) as caught:
-            await backend.conn.set_session_mode(session_id=session.session_id, mode_id="mcts")
-    assert "there is no mode 'mcts'; modes: react, lats, tot, plan, workflow, auto" in str(caught.value.data)
-
-
-async def test_bad_workspace_settings_are_reported_with_file_and_line(git_workspace: Path) -> None:
-    (git_workspace / ".arbor").mkdir()
-    (git_workspace / ".arbor" / "config.toml").write_text("[lats]\nmax_depth = 'deep'\n")
-    async with acp_backend() as backend:
-        with pytest.raises(RequestError) as caught:
-            await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])
-    info = error_info_from_data(caught.value.data)
-    assert info is not None and info.kind == "settings"
-    assert ".arbor/config.toml:2" in info.message
-    assert "lats.max_depth" in info.message
-
-
-async def test_prompt_to_unknown_session_says_to_load_it() -> None:
-    async with acp_backend() as backend:
-        with pytest.raises(RequestError) as caught:
-            await backend.conn.prompt(session_id="nope", prompt=[text_block("hi")])
-    assert "call session/load first" in str(caught.value.data)
 
 
 async def test_malformed_lines_get_json_rpc_errors_and_the_backend_keeps_serving() -> None:

@@ -1,4 +1,5 @@
-"""``_arbor/model/health``: the default model's server, the model pulled, tool support — no generation."""
+"""``_arbor/model/health`` (``ide/backend/extensions/model.py``) answered in process: the default model's
+server, the model pulled, tool support — no generation."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from ide.protocol.model import MODEL_HEALTH, ModelHealth
-from tests.support.acp_client import acp_backend
 from tests.support.fake_ollama import FakeOllama
+from tests.support.inprocess import inprocess_backend
 from tests.support.net import closed_port
 
 
 async def health(env: dict[str, str], workspace: Path) -> ModelHealth:
-    async with acp_backend(env) as backend:
+    async with inprocess_backend(env) as backend:
         answer = await backend.conn.ext_method(MODEL_HEALTH, {"cwd": str(workspace)})
     return ModelHealth.model_validate(answer)
 

@@ -1,5 +1,6 @@
-"""Review for another agent's edits: writes forwarded by the window go into a change set Arbor's backend
-holds, reads see them, and the usual review methods apply and commit them."""
+"""Review for another agent's edits (``ide/backend/extensions/foreign.py``), in process: writes forwarded by
+the window go into a change set Arbor's backend holds, reads see them, and the usual review methods apply
+and commit them."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from acp import RequestError
 
 from ide.protocol import foreign as ex
 from ide.protocol import review as rv
-from tests.support.acp_client import acp_backend
 from tests.support.git import git
+from tests.support.inprocess import inprocess_backend
 
 GREET = 'def greet(name):\n    return f"Hello, {name}!"\n'
 
 
 async def test_a_foreign_agents_writes_wait_for_review_then_apply_as_one_commit(git_workspace: Path) -> None:
-    async with acp_backend() as backend:
+    async with inprocess_backend() as backend:
         assert set(ex.FOREIGN_METHODS) <= set(
             backend.init.agent_capabilities.field_meta["arbor"]["extensions"]
         )
@@ -65,7 +66,7 @@ async def test_reads_and_writes_outside_the_workspace_or_of_secrets_are_refused(
 ) -> None:
     (git_workspace / ".env").write_text("TOKEN=x\n")
     path = where.format(ws=git_workspace)
-    async with acp_backend() as backend:
+    async with inprocess_backend() as backend:
         sid = (await backend.conn.ext_method(ex.FOREIGN_OPEN, {"cwd": str(git_workspace)}))["session_id"]
         for method, extra in ((ex.FOREIGN_READ, {}), (ex.FOREIGN_WRITE, {"content": "x"})):
             with pytest.raises(RequestError) as refused:
