@@ -1,28 +1,21 @@
 """The ACP agent: initialize, sessions (new/load/list), modes, prompt turns and cancel over JSON-RPC.
 
-Arbor's own ``_arbor/*`` methods are served by the feature modules of :mod:`ide.backend.extensions`; the
-per-workspace services (index, language servers, memory, stores) by :mod:`ide.backend.services`.
+It knows no feature: Arbor's own ``_arbor/*`` methods are served by the feature modules of
+:mod:`ide.backend.extensions`, which also say what happens when a turn ends, is cancelled or a session is
+loaded; the per-workspace services (index, language servers, memory, stores) are :mod:`ide.backend.services`;
+a session is built whole here (:mod:`ide.backend.session`) and a prompt answered by :mod:`ide.backend.prompt`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp import (
-    PROTOCOL_VERSION,
-    Agent,
-    Client,
-    RequestError,
-    text_block,
-    update_agent_message,
-    update_agent_thought,
-)
+from acp import PROTOCOL_VERSION, Agent, Client, RequestError
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
@@ -44,19 +37,18 @@ from pydantic import ValidationError
 
 from ide import __version__
 from ide.backend.extensions import registry
-from ide.backend.limits import cap_prompt
+from ide.backend.prompt import answer_prompt, arbor_error
 from ide.backend.services import Services, trust_notice
-from ide.backend.transcript import Transcript, ask_to_run_tests, offer_commands, prompt_text, replay
-from ide.gcpolicy import settle_heap
-from ide.protocol import ERROR_CODE, META_KEY, AgentMeta, ErrorInfo, TurnMeta, error_data
+from ide.backend.transcript import Channel, replay
+from ide.protocol import META_KEY, AgentMeta, ErrorInfo
 from ide.protocol.modes import MODES
 from ide.search.events import cap_text
 from ide.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
-    from ide.backend.session import Session, TurnResult
+    from ide.backend.session import Session
+    from ide.changes.shadow import Shadow
     from ide.protocol.index import IndexChanged
-    from ide.workflows.mode import ActiveRun
 
 # LangGraph, LangChain and the model layer are imported when the first session opens, not at start:
 # they cost about a second, and `initialize` should answer before that.
@@ -86,11 +78,6 @@ def _first_error(error: ValidationError) -> str:
     first = error.errors(include_url=False, include_input=False)[0]
     where = ".".join(str(part) for part in first["loc"])
     return f"invalid params ({where}: {first['msg']})"
-
-
-def arbor_error(info: ErrorInfo) -> RequestError:
-    """A JSON-RPC error carrying a classified, fixable failure."""
-    return RequestError(ERROR_CODE, info.text(), error_data(info))
 
 
 def _settings_error(exc: SettingsError) -> RequestError:
@@ -180,33 +167,38 @@ class ArborAgent(Agent):
         await registry().index_changed(self, change)
 
     async def _open(
-        self, session_id: str, cwd: str, settings: Settings, mode: str, mcp_servers: Any = None
+        self,
+        session_id: str,
+        cwd: str,
+        settings: Settings,
+        mode: str,
+        mcp_servers: Any = None,
+        *,
+        shadow: Shadow | None = None,
+        saved_review: dict[str, Any] | None = None,
     ) -> Session:
+        """The session, built whole: its channel to the client, MCP servers, notices, shadow and review."""
         from ide.backend.permissions import connect_mcp
         from ide.backend.session import Session
 
         services = await self.services.open(cwd, settings)
         connection = await connect_mcp(self.conn, session_id, mcp_servers, self._sessions.get(session_id))
-        session = Session(session_id, cwd, settings, services, mode=mode, extra_tools=tuple(connection.tools))
-        if connection.notice():
-            session.notices.append(connection.notice())
-        if self._held_back.get(cwd):
-            session.notices.append(self._held_back[cwd])
-        session.mcp = connection
-        session.ask_permission = functools.partial(ask_to_run_tests, self.conn, session)
-        session.remember_workflow = functools.partial(self._remember_workflow, session)
-        active = services.store.load_workflow(session_id, cwd)
-        if active is not None:
-            from ide.workflows.mode import ActiveRun
-
-            run = ActiveRun.model_validate(active)
-            session.interrupted = run if run.resumable else None
+        channel = Channel(self.conn, session_id, cwd, services.store, arbor_client=self.client_wants("tree"))
+        notices = [note for note in (connection.notice(), self._held_back.get(cwd)) if note]
+        session = Session(
+            session_id,
+            cwd,
+            settings,
+            services,
+            channel,
+            mode=mode,
+            mcp=connection,
+            notices=notices,
+            shadow=shadow,
+            saved_review=saved_review,
+        )
         self._sessions[session_id] = session
         return session
-
-    async def _remember_workflow(self, session: Session, active: ActiveRun) -> None:
-        store = session.services.store
-        await asyncio.to_thread(store.save_workflow, session.id, session.cwd, active.model_dump(mode="json"))
 
     async def new_session(
         self, cwd: str, additional_directories: Any = None, mcp_servers: Any = None, **kwargs: Any
@@ -243,26 +235,13 @@ class ArborAgent(Agent):
             )
         session = self._sessions.get(session_id)
         if session is None:
-            from ide.changes import ChangeError
-
-            session = await self._open(session_id, cwd, settings, record.mode, mcp_servers)
-            snapshot = store.load_review(session_id, cwd)
-            if snapshot is not None:
-                try:
-                    session.restore_review(snapshot)
-                except ChangeError as exc:
-                    log.warning("could not restore the pending review of %s: %s", session_id, exc)
+            saved = store.load_review(session_id, cwd)
+            session = await self._open(
+                session_id, cwd, settings, record.mode, mcp_servers, saved_review=saved
+            )
         await replay(self.conn, store, session_id, cwd, arbor_client=self.client_wants("tree"))
-        await offer_commands(self.conn, session)
-        if session.interrupted is not None and (session.turn is None or session.turn.done()):
-            run = session.interrupted
-            note = (
-                f"The workflow {run.workflow} for “{run.task[:80]}” stopped before it finished. "
-                "Send /resume to go on from its last finished step."
-            )
-            await self.conn.session_update(
-                session_id=session_id, update=update_agent_message(text_block(note))
-            )
+        await session.channel.offer_commands()
+        await registry().session_loaded(self, session)  # e.g. an interrupted workflow's /resume
         return LoadSessionResponse(modes=_modes(session.mode))
 
     async def list_sessions(
@@ -287,16 +266,17 @@ class ArborAgent(Agent):
         if mode_id not in MODES:
             message = f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}"
             raise RequestError.invalid_params({"modeId": mode_id, "message": message})
-        session.mode = mode_id
-        session.services.store.update(session_id, session.cwd, mode=mode_id)
+        session.set_mode(mode_id)
 
-    async def open_session(self, cwd: str, settings: Settings, title: str) -> Session:
+    async def open_session(
+        self, cwd: str, settings: Settings, title: str, *, shadow: Shadow | None = None
+    ) -> Session:
         """A new stored session titled ``title`` that no client has prompted (an extension's)."""
         session_id = uuid.uuid4().hex
         store = self.services.store(settings)
         store.create(session_id, cwd, "react")
         store.update(session_id, cwd, title=title)
-        return await self._open(session_id, cwd, settings, "react")
+        return await self._open(session_id, cwd, settings, "react", shadow=shadow)
 
     def find_session(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
@@ -315,79 +295,7 @@ class ArborAgent(Agent):
         return session
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        session = self.session(session_id)
-        if session.prompting:
-            # Until its answer is sent (changes still being offered included), or a second turn would reset
-            # the first one's cancel and the two would cancel each other, leaving both unanswered.
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "message": "a prompt turn is already running in this session"}
-            )
-        text, cut = cap_prompt(prompt_text(prompt))
-        if not text.strip():
-            raise RequestError.invalid_params({"message": "the prompt is empty"})
-        if cut is not None:
-            session.notices.append(cut)
-        from ide.llm import ModelError
-
-        transcript = Transcript(self.conn, session, text, arbor_client=self.client_wants("tree"))
-        emit, flush = transcript.emit, transcript.flush
-        session.cancel_requested = False
-        mode_before = session.mode
-
-        async def turn() -> TurnResult:
-            # Inside the task, so a cancel that arrives while the commands are sent still stops the turn.
-            await offer_commands(self.conn, session)
-            while session.notices:
-                await emit(update_agent_thought(text_block(session.notices.pop(0) + "\n")))
-            return await session.run_turn(text, emit, transcript.emit_tree)
-
-        session.router.on_context = transcript.context_fill
-        session.router.meter.on_spent = transcript.usage_spent
-        session.router.on_notice = lambda note: emit(update_agent_thought(text_block(note)))
-        task = session.turn = asyncio.create_task(turn())
-        session.prompting = True
-        try:
-            result = await task
-            if not session.cancel_requested:
-                await registry().turn_ended(self, session)  # e.g. its changes offered for review
-            if session.cancel_requested:  # stopped while its changes were being offered
-                return await self._cancelled(session)
-        except asyncio.CancelledError:
-            if not session.cancel_requested:
-                task.cancel()  # the request itself was cancelled: the connection is closing
-                raise
-            flush()
-            return await self._cancelled(session)
-        except ModelError as exc:
-            await session.save_review()
-            log.warning("turn failed: %s", exc)
-            await session.learn_error(text, exc.info.text())
-            raise arbor_error(exc.info) from None
-        except Exception as exc:
-            log.exception("turn failed")
-            await session.learn_error(text, f"{type(exc).__name__}: {exc}")
-            raise arbor_error(
-                ErrorInfo(kind="internal", message=f"The agent failed: {type(exc).__name__}: {exc}")
-            ) from None
-        finally:
-            session.prompting = False
-            flush()
-            if session.mode != mode_before:
-                session.services.store.update(session_id, session.cwd, mode=session.mode)
-            settle_heap(full=False)  # once: what the first turn imported is never walked again (ide.gcpolicy)
-        await session.save_review()
-        return PromptResponse(
-            stop_reason=result.stop_reason, field_meta={META_KEY: result.meta.model_dump(mode="json")}
-        )
-
-    async def _cancelled(self, session: Session) -> PromptResponse:
-        # What the agent proposed before the user stopped it (a search's best branch so far) stays
-        # pending, never dropped and never written; the response lists it.
-        pending = session.changeset.changed_paths()
-        await registry().turn_cancelled(self, session)
-        await session.save_review()
-        meta = TurnMeta(usage=session.router.usage_snapshot(), pending=pending)
-        return PromptResponse(stop_reason="cancelled", field_meta={META_KEY: meta.model_dump(mode="json")})
+        return await answer_prompt(self, self.session(session_id), prompt)
 
     def client_wants(self, feature: str) -> bool:
         """True when the client asked for an Arbor extension in ``_meta.arbor`` ("review", "tree")."""
@@ -399,11 +307,8 @@ class ArborAgent(Agent):
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self._sessions.get(session_id)
-        if session is None or not session.prompting:
-            return
-        session.cancel_requested = True
-        if session.turn is not None and not session.turn.done():
-            session.turn.cancel()
+        if session is not None and session.prompting:
+            session.cancel()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         from ide.changes import ChangeError
@@ -430,8 +335,7 @@ class ArborAgent(Agent):
     async def close(self) -> None:
         """Stop running turns, the MCP servers, the workspaces' services and the checkpoint databases."""
         for session in self._sessions.values():
-            if session.turn is not None and not session.turn.done():
-                session.cancel_requested = True
-                session.turn.cancel()
+            if session.running:
+                session.cancel()
         await asyncio.gather(*(s.mcp.aclose() for s in self._sessions.values() if s.mcp is not None))
         await self.services.close()

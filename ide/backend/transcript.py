@@ -1,4 +1,5 @@
-"""A session's transcript: what each turn says to the client, sent, and saved for `session/load`."""
+"""A session's channel to its client, and each turn's transcript: what it says, sent and saved for
+`session/load`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp import Client, RequestError, text_block, update_user_message
+from acp import Client, RequestError, text_block, update_agent_thought, update_user_message
 from acp.schema import PermissionOption, SessionNotification
 from pydantic import BaseModel
 
@@ -41,63 +42,105 @@ def prompt_text(blocks: list[Any]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+class Channel:
+    """A session's channel to its client, given to the session when it is built.
+
+    What a turn says goes through that turn's :class:`Transcript` (:meth:`open_turn`), which saves it as it
+    goes; the rest is sent as it happens: the slash commands (once per session and connection), the context
+    fill and the spend (to Arbor's window only: other clients have no use for them), and a model router's
+    notice (a thought of the running turn).
+    """
+
+    def __init__(
+        self, conn: Client, session_id: str, cwd: str, store: SessionStore, *, arbor_client: bool
+    ) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.cwd = cwd
+        self.store = store
+        self.arbor_client = arbor_client
+        """Arbor's window: it wants tree events, the context fill and the spend."""
+        self._turn: Transcript | None = None
+        self._commands_sent = False
+        self._background: set[asyncio.Future[Any]] = set()
+
+    def open_turn(self, text: str) -> Transcript:
+        """The channel of a turn that answers ``text`` (saved as the turn's question first)."""
+        self._turn = Transcript(self, text)
+        return self._turn
+
+    async def notice(self, note: str) -> None:
+        """What a model router tells the user (a fallback model taken): a thought of the running turn."""
+        update = update_agent_thought(text_block(note))
+        if self._turn is not None:
+            await self._turn.emit(update)
+        else:
+            await self.conn.session_update(session_id=self.session_id, update=update)
+
+    async def offer_commands(self) -> None:
+        """Tell the client the slash commands (once per session and connection)."""
+        if self._commands_sent:
+            return
+        from ide.backend.commands import commands_update
+
+        self._commands_sent = True
+        await self.conn.session_update(session_id=self.session_id, update=commands_update())
+
+    def context_fill(self, role: str, tokens: int, window: int) -> None:
+        """How full the latest model request is of the model's window (sent without waiting)."""
+        if not self.arbor_client:
+            return
+        fill = md.ContextFill(session_id=self.session_id, role=role, tokens=tokens, window=window)
+        self._send(md.CONTEXT_NOTIFICATION, fill.model_dump())
+
+    def usage_spent(self, usage: dict[str, RoleUsage]) -> None:
+        """What the session's model calls have spent so far, mid-call included (sent without waiting)."""
+        if not self.arbor_client:
+            return
+        spent = md.UsageSpent(session_id=self.session_id, usage=usage)
+        self._send(md.USAGE_NOTIFICATION, spent.model_dump(mode="json"))
+
+    def _send(self, method: str, params: dict[str, Any]) -> None:
+        pending = asyncio.ensure_future(self.conn.ext_notification(method, params))
+        self._background.add(pending)
+        pending.add_done_callback(self._background.discard)
+
+
 class Transcript:
-    """One turn's channel to the client: session updates, search-tree events and the context fill.
+    """One turn's channel to the client: session updates and search-tree events, saved as they go.
 
     The question is saved before the turn runs and the turn's updates at every finished tool call, so a
     backend killed mid-turn still replays what the user asked and what the agent had done.
     """
 
-    def __init__(self, conn: Client, session: Session, text: str, *, arbor_client: bool) -> None:
-        self._conn = conn
-        self._session = session
-        self._store: SessionStore = session.services.store
-        self._arbor_client = arbor_client
-        """Arbor's window: it wants tree events and the context fill; other clients have no use for them."""
+    def __init__(self, channel: Channel, text: str) -> None:
+        self._channel = channel
         self._recorded: list[dict[str, Any]] = []
-        self._background: set[asyncio.Future[Any]] = set()
-        self._turn = self._store.next_turn(session.id, session.cwd)
+        store, session_id, cwd = channel.store, channel.session_id, channel.cwd
+        self._turn = store.next_turn(session_id, cwd)
         user = update_user_message(text_block(text)).model_dump(mode="json", by_alias=True, exclude_none=True)
-        self._store.append_events(session.id, session.cwd, self._turn, [user])
-        self._store.update(session.id, session.cwd, title=text.strip().splitlines()[0][:80])
+        store.append_events(session_id, cwd, self._turn, [user])
+        store.update(session_id, cwd, title=text.strip().splitlines()[0][:80])
 
     def flush(self) -> None:
         """Save what was sent since the last flush."""
-        self._store.append_events(self._session.id, self._session.cwd, self._turn, self._recorded)
+        channel = self._channel
+        channel.store.append_events(channel.session_id, channel.cwd, self._turn, self._recorded)
         self._recorded.clear()
 
     async def emit(self, update: BaseModel) -> None:
         self._recorded.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
         if getattr(update, "session_update", None) == "tool_call_update":
             self.flush()  # before the client hears of it, so what it saw is on disk
-        await self._conn.session_update(session_id=self._session.id, update=update)
+        await self._channel.conn.session_update(session_id=self._channel.session_id, update=update)
 
     async def emit_tree(self, events: list[TreeEvent]) -> None:
         batch = [event.model_dump(mode="json", exclude_defaults=True) for event in events]
         self._recorded.append({TREE_RECORD: batch})
-        if self._arbor_client:
-            await self._conn.ext_notification(
-                TREE_NOTIFICATION, {"session_id": self._session.id, "events": batch}
+        if self._channel.arbor_client:
+            await self._channel.conn.ext_notification(
+                TREE_NOTIFICATION, {"session_id": self._channel.session_id, "events": batch}
             )
-
-    def context_fill(self, role: str, tokens: int, window: int) -> None:
-        """How full the latest model request is of the model's window (sent without waiting)."""
-        if not self._arbor_client:
-            return
-        fill = md.ContextFill(session_id=self._session.id, role=role, tokens=tokens, window=window)
-        self._send(md.CONTEXT_NOTIFICATION, fill.model_dump())
-
-    def usage_spent(self, usage: dict[str, RoleUsage]) -> None:
-        """What the session's model calls have spent so far, mid-call included (sent without waiting)."""
-        if not self._arbor_client:
-            return
-        spent = md.UsageSpent(session_id=self._session.id, usage=usage)
-        self._send(md.USAGE_NOTIFICATION, spent.model_dump(mode="json"))
-
-    def _send(self, method: str, params: dict[str, Any]) -> None:
-        pending = asyncio.ensure_future(self._conn.ext_notification(method, params))
-        self._background.add(pending)
-        pending.add_done_callback(self._background.discard)
 
 
 async def replay(conn: Client, store: SessionStore, session_id: str, cwd: str, *, arbor_client: bool) -> None:
@@ -110,16 +153,6 @@ async def replay(conn: Client, store: SessionStore, session_id: str, cwd: str, *
             continue
         notification = SessionNotification.model_validate({"sessionId": session_id, "update": payload})
         await conn.session_update(session_id=session_id, update=notification.update)
-
-
-async def offer_commands(conn: Client, session: Session) -> None:
-    """Tell the client the slash commands (once per session and connection)."""
-    if session.commands_sent:
-        return
-    from ide.backend.session import commands_update
-
-    session.commands_sent = True
-    await conn.session_update(session_id=session.id, update=commands_update())
 
 
 async def ask_to_run_tests(

@@ -4,9 +4,12 @@ Each module of this package exports ``HANDLERS``, a tuple of :class:`Handler` â€
 ``ide.protocol`` (:class:`~ide.protocol.method.Method`) and ``async handler(backend, params)`` that gets
 the params validated as the declaration's params type and returns its result type. It may export
 ``NOTIFICATIONS`` (the :class:`~ide.protocol.method.Notification` s its feature sends) and ``HOOKS``
-(:class:`Hooks`: what the feature does when a turn ends, is cancelled, or the index changes).
-``initialize`` advertises exactly what the registry holds, ``ext_method`` dispatches through it and the
-ACP agent calls the hooks through it, so the agent knows no feature and a new feature is one new module.
+(:class:`Hooks`: what the feature does when a turn ends, is cancelled, a session is loaded, or the index
+changes). ``initialize`` advertises exactly what the registry holds, ``ext_method`` dispatches through it and
+the ACP agent calls the hooks through it, so the agent knows no feature and a new feature is one new module.
+
+A handler sees the agent as :class:`Backend` and each live session as :class:`SessionApi`: what it may use
+of them, and nothing else.
 """
 
 from __future__ import annotations
@@ -25,13 +28,89 @@ if TYPE_CHECKING:
     from acp.schema import FileSystemCapabilities
 
     from ide.backend.services import Services
-    from ide.backend.session import Session
+    from ide.changes import ChangeSet, Review
+    from ide.changes.shadow import Shadow
+    from ide.memory.store import MemoryStore
     from ide.protocol.index import IndexChanged
     from ide.protocol.method import Method
     from ide.settings import Settings
+    from ide.workflows.mode import ActiveRun
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R", bound=BaseModel)
+
+
+class SessionApi(Protocol):
+    """What a handler may use of a live session (``ide.backend.session.Session`` implements it)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def review(self) -> Review:
+        """The session's pending review; it owns :attr:`changeset`."""
+        ...
+
+    @property
+    def changeset(self) -> ChangeSet:
+        """The overlay the agent's edits go into (what its reads see)."""
+        ...
+
+    @property
+    def memory(self) -> MemoryStore | None:
+        """The workspace's memory writing as this session (None: memory is off)."""
+        ...
+
+    @property
+    def shadow(self) -> Shadow | None:
+        """A foreign agent's shadow workspace, when the session reviews what it changed there."""
+        ...
+
+    @property
+    def running(self) -> bool:
+        """A turn of Arbor's agent runs in the session."""
+        ...
+
+    @property
+    def cancel_requested(self) -> bool:
+        """The client cancelled the turn being answered (a question it asks meanwhile was cancelled)."""
+        ...
+
+    @property
+    def workflow(self) -> str:
+        """The workflow the workflow mode runs (auto: the orchestrator picks)."""
+        ...
+
+    @property
+    def interrupted(self) -> ActiveRun | None:
+        """A workflow run that stopped before it finished (/resume goes on with it)."""
+        ...
+
+    async def save_review(self) -> None:
+        """Keep the pending review in the session store, so a restarted backend still has it."""
+        ...
+
+    def branch(self, changeset_id: str) -> ChangeSet | None:
+        """A branch change set of one of the session's last tree searches (or its own change set)."""
+        ...
+
+    def choose_workflow(self, name: str) -> bool:
+        """Run ``name`` (or ``auto``) in the workflow mode from now on, kept in the session store; True when
+        the session's mode changed to the workflow mode."""
+        ...
+
+    def drop_shadow(self) -> Shadow | None:
+        """Take the shadow off the session (its review stays); the caller removes it."""
+        ...
 
 
 class Backend(Protocol):
@@ -42,19 +121,21 @@ class Backend(Protocol):
     @property
     def conn(self) -> Client: ...
 
-    def session(self, session_id: str) -> Session:
+    def session(self, session_id: str) -> SessionApi:
         """The live session, or an Invalid params error naming it."""
         ...
 
-    def find_session(self, session_id: str) -> Session | None: ...
+    def find_session(self, session_id: str) -> SessionApi | None: ...
 
-    def sessions_in(self, cwd: str) -> list[Session]:
+    def sessions_in(self, cwd: str) -> list[SessionApi]:
         """The live sessions over the workspace ``cwd`` (one Roll back concerns them all)."""
         ...
 
-    async def open_session(self, cwd: str, settings: Settings, title: str) -> Session:
+    async def open_session(
+        self, cwd: str, settings: Settings, title: str, *, shadow: Shadow | None = None
+    ) -> SessionApi:
         """A new stored session titled ``title`` that no client has prompted (it holds a change set that
-        comes by other means: another agent's edits)."""
+        comes by other means: another agent's edits, or the ``shadow`` workspace it works in)."""
         ...
 
     def workspace(self, cwd: str) -> tuple[str, Settings]:
@@ -84,7 +165,7 @@ class Handler(Generic[P, R]):
         return result.model_dump(mode="json")
 
 
-SessionHook = Callable[["Backend", "Session"], Awaitable[None]]
+SessionHook = Callable[["Backend", "SessionApi"], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -95,6 +176,9 @@ class Hooks:
     """A turn ended as asked (not cancelled, not failed); the session's change set holds its edits."""
     cancel: SessionHook | None = None
     """A turn was cancelled: its change set stays pending (the prompt's answer lists the files)."""
+    session_load: SessionHook | None = None
+    """A client loaded the session (``session/load``): its history was replayed and the slash commands
+    offered; what the feature has to tell about the session goes last."""
     index_changed: Callable[[Backend, IndexChanged], Awaitable[None]] | None = None
     """A workspace's index changed (a pass finished, or the watcher re-indexed files)."""
 
@@ -110,15 +194,20 @@ class Registry:
         """Every ``_arbor/*`` method and notification this backend serves or sends (without the ``_``)."""
         return [str(name) for name in (*self.handlers, *self.notifications)]
 
-    async def turn_ended(self, backend: Backend, session: Session) -> None:
+    async def turn_ended(self, backend: Backend, session: SessionApi) -> None:
         for hooks in self.hooks:
             if hooks.turn_end is not None:
                 await hooks.turn_end(backend, session)
 
-    async def turn_cancelled(self, backend: Backend, session: Session) -> None:
+    async def turn_cancelled(self, backend: Backend, session: SessionApi) -> None:
         for hooks in self.hooks:
             if hooks.cancel is not None:
                 await hooks.cancel(backend, session)
+
+    async def session_loaded(self, backend: Backend, session: SessionApi) -> None:
+        for hooks in self.hooks:
+            if hooks.session_load is not None:
+                await hooks.session_load(backend, session)
 
     async def index_changed(self, backend: Backend, change: IndexChanged) -> None:
         for hooks in self.hooks:

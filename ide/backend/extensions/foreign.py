@@ -19,21 +19,26 @@ from ide.protocol import foreign as ex
 from ide.protocol.review import SUMMARY_CAPABILITY, ChangeSetView
 
 if TYPE_CHECKING:
-    from ide.backend.extensions import Backend
-    from ide.backend.session import Session
+    from ide.backend.extensions import Backend, SessionApi
     from ide.changes.shadow import Shadow
     from ide.tools import Workspace
 
 
 async def open_session(backend: Backend, request: ex.ForeignOpenParams) -> ex.ForeignSession:
-    cwd, settings = backend.workspace(request.cwd)
-    agent = request.agent or "another agent"
+    session = await _open(backend, request.cwd, request.agent)
+    return ex.ForeignSession(session_id=session.id)
+
+
+async def _open(backend: Backend, cwd: str, agent: str | None, shadow: Shadow | None = None) -> SessionApi:
+    """A review session for ``agent``'s changes (in ``shadow``, when it works in one)."""
+    cwd, settings = backend.workspace(cwd)
+    agent = agent or "another agent"
     title = _untitled(agent)
-    session = await backend.open_session(cwd, settings, title)
+    session = await backend.open_session(cwd, settings, title, shadow=shadow)
     # Until a prompt is known (turn_start): the commit's subject is never a command line.
     session.review.title = title
     session.review.agent = agent
-    return ex.ForeignSession(session_id=session.id)
+    return session
 
 
 def _untitled(agent: str) -> str:
@@ -54,7 +59,7 @@ async def write(backend: Backend, request: ex.ForeignWriteParams) -> ChangeSetVi
     return session.review.view(summary=summary)
 
 
-def _write(files: Workspace, session: Session, path: Path, rel: str, content: str) -> None:
+def _write(files: Workspace, session: SessionApi, path: Path, rel: str, content: str) -> None:
     """Refuse, with the reason, what Apply could never write or the user does not see in review: the
     root, a directory, a path below a file, an ignored path, a name that looks like another."""
     from ide.changes import ChangeError
@@ -112,7 +117,7 @@ def _read(files: Workspace, path: Path) -> str:
         raise RequestError.invalid_params({"path": str(path), "message": str(exc)}) from None
 
 
-def _confined(session: Session) -> Workspace:
+def _confined(session: SessionApi) -> Workspace:
     from ide.tools import Workspace
 
     return Workspace(Path(session.cwd), session.settings.workspace, session.changeset)
@@ -147,12 +152,11 @@ async def open_shadow(backend: Backend, request: ex.ForeignShadowParams) -> ex.F
         Shadow.create, Path(cwd), max_file_bytes=settings.workspace.max_file_bytes, secret=secret
     )
     try:
-        opened = await open_session(backend, ex.ForeignOpenParams(cwd=cwd, agent=request.agent))
+        opened = await _open(backend, cwd, request.agent, shadow)
     except BaseException:
         await asyncio.to_thread(shadow.close)
         raise
-    backend.session(opened.session_id).shadow = shadow
-    return ex.ForeignShadow(session_id=opened.session_id, cwd=str(shadow.root), notes=shadow.notes)
+    return ex.ForeignShadow(session_id=opened.id, cwd=str(shadow.root), notes=shadow.notes)
 
 
 async def capture(backend: Backend, request: ex.ForeignCaptureParams) -> ex.ForeignCapture:
@@ -202,14 +206,13 @@ async def turn_start(backend: Backend, request: ex.ForeignTurnStartParams) -> ex
 
 async def close(backend: Backend, request: ex.ForeignSessionParams) -> ex.ForeignClosed:
     """Remove the session's shadow; its review (what was captured) stays."""
-    session = backend.session(request.session_id)
-    shadow, session.shadow = session.shadow, None
+    shadow = backend.session(request.session_id).drop_shadow()
     if shadow is not None:
         await asyncio.to_thread(shadow.close)
     return ex.ForeignClosed(removed=shadow is not None)
 
 
-def _shadow(session: Session) -> Shadow:
+def _shadow(session: SessionApi) -> Shadow:
     if session.shadow is None:
         raise RequestError.invalid_params(
             {"sessionId": session.id, "message": "this session has no shadow workspace (open it with shadow)"}
@@ -236,7 +239,7 @@ def _shadow_rel(shadow: Shadow, path: str) -> str:
     return rel
 
 
-def _shadow_write(session: Session, path: str, content: str, summary: bool) -> ChangeSetView:
+def _shadow_write(session: SessionApi, path: str, content: str, summary: bool) -> ChangeSetView:
     from ide.changes import ChangeError
     from ide.changes.overlay import Base
 

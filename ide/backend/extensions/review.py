@@ -17,8 +17,7 @@ from ide.backend.permissions import ask_client
 from ide.protocol import review as rv
 
 if TYPE_CHECKING:
-    from ide.backend.extensions import Backend
-    from ide.backend.session import Session
+    from ide.backend.extensions import Backend, SessionApi
     from ide.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,7 @@ async def decide(backend: Backend, request: rv.DecideParams) -> rv.ChangeSetView
 
 async def apply(backend: Backend, request: rv.ApplyParams) -> rv.ApplyResult:
     session = backend.session(request.session_id)
-    if session.turn is not None and not session.turn.done():
+    if session.running:
         raise RequestError.invalid_request({"message": "wait for the turn to end before applying"})
     rejected = _rejected(session)
     shadow = session.shadow
@@ -89,14 +88,14 @@ async def _after_rollback(backend: Backend, cwd: str, paths: list[str]) -> None:
     from ide.changes.refresh import refresh_review
 
     for session in backend.sessions_in(cwd):
-        if session.shadow is not None or (session.turn is not None and not session.turn.done()):
+        if session.shadow is not None or session.running:
             continue
         session.changeset.forget_bases(paths)
         await asyncio.to_thread(refresh_review, session.review, paths)
         await session.save_review()
 
 
-def _rejected(session: Session) -> list[str]:
+def _rejected(session: SessionApi) -> list[str]:
     from ide.memory.learn import rejected_paths
 
     files = session.review.view().files
@@ -121,7 +120,7 @@ async def history(backend: Backend, request: rv.HistoryParams) -> rv.HistoryResu
     return rv.HistoryResult(batches=batches)
 
 
-async def keep_pending(backend: Backend, session: Session) -> None:
+async def keep_pending(backend: Backend, session: SessionApi) -> None:
     """After a cancelled turn: nothing is asked and nothing written; the change set stays pending (in
     Arbor's Review dock; a plain client is offered it at the end of its next turn)."""
     if session.changeset.changed_paths() and backend.client_wants("review"):
@@ -129,7 +128,7 @@ async def keep_pending(backend: Backend, session: Session) -> None:
         await backend.conn.ext_notification(rv.CHANGESET_NOTIFICATION, view.model_dump(mode="json"))
 
 
-async def offer_review(backend: Backend, session: Session) -> None:
+async def offer_review(backend: Backend, session: SessionApi) -> None:
     """At the end of a turn that edited files: hand the batch to the client for review.
 
     Arbor's window (and `arbor run`) get the hunks in ``_arbor/changeset``. Any other client is asked
@@ -152,7 +151,7 @@ async def offer_review(backend: Backend, session: Session) -> None:
 
 
 async def _ask_to_apply(
-    backend: Backend, session: Session, files: list[rv.FileChangeView], *, meta: bool
+    backend: Backend, session: SessionApi, files: list[rv.FileChangeView], *, meta: bool
 ) -> bool:
     """Ask a plain ACP client whether to apply ``files``; False when it cannot be asked."""
     diffs = []

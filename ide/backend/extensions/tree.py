@@ -28,7 +28,8 @@ async def branch_diff(backend: Backend, request: BranchDiffParams) -> ChangeSetV
                 "branches of a live session's last runs only"
             }
         )
-    view = Review(branch, session_id=session.id, title="branch", store=session.services.batches)
+    batches = backend.services.batches(session.cwd, session.settings)
+    view = Review(branch, session_id=session.id, title="branch", store=batches)
     return await asyncio.to_thread(view.view)
 
 

@@ -1,4 +1,5 @@
-"""The session's YAML workflows for the window's picker: list them, pick one (``_arbor/workflows/*``)."""
+"""The session's YAML workflows for the window's picker: list them, pick one (``_arbor/workflows/*``); and,
+when a client loads a session whose workflow run was interrupted, how to go on with it (``/resume``)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp import RequestError
+from acp import RequestError, text_block, update_agent_message
 
-from ide.backend.extensions import Handler
+from ide.backend.extensions import Handler, Hooks
 from ide.protocol import workflow as wf
 
 if TYPE_CHECKING:
-    from ide.backend.extensions import Backend
-    from ide.backend.session import Session
+    from ide.backend.extensions import Backend, SessionApi
 
 
 async def list_workflows(backend: Backend, request: wf.WorkflowsParams) -> wf.WorkflowList:
@@ -29,12 +29,11 @@ async def select(backend: Backend, request: wf.SelectWorkflowParams) -> wf.Workf
         raise RequestError.invalid_params(
             {"message": f"there is no workflow {request.name!r}; there are: {known}"}
         )
-    if session.choose_workflow(request.name):
-        session.services.store.update(session.id, session.cwd, mode="workflow")
+    session.choose_workflow(request.name)
     return found.model_copy(update={"selected": session.workflow, "mode": session.mode})
 
 
-async def listing(session: Session) -> wf.WorkflowList:
+async def listing(session: SessionApi) -> wf.WorkflowList:
     from ide.workflows.fusion import describe_reranker
     from ide.workflows.loader import load_catalog
 
@@ -66,4 +65,18 @@ async def listing(session: Session) -> wf.WorkflowList:
     )
 
 
+async def offer_resume(backend: Backend, session: SessionApi) -> None:
+    """A loaded session whose workflow run stopped before it finished (and runs no turn now) says how to go
+    on with it."""
+    run = session.interrupted
+    if run is None or session.running:
+        return
+    note = (
+        f"The workflow {run.workflow} for “{run.task[:80]}” stopped before it finished. "
+        "Send /resume to go on from its last finished step."
+    )
+    await backend.conn.session_update(session_id=session.id, update=update_agent_message(text_block(note)))
+
+
 HANDLERS = (Handler(wf.WORKFLOWS_LIST, list_workflows), Handler(wf.WORKFLOWS_SELECT, select))
+HOOKS = Hooks(session_load=offer_resume)
