@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ide.protocol import TurnMeta
+    from ide.protocol import ErrorInfo, TurnMeta
 
 DONE_STATUSES = ("completed", "failed")
 """A tool call's statuses that end it."""
@@ -158,9 +158,24 @@ class Unknown(SessionEvent):
 
 
 @dataclass(frozen=True)
+class PromptSent(SessionEvent):
+    """The user's prompt went to the agent as a new turn (an agent does not echo it: it replays it, as
+    :class:`UserChunk`, only when a session is loaded)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class TurnEnded(SessionEvent):
     """The prompt was answered: its stop reason and Arbor's figures of the turn (None: the agent sent
     none, or they could not be read)."""
 
     stop_reason: str
     meta: TurnMeta | None = None
+
+
+@dataclass(frozen=True)
+class TurnFailed(SessionEvent):
+    """The prompt was refused, or not answered in time: the turn is over, and ``error`` says why."""
+
+    error: ErrorInfo

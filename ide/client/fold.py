@@ -21,6 +21,7 @@ from ide.client.events import (
     ModeChanged,
     PlanChanged,
     PlanEntry,
+    PromptSent,
     SessionEvent,
     SessionInfoChanged,
     ThoughtChunk,
@@ -29,6 +30,7 @@ from ide.client.events import (
     ToolCallStarted,
     ToolCallUpdated,
     TurnEnded,
+    TurnFailed,
     Unknown,
     UsageUpdated,
     UserChunk,
@@ -37,10 +39,13 @@ from ide.client.events import (
 if TYPE_CHECKING:
     from acp.schema import PromptResponse
 
+    from ide.protocol import ErrorInfo
+
 
 class SessionFold:
-    """Turns each ``session/update`` of one session into one event (:meth:`apply`) and the prompt's answer
-    into :class:`TurnEnded` (:meth:`answer`); :attr:`tool_calls` holds every call's state so far."""
+    """Turns each ``session/update`` of one session into one event (:meth:`apply`), a prompt sent into
+    :class:`PromptSent` (:meth:`sent`) and the prompt's answer into :class:`TurnEnded` (:meth:`answer`) or
+    :class:`TurnFailed` (:meth:`failed`); :attr:`tool_calls` holds every call's state so far."""
 
     def __init__(self, session_id: str | None = None) -> None:
         self.session_id = session_id
@@ -85,11 +90,19 @@ class SessionFold:
             case _:
                 return Unknown(str(getattr(update, "session_update", type(update).__name__)), update)
 
+    def sent(self, text: str) -> PromptSent:
+        """The event a prompt sent as a new turn makes: the user's message, as the client shows it."""
+        return PromptSent(text)
+
     def answer(self, response: PromptResponse) -> TurnEnded:
         """The event the prompt's answer makes: its stop reason and ``_meta.arbor``'s figures."""
         from ide.client.agentconn import turn_meta
 
         return TurnEnded(response.stop_reason, turn_meta(response.field_meta))
+
+    def failed(self, error: ErrorInfo) -> TurnFailed:
+        """The event a prompt answered with an error makes (refused, or no answer in time)."""
+        return TurnFailed(error)
 
     def _tool_call(self, update: Any, *, started: bool) -> ToolCallEvent:
         changed = {

@@ -27,6 +27,7 @@ from ide.app.background import spawn
 from ide.app.chat.panel import AssistantMessageView, ChatPanel
 from ide.app.chat.part import ChatDock
 from ide.app.chat.permission import PermissionDialog
+from ide.client.fold import SessionFold
 from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
@@ -104,8 +105,9 @@ def panel(qtbot: Any, qapp: Any) -> Iterator[ChatPanel]:
 
 def stream_answer(chat: ChatPanel, text: str, chunk: int = 7) -> AssistantMessageView:
     """Stream ``text`` into the chat as a model's answer, a few characters per update."""
+    fold = SessionFold()
     for start in range(0, len(text), chunk):
-        chat.apply_update(update_agent_message(text_block(text[start : start + chunk])))
+        chat.apply_update(fold.apply(update_agent_message(text_block(text[start : start + chunk]))))
     chat.flush()
     (view,) = [v for v in chat.views() if isinstance(v, AssistantMessageView)]
     return view

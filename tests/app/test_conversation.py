@@ -1,4 +1,4 @@
-"""The chat's fold of ACP updates into blocks (no Qt): the property the session/load replay relies on."""
+"""The chat's blocks built from the session's events (no Qt): what the session/load replay relies on."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ from acp.schema import AvailableCommandsUpdate, ToolCallLocation
 
 from ide.app.chat.conversation import Conversation, TextBlock, ToolBlock
 from ide.client.agentproc import StderrTail, error_from_request
+from ide.client.events import PromptSent
+from ide.client.fold import SessionFold
 from ide.protocol import ERROR_CODE, ErrorInfo, error_data
 
 
 def turn(question: str, answer_chunks: list[str]) -> list[object]:
+    """A turn's updates as an agent replays them (the user's prompt included)."""
     return [
         update_user_message(text_block(question)),
         update_agent_thought(text_block("thinking about ")),
@@ -45,10 +48,16 @@ def summary(conversation: Conversation) -> list[tuple[str, str]]:
     ]
 
 
+def apply(conversation: Conversation, updates: list[object]) -> None:
+    """Read ``updates`` with a session's fold, and give the conversation the events."""
+    fold = SessionFold()
+    for update in updates:
+        conversation.apply(fold.apply(update))
+
+
 def test_chunks_merge_into_blocks_and_tool_updates_apply_in_place():
     conversation = Conversation()
-    for update in turn("q1", ["The ", "answer."]):
-        conversation.apply(update)
+    apply(conversation, turn("q1", ["The ", "answer."]))
 
     assert summary(conversation) == [
         ("user", "q1"),
@@ -66,26 +75,35 @@ def test_chunks_merge_into_blocks_and_tool_updates_apply_in_place():
 def test_replay_of_the_same_updates_builds_the_same_blocks():
     updates = [*turn("q1", ["one"]), *turn("q2", ["two"])]
     live, replayed = Conversation(), Conversation()
-    for update in updates:
-        live.apply(update)
-    for update in updates:
-        replayed.apply(update)
+    apply(live, updates)
+    apply(replayed, updates)
     assert summary(live) == summary(replayed)
     assert summary(live)[4] == ("user", "q2")
 
 
 def test_two_prompts_without_an_answer_between_stay_two_messages():
     conversation = Conversation()
-    conversation.apply(update_user_message(text_block("first")))
-    conversation.apply(update_user_message(text_block("second")))
+    apply(conversation, [update_user_message(text_block("first")), update_user_message(text_block("second"))])
     assert summary(conversation) == [("user", "first"), ("user", "second")]
+
+
+def test_a_prompt_sent_shows_as_the_users_message_as_its_replay_does():
+    sent, replayed = Conversation(), Conversation()
+    sent.apply(PromptSent("q1"))
+    apply(sent, turn("q1", ["one"])[1:])
+    sent.apply(PromptSent("q2"))
+    apply(replayed, [*turn("q1", ["one"]), update_user_message(text_block("q2"))])
+    assert summary(sent) == summary(replayed)
+    assert summary(sent)[-1] == ("user", "q2")
 
 
 def test_updates_the_chat_does_not_show_change_nothing():
     conversation = Conversation()
     assert (
         conversation.apply(
-            AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[])
+            SessionFold().apply(
+                AvailableCommandsUpdate(session_update="available_commands_update", available_commands=[])
+            )
         )
         is None
     )

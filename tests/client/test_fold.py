@@ -18,6 +18,7 @@ from ide.client.events import (
     ModeChanged,
     PlanChanged,
     PlanEntry,
+    PromptSent,
     SessionInfoChanged,
     TextChunk,
     ThoughtChunk,
@@ -25,6 +26,7 @@ from ide.client.events import (
     ToolCallStarted,
     ToolCallUpdated,
     TurnEnded,
+    TurnFailed,
     Unknown,
     UsageUpdated,
     UserChunk,
@@ -184,3 +186,12 @@ def test_the_prompts_answer_ends_the_turn_with_arbors_figures() -> None:
     assert fold.answer(PromptResponse(stop_reason="cancelled")) == TurnEnded("cancelled", None)
     malformed = PromptResponse(stop_reason="refusal", field_meta={"arbor": {"steps": "many"}})
     assert fold.answer(malformed).meta is None
+
+
+def test_a_prompt_sent_and_a_prompt_refused_are_events_of_the_turn() -> None:
+    from ide.protocol import ErrorInfo
+
+    fold = SessionFold()
+    assert fold.sent("Make greet say Hi") == PromptSent("Make greet say Hi")
+    error = ErrorInfo(kind="model_unreachable", message="Ollama is not reachable", fix="Start it")
+    assert fold.failed(error) == TurnFailed(error)

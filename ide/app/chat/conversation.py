@@ -15,12 +15,12 @@ from typing import Any
 from ide.client.events import (
     MessageChunk,
     PlanChanged,
+    PromptSent,
     SessionEvent,
     ThoughtChunk,
     ToolCallEvent,
     UserChunk,
 )
-from ide.client.fold import SessionFold
 
 RAW_DISPLAY_CHARS = 6000
 """Raw tool input/output shown in a block; the rest is cut with a note (the agent already caps it)."""
@@ -108,18 +108,15 @@ class Conversation:
         self.blocks: list[Block] = []
         self._tools: dict[str, ToolBlock] = {}
         self._plan: PlanBlock | None = None
-        self._fold = SessionFold()
-        """Reads an ACP update handed in as such (the window's own prompt, ``ChatPanel.add_user_message``)."""
 
-    def apply(self, event: SessionEvent | TurnNotice | Any) -> tuple[Block, bool] | None:
-        """Take one event in; returns the block it changed and whether that block is new. An ACP update
-        is read by the fold first.
+    def apply(self, event: SessionEvent | TurnNotice) -> tuple[Block, bool] | None:
+        """Take one event in; returns the block it changed and whether that block is new.
 
-        Events the chat does not show (commands, modes, usage, …) return None.
+        Events the chat does not show (commands, modes, usage, a turn's end, …) return None.
         """
-        if not isinstance(event, SessionEvent | TurnNotice):
-            event = self._fold.apply(event)
         match event:
+            case PromptSent():
+                return self._append_text("user", event.text, None)
             case UserChunk():
                 return self._append_text("user", content_text(event.content), event.message_id)
             case MessageChunk():

@@ -9,7 +9,7 @@ tick rather than one per chunk.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QKeyEvent
@@ -39,7 +39,10 @@ from ide.app.chat.blocks import (
 )
 from ide.app.chat.conversation import Block, Conversation, NoticeBlock, PlanBlock, ToolBlock, TurnNotice
 from ide.app.chat.links import LinkDialog, web_link
-from ide.client.agentconn import local_user_message
+from ide.client.events import PromptSent
+
+if TYPE_CHECKING:
+    from ide.client.events import SessionEvent
 
 __all__ = [
     "AssistantMessageView",
@@ -109,7 +112,8 @@ class ChatPanel(QWidget):
         super().__init__(parent)
         self.setObjectName("chatPanel")
         self.conversation = Conversation()
-        self.updates: list[Any] = []
+        self.updates: list[SessionEvent | TurnNotice] = []
+        """The events the conversation was built from (what :meth:`replay` rebuilds it from)."""
         self.workspace: Path | None = None
         """Tool-call locations inside it are shown relative to it."""
         self._views: dict[Block, BlockView] = {}
@@ -267,7 +271,7 @@ class ChatPanel(QWidget):
         """Show a prompt the user sent (a turn starts); ACP agents do not echo it, only on replay."""
         self.turn_running = True
         self._answer_pending = False
-        self.apply_update(local_user_message(text))
+        self.apply_update(PromptSent(text))
 
     def turn_ended(self, stop_reason: str) -> None:
         """The turn's answer came: a "Stopped" line if it was cancelled; scroll to the answer."""
@@ -312,8 +316,9 @@ class ChatPanel(QWidget):
         else:
             bar.setValue(bar.maximum())
 
-    def apply_update(self, update: Any) -> None:
-        """Fold one ``session/update`` into the conversation and schedule the re-render."""
+    def apply_update(self, update: SessionEvent | TurnNotice) -> None:
+        """Take one event of the session (or a line the window adds) into the conversation and schedule
+        the re-render."""
         self.updates.append(update)
         changed = self.conversation.apply(update)
         if changed is None:
@@ -325,8 +330,8 @@ class ChatPanel(QWidget):
         if not self._render_timer.isActive():
             self._render_timer.start()
 
-    def clear(self) -> list[Any]:
-        """Forget every block; returns the updates that built them (to :meth:`replay` them later)."""
+    def clear(self) -> list[SessionEvent | TurnNotice]:
+        """Forget every block; returns the events that built them (to :meth:`replay` them later)."""
         updates = self.updates
         self._render_timer.stop()
         self._answer_pending = False
@@ -340,8 +345,8 @@ class ChatPanel(QWidget):
         self._empty.setVisible(True)
         return updates
 
-    def replay(self, updates: list[Any]) -> None:
-        """Rebuild the conversation from ``updates`` (after :meth:`clear`)."""
+    def replay(self, updates: list[SessionEvent | TurnNotice]) -> None:
+        """Rebuild the conversation from the events ``updates`` (after :meth:`clear`)."""
         for update in updates:
             self.apply_update(update)
         self.flush()
