@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ide.changes.worktree import prune_stale_worktrees
-from ide.client.agentconn import ClientCallbacks, apply_all, cancel, connect, initialize, turn_meta
+from ide.client.agentconn import ClientCallbacks, apply_all, cancel, connect, initialize, turn_meta, within
 from ide.client.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
+from ide.client.events import MessageChunk
+from ide.client.fold import SessionFold
 from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
 from ide.eval.tasks import EvalTask, TaskError, build_workspace, run_check
 from ide.lifetime import scratch_prefix
@@ -41,12 +43,11 @@ from ide.protocol import RoleUsage, TurnMeta
 from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, RoleCost, load_report, save_report
 from ide.protocol.model import USAGE_NOTIFICATION
 from ide.protocol.review import CHANGESET_NOTIFICATION
+from ide.protocol.standard import SESSION_NEW
 from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeError, TreeEvent, write_jsonl
 from ide.settings import user_config_path
 
 TREES_DIR = "trees"
-START_TIMEOUT_S = 60.0
-"""Time the backend may take to answer ``initialize`` and ``session/new``."""
 CANCEL_GRACE_S = 30.0
 """Time a cancelled turn may take to end before the backend is stopped."""
 MAX_RETRY_TRIES = 10
@@ -116,10 +117,13 @@ class _RunClient:
         self.has_changes = False
         self.over_budget = asyncio.Event()
         self.spent: dict[str, RoleUsage] = {}
+        self.fold = SessionFold()
+        """The session's updates, read (one session per run)."""
 
     def on_update(self, session_id: str, update: Any) -> None:
-        if getattr(update, "session_update", None) == "agent_message_chunk":
-            self.answer.append(getattr(update.content, "text", "") or "")
+        event = self.fold.apply(update)
+        if isinstance(event, MessageChunk):
+            self.answer.append(event.text)
 
     def on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == TREE_NOTIFICATION:
@@ -425,18 +429,15 @@ class Evaluation:
             agent, ClientCallbacks(client.on_update, lambda: client.permission, client.on_notification)
         )
         try:
-            await asyncio.wait_for(
-                initialize(conn, meta={"review": True, "tree": True}, client="arbor-eval"), START_TIMEOUT_S
-            )
-            session = await asyncio.wait_for(
-                conn.new_session(cwd=str(workspace), mcp_servers=[]), START_TIMEOUT_S
-            )
+            # Each within the limit its request declares (ide.protocol.standard): NoAnswer is a TimeoutError.
+            await initialize(conn, meta={"review": True, "tree": True}, client="arbor-eval")
+            session = await within(conn.new_session(cwd=str(workspace), mcp_servers=[]), SESSION_NEW)
             sid = client.session_id = session.session_id
             current = session.modes.current_mode_id if session.modes else None
             if mode != current:
                 await conn.set_session_mode(session_id=sid, mode_id=mode)
             # The time budget is the agent's, from its prompt: the backend's start depends on the machine's
-            # load, not on the mode, and has its own limit (START_TIMEOUT_S).
+            # load, not on the mode, and has its own limits (INITIALIZE's and SESSION_NEW's).
             deadline = time.monotonic() + budget_s
             turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(task.prompt)]))
             # Retrieved even when this run is cancelled (Ctrl-C) and the connection closes under it.
