@@ -81,3 +81,21 @@ async def test_an_empty_prompt_is_refused_and_the_session_takes_the_next(git_wor
             await backend.conn.prompt(session_id=session.session_id, prompt=[text_block("  \n")])
         assert not backend.agent.session(session.session_id).prompting
     assert caught.value.code == -32602 and "the prompt is empty" in str(caught.value.data)
+
+
+def test_the_agent_imports_no_feature_not_even_for_types() -> None:
+    """What a feature does at a session's load, a turn's end or a cancel is its extension's hook; the
+    agent names no workflow, review or index type (issue 47: it imported the workflow's ActiveRun)."""
+    import ast
+
+    import ide.backend.agent
+
+    tree = ast.parse(Path(ide.backend.agent.__file__).read_text())
+    imported = {
+        node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ide.")
+    } | {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    features = ("ide.workflows", "ide.backend.extensions.", "ide.search.architectures", "ide.memory")
+    assert sorted(name for name in imported if name.startswith(features)) == []
+    assert "ide.backend.extensions" in imported  # the finder sees the agent's imports
