@@ -24,7 +24,7 @@ NOT_SHIPPED = (
 
 def sample_dir(root: Path | None = None) -> Path | None:
     """``resources/samples`` of the checkout Arbor runs from (or of ``root``), if it holds the sample."""
-    base = root if root is not None else Path(__file__).resolve().parents[2]
+    base = root if root is not None else Path(__file__).resolve().parents[3]
     samples = base / "resources" / "samples"
     if (samples / SAMPLE_TREE).is_file() and (samples / SAMPLE_NAME / "script.jsonl").is_file():
         return samples
