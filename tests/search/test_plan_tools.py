@@ -457,15 +457,16 @@ async def test_the_window_plan_view_shows_each_subtask_and_its_status(
 ) -> None:
     from ide.app.chat.blocks import PlanView
     from ide.app.chat.conversation import Conversation
+    from ide.client.fold import SessionFold
 
     run = make_run(made_and_failed_script([sys.executable, "-c", "raise SystemExit(1)"]), architecture="plan")
     _asked, run.ctx.ask_permission = asker(True)
     await PlanExecute().run(run.ctx)
 
-    conversation = Conversation()
+    conversation, fold = Conversation(), SessionFold()
     shown = []
     for event in (e for e in run.progress if e["type"] == "plan"):
-        block, _new = conversation.apply(translate_event(event))
+        block, _new = conversation.apply(fold.apply(translate_event(event)))
         view = PlanView(block)
         qtbot.addWidget(view)
         view.refresh()
