@@ -15,6 +15,7 @@ from typing import Any
 from ide.client.events import (
     MessageChunk,
     PlanChanged,
+    PlanEntry,
     PromptSent,
     SessionEvent,
     ThoughtChunk,
@@ -66,18 +67,11 @@ class ToolBlock:
         return _cap(self.content) if self.content else _display(self.raw_output)
 
 
-@dataclass(frozen=True)
-class PlanItem:
-    content: str
-    status: str
-    priority: str
-
-
 @dataclass(eq=False)
 class PlanBlock:
     """The agent's current plan; each plan update replaces the entries (as ACP specifies)."""
 
-    items: list[PlanItem] = field(default_factory=list)
+    items: list[PlanEntry] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -167,7 +161,7 @@ class Conversation:
         return block, created
 
     def _plan_update(self, plan: PlanChanged) -> tuple[Block, bool]:
-        items = [PlanItem(entry.content, entry.status, entry.priority) for entry in plan.entries]
+        items = list(plan.entries)
         created = self._plan is None
         if self._plan is None:
             self._plan = PlanBlock()

@@ -65,19 +65,11 @@ class JumpHistory:
 
     def go_back(self, here: Place | None) -> Place | None:
         """The place to go back to (None: none), with ``here`` kept for Forward."""
-        if not self.back:
-            return None
-        if here is not None:
-            self.forward.append(here)
-        return self.back.pop()
+        return _step(self.back, self.forward, here)
 
     def go_forward(self, here: Place | None) -> Place | None:
         """The place Back left (None: none), with ``here`` kept for Back."""
-        if not self.forward:
-            return None
-        if here is not None:
-            self.back.append(here)
-        return self.forward.pop()
+        return _step(self.forward, self.back, here)
 
 
 class LanguageServerPart(Part):
@@ -335,3 +327,13 @@ def _places(locations: list[LspLocation]) -> set[tuple[str, int, int]]:
 def _nothing(what: str, params: PositionParams) -> str:
     hint = " ('arbor doctor' shows the Python environment it sees)" if params.path.endswith(".py") else ""
     return f"No {what} found at {params.line}:{params.column}{hint}."
+
+
+def _step(source: list[Place], other: list[Place], here: Place | None) -> Place | None:
+    """The last place of ``source``, taken off it, with ``here`` kept on ``other`` (None: ``source`` is
+    empty, and nothing moves)."""
+    if not source:
+        return None
+    if here is not None:
+        other.append(here)
+    return source.pop()
