@@ -1,18 +1,18 @@
 """The window's one link to the backend: a QObject owning ``arbor acp`` and the SDK's client connection.
 
 Everything ACP happens here, on the qasync loop; widgets see Qt signals and call methods that return at
-once. The bridge knows the backend's life and its session (modes, prompt, cancel, permissions), no
-feature: a dock sends ``_arbor/*`` requests with :meth:`BackendBridge.request`, whose answer or error goes
-back to that dock, and subscribes to notifications with :meth:`BackendBridge.on_notification`.
+once. The bridge knows the backend's life (its process and connection: :class:`~ide.client.link.AgentLink`)
+and its session (modes, prompt, cancel, permissions), no feature: a dock sends ``_arbor/*`` requests with
+:meth:`BackendBridge.request`, whose answer or error goes back to that dock, and subscribes to
+notifications with :meth:`BackendBridge.on_notification`; an agent that works in a shadow is served by
+the capability a part offers (:meth:`BackendBridge.offer_shadow`, a ``ShadowCapability``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,15 +21,18 @@ from PySide6.QtCore import QObject, Signal
 from shiboken6 import isValid
 
 from ide.app.background import run_blocking, spawn
-from ide.client import agentconn, agentproc
+from ide.client import agentconn, agentproc, sessions
 from ide.client.agentproc import BackendState, error_from_request
 from ide.client.events import ModeChanged
 from ide.client.fold import SessionFold
+from ide.client.link import AgentLink
+from ide.client.notifications import NotificationRouter
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
     from pydantic import BaseModel
 
+    from ide.client.agentconn import PermissionHandler, ShadowCapability
     from ide.protocol import AgentMeta, ErrorInfo
     from ide.protocol.method import Method, Notification
 
@@ -39,11 +42,8 @@ log = logging.getLogger(__name__)
 P = TypeVar("P", bound="BaseModel")
 T = TypeVar("T", bound="BaseModel")
 M = TypeVar("M", bound="BaseModel")
-R = TypeVar("R")
 OnError = Callable[["ErrorInfo"], None]
-OnSessions = Callable[[list[agentconn.SessionSummary]], None]
-ENDING_S = 0.5
-"""How long a process whose connection was lost may take to end by itself before it is killed."""
+OnSessions = Callable[[list[sessions.SessionSummary]], None]
 CLIENT_META = {"review": True, "reviewHunks": True, "tree": True, "index": True}
 """Arbor's extensions the window asks for: reviews (as summaries, the hunks fetched as files are shown:
 ``ide.protocol.review.SUMMARY_CAPABILITY``), search trees, the Outline."""
@@ -94,28 +94,14 @@ class BackendBridge(QObject):
         self.modes: list[tuple[str, str, str]] = []
         """The agent's session modes: (id, name, description)."""
         self.can_load_session = self.can_list_sessions = False
-        self.agent: agentproc.AgentProcess | None = None
-        self.permission_handler: agentconn.PermissionHandler | None = None
-        self.fs_handler: agentconn.FsHandler | None = None  # serves fs/*, advertised only when set
-        self.place_agent: (
-            Callable[[agentproc.AgentChoice, str | None], Awaitable[tuple[str, list[str]] | None]] | None
-        ) = None
-        """Where and how an agent that works in a shadow (:attr:`AgentChoice.works_in_shadow`) is started,
-        asked before each start with the session being resumed: the shadow's path (its cwd, and its
-        sessions') and the command line (confined or not), or None for the workspace itself and the
-        choice's command (no shadow could be made; the hook says why). An OSError: it cannot start."""
-        self.before_prompt: Callable[[str], Awaitable[None]] | None = None
-        """Awaited with the prompt before each prompt to an agent started in a shadow (it takes in the
-        user's decisions)."""
+        self.permission_handler: PermissionHandler | None = None
+        self.shadow: ShadowCapability | None = None
+        """The client's capability for agents that work in a shadow (:meth:`offer_shadow`)."""
         self.agent_dir = self.workspace
         """The running agent's cwd and sessions' cwd: the workspace, or its shadow."""
-        self._conn: ClientSideConnection | None = None
-        self._generation = 0
-        self._stopping = False
-        self._lifecycle: asyncio.Task[None] | None = None
-        self._watcher: asyncio.Task[None] | None = None
-        self._connections: dict[int, ClientSideConnection] = {}
-        self._notifications = agentconn.NotificationRouter()
+        self._link = AgentLink(self._ended, lambda coro, name: spawn(coro, name=name))
+        """The agent's process and its connection, one at a time, each start a new generation."""
+        self._notifications = NotificationRouter()
         self._fold = SessionFold()
         """The current session's updates read into events; a new one for each session, start and replay."""
         self.timeouts = agentconn.DEFAULT_TIMEOUTS
@@ -125,17 +111,22 @@ class BackendBridge(QObject):
     @property
     def process(self) -> asyncio.subprocess.Process | None:
         """The backend's process (running or not), if one was started."""
-        return self.agent.process if self.agent is not None else None
+        return self._link.process
 
     @property
     def pid(self) -> int | None:
         """Process id of the running backend, if any."""
-        running = self.process is not None and self.process.returncode is None
-        return self.process.pid if running and self.process else None
+        return self._link.pid
+
+    def offer_shadow(self, shadow: ShadowCapability) -> None:
+        """Offer agents ``shadow``: an agent that works in a shadow (:attr:`AgentChoice.works_in_shadow`)
+        is started where it says, it acts before each of that agent's prompts, and it serves every agent's
+        ``fs/*`` (which ``initialize`` then advertises)."""
+        self.shadow = shadow
 
     def start(self) -> asyncio.Task[None]:
         """Spawn the backend, initialize it and open a new session."""
-        return self._run_lifecycle(lambda: self._start(resume=None))
+        return self._link.run(lambda: self._start(resume=None))
 
     def announce_start(self) -> None:
         """Show the backend as starting before :meth:`start` spawns it: the window's first frame shows what
@@ -145,25 +136,24 @@ class BackendBridge(QObject):
     def withdraw_start(self) -> None:
         """The start :meth:`announce_start` showed waits for a question (workspace trust): stopped until the
         answer starts it. Nothing changes once a start is under way."""
-        if self.state == BackendState.STARTING and self._lifecycle is None:
+        if self.state == BackendState.STARTING and self._link.idle:
             self._set_state(BackendState.STOPPED)
 
     def restart(self) -> asyncio.Task[None]:
         """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
-        return self._run_lifecycle(self._restart)
+        return self._link.run(self._restart)
 
     def switch(self, choice: agentproc.AgentChoice) -> asyncio.Task[None]:
         """Stop whatever runs and start the agent ``choice`` in a new session."""
-        return self._run_lifecycle(partial(self._restart, choice))
+        return self._link.run(partial(self._restart, choice))
 
     def stop(self) -> asyncio.Task[None]:
         """Ask the backend to exit (EOF, then SIGTERM, then SIGKILL); no death is reported."""
-        return self._run_lifecycle(self._stop)
+        return self._link.run(self._stop)
 
     def kill(self) -> None:
         """SIGKILL the backend's process group at once (window teardown, no waiting)."""
-        self._stopping = True
-        self._signal_group(signal.SIGKILL)
+        self._link.kill()
 
     async def aclose(self) -> None:
         """Stop the backend and wait until it is reaped (for the end of ``run_gui`` and tests)."""
@@ -171,45 +161,47 @@ class BackendBridge(QObject):
 
     def send_prompt(self, text: str) -> bool:
         """Start a turn with ``text``; False (and nothing sent) unless the backend is ready."""
-        if self.state != BackendState.READY or self._conn is None or self.session_id is None:
+        if self.state != BackendState.READY or self._link.conn is None or self.session_id is None:
             return False
         self._set_state(BackendState.BUSY)
-        spawn(self._prompt(self._generation, self._conn, self.session_id, text), name="prompt")
+        spawn(self._prompt(self._link.generation, self._link.conn, self.session_id, text), name="prompt")
         return True
 
     def list_sessions(self, on_result: OnSessions, on_error: OnError | None = None) -> bool:
         """Ask for the workspace's sessions (``session/list``, newest first) for ``on_result``; a refusal
         goes to ``on_error``. False, and nothing sent, unless the agent runs and lists sessions."""
-        if self._conn is None or not self.can_list_sessions:
+        if self._link.conn is None or not self.can_list_sessions:
             return False
-        call = agentconn.list_sessions(self._conn, str(self.workspace), self.timeouts)
-        spawn(self._deliver(self._generation, call, on_result, on_error), name="session/list")
+        call = sessions.list_sessions(self._link.conn, str(self.workspace), self.timeouts)
+        self._link.answer(call, on_result, on_error or self.errorRaised.emit, "session/list")
         return True
 
     def open_session(self, session_id: str | None) -> bool:
         """Switch to session ``session_id`` (``session/load`` replays it; if that fails, ``replayFailed`` and
         a new one) or, for None, a new one: ``replayStarting``, then ``sessionReady``. False unless ready."""
-        if self.state != BackendState.READY or (conn := self._conn) is None:
+        if self.state != BackendState.READY or (conn := self._link.conn) is None:
             return False
         if session_id is None:
             self.replayStarting.emit()
         self._set_state(BackendState.BUSY)
-        generation = self._generation
-        self._run_lifecycle(lambda: self._guarded(generation, self._open(generation, conn, session_id)))
+        generation = self._link.generation
+        self._link.run(lambda: self._guarded(generation, self._open(generation, conn, session_id)))
         return True
 
     def cancel(self) -> None:
         """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""
-        if self.state == BackendState.BUSY and self._conn is not None and self.session_id is not None:
+        if self.state == BackendState.BUSY and self._link.conn is not None and self.session_id is not None:
             self.cancelRequested.emit()
-            spawn(agentconn.cancel(self._conn, self.session_id), name="cancel")
+            spawn(agentconn.cancel(self._link.conn, self.session_id), name="cancel")
 
     def set_mode(self, mode_id: str) -> bool:
         """Switch the session's mode (agent architecture) for the next turns; False unless ready.
         ``modeChanged`` follows when the agent accepted it; a refusal comes as ``errorRaised``."""
-        if self.state != BackendState.READY or self._conn is None or self.session_id is None:
+        if self.state != BackendState.READY or self._link.conn is None or self.session_id is None:
             return False
-        spawn(self._set_mode(self._generation, self._conn, self.session_id, mode_id), name="set-mode")
+        spawn(
+            self._set_mode(self._link.generation, self._link.conn, self.session_id, mode_id), name="set-mode"
+        )
         return True
 
     def note_mode(self, mode_id: str) -> None:
@@ -233,11 +225,10 @@ class BackendBridge(QObject):
         ``on_error`` (without one, to :attr:`errorRaised`); the answer of a backend that has died or
         restarted since goes nowhere. False, and nothing sent, when the backend is not running or did not
         advertise ``method``."""
-        if self._conn is None or not self.supports(method):
+        if self._link.conn is None or not self.supports(method):
             return False
-        call = agentconn.ask(self._conn, method, params, self.timeouts)
-        generation = self._generation
-        spawn(self._deliver(generation, call, on_result, on_error), name=f"_{method}")
+        call = agentconn.ask(self._link.conn, method, params, self.timeouts)
+        self._link.answer(call, on_result, on_error or self.errorRaised.emit, f"_{method}")
         return True
 
     def on_notification(self, notification: Notification[M], handler: Callable[[M], None]) -> None:
@@ -245,39 +236,13 @@ class BackendBridge(QObject):
         one that carries a ``session_id`` reaches it only when that is the current session's."""
         self._notifications.subscribe(notification, handler)
 
-    async def _deliver(
-        self,
-        generation: int,
-        call: Awaitable[R | ErrorInfo | None],
-        on_result: Callable[[R], None],
-        on_error: Callable[[ErrorInfo], None] | None,
-    ) -> None:
-        from ide.protocol import ErrorInfo
-
-        answer = await call  # None: the connection was lost, and the watcher reports the death
-        if answer is None or generation != self._generation:
-            return
-        if isinstance(answer, ErrorInfo):
-            (on_error or self.errorRaised.emit)(answer)
-        else:
-            on_result(answer)
+    @staticmethod
+    def _load_sdk() -> Awaitable[None]:
+        return run_blocking(agentconn.load_sdk)
 
     def _on_notification(self, generation: int, method: str, params: dict[str, Any]) -> None:
-        if generation == self._generation:
+        if generation == self._link.generation:
             self._notifications.dispatch(method, params, self.session_id)
-
-    def _run_lifecycle(self, step: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
-        previous = self._lifecycle
-
-        async def after_previous() -> None:
-            # Start/stop/restart never interleave: each waits for the one before it.
-            # asyncio.wait ignores how the previous step ended but still lets this task be cancelled.
-            if previous is not None and not previous.done():
-                await asyncio.wait({previous})
-            await step()
-
-        self._lifecycle = spawn(after_previous(), name="backend lifecycle")
-        return self._lifecycle
 
     async def _restart(self, choice: agentproc.AgentChoice | None = None) -> None:
         resume = self.session_id if choice is None else None  # another agent: a new session
@@ -287,38 +252,31 @@ class BackendBridge(QObject):
         await self._start(resume)
 
     async def _start(self, resume: str | None) -> None:
-        self._generation += 1
-        generation = self._generation
-        self._stopping = False
+        generation = self._link.begin()
         self.agent_meta = None
         self._set_state(BackendState.STARTING)
-        placed = None
+        callbacks = agentconn.ClientCallbacks(
+            partial(self._on_update, generation),
+            lambda: self.permission_handler,
+            partial(self._on_notification, generation),
+            lambda: self.shadow,
+        )
         try:
-            if self.choice.works_in_shadow and self.place_agent is not None:
-                placed = await self.place_agent(self.choice, resume)
-            shadow, command = placed if placed is not None else (None, self.choice.command)
-            self.agent_dir = Path(shadow) if shadow else self.workspace
+            shadow = self.shadow if self.choice.works_in_shadow else None
+            placed = await shadow.place(self.choice, resume) if shadow is not None else None
+            self.agent_dir = Path(placed.cwd) if placed else self.workspace
             # Spawn first: the backend's own start-up then overlaps with loading the SDK here.
-            self.agent = agent = await self.choice.start(shadow, command)
+            cwd, command = (placed.cwd, placed.command) if placed else (None, None)
+            conn = await self._link.launch(
+                generation, self.choice, callbacks, self._load_sdk, cwd=cwd, command=command
+            )
         except OSError as exc:
             self._set_state(BackendState.STOPPED)
             arbor = not self.choice.works_in_shadow  # Arbor, or a backend command given as is
             self.errorRaised.emit(agentproc.start_error(self.choice.command, exc, arbor=arbor))
             return
-        process = agent.process
-        self._watcher = spawn(self._watch(generation, agent), name="watch backend")
-        await run_blocking(agentconn.load_sdk)
-        if process.returncode is not None:
-            return  # died while the SDK loaded; the watcher has reported it
-        callbacks = agentconn.ClientCallbacks(
-            partial(self._on_update, generation),
-            lambda: self.permission_handler,
-            partial(self._on_notification, generation),
-            lambda: self.fs_handler,
-        )
-        self._conn = conn = agentconn.connect(agent, callbacks)
-        self._connections[generation] = conn
-        await self._guarded(generation, self._handshake(generation, conn, resume))
+        if conn is not None:  # else it died while the SDK loaded; the watcher has reported it
+            await self._guarded(generation, self._handshake(generation, conn, resume))
 
     async def _guarded(self, generation: int, step: Awaitable[None]) -> None:
         """Run ``step`` (a handshake, opening a session); a refusal or no answer stops the backend."""
@@ -328,16 +286,16 @@ class BackendBridge(QObject):
         try:
             await step
         except (RequestError, agentconn.NoAnswer) as exc:
-            if generation == self._generation:
+            if generation == self._link.generation:
                 self.errorRaised.emit(error_from_request(exc) if isinstance(exc, RequestError) else exc.info)
                 await self._stop()
         except (ConnectionError, ValidationError):
             # The process died mid-handshake (or spoke garbage); the watcher reports its exit and stderr.
-            if generation == self._generation and self.pid is not None:
-                await self._kill_unless_ending()
+            if generation == self._link.generation and self.pid is not None:
+                await self._link.kill_unless_ending()
 
     async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
-        fs = self.fs_handler is not None
+        fs = self.shadow is not None
         hello = await agentconn.initialize(conn, meta=CLIENT_META, fs=fs, timeouts=self.timeouts)
         self.agent_meta, self.agent_name = hello.meta, hello.name
         self.can_load_session, self.can_list_sessions = hello.can_load_session, hello.can_list_sessions
@@ -350,7 +308,7 @@ class BackendBridge(QObject):
             self._fold = SessionFold(resume)
             self.replayStarting.emit()
 
-        opened = await agentconn.open_session(
+        opened = await sessions.open_session(
             conn,
             str(self.agent_dir),
             resume,
@@ -362,8 +320,8 @@ class BackendBridge(QObject):
         if not opened.replayed:
             self.mode, self.modes = None, []
         if opened.modes:
-            self.mode, self.modes = agentconn.session_modes(opened.modes)
-        if generation == self._generation:
+            self.mode, self.modes = sessions.session_modes(opened.modes)
+        if generation == self._link.generation:
             self.session_id = opened.session_id
             self._set_state(BackendState.READY)
             self.sessionReady.emit(opened.session_id, opened.replayed)
@@ -378,26 +336,26 @@ class BackendBridge(QObject):
                 conn.set_session_mode(session_id=session, mode_id=mode), SESSION_SET_MODE, self.timeouts
             )
         except (RequestError, agentconn.NoAnswer, ConnectionError) as exc:
-            if generation == self._generation and not isinstance(exc, ConnectionError):
+            if generation == self._link.generation and not isinstance(exc, ConnectionError):
                 self.errorRaised.emit(error_from_request(exc) if isinstance(exc, RequestError) else exc.info)
                 self.modeChanged.emit(self.mode or "")
             return
-        if generation == self._generation:
+        if generation == self._link.generation:
             self.note_mode(mode)
 
     async def _prompt(self, generation: int, conn: ClientSideConnection, session_id: str, text: str) -> None:
         from ide.protocol import ErrorInfo
 
-        if self.agent_dir != self.workspace and self.before_prompt is not None:
-            await self.before_prompt(text)
-        response = await agentconn.prompt(conn, session_id, text, self.timeouts)
-        if generation != self._generation:
+        if self.agent_dir != self.workspace and self.shadow is not None:
+            await self.shadow.turn_start(text)
+        response = await sessions.prompt(conn, session_id, text, self.timeouts)
+        if generation != self._link.generation:
             return
         if response is None:
             # Usually the process died and the watcher reports it. If it still runs, its stdout closed
             # or it spoke garbage: it is of no further use, and killing it lets the watcher report that.
-            if self.pid is not None and not self._stopping:
-                await self._kill_unless_ending()
+            if self.pid is not None and not self._link.stopping:
+                await self._link.kill_unless_ending()
             return
         if isinstance(response, ErrorInfo):
             self.errorRaised.emit(response)
@@ -409,7 +367,7 @@ class BackendBridge(QObject):
         self._set_state(BackendState.READY)
 
     def _on_update(self, generation: int, session_id: str, update: Any) -> None:
-        if generation != self._generation or session_id != self.session_id:
+        if generation != self._link.generation or session_id != self.session_id:
             return
         if self._fold.session_id != session_id:
             self._fold = SessionFold(session_id)
@@ -419,14 +377,10 @@ class BackendBridge(QObject):
             self.modeChanged.emit(self.mode)
         self.sessionEvent.emit(event)
 
-    async def _watch(self, generation: int, agent: agentproc.AgentProcess) -> None:
-        code = await agent.wait()
-        with contextlib.suppress(Exception):
-            await self._connections.pop(generation).close()
-        if generation != self._generation or not isValid(self):
-            return  # a newer backend, or this bridge was deleted with its window: no one to tell
-        self._conn = None
-        died = not self._stopping
+    def _ended(self, agent: agentproc.AgentProcess, code: int, died: bool) -> None:
+        """The current backend's process ended (``died``: unasked), told by its watcher."""
+        if not isValid(self):
+            return  # this bridge was deleted with its window: no one to tell
         self._set_state(BackendState.STOPPED)
         if died:
             log.warning("backend exited with %s", code)
@@ -434,36 +388,9 @@ class BackendBridge(QObject):
         self.stopped.emit()
 
     async def _stop(self) -> None:
-        agent = self.agent
-        if agent is None or agent.process.returncode is not None:
-            if self.state != BackendState.STOPPED:
-                self._set_state(BackendState.STOPPED)
-            return
-        self._stopping = True
         # EOF on stdin is the polite way to end an ACP agent; signals follow if it lingers.
-        await agent.stop(self._connections.get(self._generation))
-        # Let the watcher finish its bookkeeping (state, signals) before a restart bumps the generation.
-        if self._watcher is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._watcher), agentproc.STOP_GRACE_S)
-
-    async def _kill_unless_ending(self) -> None:
-        """SIGKILL the process unless it ends by itself within :data:`ENDING_S`: its output closed as it
-        exited (under the keeper, a moment before the exit is seen), and its own exit code is what to
-        report, not the kill's."""
-        process = self.process
-        if process is None:
-            return
-        try:
-            await asyncio.wait_for(asyncio.shield(process.wait()), ENDING_S)
-        except TimeoutError:
-            if process.returncode is None and not self._stopping:
-                log.warning("backend connection lost while the process runs; killing it")
-                self._signal_group(signal.SIGKILL)
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        if self.agent is not None:
-            self.agent.signal(sig)
+        if not await self._link.stop() and self.state != BackendState.STOPPED:
+            self._set_state(BackendState.STOPPED)
 
     def _set_state(self, state: BackendState) -> None:
         if state != self.state:

@@ -1,10 +1,12 @@
-"""The Qt-free half of an ACP client connection: callbacks, handshake, sessions, prompt, typed requests and
-notification routing — shared by the window's BackendBridge, its review connection and ``arbor run``.
+"""The client side of an ACP connection, Qt-free: what an agent may call on the client (its callbacks, and
+the optional capabilities a client offers: ``fs/*``, an agent's shadow), connecting them, the handshake,
+and the requests with their time limits — shared by the window's BackendBridge, its review connection
+(:mod:`ide.client.foreign`), ``arbor run`` and ``arbor eval``. Session requests (open or restore, list,
+prompt): :mod:`ide.client.sessions`; extension notifications: :mod:`ide.client.notifications`.
 
 The ACP SDK is imported only inside functions: the window loads it on a worker thread while the agent's
 process starts (:mod:`ide.client.agentproc`). So are the wire models (pydantic) and the declarations of ACP's
-own
-requests: the window's first frame does without them.
+own requests: the window's first frame does without them.
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from acp.core import ClientSideConnection
     from acp.schema import (
         PermissionOption,
-        PromptResponse,
         ReadTextFileResponse,
         RequestPermissionResponse,
         ToolCallUpdate,
@@ -30,11 +30,13 @@ if TYPE_CHECKING:
     )
     from pydantic import BaseModel
 
+    from ide.client.agentproc import AgentChoice, AgentProcess
     from ide.protocol import AgentMeta, ErrorInfo, TurnMeta
-    from ide.protocol.method import Method, Notification, Request
+    from ide.protocol.method import Method, Request
     from ide.protocol.review import ApplyResult
 
-from ide.client.agentproc import AgentProcess, client_version, error_from_request, no_answer_error
+from ide.client.agentproc import client_version, error_from_request, no_answer_error
+from ide.client.notifications import quiet_unknown_notifications
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +105,33 @@ class FsHandler(Protocol):
     async def write_text_file(self, session_id: str, path: str, content: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where and how an agent that works in a shadow is started."""
+
+    cwd: str
+    """The shadow of the workspace: the agent's cwd, and its sessions'."""
+    command: list[str]
+    """Its command line as started (under bwrap when confined)."""
+
+
+class ShadowCapability(FsHandler, Protocol):
+    """A client's optional capability for an agent that works in a shadow of the workspace
+    (:attr:`AgentChoice.works_in_shadow`), whose changes are captured into Arbor's review
+    (:mod:`ide.client.foreign`). A client that offers it serves ``fs/*`` through it (and says so at
+    ``initialize``), asks it where such an agent starts, and lets it act before each of its prompts."""
+
+    async def place(self, choice: AgentChoice, resume: str | None) -> Placement | None:
+        """Where ``choice`` starts, asked before each start with the session being resumed: the shadow and
+        the command line, or None for the workspace itself and the choice's own command (no shadow could
+        be made; the capability says why). OSError: it cannot start."""
+        ...
+
+    async def turn_start(self, prompt: str) -> None:
+        """Before each prompt to an agent started in a shadow: the shadow takes in what the user decided."""
+        ...
+
+
 class ClientCallbacks:
     """What the agent may call on a client, forwarded to plain callables. Deliberately not a subclass of
     ``acp.Client``: the Protocol's stub methods would answer terminal requests with null instead of
@@ -164,32 +193,6 @@ class ClientCallbacks:
         self._on_notification(method, params)
 
 
-METHOD_NOT_FOUND = -32601
-
-
-class QuietUnknownNotifications(logging.Filter):
-    """The ACP SDK logs a traceback (on the root logger) for every notification it has no handler for.
-    Agents send their own (Qwen Code: ``qwen/notify/session/prompt-suggestion``, once a turn), which a
-    client may ignore: each becomes one debug line instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not record.getMessage().startswith("Unhandled error while handling notification"):
-            return True
-        error = record.exc_info[1] if record.exc_info else None
-        if getattr(error, "code", None) != METHOD_NOT_FOUND:
-            return True
-        method = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
-        log.debug("ignoring the agent's notification %s: no handler", method)
-        return False
-
-
-def quiet_unknown_notifications() -> None:
-    """Install :class:`QuietUnknownNotifications` on the root logger, once."""
-    root = logging.getLogger()
-    if not any(isinstance(installed, QuietUnknownNotifications) for installed in root.filters):
-        root.addFilter(QuietUnknownNotifications())
-
-
 def connect(agent: AgentProcess, callbacks: ClientCallbacks) -> ClientSideConnection:
     """The SDK's client connection over the agent's stdio (the SDK must be loaded: :func:`load_sdk`); an
     extension notification of the agent's own that nothing handles is ignored quietly."""
@@ -200,11 +203,6 @@ def connect(agent: AgentProcess, callbacks: ClientCallbacks) -> ClientSideConnec
     process = agent.process
     assert process.stdin is not None and process.stdout is not None
     return connect_to_agent(callbacks, process.stdin, process.stdout)  # type: ignore[arg-type]
-
-
-def session_modes(state: Any) -> tuple[str, list[tuple[str, str, str]]]:
-    """A ``SessionModeState`` as (current mode id, [(id, name, description)])."""
-    return state.current_mode_id, [(m.id, m.name, m.description or "") for m in state.available_modes]
 
 
 def permission_response(choice: str | None) -> RequestPermissionResponse:
@@ -274,75 +272,14 @@ async def initialize(
     )
 
 
-@dataclass
-class OpenedSession:
-    """The session :func:`open_session` opened."""
-
-    session_id: str
-    modes: Any
-    """The agent's ``SessionModeState``, if it sent one."""
-    replayed: bool
-    """True when the session was restored with ``session/load`` (its history replayed)."""
-
-
-async def open_session(
-    conn: Any,
-    cwd: str,
-    resume: str | None,
-    can_load: bool,
-    on_replay: Callable[[], None],
-    on_replay_failed: Callable[[str], None],
-    timeouts: RequestTimeouts = DEFAULT_TIMEOUTS,
-) -> OpenedSession:
-    """Restore the session ``resume`` (``on_replay`` just before its history is replayed), else open a new
-    one (``on_replay_failed`` says why a restore was not possible); :class:`NoAnswer` when the agent does
-    not answer in time."""
-    from acp import RequestError
-
-    from ide.protocol.standard import SESSION_LOAD, SESSION_NEW
-
-    if resume is not None:
-        if can_load:
-            on_replay()
-            try:
-                load = conn.load_session(cwd=cwd, session_id=resume, mcp_servers=[])
-                loaded = await within(load, SESSION_LOAD, timeouts)
-            except RequestError as exc:
-                on_replay_failed(error_from_request(exc).message)
-            else:
-                return OpenedSession(resume, loaded.modes if loaded else None, replayed=True)
-        else:
-            on_replay_failed("The agent cannot restore sessions (no loadSession capability).")
-    created = await within(conn.new_session(cwd=cwd, mcp_servers=[]), SESSION_NEW, timeouts)
-    return OpenedSession(created.session_id, created.modes, replayed=False)
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One of a workspace's sessions as ``session/list`` gives it."""
-
-    session_id: str
-    title: str | None
-    """Set from the session's first prompt (None until there was one)."""
-    updated_at: datetime | None
-    """When the session last changed (None when the agent did not say)."""
-
-
-LIST_PAGES = 20  # of session/list, 50 sessions each from Arbor's backend
-
-
-def _when(text: str | None) -> datetime | None:
-    with contextlib.suppress(ValueError, TypeError):
-        moment = datetime.fromisoformat(text)  # type: ignore[arg-type]
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return None
-
-
-async def _answered(call: Awaitable[R]) -> R | ErrorInfo | None:
-    """What ``call`` returns, an ErrorInfo for the agent's refusal or no answer in time, or None when the
-    connection is lost (the process died) or the answer is unreadable."""
+async def answered(call: Awaitable[R], method: str | None = None) -> R | ErrorInfo | None:
+    """What ``call`` returns; an ErrorInfo for the agent's refusal, no answer in time or — for the extension
+    request ``method`` — an unreadable answer; None when the connection is lost (the process died) or an
+    answer of ACP's own is unreadable."""
     from acp import RequestError
     from pydantic import ValidationError
+
+    from ide.protocol import ErrorInfo
 
     try:
         return await call
@@ -350,47 +287,17 @@ async def _answered(call: Awaitable[R]) -> R | ErrorInfo | None:
         return error_from_request(exc)
     except NoAnswer as exc:
         return exc.info
-    except (ConnectionError, ValidationError):
+    except ValidationError as exc:
+        if method is None:
+            return None
+        log.warning("malformed answer to _%s: %s", method, exc)
+        return ErrorInfo(
+            kind="internal",
+            message=f"The backend answered _{method} with data this window cannot read.",
+            fix="The window and the backend may be different Arbor versions; reinstall both.",
+        )
+    except ConnectionError:
         return None
-
-
-async def list_sessions(
-    conn: Any, cwd: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
-) -> list[SessionSummary] | ErrorInfo | None:
-    """The sessions of the workspace ``cwd``, newest first: an ErrorInfo for a refusal or no answer in
-    time, None when the connection is lost (the process died) or the answer is unreadable."""
-    from ide.protocol.standard import SESSION_LIST
-
-    async def pages() -> list[SessionSummary]:
-        found: list[SessionSummary] = []
-        cursor: str | None = None
-        for _ in range(LIST_PAGES):
-            page = await within(conn.list_sessions(cwd=cwd, cursor=cursor), SESSION_LIST, timeouts)
-            found += [SessionSummary(s.session_id, s.title, _when(s.updated_at)) for s in page.sessions]
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        oldest = datetime.min.replace(tzinfo=UTC)
-        return sorted(found, key=lambda s: s.updated_at or oldest, reverse=True)
-
-    return await _answered(pages())
-
-
-async def prompt(
-    conn: Any, session_id: str, text: str, timeouts: RequestTimeouts = DEFAULT_TIMEOUTS
-) -> PromptResponse | ErrorInfo | None:
-    """Send ``text`` as a turn and wait for its end (by default as long as it takes: :func:`cancel` ends
-    it): the response, an ErrorInfo for a refusal or no answer in time, or None when the connection is
-    lost or the answer is unreadable."""
-    from acp import text_block
-
-    from ide.protocol.standard import SESSION_PROMPT
-
-    async def answer() -> PromptResponse:
-        turn = conn.prompt(session_id=session_id, prompt=[text_block(text)])
-        return await within(turn, SESSION_PROMPT, timeouts)
-
-    return await _answered(answer())
 
 
 async def cancel(conn: Any, session_id: str) -> None:
@@ -434,51 +341,7 @@ async def ask(
     """Call the extension ``_method`` and read its answer: the result, an ErrorInfo for a refusal, an
     unreadable answer or none within the method's limit (:func:`call`), or None when the connection is
     lost (the process died)."""
-    from acp import RequestError
-    from pydantic import ValidationError
-
-    from ide.protocol import ErrorInfo
-
-    try:
-        return await call(conn, method, params, timeouts)
-    except RequestError as exc:
-        return error_from_request(exc)
-    except NoAnswer as exc:
-        return exc.info
-    except ValidationError as exc:
-        log.warning("malformed answer to _%s: %s", method, exc)
-        return ErrorInfo(
-            kind="internal",
-            message=f"The backend answered _{method} with data this window cannot read.",
-            fix="The window and the backend may be different Arbor versions; reinstall both.",
-        )
-    except ConnectionError:
-        return None
-
-
-class NotificationRouter:
-    """Extension notifications to their subscribers: each read as its model, one that carries a
-    ``session_id`` delivered only when that is the current session's."""
-
-    def __init__(self) -> None:
-        self._subscribers: dict[str, list[tuple[type[BaseModel], Callable[[Any], None]]]] = {}
-
-    def subscribe(self, notification: Notification[T], handler: Callable[[T], None]) -> None:
-        self._subscribers.setdefault(notification, []).append((notification.payload, handler))
-
-    def dispatch(self, method: str, params: dict[str, Any], session_id: str | None) -> None:
-        from pydantic import ValidationError
-
-        for model, handler in self._subscribers.get(method, ()):
-            try:
-                message = model.model_validate(params)
-            except ValidationError as exc:
-                log.warning("ignoring malformed _%s: %s", method, exc)
-                return
-            if getattr(message, "session_id", session_id) == session_id:
-                handler(message)
-        if method not in self._subscribers:
-            log.debug("ignoring extension notification _%s", method)
+    return await answered(call(conn, method, params, timeouts), method)
 
 
 def turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ide.client.agentproc import on_stop_signals
+from ide.client.process import on_stop_signals
 from ide.protocol.eval import REPORT_FILE, EvalReport
 from ide.protocol.modes import AUTO_CHOICES
 

@@ -24,9 +24,9 @@ from acp.schema import (
 
 from ide import __version__, self_command
 from ide.client.agentconn import apply_all
-from ide.client.agentproc import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
 from ide.client.events import MessageChunk, SessionEvent, ThoughtChunk, ToolCallDone, ToolCallStarted
 from ide.client.fold import SessionFold
+from ide.client.process import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
 from ide.protocol import META_KEY, error_info_from_data
 from ide.protocol.hidden import describe
 from ide.protocol.review import (
@@ -41,6 +41,8 @@ EXIT_FAILED = 1
 EXIT_CANCELLED = 130
 
 BACKEND_COMMAND = self_command("acp")
+BACKEND_GRACE_S = 5.0
+"""How long Arbor's backend may take to exit once its input closed, before it is signalled."""
 LOG_TAIL_LINES = 20
 
 
@@ -244,7 +246,9 @@ def marked_diff(changeset: ChangeSetView) -> str:
     return "".join(lines)
 
 
-async def close_backend(conn: Any, proc: asyncio.subprocess.Process, grace_s: float = 5.0) -> None:
+async def close_backend(
+    conn: Any, proc: asyncio.subprocess.Process, grace_s: float = BACKEND_GRACE_S
+) -> None:
     """Close the connection, then stdin (the backend's cue to exit); SIGTERM, then SIGKILL its process
     group if it lingers."""
     await stop_agent(proc, conn, eof_grace=grace_s)

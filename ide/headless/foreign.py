@@ -1,10 +1,11 @@
 """``arbor run --agent NAME|"CMD ARGS"``: drive another ACP agent from a terminal, with its changes captured.
 
-The agent never sees the workspace: Arbor's backend (``arbor acp``, started as ``arbor run`` starts it)
-makes a shadow workspace (``_arbor/external/shadow``), the agent is started there and its ``session/new``
-names it, and its ``fs/*`` calls are served from it. Whatever the agent changes there — through
-``fs/write_text_file``, its own tools or a shell command — is captured after each tool call (stderr
-names the files that call changed) and at the turn's end into a review session
+The terminal's adapter over the one foreign-agent session (:class:`~ide.client.foreign.ForeignSession`),
+as the window's is its Qt one. The agent never sees the workspace: Arbor's backend (``arbor acp``, started
+as ``arbor run`` starts it) makes a shadow workspace (``_arbor/external/shadow``), the agent is started
+there and its ``session/new`` names it, and its ``fs/*`` calls are served from it. Whatever the agent
+changes there — through ``fs/write_text_file``, its own tools or a shell command — is captured after each
+tool call (stderr names the files that call changed) and at the turn's end into a review session
 (``_arbor/external/capture``), whose change set is printed as the unified diff ``arbor run`` prints for
 Arbor's own agent; ``--apply`` accepts and applies it through the same Apply (checkpoint, three-way
 merge, commit). Command permissions are answered allow-once with ``--allow-commands``, else rejected
@@ -16,15 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shlex
-import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from acp import RequestError, connect_to_agent, text_block
@@ -38,21 +35,21 @@ from acp.schema import (
 
 from ide.childenv import agent_env
 from ide.client import agentconn
-from ide.client.agentproc import (
+from ide.client.agentproc import ARBOR_AGENT, AgentChoice, cli_argv, error_from_request
+from ide.client.events import SessionEvent, ToolCallDone
+from ide.client.foreign import ForeignSession
+from ide.client.notifications import quiet_unknown_notifications
+from ide.client.process import (
     EOF_GRACE_S,
-    AgentChoice,
-    AgentProcess,
     StderrTail,
-    cli_argv,
     drain_stderr,
-    error_from_request,
     on_stop_signals,
     signal_group,
     spawn_agent,
 )
-from ide.client.events import SessionEvent, ToolCallDone
 from ide.headless import (
     BACKEND_COMMAND,
+    BACKEND_GRACE_S,
     EXIT_CANCELLED,
     EXIT_FAILED,
     EXIT_OK,
@@ -63,28 +60,21 @@ from ide.headless import (
     close_backend,
     marked_diff,
 )
-from ide.lifetime import scratch_prefix
-from ide.protocol import foreign as ex
+from ide.protocol.foreign import ForeignCapture
 from ide.protocol.standard import SESSION_NEW
-from ide.sandbox import confined
 
 
 class ForeignClient(TerminalClient):
-    """The foreign agent's client: prints its turn, serves its ``fs/*`` from the shadow (through Arbor's
-    backend), answers its command permissions."""
+    """The foreign agent's client: prints its turn, serves its ``fs/*`` from the shadow (through the
+    session's backend), answers its command permissions."""
 
-    def __init__(
-        self, out: TextIO, err: TextIO, review: Any, review_id: str, *, allow_commands: bool
-    ) -> None:
+    def __init__(self, out: TextIO, err: TextIO, session: ForeignSession, *, allow_commands: bool) -> None:
         super().__init__(out, err)
-        self.review, self.review_id = review, review_id
+        self.session = session
         self.allow_commands = allow_commands
         self.refused = 0
         """Permissions refused (without ``--allow-commands``)."""
-        self._seen: dict[str, tuple[str, ...]] = {}
-        """Each captured file's hunk ids as of the last capture: what a tool call changed is what moved."""
         self._captures: list[asyncio.Future[None]] = []
-        self._capturing = asyncio.Lock()
 
     def on_event(self, event: SessionEvent) -> None:
         """Print the event; after each tool call the agent reports done, capture the shadow and say which
@@ -94,16 +84,9 @@ class ForeignClient(TerminalClient):
             self._captures.append(asyncio.ensure_future(self._capture_after(event.title or "a tool call")))
 
     async def _capture_after(self, title: str) -> None:
-        async with self._capturing:
-            params = ex.ForeignCaptureParams(session_id=self.review_id)
-            captured = await agentconn.call(self.review, ex.FOREIGN_CAPTURE, params)
-        now = {f.path: (f.status, *(h.id for h in f.hunks)) for f in captured.changeset.files}
-        moved = [path for path, state in now.items() if self._seen.get(path) != state]
-        moved += [path for path in self._seen if path not in now]
-        self._seen = now
-        if moved:
-            listed = ", ".join(f"{path} ({now[path][0] if path in now else 'reverted'})" for path in moved)
-            self.err.write(f"[review] {title}: {listed}\n")
+        captured = await self.session.capture_after(final=False)
+        if captured is not None and captured[1].files:
+            self.err.write(f"[review] {title}: {captured[1].listed}\n")
 
     async def captures_done(self) -> None:
         """Wait for the captures started after tool calls (their failures only cost the attribution)."""
@@ -130,15 +113,12 @@ class ForeignClient(TerminalClient):
     async def read_text_file(
         self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any
     ) -> ReadTextFileResponse:
-        params = ex.ForeignReadParams(session_id=self.review_id, path=path, line=line, limit=limit)
-        answer = await agentconn.call(self.review, ex.FOREIGN_READ, params)
-        return ReadTextFileResponse(content=answer.content)
+        return ReadTextFileResponse(content=await self.session.read(path, line, limit))
 
     async def write_text_file(
         self, content: str, path: str, session_id: str, **kwargs: Any
     ) -> WriteTextFileResponse:
-        params = ex.ForeignWriteParams(session_id=self.review_id, path=path, content=content)
-        await agentconn.call(self.review, ex.FOREIGN_WRITE, params)
+        await self.session.write(path, content)
         return WriteTextFileResponse()
 
 
@@ -152,9 +132,9 @@ class CliTurn:
 
 
 class ForeignRun:
-    """Arbor's backend holding a shadow of the workspace and its review, and the foreign agent working in
-    it, for as many turns as :meth:`turn` is called; ``async with`` starts and stops all of it (the shadow
-    is removed, whatever happened)."""
+    """Arbor's backend holding a shadow of the workspace and its review (the :class:`ForeignSession`), and
+    the foreign agent working in it, for as many turns as :meth:`turn` is called; ``async with`` starts and
+    stops all of it (the shadow is removed, whatever happened)."""
 
     def __init__(
         self,
@@ -168,27 +148,33 @@ class ForeignRun:
         confine: Sequence[str] | None = None,
     ) -> None:
         self.workspace, self.agent, self.out, self.err = workspace, agent, out, err
-        self.confine = confine
-        """Not None: the agent runs under bwrap, writing only its shadow, a private /tmp and these."""
         self.allow_commands = allow_commands
-        self.backend_command = backend_command or BACKEND_COMMAND
-        self.review: Any = None
-        """The connection to Arbor's backend, where the review session is (``_arbor/review/*``)."""
-        self.review_id: str | None = None
-        self.shadow_cwd: str | None = None
+        backend = AgentChoice(ARBOR_AGENT, backend_command or BACKEND_COMMAND, {})
+        self.session = ForeignSession(workspace, backend, meta=lambda: {"review": True}, client="arbor-run")
+        self.session.writable = confine  # not None: under bwrap, writing only its shadow, its /tmp and these
         self.conn: Any = None
         """The connection to the foreign agent."""
         self.session_id: str | None = None
         self.client: ForeignClient | None = None
         self.log_tail = StderrTail(max_lines=LOG_TAIL_LINES)
         """The foreign agent's last stderr lines (what it said before it died)."""
-        self._backend: AgentProcess | None = None
         self._foreign: asyncio.subprocess.Process | None = None
         self._drain: asyncio.Future[None] | None = None
         self._turns = 0
         self._cancelled = False
-        self._scratch: str | None = None
-        """A confined agent's TMPDIR (removed with the run)."""
+
+    @property
+    def review(self) -> Any:
+        """The connection to Arbor's backend, where the review session is (``_arbor/review/*``)."""
+        return self.session.conn
+
+    @property
+    def review_id(self) -> str | None:
+        return self.session.session_id
+
+    @property
+    def shadow_cwd(self) -> str | None:
+        return self.session.shadow
 
     async def __aenter__(self) -> ForeignRun:
         try:
@@ -202,47 +188,42 @@ class ForeignRun:
         await self.aclose()
 
     async def _start(self) -> None:
-        self._backend = await AgentProcess.spawn(self.backend_command, os.environ.copy())
-        callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
-        self.review = agentconn.connect(self._backend, callbacks)
-        await agentconn.initialize(self.review, meta={"review": True}, client="arbor-run")
-        params = ex.ForeignShadowParams(cwd=self.workspace, agent=self.agent.name)
-        shadow = await agentconn.call(self.review, ex.FOREIGN_SHADOW, params)
-        self.review_id, self.shadow_cwd = shadow.session_id, shadow.cwd
+        session = self.session
+        await session.start()
+        shadow = await session.open_shadow(self.agent.name)
         for note in shadow.notes:
             self.err.write(f"[shadow] {note}\n")
         self.err.write(f"[shadow] {self.agent.name} works in a shadow of the workspace: {shadow.cwd}\n")
-        if self.confine is not None:
-            self._command(self.agent.command)  # refused now, before any turn, when it cannot be
-            writable = ", ".join([shadow.cwd, f"{self._scratch} (its TMPDIR)", *self.confine])
+        if session.writable is not None:
+            session.command(
+                self.agent.command, self.agent.env
+            )  # refused now, before any turn, if it cannot be
+            writable = ", ".join([shadow.cwd, f"{session.scratch} (its TMPDIR)", *session.writable])
             self.err.write(f"[shadow] confined with bwrap: it can write only {writable}\n")
         if self.agent.protocol == "cli":
             if self.allow_commands:
                 self.err.write("[shadow] a CLI agent runs its commands itself, in the shadow: nothing asks\n")
             return  # started once per task, by turn()
         env = agent_env(self.agent.env, self.agent.pass_env, shadow.cwd)
-        command = self._command(self.agent.command)
+        command = session.command(self.agent.command, self.agent.env)
         self._foreign = foreign = await spawn_agent(command, env, shadow.cwd, keep=True)
         assert foreign.stdin is not None and foreign.stdout is not None and foreign.stderr is not None
         self._drain = asyncio.ensure_future(drain_stderr(foreign.stderr, self.log_tail))
-        self.client = ForeignClient(
-            self.out, self.err, self.review, shadow.session_id, allow_commands=self.allow_commands
-        )
-        agentconn.quiet_unknown_notifications()  # Qwen Code's own notifications, once a turn
+        self.client = ForeignClient(self.out, self.err, session, allow_commands=self.allow_commands)
+        quiet_unknown_notifications()  # Qwen Code's own notifications, once a turn
         self.conn = connect_to_agent(self.client, foreign.stdin, foreign.stdout)  # type: ignore[arg-type]
         await agentconn.initialize(self.conn, meta={}, client="arbor-run", fs=True)
         new = self.conn.new_session(cwd=shadow.cwd, mcp_servers=[])
-        session = await agentconn.within(new, SESSION_NEW)
-        self.session_id = session.session_id
+        created = await agentconn.within(new, SESSION_NEW)
+        self.session_id = created.session_id
 
-    async def turn(self, task: str) -> tuple[Any, ex.ForeignCapture]:
+    async def turn(self, task: str) -> tuple[Any, ForeignCapture]:
         """One prompt turn: the shadow first takes in what the user decided and edited since the last one
         (``_arbor/external/turn_start``, which also takes the first task as the commit's subject); then
         the agent works; then the shadow is captured. Returns the agent's ``PromptResponse`` and the
         capture."""
-        assert self.review_id is not None
-        params = ex.ForeignTurnStartParams(session_id=self.review_id, prompt=task)
-        started = await agentconn.call(self.review, ex.FOREIGN_TURN_START, params)
+        started = await self.session.turn_start(task)
+        assert started is not None  # it works in a shadow
         for path in started.conflicts:
             self.err.write(f"[shadow] {path}: your edits and the agent's overlap; the agent keeps its own\n")
         self._turns += 1
@@ -254,8 +235,8 @@ class ForeignRun:
             self.out.write("\n")
             self.err.write(f"[done] {response.stop_reason}\n")
             await self.client.captures_done()
-        final = ex.ForeignCaptureParams(session_id=self.review_id, workspace=True)
-        captured = await agentconn.call(self.review, ex.FOREIGN_CAPTURE, final)
+        captured = await self.session.capture(workspace=True)
+        assert captured is not None
         for path, why in captured.skipped.items():
             self.err.write(f"[review] not captured: {path}: {why}\n")
         if captured.workspace_changed:
@@ -268,20 +249,11 @@ class ForeignRun:
             self.err.write(f"[review] your repository's git state changed during the turn: {change}\n")
         return response, captured
 
-    def _command(self, argv: list[str]) -> list[str]:
-        """``argv`` as started: under bwrap when confined (ConfineError, an OSError, when it cannot be)."""
-        if self.confine is None or self.shadow_cwd is None:
-            return argv
-        if self._scratch is None:
-            self._scratch = tempfile.mkdtemp(prefix=scratch_prefix("agent-tmp"))
-        home = [self.agent.env["HOME"]] if "HOME" in self.agent.env else []  # a home of its own, read there
-        return confined(argv, self.shadow_cwd, self._scratch, Path(self.workspace), self.confine, home)
-
     async def _cli_turn(self, task: str) -> CliTurn:
         """Run a CLI agent once for ``task`` in the shadow, its output streamed through; how it ended."""
         assert self.shadow_cwd is not None
         env = agent_env(self.agent.env, self.agent.pass_env, self.shadow_cwd)
-        argv = self._command(cli_argv(self.agent.command, task))
+        argv = self.session.command(cli_argv(self.agent.command, task), self.agent.env)
         self._foreign = process = await spawn_agent(argv, env, self.shadow_cwd, keep=True)
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         process.stdin.close()  # a question on stdin is answered with end of file, never waits
@@ -317,25 +289,16 @@ class ForeignRun:
     async def aclose(self) -> None:
         """Stop the agent, remove the shadow, stop Arbor's backend."""
         if self._foreign is not None:
-            # As the window stops one (ide.app.foreign.review_backend): a second from the end of its input,
-            # then SIGTERM.
+            # As the window stops one (ide.client.link): a second from the end of its input, then SIGTERM.
             # codex-acp does not exit when its input closes; five seconds here kept every `arbor run
             # --agent` with Codex open five seconds after its answer.
             await close_backend(self.conn, self._foreign, EOF_GRACE_S)
         if self._drain is not None:
             await self.agent_said()  # its last words explain a death: read them before stopping the drain
             self._drain.cancel()
-        if self.review_id is not None:
-            params = ex.ForeignSessionParams(session_id=self.review_id)
-            with contextlib.suppress(Exception):
-                await agentconn.call(self.review, ex.FOREIGN_CLOSE, params)
-        if self._backend is not None:
-            await close_backend(self.review, self._backend.process)
-        self._foreign = self._backend = self._drain = None
-        self.review_id = None
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        await self.session.aclose(eof_grace=BACKEND_GRACE_S)
+        self._foreign = self._drain = None
+        self.session.remove_scratch()
 
 
 async def run_foreign(

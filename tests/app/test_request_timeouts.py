@@ -78,7 +78,7 @@ def started(qtbot: Any, bridge: BackendBridge) -> BackendBridge:
 
 def pending_requests(bridge: BackendBridge) -> dict[int, Any]:
     """The SDK connection's requests still waiting for an answer."""
-    return bridge._conn._conn._pending  # type: ignore[union-attr]
+    return bridge._link.conn._conn._pending  # type: ignore[union-attr]
 
 
 def test_a_query_without_an_answer_gets_an_error_and_its_late_answer_is_dropped(
@@ -137,7 +137,7 @@ def test_a_foreign_agents_write_the_review_backend_drops_fails_instead_of_hangin
     qtbot: Any, qloop: Any, tmp_path: Path
 ) -> None:
     review = ReviewBackend(tmp_path, AgentChoice("silent", SILENT_AGENT, {}))
-    review.timeouts = agentconn.RequestTimeouts({FOREIGN_WRITE: SHORT})
+    review.session.timeouts = agentconn.RequestTimeouts({FOREIGN_WRITE: SHORT})
     target = tmp_path / "big.py"
     task = spawn(review.write_text_file("foreign", str(target), "x = 1\n"), name="foreign write")
     try:
@@ -146,7 +146,7 @@ def test_a_foreign_agents_write_the_review_backend_drops_fails_instead_of_hangin
         assert isinstance(error, RequestError)
         said = f"Arbor's review backend did not answer _arbor/external/write within {SHORT:g} s"
         assert str(error) == f"fs/write_text_file: {said}"
-        assert review._conn is not None and review._conn._conn._pending == {}
+        assert review.session.conn is not None and review.session.conn._conn._pending == {}
     finally:
         task.cancel()
         spawn(review.aclose(), name="close review")

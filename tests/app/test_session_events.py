@@ -23,7 +23,7 @@ def test_the_bridge_folds_each_sessions_updates_once(qapp: Any, tmp_path: Path) 
 
     def update(session_id: str, payload: Any) -> None:
         """What the connection's callback gets for a notification of ``session_id``."""
-        bridge._on_update(bridge._generation, session_id, payload)
+        bridge._on_update(bridge._link.generation, session_id, payload)
 
     bridge.session_id = "s1"
     update("s1", start_tool_call("c1", "Read a.py", kind="read", status="in_progress"))

@@ -21,7 +21,7 @@ from acp import RequestError
 from pydantic import BaseModel
 
 import ide.protocol
-from ide.client import agentconn
+from ide.client import agentconn, sessions
 from ide.client.agentproc import AgentProcess
 from ide.protocol import ErrorInfo, error_info_from_data
 from ide.protocol import foreign as ex
@@ -133,7 +133,7 @@ async def test_call_and_ask_wait_as_long_as_the_method_says() -> None:
 async def test_a_caller_may_wait_less_than_declared() -> None:
     conn = Unanswering()
     shorter = agentconn.RequestTimeouts({st.SESSION_NEW: TINY, rv.APPLY: TINY})
-    opened = agentconn.open_session(conn, "/ws", None, False, lambda: None, lambda _why: None, shorter)
+    opened = sessions.open_session(conn, "/ws", None, False, lambda: None, lambda _why: None, shorter)
     with pytest.raises(agentconn.NoAnswer) as late:
         await asyncio.wait_for(opened, 10)
     assert (late.value.method, late.value.seconds) == ("session/new", TINY)

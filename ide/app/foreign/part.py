@@ -1,14 +1,14 @@
 """When the window drives an ACP agent that is not Arbor: it works in a shadow of the workspace, whatever it
 changes there — through ``fs/*``, its own tools or shell commands — is captured after each tool call and
-at the turn's end into Arbor's review (through :class:`~ide.app.foreign.review_backend.ReviewBackend`), and
-its tool calls and plans make a tree in the Search tree dock (:class:`~ide.app.tree.tool_tree.ToolCallTree`),
-since such an agent sends no ``_arbor/tree`` events. Where no shadow can be made, its ``fs/write_text_file``
-calls alone are held for review, and the chat says so."""
+at the turn's end into Arbor's review (one session, :mod:`ide.client.foreign`, through its Qt adapter
+:class:`~ide.app.foreign.review_backend.ReviewBackend`), and its tool calls and plans make a tree in the
+Search tree dock (:class:`~ide.app.tree.tool_tree.ToolCallTree`), since such an agent sends no
+``_arbor/tree`` events. Where no shadow can be made, its ``fs/write_text_file`` calls alone are held for
+review, and the chat says so."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ide.app.acp_client import BackendState
@@ -19,17 +19,16 @@ from ide.app.parts.base import AppContext, Part, Spec
 from ide.app.parts.capabilities import Chat, Review, SearchTrees
 from ide.app.parts.needs import Uses
 from ide.app.tree.tool_tree import ToolCallTree
-from ide.client.agentproc import AgentChoice
 from ide.client.events import SessionEvent, ToolCallDone, ToolCallEvent
-from ide.lifetime import scratch_prefix
-from ide.sandbox import confined
 
 if TYPE_CHECKING:
     from ide.protocol.review import ChangeSetView
 
 
 class ForeignAgent(Part):
-    """Serves the agent's ``fs/*`` through the review backend and builds its tool-call tree."""
+    """The window's adapter over the foreign agent's session: offers the bridge the review backend as its
+    shadow capability, captures after each tool call and at the turn's end, says what moved on the
+    tool-call tree and what the review noted in the conversation."""
 
     spec = Spec("foreign", order=20)
     trees = Uses(SearchTrees)
@@ -38,29 +37,17 @@ class ForeignAgent(Part):
 
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
-        self.review = ReviewBackend(ctx.workspace, fallback=self.bridge, parent=self)
+        self.review = ReviewBackend(ctx.workspace, fallback=self.bridge, confine=self._confine, parent=self)
         self.review.enabled = self.is_foreign
         self.tree = ToolCallTree()
         self._turns = 0
         self._session: str | None = None
-        bridge = self.bridge
-        bridge.fs_handler = self.review
-        bridge.place_agent = self._place_agent
-        bridge.before_prompt = self.review.turn_start
+        self.bridge.offer_shadow(self.review)
         self.review.changesetReceived.connect(self._show_changeset)
         self.review.noted.connect(self._note)
         self.review.died.connect(self._on_review_died)
-        bridge.agentChanged.connect(self._on_agent)
-        self._titles: dict[str, str] = {}
-        self._seen: dict[str, tuple[str, ...]] = {}
-        """Each captured file's status and hunk ids at the last capture: what a tool call changed moved."""
-        self._touched: dict[str, int] = {}
-        """The tool calls reported since the last capture answered, each with when it was last reported
-        (a count of updates): what the next capture finds, one of them did."""
-        self._updates = 0
-        self._scratch: str | None = None
-        """A confined agent's TMPDIR (removed with the window)."""
-        ctx.window.closed.connect(self._remove_scratch)
+        self.bridge.agentChanged.connect(self._on_agent)
+        ctx.window.closed.connect(self.review.remove_scratch)
         ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))
 
     def is_foreign(self) -> bool:
@@ -78,36 +65,10 @@ class ForeignAgent(Part):
             self.tree = ToolCallTree(self.bridge.agent_name or "agent")
             self._turns = 0
 
-    async def _place_agent(self, choice: AgentChoice, resume: str | None) -> tuple[str, list[str]] | None:
-        """The shadow the agent works in and its command line — under bwrap with
-        ``review.confine_agents`` (ConfineError, an OSError, when it cannot be: it is not started)."""
-        shadow = await self.review.open_shadow(choice.name, resume is not None)
-        if shadow is None:
-            return None
-        command = list(choice.command)
+    def _confine(self) -> Sequence[str] | None:
+        """What a confined agent may write besides its shadow (None: ``review.confine_agents`` is off)."""
         review = self.ctx.settings.review
-        confined_to = ""
-        if review.confine_agents:
-            if self._scratch is None:
-                self._scratch = tempfile.mkdtemp(prefix=scratch_prefix("agent-tmp"))
-            home = [choice.env["HOME"]] if "HOME" in choice.env else []
-            writable = review.agent_writable
-            command = confined(command, shadow, self._scratch, self.ctx.workspace, writable, readable=home)
-            confined_to = f"\nConfined with bwrap: it can write only there, in {self._scratch} (its TMPDIR)"
-            confined_to += "".join(f", {path}" for path in review.agent_writable) + "."
-        if not resume:
-            self._seen = {}
-            self._note(
-                "The agent works in a shadow of the workspace",
-                f"{shadow}\nWhatever it changes there — with its own tools or commands too — comes to the "
-                f"Review dock; your files change only when you apply.{confined_to}",
-            )
-        return shadow, command
-
-    def _remove_scratch(self) -> None:
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+        return review.agent_writable if review.confine_agents else None
 
     def _on_agent(self, meta: object) -> None:
         if meta is not None and self.review.shadow is not None:  # Arbor's own agent now: no shadow needed
@@ -144,10 +105,7 @@ class ForeignAgent(Part):
         self._emit(self.tree.apply(event))
         if not isinstance(event, ToolCallEvent):
             return
-        if event.title:
-            self._titles[event.id] = event.title
-        self._updates += 1
-        self._touched[event.id] = self._updates
+        self.review.session.attribution.reported(event.id, event.title)
         if isinstance(event, ToolCallDone) and self.review.shadow is not None:
             spawn(self._capture_after(final=False), name="capture the agent's shadow")
 
@@ -168,29 +126,15 @@ class ForeignAgent(Part):
             self._emit(self.tree.finish(stop_reason))
 
     async def _capture_after(self, *, final: bool) -> None:
-        """Capture the shadow (after a tool call, or at the turn's end also scanning the workspace), and
-        say on the tree which tool call changed which files, as far as it can be told: the agent goes on
-        while a capture runs, so what one finds is put on every tool call reported from the capture
-        before it was asked for until it answered — one, when the agent waited."""
-        asked = self._updates
-        captured = await self.review.capture(workspace=final)
-        if captured is None:
+        """Capture the shadow and say on the tree which tool call changed which files, as far as it can be
+        told (:class:`~ide.client.foreign.Attribution`)."""
+        moved = await self.review.capture_after(final=final)
+        if moved is None or not moved.files or not moved.by:
             return
-        group = list(self._touched)
-        # Reported while this capture ran: they may also have changed files after it looked.
-        self._touched = {key: when for key, when in self._touched.items() if when > asked}
-        now = {f.path: (f.status, *(h.id for h in f.hunks)) for f in captured.changeset.files}
-        moved = [path for path, state in now.items() if self._seen.get(path) != state]
-        moved += [path for path in self._seen if path not in now]
-        self._seen = now
-        if not moved or not group:
-            return
-        listed = ", ".join(f"{path} ({now[path][0] if path in now else 'reverted'})" for path in moved)
-        note = f"changed in the shadow, held for review: {listed}"
-        if len(group) > 1:
-            names = "; ".join(self._titles.get(tool_call_id, tool_call_id) for tool_call_id in group)
-            note = f"{note} — by one of the tool calls that ran meanwhile: {names}"
-        for tool_call_id in group:
+        note = f"changed in the shadow, held for review: {moved.listed}"
+        if len(moved.by) > 1:
+            note = f"{note} — by one of the tool calls that ran meanwhile: {'; '.join(moved.titles)}"
+        for tool_call_id in moved.by:
             self._emit(self.tree.changed(tool_call_id, note))
 
     def _emit(self, events: list[Any]) -> None:

@@ -1,12 +1,15 @@
-"""Arbor's review for another ACP agent: a second connection to Arbor's own backend (``arbor acp``), used
-only to hold the foreign agent's file edits in a review change set, and the ``fs/*`` serving that feeds it.
+"""Arbor's review for another ACP agent in the window: the Qt adapter over the one foreign-agent session
+(:class:`~ide.client.foreign.ForeignSession`: a second connection to Arbor's own backend, ``arbor acp``,
+holding the agent's shadow and the review of its edits), and the bridge's shadow capability
+(:class:`~ide.client.agentconn.ShadowCapability`): where the agent starts, each turn's start, its ``fs/*``.
 
 The foreign agent's ``fs/write_text_file`` becomes ``_arbor/external/write`` (into the change set, never on
 disk) and ``fs/read_text_file`` becomes ``_arbor/external/read`` (pending edits visible). The backend is
 started on the first file request, the review session opened with ``_arbor/external/open``; its session id
 then works with every ``_arbor/review/*`` method, so the Review dock applies and rolls back these edits as
 it does Arbor's own. Paths outside the workspace are refused here; secrets, ``.git`` and the rest of the
-confinement are the backend's, whose message is passed on to the agent.
+confinement are the backend's, whose message is passed on to the agent. What the session answers becomes
+Qt signals: the change sets, notes for the conversation, the backend's death.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 import logging
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,22 +28,24 @@ from PySide6.QtCore import QObject, Signal
 from shiboken6 import isValid
 
 from ide.app.background import run_blocking, spawn
-from ide.client import agentconn, agentproc
+from ide.client import agentconn
+from ide.client.agentconn import Placement, load_sdk
+from ide.client.foreign import ForeignSession, Moved
+from ide.client.process import STDIO_LIMIT
 
 if TYPE_CHECKING:
     from acp import RequestError
     from pydantic import BaseModel
 
     from ide.app.acp_client import BackendBridge
+    from ide.client.agentproc import AgentChoice
     from ide.protocol import ErrorInfo
-    from ide.protocol import foreign as ex
     from ide.protocol.method import Method
 
 log = logging.getLogger(__name__)
 
 P = TypeVar("P", bound="BaseModel")
 T = TypeVar("T", bound="BaseModel")
-START_TIMEOUT_S = 60.0
 INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
 
@@ -74,42 +79,74 @@ class ReviewBackend(QObject):
     def __init__(
         self,
         workspace: Path,
-        backend: agentproc.AgentChoice | None = None,
+        backend: AgentChoice | None = None,
         fallback: BackendBridge | None = None,
+        confine: Callable[[], Sequence[str] | None] = lambda: None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self.fallback = fallback
         """Where :meth:`request` sends what is not this review's: Arbor's own backend, through the bridge."""
-        self.workspace = workspace.resolve()
-        self.backend = backend or agentproc.arbor_agent()
-        """Arbor's backend as started for the review (another command in tests)."""
-        self.agent_label = ""
-        """The foreign agent's name: the review session's title."""
+        self.session = ForeignSession(
+            workspace.resolve(), backend, meta=review_meta, load=self._load_sdk, on_exit=self._on_exit
+        )
+        """The foreign agent's session: Arbor's backend started for the review (another command in tests),
+        the shadow, the review session, the captures; its ``timeouts``: how long each request to it waits
+        (the agent's ``fs/*`` call fails with the reason when no answer comes in time, never hangs)."""
+        self.confine = confine
+        """What a confined agent may write besides its shadow and TMPDIR, asked at each start (None: it is
+        not confined: ``review.confine_agents`` is off)."""
         self.enabled: Callable[[], bool] = lambda: True
         """False while the window drives Arbor's own agent: its edits never come through ``fs/*``."""
-        self.session_id: str | None = None
-        """The review session in Arbor's backend (None until the agent's first file request)."""
-        self.agent: agentproc.AgentProcess | None = None
-        self.timeouts = agentconn.DEFAULT_TIMEOUTS
-        """How long each request to the review backend waits: the agent's ``fs/*`` call fails with the
-        reason when no answer comes in time (never hangs)."""
-        self.shadow: str | None = None
-        """The shadow workspace the agent works in (None: it works in the workspace itself, and only its
-        ``fs/write_text_file`` calls are held for review)."""
-        self._conn: Any = None
         self._opening: asyncio.Future[tuple[Any, str]] | None = None
-        self._capturing = asyncio.Lock()
+
+    @staticmethod
+    def _load_sdk() -> Awaitable[None]:
+        return run_blocking(load_sdk)
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
-        return self.agent.process if self.agent is not None else None
+        return self.session.agent.process if self.session.agent is not None else None
+
+    @property
+    def session_id(self) -> str | None:
+        """The review session in Arbor's backend (None until the agent's first file request)."""
+        return self.session.session_id
+
+    @property
+    def shadow(self) -> str | None:
+        """The shadow workspace the agent works in (None: it works in the workspace itself, and only its
+        ``fs/write_text_file`` calls are held for review)."""
+        return self.session.shadow
 
     def reset(self, agent_label: str) -> None:
         """A new session of the foreign agent: its first file request opens a new review session (an
         agent working in a shadow keeps the shadow's review: it is where its changes are)."""
-        if self.shadow is None:
-            self.agent_label, self.session_id, self._opening = agent_label, None, None
+        if self.session.shadow is None:
+            self.session.agent_label, self.session.session_id, self._opening = agent_label, None, None
+
+    async def place(self, choice: AgentChoice, resume: str | None) -> Placement | None:
+        """The shadow the agent works in and its command line — under bwrap with
+        ``review.confine_agents`` (ConfineError, an OSError, when it cannot be: it is not started)."""
+        shadow = await self.open_shadow(choice.name, resume is not None)
+        if shadow is None:
+            return None
+        session = self.session
+        session.writable = self.confine()
+        command = session.command(choice.command, choice.env)
+        if not resume:
+            session.attribution.forget_files()
+            confined_to = ""
+            if session.writable is not None:
+                confined_to = "\nConfined with bwrap: it can write only there, in "
+                confined_to += f"{session.scratch} (its TMPDIR)"
+                confined_to += "".join(f", {path}" for path in session.writable) + "."
+            self.noted.emit(
+                "The agent works in a shadow of the workspace",
+                f"{shadow}\nWhatever it changes there — with its own tools or commands too — comes to the "
+                f"Review dock; your files change only when you apply.{confined_to}",
+            )
+        return Placement(shadow, command)
 
     async def open_shadow(self, agent_label: str, resume: bool) -> str | None:
         """Where the agent is started: a new shadow of the workspace and its review session (the same
@@ -120,7 +157,7 @@ class ReviewBackend(QObject):
         if resume and self.shadow is not None and self.session_id is not None:
             return self.shadow
         await self.close_shadow()
-        self.agent_label, self.session_id = agent_label, None
+        self.session.agent_label, self.session.session_id = agent_label, None
         self._opening = asyncio.ensure_future(self._open(shadow=True))
         try:
             await asyncio.shield(self._opening)
@@ -135,89 +172,79 @@ class ReviewBackend(QObject):
             return None
         return self.shadow
 
-    async def capture(self, *, workspace: bool = False) -> ex.ForeignCapture | None:
-        """Diff the shadow into the review (after a tool call, at a turn's end — ``workspace`` also scans
-        the workspace for files changed there meanwhile) and show it; None without a shadow or an
-        answer (the failure is noted)."""
-        from ide.protocol import foreign as ex
+    async def capture_after(self, *, final: bool) -> Moved | None:
+        """Capture the shadow (after a tool call, or at the turn's end also scanning the workspace) and show
+        it; what it moved since the capture before, or None without a shadow or an answer (the failure is
+        noted)."""
+        from ide.protocol import ErrorInfo
+        from ide.protocol.foreign import FOREIGN_CAPTURE
 
-        params = ex.ForeignCaptureParams(session_id=self.session_id or "", workspace=workspace)
-        captured = await self._shadow_call(ex.FOREIGN_CAPTURE, params)
-        if captured is not None:
-            if captured.skipped:
-                listed = "\n".join(f"{path}: {why}" for path, why in sorted(captured.skipped.items()))
-                self.noted.emit("Not captured for review", listed)
-            if captured.workspace_changed:
-                self.noted.emit(
-                    "Written outside review: " + ", ".join(captured.workspace_changed),
-                    "These files of the workspace itself changed during the turn, not through Arbor: the "
-                    "agent wrote outside its shadow, or they were edited meanwhile.",
-                )
-            if captured.git_changed:
-                self.noted.emit(
-                    "Your repository's git state changed during the turn",
-                    "\n".join(captured.git_changed)
-                    + "\nNot through Arbor: the agent acted on your repository itself, or you did meanwhile. "
-                    "Apply will not commit while HEAD, the config or a hook holds what the turn left.",
-                )
-        return captured
+        answer = await agentconn.answered(self.session.capture_after(final=final), FOREIGN_CAPTURE)
+        if answer is None or isinstance(answer, ErrorInfo):
+            self._not_captured(answer)
+            return None
+        captured, moved = answer
+        self.changesetReceived.emit(captured.changeset)
+        if captured.skipped:
+            listed = "\n".join(f"{path}: {why}" for path, why in sorted(captured.skipped.items()))
+            self.noted.emit("Not captured for review", listed)
+        if captured.workspace_changed:
+            self.noted.emit(
+                "Written outside review: " + ", ".join(captured.workspace_changed),
+                "These files of the workspace itself changed during the turn, not through Arbor: the "
+                "agent wrote outside its shadow, or they were edited meanwhile.",
+            )
+        if captured.git_changed:
+            self.noted.emit(
+                "Your repository's git state changed during the turn",
+                "\n".join(captured.git_changed)
+                + "\nNot through Arbor: the agent acted on your repository itself, or you did meanwhile. "
+                "Apply will not commit while HEAD, the config or a hook holds what the turn left.",
+            )
+        return moved
 
     async def turn_start(self, prompt: str = "") -> None:
         """Before each of the agent's turns: its shadow takes in what the user decided (rejected hunks
         reverted, applied files as the new baseline) and edited since; the first prompt becomes the
         commit's subject."""
-        from ide.protocol import foreign as ex
+        from ide.protocol import ErrorInfo
+        from ide.protocol.foreign import FOREIGN_TURN_START
 
-        params = ex.ForeignTurnStartParams(session_id=self.session_id or "", prompt=prompt)
-        started = await self._shadow_call(ex.FOREIGN_TURN_START, params)
-        if started is not None and started.conflicts:
+        started = await agentconn.answered(self.session.turn_start(prompt), FOREIGN_TURN_START)
+        if started is None or isinstance(started, ErrorInfo):
+            self._not_captured(started)
+            return
+        self.changesetReceived.emit(started.changeset)
+        if started.conflicts:
             self.noted.emit(
                 "Your edits and the agent's overlap: " + ", ".join(started.conflicts),
                 "The agent's shadow keeps its own version of these files; the review shows it against yours.",
             )
 
+    def _not_captured(self, failure: ErrorInfo | None) -> None:
+        """A capture or a turn's start the review failed (None: no shadow, or the backend is gone, which
+        its death says)."""
+        if failure is not None:
+            self.noted.emit("The review could not capture the agent's changes", failure.message)
+
     async def close_shadow(self) -> None:
         """Remove the shadow (its review, what was captured, stays in the backend)."""
-        from ide.protocol import foreign as ex
+        await self.session.close_shadow()
 
-        shadow, self.shadow = self.shadow, None
-        conn, session_id = self._conn, self.session_id
-        if shadow is not None and conn is not None and session_id is not None:
-            params = ex.ForeignSessionParams(session_id=session_id)
-            await agentconn.ask(conn, ex.FOREIGN_CLOSE, params, self.timeouts)
-
-    async def _shadow_call(self, method: Method[P, T], params: P) -> T | None:
-        from ide.protocol import ErrorInfo
-
-        conn = self._conn
-        if self.shadow is None or conn is None:
-            return None
-        async with self._capturing:  # one capture at a time: each sees the one before it
-            answer = await agentconn.ask(conn, method, params, self.timeouts)
-        if isinstance(answer, ErrorInfo):
-            self.noted.emit("The review could not capture the agent's changes", answer.message)
-            return None
-        if answer is not None and hasattr(answer, "changeset"):
-            self.changesetReceived.emit(answer.changeset)
-        return answer
+    def remove_scratch(self) -> None:
+        """Remove a confined agent's TMPDIR (with the window)."""
+        self.session.remove_scratch()
 
     async def read_text_file(self, session_id: str, path: str, line: int | None, limit: int | None) -> str:
         """``fs/read_text_file``: the file as the review leaves it (pending edits included)."""
-        from ide.protocol import foreign as ex
-
         target = self._check("fs/read_text_file", path)
-        params = {"path": target, "line": line, "limit": limit}
-        answer = await self._call("fs/read_text_file", ex.FOREIGN_READ, params, path)
-        return answer.content
+        return await self._call("fs/read_text_file", path, lambda: self.session.read(target, line, limit))
 
     async def write_text_file(self, session_id: str, path: str, content: str) -> None:
         """``fs/write_text_file``: into the review's change set, never on disk before Apply."""
-        from ide.protocol import foreign as ex
-
         target = self._check("fs/write_text_file", path)
         self._check_size(content, path)
-        params = {"path": target, "content": content}
-        view = await self._call("fs/write_text_file", ex.FOREIGN_WRITE, params, path)
+        view = await self._call("fs/write_text_file", path, lambda: self.session.write(target, content))
         self.changesetReceived.emit(view)
 
     def request(
@@ -234,14 +261,14 @@ class ReviewBackend(QObject):
         session_id = getattr(params, "session_id", None)
         if not self.enabled() or self.session_id is None or session_id not in (None, self.session_id):
             return self.fallback is not None and self.fallback.request(method, params, on_result, on_error)
-        conn = self._conn
+        conn = self.session.conn
         if conn is None:
             return False
 
         async def deliver() -> None:
             from ide.protocol import ErrorInfo
 
-            answer = await agentconn.ask(conn, method, params, self.timeouts)
+            answer = await agentconn.ask(conn, method, params, self.session.timeouts)
             if answer is None:
                 on_error(ErrorInfo(kind="internal", message="Arbor's review backend has stopped."))
             elif isinstance(answer, ErrorInfo):
@@ -254,38 +281,26 @@ class ReviewBackend(QObject):
 
     async def aclose(self) -> None:
         """Remove the shadow, stop the review backend and wait until it is reaped."""
-        await self.close_shadow()
-        agent, conn = self.agent, self._conn
-        self.agent, self._conn, self._opening, self.session_id = None, None, None, None
-        if agent is not None:
-            await agent.stop(conn)
+        self._opening = None
+        await self.session.aclose()
 
-    async def _watch(self, agent: agentproc.AgentProcess) -> None:
+    def _on_exit(self, code: int, stderr_tail: str) -> None:
         """Say when the review backend ends without being asked (killed, crashed) — at once, not at the
         next request; it took the shadow and the review session with it."""
-        code = await agent.wait()
-        if agent is not self.agent or not isValid(self):
-            return  # stopped on purpose (aclose, a failed start), or the window is gone
-        log.warning("the review backend exited with %s", code)
-        conn = self._conn
-        self.agent, self._conn, self._opening = None, None, None
-        self.session_id, self.shadow = None, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 1.0)
-        if isValid(self):
-            self.died.emit(code, agent.stderr.text())
+        if isValid(self):  # else the window is gone
+            self._opening = None
+            self.died.emit(code, stderr_tail)
 
     def _check_size(self, content: str, path: str) -> None:
         """Refuse a write whose request would pass the backend's line limit: sent, it would be dropped."""
         # The line as the SDK sends it (ASCII-escaped JSON), plus room for the ids and the method.
         size = len(json.dumps(content)) + len(json.dumps(path)) + 1024
-        if size > agentproc.STDIO_LIMIT:
+        if size > STDIO_LIMIT:
             mb = 1024 * 1024
             raise _refusal(
                 INVALID_PARAMS,
                 f"fs/write_text_file: file too large for review: {size / mb:.1f} MB as sent; the limit is "
-                f"{agentproc.STDIO_LIMIT // mb} MB — write it in smaller files",
+                f"{STDIO_LIMIT // mb} MB — write it in smaller files",
                 path,
             )
 
@@ -294,20 +309,20 @@ class ReviewBackend(QObject):
             raise _refusal(INVALID_PARAMS, f"{method}: Arbor's own agent edits through its review", path)
         if not os.path.isabs(path):
             raise _refusal(INVALID_PARAMS, f"{method}: the path must be absolute, got {path!r}", path)
-        root = Path(self.shadow) if self.shadow is not None else self.workspace
+        root = Path(self.shadow) if self.shadow is not None else self.session.workspace
         resolved = Path(os.path.realpath(path))
         if resolved != root and root not in resolved.parents:
             raise _refusal(INVALID_PARAMS, f"{method}: {path} is outside the workspace {root}", path)
         return path
 
-    async def _call(self, method: str, ext: Method[Any, T], params: dict[str, Any], path: str) -> T:
+    async def _call(self, method: str, path: str, send: Callable[[], Awaitable[T]]) -> T:
+        """What ``send`` answers once the review is open, its failure the agent's error for ``method``."""
         from acp import RequestError
         from pydantic import ValidationError
 
-        conn, session_id = await self._connection()
+        await self._connection()
         try:
-            call = conn.ext_method(ext, {"session_id": session_id, **params})
-            return ext.result.model_validate(await agentconn.within(call, ext, self.timeouts))
+            return await send()
         except agentconn.NoAnswer as exc:
             late = f"{method}: Arbor's review backend did not answer {exc.method} within {exc.seconds:g} s"
             raise _refusal(INTERNAL_ERROR, late, path) from None
@@ -319,7 +334,7 @@ class ReviewBackend(QObject):
                 INTERNAL_ERROR, f"{method}: Arbor's review backend answered garbage", path
             ) from None
         except ConnectionError:
-            self._conn, self._opening = None, None
+            self.session.conn, self._opening = None, None
             raise _refusal(INTERNAL_ERROR, f"{method}: Arbor's review backend has stopped", path) from None
 
     async def _connection(self) -> tuple[Any, str]:
@@ -331,60 +346,48 @@ class ReviewBackend(QObject):
         from acp import RequestError
         from pydantic import ValidationError
 
-        from ide.protocol import foreign as ex
-
-        if self._conn is None or self.process is None or self.process.returncode is not None:
+        session = self.session
+        if not session.running:
             await self._start()
-        conn = self._conn
         try:
             if shadow:
-                where = ex.ForeignShadowParams(cwd=str(self.workspace), agent=self.agent_label)
-                made = await agentconn.call(conn, ex.FOREIGN_SHADOW, where, self.timeouts)
-                self.session_id, self.shadow = made.session_id, made.cwd
+                made = await session.open_shadow(session.agent_label)
                 if made.notes:
                     self.noted.emit("What the agent's shadow workspace does not hold", "\n".join(made.notes))
             else:
-                params = ex.ForeignOpenParams(cwd=str(self.workspace), agent=self.agent_label)
-                opened = await agentconn.call(conn, ex.FOREIGN_OPEN, params, self.timeouts)
-                self.session_id = opened.session_id
+                await session.open_review(session.agent_label)
         except (RequestError, ValidationError, ConnectionError, agentconn.NoAnswer) as exc:
             raise _refusal(
                 INTERNAL_ERROR, f"Arbor's review backend could not open a review: {exc}", ""
             ) from None
-        return conn, self.session_id
+        return session.conn, session.session_id  # type: ignore[return-value]
 
     async def _start(self) -> None:
+        """Start the review backend, within ``initialize``'s declared limit, and check it is Arbor's."""
         from acp import RequestError
         from pydantic import ValidationError
 
-        from ide.protocol import foreign as ex
+        from ide.protocol.foreign import FOREIGN_OPEN
 
-        line = shlex.join(self.backend.command)
+        session = self.session
+        line = shlex.join(session.backend.command)
         try:
-            self.agent = agent = await self.backend.start()
-        except OSError as exc:
-            raise _refusal(
-                INTERNAL_ERROR, f"Cannot start Arbor's review backend `{line}`: {exc}", ""
-            ) from None
-        spawn(self._watch(agent), name="watch the review backend")
-        await run_blocking(agentconn.load_sdk)
-        callbacks = agentconn.ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
-        self._conn = conn = agentconn.connect(agent, callbacks)
-        try:
-            hello = await asyncio.wait_for(agentconn.initialize(conn, meta=review_meta()), START_TIMEOUT_S)
+            hello = await session.start()
         except (RequestError, TimeoutError, ConnectionError, ValidationError) as exc:
-            self.agent, self._conn = None, None  # stopped here: not a death to report
+            agent = session.agent  # stopped here: not a death to report
             with contextlib.suppress(Exception):
-                await agent.stop(conn)
-            tail = agent.stderr.text(5)
+                await session.stop_backend()
+            tail = agent.stderr.text(5) if agent is not None else ""
             raise _refusal(
                 INTERNAL_ERROR,
                 f"Arbor's review backend `{line}` did not start: {exc or 'no answer'} {tail}",
                 "",
             ) from None
-        if hello.meta is None or ex.FOREIGN_OPEN not in hello.meta.extensions:
-            self.agent, self._conn = None, None
-            await agent.stop(conn)
+        except OSError as exc:
             raise _refusal(
-                INTERNAL_ERROR, f"`{line}` is not Arbor's backend: it offers no _{ex.FOREIGN_OPEN}", ""
-            )
+                INTERNAL_ERROR, f"Cannot start Arbor's review backend `{line}`: {exc}", ""
+            ) from None
+        if hello.meta is None or FOREIGN_OPEN not in hello.meta.extensions:
+            await session.stop_backend()
+            not_arbor = f"`{line}` is not Arbor's backend: it offers no _{FOREIGN_OPEN}"
+            raise _refusal(INTERNAL_ERROR, not_arbor, "")

@@ -22,7 +22,7 @@ from ide.app.acp_client import BackendState
 from ide.app.parts.base import SIDE, AppContext, Dock, Spec
 from ide.app.parts.capabilities import Chat
 from ide.app.parts.needs import Uses
-from ide.client.agentconn import SessionSummary
+from ide.client.sessions import SessionSummary
 
 if TYPE_CHECKING:
     from ide.protocol import ErrorInfo

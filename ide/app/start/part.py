@@ -23,8 +23,8 @@ from ide.app.sessions.part import when
 from ide.app.start.demo import NOT_SHIPPED, SAMPLE_TREE, sample_dir
 from ide.app.start.demo_window import DemoRun
 from ide.app.start.page import StartPage
-from ide.client.agentconn import SessionSummary
 from ide.client.agentproc import AgentChoice
+from ide.client.sessions import SessionSummary
 
 if TYPE_CHECKING:
     from ide.protocol.model import ModelHealth

@@ -140,15 +140,15 @@ async def test_the_window_refuses_to_forward_a_write_over_the_line_limit(
     qapp: object, tmp_path: Path
 ) -> None:
     from ide.app.foreign.review_backend import ReviewBackend
-    from ide.client import agentproc
+    from ide.client import agentproc, process
 
     review = ReviewBackend(tmp_path, agentproc.AgentChoice("false", ["false"], {}))
     # Control characters grow six-fold in JSON: under the limit as text, over it on the wire.
-    content = "\x01" * (agentproc.STDIO_LIMIT // 5)
+    content = "\x01" * (process.STDIO_LIMIT // 5)
     with pytest.raises(RequestError) as refused:
         await review.write_text_file("s", str(tmp_path / "big.txt"), content)
     assert "file too large for review" in str(refused.value) and "the limit is 50 MB" in str(refused.value)
-    assert review.agent is None  # nothing was started, nothing sent
+    assert review.session.agent is None  # nothing was started, nothing sent
 
 
 @pytest.mark.parametrize("bogus", [".", "pkg", "pkg/greet.py/x.py", "README.md/x.py"])
