@@ -95,3 +95,14 @@ def test_what_the_tests_start_caches_its_bytecode_outside_the_sources(tmp_path: 
     assert not (tmp_path / "__pycache__").exists()
     cached = Path(os.environ["PYTHONPYCACHEPREFIX"], *tmp_path.resolve().parts[1:], "helper.cpython-*.pyc")
     assert list(cached.parent.glob(cached.name)), "the helper's bytecode was not cached"
+
+
+def test_window_tests_sit_in_the_folder_of_the_feature_they_test() -> None:
+    """A window test of one feature is in ``tests/app/FEATURE/``, named after the module it tests where it
+    tests one (``ide/app/review/pane.py`` → ``tests/app/review/test_pane.py``): findable from the module."""
+    app = TESTS.parent / "ide" / "app"
+    features = {path.name for path in app.iterdir() if (path / "__init__.py").is_file()}
+    folders = {
+        path.name for path in (TESTS / "app").iterdir() if path.is_dir() and path.name != "__pycache__"
+    }
+    assert folders - features == set(), "a tests/app folder names no package of ide/app"

@@ -25,7 +25,7 @@ from tests.support.window import TURN_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 
-TREE_AGENT = [sys.executable, str(Path(__file__).parents[1] / "support" / "tree_agent.py")]
+TREE_AGENT = [sys.executable, str(Path(__file__).parents[2] / "support" / "tree_agent.py")]
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from ide.protocol.tree import SearchTree, TreeEvent, TreeNode, read_jsonl, write
 
 pytestmark = pytest.mark.window
 
-SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "samples" / "lats-bugfix.arbor-tree.jsonl"
+SAMPLE = Path(__file__).resolve().parents[3] / "resources" / "samples" / "lats-bugfix.arbor-tree.jsonl"
 
 
 @pytest.fixture

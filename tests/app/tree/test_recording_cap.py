@@ -19,8 +19,8 @@ from tests.support.window import WindowFactory
 
 pytestmark = pytest.mark.window
 
-SAMPLES = Path(__file__).resolve().parents[2] / "resources" / "samples"
-TREE_AGENT = [sys.executable, str(Path(__file__).parents[1] / "support" / "tree_agent.py")]
+SAMPLES = Path(__file__).resolve().parents[3] / "resources" / "samples"
+TREE_AGENT = [sys.executable, str(Path(__file__).parents[2] / "support" / "tree_agent.py")]
 
 
 def recording(path: Path, nodes: int, *, spaced: bool = False) -> Path:

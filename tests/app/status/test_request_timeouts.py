@@ -31,7 +31,7 @@ from tests.support.window import BACKEND_START_TIMEOUT_MS
 
 pytestmark = pytest.mark.window
 
-SILENT_AGENT = [sys.executable, str(Path(__file__).parents[1] / "support" / "silent_agent.py")]
+SILENT_AGENT = [sys.executable, str(Path(__file__).parents[2] / "support" / "silent_agent.py")]
 SHORT = 0.3
 WAIT_MS = 10_000
 

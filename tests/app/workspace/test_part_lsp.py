@@ -163,7 +163,7 @@ def test_shift_f12_shows_the_index_answer_by_name_until_the_servers_replaces_it(
     """jedi-language-server behind a gate that holds its references until the test has seen the index's
     answer on screen: the order is the one a slow server gives, with the real server's answer."""
     gate = tmp_path / "open-the-gate"
-    proxy = Path(__file__).parents[1] / "support" / "gated_lsp.py"
+    proxy = Path(__file__).parents[2] / "support" / "gated_lsp.py"
     user_config(f"[lsp.servers.jedi]\ncommand = {json.dumps([sys.executable, str(proxy), str(gate)])}\n")
     window = make_window(shop)
     wait_ready(qtbot, window)
@@ -206,7 +206,7 @@ def test_f12_goes_to_the_index_answer_when_the_server_is_slow_and_says_the_serve
     user_config: Callable[[str], Path],
     tmp_path: Path,
 ) -> None:
-    script = Path(__file__).parents[1] / "support" / "slow_lsp.py"
+    script = Path(__file__).parents[2] / "support" / "slow_lsp.py"
     command = [sys.executable, str(script), str(tmp_path / "slow.log")]
     user_config(f"[lsp]\nrequest_timeout_s = 3\n[lsp.servers.jedi]\ncommand = {json.dumps(command)}\n")
     window = make_window(shop)
