@@ -64,8 +64,8 @@ class BackendBridge(QObject):
     replayFailed = Signal(str)
     """The previous session could not be restored (message); a new session follows."""
     sessionEvent = Signal(object)
-    """One event of the current session (:mod:`ide.client.events`): a ``session/update`` read by the
-    session's one fold, which keeps each tool call's whole state."""
+    """One event of the current session, from its one fold (:mod:`ide.client.fold`): an update read, the
+    prompt sent (``PromptSent``), its answer (``TurnEnded``, or ``TurnFailed``)."""
     turnFinished = Signal(str, object)
     """Stop reason and the turn's :class:`TurnMeta` (None when the agent sent none)."""
     errorRaised = Signal(object)
@@ -164,6 +164,7 @@ class BackendBridge(QObject):
         if self.state != BackendState.READY or self._link.conn is None or self.session_id is None:
             return False
         self._set_state(BackendState.BUSY)
+        self.sessionEvent.emit(self._fold.sent(text))
         spawn(self._prompt(self._link.generation, self._link.conn, self.session_id, text), name="prompt")
         return True
 
@@ -359,8 +360,10 @@ class BackendBridge(QObject):
             return
         if isinstance(response, ErrorInfo):
             self.errorRaised.emit(response)
+            self.sessionEvent.emit(self._fold.failed(response))
         else:
             ended = self._fold.answer(response)
+            self.sessionEvent.emit(ended)
             self.turnFinished.emit(ended.stop_reason, ended.meta)
             if ended.meta is not None and ended.meta.error is not None:
                 self.errorRaised.emit(ended.meta.error)

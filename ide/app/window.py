@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QDockWidget, QStackedWidget, QVBoxLayout, QWidget
 from ide.app.acp_client import BackendBridge
 from ide.app.parts import AppContext, Dock, Part, registry
 from ide.app.parts.base import AppWindow
-from ide.app.parts.capabilities import Chat
 from ide.app.parts.layout import DockLayout
 from ide.app.status.banner import Banner, BannerBar
 from ide.app.status.bar import BackendStatus
@@ -194,14 +193,12 @@ class MainWindow(AppWindow):
         QTimer.singleShot(FIRST_FRAME_WAIT_MS, self, start)
 
     def send_prompt(self, text: str) -> None:
-        """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
+        """Send ``text`` as a new turn (ignored unless the backend is ready): the session's ``PromptSent``
+        shows it in the chat."""
         if self.bridge.send_prompt(text):
             self.promptSent.emit(text)
             if self.banner.kind not in (None, "settings"):
                 self.banner.dismiss()  # what the last turn reported no longer applies
-            chat = self.ctx.providers.get(Chat)
-            if chat is not None:
-                chat.panel.add_user_message(text)
 
     def restart_backend(self) -> None:
         """Restart the backend and restore the conversation (the banner's Restart button)."""

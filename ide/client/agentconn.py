@@ -25,7 +25,6 @@ if TYPE_CHECKING:
         ReadTextFileResponse,
         RequestPermissionResponse,
         ToolCallUpdate,
-        UserMessageChunk,
         WriteTextFileResponse,
     )
     from pydantic import BaseModel
@@ -358,11 +357,3 @@ def turn_meta(field_meta: dict[str, Any] | None) -> TurnMeta | None:
     except ValidationError:
         log.warning("ignoring malformed PromptResponse._meta.%s", META_KEY)
         return None
-
-
-def local_user_message(text: str) -> UserMessageChunk:
-    """The update a client shows for a prompt the user just sent (agents replay these on load)."""
-    from acp import text_block
-    from acp.schema import UserMessageChunk
-
-    return UserMessageChunk(session_update="user_message_chunk", content=text_block(text))

@@ -39,10 +39,9 @@ from ide.app.chat.blocks import (
 )
 from ide.app.chat.conversation import Block, Conversation, NoticeBlock, PlanBlock, ToolBlock, TurnNotice
 from ide.app.chat.links import LinkDialog, web_link
-from ide.client.events import PromptSent
 
 if TYPE_CHECKING:
-    from ide.client.events import SessionEvent
+    from ide.client.events import PromptSent, SessionEvent
 
 __all__ = [
     "AssistantMessageView",
@@ -92,7 +91,7 @@ class PromptEdit(QPlainTextEdit):
 class ChatPanel(QWidget):
     """Dock content: the conversation and the prompt box.
 
-    Interface: :meth:`apply_update`, :meth:`add_user_message`, :meth:`turn_ended`, :meth:`turn_failed`,
+    Interface: :meth:`apply_update`, :meth:`prompt_sent`, :meth:`turn_ended`, :meth:`turn_failed`,
     :meth:`clear`, :meth:`replay`, :meth:`set_backend_state`, :meth:`open_link`; signals
     :attr:`promptSubmitted`, :attr:`stopRequested`, :attr:`locationActivated`.
     """
@@ -122,7 +121,7 @@ class ChatPanel(QWidget):
         self.link_dialog: LinkDialog | None = None
         """Asks before a link in an answer opens (made at the first click on one)."""
         self.turn_running = False
-        """A prompt was sent and its turn has not ended (set by :meth:`add_user_message`)."""
+        """A prompt was sent and its turn has not ended (set by :meth:`prompt_sent`)."""
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_DELAY_MS)
@@ -267,11 +266,12 @@ class ChatPanel(QWidget):
         self.prompt.clear()
         self.promptSubmitted.emit(text)
 
-    def add_user_message(self, text: str) -> None:
-        """Show a prompt the user sent (a turn starts); ACP agents do not echo it, only on replay."""
+    def prompt_sent(self, event: PromptSent) -> None:
+        """A prompt went to the agent (a turn starts): shown as the user's message, as its replay shows it
+        (ACP agents do not echo it)."""
         self.turn_running = True
         self._answer_pending = False
-        self.apply_update(PromptSent(text))
+        self.apply_update(event)
 
     def turn_ended(self, stop_reason: str) -> None:
         """The turn's answer came: a "Stopped" line if it was cancelled; scroll to the answer."""

@@ -1,21 +1,19 @@
 """The Chat dock: the conversation, its prompt box and mode picker, kept across a restored session; how
-each turn ended (answered, stopped, failed and why), with a failed turn's open search tree closed."""
+each turn ended (answered, stopped, failed and why), with a failed turn's open search tree closed. All of it
+comes as the session's events: the prompt sent, the agent's updates, the turn's end or failure."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QTimer
-
-from ide.app.acp_client import BackendState
 from ide.app.chat.panel import ChatPanel
 from ide.app.parts.base import SIDE, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.parts.capabilities import Chat, OpensFiles, SearchTrees
 from ide.app.parts.needs import Requires, Uses
+from ide.client.events import PromptSent, TurnEnded, TurnFailed
 
 if TYPE_CHECKING:
     from ide.client.events import SessionEvent
-    from ide.protocol import ErrorInfo
 
 
 class ChatDock(Dock):
@@ -32,9 +30,6 @@ class ChatDock(Dock):
         super().__init__(ctx, self.panel)
         self.kept = KeptAcrossReplay(self.bridge, self.panel.clear, self.panel.replay)
         """What the chat showed before a replay: if the replay fails, the old transcript comes back."""
-        self._error: ErrorInfo | None = None
-        """The error the bridge raised in this turn of the event loop (the prompt's answer, if the
-        state goes back to ready in the same call)."""
         bridge, panel = self.bridge, self.panel
         bridge.stateChanged.connect(panel.set_backend_state)
         bridge.modeChanged.connect(lambda _mode: self._show_modes())
@@ -47,28 +42,20 @@ class ChatDock(Dock):
         self.panel.set_modes(self.bridge.modes, self.bridge.mode)
 
     def on_session_event(self, event: SessionEvent) -> None:
-        self.panel.apply_update(event)
-
-    def on_turn_finished(self, stop_reason: str, meta: object) -> None:
-        self.panel.turn_ended(stop_reason)
+        match event:
+            case PromptSent():
+                self.panel.prompt_sent(event)
+            case TurnEnded():
+                self.panel.turn_ended(event.stop_reason)
+            case TurnFailed():
+                self._turn_failed(event.error.message, event.error.fix)
+            case _:
+                self.panel.apply_update(event)
 
     def on_session_ready(self, _session_id: str, replayed: bool) -> None:
         self._show_modes()
         if replayed:
             self.panel.flush()
-
-    def on_error(self, info: ErrorInfo) -> None:
-        self._error = info
-        QTimer.singleShot(0, self._forget_error)
-
-    def _forget_error(self) -> None:
-        self._error = None
-
-    def on_state(self, state: str) -> None:
-        # A failed prompt: the bridge raises its error, then goes back to ready in the same call.
-        if state == BackendState.READY and self.panel.turn_running and self._error is not None:
-            info, self._error = self._error, None
-            self._turn_failed(info.message, info.fix)
 
     def on_backend_died(self, *_: object) -> None:
         if self.panel.turn_running:

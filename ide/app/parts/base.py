@@ -123,7 +123,7 @@ class AppWindow(QMainWindow):
         raise NotImplementedError
 
     def send_prompt(self, text: str) -> None:
-        """Send ``text`` as a new turn and show it in the chat (ignored unless the backend is ready)."""
+        """Send ``text`` as a new turn (ignored unless the backend is ready)."""
         raise NotImplementedError
 
     def maximise(self, dock: QDockWidget, keep: tuple[QDockWidget, ...] = ()) -> None:
@@ -290,7 +290,8 @@ class Part(QObject):
         """The backend is in this :class:`BackendState` now."""
 
     def on_session_event(self, event: SessionEvent) -> None:
-        """One event of the current session: a ``session/update`` as the bridge's fold read it."""
+        """One event of the current session, as the bridge's fold made it: a ``session/update`` read, a
+        prompt sent, the turn's end or failure."""
 
     def on_turn_finished(self, stop_reason: str, meta: Any) -> None:
         """A turn ended, with the prompt's stop reason and ``_meta``."""

@@ -19,12 +19,13 @@ from PySide6.QtCore import Qt
 from ide.app.foreign.part import ForeignAgent
 from ide.app.window import MainWindow
 from ide.client.agentproc import resolve_agent
+from ide.client.events import PromptSent
 from tests.support.git import hello_repo
 from tests.support.window import BACKEND_START_TIMEOUT_MS, WindowFactory, wait_ready
 
 pytestmark = pytest.mark.window
 
-STUBBORN_AGENT = Path(__file__).parents[1] / "support" / "stubborn_agent.py"
+STUBBORN_AGENT = Path(__file__).parents[2] / "support" / "stubborn_agent.py"
 REVIEW_START_TIMEOUT_MS = 60_000
 """The agent's start waits for Arbor's own backend (the review's) and the shadow it makes."""
 SAID_AT_ONCE_MS = 5_000
@@ -69,7 +70,12 @@ def test_an_agents_own_notification_is_ignored_without_a_traceback(
     window = agent_window(make_window, tmp_path)
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=REVIEW_START_TIMEOUT_MS)
     chunks: list[Any] = []
-    window.bridge.sessionEvent.connect(chunks.append)
+
+    def take(event: Any) -> None:
+        if not isinstance(event, PromptSent):  # what the agent sent, not the prompt
+            chunks.append(event)
+
+    window.bridge.sessionEvent.connect(take)
     with caplog.at_level(logging.DEBUG):
         window.send_prompt("go")
         # The notification comes first; a few chunks of the answer after it show it was handled.
