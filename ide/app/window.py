@@ -21,7 +21,7 @@ from ide.client.agentproc import ARBOR_AGENT, AgentChoice, command_name, default
 
 if TYPE_CHECKING:
     from ide.app.chat.permission import PermissionDialog
-    from ide.settings import ResolvedSettings, Settings
+    from ide.settings import Settings
 
 MENUS = {"file": "&File", "view": "&View", "go": "&Go", "agent": "&Agent"}
 P = TypeVar("P", bound=Part)
@@ -149,16 +149,6 @@ class MainWindow(AppWindow):
     def _agent_shadow(self) -> Path | None:
         """The shadow of the workspace the running agent works in, if it does."""
         return self.bridge.agent_dir if self.bridge.agent_dir != self.workspace else None
-
-    @property
-    def settings(self) -> Settings:
-        """The workspace's settings (read at first use: :attr:`AppContext.settings`)."""
-        return self.ctx.settings
-
-    @property
-    def resolved(self) -> ResolvedSettings | None:
-        """The workspace's settings with what waits for trust (None when settings were given)."""
-        return self.ctx.resolved
 
     def start(self) -> None:
         """Start every part (the file tree lists the workspace) and then the backend (needs the qasync

@@ -11,12 +11,12 @@ only: the backend is not involved.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QFileSystemWatcher, QSettings, QTimer, Signal
 from PySide6.QtWidgets import QFileDialog
 
-from ide.app.parts.base import BOTTOM_ON_DEMAND, AppContext, Dock, Spec
+from ide.app.parts.base import BOTTOM_ON_DEMAND, AppContext, Built, Dock, Spec
 from ide.app.parts.capabilities import EvalReports, SearchTrees
 from ide.app.parts.needs import Requires
 
@@ -33,6 +33,8 @@ class EvalDock(Dock):
     """The Eval panel, tabbed with the review and the search tree; it reads report files itself."""
 
     spec = Spec("eval", title="Eval", place=BOTTOM_ON_DEMAND, order=45)
+    panel = Built["EvalPanel"]()
+    """The panel (built when first read)."""
     provides = (EvalReports,)
     trees = Requires(SearchTrees)
 
@@ -63,11 +65,6 @@ class EvalDock(Dock):
         panel.openRequested.connect(self._open_dialog)
         panel.treeRequested.connect(self.open_tree)
         return panel
-
-    @property
-    def panel(self) -> EvalPanel:
-        """The panel (built now if it is not yet)."""
-        return cast("EvalPanel", self.content())
 
     def start(self) -> bool:
         """The last report opened comes back (quietly: a report that has gone just leaves the dock empty)."""

@@ -10,7 +10,7 @@ request explains itself in the banner and leaves nothing pending; it never touch
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ide.app.parts.base import SIDE, AppContext, Dock, Spec
+from ide.app.parts.base import SIDE, AppContext, Built, Dock, Spec
 
 if TYPE_CHECKING:  # the wire models load with the panel and the requests, after the first frame
     from ide.protocol import ErrorInfo
@@ -203,6 +203,8 @@ class MemoryDock(Dock):
     """The Memory panel, tabbed with the chat, and its requests."""
 
     spec = Spec("memory", title="Memory", place=SIDE, order=60)
+    panel = Built["MemoryPanel"]()
+    """The panel (built when first read)."""
 
     memoryReceived = Signal(object)
     """A MemoryList: a search result."""
@@ -232,11 +234,6 @@ class MemoryDock(Dock):
         panel.unreviewedChanged.connect(self._show_to_review)
         self.memoryReceived.connect(panel.set_entries)
         return panel
-
-    @property
-    def panel(self) -> MemoryPanel:
-        """The panel (built now if it is not yet)."""
-        return cast("MemoryPanel", self.content())
 
     def search(self, query: str, namespace: str, unreviewed_only: bool = False) -> None:
         """Search the memory; the result fills the panel."""

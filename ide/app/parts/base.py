@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overload
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ide.settings import ResolvedSettings, Settings
 
 S = TypeVar("S")
+W = TypeVar("W", bound=QWidget)
 
 DOCK_SHARE = 0.4
 """How much of the window's height a bottom dock takes when it is shown."""
@@ -436,3 +437,19 @@ class Dock(Part):
             and window.dockWidgetArea(dock) == area
             and not dock.visibleRegion().isEmpty()
         ]
+
+
+class Built(Generic[W]):
+    """A deferred dock's widget as a typed attribute (``panel = Built["MemoryPanel"]()``): reading it on a
+    dock builds the widget now if it is not yet (:meth:`Dock.content`)."""
+
+    @overload
+    def __get__(self, dock: None, owner: type) -> Built[W]: ...
+
+    @overload
+    def __get__(self, dock: Dock, owner: type) -> W: ...
+
+    def __get__(self, dock: Dock | None, owner: type) -> Built[W] | W:
+        if dock is None:
+            return self
+        return cast(W, dock.content())

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from ide.app.acp_client import BackendState
-from ide.app.parts.base import SIDE, AppContext, Dock, Spec
+from ide.app.parts.base import SIDE, AppContext, Built, Dock, Spec
 from ide.app.parts.capabilities import Chat
 from ide.app.parts.needs import Uses
 from ide.client.sessions import SessionSummary
@@ -149,6 +149,8 @@ class SessionsDock(Dock):
     """Lists the sessions through the bridge (``session/list``) whenever one opens or a turn ends."""
 
     spec = Spec("sessions", title="Sessions", place=SIDE, order=65)
+    panel = Built["SessionsPanel"]()
+    """The panel (built when first read)."""
     chat = Uses(Chat)
 
     deferred = True  # a tab behind the chat
@@ -166,11 +168,6 @@ class SessionsDock(Dock):
         panel.newRequested.connect(self.new)
         self._enable(panel, self.bridge.state)
         return panel
-
-    @property
-    def panel(self) -> SessionsPanel:
-        """The panel (built now if it is not yet)."""
-        return cast("SessionsPanel", self.content())
 
     def on_session_ready(self, session_id: str, replayed: bool) -> None:
         self.refresh()

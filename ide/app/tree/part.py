@@ -4,13 +4,13 @@ branch's changes asked for and shown read-only in the review."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog
 
 from ide.app.acp_client import BackendState
-from ide.app.parts.base import BOTTOM, AppContext, Dock, KeptAcrossReplay, Spec
+from ide.app.parts.base import BOTTOM, AppContext, Built, Dock, KeptAcrossReplay, Spec
 from ide.app.parts.capabilities import Chat, Review, SearchTrees
 from ide.app.parts.needs import Requires, Uses
 from ide.app.tree.turn_end import closing_events
@@ -29,6 +29,8 @@ class TreeDock(Dock):
     keeps it for the runs after."""
 
     spec = Spec("tree", title="Search tree", place=BOTTOM, order=40)
+    view = Built["SearchTreeView"]()
+    """The view (built when first read)."""
     provides = (SearchTrees,)
     review = Requires(Review)
     chat = Uses(Chat)
@@ -77,11 +79,6 @@ class TreeDock(Dock):
         view.runFinished.connect(self.runFinished)
         view.branchDiffRequested.connect(self.request_branch_diff)
         return view
-
-    @property
-    def view(self) -> SearchTreeView:
-        """The view (built now if it is not yet)."""
-        return cast("SearchTreeView", self.content())
 
     def open_file(self, path: Path, *, maximise: bool = True, check: RunCheck | None = None) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the dock, given the whole window (``maximise``; the same key
