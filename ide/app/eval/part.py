@@ -34,7 +34,6 @@ class EvalDock(Dock):
 
     spec = Spec("eval", title="Eval", place=BOTTOM_ON_DEMAND, order=45)
     panel = Built["EvalPanel"]()
-    """The panel (built when first read)."""
     provides = (EvalReports,)
     trees = Requires(SearchTrees)
 

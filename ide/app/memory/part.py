@@ -204,7 +204,6 @@ class MemoryDock(Dock):
 
     spec = Spec("memory", title="Memory", place=SIDE, order=60)
     panel = Built["MemoryPanel"]()
-    """The panel (built when first read)."""
 
     memoryReceived = Signal(object)
     """A MemoryList: a search result."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -443,13 +443,7 @@ class Built(Generic[W]):
     """A deferred dock's widget as a typed attribute (``panel = Built["MemoryPanel"]()``): reading it on a
     dock builds the widget now if it is not yet (:meth:`Dock.content`)."""
 
-    @overload
-    def __get__(self, dock: None, owner: type) -> Built[W]: ...
-
-    @overload
-    def __get__(self, dock: Dock, owner: type) -> W: ...
-
-    def __get__(self, dock: Dock | None, owner: type) -> Built[W] | W:
+    def __get__(self, dock: Dock | None, owner: type) -> W:
         if dock is None:
-            return self
+            raise AttributeError(f"{owner.__name__}'s widget is read on a dock, not on its class")
         return cast(W, dock.content())

@@ -150,7 +150,6 @@ class SessionsDock(Dock):
 
     spec = Spec("sessions", title="Sessions", place=SIDE, order=65)
     panel = Built["SessionsPanel"]()
-    """The panel (built when first read)."""
     chat = Uses(Chat)
 
     deferred = True  # a tab behind the chat

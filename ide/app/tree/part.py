@@ -30,7 +30,6 @@ class TreeDock(Dock):
 
     spec = Spec("tree", title="Search tree", place=BOTTOM, order=40)
     view = Built["SearchTreeView"]()
-    """The view (built when first read)."""
     provides = (SearchTrees,)
     review = Requires(Review)
     chat = Uses(Chat)
