@@ -16,7 +16,7 @@ Every child ends when its parent ends, by any signal, SIGKILL included (issue 51
   the keeper); it waits for the command and ends as the command ended, after SIGKILLing whatever the
   command left in the group; and when its parent ends (its own parent-death signal, SIGTERM, which it
   catches) it SIGKILLs the whole group, itself included. A stop still signals the group
-  (``ide.client.agentproc.signal_group``): the command gets the signal itself and the keeper waits for it.
+  (``ide.client.process.signal_group``): the command gets the signal itself and the keeper waits for it.
 - **The process group ended on the parent's way out** (:func:`end_group`): after a child is reaped, what
   is left in its group (a backend's index workers) is SIGKILLed.
 
