@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from acp import Client, RequestError, text_block, update_agent_thought, update_user_message
-from acp.schema import PermissionOption, SessionNotification
+from acp.schema import PermissionOption, SessionNotification, ToolCallProgress
 from pydantic import BaseModel
 
 from ide.backend.permissions import ask_client
@@ -130,7 +130,7 @@ class Transcript:
 
     async def emit(self, update: BaseModel) -> None:
         self._recorded.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
-        if getattr(update, "session_update", None) == "tool_call_update":
+        if isinstance(update, ToolCallProgress):
             self.flush()  # before the client hears of it, so what it saw is on disk
         await self._channel.conn.session_update(session_id=self._channel.session_id, update=update)
 
