@@ -47,6 +47,7 @@ PRELOAD = (
     *("ide.tools.memory", "ide.tools.mcp", "ide.tools.edit", "ide.tools.read", "ide.llm.ollama_chat"),
     *("ide.backend.extensions.index", "ide.backend.extensions.lsp", "ide.backend.extensions.memory"),
     *("ide.backend.extensions.review", "ide.backend.extensions.workflows", "ide.search.architectures"),
+    *("ide.backend.turn", "ide.backend.commands"),
     *("anyio._backends._asyncio", "langchain_core.tools.simple", "langchain_core.tracers.stdout"),
     # jedi-language-server, which Arbor starts by its console script (sitecustomize.SCRIPTS), and what the
     # tests' own agents import (sitecustomize.HELPERS).
