@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, sync_all, write_all, write_fd
+from ide.changes.nofollow import SYNC_TOGETHER, TEMP_MARK, sync_all, write_all, write_fd
 from ide.changes.overlay import ChangeError, git_mode
 from ide.gitsafe import run_git
 
@@ -214,7 +214,7 @@ def merge3(ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]
 
 def _atomic_many(items: list[tuple[Path, bytes]], mode: int) -> None:
     """:func:`_atomic_bytes` of each ``(path, data)``, durable, with the syncs of ``SYNC_TOGETHER`` files
-    at a time running together (as :meth:`~ide.changes.confined.Confined.put_many` does)."""
+    at a time running together (as :meth:`~ide.changes.nofollow.NoFollow.put_many` does)."""
     for start in range(0, len(items), SYNC_TOGETHER):
         staged: list[tuple[int, str, Path]] = []
         try:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ide.changes.applylock import workspace_lock
-from ide.changes.confined import Confined
 from ide.changes.files import FileChange, HunkCache, file_changes
 from ide.changes.gitutil import (
     Blobs,
@@ -27,6 +26,7 @@ from ide.changes.gitutil import (
     stage_paths,
 )
 from ide.changes.hunks import Hunk, apply_hunks, is_binary
+from ide.changes.nofollow import NoFollow
 from ide.changes.overlay import Base, ChangeError, ChangeSet, Entry, check_name, git_mode
 from ide.changes.replay import replay_change
 from ide.changes.snapshot import decode_review, encode_review
@@ -290,9 +290,9 @@ class Review:
             except ChangeError as exc:
                 raise ChangeError(f"Apply wrote nothing: {exc}. Reject that file, then Apply.") from None
         repo = same_repository(self.repo, root)
-        confined = Confined(root)
+        writer = NoFollow(root)
         for rel, _data, _mode in entries:
-            confined.check(rel)
+            writer.check(rel)
         if repo is not None and self.commit_mode == "commit":
             ensure_identity(repo)
         blobs = Blobs(repo, self.store.blob_dir)
@@ -346,7 +346,7 @@ class Review:
         )
         written: list[str] = []
         try:
-            confined.put_many(entries, written)
+            writer.put_many(entries, written)
             commit = None
             if repo is not None and self.commit_mode == "commit" and recorded:
                 commit = commit_paths(repo, blobs, recorded, full_message, head)
@@ -355,7 +355,7 @@ class Review:
             else:
                 blobs.put_many(data for _rel, data, _mode in entries if data is not None)
         except (OSError, ChangeError) as exc:
-            self._put_back(confined, written, before)
+            self._put_back(writer, written, before)
             if isinstance(exc, OSError):
                 failed = getattr(exc, "filename", None) or "a file"
                 reason = f"writing {failed} failed ({os.strerror(exc.errno) if exc.errno else exc})"
@@ -372,13 +372,13 @@ class Review:
         return self.store.get(batch_id), uncommitted
 
     def _put_back(
-        self, confined: Confined, written: list[str], before: dict[str, tuple[bytes | None, int | None]]
+        self, writer: NoFollow, written: list[str], before: dict[str, tuple[bytes | None, int | None]]
     ) -> None:
         """Restore the files a failed Apply wrote, from the pre-images its checkpoint read."""
         for rel in reversed(written):
             previous, previous_mode = before[rel]
             try:
-                confined.put(rel, previous, previous_mode)
+                writer.put(rel, previous, previous_mode)
             except (OSError, ChangeError):
                 log.exception("could not restore %s after a failed apply", rel)
 

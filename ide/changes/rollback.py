@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 from ide.changes.applylock import workspace_lock
-from ide.changes.confined import TEMP_MARK, Confined
 from ide.changes.gitutil import (
     Blobs,
     IndexEntry,
@@ -21,6 +20,7 @@ from ide.changes.gitutil import (
     stage_paths,
 )
 from ide.changes.hunks import is_binary
+from ide.changes.nofollow import TEMP_MARK, NoFollow
 from ide.changes.overlay import ChangeError, git_mode
 from ide.changes.replay import replay_change, tree_modes
 from ide.changes.store import BatchStore, FileCheckpoint
@@ -102,10 +102,10 @@ def _rollback(root: Path, store: BatchStore, batch_id: str | None) -> RollbackRe
             )
             continue
         writes.append((entry.path, merged, _mode_back(entry, disk_mode)))
-    confined = Confined(root)
+    writer = NoFollow(root)
     for rel, _data, _mode in writes:
-        confined.check(rel)
-    confined.put_many(writes, restored)
+        writer.check(rel)
+    writer.put_many(writes, restored)
     changed: list[IndexEntry] = [(rel, data, mode or 0o644) for rel, data, mode in writes]
     mode = store.commit_mode(batch_id)
     if repo is not None and changed:
@@ -213,7 +213,7 @@ def _recover(root: Path, store: BatchStore) -> list[str]:
             recovered.append(batch_id)
             continue
         blobs = Blobs(repo, store.blob_dir)
-        confined = Confined(root)
+        writer = NoFollow(root)
         left: dict[int, str] = {}  # by position in the batch, so the note lists them in its order
         back: list[tuple[int, FileCheckpoint, int | None]] = []
         for index, entry in enumerate(files):
@@ -230,7 +230,7 @@ def _recover(root: Path, store: BatchStore) -> list[str]:
         for index, entry, disk_mode in back:
             try:
                 pre = _stored(stored, blobs, entry.pre_blob)
-                confined.put(entry.path, pre, entry.pre_mode or disk_mode)
+                writer.put(entry.path, pre, entry.pre_mode or disk_mode)
             except (OSError, ChangeError):
                 left[index] = entry.path
         note = "interrupted before it finished; its files were put back"

@@ -19,7 +19,7 @@ A capture fills a :class:`~ide.changes.overlay.ChangeSet` over the real workspac
 shadow's baseline, so today's Review and Apply (three-way with the user's edits, commit, rollback) take
 it as they take Arbor's own edits. Renames come out as a deletion and a creation; links, files over the
 size limit and paths below a link are not captured but named in ``Capture.skipped``. Reads and writes
-here never follow a link (``Confined``); git runs only through ``ide.gitsafe``.
+here never follow a link (``NoFollow``); git runs only through ``ide.gitsafe``.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ide.changes.confined import Confined
 from ide.changes.gitstate import Watch
 from ide.changes.gitutil import Repo, find_repo, git, merge3
 from ide.changes.hunks import apply_hunks, is_binary
+from ide.changes.nofollow import NoFollow
 from ide.changes.overlay import MAX_FILE_BYTES, Base, ChangeError, ChangeSet, Entry
 from ide.changes.review import Review, file_changes
 from ide.changes.worktree import PREFIX
@@ -102,7 +102,7 @@ class Shadow:
         """Whether a workspace-relative path is one the secret list names (withheld from the agent)."""
         self.withheld: set[str] = set()
         """Secret files of the workspace kept out of the shadow."""
-        self._files = Confined(self.root)
+        self._files = NoFollow(self.root)
         self._known: dict[str, int] = {}
         """Every file of the baseline (workspace-relative) → its permission bits."""
         self._clean: dict[str, Stamp] = {}
@@ -177,7 +177,7 @@ class Shadow:
         return changed | self._workspace_paths("ls-files", "--others", "--exclude-standard", "-z")
 
     def _copy_uncommitted(self) -> None:
-        real = Confined(self.workspace)
+        real = NoFollow(self.workspace)
         listed = self._changed_or_untracked()
         self.withheld.update(rel for rel in listed if self.is_secret(rel))
         for rel in sorted(listed - self.withheld):
@@ -444,7 +444,7 @@ class Shadow:
         a file the agent did not touch takes the user's version, one both changed is merged three-way.
         Returns the files where the two overlap (left as the agent has them, the baseline unchanged)."""
         conflicts: list[str] = []
-        real = Confined(self.workspace)
+        real = NoFollow(self.workspace)
         for rel in sorted(self._uncommitted() | self._base.keys()):
             try:
                 mine = Base(*real.read(rel, self.max_file_bytes))
@@ -475,7 +475,7 @@ class Shadow:
         """Workspace files that differ from the baseline now: the user's own edits since it was taken, or
         an agent writing outside its shadow (a file it cannot read through no link counts as changed) —
         not those that hold what an Apply of ``changeset`` wrote (its base of a captured path)."""
-        real = Confined(self.workspace)
+        real = NoFollow(self.workspace)
         changed: list[str] = []
         for rel in sorted(self._uncommitted() | self._base.keys()):
             try:

@@ -23,7 +23,7 @@ SCRIPT = textwrap.dedent(
 
     root, data, stage, after = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
     writes = renames = 0
-    real_stage = review_module.Confined._stage
+    real_stage = review_module.NoFollow._stage
     real_replace = os.replace
     real_finish = BatchStore.finish
 
@@ -50,7 +50,7 @@ SCRIPT = textwrap.dedent(
             os._exit(9)  # committed, not yet recorded
         real_finish(self, batch_id, **kwargs)
 
-    review_module.Confined._stage = dying_stage
+    review_module.NoFollow._stage = dying_stage
     os.replace = dying_replace
     if stage == "commit":
         review_module.commit_paths = dying_commit

@@ -1,4 +1,4 @@
-"""``Confined.put_many`` (Apply's and Roll back's writes, issue 32 item 1) leaves exactly what one durable
+"""``NoFollow.put_many`` (Apply's and Roll back's writes, issue 32 item 1) leaves exactly what one durable
 ``put`` after another leaves, syncs every file before it replaces the old one, and on a failure reports
 just the files it put in place and leaves no temp file."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ide.changes import ChangeError
-from ide.changes.confined import SYNC_TOGETHER, TEMP_MARK, Confined
+from ide.changes.nofollow import SYNC_TOGETHER, TEMP_MARK, NoFollow
 
 Entry = tuple[str, bytes | None, int | None]
 
@@ -56,9 +56,9 @@ def entries() -> list[Entry]:
 def test_put_many_leaves_what_one_put_after_another_leaves(tmp_path: Path) -> None:
     one_by_one, together = workspace(tmp_path / "a"), workspace(tmp_path / "b")
     for rel, data, mode in entries():
-        Confined(one_by_one).put(rel, data, mode)
+        NoFollow(one_by_one).put(rel, data, mode)
     done: list[str] = []
-    Confined(together).put_many(entries(), done)
+    NoFollow(together).put_many(entries(), done)
     assert done == [rel for rel, _data, _mode in entries()]
     assert tree(together) == tree(one_by_one)
     assert tree(together)["x/y"] == (b"inside what was a file\n", 0o644)
@@ -86,7 +86,7 @@ def test_every_file_is_synced_before_it_replaces_the_old_one(
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
     done: list[str] = []
-    Confined(root).put_many(entries(), done)
+    NoFollow(root).put_many(entries(), done)
     written = [rel for rel, data, _mode in entries() if data is not None]
     assert len(synced) == len(written) and unsynced == []
 
@@ -103,7 +103,7 @@ def test_a_failure_midway_reports_what_is_in_place_and_leaves_no_temp_file(tmp_p
     changed.insert(failing, ("d3/f3.txt", b"through the link\n", 0o644))
     done: list[str] = []
     with pytest.raises(ChangeError, match="symbolic link"):
-        Confined(root).put_many(changed, done)
+        NoFollow(root).put_many(changed, done)
     assert done == [rel for rel, _data, _mode in changed[:SYNC_TOGETHER]]
     assert all((root / rel).read_bytes() == b"new\n" for rel in done)
     assert all((root / rel).read_bytes().startswith(b"old") for rel, _d, _m in changed[SYNC_TOGETHER:failing])

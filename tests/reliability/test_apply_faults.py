@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ide.changes import BatchStore, ChangeError, ChangeSet, Review, confined
+from ide.changes import BatchStore, ChangeError, ChangeSet, Review, nofollow
 from ide.protocol.review import DecideParams
 from tests.support.git import git
 
@@ -31,10 +31,10 @@ def test_a_full_disk_during_apply_leaves_every_file_whole_and_nothing_changed(
     review = Review(changeset, session_id="s", title="t", store=BatchStore(tmp_path / "data"))
     review.decide(DecideParams(session_id="s", decision="accepted", all=True))
 
-    real = confined.Confined._stage  # each file's temp file, written before any is renamed into place
+    real = nofollow.NoFollow._stage  # each file's temp file, written before any is renamed into place
     writes = {"n": 0}
 
-    def filling_disk(self: confined.Confined, rel: str, data: bytes, mode: int) -> object:
+    def filling_disk(self: nofollow.NoFollow, rel: str, data: bytes, mode: int) -> object:
         writes["n"] += 1
         if writes["n"] == 3:  # the third file: the disk is full
             path = self.root / rel
@@ -46,7 +46,7 @@ def test_a_full_disk_during_apply_leaves_every_file_whole_and_nothing_changed(
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return real(self, rel, data, mode)
 
-    monkeypatch.setattr(confined.Confined, "_stage", filling_disk)
+    monkeypatch.setattr(nofollow.NoFollow, "_stage", filling_disk)
     with pytest.raises(ChangeError) as caught:
         review.apply()
     message = str(caught.value)
@@ -60,7 +60,7 @@ def test_a_full_disk_during_apply_leaves_every_file_whole_and_nothing_changed(
     assert batch.rolled_back
 
     # Space is back: the same review applies, decisions intact.
-    monkeypatch.setattr(confined.Confined, "_stage", real)
+    monkeypatch.setattr(nofollow.NoFollow, "_stage", real)
     result = review.apply()
     assert result.conflicts == [] and result.batch is not None
     assert (root / "f0.txt").read_text() == "new 0\n" * 500 and (root / "added.txt").exists()

@@ -151,7 +151,7 @@ NEEDS_BWRAP = pytest.mark.skipif(not sandbox.bwrap_status()[0], reason="bubblewr
 def test_arbor_run_with_a_cli_agent_and_its_child_leaves_nothing(
     sig: signal.Signals, confine: bool, temp: Path, tmp_path: Path, user_config: Any
 ) -> None:
-    """Confined, the agent runs under bwrap in a PID namespace of its own (``--new-session``): bwrap ends
+    """NoFollow, the agent runs under bwrap in a PID namespace of its own (``--new-session``): bwrap ends
     with the keeper, and the namespace with bwrap."""
     if confine:
         user_config("[review]\nconfine_agents = true\n")

@@ -28,7 +28,7 @@ def write_fd(fd: int, data: bytes, *, durable: bool) -> None:
             os.fsync(handle.fileno())
 
 
-class Confined:
+class NoFollow:
     """Writes under ``root`` that never follow a symbolic link: each parent directory is opened relative
     to the one before with ``O_NOFOLLOW`` (an ``openat`` walk), so a directory swapped for a link to
     elsewhere after the edit was proposed — even during the write — is refused, never written through."""
@@ -255,7 +255,7 @@ def sync_all(fds: list[int], pool: ThreadPoolExecutor | None = None) -> None:
 
 
 SYNC_TOGETHER = 64
-"""How many files :meth:`Confined.put_many` stages before it syncs and lands them (each holds two
+"""How many files :meth:`NoFollow.put_many` stages before it syncs and lands them (each holds two
 descriptors until then)."""
 SYNC_THREADS = 16
 """Threads syncing at once: on ext4 under load 8 of them already shared one journal commit (300 files:
@@ -263,7 +263,7 @@ SYNC_THREADS = 16
 
 
 class _Staged:
-    """A file :meth:`Confined.put_many` wrote to the temp file ``tmp`` in the directory open as
+    """A file :meth:`NoFollow.put_many` wrote to the temp file ``tmp`` in the directory open as
     ``dir_fd``, not yet renamed over ``name``; or (``removal``) a file it is to remove, nothing staged."""
 
     def __init__(self, rel: str, dir_fd: int = -1, name: str = "", tmp: str | None = None) -> None:
