@@ -18,7 +18,7 @@ from acp import run_agent
 
 from ide.backend.agent import ArborAgent, QuietRefusals
 from ide.backend.limits import BadMessage, check_message, return_freed_memory
-from ide.changes.confined import write_all
+from ide.changes.nofollow import write_all
 
 STDIO_LIMIT = 50 * 1024 * 1024
 HEAD_BYTES = 4096
