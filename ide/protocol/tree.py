@@ -87,6 +87,17 @@ class ToolAction(WireModel):
         )
 
 
+class ForkOrigin(WireModel):
+    """Where a run continued from: a node of an earlier run of the session (``Continue from here``)."""
+
+    run_id: str
+    node_id: str
+
+
+SteerAction = Literal["prune", "expand"]
+"""What the user asked of a node of a live search: never select or expand it again, or expand it next."""
+
+
 class TreeNode(WireModel):
     """One node of a search tree."""
 
@@ -112,6 +123,11 @@ class TreeNode(WireModel):
     latency_ms: float = 0.0
     created_at: float = Field(0.0, description="Seconds since the epoch")
     updated_at: float = 0.0
+    steer: SteerAction | None = Field(
+        None,
+        description="What the user last asked of this node during the run (prune, expand)",
+        exclude_if=lambda steer: steer is None,  # keeps recorded trees as they were
+    )
 
 
 class TreeEvent(WireModel):
@@ -131,6 +147,11 @@ class TreeEvent(WireModel):
     architecture: str | None = None
     figures: dict[str, Any] = Field(default_factory=dict)
     at: float = 0.0
+    forked_from: ForkOrigin | None = Field(
+        None,
+        description="On a run's first event: the node of an earlier run it continues from",
+        exclude_if=lambda origin: origin is None,  # keeps recorded trees as they were
+    )
 
 
 class TreeEventBatch(WireModel):
@@ -165,6 +186,8 @@ class SearchTree:
     def __init__(self, events: Iterable[TreeEvent] = ()) -> None:
         self.run_id: str | None = None
         self.architecture: str | None = None
+        self.forked_from: ForkOrigin | None = None
+        """The node of an earlier run this run continues from (its first event says)."""
         self.nodes: dict[str, TreeNode] = {}
         self.root: str | None = None
         self.best_path: list[str] = []
@@ -227,6 +250,8 @@ class SearchTree:
         self.run_id = event.run_id
         if self.architecture is None:
             self.architecture = event.architecture
+        if self.forked_from is None and event.seq == 1:
+            self.forked_from = event.forked_from
         self.events.append(event)
 
     def _add(self, event: TreeEvent) -> None:
