@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 from ide.changes import ChangeSet
 from ide.protocol import RoleUsage
 from ide.search.events import ProgressEvent, cap_text, tool_end, tool_start
+from ide.search.steer import Fork, Steering
 from ide.search.tree import TreeRecorder
 from ide.settings import Settings
 from ide.tools import Toolbox, ToolOutcome, ToolServices, toolbox
@@ -151,6 +152,10 @@ class RunContext:
     ask_permission: AskPermission | None = None
     """Asks the user before a command (the tests) runs; None: whoever made the run already decided."""
     cache: ToolCache = field(default_factory=ToolCache)
+    fork: Fork | None = None
+    """Where this run continues from (``Continue from here``): a node's trajectory, branch and the hint."""
+    steering: Steering = field(default_factory=Steering)
+    """What the user asks of the running search (prune, expand), read at its next selection."""
     branches: dict[str, ChangeSet] = field(default_factory=dict)
     """Every branch change set made in this run, by id (the window asks for a node's branch diff)."""
     started: float = field(default_factory=time.monotonic)
