@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from ide.protocol.tree import (
     OBSERVATION_CAP,
+    ForkOrigin,
     SearchTree,
     TreeError,
     TreeEvent,
@@ -48,9 +49,12 @@ class TreeRecorder:
         run_id: str | None = None,
         emit: Callable[[TreeEvent], None] | None = None,
         clock: Callable[[], float] = time.time,
+        forked_from: ForkOrigin | None = None,
     ) -> None:
         self.run_id = run_id or uuid.uuid4().hex
         self.architecture = architecture
+        self.forked_from = forked_from
+        """Where the run continues from: written on its first event (set it before the root is added)."""
         self.tree = SearchTree()
         self.lock = threading.RLock()
         self._emit = emit
@@ -144,6 +148,8 @@ class TreeRecorder:
 
     def _record(self, **event: Any) -> None:
         """Make the next event, apply it (which checks it), then hand it to ``emit``; call under the lock."""
+        if self.tree.seq == 0 and self.forked_from is not None:
+            event["forked_from"] = self.forked_from
         recorded = TreeEvent(run_id=self.run_id, seq=self.tree.seq + 1, **event)
         self.tree.apply(recorded)
         if self._emit is not None:
