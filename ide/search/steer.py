@@ -14,14 +14,17 @@ running search reads them at its next selection. It is thread-safe (LATS expands
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ide.changes import ChangeSet
-from ide.protocol.tree import ForkOrigin, SearchTree, SteerAction, TreeNode
+from ide.protocol.tree import FIXED_FIELDS, ForkOrigin, SearchTree, SteerAction, TreeNode
+from ide.search.events import cap_text
+from ide.search.tree import TreeRecorder
 
 HINT_PREFIX = "Guidance from the user for going on from here:"
 """How the hint reaches the model: a user message after the trajectory, in the user's own words."""
@@ -38,6 +41,10 @@ class Fork:
     hint: str
     changeset: ChangeSet | None = None
     """The node's branch (None: its changes are not known, the session's own stand in)."""
+    branches: dict[str, ChangeSet] = field(default_factory=dict)
+    """The recorded run's branches by change set id (a node's ``changeset_id``), as
+    :attr:`~ide.search.base.RunContext.branches` keeps them: the subtree's nodes go on from theirs. Empty:
+    not known (a run opened from a file)."""
 
     @property
     def origin(self) -> ForkOrigin:
@@ -59,7 +66,53 @@ class Fork:
 
     def guidance(self) -> list[BaseMessage]:
         """The trajectory, then the hint as the user's message."""
-        return [*self.trajectory(), HumanMessage(f"{HINT_PREFIX}\n{self.hint or DEFAULT_HINT}")]
+        return [*self.trajectory(), HumanMessage(self.hint_text)]
+
+    @property
+    def task(self) -> str:
+        """The task of the run continued from, as its root records it (a LATS root keeps its first line)."""
+        root = self.tree.nodes[self.path[0]]
+        return root.thought or root.label
+
+    @property
+    def hint_text(self) -> str:
+        """The hint as the user's guidance, worded as :meth:`guidance` gives it."""
+        return f"{HINT_PREFIX}\n{self.hint or DEFAULT_HINT}"
+
+    def steps(self) -> list[tuple[str, str]]:
+        """The path below the root as ``(label, text)`` steps, for prompts written as text (no tool calls)."""
+        return [(node.label, step_text(node)) for node in (self.tree.nodes[n] for n in self.path[1:])]
+
+    def branch_of(self, node_id: str) -> ChangeSet | None:
+        """The branch ``node_id`` of the subtree goes on from: :attr:`changeset` for the node itself, else
+        its recorded branch when :attr:`branches` carries it; None when not known."""
+        if node_id == self.node_id and self.changeset is not None:
+            return self.changeset
+        changeset_id = self.tree.nodes[node_id].changeset_id
+        return self.branches.get(changeset_id) if changeset_id else None
+
+    def plant(self, recorder: TreeRecorder, changeset_ids: Mapping[str, str | None]) -> dict[str, str]:
+        """Record the node as the root of ``recorder``'s new run, and its subtree under it as already
+        explored: each node as recorded (visits, values, rewards, statuses, thoughts, actions,
+        observations) with ``changeset_ids[node]`` as its branch; the root is a ``root``, ``active`` and
+        unsteered. The run's first event says where it came from (``forked_from``). Returns the new id of
+        each node by its recorded id."""
+        if recorder.forked_from is None:
+            recorder.forked_from = self.origin
+        new_ids: dict[str, str] = {}
+        for node in self.subtree():
+            fields = node.model_dump(exclude={*FIXED_FIELDS, "updated_at", "kind", "label", "changeset_id"})
+            fields["changeset_id"] = changeset_ids.get(node.id)
+            if node.id == self.node_id:
+                new_ids[node.id] = recorder.add(
+                    None, kind="root", label=node.label, **{**fields, "status": "active", "steer": None}
+                )
+            else:
+                assert node.parent is not None
+                new_ids[node.id] = recorder.add(
+                    new_ids[node.parent], kind=node.kind, label=node.label, **fields
+                )
+        return new_ids
 
     def subtree(self) -> list[TreeNode]:
         """The node and everything under it, parents before children (the explored part kept)."""
@@ -91,6 +144,18 @@ def trajectory(nodes: Iterable[TreeNode]) -> list[BaseMessage]:
         elif text:
             messages.append(AIMessage(content=text))
     return messages
+
+
+def step_text(node: TreeNode) -> str:
+    """One recorded node as a line of a text trajectory: its thought, its tool call and what it saw."""
+    parts = []
+    if node.thought:
+        parts.append(cap_text(node.thought, 1500 if node.kind == "answer" else 300))
+    if node.action is not None:
+        parts.append(f"{node.action.tool}({json.dumps(node.action.args, default=str)[:300]})")
+    if node.observation:
+        parts.append("→ " + cap_text(node.observation, 600))
+    return " ".join(parts) or node.label
 
 
 @dataclass
