@@ -39,7 +39,22 @@ CREATE TABLE IF NOT EXISTS pending_reviews (
     session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
     payload TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS run_states (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    run_id TEXT NOT NULL,
+    saved_at REAL NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (session_id, run_id)
+);
 """
+
+KEPT_RUN_STATES = 10
+"""Runs per session whose branch change sets the store keeps (the newest), so a node of one of them can
+be continued or adopted after a restart; an older run's tree stays replayable, its branches are gone."""
+TREE_RECORD = "_arbor_tree"
+"""Key of a stored history entry holding a batch of search-tree events instead of a session update."""
+TREE_PREFIX = '{"' + TREE_RECORD + '":'
+"""How a stored batch of tree events starts (compact JSON)."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +222,68 @@ class SessionStore:
         with self._db(cwd) as db:
             row = db.execute(f"SELECT {value_column} FROM {table} WHERE {key_column} = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def save_run_states(self, session_id: str, cwd: str, run_id: str, payload: dict[str, Any]) -> None:
+        """Keep a run's branches and states (``ide.backend.runs``); only the newest KEPT_RUN_STATES runs of
+        the session stay."""
+        with self._db(cwd) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO run_states (session_id, run_id, saved_at, payload) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, run_id, time.time(), _compact(payload)),
+            )
+            db.execute(
+                "DELETE FROM run_states WHERE session_id = ? AND run_id NOT IN "
+                "(SELECT run_id FROM run_states WHERE session_id = ? ORDER BY rowid DESC LIMIT ?)",
+                (session_id, session_id, KEPT_RUN_STATES),
+            )
+
+    def load_run_states(self, session_id: str, cwd: str, run_id: str) -> dict[str, Any] | None:
+        with self._db(cwd) as db:
+            row = db.execute(
+                "SELECT payload FROM run_states WHERE session_id = ? AND run_id = ?", (session_id, run_id)
+            ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def kept_runs(self, session_id: str, cwd: str) -> set[str]:
+        """The runs of the session whose branches the store keeps."""
+        with self._db(cwd) as db:
+            rows = db.execute("SELECT run_id FROM run_states WHERE session_id = ?", (session_id,)).fetchall()
+        return {row[0] for row in rows}
+
+    def tree_batches(self, session_id: str, cwd: str) -> list[tuple[int, str | None, list[dict[str, Any]]]]:
+        """The session's stored tree events, batch by batch in order: (turn, the turn's question, events)."""
+        with self._db(cwd) as db:
+            rows = db.execute(
+                "SELECT turn, payload FROM events WHERE session_id = ? AND (substr(payload, 1, ?) = ? OR "
+                "payload LIKE '%user_message_chunk%') ORDER BY seq",
+                (session_id, len(TREE_PREFIX), TREE_PREFIX),
+            ).fetchall()
+        questions: dict[int, str] = {}
+        batches: list[tuple[int, str | None, list[dict[str, Any]]]] = []
+        for turn, payload in rows:
+            value = json.loads(payload)
+            if payload.startswith(TREE_PREFIX) and TREE_RECORD in value:
+                batches.append((turn, questions.get(turn), value[TREE_RECORD]))
+            elif value.get("sessionUpdate") == "user_message_chunk" and turn not in questions:
+                questions[turn] = (value.get("content") or {}).get("text") or ""
+        return batches
+
+    def session_of_run(self, cwd: str, run_id: str) -> list[tuple[str, str]]:
+        """(session id, run id) of the workspace's stored runs whose id is or starts with ``run_id``."""
+        pattern = '%"run_id":"' + run_id.replace("%", "").replace("_", "") + "%"
+        with self._db(cwd) as db:
+            rows = db.execute(
+                "SELECT DISTINCT session_id, payload FROM events WHERE substr(payload, 1, ?) = ? "
+                "AND payload LIKE ?",
+                (len(TREE_PREFIX), TREE_PREFIX, pattern),
+            ).fetchall()
+        found: set[tuple[str, str]] = set()
+        for session_id, payload in rows:
+            for event in json.loads(payload).get(TREE_RECORD, ()):
+                if str(event.get("run_id", "")).startswith(run_id):
+                    found.add((session_id, event["run_id"]))
+        return sorted(found)
 
     def events(self, session_id: str, cwd: str) -> list[dict[str, Any]]:
         with self._db(cwd) as db:

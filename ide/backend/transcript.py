@@ -12,6 +12,7 @@ from acp.schema import PermissionOption, SessionNotification, ToolCallProgress
 from pydantic import BaseModel
 
 from ide.backend.permissions import ask_client
+from ide.backend.store import TREE_RECORD
 from ide.protocol import RoleUsage
 from ide.protocol import model as md
 from ide.protocol.tree import TREE_NOTIFICATION, TreeEvent
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
     from ide.backend.store import SessionStore
 
 log = logging.getLogger(__name__)
-
-TREE_RECORD = "_arbor_tree"
-"""Key of a stored history entry holding a batch of search-tree events instead of a session update."""
 
 
 def prompt_text(blocks: list[Any]) -> str:

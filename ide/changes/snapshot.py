@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,6 +146,59 @@ def decode_changeset(data: Any) -> ChangeSet:
     bases, entries = decode_files(data.get("files"))
     root = _field(data, "root", str)
     return ChangeSet.from_recorded(Path(root), bases, entries, id=_field(data, "id", str, optional=True))
+
+
+def encode_changesets(changesets: Iterable[ChangeSet]) -> dict[str, Any]:
+    """Several change sets of one workspace as JSON-safe data, each file's bytes kept once however many of
+    them hold it (a run's branches share most of their files): ``{"root", "blobs": {key: b64},
+    "changesets": [{"id", "files"}]}``, where a file's ``data`` is a key of ``blobs`` (or null)."""
+    blobs: dict[str, str] = {}
+    root: str | None = None
+    out: list[dict[str, Any]] = []
+    for changeset in changesets:
+        root = root or str(changeset.root)
+        files = encode_files(changeset)
+        for item in files:
+            for part in (item["base"], item["entry"]):
+                if part is not None and part["data"] is not None:
+                    key = hashlib.sha256(part["data"].encode("ascii")).hexdigest()[:32]
+                    blobs.setdefault(key, part["data"])
+                    part["data"] = key
+        out.append({"id": changeset.id, "files": files})
+    return {"root": root, "blobs": blobs, "changesets": out}
+
+
+def decode_changesets(data: Any) -> dict[str, ChangeSet]:
+    """The change sets :func:`encode_changesets` gave ``data`` for, by id; a ChangeError naming the first
+    problem. Nothing is read from disk."""
+    if not isinstance(data, dict):
+        raise _bad(f"expected a JSON object, got {type(data).__name__}")
+    blobs = _field(data, "blobs", dict)
+    found: dict[str, ChangeSet] = {}
+    for i, raw in enumerate(_field(data, "changesets", list)):
+        where = f"changesets[{i}]"
+        if not isinstance(raw, dict):
+            raise _bad(f"{where} is not an object")
+        files = [
+            {**item, **{name: _unblob(item.get(name), blobs, where) for name in ("base", "entry")}}
+            if isinstance(item, dict)
+            else item
+            for item in _field(raw, "files", list, where=where)
+        ]
+        changeset = decode_changeset(
+            {"root": _field(data, "root", str), "id": _field(raw, "id", str, where=where), "files": files}
+        )
+        found[changeset.id] = changeset
+    return found
+
+
+def _unblob(part: Any, blobs: dict[str, Any], where: str) -> Any:
+    """A file's ``base`` or ``entry`` with its blob key replaced by the bytes it names."""
+    if not isinstance(part, dict) or part.get("data") is None:
+        return part
+    if part["data"] not in blobs:
+        raise _bad(f"{where}: no blob {part['data']!r}")
+    return {**part, "data": blobs[part["data"]]}
 
 
 def decode_review(snapshot: Any, commit_modes: tuple[str, ...]) -> ReviewState:

@@ -14,10 +14,12 @@ running search reads them at its next selection. It is thread-safe (LATS expands
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -41,6 +43,9 @@ class Fork:
     hint: str
     changeset: ChangeSet | None = None
     """The node's branch (None: its changes are not known, the session's own stand in)."""
+    notes: dict[str, Any] = field(default_factory=dict)
+    """What the origin run kept beside its tree to be continued (``TreeRecorder.notes``: a workflow's plan
+    and the stage of each stage node); empty when it is not known."""
     branches: dict[str, ChangeSet] = field(default_factory=dict)
     """The recorded run's branches by change set id (a node's ``changeset_id``), as
     :attr:`~ide.search.base.RunContext.branches` keeps them: the subtree's nodes go on from theirs. Empty:
@@ -123,6 +128,35 @@ class Fork:
             found.append(self.tree.nodes[node_id])
             stack.extend(self.tree.children(node_id))
         return found
+
+
+def node_state(tree: SearchTree, node_id: str, states: Mapping[str, str], start: str | None) -> str | None:
+    """The id of a node's branch: its own ``changeset_id``, else the state kept after it or after its nearest
+    ancestor that has one (``states``: ``TreeRecorder.states``), else the run's ``start``."""
+    for step in reversed(tree.path_to(node_id)):
+        node = tree.nodes[step]
+        if node.changeset_id:
+            return node.changeset_id
+        if step in states:
+            return states[step]
+    return start
+
+
+def lineage(tree: SearchTree, node_id: str) -> list[TreeNode]:
+    """The nodes below the root that led to ``node_id``, in the order they were made: its path, each node
+    preceded by the tool calls its parent made before it. A model step's calls hang beside each other under
+    it (ReAct, a plan's task, a workflow's agent), so the path alone leaves the earlier ones out; for a tree
+    search, whose siblings are alternatives, the path is the trajectory (:meth:`Fork.trajectory`)."""
+    found: list[TreeNode] = []
+    path = tree.path_to(node_id)
+    for parent, child in itertools.pairwise(path):
+        for sibling in tree.children(parent):
+            if sibling == child:
+                break
+            if tree.nodes[sibling].action is not None:
+                found.append(tree.nodes[sibling])
+        found.append(tree.nodes[child])
+    return found
 
 
 def trajectory(nodes: Iterable[TreeNode]) -> list[BaseMessage]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ide.changes import ChangeSet
 from ide.protocol.tree import (
     OBSERVATION_CAP,
     ForkOrigin,
@@ -40,6 +41,12 @@ class TreeRecorder:
     :attr:`lock` (LATS expands branches concurrently): ids are unique, ``seq`` rises by one per event,
     and ``emit`` sees events in ``seq`` order. Hold :attr:`lock` to read-modify-write several nodes as
     one step (backpropagation does); reading :attr:`tree` while other threads write also needs it.
+
+    Beside the tree, and never in its events (so recorded trees stay as they were), the recorder keeps what
+    a later run needs to continue from one of its nodes: :attr:`states` (the change set as it stood after
+    a node, for architectures that edit a change set in place: ReAct, plan, a workflow's stage agents;
+    see :meth:`keep_state`), :attr:`start_state` and :attr:`notes`. The session keeps them with the run's
+    branches across restarts.
     """
 
     def __init__(
@@ -57,9 +64,18 @@ class TreeRecorder:
         """Where the run continues from: written on its first event (set it before the root is added)."""
         self.tree = SearchTree()
         self.lock = threading.RLock()
+        self.states: dict[str, str] = {}
+        """Node id → the id of the change set (one of the run's branches) as it stood after that node, for
+        nodes whose record does not name one (``changeset_id``)."""
+        self.start_state: str | None = None
+        """The id of the change set as it stood when the run began (the state of a node before any kept)."""
+        self.notes: dict[str, Any] = {}
+        """JSON values an architecture keeps to continue from a node later (a workflow: its plan, and the
+        stage each stage node ran)."""
         self._emit = emit
         self._clock = clock
         self._nodes_made = 0
+        self._last_state: dict[str, str] = {}
 
     @property
     def emitter(self) -> Callable[[TreeEvent], None] | None:
@@ -145,6 +161,29 @@ class TreeRecorder:
             raise TreeError(f"run figures must be JSON values: {exc}") from None
         with self.lock:
             self._record(kind="finished", figures=figures, architecture=self.architecture, at=self._clock())
+
+    def keep_start(self, changeset: ChangeSet, branches: dict[str, ChangeSet]) -> str:
+        """Remember ``changeset`` as the run's state before any of its nodes (:attr:`start_state`)."""
+        with self.lock:
+            kept = changeset.child()
+            branches[kept.id] = kept
+            self._last_state[changeset.id] = kept.id
+            self.start_state = kept.id
+            return kept.id
+
+    def keep_state(self, node_id: str, changeset: ChangeSet, branches: dict[str, ChangeSet]) -> str:
+        """Remember ``changeset`` as it stands now as the run's state after ``node_id``: a snapshot (a
+        copy-on-write child, never edited) added to ``branches`` (the run's), or the last one taken of the
+        same change set while its proposed entries have not changed since. Returns the snapshot's id."""
+        with self.lock:
+            last = self._last_state.get(changeset.id)
+            kept = branches.get(last) if last is not None else None
+            if kept is None or kept.state_key() != changeset.state_key():
+                kept = changeset.child()
+                branches[kept.id] = kept
+                self._last_state[changeset.id] = kept.id
+            self.states[node_id] = kept.id
+            return kept.id
 
     def _record(self, **event: Any) -> None:
         """Make the next event, apply it (which checks it), then hand it to ``emit``; call under the lock."""
