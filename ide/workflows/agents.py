@@ -181,6 +181,7 @@ async def run_agent(
                 )
                 output, failed_call = outcome.output, outcome.failed
             recorder.update(action, observation=output, status="failed" if failed_call else "evaluated")
+            recorder.keep_state(action, branch, ctx.branches)
             messages.append(ToolMessage(output, tool_call_id=call.get("id") or name, name=name))
     summary = f"ran out of steps ({max_steps} model calls) before finishing"
     recorder.update(node, status="terminated_early", reflection=summary)
@@ -219,8 +220,10 @@ def brief_for(
     failure: dict[str, Any] | None,
     summaries: dict[str, str],
     attempt: int,
+    guidance: str = "",
 ) -> str:
-    """The request a stage agent gets: the task, its stage, what earlier stages said, the context."""
+    """The request a stage agent gets: the task, its stage, what earlier stages said, the context, and (a
+    continued run's) the trajectory it continues and the user's hint."""
     parts = [f"Task: {task}", f"Workflow stage: {stage_name}" + (f" — {description}" if description else "")]
     if attempt > 1:
         parts.append(f"This is attempt {attempt} of this stage.")
@@ -233,4 +236,6 @@ def brief_for(
         )
     if context:
         parts.append("Context retrieved for this stage (verified against the workspace):\n" + context)
+    if guidance:
+        parts.append(guidance)
     return "\n\n".join(parts)

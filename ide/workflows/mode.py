@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ide.search.base import RunContext, RunOutcome
+from ide.search.steer import lineage
+from ide.workflows.fork import StageStart, guidance_text, stage_start
 from ide.workflows.loader import Catalog, load_catalog
 from ide.workflows.orchestrator import select_workflow
 from ide.workflows.plan import ExecutionPlan, assemble_plan
@@ -76,6 +78,17 @@ class WorkflowMode:
             )
         if self.resume_run is not None:
             return await self._resume(ctx, catalog, self.resume_run)
+        guidance = ""
+        if ctx.fork is not None:
+            fork = ctx.fork
+            guidance = guidance_text(lineage(fork.tree, fork.node_id), fork.hint)
+            start = stage_start(fork.tree, fork.node_id, fork.notes)
+            if start is not None and start.workflow in catalog.workflows:
+                return await self._continue(ctx, catalog, start, guidance)
+            await ctx.think(
+                "The workflow stage of that node is not known: the workflow starts from its beginning, with "
+                "the node's trajectory and your hint as context"
+            )
         if self.chosen is not None and self.chosen not in catalog.workflows:
             known = ", ".join(sorted(catalog.workflows))
             return RunOutcome(
@@ -92,11 +105,24 @@ class WorkflowMode:
         for stage, decision in plan.decisions.items():
             verb = "including" if decision.include else "skipping"
             await ctx.think(f"Optional stage {plan.name_of(stage)}: {verb} — {decision.reason}")
-        run = WorkflowRun(ctx, catalog, selection.workflow, plan)
+        run = WorkflowRun(ctx, catalog, selection.workflow, plan, guidance=guidance)
         active = ActiveRun(
             run_id=run.run_id, workflow=plan.workflow, task=ctx.task, plan=plan.model_dump(mode="json")
         )
         return await self._watch(run, active, run.run())
+
+    async def _continue(
+        self, ctx: RunContext, catalog: Catalog, start: StageStart, guidance: str
+    ) -> RunOutcome:
+        """Run the workflow again from the stage a node belonged to (ide.workflows.fork), on the node's
+        changes, the stages before it done."""
+        plan = start.plan.model_copy(update={"entry": start.stage})
+        await ctx.think(f"Continuing the workflow {plan.workflow} from its stage {plan.name_of(start.stage)}")
+        run = WorkflowRun(ctx, catalog, catalog.workflows[start.workflow], plan, guidance=guidance)
+        active = ActiveRun(
+            run_id=run.run_id, workflow=plan.workflow, task=ctx.task, plan=plan.model_dump(mode="json")
+        )
+        return await self._watch(run, active, run.run(summaries=start.summaries))
 
     async def _resume(self, ctx: RunContext, catalog: Catalog, active: ActiveRun) -> RunOutcome:
         if active.workflow not in catalog.workflows:

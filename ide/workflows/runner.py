@@ -24,6 +24,7 @@ from ide.changes.testrun import detect_test_command, run_tests
 from ide.search.base import RunContext, RunOutcome
 from ide.search.events import first_line
 from ide.workflows.agents import brief_for, run_agent
+from ide.workflows.fork import NOTES_KEY, notes_of
 from ide.workflows.fusion import fuse
 from ide.workflows.graph import ADAPTIVE, WorkflowState, aggregate, build_workflow_graph
 from ide.workflows.loader import Catalog
@@ -53,12 +54,19 @@ class WorkflowRun:
         plan: ExecutionPlan,
         *,
         run_id: str | None = None,
+        guidance: str = "",
     ) -> None:
         self.ctx = ctx
         self.catalog = catalog
         self.workflow = workflow
         self.plan = plan
         self.run_id = run_id or uuid.uuid4().hex
+        self.guidance = guidance
+        """What every stage agent is told besides its brief: a continued run's trajectory and the hint."""
+        self.notes = notes_of(plan.workflow, plan)
+        """Kept beside the tree (``TreeRecorder.notes``): the plan and each stage node's stage, what a later
+        run needs to continue from one of its nodes (ide.workflows.fork)."""
+        ctx.recorder.notes[NOTES_KEY] = self.notes
         self.settings = ctx.settings.workflows
         self.root = Path(ctx.changeset.root)
         self.status: dict[str, str] = dict.fromkeys(plan.order, "pending")
@@ -83,8 +91,11 @@ class WorkflowRun:
             checkpointer=self.ctx.checkpointer,
         )
 
-    async def run(self) -> RunOutcome:
-        """Retrieve upfront, then run the graph from its first stage to DONE or ABORT."""
+    async def run(self, summaries: dict[str, str] | None = None) -> RunOutcome:
+        """Retrieve upfront, then run the graph from its entry stage to DONE or ABORT; ``summaries``: what
+        the stages before the entry said (a continued run's, taken as done)."""
+        for stage in summaries or {}:
+            self.status[stage] = "completed"
         self._begin_tree(resumed=False)
         await self._show_plan()
         context = await self.upfront_context()
@@ -98,7 +109,7 @@ class WorkflowRun:
             "failure": None,
             "context": context,
             "changes": encode_changeset(self.ctx.changeset),
-            "summaries": {},
+            "summaries": dict(summaries or {}),
             "log": [],
         }
         final = await self.graph().ainvoke(state, self.config(), durability="sync")
@@ -218,6 +229,7 @@ class WorkflowRun:
         label += " (started before the restart)" if resumed else ""
         self.stage_nodes[stage] = self._node(self.last_node, kind="plan", label=label, status="active")
         self.last_node = self.stage_nodes[stage]
+        self.notes["stages"][self.last_node] = stage
         return self.stage_nodes[stage]
 
     def _stage_node(self, stage: str, attempt: int) -> str:
@@ -243,6 +255,7 @@ class WorkflowRun:
             failure=payload.get("failure"),
             summaries={self.plan.name_of(k): v for k, v in (payload.get("summaries") or {}).items()},
             attempt=payload.get("attempt", 1),
+            guidance=self.guidance,
         )
         read_only = route.read_only or profile.read_only
         if read_only and not profile.read_only:
@@ -257,6 +270,8 @@ class WorkflowRun:
             max_steps=self.settings.agent_max_steps,
             strategy=self.workflow.retrieval_strategy_config,
         )
+        if report.node is not None:
+            self.ctx.recorder.keep_state(report.node, branch, self.ctx.branches)
         result = {
             "profile": profile.name,
             "failed": report.failed,
@@ -278,6 +293,7 @@ class WorkflowRun:
         merged, conflicts = merge_branches(
             base, [decode_changeset(r["changes"]) for r in results if not r["failed"] and r.get("changes")]
         )
+        self.ctx.recorder.keep_state(self.stage_nodes[stage], merged, self.ctx.branches)
         if conflicts:
             summary += (
                 f" (kept the first agent's version of {', '.join(conflicts)}: the agents' edits conflicted)"
