@@ -58,6 +58,7 @@ from ide.search import plan_tools
 from ide.search.base import RunContext, RunOutcome, schema_hint
 from ide.search.events import cap_text, tool_end, tool_start
 from ide.search.hints import hint_messages, memory_hint
+from ide.search.plan_fork import continuation
 from ide.search.plan_prompts import (
     AGENT_NAMES,
     EXECUTOR,
@@ -98,21 +99,26 @@ class PlanExecute:
         tree = PlanTree(ctx)
         run = _PlanRun(ctx, tree)
         run.hint = await memory_hint(ctx)
-        checkpointer = ctx.checkpointer if ctx.checkpointer is not None else InMemorySaver()
+        # A continuation (ctx.fork) starts a thread of its own: the trajectory done so far and the hint,
+        # never what the origin run did after the node (ide.search.plan_fork).
+        given, past = continuation(ctx.fork) if ctx.fork is not None else ([], [])
+        checkpointer = (
+            ctx.checkpointer if ctx.checkpointer is not None and ctx.fork is None else InMemorySaver()
+        )
         graph = run.build().compile(checkpointer=checkpointer)
         plan = ctx.settings.plan
         # Supersteps: per visit two per model call plus the visit's start and end nodes.
         visits = 1 + plan.max_tasks * (plan.max_replans + 1) + plan.max_replans + 1
         config = {
-            "configurable": {"thread_id": f"{ctx.thread_id}:plan"},
+            "configurable": {"thread_id": f"{ctx.thread_id}:plan" + (":fork" if ctx.fork else "")},
             "recursion_limit": visits * (2 * plan.executor_max_steps + 4) + 10,
         }
         fresh: PlanState = {
-            "messages": [HumanMessage(ctx.task)],
+            "messages": [HumanMessage(ctx.task), *given],
             "steps": 0,
             "tasks": [],
             "current": None,
-            "past_steps": [],
+            "past_steps": past,
             "replans": 0,
             "answer": None,
             "stop_reason": "end_turn",

@@ -39,6 +39,11 @@ class PlanTree:
         self.tip = self.recorder.add(parent, **fields)
         return self.tip
 
+    def keep(self, node: str) -> None:
+        """Keep the run's change set as it stands now as the state after ``node`` (a later run may continue
+        from it): at each tool call's end, each task's start and end, each review and the answer."""
+        self.recorder.keep_state(node, self.ctx.changeset, self.ctx.branches)
+
     def _model_fields(self, role: str) -> dict[str, Any]:
         return {"role": role, "model": self.ctx.model_name(role)}
 
@@ -55,6 +60,7 @@ class PlanTree:
             status="active",
             **self._model_fields(REPLANNER),
         )
+        self.keep(self.phase)
 
     def set_plan(self, tasks: Sequence[str]) -> None:
         """The phase node becomes the current plan; its tasks are queued as steps, earlier ones pruned."""
@@ -92,6 +98,7 @@ class PlanTree:
     def start_step(self) -> None:
         self.phase = self.queued.pop(0)
         self.recorder.update(self.phase, status="active")
+        self.keep(self.phase)
 
     def end_step(self, ok: bool, result: str, *, how: str = "") -> None:
         """The running step ends done (evaluated) or failed; ``how`` says by what (attempt_completion)."""
@@ -103,6 +110,7 @@ class PlanTree:
             changes["observation"] = f"{how}: {'done' if ok else 'failed'}"
             changes["label"] = f"{node.label} · {'done' if ok else 'failed'}"
         self.recorder.update(self.phase, **changes)
+        self.keep(self.phase)
 
     def end_phase(self, status: str, label: str | None = None, reflection: str | None = None) -> None:
         changes: dict[str, Any] = {"status": status}
@@ -135,15 +143,18 @@ class PlanTree:
         if label is not None:
             changes["label"] = label
         self.recorder.update(node, **changes)
+        self.keep(node)
 
     def answer(self, text: str, *, solution: bool) -> str:
-        return self._add(
+        node = self._add(
             self.phase,
             kind="answer",
             label=first_line(text) or "answer",
             thought=text,
             status="solution" if solution else "terminated_early",
         )
+        self.keep(node)
+        return node
 
     def close(self, status: str) -> None:
         """Every node still active ends with ``status`` (evaluated at the end, terminated_early on cancel)."""

@@ -27,6 +27,7 @@ from ide.llm.router import TRUNCATED_KEY
 from ide.protocol.tree import ToolAction, TreeEvent
 from ide.search.base import RunContext, RunOutcome
 from ide.search.events import ProgressEvent, first_line
+from ide.search.plan_fork import continuation
 from ide.search.tree import TreeRecorder
 
 ROLE = "react"
@@ -158,9 +159,12 @@ class ReactTree:
         model: str,
         emit: Callable[[TreeEvent], None] | None = None,
         recorder: TreeRecorder | None = None,
+        keep: Callable[[str], None] | None = None,
     ) -> None:
         self.recorder = recorder or TreeRecorder(architecture="react", emit=emit)
         self.model = model
+        self.keep = keep
+        """Called with each action node once its tool call ended: the run keeps its change set then."""
         self.root = self.recorder.add(None, kind="root", label=first_line(prompt), status="active")
         self._tip = self.root
         self._step: str | None = None
@@ -220,6 +224,8 @@ class ReactTree:
                 observation=event.get("output"),
                 status="failed" if event.get("failed") else "evaluated",
             )
+            if self.keep is not None:
+                self.keep(self._actions[event["id"]])
 
     def finish(self, stop_reason: str) -> None:
         """Close the run: the answer node (if any) on the best path, and the run's figures."""
@@ -250,7 +256,14 @@ def react_config(thread_id: str, max_steps: int) -> dict[str, Any]:
 
 class ReactArchitecture:
     """ReAct as an architecture: the graph runs on the run's conversation thread (in its checkpointer, so
-    the session remembers the turn), the tree is recorded from the graph's events, the answer streams."""
+    the session remembers the turn), the tree is recorded from the graph's events, the answer streams.
+
+    Continuing from a node (``ctx.fork``) it runs on a thread of its own that holds exactly the origin run's
+    task, the node's trajectory (its thoughts, tool calls and observations) and the user's hint
+    (:func:`~ide.search.plan_fork.continuation`), over the change set the node stood for; the session adds the
+    question and answer to its conversation after it. After each tool call the run keeps its change set as
+    the state of that action's node (``TreeRecorder.keep_state``), so a later run can continue from it.
+    """
 
     name = "react"
     keeps_conversation = True
@@ -260,13 +273,25 @@ class ReactArchitecture:
         settings = ctx.settings.agent
         from langgraph.checkpoint.memory import InMemorySaver
 
-        graph = build_react_graph(ctx.checkpointer or InMemorySaver())
-        config = react_config(ctx.thread_id or ctx.session_id or "run", settings.max_steps)
-        tree = ReactTree(ctx.task, model=ctx.model_name(ROLE), recorder=ctx.recorder)
+        fork = ctx.fork
+        checkpointer = ctx.checkpointer if fork is None else None
+        graph = build_react_graph(checkpointer or InMemorySaver())
+        thread = ctx.thread_id or ctx.session_id or "run"
+        config = react_config(thread if fork is None else f"{thread}:fork", settings.max_steps)
+        tree = ReactTree(
+            ctx.task,
+            model=ctx.model_name(ROLE),
+            recorder=ctx.recorder,
+            keep=lambda node: ctx.recorder.keep_state(node, ctx.changeset, ctx.branches),
+        )
         memory = ctx.services.memory
         hints = await asyncio.to_thread(memory.hint, ctx.task) if memory is not None else ""
+        asked: list[AnyMessage] = [
+            HumanMessage(ctx.task),
+            *(continuation(fork)[0] if fork is not None else []),
+        ]
         events = graph.astream(
-            {"messages": [HumanMessage(ctx.task)], "steps": 0, "hints": hints},
+            {"messages": asked, "steps": 0, "hints": hints},
             config=config,
             context=ctx,
             stream_mode="custom",
