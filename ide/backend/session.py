@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections import OrderedDict
 from collections.abc import Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import BaseModel
 
 from ide.backend.limits import DIFF_INLINE_CAP, RAW_IO_CAP
+from ide.backend.runs import ArmedFork, Kept, LiveRun, RunBook, RunInfo
 from ide.backend.transcript import ask_to_run_tests
 from ide.changes import ChangeError, ChangeSet, Review
 from ide.changes.refresh import refresh_review
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KEPT_RUNS = 3
-"""Runs whose branch change sets a session keeps, so the window can show any node's branch diff."""
 HISTORY_FOR_SEARCH = 8
 """Recent conversation messages a tree search is given as context."""
 
@@ -118,7 +116,9 @@ class Session:
         """Asks the client whether a command may run in a scratch worktree."""
         self._workflow = "auto"
         self._interrupted = _resumable(services.store.load_workflow(session_id, cwd))
-        self._runs: OrderedDict[str, dict[str, ChangeSet]] = OrderedDict()
+        self.book = RunBook(services.store, session_id, cwd)
+        """The session's runs and their branches (ide.backend.runs)."""
+        self._fork: ArmedFork | None = None
         self._turn: asyncio.Task[Any] | None = None
         self._prompting = False
         self._cancel_requested = False
@@ -194,10 +194,41 @@ class Session:
         """A branch change set of one of the session's last tree searches (or its own change set)."""
         if changeset_id == self.changeset.id:
             return self.changeset
-        for branches in self._runs.values():
-            if changeset_id in branches:
-                return branches[changeset_id]
-        return None
+        return self.book.branch(changeset_id)
+
+    async def runs(self) -> list[RunInfo]:
+        """Every run of the session, oldest first: stored with its history, and the live one."""
+        return await self.book.runs()
+
+    async def kept(self, run_id: str) -> Kept | None:
+        """What one of the session's runs left to continue from: its branches, the state after its nodes,
+        its notes (None: not kept any more)."""
+        return await self.book.kept(run_id)
+
+    @property
+    def live_run(self) -> LiveRun | None:
+        """The run of the turn now running, once it started recording."""
+        return self.book.live if self.running else None
+
+    def arm_fork(self, fork: ArmedFork | None) -> None:
+        """Make the next prompt continue from a node (its text the hint); None disarms."""
+        self._fork = fork
+
+    def take_fork(self) -> ArmedFork | None:
+        fork, self._fork = self._fork, None
+        return fork
+
+    def use_changes(self, changeset: ChangeSet) -> None:
+        """Make a copy of ``changeset`` the pending change set, in a review with no decisions yet."""
+        fresh = ChangeSet(Path(self.cwd), max_file_bytes=self.settings.workspace.max_file_bytes)
+        fresh.adopt(changeset)
+        self.review = Review(
+            fresh,
+            session_id=self.id,
+            title=self.review.title,
+            store=self.services.batches,
+            commit_mode=self.review.commit_mode,
+        )
 
     # A prompt's life (ide.backend.prompt) -----------------------------------------------------------
 
@@ -248,12 +279,6 @@ class Session:
         if self._shadow is not None:
             return {}
         return refresh_review(self.review, settle=True)
-
-    def keep_run(self, run_id: str, branches: dict[str, ChangeSet]) -> None:
-        """Hold a run's branch change sets (of the last KEPT_RUNS runs) for :meth:`branch`."""
-        self._runs[run_id] = branches
-        while len(self._runs) > KEPT_RUNS:
-            self._runs.popitem(last=False)
 
     async def observation_cap(self) -> int:
         """How much of a tool's output a model step sees, for the react role's context tier."""

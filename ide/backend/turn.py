@@ -19,6 +19,7 @@ from acp import text_block, update_agent_message, update_agent_thought
 from pydantic import BaseModel
 
 from ide.backend.commands import answer_command, parse_command, workflow_mode
+from ide.backend.runs import LiveRun
 from ide.backend.session import translate_event
 from ide.changes.review import commit_subject
 from ide.llm import ModelError
@@ -31,9 +32,11 @@ from ide.search.tree import TreeRecorder
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
+    from ide.backend.runs import ArmedFork
     from ide.backend.session import Session
     from ide.backend.transcript import Transcript
     from ide.search.architectures import Architecture
+    from ide.search.steer import Fork
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +79,9 @@ async def run_turn(session: Session, text: str, transcript: Transcript) -> TurnR
     await session.channel.offer_commands()
     for notice in session.take_notices():
         await emit(update_agent_thought(text_block(notice + "\n")))
+    armed = session.take_fork()
+    if armed is not None:
+        return await continue_run(session, armed, text, transcript)
     command = parse_command(text)
     if command is not None:
         answer = await answer_command(session, *command, emit)
@@ -96,6 +102,43 @@ async def run_turn(session: Session, text: str, transcript: Transcript) -> TurnR
     return await run_architecture(session, mode, text, transcript, history)
 
 
+async def continue_run(session: Session, armed: ArmedFork, hint: str, transcript: Transcript) -> TurnResult:
+    """A turn that continues from a node of an earlier run (``_arbor/tree/fork`` armed it): the session's
+    pending change set becomes a copy of the node's branch, and the armed mode runs the origin run's task with
+    the :class:`~ide.search.steer.Fork` (the node's trajectory, a copy of its branch, ``hint``) in its
+    RunContext. The run records where it came from on its first event; its result goes to review as usual."""
+    from ide.search.steer import Fork
+
+    emit = transcript.emit
+    kept = None if armed.given else await session.book.kept(armed.run_id)
+    branch = kept.branch_of(armed.tree, armed.node_id) if kept is not None else None
+    if branch is not None:
+        session.use_changes(branch)
+    if session.review.title is None:
+        session.review.title = commit_subject(armed.task)
+    fork = Fork(
+        armed.tree,
+        armed.node_id,
+        hint,
+        branch.child() if branch is not None else None,
+        notes=dict(kept.notes) if kept is not None else {},
+        # Copies under the recorded ids: the continuation never edits a recorded branch.
+        branches={ident: kept.branches[ident].child() for ident in kept.branches} if kept is not None else {},
+    )
+    mode = armed.mode
+    if mode == "auto":
+        from ide.search.architectures import choose_architecture
+
+        mode, reason = await choose_architecture(session.router, f"{armed.task}\n\n{hint}", [])
+        await emit(update_agent_thought(text_block(f"Auto mode: {mode} — {reason}\n")))
+    node = armed.tree.nodes[armed.node_id]
+    said = f"Continuing run {armed.run_id[:8]} from {node.kind} {armed.node_id} ({node.label}) in {mode} mode"
+    if branch is None:
+        said += "; the node's changes are not known, so the session's own stand in"
+    await emit(update_agent_thought(text_block(said + "\n")))
+    return await run_architecture(session, mode, armed.task, transcript, [], fork=fork, question=hint)
+
+
 async def _architecture(session: Session, mode: str) -> Architecture:
     if mode == "workflow":
         return workflow_mode(session)
@@ -111,8 +154,15 @@ async def run_architecture(
     transcript: Transcript,
     history: list[BaseMessage] | None = None,
     architecture: Architecture | None = None,
+    *,
+    fork: Fork | None = None,
+    question: str | None = None,
 ) -> TurnResult:
     """Run ``text`` with the architecture of ``mode`` on a RunContext; adopt the branch it chose.
+
+    With ``fork`` the run continues from a node of an earlier run (``text`` is that run's task, ``question``
+    what the user asked now: the hint). The run's branches and the state it kept after its nodes stay with
+    the session (``ide.backend.runs``), in memory and in the session store.
 
     Its tree events go to the client after every model step and tool call, every TREE_FLUSH_S while
     it runs, and when it ends — whether it finishes, fails or is cancelled (the tree is then closed
@@ -124,7 +174,9 @@ async def run_architecture(
     architecture = architecture or await _architecture(session, mode)
     keeps_conversation = getattr(architecture, "keeps_conversation", False)
     buffer = TreeBuffer(transcript.emit_tree)
-    recorder = TreeRecorder(architecture=mode, emit=buffer.append)
+    recorder = TreeRecorder(
+        architecture=mode, emit=buffer.append, forked_from=fork.origin if fork is not None else None
+    )
     flush_tree = buffer.flush
 
     async def ticker() -> None:
@@ -155,8 +207,11 @@ async def run_architecture(
         services=session.tool_services(),
         ask_permission=session.ask_permission,
         observation_cap=await session.observation_cap(),
+        fork=fork,
     )
-    session.keep_run(recorder.run_id, ctx.branches)
+    recorder.keep_start(ctx.changeset, ctx.branches)
+    session.book.hold(recorder, ctx.branches)
+    session.book.live = LiveRun(recorder.run_id, mode, ctx.steering, recorder.tree)
     flusher = asyncio.create_task(ticker())
     try:
         outcome = await architecture.run(ctx)
@@ -167,10 +222,12 @@ async def run_architecture(
             _adopt_best_so_far(session, ctx)
         raise
     finally:
+        session.book.live = None
         flusher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await flusher
         await flush_tree()
+        await session.book.save(recorder, ctx.branches)
     if outcome.changeset is not None and outcome.changeset is not session.changeset:
         session.changeset.adopt(outcome.changeset)
     if outcome.answer and not outcome.answered:
@@ -178,8 +235,8 @@ async def run_architecture(
     if not recorder.tree.finished and recorder.tree.root is not None:
         ctx.finish_tree(outcome.stop_reason)
         await flush_tree()
-    if not keeps_conversation:
-        await session.add_exchange(text, outcome.answer)
+    if not keeps_conversation or fork is not None:
+        await session.add_exchange(question or text, outcome.answer)
     if session.checkpointer is not None:
         from ide.backend.services import prune_checkpoints
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from acp import Client
     from acp.schema import FileSystemCapabilities
 
+    from ide.backend.runs import ArmedFork, Kept, LiveRun, RunInfo
     from ide.backend.services import Services
     from ide.changes import ChangeSet, Review
     from ide.changes.shadow import Shadow
@@ -106,6 +107,29 @@ class SessionApi(Protocol):
     def choose_workflow(self, name: str) -> bool:
         """Run ``name`` (or ``auto``) in the workflow mode from now on, kept in the session store; True when
         the session's mode changed to the workflow mode."""
+        ...
+
+    async def runs(self) -> list[RunInfo]:
+        """Every run of the session, oldest first: stored with its history (a restored session's too), and
+        the live one."""
+        ...
+
+    async def kept(self, run_id: str) -> Kept | None:
+        """What one of the session's runs left to continue from: its branches, the state after its nodes,
+        its notes (None: not kept any more: the store keeps the last ``KEPT_RUN_STATES`` runs')."""
+        ...
+
+    @property
+    def live_run(self) -> LiveRun | None:
+        """The run of the turn now running (its id, architecture and steering), once it records."""
+        ...
+
+    def arm_fork(self, fork: ArmedFork | None) -> None:
+        """Make the session's next prompt continue from a node, its text the hint (None: disarm)."""
+        ...
+
+    def use_changes(self, changeset: ChangeSet) -> None:
+        """Make a copy of ``changeset`` the pending change set, in a review with no decisions yet."""
         ...
 
     def drop_shadow(self) -> Shadow | None:
