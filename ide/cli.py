@@ -33,6 +33,7 @@ COMMANDS = (
     "workflows",
     "mcp",
     "eval",
+    "tree",
 )
 
 PROTOCOL_COMMANDS = ("acp", "mcp")
@@ -125,7 +126,26 @@ def _parser() -> argparse.ArgumentParser:
         help="with --agent: answer the agent's command permissions with allow once (the commands run in the "
         "shadow workspace); without it they are refused",
     )
-    run.add_argument("task", help="what the agent should do")
+    run.add_argument(
+        "--from",
+        dest="from_node",
+        default=None,
+        metavar="RUN:NODE",
+        help="continue from that node of an earlier run (see arbor tree list), in the session holding it; "
+        "the task is then your hint, and the diff printed the session's whole resulting change set",
+    )
+    run.add_argument("task", help="what the agent should do (with --from: the hint)")
+
+    tree = sub.add_parser("tree", help="a session's recorded runs (search trees) and their nodes")
+    tsub = tree.add_subparsers(dest="tree_command", metavar="ACTION", required=True)
+    tlist = tsub.add_parser("list", help="a session's runs, or one run's nodes (* best path, ± changes kept)")
+    tlist.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
+    tlist.add_argument(
+        "--session",
+        default=None,
+        help="session id or its start (default: the one holding RUN, else the latest)",
+    )
+    tlist.add_argument("run", nargs="?", default=None, help="a run id (or its start): list its nodes")
 
     rollback = sub.add_parser("rollback", help="roll back the last (or the named) applied batch")
     rollback.add_argument("--workspace", "-w", default=".", help="workspace directory (default: .)")
@@ -236,6 +256,65 @@ def _rollback(workspace: Path, batch_id: str | None) -> int:
     return 1 if result.refused else 0
 
 
+def _stored_run(workspace: Path, run: str, session: str | None = None) -> tuple[str, str] | str:
+    """(session id, run id) of the stored run ``run`` names (its id or start), or why there is none."""
+    from ide.backend.store import SessionStore
+
+    try:
+        store = SessionStore(load_settings(workspace).settings.resolved_data_dir())
+    except SettingsError as exc:
+        return str(exc)
+    try:
+        found = [
+            (s, r) for s, r in store.session_of_run(str(workspace), run) if session is None or s == session
+        ]
+    finally:
+        store.close()
+    if not found:
+        return f"no run {run} in the sessions of {workspace} (arbor tree list shows them)"
+    if len(found) > 1:
+        return f"{run} names {len(found)} runs: {', '.join(r for _s, r in found)}"
+    return found[0]
+
+
+def _tree_list(workspace: Path, session: str | None, run: str | None) -> int:
+    """``arbor tree list``: a stored session's runs, or one run's nodes, read from the session store."""
+    from ide.backend.runs import stored_summaries
+    from ide.backend.store import SessionStore
+    from ide.headless.tree import node_listing, run_listing
+
+    try:
+        store = SessionStore(load_settings(workspace).settings.resolved_data_dir())
+    except SettingsError as exc:
+        return _fail(str(exc))
+    try:
+        sessions = [r.id for r in store.list(str(workspace)) if session is None or r.id.startswith(session)]
+        if run is not None and session is None:
+            found = _stored_run(workspace, run)
+            if isinstance(found, str):
+                return _fail(found)
+            sessions = [found[0]]
+        if not sessions:
+            return _fail(
+                f"no session {session} in {workspace}" if session else f"{workspace} has no sessions"
+            )
+        if session is not None and len(sessions) > 1:
+            return _fail(f"{session} names {len(sessions)} sessions: {', '.join(sessions)}")
+        runs = asyncio.run(stored_summaries(store, sessions[0], str(workspace), run))
+        if run is None:
+            lines = run_listing(sessions[0], runs, {})
+        elif len(runs) == 1:
+            lines = node_listing(sessions[0], runs[0])
+        else:
+            return _fail(
+                f"no run {run} in session {sessions[0]}" if not runs else f"{run} names {len(runs)} runs"
+            )
+    finally:
+        store.close()
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0
+
+
 def _trust(workspace: Path, revoke: bool) -> int:
     """``arbor trust``: show what the workspace's config asks for, then record the user's trust."""
     from ide.settings import trust_store
@@ -322,6 +401,17 @@ def _run(args: argparse.Namespace) -> int:
             return _run_foreign(workspace, args)
         if args.allow_commands:
             return _fail("--allow-commands is for another agent's commands (with --agent)")
+        fork = None
+        if args.from_node is not None:
+            run_id, _, node_id = args.from_node.partition(":")
+            if not run_id or not node_id:
+                return _fail("--from takes RUN:NODE, e.g. --from 3f2a…:n4 (arbor tree list shows them)")
+            if args.workflow is not None:
+                return _fail("--from continues in the run's own mode (or --mode); it takes no --workflow")
+            found = _stored_run(workspace, run_id)
+            if isinstance(found, str):
+                return _fail(found)
+            fork = (*found, node_id)
         return asyncio.run(
             run_task(
                 workspace,
@@ -330,11 +420,18 @@ def _run(args: argparse.Namespace) -> int:
                 apply=args.apply,
                 workflow=args.workflow,
                 allow_tests=args.allow_tests,
+                fork=fork,
             )
         )
 
     if args.command == "rollback":
         return _rollback(Path(args.workspace).resolve(), args.batch_id)
+
+    if args.command == "tree":
+        workspace = Path(args.workspace).resolve()
+        if not workspace.is_dir():
+            return _fail(f"workspace {workspace} is not a directory")
+        return _tree_list(workspace, args.session, args.run)
 
     if args.command in ("index", "symbols"):
         from ide.codeintel.cli import run_index, run_symbols
@@ -443,7 +540,8 @@ def entry() -> int:
 
 def _run_foreign(workspace: Path, args: argparse.Namespace) -> int:
     """``arbor run --agent``: another ACP agent on a shadow of the workspace (ide.headless.foreign)."""
-    given = [flag for flag, value in (("--mode", args.mode), ("--workflow", args.workflow)) if value]
+    flags = (("--mode", args.mode), ("--workflow", args.workflow), ("--from", args.from_node))
+    given = [flag for flag, value in flags if value]
     if args.allow_tests:
         given.append("--allow-tests")
     if given:

@@ -23,7 +23,7 @@ from acp.schema import (
 )
 
 from ide import __version__, self_command
-from ide.client.agentconn import apply_all
+from ide.client.agentconn import apply_all, call
 from ide.client.events import MessageChunk, SessionEvent, ThoughtChunk, ToolCallDone, ToolCallStarted
 from ide.client.fold import SessionFold
 from ide.client.process import StderrTail, drain_stderr, on_stop_signals, spawn_agent, stop_agent
@@ -34,6 +34,7 @@ from ide.protocol.review import (
     ChangeSetView,
     unified_diff,
 )
+from ide.protocol.steer import FORK, ForkParams
 from ide.termout import EscapedText
 
 EXIT_OK = 0
@@ -73,6 +74,8 @@ class TerminalClient(ReadOnlyClient):
         self.changeset: ChangeSetView | None = None
         self.fold = SessionFold()
         """The turn's session updates, read (one session per client)."""
+        self.muted = False
+        """A loaded session's history is being replayed: none of it is printed."""
 
     async def request_permission(self, options: Any, session_id: str, tool_call: Any, **kwargs: Any) -> Any:
         """Test runs (LATS, a workflow's test stage) are allowed with --allow-tests; anything else — a
@@ -96,7 +99,8 @@ class TerminalClient(ReadOnlyClient):
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         """The SDK's callback: the update, folded into its event, goes to :meth:`on_event`."""
-        self.on_event(self.fold.apply(update))
+        if not self.muted:
+            self.on_event(self.fold.apply(update))
 
     def on_event(self, event: SessionEvent) -> None:
         """Print one event of the turn: the answer to stdout, thoughts and tool calls to stderr."""
@@ -131,11 +135,17 @@ async def run_task(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     command: list[str] | None = None,
+    fork: tuple[str, str, str] | None = None,
 ) -> int:
     """Run one prompt turn in a new session on ``workspace`` (absolute); the exit code says how it ended.
 
     The turn's change set is printed as a unified diff and nothing is written, unless ``apply``: then
     every hunk is accepted and applied (checkpoint, writes, commit) exactly as the window's Apply all.
+
+    With ``fork`` (session id, run id, node id) the turn continues from that node of a run of that stored
+    session instead (``_arbor/tree/fork``), ``task`` its hint: the session is loaded (its history not
+    printed), the continuation runs in ``mode`` or the run's own architecture, and the diff printed is the
+    session's whole resulting change set.
     """
     out, err = EscapedText(out), EscapedText(err)  # type: ignore[assignment]
     # Its own process group, as the window does: stopping it also stops the language servers it spawned.
@@ -165,10 +175,13 @@ async def run_task(
             client_capabilities=ClientCapabilities(field_meta={META_KEY: {"review": True}}),
             client_info=Implementation(name="arbor-run", version=__version__),
         )
-        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        session_id = session.session_id
-        if mode and mode != (session.modes.current_mode_id if session.modes else None):
-            await conn.set_session_mode(session_id=session_id, mode_id=mode)
+        if fork is not None:
+            session_id = await continue_from(conn, client, workspace, fork, mode, err)
+        else:
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            session_id = session.session_id
+            if mode and mode != (session.modes.current_mode_id if session.modes else None):
+                await conn.set_session_mode(session_id=session_id, mode_id=mode)
         text = f"/workflow {workflow} {task}" if workflow else task
         response = await conn.prompt(session_id=session_id, prompt=[text_block(text)])
         out.write("\n")
@@ -205,6 +218,33 @@ async def run_task(
         stop_handlers.close()
         await close_backend(conn, proc)
         drain.cancel()
+
+
+async def continue_from(
+    conn: Any,
+    client: TerminalClient,
+    workspace: Path,
+    fork: tuple[str, str, str],
+    mode: str | None,
+    err: TextIO,
+) -> str:
+    """Load the stored session of ``fork`` (quietly) and arm its next prompt to continue from the node;
+    says on ``err`` where it goes on from and what it will not have. Returns the session's id."""
+    session_id, run_id, node_id = fork
+    client.muted = True
+    try:
+        await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        params = ForkParams(session_id=session_id, run_id=run_id, node_id=node_id, mode=mode)
+        armed = await call(conn, FORK, params)  # answered after every replayed update was handled
+    finally:
+        client.muted = False
+    files = f", starting from {len(armed.files)} changed file(s)" if armed.files else ""
+    err.write(
+        f"[continue] run {run_id} from {node_id} ({len(armed.path)} steps) in {armed.mode} mode{files}\n"
+    )
+    if armed.note:
+        err.write(f"[continue] {armed.note}\n")
+    return session_id
 
 
 async def apply_and_report(conn: Any, session_id: str, err: TextIO, message: str | None = None) -> bool:
