@@ -137,7 +137,9 @@ class TreeRecorder:
             # Wire form of the validated values, so live events equal the ones read back from JSONL.
             dumped = new.model_dump(mode="json", include=set(changes))
             old_dumped = old.model_dump(mode="json", include=set(changes))
-            delta = {name: value for name, value in dumped.items() if old_dumped[name] != value}
+            # A field left out of the wire when unset (a node's ``steer``) is missing from one dump or both.
+            names = [name for name in TreeNode.model_fields if name in changes]
+            delta = {name: dumped.get(name) for name in names if old_dumped.get(name) != dumped.get(name)}
             if not delta:
                 return old
             now = self._clock()
