@@ -14,9 +14,17 @@ The run stops at a solution (an answer scoring at least ``solution_threshold``),
 expand, or at the iteration, time or token limit. The tree is the record: every candidate, score and
 lesson is a node or a node field, and the best path is marked whenever the best node changes.
 
+Steering (``ctx.steering``, read at each selection): a node the user pruned is recorded ``pruned`` (its
+``steer`` too) and neither it nor anything under it is selected, expanded or made the best again (nor is
+its parent expanded again for it); a node the user asked to expand is expanded next, before the selection.
+Pruning the root, or every open leaf, ends the run. A continued run (``ctx.fork``) starts with the node
+it continues from as its root, on that node's branch, its subtree recorded as explored (kept for UCT,
+never the best), and expands that root first; its prompts carry the steps that led there and the hint.
+
 Model calls, in order (what a ``scripted:`` file must hold), per iteration:
 
-1. ``lats.selection`` once, only when the beam holds two or more leaves: ``{"node_id", "reason"}``.
+1. ``lats.selection`` once, only when the beam holds two or more leaves: ``{"node_id", "reason"}``; never
+   when the iteration expands a node the user asked to expand, or a continued run's root (its first).
 2. ``lats.expansion`` × ``expansion_width``, with the tools bound, in candidate order. A malformed tool
    call is re-asked once (its repair call comes after every candidate's first call has started).
 3. ``lats.evaluation`` × each new node that was not pruned or failed, in node order:
@@ -43,10 +51,11 @@ from ide.search.base import (
     StructuredOutputError,
     ask_structured,
     gather_in_order,
+    trajectory_text,
 )
 from ide.search.events import first_line
 from ide.search.hints import hint_messages, memory_hint
-from ide.search.lats_eval import BACKPROP, EVALUATION, LatsEvaluation, LatsState
+from ide.search.lats_eval import BACKPROP, EVALUATION, LatsEvaluation, LatsState, plant_fork
 from ide.search.uct import UNSELECTABLE, uct_score
 from ide.tools import ToolError
 
@@ -102,12 +111,16 @@ class _LatsRun:
         self.ctx = ctx
         self.limits = ctx.settings.lats
         self.tree = ctx.recorder.tree
-        root = ctx.recorder.add(None, kind="root", label=first_line(ctx.task) or "task", status="active")
-        self.state = LatsState(root=root, branches={root: ctx.changeset})
-        self.evaluation = LatsEvaluation(ctx, self.state)
         # Schemas and argument checks do not depend on the branch: one toolbox serves every candidate.
         self.toolbox = ctx.toolbox()
         self.tools = ctx.tools_for()
+        if ctx.fork is None:
+            root = ctx.recorder.add(None, kind="root", label=first_line(ctx.task) or "task", status="active")
+            self.state = LatsState(root=root, branches={root: ctx.changeset})
+        else:
+            kinds = {name: spec.kind for name, spec in self.toolbox.specs.items()}
+            self.state = plant_fork(ctx, ctx.fork, kinds)
+        self.evaluation = LatsEvaluation(ctx, self.state)
         self.expansion_model = ctx.model_name(EXPANSION)
         self.hint = ""
 
@@ -125,7 +138,8 @@ class _LatsRun:
             self._close("error")
             raise
         self._update_best()
-        ctx.recorder.update(state.root, status="evaluated")
+        if state.root not in state.pruned:
+            ctx.recorder.update(state.root, status="evaluated")
         best = state.best or state.root
         figures = self._close(stop_reason)
         node = self.tree.nodes[best]
@@ -133,17 +147,29 @@ class _LatsRun:
         changed = branch is not None and bool(branch.changed_paths())
         return RunOutcome(
             stop_reason,
-            answer=self._answer(node),
+            answer=self.evaluation.answer(node),
             changeset=branch if changed else None,
             figures=figures,
         )
 
     async def _search(self) -> str:
         ctx, limits, state = self.ctx, self.limits, self.state
+        if ctx.fork is not None:
+            explored = len(state.explored)
+            await ctx.think(
+                f"Going on from {ctx.fork.node_id} of run {ctx.fork.origin.run_id[:8]} as {state.root}, "
+                f"with {explored} explored node{'s' * (explored != 1)} below it kept"
+            )
         while True:
+            await self._take_prunes()
+            if state.root in state.pruned:
+                state.stop_note = "you pruned the root"
+                return "end_turn"
+            asked = await self._asked_expansion()
             top, beam = self._frontier()
-            if top is None:
-                state.stop_note = "every branch was explored"
+            if top is None and asked is None and not state.continuing:
+                pruned = state.pruned and self._frontier(steered=False)[0] is not None
+                state.stop_note = "every open branch was pruned" if pruned else "every branch was explored"
                 return "end_turn"
             if state.iterations >= limits.max_iterations:
                 state.stop_note = f"the iteration limit ({limits.max_iterations}) was reached"
@@ -155,7 +181,13 @@ class _LatsRun:
                 state.stop_note = f"the token budget ({limits.max_tokens}) was spent"
                 return "max_tokens"
             state.iterations += 1
-            selected = await self._select(top, beam)
+            if asked is not None:
+                selected = await self._take_expansion(asked, "as you asked")
+            elif state.continuing:
+                selected = await self._take_expansion(state.root, "where this run continues from")
+            else:
+                assert top is not None
+                selected = await self._select(top, beam)
             new = await self._expand(selected)
             state.nodes_per_iteration.append(len(new))
             verdicts = await gather_in_order(self.evaluation.evaluate(node_id) for node_id in new)
@@ -181,7 +213,9 @@ class _LatsRun:
             best,
             iterations=state.iterations,
             nodes_per_iteration=list(state.nodes_per_iteration),
-            solution_found=any(n.status == "solution" for n in self.tree.nodes.values()),
+            solution_found=any(
+                n.status == "solution" and n.id not in state.explored for n in self.tree.nodes.values()
+            ),
             best_node=best,
             best_score=best_node.reward_raw,
             reflections=len(state.lessons),
@@ -201,15 +235,18 @@ class _LatsRun:
             }
         return phases
 
-    def _frontier(self) -> tuple[str | None, list[str]]:
+    def _frontier(self, *, steered: bool = True) -> tuple[str | None, list[str]]:
         """The UCT descent's leaf and the beam (that leaf first, then other expandable leaves by UCT).
 
         A leaf is expandable when it is the root or an evaluated action/thought above the depth limit
-        with no selectable child (so a node whose candidates all failed is tried again). The descent
-        only enters subtrees that still hold an expandable leaf.
+        with no selectable child (so a node whose candidates all failed is tried again) and a known
+        branch. The descent only enters subtrees that still hold an expandable leaf. What the user pruned
+        is out (``steered``), and a pruned child still counts as its parent's: it is not expanded again.
         """
         nodes = self.tree.nodes
-        parents_of_live = {n.parent for n in nodes.values() if n.status not in UNSELECTABLE}
+        pruned = self.state.pruned if steered else set()
+        cut = self._cut() if steered else set()
+        parents_of_live = {n.parent for n in nodes.values() if n.status not in UNSELECTABLE or n.id in pruned}
         expandable: list[str] = []
         alive: set[str] = set()
         for node in reversed(nodes.values()):  # children come after their parents
@@ -218,6 +255,8 @@ class _LatsRun:
                 and node.status in ("active", "evaluated")
                 and node.kind != "answer"
                 and node.depth < self.limits.max_depth
+                and node.id in self.state.branches
+                and node.id not in cut
             )
             if can_expand:
                 expandable.append(node.id)
@@ -241,6 +280,59 @@ class _LatsRun:
             key=lambda leaf: -self._uct(leaf)[0],
         )
         return current, [current, *others][: self.limits.beam_width]
+
+    def _cut(self) -> set[str]:
+        """The nodes the user pruned and every node under them."""
+        cut: set[str] = set()
+        if self.state.pruned:
+            for node in self.tree.nodes.values():  # parents come before their children
+                if node.id in self.state.pruned or node.parent in cut:
+                    cut.add(node.id)
+        return cut
+
+    async def _take_prunes(self) -> None:
+        """Record the prunes the user asked for since the last selection: those subtrees are out."""
+        steering = self.ctx.steering
+        with steering.lock:
+            asked = set(steering.pruned) - self.state.pruned
+        for node_id in [n for n in self.tree.nodes if n in asked]:  # in tree order
+            self.state.pruned.add(node_id)
+            self.ctx.recorder.update(node_id, steer="prune", status="pruned")
+            await self.ctx.think(f"Pruned {node_id} as you asked: its branch is not explored further")
+
+    async def _asked_expansion(self) -> str | None:
+        """The node the user asked to expand next that can be, if any (those that cannot are said)."""
+        while (node_id := self.ctx.steering.next_expand(self.tree)) is not None:
+            node = self.tree.nodes[node_id]
+            why = (
+                "it is a final answer"
+                if node.kind == "answer"
+                else f"it is {node.status}"
+                if node.status in UNSELECTABLE
+                else f"it is at the depth limit ({self.limits.max_depth})"
+                if node.depth >= self.limits.max_depth
+                else "its branch's changes are not known"
+                if node_id not in self.state.branches
+                else None
+            )
+            if why is None:
+                return node_id
+            await self.ctx.think(f"Cannot expand {node_id} as you asked: {why}")
+        return None
+
+    async def _take_expansion(self, node_id: str, how: str) -> str:
+        """Expand ``node_id`` now, without a selection: the node the user asked for (recorded as its
+        ``steer``), or a continued run's root first."""
+        state = self.state
+        if how == "as you asked":
+            self.ctx.recorder.update(node_id, steer="expand")
+        if node_id == state.root:
+            state.continuing = False
+        await self.ctx.think(
+            f"Iteration {state.iterations}/{self.limits.max_iterations}: expanding {node_id} ({how}); "
+            f"{self.limits.expansion_width} candidates"
+        )
+        return node_id
 
     def _uct(self, node_id: str) -> tuple[float, float]:
         """(UCT score, exploration part) of a node against its parent's visits; the root scores inf."""
@@ -290,7 +382,10 @@ class _LatsRun:
 
     def _selection_brief(self, beam: list[str]) -> str:
         nodes = self.tree.nodes
-        lines = [f"Task:\n{self.ctx.task}\n", "Candidates:"]
+        lines = [f"Task:\n{self.evaluation.task()}\n"]
+        if self.ctx.fork is not None:
+            lines.append(f"Steps before the search's root:\n{trajectory_text(self.ctx.fork.steps())}\n")
+        lines.append("Candidates:")
         for node_id in beam:
             node = nodes[node_id]
             path = " → ".join(nodes[n].label for n in self.tree.path_to(node_id)[1:]) or "(start)"
@@ -312,12 +407,11 @@ class _LatsRun:
         system = EXPANSION_PROMPT.format(
             root=ctx.changeset.root, tools=", ".join(self.toolbox.specs), lessons=lesson_text
         )
-        messages: list[BaseMessage] = [
-            SystemMessage(system),
-            *hint_messages(self.hint),
-            *ctx.history,
-            HumanMessage(ctx.task),
-        ]
+        messages: list[BaseMessage] = [SystemMessage(system), *hint_messages(self.hint), *ctx.history]
+        if ctx.fork is None:
+            messages.append(HumanMessage(ctx.task))
+        else:  # the task continued, the steps that led to the root, and the user's hint
+            messages += [HumanMessage(ctx.fork.task), *ctx.fork.guidance()]
         for node_id in self.tree.path_to(parent)[1:]:
             step = state.steps.get(node_id)
             if step is not None:
@@ -447,7 +541,10 @@ class _LatsRun:
         """The solution, else the best-scored answer, else the highest-valued leaf; marked when it changes."""
         nodes = self.tree.nodes
         best: TreeNode | None = None
-        answers = [n for n in nodes.values() if n.kind == "answer" and n.reward_raw is not None]
+        out = self._cut() | self.state.explored
+        answers = [
+            n for n in nodes.values() if n.kind == "answer" and n.reward_raw is not None and n.id not in out
+        ]
         solutions = [n for n in answers if n.status == "solution"]
         pool = solutions or [n for n in answers if n.status not in UNSELECTABLE]
         if pool:
@@ -457,39 +554,20 @@ class _LatsRun:
             leaves = [
                 n
                 for n in nodes.values()
-                if n.parent is not None and n.status not in UNSELECTABLE and n.id not in parents and n.visits
+                if n.parent is not None
+                and n.status not in UNSELECTABLE
+                and n.id not in parents
+                and n.visits
+                and n.id not in out
             ]
             if leaves:
                 best = max(leaves, key=lambda n: n.value)
         if best is not None and best.id != self.state.best:
             self.state.best = best.id
             self.ctx.recorder.best_path(best.id)
-
-    def _answer(self, node: TreeNode) -> str:
-        state, limits = self.state, self.limits
-        if node.kind == "answer":
-            text = node.thought or node.label
-            if node.status != "solution" and node.reward_raw is not None:
-                text += (
-                    f"\n\n(No answer met the bar of {limits.solution_threshold:g}/10; this, the best, "
-                    f"scored {node.reward_raw:.1f}. LATS stopped: {state.stop_note}.)"
-                )
-            return text
-        lines = [
-            f"LATS stopped after {state.iterations} iteration{'s' if state.iterations != 1 else ''} "
-            f"without a solution: {state.stop_note}."
-        ]
-        path = self.tree.path_to(node.id)[1:]
-        if path:
-            lines.append("\nBest trajectory:")
-            for number, node_id in enumerate(path, start=1):
-                step = self.tree.nodes[node_id]
-                score = f" (score {step.reward_raw:.1f}/10)" if step.reward_raw is not None else ""
-                lines.append(f"{number}. {step.label}{score}")
-        if state.lessons:
-            lines.append("\nLessons learnt:")
-            lines.extend(f"- {lesson}" for lesson in state.lessons)
-        return "\n".join(lines)
+        elif best is None and self.state.best in out:  # the best so far was pruned: none is left
+            self.state.best = None
+            self.ctx.recorder.best_path(self.state.root)
 
 
 def _tokens(reply: AIMessage) -> tuple[int, int]:

@@ -21,6 +21,7 @@ from ide.changes.hunks import patch_text, text_hunks
 from ide.changes.testrun import detect_test_command, run_tests
 from ide.protocol.tree import SearchTree, TreeNode
 from ide.search.base import (
+    CACHEABLE_KINDS,
     RunContext,
     StructuredOutputError,
     ask_structured,
@@ -28,6 +29,7 @@ from ide.search.base import (
     trajectory_text,
 )
 from ide.search.events import cap_text, first_line
+from ide.search.steer import Fork, trajectory
 from ide.search.uct import UNSELECTABLE, backpropagate, normalise_reward
 
 EVALUATION = "lats.evaluation"
@@ -71,6 +73,44 @@ class LatsState:
     best: str | None = None
     stop_note: str = ""
     syntax_errors: dict[tuple[str, Any], str | None] = field(default_factory=dict)
+    explored: set[str] = field(default_factory=set)
+    """Nodes a continued run took over from the run it continues (never its best: judged without the hint)."""
+    continuing: bool = False
+    """A continued run whose root (the node it continues from) is still to be expanded, first."""
+    pruned: set[str] = field(default_factory=set)
+    """Nodes the user pruned whose prune is recorded: they and their subtrees are out of the search."""
+
+
+def plant_fork(ctx: RunContext, fork: Fork, tool_kinds: dict[str, str]) -> LatsState:
+    """The state of a run that continues from ``fork``: its node as the root, on the fork's branch, and its
+    subtree as explored, each node on its recorded branch where the fork carries it (one that only read,
+    thought or answered goes on from its parent's); the lessons learnt there kept."""
+    root_branch = fork.branch_of(fork.node_id) or ctx.changeset
+    ctx.branches.setdefault(root_branch.id, root_branch)
+    branches = {fork.node_id: root_branch}
+    subtree = fork.subtree()
+    for node in subtree[1:]:
+        branch = fork.branch_of(node.id)
+        parent = branches.get(node.parent or "")
+        read_only = node.action is None or tool_kinds.get(node.action.tool) in CACHEABLE_KINDS
+        if branch is None and parent is not None and read_only:
+            branch = ctx.branch(parent)
+        if branch is not None:
+            ctx.branches.setdefault(branch.id, branch)
+            branches[node.id] = branch
+    new_ids = fork.plant(ctx.recorder, {node_id: branch.id for node_id, branch in branches.items()})
+    root = new_ids[fork.node_id]
+    state = LatsState(root=root, branches={new_ids[old]: branch for old, branch in branches.items()})
+    state.continuing = True
+    for node in subtree[1:]:
+        state.explored.add(new_ids[node.id])
+        if node.action is not None:
+            call, observation = trajectory([node])
+            assert isinstance(call, AIMessage) and isinstance(observation, ToolMessage)
+            state.steps[new_ids[node.id]] = (call, observation)
+        if node.reflection and "Lesson: " in node.reflection:
+            state.lessons.append(node.reflection.rsplit("Lesson: ", 1)[1].strip())
+    return state
 
 
 @dataclass
@@ -166,9 +206,15 @@ class LatsEvaluation:
             else "The last step is an intermediate step: score how promising the trajectory is."
         )
         return (
-            f"Task:\n{self.ctx.task}\n\nTrajectory:\n{trajectory_text(steps)}\n\n"
+            f"Task:\n{self.task()}\n\nTrajectory:\n{trajectory_text(steps)}\n\n"
             f"Changes proposed in this branch:\n{diff}\n\n{last}"
         )
+
+    def task(self) -> str:
+        """The task as prompts give it: in a continued run, the task of the run it continues and the
+        user's hint."""
+        fork = self.ctx.fork
+        return self.ctx.task if fork is None else f"{fork.task}\n\n{fork.hint_text}"
 
     def _syntax_error(self, branch: ChangeSet, changed: list[str]) -> str | None:
         """``path:line: message`` of the first changed Python file that does not parse, else None."""
@@ -262,16 +308,45 @@ class LatsEvaluation:
         messages: list[BaseMessage] = [
             SystemMessage(REFLECTION_PROMPT),
             HumanMessage(
-                f"Task:\n{self.ctx.task}\n\nAttempt:\n{trajectory_text(steps)}\n\nWhy it failed: {why}"
+                f"Task:\n{self.task()}\n\nAttempt:\n{trajectory_text(steps)}\n\nWhy it failed: {why}"
             ),
         ]
         reply = await self.ctx.router.stream(BACKPROP, messages)
         return cap_text(" ".join(reply.text.split()), 500)
 
+    def answer(self, node: TreeNode) -> str:
+        """The run's answer from its best node: an answer's text, else why it stopped and the best path."""
+        state, limits = self.state, self.limits
+        if node.kind == "answer":
+            text = node.thought or node.label
+            if node.status != "solution" and node.reward_raw is not None:
+                text += (
+                    f"\n\n(No answer met the bar of {limits.solution_threshold:g}/10; this, the best, "
+                    f"scored {node.reward_raw:.1f}. LATS stopped: {state.stop_note}.)"
+                )
+            return text
+        lines = [
+            f"LATS stopped after {state.iterations} iteration{'s' if state.iterations != 1 else ''} "
+            f"without a solution: {state.stop_note}."
+        ]
+        path = self.tree.path_to(node.id)[1:]
+        if path:
+            lines.append("\nBest trajectory:")
+            for number, node_id in enumerate(path, start=1):
+                step = self.tree.nodes[node_id]
+                score = f" (score {step.reward_raw:.1f}/10)" if step.reward_raw is not None else ""
+                lines.append(f"{number}. {step.label}{score}")
+        if state.lessons:
+            lines.append("\nLessons learnt:")
+            lines.extend(f"- {lesson}" for lesson in state.lessons)
+        return "\n".join(lines)
+
     def _steps(self, node_id: str) -> list[tuple[str, str]]:
-        """(label, text) of each step from the root's first child down to ``node_id``, for prompts."""
+        """(label, text) of each step from the root's first child down to ``node_id``, for prompts; in a
+        continued run, after the steps that led to its root."""
         nodes = self.tree.nodes
-        return [(nodes[i].label, _step_text(nodes[i])) for i in self.tree.path_to(node_id)[1:]]
+        before = self.ctx.fork.steps() if self.ctx.fork is not None else []
+        return [*before, *((nodes[i].label, _step_text(nodes[i])) for i in self.tree.path_to(node_id)[1:])]
 
 
 def _step_text(node: TreeNode) -> str:

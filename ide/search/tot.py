@@ -37,10 +37,22 @@ repaired once, after all first answers of its phase, in the same order.
       some could still be expanded (depth < ``tot.max_depth``, node budget and time left); otherwise
       there is no call and the critic's recommendations decide. Malformed after its repair: nodes not
       recommended for termination are kept.
-   d. ``tot.planner`` for each kept node in node order: its next thoughts (same JSON as 1), then repairs.
+   d. ``tot.planner`` for each node the user asked to expand (in the order asked), then each kept node
+      in node order: its next thoughts (same JSON as 1), then repairs.
 
 3. ``tot.synthesizer``: the answer as plain text, streamed to the user (no call when no node was
    evaluated: the answer then says why).
+
+Steering (``ctx.steering``, read before each depth's research, before the coordinator and before the
+planner): a node the user pruned is recorded ``pruned`` (its ``steer`` too); neither it nor anything
+under it is researched, kept, expanded or synthesised from. A thought (or the root) the user asked to
+expand goes to the planner next, before the coordinator's picks, within the depth and node limits
+(recorded as its ``steer``). Pruning every open thought ends the exploration (the synthesis draws on what
+is left); pruning the root ends the run with a plain note and no synthesis. A continued run
+(``ctx.fork``) starts with the node it continues from as its root, its subtree recorded as explored (its
+thoughts kept with their findings and scores: siblings the planner must not repeat, and material for the
+synthesis), reads on that node's branch (the run's change set), and asks the planner first for the next
+thoughts from there; every prompt carries the steps that led to the root and the user's hint.
 """
 
 from __future__ import annotations
@@ -50,10 +62,20 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from ide.changes import ChangeSet
 from ide.search.base import RunContext, RunOutcome, StructuredOutputError, ask_structured
 from ide.search.events import first_line
-from ide.search.tot_agents import Evaluator, Planner, Researcher, Synthesizer, TotAgent, TotState
+from ide.search.tot_agents import (
+    Evaluator,
+    Planner,
+    Researcher,
+    Synthesizer,
+    TotAgent,
+    TotState,
+    plant_fork,
+)
 from ide.search.tot_prompts import COORDINATOR, COORDINATOR_PROMPT, ContinueDecision
+from ide.search.uct import UNSELECTABLE
 
 __all__ = ["TotSearch"]
 
@@ -142,7 +164,7 @@ class Coordinator(TotAgent):
                 f"{'yes' if thought.critique.terminate else 'no'}. "
                 f"Findings: {' '.join(thought.findings.split())[:300]}"
             )
-        prompt = f"Task:\n{self.ctx.task}\n\nEvaluated thoughts:\n" + "\n".join(lines)
+        prompt = f"{self.task_text()}\n\nEvaluated thoughts:\n" + "\n".join(lines)
         try:
             decision, _reply = await ask_structured(
                 self.ctx.router,
@@ -169,10 +191,13 @@ class _TotRun:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.recorder = ctx.recorder
-        root = self.recorder.add(
-            None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
-        )
-        self.state = TotState(tree=self.recorder.tree, root=root)
+        if ctx.fork is None:
+            root = self.recorder.add(
+                None, kind="root", label=first_line(ctx.task) or "task", thought=ctx.task, status="active"
+            )
+            self.state = TotState(tree=self.recorder.tree, root=root)
+        else:
+            self.state = plant_fork(ctx, ctx.fork)
         self.planner = Planner(ctx, self.state)
         self.researcher = Researcher(ctx, self.state)
         self.evaluator = Evaluator(ctx, self.state)
@@ -180,25 +205,92 @@ class _TotRun:
         self.synthesizer = Synthesizer(ctx, self.state)
 
     async def explore_and_answer(self) -> RunOutcome:
+        state = self.state
+        if self.ctx.fork is not None:
+            await self.ctx.think(
+                f"Going on from {self.ctx.fork.node_id} of run {self.ctx.fork.origin.run_id[:8]} as "
+                f"{state.root}, with {len(state.explored)} explored thought(s) below it kept"
+            )
         new = await self.planner.initial_thoughts()
-        depth = 1
-        while new:
+        while True:
+            new = await self.steered(new)
+            if not new:
+                break
+            depth = max(state.thoughts[node].depth for node in new)
             await self.ctx.think(f"Depth {depth}: {len(new)} thought{'s' * (len(new) != 1)}; evaluating…")
             await self.researcher.research(new)
             await self.evaluator.evaluate(new)
-            pool = await self.coordinator.select(new, depth)
-            self.state.active_per_depth.append(len(pool))
+            pool = await self.coordinator.select(await self.steered(new), depth)
+            state.active_per_depth.append(len(pool))
+            pool = await self.steered(pool, asked=True)
             if not pool:
                 break
             new = await self.planner.expand(pool)
-            depth += 1
+        if state.root in state.pruned:
+            return await self.stop_pruned()
         for node in self.recorder.tree.nodes.values():
-            if node.status == "active" and node.id != self.state.root:
+            if node.status == "active" and node.id != state.root:
                 self.recorder.update(node.id, status="evaluated")
-        self.recorder.update(self.state.root, status="evaluated")
+        self.recorder.update(state.root, status="evaluated")
         answer, synthesis = await self.synthesizer.synthesise()
         figures = self.ctx.finish_tree("end_turn", synthesis, **self.figures())
-        return RunOutcome("end_turn", answer=answer, changeset=None, figures=figures, answered=True)
+        return RunOutcome("end_turn", answer=answer, changeset=self.changes(), figures=figures, answered=True)
+
+    async def steered(self, nodes: list[str], *, asked: bool = False) -> list[str]:
+        """``nodes`` less what the user pruned (the prunes recorded now); with ``asked``, the nodes the user
+        asked to expand first. Pruning every open node, or the root, ends the exploration."""
+        state, steering = self.state, self.ctx.steering
+        with steering.lock:
+            pruned = set(steering.pruned) - state.pruned
+        for node in [n for n in self.recorder.tree.nodes if n in pruned]:  # in tree order
+            state.pruned.add(node)
+            self.recorder.update(node, steer="prune", status="pruned")
+            await self.ctx.think(f"Pruned {node} as you asked: it is not explored further")
+        out = state.out()
+        if state.root in out:
+            return []
+        kept = [node for node in nodes if node not in out]
+        if asked:
+            first: list[str] = []
+            while (node := steering.next_expand(self.recorder.tree)) is not None:
+                why = self.cannot_expand(node)
+                if why is not None:
+                    await self.ctx.think(f"Cannot expand {node} as you asked: {why}")
+                elif node not in first:
+                    self.recorder.update(node, steer="expand")
+                    first.append(node)
+            if first:
+                await self.ctx.think(f"Expanding {', '.join(first)} as you asked")
+            kept = [*first, *(node for node in kept if node not in first)]
+        if nodes and not kept and out:
+            state.stopped_by = "pruned"
+            await self.ctx.think("Stopping: every open thought was pruned.")
+        return kept
+
+    def cannot_expand(self, node: str) -> str | None:
+        """Why the planner cannot expand ``node`` now (the user asked), or None when it can."""
+        record = self.recorder.tree.nodes[node]
+        thought = self.state.thoughts.get(node)
+        if node != self.state.root and thought is None:
+            return "it is not a thought the planner can go on from"
+        if node != self.state.root and record.status in UNSELECTABLE:
+            return f"it is {record.status}"
+        limit = self.coordinator.limit_reached(record.depth)
+        return None if limit is None else self.coordinator.limit_text(limit)
+
+    async def stop_pruned(self) -> RunOutcome:
+        """The user pruned the root: the run ends with a plain note, no synthesis."""
+        self.state.stopped_by = "pruned"
+        answer = "Tree of Thoughts stopped: you pruned the root, so nothing is explored further."
+        await self.ctx.say(answer)
+        self.close_unfinished()
+        figures = self.ctx.finish_tree("end_turn", self.state.root, **self.figures())
+        return RunOutcome("end_turn", answer=answer, changeset=self.changes(), figures=figures, answered=True)
+
+    def changes(self) -> ChangeSet | None:
+        """A continued run's branch when it holds changes (the run reads, never edits), else None."""
+        changeset = self.state.changeset
+        return changeset if changeset is not None and changeset.changed_paths() else None
 
     def figures(self) -> dict[str, Any]:
         """The run's own figures (``RunContext.figures`` adds wall time, tokens and nodes)."""
@@ -222,7 +314,8 @@ class _TotRun:
 
     def best_scored(self) -> str:
         """The thought with the highest score so far (the first of equals), else the root."""
-        scored = [t for t in self.state.thoughts.values() if t.score is not None]
+        out = self.state.out()
+        scored = [t for t in self.state.thoughts.values() if t.score is not None and t.id not in out]
         return max(scored, key=lambda t: t.score or 0.0).id if scored else self.state.root
 
     def close_unfinished(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from ide.changes import ChangeSet
 from ide.protocol.tree import SearchTree, ToolAction, carried_call_id
 from ide.search.base import (
     RunContext,
@@ -23,6 +24,7 @@ from ide.search.base import (
 )
 from ide.search.events import first_line
 from ide.search.hints import hint_messages, memory_hint
+from ide.search.steer import Fork
 from ide.search.tot_prompts import (
     ANALYZER,
     ANALYZER_PROMPT,
@@ -62,9 +64,24 @@ class TotState:
     stopped_by: str | None = None
     synthesis: dict[str, Any] = field(default_factory=lambda: {"mode": "none", "nodes": []})
     notes: list[str] = field(default_factory=list)
+    changeset: ChangeSet | None = None
+    """The branch the researchers read: a continued run's node's (None: the session's change set)."""
+    explored: set[str] = field(default_factory=set)
+    """Thoughts a continued run took over from the run it continues, already researched and judged."""
+    pruned: set[str] = field(default_factory=set)
+    """Nodes the user pruned whose prune is recorded: they and their subtrees are out of the search."""
 
     def children_of(self, parent: str) -> list[str]:
         return [t.id for t in self.thoughts.values() if t.parent == parent]
+
+    def out(self) -> set[str]:
+        """The nodes the user pruned and every node under them."""
+        cut: set[str] = set()
+        if self.pruned:
+            for node in self.tree.nodes.values():  # parents come before their children
+                if node.id in self.pruned or node.parent in cut:
+                    cut.add(node.id)
+        return cut
 
     def path_titles(self, node: str) -> list[str]:
         """Titles of the thoughts from the first strategy down to ``node``."""
@@ -78,6 +95,34 @@ class TotState:
             if n in self.thoughts
         ]
         return trajectory_text(steps)
+
+
+def plant_fork(ctx: RunContext, fork: Fork) -> TotState:
+    """The state of a run that continues from ``fork``: its node as the root, read on the fork's branch,
+    and its subtree as explored: its thoughts with their findings, scores and verdicts as recorded."""
+    changeset = fork.branch_of(fork.node_id)
+    branches = {node.id: branch for node in fork.subtree() if (branch := fork.branch_of(node.id)) is not None}
+    for branch in branches.values():
+        ctx.branches.setdefault(branch.id, branch)
+    new_ids = fork.plant(ctx.recorder, {node_id: branch.id for node_id, branch in branches.items()})
+    state = TotState(tree=ctx.recorder.tree, root=new_ids[fork.node_id], changeset=changeset)
+    for node in fork.subtree()[1:]:
+        if node.kind != "thought" or node.status == "failed" or node.parent is None:
+            continue
+        title, _, detail = (node.thought or node.label).partition("\n\n")
+        new = new_ids[node.id]
+        state.thoughts[new] = Thought(
+            new,
+            title.strip() or node.label,
+            detail.strip(),
+            state.tree.nodes[new].depth,
+            new_ids[node.parent],
+            findings=node.observation or "",
+            score=node.reward_raw,
+            verdict=node.reflection or "",
+        )
+        state.explored.add(new)
+    return state
 
 
 def conversation_context(history: list[BaseMessage]) -> str:
@@ -96,7 +141,7 @@ def evaluation_text(thought: Thought) -> str:
     if thought.critique is not None:
         stop = " Recommends stopping here." if thought.critique.terminate else ""
         parts.append(f"Critique ({thought.critique.score:g}/10): {thought.critique.critique}{stop}")
-    return "\n".join(parts) or "(not evaluated)"
+    return "\n".join(parts) or thought.verdict or "(not evaluated)"
 
 
 class TotAgent:
@@ -107,6 +152,15 @@ class TotAgent:
         self.state = state
         self.settings = ctx.settings.tot
         self.recorder = ctx.recorder
+
+    def task_text(self) -> str:
+        """The task as the prompts give it; in a continued run, the task of the run it continues, the
+        steps that led to this run's root, and the user's hint."""
+        fork = self.ctx.fork
+        if fork is None:
+            return f"Task:\n{self.ctx.task}"
+        steps = trajectory_text(fork.steps()) or "(none: it continues from the start)"
+        return f"Task:\n{fork.task}\n\nSteps that led here (an earlier run):\n{steps}\n\n{fork.hint_text}"
 
 
 class Planner(TotAgent):
@@ -137,7 +191,8 @@ class Planner(TotAgent):
         )
         new: list[str] = []
         for node, answer in zip(pool, answers, strict=True):
-            self.recorder.update(node, status="evaluated")
+            if node != self.state.root:
+                self.recorder.update(node, status="evaluated")
             if answer.value is None:
                 self.planner_failed(node, answer.error or "no answer")
                 await self.ctx.think(f"The planner could not expand {node}: {answer.error}")
@@ -208,13 +263,30 @@ class Planner(TotAgent):
         )
 
     def planner_messages(self, node: str | None) -> list[BaseMessage]:
-        """The planner's prompt: initial strategies (``node`` None) or the next thoughts after ``node``."""
-        what = "initial strategies for the task" if node is None else "the next thoughts after the last one"
+        """The planner's prompt: initial strategies (``node`` None or the root; in a continued run, the
+        next thoughts from its root) or the next thoughts after ``node``."""
+        at_root = node is None or node == self.state.root
+        what = (
+            "the next thoughts after the last one"
+            if not at_root
+            else "initial strategies for the task"
+            if self.ctx.fork is None
+            else "the next thoughts from where those steps end"
+        )
         system = PLANNER_PROMPT.format(
             root=self.ctx.changeset.root, what=what, max_thoughts=self.settings.max_thoughts
         )
-        parts = [conversation_context(self.ctx.history), f"Task:\n{self.ctx.task}"]
-        if node is not None:
+        parts = [conversation_context(self.ctx.history), self.task_text()]
+        explored = [self.state.thoughts[child] for child in self.state.children_of(self.state.root)]
+        if at_root and explored:
+            parts.append(
+                "Thoughts already explored from here:\n"
+                + "\n".join(
+                    f"- {t.title}" + (f" (score {t.score:g}/10)" if t.score is not None else "")
+                    for t in explored
+                )
+            )
+        if node is not None and not at_root:
             thought = self.state.thoughts[node]
             parts.append(f"Path of thoughts so far:\n{self.state.path_text(node)}")
             parts.append(f"Research findings for the last thought:\n{thought.findings or '(none)'}")
@@ -231,13 +303,13 @@ class Researcher(TotAgent):
 
     async def research(self, nodes: list[str]) -> None:
         """The researchers of ``nodes``, in lockstep rounds (see the module docstring); sets findings."""
-        tools = self.ctx.tools_for(read_only=True)
+        tools = self.ctx.tools_for(self.state.changeset, read_only=True)
         system = SystemMessage(RESEARCHER_PROMPT.format(root=self.ctx.changeset.root, calls=RESEARCH_CALLS))
         conversations: dict[str, list[BaseMessage]] = {
             node: [
                 system,
                 HumanMessage(
-                    f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.state.path_text(node)}\n\n"
+                    f"{self.task_text()}\n\nPath of thoughts so far:\n{self.state.path_text(node)}\n\n"
                     f"Research the last thought: {self.state.thoughts[node].title}"
                 ),
             ]
@@ -282,6 +354,7 @@ class Researcher(TotAgent):
                 self.ctx.call_tool(
                     call["name"],
                     call["args"],
+                    self.state.changeset,
                     read_only=True,
                     announce=True,
                     call_id=carried_call_id(call["id"], f"tot-{action}"),
@@ -356,7 +429,7 @@ class Evaluator(TotAgent):
         thought = self.state.thoughts[node]
         return [
             HumanMessage(
-                f"Task:\n{self.ctx.task}\n\nPath of thoughts so far:\n{self.state.path_text(node)}\n\n"
+                f"{self.task_text()}\n\nPath of thoughts so far:\n{self.state.path_text(node)}\n\n"
                 f"The thought to judge: {thought.title}\n{thought.detail}\n\n"
                 f"Research findings:\n{thought.findings[:FINDINGS_CAP]}"
             )
@@ -368,11 +441,13 @@ class Synthesizer(TotAgent):
 
     def synthesis_nodes(self) -> tuple[str, list[str]]:
         """The nodes to synthesise from: all scoring ≥ the threshold, else the top N; and which rule."""
+        cut = self.state.out()
         scored = [
             t
             for t in self.state.thoughts.values()
             if t.score is not None
             and self.recorder.tree.nodes[t.id].status in ("evaluated", "active", "terminated_early")
+            and t.id not in cut
         ]
         over = [t.id for t in scored if (t.score or 0.0) >= self.settings.score_threshold]
         if over:
@@ -408,9 +483,7 @@ class Synthesizer(TotAgent):
                 f"Evaluation:\n{evaluation_text(thought)}"
             )
         context = conversation_context(self.ctx.history)
-        prompt = "\n\n".join(
-            p for p in (context, f"Task:\n{self.ctx.task}", "Most promising thoughts:", *blocks) if p
-        )
+        prompt = "\n\n".join(p for p in (context, self.task_text(), "Most promising thoughts:", *blocks) if p)
 
         async def forward(kind: str, text: str) -> None:
             if kind == "text":
@@ -446,7 +519,9 @@ class Synthesizer(TotAgent):
 
     async def answer_without_thoughts(self) -> tuple[str, str]:
         """No node was evaluated: say why instead of calling the synthesizer."""
-        if not self.state.thoughts:
+        if self.state.stopped_by == "pruned":
+            answer = "Tree of Thoughts stopped: you pruned every open thought; none is left to answer from."
+        elif not self.state.thoughts:
             answer = (
                 "The Tree-of-Thoughts planner proposed no usable strategy, so nothing was explored"
                 + (f" ({self.state.notes[0]})" if self.state.notes else "")

@@ -204,6 +204,8 @@ class Thought:
     score: float | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    verdict: str = ""
+    """The recorded analysis and critique of a thought taken over from an earlier run (its reflection)."""
 
     def charge(self, replies: Iterable[AIMessage]) -> None:
         inputs, outputs = tokens_of(replies)
