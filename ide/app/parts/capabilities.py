@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from ide.app.chat.panel import ChatPanel
     from ide.app.review.client import ReviewChannel
+    from ide.app.tree.steering import ContinueElsewhere
     from ide.app.tree.verdict import RunCheck
     from ide.protocol.model import ModelHealth
     from ide.protocol.review import ChangeSetView
@@ -54,6 +55,11 @@ class Review(Protocol):
         """Show a branch's changes read-only under ``header``, and the dock."""
         ...
 
+    def show_changeset(self, changeset: ChangeSetView) -> None:
+        """The session's change set is ``changeset`` now (a search branch adopted: Use this branch): shown
+        for review, decisions and Apply, and the dock."""
+        ...
+
     def show_foreign(self, changeset: ChangeSetView, channel: ReviewChannel) -> None:
         """Review a foreign agent's edits, held by Arbor's review backend (``channel``), as Arbor's own:
         the review's requests go through ``channel`` from now on."""
@@ -62,7 +68,8 @@ class Review(Protocol):
 
 @runtime_checkable
 class SearchTrees(Protocol):
-    """The Search tree dock: trees from events or files, and the live runs a failed turn leaves open."""
+    """The Search tree dock: trees from events or files, the live runs a failed turn leaves open, and who
+    continues a file's runs (Continue from here)."""
 
     def add_events(self, events: list[TreeEvent]) -> None:
         """Add tree events to the current session's trees (as ``_arbor/tree`` notifications do)."""
@@ -75,6 +82,11 @@ class SearchTrees(Protocol):
 
     def close_open_runs(self, reason: str) -> None:
         """End the live trees no event closed: active nodes failed, the run failed with ``reason``."""
+        ...
+
+    def continue_elsewhere(self, source: str, handler: ContinueElsewhere) -> None:
+        """Continue from here, on a run of the file named ``source``, calls ``handler`` (the run's events,
+        the node's id, the hint, the mode or None) instead of continuing in this window's session."""
         ...
 
 

@@ -66,6 +66,13 @@ class ReviewDock(Dock):
         self.pane.show_branch(changeset, header)
         self.show()
 
+    def show_changeset(self, changeset: ChangeSetView) -> None:
+        """The session's change set now (a search branch adopted): shown as a pushed one — in place of a
+        branch shown read-only — and the dock."""
+        self.client.push(changeset)
+        self.pane.show_pending()
+        self.show()
+
     def show_foreign(self, changeset: ChangeSetView, channel: ReviewChannel) -> None:
         """A foreign agent's edits, held by Arbor's review backend: reviewed, applied and rolled back here
         like Arbor's own, through ``channel`` from now on (the plain ACP diffs shown so far give way)."""

@@ -10,7 +10,7 @@ import math
 from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QTextBrowser, QVBoxLayout, QWidget
 
 from ide.app.tree.legend import TreeLegend
-from ide.app.tree.style import node_caption, node_reward
+from ide.app.tree.style import STEER_WORDS, node_caption, node_reward
 from ide.protocol.tree import SearchTree, TreeNode
 from ide.protocol.uct import EXPLORATION, uct_terms
 
@@ -55,6 +55,8 @@ def node_tooltip(node: TreeNode, trust: tuple[str, str] | None = None) -> str:
     e = html.escape
     reward = node_reward(node)
     facts = [e(node.kind), e(node.status.replace("_", " "))]
+    if node.steer:
+        facts.append(STEER_WORDS.get(node.steer, node.steer))
     if reward is not None:
         own = trust is not None and trust[0] != "verified"
         facts.append(f"score {reward:g} / 10{' (the model’s own)' if own else ''}")
@@ -94,6 +96,7 @@ def inspector_html(
         ("Label", e(node.label)),
         ("Kind", e(node.kind)),
         ("Status", e(node.status)),
+        *([("Steered", STEER_WORDS.get(node.steer, node.steer))] if node.steer else []),
         *([("Checked", e(trust_text(trust)))] if trust is not None else []),
         ("Depth", str(node.depth)),
         ("Visits", str(node.visits)),

@@ -1,5 +1,6 @@
-"""The search tree's legend: fill colour is the value, shape the kind, outline the status; a small panel
-beside the drawing (never over it), shown or hidden from the toolbar."""
+"""The search tree's legend: fill colour is the value, shape the kind, outline the status, and the marks of
+steering (a node pruned or to expand, a continued run's root); a small panel beside the drawing (never
+over it), shown or hidden from the toolbar."""
 
 from __future__ import annotations
 
@@ -16,15 +17,18 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from ide.app.tree.scene import draw_badge
+from ide.app.tree.badges import draw_badge
 from ide.app.tree.style import (
     BADGES,
     BEST_COLOUR,
     DASHED,
     DEFAULT_PEN,
+    FORK_BADGE,
     POLYGONS,
     STATUS_COLOURS,
     STATUS_PENS,
+    STEER_BADGES,
+    STEER_WORDS,
     TEXT_COLOUR,
     value_colour,
 )
@@ -59,8 +63,8 @@ def draw_shape(painter: QPainter, kind: str, centre: QPointF, radius: float) -> 
 
 
 class TreeLegend(QWidget):
-    """Three short rows: the value colour scale and the best path; the shapes by kind; the outlines by
-    status. They wrap to the panel's width."""
+    """Four short rows: the value colour scale and the best path; the shapes by kind; the outlines by
+    status; the steering marks. They wrap to the panel's width."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -70,23 +74,29 @@ class TreeLegend(QWidget):
             "Fill: the node's value (red 0 → green 10; grey until scored). Shape: its kind. "
             "Outline: its status. A solid outline with ✓: a result a test run or the eval check verified; "
             "dashed: a solution only the model's own score claims (✗: the eval check failed it). "
-            "Blue ring: the best path."
+            "Blue ring: the best path. Marks: − a node you pruned, + one you asked to expand (during the "
+            "run), ⑂ the root of a run continued from another run's node."
         )
         self._metrics = QFontMetricsF(self.font())
 
-    def _items(self) -> list[list[tuple[str, str]]]:
-        """Rows of (what to draw, text): ``scale``, ``best``, ``shape:<kind>``, ``status:<status>``."""
+    def items(self) -> list[list[tuple[str, str]]]:
+        """Rows of (what to draw, text): ``scale``, ``best``, ``shape:<kind>``, ``status:<status>``,
+        ``steer:<action>``, ``fork``."""
         return [
             [("scale", "value 0 → 10"), ("best", "best path")],
             [(f"shape:{kind}", kind) for kind in SHAPES],
             [(f"status:{status}", STATUS_WORDS.get(status, status)) for status in STATUSES],
+            [
+                *((f"steer:{action}", words) for action, words in STEER_WORDS.items()),
+                ("fork", "continued run"),
+            ],
         ]
 
     def _flow(self, width: float) -> list[tuple[str, str, QRectF]]:
         """Where each item goes in ``width`` pixels: (what, text, rectangle)."""
         placed: list[tuple[str, str, QRectF]] = []
         y = 2.0
-        for row in self._items():
+        for row in self.items():
             x = 4.0
             for what, text in row:
                 mark = 52.0 if what == "scale" else 2 * R + 4
@@ -139,6 +149,14 @@ class TreeLegend(QWidget):
                 painter.drawEllipse(centre, R + 0.5, R + 0.5)
             elif what.startswith("shape:"):
                 draw_shape(painter, what[6:], centre, R)
+            elif what == "fork":  # the root's mark, at its upper left as drawn
+                draw_shape(painter, "root", centre, R)
+                corner = QPointF(centre.x() - R * 0.8, cy - R * 0.8)
+                draw_badge(painter, FORK_BADGE[1], corner, FORK_BADGE[0], 3.5)
+            elif what.startswith("steer:"):  # at the node's lower right
+                draw_shape(painter, "thought", centre, R)
+                colour, sign = STEER_BADGES[what[6:]]
+                draw_badge(painter, sign, QPointF(centre.x() + R * 0.8, cy + R * 0.8), colour, 3.5)
             else:
                 status = what[7:]
                 colour, width = STATUS_PENS.get(status, DEFAULT_PEN)

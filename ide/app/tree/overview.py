@@ -11,6 +11,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, QSize, QSizeF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
+    QContextMenuEvent,
     QHelpEvent,
     QImage,
     QMouseEvent,
@@ -32,6 +33,9 @@ class TreeGraphicsView(QGraphicsView):
 
     nodeClicked = Signal(QPointF)
     """Scene position of a click."""
+    menuRequested = Signal(QPointF, QPoint, bool)
+    """A context menu asked for: its scene position, where to show it, and whether from the keyboard (the
+    menu key: for the selected node) rather than a right-click there."""
     userMoved = Signal()
     """The user zoomed or panned: stop fitting the tree to the view as it grows."""
     viewChanged = Signal()
@@ -94,6 +98,11 @@ class TreeGraphicsView(QGraphicsView):
                 event.ignore()
             return True
         return super().viewportEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        keyboard = event.reason() == QContextMenuEvent.Reason.Keyboard
+        self.menuRequested.emit(self.mapToScene(event.pos()), event.globalPos(), keyboard)
+        event.accept()
 
     def wheelEvent(self, event: QWheelEvent) -> None:
         steps = event.angleDelta().y() / 120

@@ -1,5 +1,6 @@
-"""The Search tree dock: the session's search trees live and replayed, trees opened from files, and a
-branch's changes asked for and shown read-only in the review."""
+"""The Search tree dock: the session's search trees live and replayed, trees opened from files, a
+branch's changes asked for and shown read-only in the review, and the session steered from a node
+(continue from it, use its branch, prune or expand it: :mod:`ide.app.tree.steering`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ide.app.parts.needs import Requires, Uses
 from ide.app.tree.turn_end import closing_events
 
 if TYPE_CHECKING:
+    from ide.app.tree.steering import ContinueElsewhere, TreeSteering
     from ide.app.tree.verdict import RunCheck
     from ide.app.tree.view import SearchTreeView
     from ide.protocol.review import ChangeSetView
@@ -71,13 +73,27 @@ class TreeDock(Dock):
         self.bridge.on_notification(TREE_NOTIFICATION, self._on_batch)
 
     def build(self) -> SearchTreeView:
+        from ide.app.tree.steering import TreeSteering
         from ide.app.tree.view import SearchTreeView  # the tree's scene, legend and inspector load with it
 
         view = SearchTreeView()
         view.runStarted.connect(self._on_run_started)
         view.runFinished.connect(self.runFinished)
         view.branchDiffRequested.connect(self.request_branch_diff)
+        self._steering = TreeSteering(self.ctx, view, self.review)
+        view.node_actions.set_backend(self._steering.backend())
         return view
+
+    @property
+    def steering(self) -> TreeSteering:
+        """The dock's steering requests (continue, use a branch, prune, expand); the view built first."""
+        self.content()
+        return self._steering
+
+    def continue_elsewhere(self, source: str, handler: ContinueElsewhere) -> None:
+        """Continue from here, on a run of the file named ``source``, calls ``handler`` instead of
+        continuing in this session (the recorded sample: in a demo window)."""
+        self.steering.continue_elsewhere(source, handler)
 
     def open_file(self, path: Path, *, maximise: bool = True, check: RunCheck | None = None) -> bool:
         """Open a ``.arbor-tree.jsonl`` file in the dock, given the whole window (``maximise``; the same key
@@ -176,12 +192,15 @@ class TreeDock(Dock):
         from ide.protocol.tree import BRANCH_DIFF
 
         self.view.set_branch_diff_supported(self.bridge.supports(BRANCH_DIFF))
+        self.view.node_actions.set_backend(self.steering.backend())
 
     def on_state(self, state: str) -> None:
         if state in (BackendState.READY, BackendState.STOPPED):  # a turn ended (or never ran)
             self._give_back()
         if state == BackendState.STOPPED and self.built:  # a view built later starts without it
             self.view.set_branch_diff_supported(False)
+        if self.built:  # a view built later reads the backend then
+            self.view.node_actions.set_backend(self.steering.backend())
 
     def _open_dialog(self) -> None:
         from ide.protocol.tree import TREE_FILE_SUFFIX

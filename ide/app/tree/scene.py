@@ -21,6 +21,7 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QStyleOptionGraphicsItem, QWidget
 
+from ide.app.tree.badges import draw_badge
 from ide.app.tree.model import Layout
 from ide.app.tree.style import (
     BADGES,
@@ -33,6 +34,7 @@ from ide.app.tree.style import (
     DEFAULT_PEN,
     EDGE_COLOUR,
     FONT_PT,
+    FORK_BADGE,
     H_UNIT,
     LABEL_PX,
     LINE_H,
@@ -42,6 +44,7 @@ from ide.app.tree.style import (
     SELECT_COLOUR,
     SHAPE_PX,
     STATUS_PENS,
+    STEER_BADGES,
     TEXT_COLOUR,
     V_UNIT,
     node_style,
@@ -142,6 +145,10 @@ class Geometry:
     """Each node's caption (before wrapping)."""
     score: list[str] = field(default_factory=list)
     """Each node's score as drawn in it (reward 0–10), or ""."""
+    steer: list[str] = field(default_factory=list)
+    """What the user asked of each node during the run (``prune``, ``expand``), or ""."""
+    forked_root: int = -1
+    """The index of a continued run's root (it carries the fork mark), else -1."""
     parent: list[int] = field(default_factory=list)
     best: list[bool] = field(default_factory=list)
     best_path: tuple[str, ...] = ()
@@ -226,6 +233,7 @@ class Geometry:
         style = node_style(node, trust)
         self.r[index], self.fill[index], self.kind[index], self.status[index] = style[:4]
         self.label[index], self.score[index] = style[4], style[5]
+        self.steer[index] = node.steer or ""
 
     def set_best(self, path: Iterable[str]) -> None:
         """Mark the best path (edges along it are rebuilt when next painted); nothing to do when it is the
@@ -269,6 +277,9 @@ def build_geometry(
     if styles:
         r, fill, kind, status, label, score = (list(column) for column in zip(*styles, strict=True))
         geo.r, geo.fill, geo.kind, geo.status, geo.label, geo.score = r, fill, kind, status, label, score
+    geo.steer = [nodes[node_id].steer or "" for node_id in ids]
+    if tree.forked_from is not None and tree.root is not None:
+        geo.forked_root = geo.index.get(tree.root, -1)
     geo.best_path = tuple(marks.best_path)
     best = set(geo.best_path)
     geo.best = [node_id in best for node_id in ids]
@@ -471,6 +482,12 @@ class TreeCanvas(QGraphicsItem):
             badge = BADGES.get(geo.status[i])
             if badge is not None:
                 draw_badge(painter, badge[1], QPointF(x + radius * 0.85, y - radius * 0.85), badge[0])
+            steer = STEER_BADGES.get(geo.steer[i])
+            if steer is not None:
+                draw_badge(painter, steer[1], QPointF(x + radius * 0.85, y + radius * 0.85), steer[0])
+            if i == geo.forked_root:
+                corner = QPointF(x - radius * 0.85, y - radius * 0.85)
+                draw_badge(painter, FORK_BADGE[1], corner, FORK_BADGE[0])
         if self.selected >= 0 and self.selected in set(visible):
             i = self.selected
             painter.setBrush(Qt.BrushStyle.NoBrush)
@@ -508,31 +525,6 @@ class TreeCanvas(QGraphicsItem):
                     Qt.AlignmentFlag.AlignCenter,
                     geo.score[i],
                 )
-
-
-BADGE_R = 5.5
-
-
-def draw_badge(painter: QPainter, mark: str, centre: QPointF, colour: str, radius: float = BADGE_R) -> None:
-    """A small disc in ``colour`` with a white check (``✓``) or cross (``✗``) at ``centre``: drawn with
-    lines, so it shows at any zoom where shapes do."""
-    painter.save()
-    painter.setPen(QPen(QColor("#ffffff"), 1.2))
-    painter.setBrush(QColor(colour))
-    painter.drawEllipse(centre, radius, radius)
-    pen = QPen(QColor("#ffffff"), radius * 0.32)
-    pen.setCapStyle(Qt.PenCapStyle.RoundCap)
-    pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
-    painter.setPen(pen)
-    painter.setBrush(Qt.BrushStyle.NoBrush)
-    x, y, k = centre.x(), centre.y(), radius * 0.5
-    if mark == "✓":
-        tick = [QPointF(x - k, y), QPointF(x - k * 0.25, y + k * 0.75), QPointF(x + k, y - k * 0.7)]
-        painter.drawPolyline(QPolygonF(tick))
-    else:
-        painter.drawLine(QLineF(x - k * 0.75, y - k * 0.75, x + k * 0.75, y + k * 0.75))
-        painter.drawLine(QLineF(x - k * 0.75, y + k * 0.75, x + k * 0.75, y - k * 0.75))
-    painter.restore()
 
 
 def render_png(scene: QGraphicsScene, source: QRectF, path: Path, scale: float = 2.0) -> Path:

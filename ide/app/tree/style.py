@@ -63,6 +63,12 @@ DASHED = frozenset({"pruned", "solution", "refuted"})
 never drawn like a verified result."""
 BADGES = {"verified": ("#1d6b34", "✓"), "refuted": ("#a12626", "✗")}
 """Drawn statuses that carry a badge at the node's upper right: its colour and mark."""
+STEER_BADGES = {"prune": ("#6b7079", "−"), "expand": ("#2f8f9d", "+")}
+"""What the user asked of a node during the run (``TreeNode.steer``), a badge at its lower right: pruned
+(never selected or expanded again), expand (more children next)."""
+STEER_WORDS = {"prune": "pruned by you", "expand": "expand asked"}
+FORK_BADGE = ("#7a4fbf", "⑂")
+"""A continued run's root, at its upper left: the run grew out of another run's node."""
 EDGE_COLOUR = "#b3b9c3"
 BEST_COLOUR = ACCENT
 TEXT_COLOUR = "#30343b"

@@ -32,8 +32,8 @@ TOOLBAR_SPACING = 2
 
 
 class TreeToolbar(QWidget):
-    """The run chooser, Fit, Whole tree, the direction, Hide pruned, Legend, Overview and Export, and the
-    shown run's summary."""
+    """The run chooser (the session's runs as one tree of attempts), Fit, Whole tree, the direction, Hide
+    pruned, Legend, Overview and Export, and the shown run's summary."""
 
     exportRequested = Signal(str, Path)
     """The user chose where to export the tree: the kind (``png``, ``svg``, ``jsonl``) and the path."""
@@ -41,7 +41,10 @@ class TreeToolbar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.run_combo = QComboBox()
-        self.run_combo.setMinimumContentsLength(18)
+        self.run_combo.setMinimumContentsLength(24)
+        # As wide as 24 characters whatever the titles: a continued run's says where it came from (the
+        # list itself is as wide as its longest title).
+        self.run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.fit_button = QToolButton()
         self.fit_button.setText("Fit")
         self.fit_button.setToolTip("Fit the tree to the view, as small as still readable (then scroll)")
@@ -85,6 +88,18 @@ class TreeToolbar(QWidget):
         bar.addWidget(self.overview_button)
         bar.addWidget(self.export_button)
         bar.addWidget(self.summary, 1)
+
+    def list_runs(self, rows: list[tuple[str, int, str]], current: str | None) -> None:
+        """List the runs, (key, depth, title) each, in order — a continued run under its origin, one step
+        in — with ``current`` chosen; no signal is sent."""
+        combo = self.run_combo
+        combo.blockSignals(True)
+        combo.clear()
+        for key, depth, title in rows:
+            combo.addItem(title, key)
+            combo.setItemData(combo.count() - 1, title if depth else key, Qt.ItemDataRole.ToolTipRole)
+        combo.setCurrentIndex(combo.findData(current) if current is not None else -1)
+        combo.blockSignals(False)
 
     def _export_dialog(self, kind: str) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export search tree", "", EXPORT_FILTERS[kind])

@@ -16,7 +16,7 @@ overview map, shown only when the tree does not fit, sits where it covers no nod
 
 The drawing is in :mod:`ide.app.tree.scene` (styles in :mod:`ide.app.tree.style`), the view and the
 overview in :mod:`ide.app.tree.overview`, the inspector in :mod:`ide.app.tree.inspector`, the toolbar
-and the timeline in :mod:`ide.app.tree.toolbar`.
+and the timeline in :mod:`ide.app.tree.toolbar`, a node's actions in :mod:`ide.app.tree.node_actions`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import QGraphicsScene, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from ide.app.tree.inspector import TreeInspector, exploration_constant, node_tooltip, uses_uct
+from ide.app.tree.lineage import NOT_IN_SESSION, run_rows, titles
 from ide.app.tree.model import Layout, tidy_layout, visible_ids
+from ide.app.tree.node_actions import NodeActions
 from ide.app.tree.overview import TreeGraphicsView, TreeOverview
 from ide.app.tree.runs import RunFeed, figures_text, run_summary
 from ide.app.tree.scene import (
@@ -47,9 +49,9 @@ from ide.app.tree.verdict import Marks, RunCheck
 from ide.protocol.tree import SearchTree, TreeEvent, TreeFileError, TreeNode, read_jsonl, write_jsonl
 
 RELAYOUT_MS = 100
+"""Longest a live event waits before it is drawn; also the shortest time between two re-layouts."""
 HOVER_REACH_PX = 8.0
 """How near (screen pixels) the pointer must be to a node drawn smaller than that for its hover text."""
-"""Longest a live event waits before it is drawn; also the shortest time between two re-layouts."""
 RELAYOUT_SPACING = 4.0
 """A live re-layout waits at least this many times the last one's cost after it (at most ~20 % busy)."""
 
@@ -150,6 +152,8 @@ class SearchTreeView(QWidget):
         self.branch_button.clicked.connect(self._request_branch_diff)
         self.legend = self.side.legend
         self.legend_button.toggled.connect(self.legend.setVisible)
+        self.node_actions = NodeActions(self)
+        self.side.layout().addWidget(self.node_actions.buttons)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.graphics)
         splitter.addWidget(self.side)
@@ -167,6 +171,7 @@ class SearchTreeView(QWidget):
         column.setSpacing(2)
         column.addWidget(self.toolbar)
         column.addWidget(self.message)
+        column.addWidget(self.node_actions.origin_bar)
         column.addWidget(splitter, 1)
         column.addWidget(self.timeline)
         self._set_enabled()
@@ -178,7 +183,7 @@ class SearchTreeView(QWidget):
         early is held until the events before it come. An event that does not fit its run (unknown
         parent, a second root…) stops that run where it was, with a line in the dock saying so.
         """
-        touched_current = False
+        touched_current = relist = False
         finished: list[str] = []
         for event in events:
             key = event.run_id if source is None else f"{source} · {event.run_id}"
@@ -187,17 +192,21 @@ class SearchTreeView(QWidget):
                 tree = self.runs[key] = SearchTree()
                 if source is not None:
                     self.file_runs.add(key)
-                self._add_run_item(key, event.run_id)
+                self._list_runs()
+                relist = True  # once its first event says where it continues from
                 if source is None:
                     self.runStarted.emit(key)
                 if source is not None or self.current is None or self.step is None:
-                    self._select_run(key)
+                    self.select_run(key)
             for applied in self.run_feed.feed(key, tree, event):
                 if key == self.current and self.step is None:
                     touched_current = True
                     self._note_change(tree, applied)
+                relist = relist or applied.forked_from is not None
                 if applied.kind == "finished":
                     finished.append(key)
+        if relist:
+            self._list_runs()
         tree = self.runs.get(self.current) if self.current is not None else None
         if tree is not None:
             following = self.step is None
@@ -206,7 +215,7 @@ class SearchTreeView(QWidget):
             if following:
                 self.slider.setValue(len(tree.events))
             self.slider.blockSignals(False)
-            self._show_step()
+            self.timeline.show_step()
         self._show_faults()
         if touched_current:
             self._schedule()
@@ -257,7 +266,7 @@ class SearchTreeView(QWidget):
             self.run_feed.set_check(path.name, check)
             self._structure_dirty = True
             self._schedule(soon=True)
-        self._select_run(key)
+        self.select_run(key)
         return key
 
     def clear(self, *, keep_files: bool = True) -> dict[str, SearchTree]:
@@ -265,10 +274,10 @@ class SearchTreeView(QWidget):
         removed = {k: t for k, t in self.runs.items() if not (keep_files and k in self.file_runs)}
         for key in removed:
             self.run_feed.forget(key)
-            self.run_combo.removeItem(self.run_combo.findData(key))
+        self._list_runs()
         if self.current in removed:
             self.current = None
-            self._select_run(next(iter(self.runs), None))
+            self.select_run(next(iter(self.runs), None))
         self._show_faults()
         return removed
 
@@ -278,9 +287,9 @@ class SearchTreeView(QWidget):
             if key not in self.runs:
                 self.runs[key] = tree
                 self.stale_runs.add(key)
-                self._add_run_item(key, tree.run_id or key)
+        self._list_runs()
         if self.current is None and self.runs:
-            self._select_run(next(reversed(self.runs)))
+            self.select_run(next(reversed(self.runs)))
 
     def _schedule(self, *, soon: bool = False) -> None:
         if soon:
@@ -331,6 +340,8 @@ class SearchTreeView(QWidget):
         self._update_summary()
         if self.selected_id is not None:
             self._show_inspector()
+        else:  # the node actions follow the run (where it continues from, whether it still runs)
+            self.node_actions.refresh()
         self.last_flush_s = time.perf_counter() - started
         self.relaid.emit()
 
@@ -478,26 +489,19 @@ class SearchTreeView(QWidget):
             parent = tree.nodes.get(node.parent) if node.parent is not None else None
             uct_parent, c = parent if uses_uct(tree, node) else None, exploration_constant(tree.figures)
             self.side.show_node(node, uct_parent, c, self._marks().trusts.get(node.id))
-        self._update_branch_button(node)
+        self.side.show_branch_button(node, self.branch_diff_unavailable())
+        self.node_actions.refresh()
 
     def set_branch_diff_supported(self, supported: bool) -> None:
         """Whether the backend serves ``_arbor/tree/branch`` for this session's runs."""
         self.branch_diff_supported = supported
-        self._update_branch_button(self._selected_node())
+        self.side.show_branch_button(self._selected_node(), self.branch_diff_unavailable())
 
     def branch_diff_unavailable(self) -> str | None:
         """Why the selected node's branch diff cannot be shown (None: it can)."""
-        key = self.current
-        if key in self.file_runs:
-            return "This run was opened from a file: its change sets are not in the backend's session."
-        if key in self.stale_runs:
-            return "This run is from an earlier session that could not be restored."
-        if not self.branch_diff_supported:
-            return "The backend does not serve branch diffs (_arbor/tree/branch)."
-        return None
-
-    def _update_branch_button(self, node: TreeNode | None) -> None:
-        self.side.show_branch_button(node, self.branch_diff_unavailable())
+        kind = self.node_actions.run_kind(self.current)
+        unsupported = None if self.branch_diff_supported else "The backend does not serve branch diffs."
+        return NOT_IN_SESSION[kind] if kind != "live" else unsupported
 
     def _request_branch_diff(self) -> None:
         node = self._selected_node()
@@ -506,12 +510,12 @@ class SearchTreeView(QWidget):
             return
         self.branchDiffRequested.emit(node.changeset_id, node.id, tree.run_id or "")
 
-    def _add_run_item(self, key: str, run_id: str) -> None:
-        self.run_combo.blockSignals(True)
-        self.run_combo.addItem(key if key in self.file_runs else f"run {run_id[:12]}", key)
-        self.run_combo.blockSignals(False)
+    def _list_runs(self) -> None:
+        """The runs list as one tree of attempts: a continued run under the run it continues from."""
+        self.toolbar.list_runs(run_rows(self.runs, titles(self.runs, self.file_runs)), self.current)
 
-    def _select_run(self, key: str | None) -> None:
+    def select_run(self, key: str | None) -> None:
+        """Show run ``key`` (None: none), followed live, no node selected."""
         if key == self.current and self.shown is not None:
             return
         self.current = key
@@ -527,7 +531,7 @@ class SearchTreeView(QWidget):
         self.slider.setRange(0, len(tree.events) if tree else 0)
         self.slider.setValue(self.slider.maximum())
         self.slider.blockSignals(False)
-        self._show_step()
+        self.timeline.show_step()
         self._show_inspector()
         self._show_faults()
         self._structure_dirty = True
@@ -535,7 +539,7 @@ class SearchTreeView(QWidget):
         self._schedule(soon=True)
 
     def _on_run_chosen(self, index: int) -> None:
-        self._select_run(self.run_combo.itemData(index))
+        self.select_run(self.run_combo.itemData(index))
 
     def _on_slider(self, value: int) -> None:
         self.replay_to(value)
@@ -556,12 +560,9 @@ class SearchTreeView(QWidget):
         else:
             self.step = count
             self.shown = tree.at(count)
-        self._show_step()
+        self.timeline.show_step()
         self._structure_dirty = True
         self._schedule(soon=True)
-
-    def _show_step(self) -> None:
-        self.timeline.show_step()
 
     def _update_summary(self) -> None:
         tree = self.shown
