@@ -407,11 +407,14 @@ class _LatsRun:
         system = EXPANSION_PROMPT.format(
             root=ctx.changeset.root, tools=", ".join(self.toolbox.specs), lessons=lesson_text
         )
-        messages: list[BaseMessage] = [SystemMessage(system), *hint_messages(self.hint), *ctx.history]
-        if ctx.fork is None:
-            messages.append(HumanMessage(ctx.task))
-        else:  # the task continued, the steps that led to the root, and the user's hint
-            messages += [HumanMessage(ctx.fork.task), *ctx.fork.guidance()]
+        messages: list[BaseMessage] = [
+            SystemMessage(system),
+            *hint_messages(self.hint),
+            *ctx.history,
+            HumanMessage(ctx.task),
+        ]
+        if ctx.fork is not None:  # the steps that led to the root, and the user's hint
+            messages += ctx.fork.guidance()
         for node_id in self.tree.path_to(parent)[1:]:
             step = state.steps.get(node_id)
             if step is not None:

@@ -211,10 +211,10 @@ class LatsEvaluation:
         )
 
     def task(self) -> str:
-        """The task as prompts give it: in a continued run, the task of the run it continues and the
+        """The task as prompts give it; in a continued run (whose task is the one it continues) with the
         user's hint."""
         fork = self.ctx.fork
-        return self.ctx.task if fork is None else f"{fork.task}\n\n{fork.hint_text}"
+        return self.ctx.task if fork is None else f"{self.ctx.task}\n\n{fork.hint_text}"
 
     def _syntax_error(self, branch: ChangeSet, changed: list[str]) -> str | None:
         """``path:line: message`` of the first changed Python file that does not parse, else None."""

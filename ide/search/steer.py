@@ -74,12 +74,6 @@ class Fork:
         return [*self.trajectory(), HumanMessage(self.hint_text)]
 
     @property
-    def task(self) -> str:
-        """The task of the run continued from, as its root records it (a LATS root keeps its first line)."""
-        root = self.tree.nodes[self.path[0]]
-        return root.thought or root.label
-
-    @property
     def hint_text(self) -> str:
         """The hint as the user's guidance, worded as :meth:`guidance` gives it."""
         return f"{HINT_PREFIX}\n{self.hint or DEFAULT_HINT}"

@@ -154,13 +154,13 @@ class TotAgent:
         self.recorder = ctx.recorder
 
     def task_text(self) -> str:
-        """The task as the prompts give it; in a continued run, the task of the run it continues, the
-        steps that led to this run's root, and the user's hint."""
+        """The task as the prompts give it; in a continued run (whose task is the one it continues) with the
+        steps that led to this run's root and the user's hint."""
         fork = self.ctx.fork
         if fork is None:
             return f"Task:\n{self.ctx.task}"
         steps = trajectory_text(fork.steps()) or "(none: it continues from the start)"
-        return f"Task:\n{fork.task}\n\nSteps that led here (an earlier run):\n{steps}\n\n{fork.hint_text}"
+        return f"Task:\n{self.ctx.task}\n\nSteps that led here (an earlier run):\n{steps}\n\n{fork.hint_text}"
 
 
 class Planner(TotAgent):

@@ -135,7 +135,10 @@ async def test_lats_continues_from_a_middle_node_with_its_trajectory_branch_and_
     origin = first.ctx.recorder.tree
     hint = "Make it say Hey instead"
     edit_hey = expand("edit_file", {"path": "pkg/greet.py", "old_text": "Hi,", "new_text": "Hey,"})
-    run = make_run([edit_hey, evaluate(8)], task=hint, lats={"expansion_width": 1, "max_iterations": 1})
+    # As the session runs a continuation: the task it continues, the hint in the fork.
+    run = make_run(
+        [edit_hey, evaluate(8)], task=ORIGIN_TASK, lats={"expansion_width": 1, "max_iterations": 1}
+    )
     run.ctx.fork = fork_from(first, "n2", hint)
     calls = record_calls(run)
     outcome = await LatsSearch().run(run.ctx)
@@ -276,7 +279,7 @@ async def test_tot_continues_from_a_lats_node_reading_its_branch(make_run: Calla
             synthesise("It says Hi, NAME!"),
         ],
         architecture="tot",
-        task=hint,
+        task=ORIGIN_TASK,
         tot={"max_depth": 1},
     )
     run.ctx.fork = fork_from(first, "n2", hint)
@@ -329,7 +332,6 @@ async def test_tot_continues_from_a_thought_with_its_explored_thoughts_kept(
     run = make_run(
         [plan("Read tests", "Read README"), *depth_lines((6, 6, False)), synthesise("second answer")],
         architecture="tot",
-        task=hint,
         tot={"max_depth": 1},
     )
     run.ctx.fork = Fork(origin, "n2", hint)
