@@ -31,6 +31,14 @@ def sample_dir(root: Path | None = None) -> Path | None:
     return None
 
 
+def holds_sample_project(samples: Path, workspace: Path) -> bool:
+    """Whether ``workspace`` holds the sample's project (its files by name): a copy the sample can be
+    continued in, rather than in a demo window."""
+    project = samples / SAMPLE_NAME / "workspace"
+    names = [path.relative_to(project) for path in project.rglob("*") if path.is_file()]
+    return bool(names) and all((workspace / name).is_file() for name in names)
+
+
 def demo_workspace(samples: Path, root: Path) -> Path:
     """A git repository with one commit holding the sample's workspace, under ``root`` (blocking: git)."""
     target = root / "stats-project"

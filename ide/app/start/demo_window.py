@@ -1,5 +1,10 @@
 """The scripted demo turn in a window of its own: the LATS sample's task on a throwaway git copy of its
-workspace, its scripted model, data and config dirs of its own; removed when the window closes."""
+workspace, its scripted model, data and config dirs of its own; removed when the window closes.
+
+The same window carries out Continue from here on the recorded sample (:class:`SampleContinuation`): on
+its copy of the sample's project, with the model of the window it was asked in, the recording opened in
+its Search tree and the continuation forked from it (the recording's events sent with the request).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,33 @@ import asyncio
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
 
 from ide.app.background import run_blocking, spawn
-from ide.app.start.demo import DEMO_TASK, demo_env, demo_workspace
+from ide.app.start.demo import DEMO_TASK, SAMPLE_TREE, demo_env, demo_workspace
+from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
+
+if TYPE_CHECKING:
+    from ide.protocol.tree import TreeEvent
+
+
+@dataclass(frozen=True)
+class SampleContinuation:
+    """Continue from here on a node of the recorded sample, asked in another window."""
+
+    events: list[TreeEvent]
+    """The recording's events (its run's), sent with the fork."""
+    node_id: str
+    hint: str
+    mode: str | None
+    """The mode chosen (None: the run's own, LATS)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """The model to continue with (``ARBOR_MODEL`` and its server's settings), from the asking window."""
 
 
 class DemoRun(QObject):
@@ -25,9 +50,13 @@ class DemoRun(QObject):
     failed = Signal(str)
     """Why the demo could not start (the workspace could not be made)."""
 
-    def __init__(self, samples: Path, parent: QObject | None = None) -> None:
+    def __init__(
+        self, samples: Path, parent: QObject | None = None, continuation: SampleContinuation | None = None
+    ) -> None:
         super().__init__(parent)
         self.samples = samples
+        self.continuation = continuation
+        """Continue the recorded sample from a node instead of running the scripted task."""
         self.window: MainWindow | None = None
         self.root = Path(tempfile.mkdtemp(prefix="arbor-demo-"))
 
@@ -41,8 +70,14 @@ class DemoRun(QObject):
             self.failed.emit(f"The demo's workspace could not be made in {self.root}: {exc}")
             self.remove()
             return
-        window = MainWindow(workspace, backend_env=demo_env(self.samples, self.root))
-        window.setWindowTitle(f"Demo: {workspace.name} — Arbor")
+        env = demo_env(self.samples, self.root)
+        title = f"Demo: {workspace.name} — Arbor"
+        if self.continuation is not None:  # the asking window's model, not the sample's script
+            env.pop("ARBOR_MODEL")
+            env.update(self.continuation.env)
+            title = f"Demo: {workspace.name}, continued from {self.continuation.node_id} — Arbor"
+        window = MainWindow(workspace, backend_env=env)
+        window.setWindowTitle(title)
         self.window = window
         window.bridge.sessionReady.connect(self._ready)
         window.closed.connect(self._closed)
@@ -55,7 +90,15 @@ class DemoRun(QObject):
         if window is None or replayed:
             return
         window.bridge.sessionReady.disconnect(self._ready)  # one task per demo
-        window.send_prompt(DEMO_TASK)
+        if self.continuation is None:
+            window.send_prompt(DEMO_TASK)
+            return
+        trees, asked = window.part(TreeDock), self.continuation
+        if not asked.events or not trees.open_file(self.samples / SAMPLE_TREE):
+            self.failed.emit(f"The recorded sample could not be opened in the demo window ({SAMPLE_TREE}).")
+            return
+        key = f"{SAMPLE_TREE} · {asked.events[0].run_id}"  # as the Search tree names a file's run
+        trees.steering.fork(key, asked.node_id, asked.hint, asked.mode)
 
     def _closed(self) -> None:
         process = self.window.bridge.process if self.window is not None else None

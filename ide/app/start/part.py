@@ -20,15 +20,19 @@ from ide.app.parts.base import AppContext, Part, Spec
 from ide.app.parts.capabilities import Chat, EvalReports, ModelChecks, SearchTrees
 from ide.app.parts.needs import Requires
 from ide.app.sessions.part import when
-from ide.app.start.demo import NOT_SHIPPED, SAMPLE_TREE, sample_dir
-from ide.app.start.demo_window import DemoRun
+from ide.app.start.demo import NOT_SHIPPED, SAMPLE_TREE, holds_sample_project, sample_dir
+from ide.app.start.demo_window import DemoRun, SampleContinuation
 from ide.app.start.page import StartPage
 from ide.client.agentproc import AgentChoice
 from ide.client.sessions import SessionSummary
 
 if TYPE_CHECKING:
     from ide.protocol.model import ModelHealth
+    from ide.protocol.tree import TreeEvent
 
+MODEL_ENV = ("ARBOR_MODEL", "ARBOR_LLM_", "OLLAMA_", "OPENAI_")
+"""What of this window's backend environment says which model answers (and where its server is): what a
+continuation of the sample in a demo window takes along."""
 KEEP_MODEL = 'To keep it for every window, put [llm] model = "{spec}"{url} in config.toml (README: Models).'
 
 
@@ -64,7 +68,7 @@ class StartPart(Part):
         page.openaiTestRequested.connect(self._test_openai)
         page.testRequested.connect(lambda: self.models.test_models(report=False))
         page.sampleRequested.connect(self.open_sample)
-        page.demoRequested.connect(self.run_demo)
+        page.demoRequested.connect(lambda: self.run_demo())
         page.reportRequested.connect(self.open_report_dialog)
         page.sessionRequested.connect(self._open_session)
         self.models.healthChanged.connect(self._show_health)
@@ -143,16 +147,31 @@ class StartPart(Part):
         self.report_dialog.open()
 
     def open_sample(self) -> bool:
-        """Open the recorded LATS sample in the Search tree dock."""
+        """Open the recorded LATS sample in the Search tree dock. Continue from here on its nodes opens a
+        demo window on a copy of its project (:meth:`continue_sample`), unless this window's workspace
+        holds that project already."""
         if self.samples is None:
             return False
+        if not holds_sample_project(self.samples, self.ctx.workspace):
+            self.trees.continue_elsewhere(SAMPLE_TREE, self.continue_sample)
         return self.trees.open_file(self.samples / SAMPLE_TREE)
 
-    def run_demo(self) -> DemoRun | None:
-        """Start the scripted demo turn in a window of its own."""
+    def continue_sample(
+        self, events: list[TreeEvent], node_id: str, hint: str, mode: str | None
+    ) -> DemoRun | None:
+        """Continue the recorded sample from ``node_id`` in a demo window of its own (a throwaway copy of its
+        project), with this window's model, the hint and the mode (None: the run's own)."""
+        choice, meta = self.bridge.choice, self.bridge.agent_meta
+        env = {key: value for key, value in choice.env.items() if key.startswith(MODEL_ENV)}
+        if "ARBOR_MODEL" not in env and meta is not None and choice.is_arbor:
+            env["ARBOR_MODEL"] = meta.model
+        return self.run_demo(SampleContinuation(events, node_id, hint, mode, env))
+
+    def run_demo(self, continuation: SampleContinuation | None = None) -> DemoRun | None:
+        """Start the scripted demo turn in a window of its own (or ``continuation`` of the sample)."""
         if self.samples is None:
             return None
-        demo = DemoRun(self.samples, self)
+        demo = DemoRun(self.samples, self, continuation)
         demo.failed.connect(lambda message: self.page.sample_note.setText(message))
         demo.failed.connect(lambda _message: self.page.sample_note.show())
         demo.opened.connect(self.demoOpened)

@@ -41,6 +41,15 @@ ContinueElsewhere = Callable[["list[TreeEvent]", str, str, "str | None"], None]
 """Carries out Continue from here for a file's run: its events, the node's id, the hint and the mode
 (None: the run's own)."""
 
+
+def arbor_modes() -> list[tuple[str, str, str]]:
+    """Arbor's session modes (id, name, description), for a continuation carried out elsewhere while
+    this window's backend has told none."""
+    from ide.protocol.modes import MODE_TABLE
+
+    return [(mode.id, mode.name, mode.description) for mode in MODE_TABLE]
+
+
 NAMES = {"fork": "Continue from here", "adopt": "Use this branch", "steer": "Steering the search"}
 
 
@@ -112,7 +121,7 @@ class TreeSteering(QObject):
             self.dialog.accepted.connect(self._continue_chosen)
         self._asked = (key, node_id)
         source = self._source(key)
-        modes = list(self.bridge.modes)
+        modes = list(self.bridge.modes) or arbor_modes()  # a demo window continues in Arbor's own
         ids = [mode_id for mode_id, _name, _description in modes]
         default = tree.architecture if tree.architecture in ids or not ids else self.bridge.mode
         if source in self.elsewhere:
