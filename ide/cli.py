@@ -302,9 +302,9 @@ def _tree_list(workspace: Path, session: str | None, run: str | None) -> int:
             return _fail(f"{session} names {len(sessions)} sessions: {', '.join(sessions)}")
         runs = asyncio.run(stored_summaries(store, sessions[0], str(workspace), run))
         if run is None:
-            lines = run_listing(sessions[0], runs, {})
+            lines = run_listing(sessions[0], runs)
         elif len(runs) == 1:
-            lines = node_listing(sessions[0], runs[0])
+            lines = node_listing(sessions[0], runs[0][0])
         else:
             return _fail(
                 f"no run {run} in session {sessions[0]}" if not runs else f"{run} names {len(runs)} runs"

@@ -219,7 +219,7 @@ def run_summary(tree: SearchTree, changes: dict[str, bool] | None = None) -> st.
             best=node.id in best,
             changes=changes.get(node.id, False),
         )
-        for node in tree.nodes.values()
+        for node in (tree.nodes.values() if changes is not None else ())
     ]
     return st.RunSummary(
         run_id=tree.run_id or "",
@@ -227,7 +227,7 @@ def run_summary(tree: SearchTree, changes: dict[str, bool] | None = None) -> st.
         label=root.label if root is not None else "",
         finished=tree.finished,
         forked_from=tree.forked_from,
-        nodes=nodes if changes is not None else [],
+        nodes=nodes,
     )
 
 
@@ -293,16 +293,17 @@ def decode_kept(payload: dict[str, Any]) -> Kept | None:
 
 async def stored_summaries(
     store: SessionStore, session_id: str, cwd: str, run_id: str | None = None
-) -> list[st.RunSummary]:
-    """A stored session's runs as ``_arbor/tree/runs`` lists them, read from the store alone (``arbor tree
-    list``): every run, or the runs whose id is or starts with ``run_id``, with their nodes."""
+) -> list[tuple[st.RunSummary, int]]:
+    """A stored session's runs as ``_arbor/tree/runs`` lists them, each with its number of nodes, read from
+    the store alone (``arbor tree list``): every run, or the runs whose id is or starts with ``run_id``, with
+    their nodes."""
     book = RunBook(store, session_id, cwd)
-    runs = await book.runs()
-    if run_id is None:
-        return [run_summary(run.tree) for run in runs]
     found = []
-    for run in runs:
-        if run.tree.run_id is not None and run.tree.run_id.startswith(run_id):
+    for run in await book.runs():
+        if run_id is None:
+            found.append((run_summary(run.tree), len(run.tree.nodes)))
+        elif run.tree.run_id is not None and run.tree.run_id.startswith(run_id):
             kept = await book.kept(run.tree.run_id)
-            found.append(run_summary(run.tree, await asyncio.to_thread(node_changes, run.tree, kept)))
+            changes = await asyncio.to_thread(node_changes, run.tree, kept)
+            found.append((run_summary(run.tree, changes), len(run.tree.nodes)))
     return found

@@ -41,10 +41,11 @@ def node_lines(nodes: list[NodeSummary]) -> list[str]:
     return lines
 
 
-def run_listing(session_id: str, runs: list[RunSummary], sizes: dict[str, int]) -> list[str]:
-    """What ``arbor tree list`` prints for a session: a header, then each run (oldest first)."""
+def run_listing(session_id: str, runs: list[tuple[RunSummary, int]]) -> list[str]:
+    """What ``arbor tree list`` prints for a session: a header, then each run (oldest first) with its
+    number of nodes."""
     lines = [f"session {session_id}: {len(runs)} run{'s' * (len(runs) != 1)}"]
-    lines += [run_line(run, sizes.get(run.run_id)) for run in runs]
+    lines += [run_line(run, nodes) for run, nodes in runs]
     return lines
 
 
