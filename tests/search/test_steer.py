@@ -183,6 +183,8 @@ async def test_lats_continues_from_a_middle_node_with_its_trajectory_branch_and_
         assert copy.status == recorded.status == "evaluated"
     assert tree.nodes["n4"].action is not None and tree.nodes["n4"].action.args["new_text"] == "Hey,"
     assert tree.nodes["n1"].visits == origin.nodes["n2"].visits + 1
+    for copy in ("n2", "n3"):  # on the recorded branches the fork carries: n2's edit in them
+        assert run.ctx.branches[tree.nodes[copy].changeset_id or ""].read_text("pkg/greet.py") == HI
     assert tree.best_path == ["n1", "n4"]
 
     # Recorded with where it came from, on its first event.
@@ -191,6 +193,25 @@ async def test_lats_continues_from_a_middle_node_with_its_trajectory_branch_and_
     assert all(e.forked_from is None for e in run.events[1:])
     replayed = SearchTree(run.events)
     assert replayed == tree and replayed.forked_from == origin_id
+
+
+async def test_lats_continues_from_a_run_whose_branches_are_not_known(make_run: Callable[..., Run]) -> None:
+    first = await lats_origin(make_run)
+    origin = first.ctx.recorder.tree
+    # A run opened from a file: no branch is known, the session's own change set stands in for the root's.
+    run = make_run([GREP, evaluate(5)], task=ORIGIN_TASK, lats={"expansion_width": 1, "max_iterations": 1})
+    run.ctx.fork = Fork(origin, "n1", "Try again")
+    await LatsSearch().run(run.ctx)
+    tree = run.ctx.recorder.tree
+
+    assert tree.nodes["n1"].changeset_id == run.ctx.changeset.id
+    assert [tree.nodes[n].action.tool for n in tree.children("n1")[:2]] == ["edit_file", "read_file"]  # type: ignore[union-attr]
+    # The read goes on from the root's branch; the edit's changes, and so everything under it, are unknown.
+    read = run.ctx.branches[tree.nodes["n3"].changeset_id or ""]
+    assert read.read_text("pkg/greet.py") == GREETING and read.changed_paths() == []
+    assert [tree.nodes[n].changeset_id for n in ("n2", "n4", "n5")] == [None, None, None]
+    assert tree.nodes["n6"].parent == "n1"  # the root is expanded first
+    assert run.events[0].forked_from == ForkOrigin(run_id=origin.run_id or "", node_id="n1")
 
 
 # -- prune and expand a live LATS run -------------------------------------------------------------------
