@@ -34,6 +34,7 @@ class ContinueDialog(QDialog):
         self.setWindowModality(Qt.WindowModality.WindowModal)
         self.setMinimumWidth(480)
         self.node_label = plain_label("continueNode")
+        self.intro = plain_label("mutedLabel")
         self.hint_box = QPlainTextEdit()
         self.hint_box.setObjectName("continueHint")
         self.hint_box.setPlaceholderText(HINT_PLACEHOLDER)
@@ -57,6 +58,7 @@ class ContinueDialog(QDialog):
         form.addRow("Mode", self.mode_box)
         layout = QVBoxLayout(self)
         layout.addWidget(self.node_label)
+        layout.addWidget(self.intro)
         layout.addLayout(form)
         layout.addWidget(self.note)
         layout.addWidget(self.buttons)
@@ -72,6 +74,10 @@ class ContinueDialog(QDialog):
         (id, name, description) to pick from with ``default`` (the run's architecture) chosen, and a
         ``note`` on what the continuation will have; the hint box empty and focused."""
         self.node_label.setText(node)
+        self.intro.setText(
+            "A new turn starts from this node's state: its path (thoughts, tool calls and what they "
+            "returned) and its branch's changes, with your hint as the user's guidance."
+        )
         self.mode_box.clear()
         for mode_id, name, description in modes:
             own = " — as the run" if mode_id == default else ""

@@ -75,7 +75,7 @@ class TreeLegend(QWidget):
             "Outline: its status. A solid outline with ✓: a result a test run or the eval check verified; "
             "dashed: a solution only the model's own score claims (✗: the eval check failed it). "
             "Blue ring: the best path. Marks: − a node you pruned, + one you asked to expand (during the "
-            "run), ⑂ the root of a run continued from another run's node."
+            "run), a forked stem on the root of a run continued from another run's node."
         )
         self._metrics = QFontMetricsF(self.font())
 

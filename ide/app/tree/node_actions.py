@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QPoint, QPointF, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QLabel, QMenu, QToolButton, QWidget
+from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QToolButton, QWidget
 
 from ide.app.tree.lineage import Backend, Offer, Offers, node_offers, origin_key, origin_text
 from ide.app.widgets.flow_layout import FlowLayout
@@ -76,6 +76,8 @@ class NodeActions(QObject):
             button.setObjectName(f"treeButton_{name}")
             button.setDefaultAction(self.actions[name])
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+            # Each line of buttons fills the panel's width, however many the width lets stand on it.
+            button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
             row.addWidget(button)
         self.buttons.hide()
 
@@ -124,7 +126,7 @@ class NodeActions(QObject):
         text = html.escape(origin_text(view.runs, key)) if key is not None else ""
         if text and has_origin:
             text += f" · <a href='origin'>Go to origin</a> ({KEYS['origin']})"
-        self.origin_bar.setText(f"⑂ {text}" if text else "")
+        self.origin_bar.setText(f"↳ {text}" if text else "")
         self.origin_bar.setVisible(bool(text))
 
     def _by_name(self) -> dict[str, Offer]:
