@@ -5,6 +5,7 @@ steering a run that is not a live search is refused in words."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -192,3 +193,32 @@ async def test_a_plan_run_replans_from_a_finished_task_with_what_was_done_and_th
     assert "Says hi." not in text and "README says hi" not in text  # the second task's work: after the node
     assert changed(view) == ["CHANGELOG.md", "pkg/greet.py"]
     assert starts[-1].forked_from == ForkOrigin(run_id=origin.run_id, node_id=first_task.id)
+
+
+@pytest.mark.parametrize(("mode", "role"), [("react", "react"), ("lats", "lats.expansion")])
+async def test_steer_reaches_only_a_live_tree_search(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path], mode: str, role: str
+) -> None:
+    # Every model call hangs until the cancel (LATS expands several candidates at once).
+    script = write_script([{"role": role, "latency_ms": 60000, "content": "late"}] * 8)
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, WINDOW) as backend:
+        conn, client = backend.conn, backend.client
+        sid = (await conn.new_session(cwd=str(git_workspace), mcp_servers=[])).session_id
+        await conn.set_session_mode(session_id=sid, mode_id=mode)
+        turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
+        await client.wait_until(lambda: bool(first_events(client)), timeout=30)
+        [started] = first_events(client)
+        assert started.node is not None
+        ask = st.SteerParams(session_id=sid, run_id=started.run_id, node_id=started.node.id, action="expand")
+        steered = await agentconn.call(conn, st.STEER, ask)
+        other = await agentconn.call(conn, st.STEER, ask.model_copy(update={"run_id": "f" * 32}))
+        await conn.cancel(session_id=sid)
+        await asyncio.wait_for(turn, 30)
+    if mode == "lats":
+        assert steered.accepted, steered.message
+    else:
+        assert not steered.accepted
+        assert steered.message.endswith(
+            "is a react run: only a LATS or Tree-of-Thoughts search can be pruned or expanded."
+        )
+    assert not other.accepted and "is not running" in other.message
