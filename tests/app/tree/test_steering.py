@@ -111,6 +111,40 @@ def test_use_this_branch_asks_before_it_replaces_decisions_then_shows_the_branch
     assert review.dock.isVisible()
 
 
+def test_prune_on_a_running_lats_search_is_taken_and_its_node_shows_the_mark(
+    qtbot: Any, make_window: WindowFactory, git_workspace: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "s.jsonl"
+    held = [dict(line) for line in EDIT_WINS]
+    held[2] = {**held[2], "latency_ms": 4000}  # the first evaluation waits: the search is live meanwhile
+    script.write_text("".join(json.dumps(line) + "\n" for line in held))
+    env = {"ARBOR_MODEL": f"scripted:{script}", "ARBOR_AGENT_ARCHITECTURE": "lats", **LATS_ENV}
+    window = make_window(git_workspace, env=env)
+    wait_ready(qtbot, window)
+    dock = window.part(TreeDock)
+    view, steering = dock.view, dock.steering
+    window.send_prompt("Make greet say Hi")
+
+    def candidates_drawn() -> bool:
+        return any("n3" in t.nodes and not t.finished for t in view.runs.values())
+
+    qtbot.waitUntil(candidates_drawn, timeout=TURN_TIMEOUT_MS)
+    view.flush()
+    view.select_node("n3")  # the read: the weaker candidate
+    prune = view.node_actions.actions["prune"]
+    assert prune.isEnabled(), prune.toolTip()
+    assert not view.node_actions.actions["continue"].isEnabled(), "a turn runs"
+    with qtbot.waitSignal(steering.steered, timeout=TURN_TIMEOUT_MS) as steered:
+        prune.trigger()
+    assert steered.args[0].accepted
+    (tree,) = view.runs.values()
+    qtbot.waitUntil(lambda: tree.nodes["n3"].steer == "prune", timeout=TURN_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
+    view.flush()
+    assert view.canvas.geometry.steer[view.canvas.geometry.index["n3"]] == "prune"
+    assert "n3" not in tree.best_path
+
+
 def test_a_refusal_is_said_plainly(qtbot: Any, make_window: WindowFactory, tmp_path: Path) -> None:
     window = make_window(tmp_path, command=TREE_AGENT, env={"TREE_AGENT_STORE": str(tmp_path / "store.json")})
     wait_ready(qtbot, window)
