@@ -20,7 +20,7 @@ from ide.protocol import review as rv
 from ide.protocol import steer as st
 from ide.protocol.tree import ForkOrigin
 from ide.search.steer import HINT_PREFIX
-from tests.support.acp_client import acp_backend
+from tests.support.acp_client import acp_backend, tree_events
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git import git
 from tests.support.plan_script import TASK_1, TASK_2, done, report
@@ -222,3 +222,27 @@ async def test_steer_reaches_only_a_live_tree_search(
             "is a react run: only a LATS or Tree-of-Thoughts search can be pruned or expanded."
         )
     assert not other.accepted and "is not running" in other.message
+
+
+async def test_a_run_sent_as_events_is_continued_from_the_sessions_own_changes(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    script = write_script(REACT_RUN)
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, WINDOW) as backend:
+        sid = (await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])).session_id
+        await backend.conn.prompt(session_id=sid, prompt=[text_block(TASK)])
+        events = tree_events(backend.client)  # as a .arbor-tree.jsonl file holds them
+        [origin] = first_events(backend.client)
+    # Another backend, another session: the run is known only by its events.
+    script = write_script([{"content": "Went on from the file's run."}])
+    async with acp_backend({"ARBOR_MODEL": f"scripted:{script}"}, WINDOW) as backend:
+        conn = backend.conn
+        other = (await conn.new_session(cwd=str(git_workspace), mcp_servers=[])).session_id
+        params = st.ForkParams(session_id=other, run_id=origin.run_id, node_id="n3", events=events)
+        armed = await agentconn.call(conn, st.FORK, params)
+        assert (armed.mode, armed.files, armed.path) == ("react", [], ["n1", "n2", "n3"])
+        assert armed.note.startswith("The run came from a file")
+        answer = await conn.prompt(session_id=other, prompt=[text_block(HINT)])
+        assert answer.stop_reason == "end_turn"
+        assert first_events(backend.client)[-1].forked_from == ForkOrigin(run_id=origin.run_id, node_id="n3")
+        assert changed(await pending(conn, other)) == []  # its own (none), not the file run's
