@@ -99,8 +99,8 @@ def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> Non
 
 
 async def _close(window: MainWindow) -> None:
-    """Stop the agent and, when a foreign agent's edits were reviewed, Arbor's review backend; and the
-    backends of the demo windows the start page opened."""
+    """Stop the agent, then (a foreign agent's) its shadow and Arbor's review backend; and the backends of
+    the demo windows the start page opened."""
     from ide.app.foreign.part import ForeignAgent
     from ide.app.start.part import StartPart
 
@@ -108,7 +108,7 @@ async def _close(window: MainWindow) -> None:
     stops = [
         demo.window.bridge.aclose() for demo in demos if demo.window is not None and isValid(demo.window)
     ]
-    await asyncio.gather(window.bridge.aclose(), window.part(ForeignAgent).review.aclose(), *stops)
+    await asyncio.gather(window.part(ForeignAgent).stop(), *stops)
     for demo in demos:
         demo.remove()
 

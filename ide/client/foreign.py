@@ -148,6 +148,8 @@ class ForeignSession:
         """A confined agent's TMPDIR, made when first needed (removed by :meth:`remove_scratch`)."""
         self.attribution = Attribution()
         self._load = load
+        self._closing: asyncio.Future[None] | None = None
+        """The one closing under way or done (:meth:`aclose`), until the next :meth:`start`."""
         self._on_exit = on_exit
         self._capturing = asyncio.Lock()
 
@@ -172,6 +174,7 @@ class ForeignSession:
         """Start Arbor's backend (OSError when it cannot be run) and greet it, within ``initialize``'s
         declared limit. On a failure the backend is left to :meth:`stop_backend`. Should it end unasked,
         ``on_exit(code, stderr)`` is told (the shadow and the review session went with it)."""
+        self._closing = None
         callbacks = ClientCallbacks(lambda *_: None, lambda: None, lambda *_: None)
         conn = await self.link.launch(self.link.begin(), self.backend, callbacks, self._load)
         if conn is None:
@@ -283,7 +286,14 @@ class ForeignSession:
         await self.link.stop(eof_grace=eof_grace)
 
     async def aclose(self, *, eof_grace: float = EOF_GRACE_S) -> None:
-        """Remove the shadow and stop the backend."""
+        """Remove the shadow, then stop the backend. Once: a second call (the window's close and its
+        entry point both ask) waits for the first — it must not stop the backend while the first's request
+        to remove the shadow is still on its way, which left the shadow behind."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close(eof_grace))
+        await asyncio.shield(self._closing)
+
+    async def _close(self, eof_grace: float) -> None:
         await self.close_shadow()
         await self.stop_backend(eof_grace=eof_grace)
 

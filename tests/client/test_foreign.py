@@ -109,6 +109,27 @@ async def test_a_sessions_life_over_arbors_backend(git_workspace: Path) -> None:
     assert exits == []  # asked to stop: no death told
 
 
+async def test_two_closes_stop_the_backend_once_and_only_after_the_shadow_is_gone(
+    git_workspace: Path,
+) -> None:
+    """The window's close and its entry point both close the session: the second must not stop the backend
+    while the first's request to remove the shadow is on its way (a killed backend left the shadow behind
+    in two full runs)."""
+    session = ForeignSession(git_workspace, meta=lambda: {"review": True}, client="test")
+    await asyncio.wait_for(session.start(), START_S)
+    shadow = Path((await asyncio.wait_for(session.open_shadow("tester"), START_S)).cwd)
+    stop = session.stop_backend
+    shadow_at_stop: list[bool] = []
+
+    async def recording_stop(**kwargs: Any) -> None:
+        shadow_at_stop.append(shadow.exists())
+        await stop(**kwargs)
+
+    session.stop_backend = recording_stop  # type: ignore[method-assign]
+    await asyncio.wait_for(asyncio.gather(session.aclose(), session.aclose()), START_S)
+    assert shadow_at_stop == [False] and not shadow.exists() and not session.running
+
+
 async def test_the_backends_death_is_told_with_the_shadow_gone(git_workspace: Path) -> None:
     died = asyncio.Event()
     exits: list[tuple[int, str]] = []

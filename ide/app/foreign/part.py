@@ -47,8 +47,15 @@ class ForeignAgent(Part):
         self.review.noted.connect(self._note)
         self.review.died.connect(self._on_review_died)
         self.bridge.agentChanged.connect(self._on_agent)
-        ctx.window.closed.connect(self.review.remove_scratch)
-        ctx.window.closed.connect(lambda: spawn(self.review.aclose(), name="stop review backend"))
+        ctx.window.closed.connect(lambda: spawn(self.stop(), name="stop review backend"))
+
+    async def stop(self) -> None:
+        """The agent first — until it has ended it may still write into its shadow and its TMPDIR, and a
+        folder removed under a writer is left half there — then the shadow, the review backend and the
+        TMPDIR."""
+        await self.bridge.aclose()
+        await self.review.aclose()
+        self.review.remove_scratch()
 
     def is_foreign(self) -> bool:
         """The agent is not Arbor (its initialize carried no ``_meta.arbor``)."""
