@@ -72,6 +72,11 @@ def build_chat_model(spec: ModelSpec, settings: LlmSettings) -> BaseChatModel:
             kwargs["base_url"] = settings.openai_base_url
             # Local OpenAI-compatible servers usually ignore the key, but the client insists on one.
             kwargs["api_key"] = key or "unused"
+        # A connection pool of this model's own: langchain-openai's default is one cached per server for
+        # the whole process, whose idle connections belong to the event loop that opened them — a call on
+        # a later loop (a test's, an eval run's) that closes an expired one failed "Event loop is closed".
+        openai = _import_extra("openai", "openai")
+        kwargs["http_async_client"] = openai.DefaultAsyncHttpxClient(timeout=kwargs["timeout"])
         return module.ChatOpenAI(**kwargs)
     if spec.provider == "anthropic":
         module = _import_extra("langchain_anthropic", "anthropic")
