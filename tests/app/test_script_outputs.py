@@ -19,6 +19,7 @@ SCRIPTS = {
     "readme_pictures": "output_dir",
     "screenshot": "output",
     "tree_screenshot": "output",
+    "steer_screenshots": "output_dir",
     "turn_screenshots": "output_dir",
 }
 """Script → the option naming what it writes."""
