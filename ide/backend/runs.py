@@ -145,9 +145,11 @@ class RunBook:
         for run_id, tree in trees.items():
             root = tree.nodes.get(tree.root) if tree.root is not None else None
             origin = tree.forked_from.run_id if tree.forked_from is not None else None
+            # A continued run goes on with its origin's task: its root is the node it continued from (a
+            # LATS or ToT run plants a copy, whose thought is that node's reasoning, not the task).
             task = (
-                (root.thought if root is not None and root.thought else None)
-                or (tasks.get(origin) if origin is not None else None)
+                (tasks.get(origin) if origin is not None else None)
+                or (root.thought if root is not None and root.thought else None)
                 or _question(questions.get(run_id), root.label if root is not None else "")
             )
             tasks[run_id] = task

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ide.backend.runs import Kept, decode_kept, encode_kept
+from ide.backend.runs import Kept, RunBook, decode_kept, encode_kept
 from ide.backend.store import KEPT_RUN_STATES, SessionStore
 from ide.changes import ChangeSet
 from ide.changes.snapshot import decode_changesets, encode_changesets
-from ide.protocol.tree import SearchTree
+from ide.protocol.tree import ForkOrigin, SearchTree
 from ide.search.tree import TreeRecorder
 
 
@@ -65,5 +65,31 @@ def test_the_store_keeps_the_newest_runs_branches(tmp_path: Path, git_workspace:
     assert store.load_run_states("s", cwd, f"run{KEPT_RUN_STATES + 1}") == {
         "version": 1,
         "number": KEPT_RUN_STATES + 1,
+    }
+    store.close()
+
+
+async def test_a_continued_run_goes_on_with_its_origins_task_whatever_its_root_says(tmp_path: Path) -> None:
+    """A continued LATS or ToT run's root is a copy of the node it continued from, its thought that node's
+    reasoning: continuing it again must give the model the first run's task, not that thought."""
+    store = SessionStore(tmp_path / "data")
+    cwd = str(tmp_path)
+    store.create("s", cwd, "lats")
+    book = RunBook(store, "s", cwd)
+    first = TreeRecorder(architecture="lats")
+    root = first.add(None, kind="root", label="Make greet say Hi")
+    node = first.add(root, kind="action", label="edit greet.py", thought="I will edit greet.py first")
+    book.hold(first, {})
+    second = TreeRecorder(architecture="lats", forked_from=ForkOrigin(run_id=first.run_id, node_id=node))
+    second.add(None, kind="root", label="edit greet.py", thought="I will edit greet.py first")
+    book.hold(second, {})
+    third = TreeRecorder(architecture="react", forked_from=ForkOrigin(run_id=second.run_id, node_id="n1"))
+    third.add(None, kind="root", label="go on")
+    book.hold(third, {})
+    tasks = {run.tree.run_id: run.task for run in await book.runs()}
+    assert tasks == {
+        first.run_id: "Make greet say Hi",
+        second.run_id: "Make greet say Hi",
+        third.run_id: "Make greet say Hi",
     }
     store.close()
