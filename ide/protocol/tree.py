@@ -87,6 +87,12 @@ class ToolAction(WireModel):
         )
 
 
+def left_out_unset(description: str) -> Any:
+    """An optional field a record leaves out while it is unset, so recordings made before it stay as they
+    were, byte for byte."""
+    return Field(None, description=description, exclude_if=lambda value: value is None)
+
+
 class ForkOrigin(WireModel):
     """Where a run continued from: a node of an earlier run of the session (``Continue from here``)."""
 
@@ -123,11 +129,7 @@ class TreeNode(WireModel):
     latency_ms: float = 0.0
     created_at: float = Field(0.0, description="Seconds since the epoch")
     updated_at: float = 0.0
-    steer: SteerAction | None = Field(
-        None,
-        description="What the user last asked of this node during the run (prune, expand)",
-        exclude_if=lambda steer: steer is None,  # keeps recorded trees as they were
-    )
+    steer: SteerAction | None = left_out_unset("What the user last asked of this node during the run")
 
 
 class TreeEvent(WireModel):
@@ -147,11 +149,7 @@ class TreeEvent(WireModel):
     architecture: str | None = None
     figures: dict[str, Any] = Field(default_factory=dict)
     at: float = 0.0
-    forked_from: ForkOrigin | None = Field(
-        None,
-        description="On a run's first event: the node of an earlier run it continues from",
-        exclude_if=lambda origin: origin is None,  # keeps recorded trees as they were
-    )
+    forked_from: ForkOrigin | None = left_out_unset("On a run's first event: the node it continues from")
 
 
 class TreeEventBatch(WireModel):

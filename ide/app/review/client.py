@@ -40,19 +40,17 @@ if TYPE_CHECKING:
 
 P = TypeVar("P", bound="BaseModel")
 T = TypeVar("T", bound="BaseModel")
+Answer = Callable[[T], None]
+"""What gets a request's answer."""
+Refusal = Callable[["ErrorInfo"], None]
+"""What gets a request's refusal, or word that no answer came."""
 
 
 class ReviewChannel(Protocol):
     """Where review requests go: :class:`~ide.app.acp_client.BackendBridge` (Arbor's backend) or
     :class:`~ide.app.foreign.review_backend.ReviewBackend` (a foreign agent's edits)."""
 
-    def request(
-        self,
-        method: Method[P, T],
-        params: P,
-        on_result: Callable[[T], None],
-        on_error: Callable[[ErrorInfo], None],
-    ) -> bool:
+    def request(self, method: Method[P, T], params: P, on_result: Answer[T], on_error: Refusal) -> bool:
         """Send ``method``: its answer goes to ``on_result``, a refusal or no answer to ``on_error``;
         False, and nothing sent, when it cannot go (the backend is not running)."""
         ...

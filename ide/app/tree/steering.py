@@ -192,14 +192,11 @@ class TreeSteering(QObject):
         review that holds decisions). False when the request could not go."""
         from ide.protocol.steer import ADOPT, AdoptParams
 
-        tree = self.view.runs.get(key)
-        session_id = self.bridge.session_id
-        if tree is None or tree.run_id is None:
+        target = self._target(key, "adopt")
+        if target is None:
             return False
-        if session_id is None:
-            self.say(f"{NAMES['adopt']}: {self._not_ready()}")
-            return False
-        params = AdoptParams(session_id=session_id, run_id=tree.run_id, node_id=node_id, replace=replace)
+        session_id, run_id = target
+        params = AdoptParams(session_id=session_id, run_id=run_id, node_id=node_id, replace=replace)
         return self._send(ADOPT, params, partial(self._adopted, key, node_id), "adopt")
 
     def _adopted(self, key: str, node_id: str, result: AdoptResult) -> None:
@@ -245,14 +242,11 @@ class TreeSteering(QObject):
         """Ask the running search to prune or expand ``node_id``. False when the request could not go."""
         from ide.protocol.steer import STEER, SteerParams
 
-        tree = self.view.runs.get(key)
-        session_id = self.bridge.session_id
-        if tree is None or tree.run_id is None or action not in ("prune", "expand"):
+        target = self._target(key, "steer") if action in ("prune", "expand") else None
+        if target is None:
             return False
-        if session_id is None:
-            self.say(f"{NAMES['steer']}: {self._not_ready()}")
-            return False
-        params = SteerParams(session_id=session_id, run_id=tree.run_id, node_id=node_id, action=action)
+        session_id, run_id = target
+        params = SteerParams(session_id=session_id, run_id=run_id, node_id=node_id, action=action)
         return self._send(STEER, params, partial(self._steered, node_id, action), "steer")
 
     def _steered(self, node_id: str, action: str, result: SteerResult) -> None:
@@ -264,6 +258,17 @@ class TreeSteering(QObject):
         self.steered.emit(result)
 
     # Sending
+
+    def _target(self, key: str, name: str) -> tuple[str, str] | None:
+        """(session id, run id) a request about run ``key`` goes with; None, said when it is the session
+        that is missing, when it cannot go."""
+        tree = self.view.runs.get(key)
+        if tree is None or tree.run_id is None:
+            return None
+        if self.bridge.session_id is None:
+            self.say(f"{NAMES[name]}: {self._not_ready()}")
+            return None
+        return self.bridge.session_id, tree.run_id
 
     def _send(self, method: Method[Any, Any], params: Any, done: Callable[..., None], name: str) -> bool:
         def refused(info: ErrorInfo) -> None:
