@@ -192,12 +192,9 @@ class TreeSteering(QObject):
         review that holds decisions). False when the request could not go."""
         from ide.protocol.steer import ADOPT, AdoptParams
 
-        target = self._target(key, "adopt")
-        if target is None:
-            return False
-        session_id, run_id = target
-        params = AdoptParams(session_id=session_id, run_id=run_id, node_id=node_id, replace=replace)
-        return self._send(ADOPT, params, partial(self._adopted, key, node_id), "adopt")
+        ids = self._ids(key, "adopt")
+        params = ids and AdoptParams(**ids, node_id=node_id, replace=replace)
+        return bool(params) and self._send(ADOPT, params, partial(self._adopted, key, node_id), "adopt")
 
     def _adopted(self, key: str, node_id: str, result: AdoptResult) -> None:
         if result.adopted:
@@ -242,12 +239,9 @@ class TreeSteering(QObject):
         """Ask the running search to prune or expand ``node_id``. False when the request could not go."""
         from ide.protocol.steer import STEER, SteerParams
 
-        target = self._target(key, "steer") if action in ("prune", "expand") else None
-        if target is None:
-            return False
-        session_id, run_id = target
-        params = SteerParams(session_id=session_id, run_id=run_id, node_id=node_id, action=action)
-        return self._send(STEER, params, partial(self._steered, node_id, action), "steer")
+        ids = self._ids(key, "steer") if action in ("prune", "expand") else None
+        params = ids and SteerParams(**ids, node_id=node_id, action=action)
+        return bool(params) and self._send(STEER, params, partial(self._steered, node_id, action), "steer")
 
     def _steered(self, node_id: str, action: str, result: SteerResult) -> None:
         verb = "Prune" if action == "prune" else "Expand"
@@ -259,8 +253,8 @@ class TreeSteering(QObject):
 
     # Sending
 
-    def _target(self, key: str, name: str) -> tuple[str, str] | None:
-        """(session id, run id) a request about run ``key`` goes with; None, said when it is the session
+    def _ids(self, key: str, name: str) -> dict[str, str] | None:
+        """The session and run ids a request about run ``key`` goes with; None, said when it is the session
         that is missing, when it cannot go."""
         tree = self.view.runs.get(key)
         if tree is None or tree.run_id is None:
@@ -268,7 +262,7 @@ class TreeSteering(QObject):
         if self.bridge.session_id is None:
             self.say(f"{NAMES[name]}: {self._not_ready()}")
             return None
-        return self.bridge.session_id, tree.run_id
+        return {"session_id": self.bridge.session_id, "run_id": tree.run_id}
 
     def _send(self, method: Method[Any, Any], params: Any, done: Callable[..., None], name: str) -> bool:
         def refused(info: ErrorInfo) -> None:
