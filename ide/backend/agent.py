@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from acp import PROTOCOL_VERSION, Agent, Client, RequestError
 from acp.schema import (
     AgentCapabilities,
+    AuthenticateResponse,
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
@@ -32,10 +33,12 @@ from acp.schema import (
     SessionListCapabilities,
     SessionMode,
     SessionModeState,
+    SetSessionConfigOptionResponse,
 )
 from pydantic import ValidationError
 
 from ide import __version__
+from ide.backend import config_options
 from ide.backend.extensions import registry
 from ide.backend.prompt import answer_prompt, arbor_error
 from ide.backend.services import Services, trust_notice
@@ -140,7 +143,13 @@ class ArborAgent(Agent):
                 field_meta={META_KEY: meta.model_dump()},
             ),
             agent_info=Implementation(name="arbor", title="Arbor", version=__version__),
+            auth_methods=config_options.auth_methods(self._base_settings) or None,
         )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """An env-var method: its variable is set in this backend's environment (else a plain refusal)."""
+        config_options.authenticate(self._base_settings or load_settings(None).settings, method_id)
+        return AuthenticateResponse()
 
     def workspace(self, cwd: str) -> tuple[str, Settings]:
         shown = cap_text(cwd, LOGGED_ERROR_CAP)  # the answer must stay one short line, whatever was sent
@@ -214,7 +223,10 @@ class ArborAgent(Agent):
             "tools": len(session.extra_tools),
         }
         return NewSessionResponse(
-            session_id=session_id, modes=_modes(mode), field_meta={META_KEY: {"mcp": mcp}}
+            session_id=session_id,
+            modes=_modes(mode),
+            config_options=await config_options.config_options(session),
+            field_meta={META_KEY: {"mcp": mcp}},
         )
 
     async def load_session(
@@ -242,7 +254,8 @@ class ArborAgent(Agent):
         await replay(self.conn, store, session_id, cwd, arbor_client=self.client_wants("tree"))
         await session.channel.offer_commands()
         await registry().session_loaded(self, session)  # e.g. an interrupted workflow's /resume
-        return LoadSessionResponse(modes=_modes(session.mode))
+        options = await config_options.config_options(session)
+        return LoadSessionResponse(modes=_modes(session.mode), config_options=options)
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -266,7 +279,17 @@ class ArborAgent(Agent):
         if mode_id not in MODES:
             message = f"there is no mode {mode_id!r}; modes: {', '.join(MODES)}"
             raise RequestError.invalid_params({"modeId": mode_id, "message": message})
+        changed = mode_id != session.mode
         session.set_mode(mode_id)
+        if changed:
+            update = config_options.options_update(await config_options.config_options(session))
+            await config_options.tell(session, update)
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        options = await config_options.set_option(self.session(session_id), config_id, value)
+        return SetSessionConfigOptionResponse(config_options=list(options))
 
     async def open_session(
         self, cwd: str, settings: Settings, title: str, *, shadow: Shadow | None = None

@@ -70,6 +70,7 @@ def workflow_mode(
 
 async def answer_command(session: Session, name: str, rest: str, emit: Emit) -> str | CommandRun:
     """``/workflow [NAME [TASK]]`` and ``/resume``: the answer when no model is needed, else the run."""
+    from ide.backend.config_options import config_options, options_update
     from ide.workflows.loader import load_catalog
     from ide.workflows.mode import AUTO
 
@@ -98,5 +99,7 @@ async def answer_command(session: Session, name: str, rest: str, emit: Emit) -> 
         return CommandRun(task.strip(), workflow_mode(session, chosen=chosen))
     if session.choose_workflow(chosen):
         await emit(CurrentModeUpdate(session_update="current_mode_update", current_mode_id="workflow"))
+    names = [AUTO, *(name for name in catalog.workflows if name != AUTO)]
+    await emit(options_update(await config_options(session, names)))
     picked = "the orchestrator picks the workflow" if chosen == AUTO else f"the workflow is {chosen}"
     return f"Workflow mode: {picked} for the next prompts."

@@ -140,6 +140,16 @@ class Session:
         self._mode = mode
         self.services.store.update(self.id, self.cwd, mode=mode)
 
+    def use_model(self, model: str) -> None:
+        """Run the next turns on ``model`` as the default model (roles set to their own model keep it): a
+        router of its own, so a running turn keeps the one it started with; the session's usage goes on."""
+        llm = self.settings.llm.model_copy(update={"model": model})
+        self.settings = self.settings.model_copy(update={"llm": llm})
+        router = ModelRouter(self.settings, base_dir=Path(self.cwd))
+        router.meter = self.router.meter
+        router.on_context, router.on_notice = self.router.on_context, self.router.on_notice
+        self.router = router
+
     @property
     def workflow(self) -> str:
         """The workflow the workflow mode runs (auto: the orchestrator picks)."""
