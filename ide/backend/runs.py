@@ -69,6 +69,19 @@ class RunInfo:
     task: str
     kept: bool = False
     """Its branches are held or stored: a node's changes are known."""
+    hint: str | None = None
+    """A continued run's hint: what the user asked when it was continued (its turn's prompt). None for a run
+    that was not continued, or whose turn's prompt is not known."""
+
+
+@dataclass
+class Link:
+    """One continuation along a chain of runs (:meth:`RunBook.chain`): the run continued from, its node, and
+    the hint the user gave the continuation ("" when not known)."""
+
+    tree: SearchTree
+    node_id: str
+    hint: str
 
 
 @dataclass
@@ -153,11 +166,30 @@ class RunBook:
                 or _question(questions.get(run_id), root.label if root is not None else "")
             )
             tasks[run_id] = task
-            found.append(RunInfo(tree, task, kept=run_id in self._held or run_id in stored))
+            hint = questions.get(run_id) if origin is not None else None
+            found.append(RunInfo(tree, task, kept=run_id in self._held or run_id in stored, hint=hint))
         return found
 
     async def find(self, run_id: str) -> RunInfo | None:
         return next((run for run in await self.runs() if run.tree.run_id == run_id), None)
+
+    async def chain(self, run_id: str) -> list[Link]:
+        """How the run came to be when it was continued from another run of the session (``forked_from``),
+        and that one perhaps from another: each run continued from, the node and the hint given then, oldest
+        first — as far back as the session knows the runs (a run it does not know ends the chain)."""
+        runs = {run.tree.run_id: run for run in await self.runs()}
+        links: list[Link] = []
+        seen = {run_id}
+        run = runs.get(run_id)
+        while run is not None and run.tree.forked_from is not None:
+            origin = run.tree.forked_from
+            before = runs.get(origin.run_id)
+            if before is None or origin.run_id in seen or origin.node_id not in before.tree.nodes:
+                break
+            links.append(Link(before.tree, origin.node_id, run.hint or ""))
+            seen.add(origin.run_id)
+            run = before
+        return links[::-1]
 
     async def kept(self, run_id: str) -> Kept | None:
         """What the run left to continue from: held in memory, or read from the store (None: not kept)."""

@@ -106,7 +106,10 @@ async def continue_run(session: Session, armed: ArmedFork, hint: str, transcript
     """A turn that continues from a node of an earlier run (``_arbor/tree/fork`` armed it): the session's
     pending change set becomes a copy of the node's branch, and the armed mode runs the origin run's task with
     the :class:`~ide.search.steer.Fork` (the node's trajectory, a copy of its branch, ``hint``) in its
-    RunContext. The run records where it came from on its first event; its result goes to review as usual."""
+    RunContext. When the run continued was itself a continuation, the Fork carries the chain before it
+    (:meth:`~ide.backend.runs.RunBook.chain`: each earlier run's node and hint, as far back as the session
+    knows them). The run records where it came from on its first event; its result goes to review as
+    usual."""
     from ide.search.steer import Fork
 
     emit = transcript.emit
@@ -116,6 +119,8 @@ async def continue_run(session: Session, armed: ArmedFork, hint: str, transcript
         session.use_changes(branch)
     if session.review.title is None:
         session.review.title = commit_subject(armed.task)
+    # A continuation of a continuation goes on with the whole chain: the earlier runs' steps and hints.
+    links = [] if armed.given else await session.book.chain(armed.run_id)
     fork = Fork(
         armed.tree,
         armed.node_id,
@@ -124,6 +129,7 @@ async def continue_run(session: Session, armed: ArmedFork, hint: str, transcript
         notes=dict(kept.notes) if kept is not None else {},
         # Copies under the recorded ids: the continuation never edits a recorded branch.
         branches={ident: kept.branches[ident].child() for ident in kept.branches} if kept is not None else {},
+        earlier=[Fork(link.tree, link.node_id, link.hint) for link in links],
     )
     mode = armed.mode
     if mode == "auto":
@@ -133,6 +139,8 @@ async def continue_run(session: Session, armed: ArmedFork, hint: str, transcript
         await emit(update_agent_thought(text_block(f"Auto mode: {mode} — {reason}\n")))
     node = armed.tree.nodes[armed.node_id]
     said = f"Continuing run {armed.run_id[:8]} from {node.kind} {armed.node_id} ({node.label}) in {mode} mode"
+    if links:
+        said += f", with the steps and hints of the {len(links)} run(s) it went on from"
     if branch is None:
         said += "; the node's changes are not known, so the session's own stand in"
     await emit(update_agent_thought(text_block(said + "\n")))

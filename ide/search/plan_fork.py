@@ -14,103 +14,31 @@ the node's path:
 The planner of the continuation is given the task, then that much as the conversation that made it (each
 task's start, its tool calls and their results, its end), then the user's hint; the steps that ended are
 its progress so far (the replanner reads them). For a run of another architecture the node's path is the
-trajectory (:meth:`~ide.search.steer.Fork.guidance`).
+trajectory (:meth:`~ide.search.steer.Fork.guidance`). The reading itself is :func:`ide.search.steer.plan_done`
+(a continuation of a continuation reads its earlier plan runs the same way).
+
+When the run was itself continued from another, what led to its root (:meth:`~ide.search.steer.Fork.lead`:
+the earlier runs' work and hints) comes first.
 """
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
-from ide.protocol.tree import SearchTree, TreeNode
-from ide.search.events import first_line
 from ide.search.plan_prompts import PastStep
-from ide.search.steer import Fork, lineage, trajectory
-
-SEARCHES = ("lats", "tot")
-"""Tree searches: a node's siblings are alternatives, its path is its trajectory."""
-PHASES = ("plan", "evaluation")
-ENDED = ("evaluated", "failed", "solution", "terminated_early")
-
-
-class _Times:
-    """When each node was added, started (status active) and ended, by event seq."""
-
-    def __init__(self, tree: SearchTree) -> None:
-        self.added: dict[str, int] = {}
-        self.started: dict[str, int] = {}
-        self.ended: dict[str, int] = {}
-        self.touched: dict[str, int] = {}
-        for event in tree.events:
-            if event.kind == "node_added" and event.node is not None:
-                node = event.node
-                self.added[node.id] = self.touched[node.id] = event.seq
-                if node.status == "active":
-                    self.started[node.id] = event.seq
-            elif event.kind == "node_updated" and event.node_id is not None:
-                node_id, status = event.node_id, event.changes.get("status")
-                self.touched[node_id] = event.seq
-                if status == "active":
-                    self.started.setdefault(node_id, event.seq)
-                elif status in ENDED and node_id in self.started:
-                    self.ended.setdefault(node_id, event.seq)
-
-
-def _actions(tree: SearchTree, node_id: str) -> list[TreeNode]:
-    return [tree.nodes[child] for child in tree.children(node_id) if tree.nodes[child].action is not None]
-
-
-def _cut(tree: SearchTree, times: _Times, node_id: str) -> int:
-    """The event seq by which the node's part of the run was done."""
-    node = tree.nodes[node_id]
-    if node.kind == "root":
-        return 0
-    if node.action is not None:
-        return times.touched.get(node_id, 0)
-    if node.kind == "step":
-        if node_id not in times.started:
-            return _cut(tree, times, node.parent) if node.parent is not None else 0
-        if node_id in times.ended:
-            return times.ended[node_id]
-        return max([times.started[node_id], *(times.touched[a.id] for a in _actions(tree, node_id))])
-    if node.kind in PHASES:
-        return max([times.added[node_id], *(times.touched[a.id] for a in _actions(tree, node_id))])
-    return times.added.get(node_id, 0)
+from ide.search.steer import SEARCHES, Fork, lineage, plan_done, trajectory
 
 
 def continuation(fork: Fork) -> tuple[list[BaseMessage], list[PastStep]]:
-    """The messages a continuation's model gets after the task — what was done by the node, then the hint —
-    and, of a plan run, the tasks done so far. A plan run's is read from its events (the module docstring);
-    a tree search's is the node's path; any other run's the path with each step's earlier tool calls
-    (:func:`~ide.search.steer.lineage`)."""
+    """The messages a continuation's model gets after the task — what led to the run's root when it was
+    itself a continuation, what was done by the node, then the hint — and, of a plan run, the tasks done so
+    far. A plan run's is read from its events (the module docstring); a tree search's is the node's path; any
+    other run's the path with each step's earlier tool calls (:func:`~ide.search.steer.lineage`)."""
     tree = fork.tree
     if tree.architecture in SEARCHES:
         return fork.guidance(), []
     if tree.architecture != "plan":
-        return [*trajectory(lineage(tree, fork.node_id)), HumanMessage(fork.hint_text)], []
-    times = _Times(tree)
-    cut = _cut(tree, times, fork.node_id)
-    done: list[tuple[int, TreeNode]] = []
-    for node in tree.nodes.values():
-        if node.kind == "step" and times.started.get(node.id, cut + 1) <= cut:
-            done.append((times.started[node.id], node))
-        elif node.kind in PHASES and 0 < times.added[node.id] <= cut:
-            done.append((times.added[node.id], node))
-    messages: list[BaseMessage] = []
-    past: list[PastStep] = []
-    for _when, node in sorted(done, key=lambda item: item[0]):
-        actions = [a for a in _actions(tree, node.id) if times.added[a.id] <= cut]
-        if node.kind != "step":
-            messages += trajectory(actions)
-            if node.kind == "plan" and node.thought:
-                messages.append(AIMessage(f"Plan:\n{node.thought}"))
-            continue
-        task = first_line(node.thought or node.label, 300)
-        number = len(past) + 1
-        messages.append(AIMessage(f"Task {number}: {node.thought or node.label}"))
-        messages += trajectory(actions)
-        if times.ended.get(node.id, cut + 1) <= cut:
-            ok = node.status != "failed"
-            result = node.reflection or node.label
-            messages.append(AIMessage(f"Task {number} {'done' if ok else 'failed'}: {result}"))
-            past.append(PastStep(task=task, result=result, ok=ok))
-    return [*messages, HumanMessage(fork.hint_text)], past
+        return [*fork.lead(), *trajectory(lineage(tree, fork.node_id)), HumanMessage(fork.hint_text)], []
+    messages, ended = plan_done(tree, fork.node_id)
+    past = [PastStep(task=task, result=result, ok=ok) for task, result, ok in ended]
+    return [*fork.lead(), *messages, HumanMessage(fork.hint_text)], past

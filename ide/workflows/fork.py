@@ -5,7 +5,9 @@ the stage each stage node ran. A node belongs to the stage of its nearest stage 
 nodes are chained, each under the one before; a stage's agents and their tool calls hang under its node);
 the nodes before the first stage (the retrieval, the plan) belong to the entry stage. The continuation runs
 the workflow again from that stage, on the node's change set, with the stages before it as done (their
-summaries from their nodes) and the node's trajectory and the user's hint in every stage agent's brief.
+summaries from their nodes) and the node's trajectory and the user's hint in every stage agent's brief —
+after the earlier runs' steps and hints when the run was itself continued from another
+(:meth:`~ide.search.steer.Fork.lead`).
 
 When the stage cannot be known (the run was not a workflow, its notes were not kept, or the workflow is
 gone), the workflow starts as a new run with the trajectory and hint as context, and the run says so.
@@ -18,9 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.messages import BaseMessage
+
 from ide.protocol.tree import SearchTree, TreeNode
 from ide.search.events import first_line
-from ide.search.steer import DEFAULT_HINT, HINT_PREFIX
+from ide.search.steer import DEFAULT_HINT, HINT_PREFIX, message_steps
 from ide.workflows.plan import ExecutionPlan
 
 NOTES_KEY = "workflow"
@@ -88,9 +92,16 @@ def trajectory_text(nodes: Iterable[TreeNode], cap: int = TRAJECTORY_CAP) -> str
     return text if len(text) <= cap else "(earlier steps left out)\n" + text[-cap:]
 
 
-def guidance_text(path: Iterable[TreeNode], hint: str) -> str:
-    """What a continued workflow's stage agents are told besides their brief: the trajectory and the hint."""
+def guidance_text(path: Iterable[TreeNode], hint: str, lead: Iterable[BaseMessage] = ()) -> str:
+    """What a continued workflow's stage agents are told besides their brief: the trajectory and the hint;
+    first, when the run was itself continued from another, what led to its root (``lead``:
+    :meth:`~ide.search.steer.Fork.lead`, the earlier runs' steps and the user's guidance given then)."""
+    before = "\n".join(f"- {label}: {text}" for label, text in message_steps(lead))
+    if len(before) > TRAJECTORY_CAP:
+        before = "(earlier steps left out)\n" + before[-TRAJECTORY_CAP:]
+    parts = [f"Earlier runs of this task, each continued from the one before:\n{before}"] if before else []
     steps = trajectory_text(path)
-    parts = ["An earlier run of this task got this far:\n" + steps] if steps else []
+    if steps:
+        parts.append("An earlier run of this task got this far:\n" + steps)
     parts.append(f"{HINT_PREFIX}\n{hint or DEFAULT_HINT}")
     return "\n\n".join(parts)

@@ -81,7 +81,7 @@ class WorkflowMode:
         guidance = ""
         if ctx.fork is not None:
             fork = ctx.fork
-            guidance = guidance_text(lineage(fork.tree, fork.node_id), fork.hint)
+            guidance = guidance_text(lineage(fork.tree, fork.node_id), fork.hint, fork.lead())
             start = stage_start(fork.tree, fork.node_id, fork.notes)
             if start is not None and start.workflow in catalog.workflows:
                 return await self._continue(ctx, catalog, start, guidance)

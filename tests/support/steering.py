@@ -5,11 +5,13 @@ was asked, message by message."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from ide.client import agentconn
 from ide.protocol import steer as st
 from ide.protocol.tree import TreeEvent
+from ide.search import tot_prompts as tp
 from tests.support.acp_client import RecordingClient, tree_events
 from tests.support.fake_openai import FakeOpenAI
 
@@ -70,3 +72,37 @@ def conversation(body: dict[str, Any]) -> list[tuple[str, str]]:
 def first_events(client: RecordingClient) -> list[TreeEvent]:
     """The first event of each run the client was sent, in order."""
     return [event for event in tree_events(client) if event.seq == 1]
+
+
+def unroled(line: dict[str, Any]) -> dict[str, Any]:
+    """A scripted line (tests/support/*_script.py) as a simulated server's reply: without its role."""
+    return {key: value for key, value in line.items() if key != "role"}
+
+
+class ByRole:
+    """A simulated server's ``side``: answers each Tree-of-Thoughts agent's requests (known by its system
+    prompt) with that role's scripted lines in order — its agents ask concurrently, so the order the
+    server takes requests in says nothing. Other requests are left to the server's script."""
+
+    def __init__(self, lines: list[dict[str, Any]]) -> None:
+        self.lines: dict[str, list[dict[str, Any]]] = {}
+        for line in lines:
+            self.lines.setdefault(line["role"], []).append(unroled(line))
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        prompts = {
+            tp.PLANNER: tp.PLANNER_PROMPT,
+            tp.RESEARCHER: tp.RESEARCHER_PROMPT,
+            tp.ANALYZER: tp.ANALYZER_PROMPT,
+            tp.CRITIC: tp.CRITIC_PROMPT,
+            tp.COORDINATOR: tp.COORDINATOR_PROMPT,
+            tp.SYNTHESIZER: tp.SYNTHESIZER_PROMPT,
+        }
+        system = str((body.get("messages") or [{}])[0].get("content") or "")
+        for role, prompt in prompts.items():
+            if system.startswith(prompt.split("{")[0]):
+                with self.lock:
+                    queue = self.lines.get(role) or []
+                    return queue.pop(0) if queue else None
+        return None
