@@ -484,6 +484,16 @@ class ReviewSettings(_Section):
     )
 
 
+class RegistrySettings(_Section):
+    """The ACP agent registry that Agent → Add Agent… lists (read only then, and cached)."""
+
+    url: str = Field(
+        "https://cdn.agentclientprotocol.com/registry/v1/latest/registry.json",
+        description="The registry's feed: an https URL, a file:// URL or a path to a registry.json",
+        json_schema_extra=_env("ARBOR_REGISTRY_URL"),
+    )
+
+
 class Settings(_Section):
     """All of Arbor's settings."""
 
@@ -508,6 +518,7 @@ class Settings(_Section):
         description="ACP agents the window can drive instead of Arbor's, by name ([agents.NAME] with "
         "command, args, env, pass_env): arbor --agent NAME, or the Agent menu",
     )
+    registry: RegistrySettings = Field(default_factory=RegistrySettings)
 
     def resolved_data_dir(self) -> Path:
         """The data directory: the setting, else ``ARBOR_DATA_DIR`` (also for settings made without

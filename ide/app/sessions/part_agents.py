@@ -12,6 +12,8 @@ from ide.app.parts.base import AppContext, Part, Spec
 from ide.client.agentproc import ARBOR_AGENT, AgentChoice, arbor_agent
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QDialog
+
     from ide.settings import Settings
 
 
@@ -32,6 +34,10 @@ class AgentPicker(Part):
         self.menu.setObjectName("agentPickerMenu")
         self.group = QActionGroup(self)
         self.group.setExclusive(True)
+        self.add_action = ctx.action("agent", "A&dd Agent…", self.add_agent)
+        self.add_action.setObjectName("addAgentAction")
+        self.add_action.setToolTip("List the agents of the ACP registry and the [agents] entry of each")
+        self.add_dialog: QDialog | None = None
         ctx.with_settings(self._list)  # the ``[agents]`` settings, read after the first frame
 
     def _list(self, settings: Settings) -> None:
@@ -71,3 +77,22 @@ class AgentPicker(Part):
         self.ctx.message(f"Switching to {label}…", 5000)
         self.bridge.switch(choice)
         return True
+
+    def add_agent(self) -> None:
+        """Agent → Add Agent…: the registry's agents and the ``[agents]`` entry of the chosen one (the
+        feed is read now, never at start-up)."""
+        from ide.app.sessions.add_agent import AddAgentDialog
+        from ide.settings import user_config_path, workspace_config_path
+
+        settings = self.ctx.settings
+        if self.add_dialog is None:
+            self.add_dialog = AddAgentDialog(
+                settings.registry.url,
+                settings.resolved_data_dir(),
+                user_config_path(),
+                workspace_config_path(self.ctx.workspace),
+                self.ctx.window,
+            )
+            self.add_dialog.load()
+        self.add_dialog.show()
+        self.add_dialog.raise_()
