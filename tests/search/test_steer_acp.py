@@ -2,7 +2,7 @@
 (``_arbor/tree/steer`` from the client while the model server holds an evaluation), then continue from a
 middle node with a hint (``_arbor/tree/fork`` and the next prompt): the model is given that node's path and
 the hint, the run starts from the node's branch, records where it came from, and Apply holds only what the
-review showed."""
+review showed. The same continuation of a Tree-of-Thoughts run from a middle thought."""
 
 from __future__ import annotations
 
@@ -26,14 +26,17 @@ from tests.support.acp_client import acp_backend, tree_events
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git import git
 from tests.support.steering import (
+    FAREWELL,
     GREET_EDIT,
     README_EDIT,
+    ByRole,
     calls,
     conversation,
     first_events,
     fork,
     openai_env,
 )
+from tests.support.tot_script import analyze, coordinate, criticise, plan, research, synthesise
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -145,3 +148,85 @@ async def test_a_lats_run_steered_live_then_continued_from_a_middle_node(git_wor
         "README.md",
         "pkg/greet.py",
     ]
+
+
+TOT_TASK = "Explain how the greeting is built"
+TOT_HINT = "Check the README too."
+TOT_RUN = [
+    plan("Read greet", "Guess"),
+    research("greet.py:2 builds it with an f-string."),
+    research("greet.py:2 builds it with an f-string."),
+    analyze(8),
+    analyze(8),
+    criticise(8),
+    criticise(8),
+    coordinate("n2"),
+    plan("Read tests"),  # n4, under n2
+    research("No test covers it."),
+    analyze(7),
+    criticise(7),
+    synthesise("It is an f-string in greet.py:2."),
+]
+TOT_CONTINUATION = [
+    plan("Read README"),
+    research("README.md:3 says hello."),
+    analyze(6),
+    criticise(6),
+    coordinate(),
+    synthesise("An f-string in greet.py:2; the README says hello."),
+]
+
+
+async def test_a_tot_run_continued_from_a_middle_thought(git_workspace: Path) -> None:
+    react = [
+        calls(("edit_file", GREET_EDIT), content="Changing the greeting."),
+        {"content": "Done: it says Hi."},
+        calls(("create_file", FAREWELL), content="Adding a farewell."),
+        {"content": "Done: a farewell."},
+    ]
+    tot = ByRole([*TOT_RUN, *TOT_CONTINUATION])
+    with FakeOpenAI(react, side=tot) as server:
+        async with acp_backend({**openai_env(server), "ARBOR_TOT_MAX_DEPTH": "2"}, WINDOW) as backend:
+            conn = backend.conn
+            sid = (await conn.new_session(cwd=str(git_workspace), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("Say hi instead of hello")])  # the greeting
+            await conn.set_session_mode(session_id=sid, mode_id="tot")
+            await conn.prompt(session_id=sid, prompt=[text_block(TOT_TASK)])  # it reads the greeting's branch
+            await conn.set_session_mode(session_id=sid, mode_id="react")
+            await conn.prompt(session_id=sid, prompt=[text_block("Add a farewell")])  # pending: + farewell
+            origin = (await agentconn.call(conn, st.RUNS, st.RunsParams(session_id=sid))).runs[1]
+            [origin] = (
+                await agentconn.call(conn, st.RUNS, st.RunsParams(session_id=sid, run_id=origin.run_id))
+            ).runs
+            armed = await fork(conn, sid, origin.run_id, "n2")
+            asked_before = len(server.bodies)
+            answer = await conn.prompt(session_id=sid, prompt=[text_block(TOT_HINT)])
+            view = await agentconn.call(conn, rv.CHANGESET, rv.ChangeSetParams(session_id=sid))
+            starts = first_events(backend.client)
+            await conn.ext_method(rv.DECIDE, {"session_id": sid, "decision": "accepted", "all": True})
+            applied = await agentconn.call(conn, rv.APPLY, rv.ApplyParams(session_id=sid))
+
+    # n2 ("Read greet") is a middle thought: n4 ("Read tests") was explored under it, n3 ("Guess") beside it.
+    labels = {n.id: (n.label, n.parent) for n in origin.nodes}
+    assert origin.architecture == "tot"
+    assert labels["n2"] == ("Read greet", "n1") and labels["n3"][0] == "Guess"
+    assert labels["n4"] == ("Read tests", "n2")
+    # Armed from n2's branch: the greeting the ToT run read, not the farewell added since.
+    assert (armed.mode, armed.files, armed.path) == ("tot", ["pkg/greet.py"], ["n1", "n2"])
+    assert answer.stop_reason == "end_turn" and not any(tot.lines.values())  # both runs went as scripted
+    # The continuation's first request, the planner's: the task, n2's step with its findings, the hint, and
+    # the thought already explored under it — nothing of the sibling n3.
+    planner = "\n".join(said for _role, said in conversation(server.bodies[asked_before]))
+    assert "You are the planner" in str(server.bodies[asked_before]["messages"][0]["content"])
+    assert TOT_TASK in planner
+    steps = planner[planner.index("Steps that led here") : planner.index(HINT_PREFIX)]
+    assert "Read greet" in steps and "f-string" in steps
+    assert f"{HINT_PREFIX}\n{TOT_HINT}" in planner
+    assert "Thoughts already explored from here:\n- Read tests" in planner
+    assert "Guess" not in planner
+    assert starts[-1].forked_from == ForkOrigin(run_id=origin.run_id, node_id="n2")
+    # The change set is n2's branch (a ToT run only reads); Apply holds only what the review showed.
+    assert [f.path for f in view.files] == ["pkg/greet.py"]
+    assert applied.batch is not None and applied.batch.paths == ["pkg/greet.py"]
+    assert git(git_workspace, "show", "--name-only", "--format=", "HEAD").split() == ["pkg/greet.py"]
+    assert not (git_workspace / "pkg" / "farewell.py").exists()
