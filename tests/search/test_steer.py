@@ -18,9 +18,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from ide.protocol.tree import ForkOrigin, SearchTree, SteerAction, TreeEvent
 from ide.search.base import RunOutcome
 from ide.search.lats import LatsSearch
-from ide.search.steer import HINT_PREFIX, Fork
+from ide.search.plan import PlanExecute
+from ide.search.steer import HINT_PREFIX, Fork, step_text
 from ide.search.tot import TotSearch
 from tests.support.lats_script import EDIT_HI, GREETING, GREP, LIST, READ, evaluate, expand
+from tests.support.plan_script import TASK_1, two_task_script
 from tests.support.runs import Run
 from tests.support.tot_script import coordinate, depth_lines, plan, research, synthesise
 
@@ -212,6 +214,46 @@ async def test_lats_continues_from_a_run_whose_branches_are_not_known(make_run: 
     assert [tree.nodes[n].changeset_id for n in ("n2", "n4", "n5")] == [None, None, None]
     assert tree.nodes["n6"].parent == "n1"  # the root is expanded first
     assert run.events[0].forked_from == ForkOrigin(run_id=origin.run_id or "", node_id="n1")
+
+
+async def test_a_chain_reads_an_earlier_plan_run_by_what_it_had_done_by_the_node(
+    make_run: Callable[..., Run],
+) -> None:
+    first = make_run(two_task_script(), architecture="plan", task=ORIGIN_TASK)
+    await PlanExecute().run(first.ctx)
+    plan_tree = first.ctx.recorder.tree
+    [task_1] = [n.id for n in plan_tree.nodes.values() if n.kind == "step" and n.label.startswith(TASK_1)]
+    second = await lats_origin(make_run)  # as if continued from the plan run's first task
+    fork = Fork(
+        second.ctx.recorder.tree,
+        "n2",
+        "hint B",
+        earlier=[Fork(plan_tree, task_1, "Then say it in the README")],
+    )
+
+    messages = fork.guidance()
+    text = "\n".join(f"{type(m).__name__}: {m.text} {getattr(m, 'tool_calls', '')}" for m in messages)
+    # The plan run's first task with its edit and result, the hint given then, the LATS path, the new hint.
+    marks = [f"Plan:\n1. {TASK_1}", f"Task 1: {TASK_1}", "'new_text': 'Hi'", "Task 1 done: greet says Hi now"]
+    marks += [
+        f"HumanMessage: {HINT_PREFIX}\nThen say it in the README",
+        "AIMessage: I call edit_file.",
+        f"{HINT_PREFIX}\nhint B",
+    ]
+    where = [text.find(mark) for mark in marks]
+    assert -1 not in where and where == sorted(where), where
+    assert "Task 2" not in text and "Says hi." not in text  # the plan's second task ran after the node
+    assert isinstance(messages[-1], HumanMessage) and messages[-1].text == f"{HINT_PREFIX}\nhint B"
+    calls = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    assert len(calls) == len(set(calls)) == 3  # each run's calls keep ids of their own
+    # The text steps (LATS's selection and evaluation prompts, ToT's): the same chain, then the own path.
+    steps = fork.steps()
+    assert ("user", f"{HINT_PREFIX}\nThen say it in the README") in steps
+    assert steps[-1] == (
+        second.ctx.recorder.tree.nodes["n2"].label,
+        step_text(second.ctx.recorder.tree.nodes["n2"]),
+    )
+    assert fork.trajectory() == messages[:-1]
 
 
 # -- prune and expand a live LATS run -------------------------------------------------------------------
