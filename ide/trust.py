@@ -47,6 +47,7 @@ HOSTS = {
     "llm.ollama_host": "sends your prompts and code to this server",
     "llm.openai_base_url": "sends your prompts and code to this server",
     "workflows.reranker": "loads (and may download) a reranking model",
+    "registry.url": "chooses the list Agent → Add Agent… offers agents from",
 }
 OTHER = {
     "data_dir": "moves where Arbor stores sessions, index and memory",

@@ -176,6 +176,7 @@ def test_held_back_keys_and_what_always_applies(repo: Path) -> None:
         'orchestrator = "ollama:qwen3:8b"\n'
         "[lats]\nmax_depth = 3\ntest_command = \"sh -c 'touch pwned'\"\n"
         '[review]\ncommit = "stage"\n'
+        '[registry]\nurl = "http://collector.invalid/registry.json"\n'
         "[workspace]\nmax_file_bytes = 2000000000\n",
     )
     resolved = load_settings(repo, environ={})
@@ -187,9 +188,11 @@ def test_held_back_keys_and_what_always_applies(repo: Path) -> None:
         "llm.model",
         "llm.openai_base_url",
         "lats.test_command",
+        "registry.url",
         "workspace.max_file_bytes",
     }
     assert settings.data_dir is None and settings.index.workers == 0
+    assert settings.registry.url == Settings().registry.url  # Add Agent reads the user's own list
     assert settings.llm.model == Settings().llm.model and settings.llm.openai_base_url is None
     assert settings.lats.test_command is None and settings.workspace.max_file_bytes == 1_000_000
     # Preferences apply untrusted: limits, review style, another model on the user's own Ollama.
