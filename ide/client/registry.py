@@ -1,8 +1,8 @@
 """The ACP agent registry's feed: read only when the user asks (Agent → Add Agent…), cached in Arbor's data
 dir, and turned into ``[agents]`` entries.
 
-The feed's format is the registry's (github.com/agentclientprotocol/registry, FORMAT.md and
-agent.schema.json; a copy of the schema is in resources/acp/): ``{"version", "agents": [...]}``, each agent
+The feed's format is the registry's (github.com/agentclientprotocol/registry, its FORMAT.md and
+agent.schema.json): ``{"version", "agents": [...]}``, each agent
 ``{"id", "name", "version", "description", "distribution"}`` with one or more distributions — ``npx``
 and ``uvx`` (``{"package", "args"?, "env"?}``; ``cmd`` when the package's program is named otherwise)
 and ``binary`` (per platform, ``{"archive", "cmd", "args"?, "env"?}``). Qt-free.

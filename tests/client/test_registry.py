@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import tomllib
 from collections.abc import Iterator
@@ -12,10 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT7
 
 from ide.client.registry import (
     Distribution,
@@ -74,21 +72,57 @@ def feed_file(tmp_path: Path, feed: Any = FEED) -> Path:
     return path
 
 
-def schema_validator(name: str) -> jsonschema.Draft7Validator:
-    agent = json.loads((ACP / "agent.schema.json").read_text())
-    schema = json.loads((ACP / name).read_text())
-    resource = Resource.from_contents(agent, default_specification=DRAFT7)
-    base = agent["$id"].rsplit("/", 1)[0]
-    registry = Registry().with_resources([(agent["$id"], resource), (f"{base}/agent.schema.json", resource)])
-    return jsonschema.Draft7Validator(schema, registry=registry, format_checker=jsonschema.FormatChecker())
+PLATFORMS = {f"{os}-{arch}" for os in ("darwin", "linux", "windows") for arch in ("aarch64", "x86_64")}
 
 
-def test_the_test_feed_is_a_registry_by_the_schema() -> None:
+def entry_problems(entry: Any) -> list[str]:
+    """What keeps ``entry`` from being a registry agent entry as the registry documents it (its FORMAT.md
+    and contributing guide: id, name, version, description and at least one npx, uvx or binary
+    distribution). Written here from that documentation: no package on the registries CI reaches carries
+    the registry's own schema file, and Arbor commits no copies of other projects' files."""
+    if not isinstance(entry, dict):
+        return ["not an object"]
+    problems = [
+        f"no {key}" for key in ("id", "name", "version", "description", "distribution") if key not in entry
+    ]
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", str(entry.get("id", ""))):
+        problems.append("id is not lowercase letters, digits and hyphens")
+    if not re.match(r"[0-9]+[.][0-9]+[.][0-9]+", str(entry.get("version", ""))):
+        problems.append("version is not semantic")
+    distribution = entry.get("distribution")
+    if not isinstance(distribution, dict) or not distribution or set(distribution) - {"npx", "uvx", "binary"}:
+        return [*problems, "distribution is not one or more of npx, uvx, binary"]
+    for kind in ("npx", "uvx"):
+        package = distribution.get(kind)
+        if package is not None and not (
+            isinstance(package, dict) and isinstance(package.get("package"), str)
+        ):
+            problems.append(f"{kind} names no package")
+    for platform, target in (distribution.get("binary") or {}).items():
+        if platform not in PLATFORMS or not {"archive", "cmd"} <= set(target):
+            problems.append(f"binary {platform} is not a platform with an archive and a cmd")
+    return problems
+
+
+def feed_problems(feed: Any) -> list[str]:
+    if not isinstance(feed, dict) or "version" not in feed or not isinstance(feed.get("agents"), list):
+        return ["not a registry: a version and a list of agents"]
+    return [
+        f"{agent.get('id', '?')}: {problem}" for agent in feed["agents"] for problem in entry_problems(agent)
+    ]
+
+
+def test_the_test_feed_is_a_registry_by_its_documented_format() -> None:
     """The test feed is the registry's format, but for its last agent, which lists no distribution."""
-    validator = schema_validator("registry.schema.json")
-    validator.validate({**FEED, "agents": FEED["agents"][:2]})
-    with pytest.raises(jsonschema.ValidationError, match=r"should be non-empty|does not have enough"):
-        validator.validate(FEED)
+    assert feed_problems({**FEED, "agents": FEED["agents"][:2]}) == []
+    assert feed_problems(FEED) == ["broken: distribution is not one or more of npx, uvx, binary"]
+    assert entry_problems(
+        {"id": "Bad_Id", "name": "x", "version": "v1", "description": "", "distribution": {}}
+    ) == [
+        "id is not lowercase letters, digits and hyphens",
+        "version is not semantic",
+        "distribution is not one or more of npx, uvx, binary",
+    ]
 
 
 def test_a_feed_lists_agents_with_their_distributions(tmp_path: Path) -> None:
@@ -198,9 +232,9 @@ def test_unreachable_and_missing_feeds_are_explained(tmp_path: Path) -> None:
         parse_feed(b"\xff")
 
 
-def test_arbors_own_entry_passes_the_registry_schema() -> None:
+def test_arbors_own_entry_is_a_registry_entry() -> None:
     entry = json.loads((ACP / "arbor" / "agent.json").read_text())
-    schema_validator("agent.schema.json").validate(entry)
+    assert entry_problems(entry) == []
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert entry["version"] == project["version"]
     assert entry["distribution"]["uvx"] == {
