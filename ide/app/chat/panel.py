@@ -39,6 +39,7 @@ from ide.app.chat.blocks import (
 )
 from ide.app.chat.conversation import Block, Conversation, NoticeBlock, PlanBlock, ToolBlock, TurnNotice
 from ide.app.chat.links import LinkDialog, web_link
+from ide.app.widgets.controls import edge_to_edge
 
 if TYPE_CHECKING:
     from ide.client.events import PromptSent, SessionEvent
@@ -189,9 +190,7 @@ class ChatPanel(QWidget):
         bottom.setSpacing(6)
         bottom.addWidget(self.prompt)
         bottom.addLayout(buttons)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
+        layout = edge_to_edge(self)
         layout.addWidget(self.scroll, 1)
         separator = QFrame()
         separator.setFrameShape(QFrame.Shape.HLine)

@@ -7,10 +7,11 @@ import html
 import json
 import math
 
-from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QPushButton, QScrollArea, QTextBrowser, QWidget
 
 from ide.app.tree.legend import TreeLegend
 from ide.app.tree.style import STEER_WORDS, node_caption, node_reward
+from ide.app.widgets.controls import edge_to_edge
 from ide.protocol.tree import SearchTree, TreeNode
 from ide.protocol.uct import EXPLORATION, uct_terms
 
@@ -172,9 +173,7 @@ class TreeInspector(QWidget):
         legend_area.setWidget(self.legend)
         legend_area.setMinimumHeight(LEGEND_MIN_HEIGHT)
         legend_area.setMaximumHeight(self.legend.sizeHint().height())
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
+        layout = edge_to_edge(self, 2)
         layout.addWidget(legend_area)
         layout.addWidget(self.text, 1)
         layout.addWidget(self.branch_button)

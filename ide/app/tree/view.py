@@ -28,7 +28,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
-from PySide6.QtWidgets import QGraphicsScene, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsScene, QLabel, QSplitter, QWidget
 
 from ide.app.tree.inspector import TreeInspector, exploration_constant, node_tooltip, uses_uct
 from ide.app.tree.lineage import NOT_IN_SESSION, run_rows, titles
@@ -46,6 +46,7 @@ from ide.app.tree.scene import (
 )
 from ide.app.tree.toolbar import ReplayTimeline, TreeToolbar
 from ide.app.tree.verdict import Marks, RunCheck
+from ide.app.widgets.controls import edge_to_edge
 from ide.protocol.tree import SearchTree, TreeEvent, TreeFileError, TreeNode, read_jsonl, write_jsonl
 
 RELAYOUT_MS = 100
@@ -166,9 +167,7 @@ class SearchTreeView(QWidget):
         self.slider, self.step_label = self.timeline.slider, self.timeline.step_label
         self.slider.valueChanged.connect(self._on_slider)
 
-        column = QVBoxLayout(self)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(2)
+        column = edge_to_edge(self, 2)
         column.addWidget(self.toolbar)
         column.addWidget(self.message)
         column.addWidget(self.node_actions.origin_bar)

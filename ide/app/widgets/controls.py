@@ -1,12 +1,12 @@
-"""Small widgets built the same way wherever they appear: selectable plain-text labels and flat tool
-buttons."""
+"""Small widgets built the same way wherever they appear: selectable plain-text labels, flat tool buttons,
+and a panel's column laid edge to edge."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QToolButton
+from PySide6.QtWidgets import QLabel, QToolButton, QVBoxLayout, QWidget
 
 from ide.app.theme import mono_font
 
@@ -33,3 +33,11 @@ def flat_button(name: str, text: str, tooltip: str, clicked: Callable[[], object
     button.setAutoRaise(True)
     button.clicked.connect(clicked)
     return button
+
+
+def edge_to_edge(widget: QWidget, spacing: int = 0) -> QVBoxLayout:
+    """``widget``'s column layout, with no margin: what it holds meets the widget's edges."""
+    layout = QVBoxLayout(widget)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(spacing)
+    return layout

@@ -18,11 +18,11 @@ from PySide6.QtWidgets import (
     QStyle,
     QToolButton,
     QTreeView,
-    QVBoxLayout,
     QWidget,
 )
 
 from ide.app.background import run_blocking, spawn
+from ide.app.widgets.controls import edge_to_edge
 from ide.app.workspace.files import list_workspace_files
 
 if TYPE_CHECKING:
@@ -190,9 +190,7 @@ class WorkspacePanel(QWidget):
         header.addStretch(1)
         header.addWidget(self._count)
         header.addWidget(refresh)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
+        layout = edge_to_edge(self)
         layout.addLayout(header)
         layout.addWidget(self.tree, 1)
 

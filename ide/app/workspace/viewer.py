@@ -20,9 +20,10 @@ from PySide6.QtGui import (
     QTextCursor,
     QTextFormat,
 )
-from PySide6.QtWidgets import QLabel, QPlainTextEdit, QStackedWidget, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QPlainTextEdit, QStackedWidget, QTextEdit, QWidget
 
 from ide.app.background import run_blocking, spawn
+from ide.app.widgets.controls import edge_to_edge
 from ide.app.workspace.files import FileContent, read_for_viewer
 from ide.app.workspace.highlight import PygmentsHighlighter, lex_lines
 
@@ -210,9 +211,7 @@ class CodeViewer(QWidget):
         self._pages.addWidget(self._message)
         self._pages.setCurrentWidget(self._message)
 
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
+        layout = edge_to_edge(self)
         layout.addWidget(self._title)
         layout.addWidget(self._pages, 1)
 
