@@ -23,7 +23,7 @@ from shiboken6 import isValid
 from ide.app.background import run_blocking, spawn
 from ide.client import agentconn, agentproc, sessions
 from ide.client.agentproc import BackendState, error_from_request
-from ide.client.events import ModeChanged
+from ide.client.events import ConfigOptionsChanged, ModeChanged
 from ide.client.fold import SessionFold
 from ide.client.link import AgentLink
 from ide.client.notifications import NotificationRouter
@@ -77,6 +77,10 @@ class BackendBridge(QObject):
     modeChanged = Signal(str)
     """The session's mode (agent architecture) is now this id."""
     cancelRequested = Signal()
+    configOptionsChanged = Signal(object)
+    """The session's config options (a tuple of the SDK's select and boolean options) are now these."""
+    configOptionRefused = Signal(str)
+    """The agent refused to set a config option (or did not answer): why; the options stay as they were."""
     """The user asked to end the running turn (an open permission question is answered ``cancelled``)."""
 
     def __init__(
@@ -93,6 +97,8 @@ class BackendBridge(QObject):
         self.mode: str | None = None
         self.modes: list[tuple[str, str, str]] = []
         """The agent's session modes: (id, name, description)."""
+        self.config_options: tuple[Any, ...] = ()
+        """The session's config options (``configOptions``), as the agent last told them."""
         self.can_load_session = self.can_list_sessions = False
         self.permission_handler: PermissionHandler | None = None
         self.shadow: ShadowCapability | None = None
@@ -204,6 +210,32 @@ class BackendBridge(QObject):
             self._set_mode(self._link.generation, self._link.conn, self.session_id, mode_id), name="set-mode"
         )
         return True
+
+    def set_config_option(self, option_id: str, value: str | bool) -> bool:
+        """Set the session's config option ``option_id`` (``session/set_config_option``); False unless
+        ready. The agent's options follow as ``configOptionsChanged``; a refusal as ``configOptionRefused``
+        and the options as they were."""
+        if self.state != BackendState.READY or (conn := self._link.conn) is None or self.session_id is None:
+            return False
+        generation, call = self._link.generation, sessions.set_config_option
+        answer = call(conn, self.session_id, option_id, value, self.timeouts)
+        spawn(self._config_set(generation, answer), name="set-config-option")
+        return True
+
+    async def _config_set(self, generation: int, answer: Awaitable[Any]) -> None:
+        from ide.protocol import ErrorInfo
+
+        options = await answer
+        if generation != self._link.generation or options is None:
+            return
+        if isinstance(options, ErrorInfo):
+            self.configOptionRefused.emit(options.message)
+            options = self.config_options  # the selectors go back
+        self._note_options(options)
+
+    def _note_options(self, options: tuple[Any, ...]) -> None:
+        self.config_options = tuple(options)
+        self.configOptionsChanged.emit(self.config_options)
 
     def note_mode(self, mode_id: str) -> None:
         """The session's mode changed by other means (a workflow was picked): record it, emit modeChanged."""
@@ -324,6 +356,7 @@ class BackendBridge(QObject):
             self.mode, self.modes = sessions.session_modes(opened.modes)
         if generation == self._link.generation:
             self.session_id = opened.session_id
+            self._note_options(opened.config_options)
             self._set_state(BackendState.READY)
             self.sessionReady.emit(opened.session_id, opened.replayed)
 
@@ -378,6 +411,8 @@ class BackendBridge(QObject):
         if isinstance(event, ModeChanged):
             self.mode = event.mode_id
             self.modeChanged.emit(self.mode)
+        elif isinstance(event, ConfigOptionsChanged):
+            self._note_options(event.options)
         self.sessionEvent.emit(event)
 
     def _ended(self, agent: agentproc.AgentProcess, code: int, died: bool) -> None:

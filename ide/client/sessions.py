@@ -1,5 +1,5 @@
 """A client's session requests, Qt-free: open a session or restore one (``session/load`` replays it), list
-the workspace's sessions, send a prompt — each within its declared limit
+the workspace's sessions, send a prompt, set a config option — each within its declared limit
 (:func:`ide.client.agentconn.within`), for the window's BackendBridge. The handshake and the rest of the
 connection: :mod:`ide.client.agentconn`.
 """
@@ -35,6 +35,8 @@ class OpenedSession:
     """The agent's ``SessionModeState``, if it sent one."""
     replayed: bool
     """True when the session was restored with ``session/load`` (its history replayed)."""
+    config_options: tuple[Any, ...] = ()
+    """The agent's ``configOptions`` (the SDK's select and boolean options), if it sent any."""
 
 
 async def open_session(
@@ -62,11 +64,13 @@ async def open_session(
             except RequestError as exc:
                 on_replay_failed(error_from_request(exc).message)
             else:
-                return OpenedSession(resume, loaded.modes if loaded else None, replayed=True)
+                options = tuple((loaded.config_options or []) if loaded else [])
+                return OpenedSession(resume, loaded.modes if loaded else None, True, options)
         else:
             on_replay_failed("The agent cannot restore sessions (no loadSession capability).")
     created = await within(conn.new_session(cwd=cwd, mcp_servers=[]), SESSION_NEW, timeouts)
-    return OpenedSession(created.session_id, created.modes, replayed=False)
+    options = tuple(created.config_options or [])
+    return OpenedSession(created.session_id, created.modes, False, options)
 
 
 @dataclass(frozen=True)
@@ -125,5 +129,25 @@ async def prompt(
     async def answer() -> PromptResponse:
         turn = conn.prompt(session_id=session_id, prompt=[text_block(text)])
         return await within(turn, SESSION_PROMPT, timeouts)
+
+    return await answered(answer())
+
+
+async def set_config_option(
+    conn: Any,
+    session_id: str,
+    option_id: str,
+    value: str | bool,
+    timeouts: RequestTimeouts = DEFAULT_TIMEOUTS,
+) -> tuple[Any, ...] | ErrorInfo | None:
+    """Set the session's option ``option_id`` to ``value`` (``session/set_config_option``: a boolean for a
+    boolean option, a value id for a select): the agent's options after it, an ErrorInfo for a refusal or no
+    answer in time, None when the connection is lost, the answer is unreadable or carries no options."""
+    from ide.protocol.standard import SESSION_SET_CONFIG_OPTION
+
+    async def answer() -> tuple[Any, ...] | None:
+        call = conn.set_config_option(config_id=option_id, session_id=session_id, value=value)
+        response = await within(call, SESSION_SET_CONFIG_OPTION, timeouts)
+        return tuple(response.config_options) if response is not None else None  # None: updates tell
 
     return await answered(answer())

@@ -39,6 +39,7 @@ from ide.app.chat.blocks import (
 )
 from ide.app.chat.conversation import Block, Conversation, NoticeBlock, PlanBlock, ToolBlock, TurnNotice
 from ide.app.chat.links import LinkDialog, web_link
+from ide.app.chat.options import OptionsBar
 from ide.app.widgets.controls import edge_to_edge
 
 if TYPE_CHECKING:
@@ -182,6 +183,9 @@ class ChatPanel(QWidget):
         self.workflow_box.setVisible(False)
         self.workflow_box.activated.connect(self._on_workflow_activated)
         buttons.addWidget(self.workflow_box)
+        self.options = OptionsBar()
+        """The agent's own config options (``configOptions``) as selectors."""
+        buttons.addWidget(self.options)
         buttons.addWidget(self._hint, 1)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.send_button)
@@ -419,6 +423,7 @@ class ChatPanel(QWidget):
         self.mode_box.setEnabled(ready and self.mode_box.count() > 1)
         self.workflow_box.setEnabled(ready and self.workflow_box.count() > 0)
         self.mode_box.setVisible(self.mode_box.count() > 0)
+        self.options.setEnabled(ready)
         hints = {
             BackendState.STARTING: "Starting the backend…",
             BackendState.BUSY: "The agent is working…",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ide.app.chat.options import ARBOR_OWN
 from ide.app.chat.panel import ChatPanel
 from ide.app.parts.base import SIDE, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.parts.capabilities import Chat, OpensFiles, SearchTrees
@@ -37,6 +38,14 @@ class ChatDock(Dock):
         panel.modeChosen.connect(bridge.set_mode)
         panel.stopRequested.connect(bridge.cancel)
         panel.locationActivated.connect(self.files.open_location)
+        bridge.configOptionsChanged.connect(self._show_options)
+        bridge.configOptionRefused.connect(lambda why: panel.say(f"The agent did not set the option: {why}"))
+        panel.options.optionChosen.connect(bridge.set_config_option)
+
+    def _show_options(self, options: tuple[object, ...]) -> None:
+        # Arbor's own mode and workflow have their boxes; any other agent's options all get selectors.
+        hidden = ARBOR_OWN if self.bridge.agent_meta is not None else frozenset()
+        self.panel.options.show_options(options, hidden)
 
     def _show_modes(self) -> None:
         self.panel.set_modes(self.bridge.modes, self.bridge.mode)
