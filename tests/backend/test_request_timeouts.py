@@ -51,6 +51,7 @@ STANDARD = {
     st.SESSION_LOAD: 120.0,
     st.SESSION_LIST: 30.0,
     st.SESSION_SET_MODE: 30.0,
+    st.SESSION_SET_CONFIG_OPTION: 30.0,
     st.SESSION_PROMPT: None,  # a turn: as long as the model works, until Stop
 }
 
