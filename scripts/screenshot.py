@@ -202,6 +202,36 @@ def run_scripted_window(
             loop.run_until_complete(window.bridge.aclose())
 
 
+def shots_args(argv: list[str] | None, description: str, name: str) -> argparse.Namespace:
+    """``--output-dir`` (default: a new temporary directory ``NAME-out-…``, never the checkout) and
+    ``--size``, for a script that shoots a scripted window."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--output-dir", type=Path, default=None, help="default: a new temporary directory")
+    parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
+    args = parser.parse_args(argv)
+    if args.output_dir is None:
+        args.output_dir = Path(tempfile.mkdtemp(prefix=f"{name}-out-"))
+    return args
+
+
+def shoot_scripted(
+    args: argparse.Namespace,
+    name: str,
+    script: list[dict[str, Any]],
+    workspace: Callable[[Path], Path],
+    run: Callable[..., Awaitable[None]],
+    env: dict[str, str],
+) -> int:
+    """Run ``run(window, clone, out=OUTPUT_DIR)`` in a scripted window (:func:`run_scripted_window`) on the
+    workspace ``workspace(root)`` makes in a temporary directory; 0 when it finished."""
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f"{name}-") as temp:
+        root = Path(temp)
+        body = partial(run, out=args.output_dir)
+        run_scripted_window(root, workspace(root), script, args.size, body, name=name, env=env)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="arbor-screenshot-") as temp:

@@ -21,8 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -31,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/screenshot.p
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QPushButton
-from screenshot import run_scripted_window
+from screenshot import shoot_scripted, shots_args
 
 from ide.app.background import next_emission
 from ide.app.chat.part import ChatDock
@@ -167,25 +165,11 @@ async def run(window: MainWindow, out: Path) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The options; ``output_dir`` defaults to a new temporary directory, never the checkout."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", type=Path, default=None, help="default: a new temporary directory")
-    parser.add_argument("--size", default="1280x800", help="window size, WIDTHxHEIGHT")
-    args = parser.parse_args(argv)
-    if args.output_dir is None:
-        args.output_dir = Path(tempfile.mkdtemp(prefix="arbor-turn-shots-out-"))
-    return args
+    return shots_args(argv, __doc__.splitlines()[0], "arbor-turn-shots")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    out = args.output_dir
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="arbor-turn-shots-") as temp:
-        root = Path(temp)
-        body = partial(run, out=out)
-        workspace = make_workspace(root)
-        run_scripted_window(root, workspace, SCRIPT, args.size, body, name="arbor-turn-shots", env=IDENTITY)
-    return 0
+    return shoot_scripted(parse_args(argv), "arbor-turn-shots", SCRIPT, make_workspace, run, IDENTITY)
 
 
 if __name__ == "__main__":
