@@ -15,20 +15,17 @@ import asyncio
 import os
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/screenshot.py: the sample workspace
 
-import qasync
-from PySide6.QtCore import QCoreApplication, QSettings, qInstallMessageHandler
-from PySide6.QtWidgets import QApplication
-from screenshot import _quiet_offscreen, make_workspace
+from screenshot import make_workspace, run_window
 
 from ide.app.background import next_emission
 from ide.app.chat.part import ChatDock
-from ide.app.main import configure_application
 from ide.app.window import MainWindow
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,27 +65,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    width, height = (int(part) for part in args.size.lower().split("x"))
     with tempfile.TemporaryDirectory(prefix="arbor-options-") as temp:
         root = Path(temp)
-        qInstallMessageHandler(_quiet_offscreen)
-        app = QApplication([sys.argv[0]])
-        configure_application(app)
-        QCoreApplication.setOrganizationName("arbor-options-screenshot")
-        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
-        loop = qasync.QEventLoop(app)
-        asyncio.set_event_loop(loop)
-        env = {"ARBOR_DATA_DIR": str(root / "data"), "ARBOR_CONFIG_DIR": str(root / "config")}
-        command = [sys.executable, str(AGENT)]
-        window = MainWindow(make_workspace(root), backend_command=command, backend_env=env)
-        window.resize(width, height)
-        window.show()
-        with loop:
-            try:
-                loop.run_until_complete(capture(window, args.output))
-            finally:
-                window.close()
-                loop.run_until_complete(window.bridge.aclose())
+        shoot = partial(capture, output=args.output)
+        agent = [sys.executable, str(AGENT)]
+        run_window(root, make_workspace(root), args.size, shoot, name="arbor-options-screenshot", agent=agent)
     print(args.output)
     return 0
 

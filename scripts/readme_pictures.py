@@ -45,6 +45,7 @@ from ide.app.background import next_emission
 from ide.app.chat.part import ChatDock
 from ide.app.main import configure_application
 from ide.app.review.part import ReviewDock
+from ide.app.start.demo import demo_env
 from ide.app.start.part import StartPart
 from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
@@ -174,15 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="arbor-pictures-") as temp:
         root = Path(temp)
         workspace = workspace_copy(root)
-        backend_env = {
-            "ARBOR_MODEL": f"scripted:{SAMPLE / 'script.jsonl'}",
-            "ARBOR_AGENT_ARCHITECTURE": "lats",
-            "ARBOR_LATS_EXPANSION_WIDTH": "3",
-            "ARBOR_LATS_MAX_ITERATIONS": "4",
-            "ARBOR_LATS_TEST_COMMAND": f"{sys.executable} check_stats.py",
-            "ARBOR_DATA_DIR": str(root / "data"),
-            "ARBOR_CONFIG_DIR": str(root / "config"),
-        }
+        backend_env = demo_env(SAMPLE.parent, root)  # the start page's demo turn, as it runs it
         app = QApplication([sys.argv[0]])
         app.setQuitOnLastWindowClosed(False)  # the start picture's window closes before the run's opens
         configure_application(app)

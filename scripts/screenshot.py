@@ -172,14 +172,31 @@ def run_scripted_window(
     name: str,
     env: dict[str, str] | None = None,
 ) -> None:
-    """Open the real window on ``workspace`` with its backend's model playing ``script``, at ``size``
-    (WIDTHxHEIGHT), and run ``body`` with it; the backend's data and config dirs and the window's
-    QSettings (organisation ``name``) all in ``root``, the window closed and its backend stopped after."""
-    width, height = (int(part) for part in size.lower().split("x"))
+    """Open the real window on ``workspace`` with its backend's model playing ``script`` (see
+    :func:`run_window`)."""
     model = root / "script.jsonl"
     model.write_text("".join(json.dumps(line) + "\n" for line in script))
+    run_window(
+        root, workspace, size, body, name=name, env={"ARBOR_MODEL": f"scripted:{model}", **(env or {})}
+    )
+
+
+def run_window(
+    root: Path,
+    workspace: Path,
+    size: str,
+    body: Callable[[MainWindow], Awaitable[None]],
+    *,
+    name: str,
+    env: dict[str, str] | None = None,
+    agent: list[str] | None = None,
+) -> None:
+    """Open the real window on ``workspace`` at ``size`` (WIDTHxHEIGHT), driving ``agent`` (a command line;
+    None: Arbor's backend) with ``env``, and run ``body`` with it; the backend's data and config dirs and
+    the window's QSettings (organisation ``name``) all in ``root``, the window closed and its backend
+    stopped after."""
+    width, height = (int(part) for part in size.lower().split("x"))
     backend_env = {
-        "ARBOR_MODEL": f"scripted:{model}",
         "ARBOR_DATA_DIR": str(root / "data"),
         "ARBOR_CONFIG_DIR": str(root / "config"),
         **(env or {}),
@@ -191,7 +208,7 @@ def run_scripted_window(
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(root / "qsettings"))
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
-    window = MainWindow(workspace, backend_env=backend_env)
+    window = MainWindow(workspace, backend_command=agent, backend_env=backend_env)
     window.resize(width, height)
     window.show()
     with loop:
