@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QSizePolicy, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QSizePolicy, QWidget
+
+from ide.app.widgets.flow_layout import FlowLayout
 
 ARBOR_OWN = frozenset({"mode", "workflow"})
 """Arbor's options the chat's mode and workflow boxes already show."""
@@ -37,9 +39,8 @@ class OptionsBar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("configOptions")
-        self._row = QHBoxLayout(self)
+        self._row = FlowLayout(self, spacing=6)  # a row of its own above the buttons, wrapping when narrow
         self._row.setContentsMargins(0, 0, 0, 0)
-        self._row.setSpacing(6)
         self.selectors: dict[str, QComboBox | QCheckBox] = {}
         """The shown selectors by option id, in the agent's order."""
         self.setVisible(False)

@@ -184,8 +184,8 @@ class ChatPanel(QWidget):
         self.workflow_box.activated.connect(self._on_workflow_activated)
         buttons.addWidget(self.workflow_box)
         self.options = OptionsBar()
-        """The agent's own config options (``configOptions``) as selectors."""
-        buttons.addWidget(self.options)
+        """The agent's own config options (``configOptions``) as selectors, on a row of their own: beside
+        the mode and workflow boxes they squeezed both down to a few letters."""
         buttons.addWidget(self._hint, 1)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.send_button)
@@ -193,6 +193,7 @@ class ChatPanel(QWidget):
         bottom.setContentsMargins(8, 6, 8, 8)
         bottom.setSpacing(6)
         bottom.addWidget(self.prompt)
+        bottom.addWidget(self.options)
         bottom.addLayout(buttons)
         layout = edge_to_edge(self)
         layout.addWidget(self.scroll, 1)
