@@ -170,9 +170,6 @@ class RunBook:
             found.append(RunInfo(tree, task, kept=run_id in self._held or run_id in stored, hint=hint))
         return found
 
-    async def find(self, run_id: str) -> RunInfo | None:
-        return next((run for run in await self.runs() if run.tree.run_id == run_id), None)
-
     async def chain(self, run_id: str) -> list[Link]:
         """How the run came to be when it was continued from another run of the session (``forked_from``),
         and that one perhaps from another: each run continued from, the node and the hint given then, oldest
