@@ -6,13 +6,14 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ide.client.process import on_stop_signals
 from ide.protocol.eval import REPORT_FILE, EvalReport
 from ide.protocol.modes import AUTO_CHOICES
 
 if TYPE_CHECKING:
+    from ide.eval.agents import AgentUnderTest
     from ide.eval.runner import Evaluation
 
 MODES = AUTO_CHOICES
@@ -47,7 +48,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     parser.add_argument(
         "--modes",
         default=",".join(MODES),
-        help=f"modes to compare, comma-separated (default: {','.join(MODES)})",
+        help=f"Arbor's modes to compare, comma-separated, or none (default: {','.join(MODES)})",
+    )
+    parser.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar='NAME|"CMD"',
+        help="another agent to run on every task beside the modes (repeatable): a name of the [agents] "
+        "settings or a command line (an ACP agent, or a CLI agent with {prompt}); {base_url} and {model} "
+        "in it stand for the model server (through the metering proxy) and --model's name",
+    )
+    parser.add_argument(
+        "--model-server",
+        default=None,
+        metavar="URL",
+        help="the model server the agents use, metered by a local proxy in front of it (default: the "
+        "server of --model: llm.openai_base_url or llm.ollama_host)",
     )
     parser.add_argument("--model", default=None, help="model as provider:model (default: llm.model)")
     parser.add_argument("--runs", type=int, default=1, help="runs of each task in each mode (default: 1)")
@@ -107,8 +124,10 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     err = err or sys.stderr
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if modes == ["none"]:
+        modes = []
     unknown = [m for m in modes if m not in MODES]
-    if not modes or unknown:
+    if (not modes and not args.agent) or unknown:
         return _fail(
             err, f"--modes: unknown mode(s) {', '.join(unknown) or '(none given)'}; use {', '.join(MODES)}"
         )
@@ -139,9 +158,14 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             return _fail(err, str(exc))
     if model.startswith("scripted:"):
         model = "scripted:" + str(Path(model.removeprefix("scripted:")).resolve())
-    problem = asyncio.run(check_model(model))
-    if problem is not None:
-        return _fail(err, f"the model cannot be used: {problem}")
+    if modes or not args.no_baseline:  # Arbor's own runs need the model; the agents need only its server
+        problem = asyncio.run(check_model(model))
+        if problem is not None:
+            return _fail(err, f"the model cannot be used: {problem}")
+    try:
+        agents, server, confine = _agents(args, model)
+    except ValueError as exc:
+        return _fail(err, str(exc))
     options = EvalOptions(
         out=Path(args.out).resolve(),
         model=model,
@@ -153,6 +177,9 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         jobs=args.jobs,
         baseline=not args.no_baseline,
         fresh=args.fresh,
+        agents=agents,
+        model_server=server,
+        confine=confine,
     )
     try:
         evaluation = Evaluation(options, log=err)
@@ -175,6 +202,51 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         return EXIT_INTERRUPTED
     out.write(f"report: {options.out / REPORT_FILE}\nchart: {options.out / (report.chart_file or '')}\n")
     return EXIT_OK
+
+
+def _agents(
+    args: argparse.Namespace, model: str
+) -> tuple[list[AgentUnderTest], str | None, list[str] | None]:
+    """The ``--agent`` agents, the model server their proxies front, and where a confined agent may write
+    (None: not confined); ValueError says what is wrong."""
+    from ide.client.agentproc import resolve_agent
+    from ide.eval.agents import agents_under_test
+    from ide.settings import SettingsError, load_settings
+
+    if not args.agent:
+        return [], None, None
+    try:
+        settings = load_settings(None).settings
+    except SettingsError as exc:
+        raise ValueError(str(exc)) from None
+    agents = agents_under_test([resolve_agent(spec, settings.agents) for spec in args.agent])
+    server = args.model_server or model_server(model, settings)
+    if server is None:
+        raise ValueError(
+            f"--agent: which model server the agents use is not known from --model {model!r}; "
+            "name it with --model-server URL"
+        )
+    if not server.startswith(("http://", "https://")):
+        raise ValueError(f"--model-server {server!r}: not an http(s) URL")
+    review = settings.review
+    return agents, server, (list(review.agent_writable) if review.confine_agents else None)
+
+
+def model_server(model: str, settings: Any) -> str | None:
+    """The server of ``model`` (provider:name) as the settings and environment say: an OpenAI-compatible
+    server's URL, Ollama's host, Anthropic's API; None for a scripted model or an unknown server."""
+    import os
+
+    provider = model.partition(":")[0]
+    if provider == "openai":
+        return (
+            settings.llm.openai_base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        )
+    if provider == "ollama":
+        return str(settings.llm.ollama_host)
+    if provider == "anthropic":
+        return "https://api.anthropic.com"
+    return None
 
 
 async def _run(evaluation: Evaluation) -> EvalReport:

@@ -14,7 +14,7 @@ import math
 import statistics
 from pathlib import Path
 
-from ide.protocol.eval import RETRY_MODE, EvalReport, EvalRun, ModeSummary
+from ide.protocol.eval import RETRY_MODE, EvalReport, EvalRun, ModeSummary, is_agent_mode, mode_label
 
 CHART_FILE = "chart.html"
 Z_95 = 1.959963984540054
@@ -36,6 +36,7 @@ def summarize_runs(mode: str, runs: list[EvalRun]) -> ModeSummary:
     solved = sum(r.solved for r in runs)
     low, high = wilson_interval(solved, len(runs))
     total = sum(r.tokens for r in runs)
+    metered = all(r.metered for r in runs)
     return ModeSummary(
         mode=mode,
         runs=len(runs),
@@ -45,9 +46,10 @@ def summarize_runs(mode: str, runs: list[EvalRun]) -> ModeSummary:
         ci_high=round(high, 4),
         median_tokens=float(statistics.median([r.tokens for r in runs])) if runs else 0.0,
         median_wall_s=round(float(statistics.median([r.wall_s for r in runs])), 3) if runs else 0.0,
-        tokens_per_solved=round(total / solved, 1) if solved else None,
+        tokens_per_solved=round(total / solved, 1) if solved and metered else None,
         over_budget=sum(r.status == "over_budget" for r in runs),
         errors=sum(r.status == "error" for r in runs),
+        metered=metered,
     )
 
 
@@ -56,7 +58,7 @@ def summarize(report: EvalReport) -> list[ModeSummary]:
     each with its cost against the retry baseline (1.0 for the baseline itself, None without one)."""
     rows = [summarize_runs(mode, [r for r in report.runs if r.mode == mode]) for mode in report.modes]
     for row in rows:
-        row.cost_vs_retry = cost_ratio(report, row.mode)
+        row.cost_vs_retry = cost_ratio(report, row.mode) if row.metered else None
     return rows
 
 
@@ -75,6 +77,13 @@ def _number(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "–"
     return f"{value:,.{digits}f}"
+
+
+def row_name(mode: str) -> str:
+    """A mode as the table names it: ``retry (reference)``, ``qwen (agent)``, or the mode."""
+    if mode == RETRY_MODE:
+        return f"{mode} (reference)"
+    return f"{mode_label(mode)} (agent)" if is_agent_mode(mode) else mode
 
 
 def format_table(report: EvalReport) -> str:
@@ -98,11 +107,11 @@ def format_table(report: EvalReport) -> str:
         ratio = row.cost_vs_retry
         lines.append(
             (
-                row.mode + (" (reference)" if row.mode == RETRY_MODE else ""),
+                row_name(row.mode),
                 f"{row.solved}/{row.runs}",
                 f"{row.solve_rate:.0%}",
                 f"{row.ci_low:.0%}–{row.ci_high:.0%}",
-                _number(row.median_tokens),
+                _number(row.median_tokens) if row.metered else "not counted",
                 _number(row.median_wall_s, 1),
                 _number(row.tokens_per_solved),
                 str(row.over_budget),
@@ -158,7 +167,7 @@ def _svg_bars(
         x = LEFT + GAP + index * (BAR_W + GAP)
         shown = value or 0.0
         bar_h = shown * scale
-        cls = f"{css} retry" if mode == RETRY_MODE else css
+        cls = f"{css} retry" if mode == RETRY_MODE else f"{css} agent" if is_agent_mode(mode) else css
         parts.append(
             f'<rect class="{cls}" data-mode="{html.escape(mode)}" x="{x}" y="{TOP + PLOT_H - bar_h:.1f}" '
             f'width="{BAR_W}" height="{bar_h:.1f}"><title>{html.escape(mode)}: '
@@ -181,7 +190,7 @@ def _svg_bars(
         )
         parts.append(
             f'<text x="{x + BAR_W / 2}" y="{TOP + PLOT_H + 16}" class="mode" text-anchor="middle">'
-            f"{html.escape(mode)}</text>"
+            f"{html.escape(mode_label(mode))}</text>"
         )
     parts.append("</svg>")
     return "\n".join(parts)
@@ -192,7 +201,7 @@ body { font: 14px system-ui, sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 18px; } p.meta { color: #555; }
 svg { margin: 8px 24px 24px 0; } .title { font-weight: 600; font-size: 13px; }
 .axis { stroke: #888; } .tick, .mode, .value { font-size: 11px; fill: #333; }
-.rate { fill: #4c78a8; } .cost { fill: #f58518; } .retry { fill: #9d9d9d; }
+.rate { fill: #4c78a8; } .cost { fill: #f58518; } .retry { fill: #9d9d9d; } .agent { fill: #54a24b; }
 .ci { stroke: #222; stroke-width: 1.5; fill: none; }
 table { border-collapse: collapse; }
 td, th { padding: 3px 10px; border-bottom: 1px solid #ddd; text-align: right; }
@@ -232,10 +241,17 @@ def chart_html(report: EvalReport) -> str:
         f"{report.budget_tokens:,} tokens / {report.budget_s:.0f} s per run · {len(report.runs)} run(s) done"
         + ("" if report.finished_at else " (unfinished)")
     )
+    agents = "".join(
+        f"<li>{html.escape(a.name)} ({a.protocol}): <code>{html.escape(a.command)}</code>"
+        + (f", metered in front of {html.escape(a.model_server)}" if a.model_server else ", not metered")
+        + "</li>"
+        for a in report.agents
+    )
+    meta_agents = f'<p class="meta">Other agents (green):</p><ul>{agents}</ul>\n' if agents else ""
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>arbor eval</title>'
         f'<style>{STYLE}</style></head><body>\n<h1>arbor eval</h1>\n<p class="meta">{html.escape(meta)}</p>\n'
-        f"{rate}\n{cost}\n<pre>{html.escape(table)}</pre>\n</body></html>\n"
+        f"{meta_agents}{rate}\n{cost}\n<pre>{html.escape(table)}</pre>\n</body></html>\n"
     )
 
 

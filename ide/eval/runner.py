@@ -36,11 +36,21 @@ from ide.client.agentconn import ClientCallbacks, apply_all, cancel, connect, in
 from ide.client.agentproc import AgentProcess, client_version, default_backend_command, error_from_request
 from ide.client.events import MessageChunk
 from ide.client.fold import SessionFold
+from ide.eval.agents import AgentUnderTest, run_agent, tail, write_text
 from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
 from ide.eval.tasks import EvalTask, TaskError, build_workspace, run_check
 from ide.lifetime import scratch_prefix
 from ide.protocol import RoleUsage, TurnMeta
-from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, RoleCost, load_report, save_report
+from ide.protocol.eval import (
+    REPORT_FILE,
+    RETRY_MODE,
+    EvalReport,
+    EvalRun,
+    RoleCost,
+    is_agent_mode,
+    load_report,
+    save_report,
+)
 from ide.protocol.model import USAGE_NOTIFICATION
 from ide.protocol.review import CHANGESET_NOTIFICATION
 from ide.protocol.standard import SESSION_NEW
@@ -48,6 +58,8 @@ from ide.protocol.tree import TREE_NOTIFICATION, SearchTree, TreeError, TreeEven
 from ide.settings import user_config_path
 
 TREES_DIR = "trees"
+AGENTS_DIR = "agents"
+"""Other agents' runs: each one's diff (``.diff``) and transcript (``.txt``)."""
 CANCEL_GRACE_S = 30.0
 """Time a cancelled turn may take to end before the backend is stopped."""
 MAX_RETRY_TRIES = 10
@@ -76,10 +88,17 @@ class EvalOptions:
     backend_command: list[str] | None = None
     scratch_dir: Path | None = None
     """Where run workspaces are built (default: the system's temporary directory)."""
+    agents: list[AgentUnderTest] = field(default_factory=list)
+    """Other agents (``--agent``), each run on every task as a mode of its own (``agent:NAME``)."""
+    model_server: str | None = None
+    """The server the agents' metering proxies stand in front of (None: their tokens are not counted)."""
+    confine: list[str] | None = None
+    """Not None: the agents run under bwrap, writing only their shadow, their TMPDIR and these."""
 
     @property
     def all_modes(self) -> list[str]:
-        return [*self.modes, RETRY_MODE] if self.baseline else list(self.modes)
+        agents = [agent.mode for agent in self.agents]
+        return [*self.modes, *agents, RETRY_MODE] if self.baseline else [*self.modes, *agents]
 
 
 @dataclass
@@ -209,11 +228,6 @@ def tree_size(events: Sequence[TreeEvent]) -> int:
     return sum(len(tree.nodes) for tree in trees.values())
 
 
-def _tail(text: str, limit: int = 1500) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
-
-
 class Evaluation:
     """One ``arbor eval``: opens (or resumes) the report, runs what is missing, saves after every run."""
 
@@ -240,6 +254,7 @@ class Evaluation:
         fresh = EvalReport(
             model=options.model,
             modes=options.all_modes,
+            agents=[agent.record(options.model_server) for agent in options.agents],
             tasks=[t.id for t in options.tasks],
             runs_per_task=options.runs,
             budget_tokens=options.budget_tokens,
@@ -258,6 +273,7 @@ class Evaluation:
             for name, mine, theirs in (
                 ("model", fresh.model, old.model),
                 ("modes", fresh.modes, old.modes),
+                ("agents", [a.command for a in fresh.agents], [a.command for a in old.agents]),
                 ("tasks", fresh.tasks, old.tasks),
                 ("runs", fresh.runs_per_task, old.runs_per_task),
                 ("budget tokens", fresh.budget_tokens, old.budget_tokens),
@@ -295,7 +311,10 @@ class Evaluation:
         self.options.out.mkdir(parents=True, exist_ok=True)
         (self.options.out / TREES_DIR).mkdir(exist_ok=True)
         if self.options.fresh:
-            for old in (self.options.out / TREES_DIR).glob("*"):
+            for old in (
+                *(self.options.out / TREES_DIR).glob("*"),
+                *(self.options.out / AGENTS_DIR).glob("*"),
+            ):
                 old.unlink()
         self._save()
         # What a killed evaluation (or backend) left in the temporary directory goes before this one starts.
@@ -348,6 +367,8 @@ class Evaluation:
     async def run_one(self, task: EvalTask, mode: str, attempt: int) -> EvalRun:
         """One run of ``task`` in ``mode`` (the retry baseline: several sessions), its tree file written."""
         budget = self.options.budget_tokens
+        if is_agent_mode(mode):
+            return await self.agent_run(task, mode, attempt)
         if mode != RETRY_MODE:
             outcome = await self.session(task, mode, budget, self.options.budget_s)
             outcomes, status = [outcome], outcome.status
@@ -363,6 +384,47 @@ class Evaluation:
             name = f"{task.id}.{mode}.{attempt}"
             written = write_jsonl(events, self.options.out / TREES_DIR / name)
             run.tree_file = written.relative_to(self.options.out).as_posix()
+        return run
+
+    async def agent_run(self, task: EvalTask, mode: str, attempt: int) -> EvalRun:
+        """One run of another agent on ``task``: a fresh workspace, its turn in a shadow, apply, check; its
+        diff and transcript written beside the report."""
+        options = self.options
+        agent = next(a for a in options.agents if a.mode == mode)
+        scratch = Path(
+            tempfile.mkdtemp(prefix=scratch_prefix(f"eval-{task.id[:40]}"), dir=options.scratch_dir)
+        )
+        try:
+            workspace = scratch / "workspace"
+            try:
+                await asyncio.to_thread(build_workspace, task, workspace)
+            except TaskError as exc:
+                return EvalRun(task=task.id, mode=mode, attempt=attempt, status="error", reason=str(exc))
+            env = run_env(options, scratch, options.budget_tokens, options.budget_s)
+            backend_env = {k: env[k] for k in ("ARBOR_CONFIG_DIR", "ARBOR_DATA_DIR")}
+            outcome = await run_agent(
+                agent,
+                task,
+                workspace,
+                model_server=options.model_server,
+                model=options.model.partition(":")[2],
+                budget_tokens=options.budget_tokens,
+                budget_s=options.budget_s,
+                backend_env=backend_env,
+                confine=options.confine,
+                backend_command=options.backend_command,
+            )
+        finally:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
+        run = outcome.as_run(task.id, mode, attempt)
+        stem = f"{AGENTS_DIR}/{agent.name}.{task.id}.{attempt}"
+        for suffix, text, name in (
+            (".diff", outcome.diff, "diff_file"),
+            (".txt", outcome.transcript, "transcript_file"),
+        ):
+            if text:
+                await asyncio.to_thread(write_text, options.out / (stem + suffix), text)
+                setattr(run, name, stem + suffix)
         return run
 
     async def _retry(self, task: EvalTask, budget: int) -> tuple[list[_Outcome], str]:
@@ -486,18 +548,18 @@ class Evaluation:
             elif meta is not None and meta.error is not None:
                 outcome.status, outcome.reason = "error", meta.error.message
             else:
-                outcome.reason = "; ".join(p for p in (outcome.reason, _tail(check.output)) if p)
+                outcome.reason = "; ".join(p for p in (outcome.reason, tail(check.output)) if p)
             return outcome
         except RequestError as exc:
             return _Outcome("error", error_from_request(exc).message, None, client.events, spent=client.spent)
         except (ConnectionError, TimeoutError) as exc:
-            tail = agent.stderr.text(lines=8)
+            last = agent.stderr.text(lines=8)
             why = (
                 "the backend did not answer in time"
                 if isinstance(exc, TimeoutError)
                 else "the backend stopped"
             )
-            said = f"{why}{': ' + tail if tail else ''}"
+            said = f"{why}{': ' + last if last else ''}"
             return _Outcome("error", said, None, client.events, spent=client.spent)
         except Exception as exc:  # an answer the client cannot read: this run's error, not the evaluation's
             said = f"unexpected {type(exc).__name__}: {exc}"

@@ -146,10 +146,12 @@ class ForeignRun:
         allow_commands: bool = False,
         backend_command: list[str] | None = None,
         confine: Sequence[str] | None = None,
+        backend_env: dict[str, str] | None = None,
     ) -> None:
         self.workspace, self.agent, self.out, self.err = workspace, agent, out, err
         self.allow_commands = allow_commands
-        backend = AgentChoice(ARBOR_AGENT, backend_command or BACKEND_COMMAND, {})
+        # backend_env: what Arbor's backend adds to its environment (an evaluation's config and data dirs).
+        backend = AgentChoice(ARBOR_AGENT, backend_command or BACKEND_COMMAND, dict(backend_env or {}))
         self.session = ForeignSession(workspace, backend, meta=lambda: {"review": True}, client="arbor-run")
         self.session.writable = confine  # not None: under bwrap, writing only its shadow, its /tmp and these
         self.conn: Any = None

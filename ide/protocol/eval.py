@@ -21,6 +21,8 @@ REPORT_FILE = "report.json"
 
 RETRY_MODE = "retry"
 """The reference: ReAct retried (fresh session, same task) until solved or the token budget is spent."""
+AGENT_PREFIX = "agent:"
+"""The mode of another agent's runs is ``agent:NAME`` (``arbor eval --agent``): never one of Arbor's."""
 
 RunStatus = Literal["solved", "failed", "over_budget", "timeout", "error"]
 
@@ -53,6 +55,17 @@ class EvalRun(WireModel):
     compactions: int = Field(0, description="Times the context was compacted to fit the model")
     tries: int = Field(1, description="Sessions the run used (more than one only for the retry baseline)")
     tree_file: str | None = Field(None, description="The run's tree, relative to the report's directory")
+    diff_file: str | None = Field(
+        None, description="Another agent's run: the changes it made (a unified diff), relative to the report"
+    )
+    transcript_file: str | None = Field(
+        None, description="Another agent's run: what it said and did (text), relative to the report"
+    )
+    metered: bool = Field(
+        True,
+        description="False: another agent that was not pointed at the metering proxy, so its tokens are "
+        "unknown (shown as such, never as 0)",
+    )
 
     @property
     def solved(self) -> bool:
@@ -81,11 +94,36 @@ class ModeSummary(WireModel):
     tokens_per_solved: float | None = Field(None, description="All tokens spent ÷ tasks solved; None if none")
     over_budget: int = 0
     errors: int = 0
+    metered: bool = Field(
+        True, description="False: another agent's tokens were not counted (its token figures mean nothing)"
+    )
     cost_vs_retry: float | None = Field(
         None,
         description="Tokens over the tasks both this mode and the retry baseline ran ÷ the baseline's "
         "(ide.eval.report.cost_ratio); None without a baseline. The window shows it as written",
     )
+
+
+class EvalAgent(WireModel):
+    """Another agent of the evaluation (``--agent``): its runs are the mode ``agent:NAME``."""
+
+    mode: str = Field(description="agent:NAME, the mode its runs carry")
+    name: str
+    command: str = Field(description="Its command line as run (shell-quoted), before the proxy's URL")
+    protocol: Literal["acp", "cli"] = "acp"
+    model_server: str | None = Field(
+        None, description="The model server its metering proxy stood in front of (None: not metered)"
+    )
+
+
+def is_agent_mode(mode: str) -> bool:
+    """The mode of another agent's runs (``agent:NAME``), not one of Arbor's."""
+    return mode.startswith(AGENT_PREFIX)
+
+
+def mode_label(mode: str) -> str:
+    """How a mode is shown: an agent's name for ``agent:NAME``, else the mode."""
+    return mode.removeprefix(AGENT_PREFIX)
 
 
 class EvalReport(WireModel):
@@ -94,6 +132,9 @@ class EvalReport(WireModel):
     version: int = REPORT_VERSION
     model: str = Field(description="The model spec the runs used (llm.model, or --model)")
     modes: list[str]
+    agents: list[EvalAgent] = Field(
+        default_factory=list, description="Other agents (--agent); their modes are in modes too"
+    )
     tasks: list[str]
     runs_per_task: int = 1
     budget_tokens: int
