@@ -223,6 +223,9 @@ class AgentHello:
     can_load_session: bool
     can_list_sessions: bool = False
     """The agent lists its sessions (``sessionCapabilities.list``)."""
+    auth_methods: tuple[Any, ...] = ()
+    """Its ``authMethods`` as the SDK read them (env-var, terminal and agent methods; :mod:`ide.client.auth`
+    reads them when a session asks for authentication)."""
 
 
 async def initialize(
@@ -236,9 +239,10 @@ async def initialize(
     timeouts: RequestTimeouts = DEFAULT_TIMEOUTS,
 ) -> AgentHello:
     """Send ``initialize`` with Arbor's client capabilities ``meta`` (and ``fs/*`` when ``fs``; never
-    ``terminal/*``) and read the agent's answer; :class:`NoAnswer` when none comes in time."""
+    ``terminal/*``, but terminal auth methods: the client tells the user the command to run) and read the
+    agent's answer; :class:`NoAnswer` when none comes in time."""
     from acp import PROTOCOL_VERSION
-    from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+    from acp.schema import AuthCapabilities, ClientCapabilities, FileSystemCapabilities, Implementation
     from pydantic import ValidationError
 
     from ide.protocol import META_KEY, AgentMeta
@@ -249,6 +253,7 @@ async def initialize(
         client_capabilities=ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs),
             terminal=False,
+            auth=AuthCapabilities(terminal=True),
             field_meta={META_KEY: meta},
         ),
         client_info=Implementation(name=client, title=title, version=version or client_version()),
@@ -268,6 +273,7 @@ async def initialize(
         name,
         bool(capabilities and capabilities.load_session),
         bool(listing and listing.list is not None),
+        tuple(init.auth_methods or ()),
     )
 
 

@@ -17,3 +17,4 @@ SESSION_LIST = Request("session/list", 30.0)
 SESSION_SET_MODE = Request("session/set_mode", 30.0)
 SESSION_PROMPT = Request("session/prompt", None)  # a turn lasts as long as the model works; Stop ends it
 SESSION_SET_CONFIG_OPTION = Request("session/set_config_option", 30.0)
+AUTHENTICATE = Request("authenticate", 300.0)  # an agent method may wait for the user to sign in in a browser

@@ -52,6 +52,7 @@ STANDARD = {
     st.SESSION_LIST: 30.0,
     st.SESSION_SET_MODE: 30.0,
     st.SESSION_SET_CONFIG_OPTION: 30.0,
+    st.AUTHENTICATE: 300.0,  # an agent method may wait for a browser sign-in
     st.SESSION_PROMPT: None,  # a turn: as long as the model works, until Stop
 }
 
