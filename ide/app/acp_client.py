@@ -77,11 +77,18 @@ class BackendBridge(QObject):
     modeChanged = Signal(str)
     """The session's mode (agent architecture) is now this id."""
     cancelRequested = Signal()
+    """The user asked to end the running turn (an open permission question is answered ``cancelled``)."""
     configOptionsChanged = Signal(object)
     """The session's config options (a tuple of the SDK's select and boolean options) are now these."""
     configOptionRefused = Signal(str)
     """The agent refused to set a config option (or did not answer): why; the options stay as they were."""
-    """The user asked to end the running turn (an open permission question is answered ``cancelled``)."""
+    authRequired = Signal(object)
+    """The agent answered ``session/new`` with "authentication required": an
+    :class:`~ide.client.auth.AuthNeeded` (its methods, what it said). It runs on, waiting:
+    :meth:`authenticate`, :meth:`retry_session`, a :meth:`switch` with the credentials in its environment,
+    or :meth:`stop`."""
+    authFailed = Signal(str)
+    """An :meth:`authenticate` or :meth:`retry_session` did not get through: what to tell the user."""
 
     def __init__(
         self, workspace: Path, agent: agentproc.AgentChoice | None = None, parent: QObject | None = None
@@ -100,6 +107,10 @@ class BackendBridge(QObject):
         self.config_options: tuple[Any, ...] = ()
         """The session's config options (``configOptions``), as the agent last told them."""
         self.can_load_session = self.can_list_sessions = False
+        self.auth_methods: tuple[Any, ...] = ()
+        """The agent's ``authMethods`` from its ``initialize`` answer (the SDK's models)."""
+        self.awaiting_auth = False
+        """The agent asked for authentication and no session is open yet (:attr:`authRequired`)."""
         self.permission_handler: PermissionHandler | None = None
         self.shadow: ShadowCapability | None = None
         """The client's capability for agents that work in a shadow (:meth:`offer_shadow`)."""
@@ -195,6 +206,36 @@ class BackendBridge(QObject):
         self._link.run(lambda: self._guarded(generation, self._open(generation, conn, session_id)))
         return True
 
+    def authenticate(self, method_id: str) -> bool:
+        """Sign in with the agent's method ``method_id`` (``authenticate``), then open the session again;
+        False, and nothing sent, unless the agent waits for authentication. A refusal comes as
+        ``authFailed``, a session still refused as ``authRequired`` again."""
+        if not self.awaiting_auth or (conn := self._link.conn) is None:
+            return False
+        generation = self._link.generation
+        self._link.run(lambda: self._authenticate(generation, conn, method_id))
+        return True
+
+    def retry_session(self) -> bool:
+        """Ask the waiting agent for a session again (the user authenticated outside, in a terminal);
+        False unless the agent waits for authentication and runs."""
+        if not self.awaiting_auth or (conn := self._link.conn) is None:
+            return False
+        generation = self._link.generation
+        self._link.run(lambda: self._guarded(generation, self._open(generation, conn, None)))
+        return True
+
+    async def _authenticate(self, generation: int, conn: ClientSideConnection, method_id: str) -> None:
+        from ide.client import auth
+
+        failure = await auth.authenticate(conn, method_id, self.timeouts)
+        if generation != self._link.generation:
+            return
+        if failure is not None:
+            self.authFailed.emit(failure)
+            return
+        await self._guarded(generation, self._open(generation, conn, None))
+
     def cancel(self) -> None:
         """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""
         if self.state == BackendState.BUSY and self._link.conn is not None and self.session_id is not None:
@@ -286,7 +327,7 @@ class BackendBridge(QObject):
 
     async def _start(self, resume: str | None) -> None:
         generation = self._link.begin()
-        self.agent_meta = None
+        self.agent_meta, self.auth_methods, self.awaiting_auth = None, (), False
         self._set_state(BackendState.STARTING)
         callbacks = agentconn.ClientCallbacks(
             partial(self._on_update, generation),
@@ -332,24 +373,44 @@ class BackendBridge(QObject):
         hello = await agentconn.initialize(conn, meta=CLIENT_META, fs=fs, timeouts=self.timeouts)
         self.agent_meta, self.agent_name = hello.meta, hello.name
         self.can_load_session, self.can_list_sessions = hello.can_load_session, hello.can_list_sessions
+        self.auth_methods = hello.auth_methods
         self.agentChanged.emit(self.agent_meta)
         await self._open(generation, conn, resume)
 
     async def _open(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
+        from acp import RequestError
+
         def replay() -> None:
             self.session_id = resume  # the replayed updates are of this session
             self._fold = SessionFold(resume)
             self.replayStarting.emit()
 
-        opened = await sessions.open_session(
-            conn,
-            str(self.agent_dir),
-            resume,
-            self.can_load_session,
-            replay,
-            self.replayFailed.emit,
-            self.timeouts,
-        )
+        try:
+            opened = await sessions.open_session(
+                conn,
+                str(self.agent_dir),
+                resume,
+                self.can_load_session,
+                replay,
+                self.replayFailed.emit,
+                self.timeouts,
+            )
+        except RequestError as exc:
+            from ide.client import auth
+
+            if not auth.is_auth_required(exc):
+                raise
+            if generation == self._link.generation:
+                self._wait_for_auth(
+                    auth.AuthNeeded(
+                        self.choice.name,
+                        tuple(self.choice.command),
+                        tuple(auth.read_methods(self.auth_methods)),
+                        auth.error_message(exc),
+                    )
+                )
+            return
+        self.awaiting_auth = False
         if not opened.replayed:
             self.mode, self.modes = None, []
         if opened.modes:
@@ -359,6 +420,12 @@ class BackendBridge(QObject):
             self._note_options(opened.config_options)
             self._set_state(BackendState.READY)
             self.sessionReady.emit(opened.session_id, opened.replayed)
+
+    def _wait_for_auth(self, needed: Any) -> None:
+        self.awaiting_auth = True
+        self._set_state(BackendState.STARTING)
+        log.info("the agent %s asks for authentication (%d methods)", needed.agent, len(needed.methods))
+        self.authRequired.emit(needed)
 
     async def _set_mode(self, generation: int, conn: ClientSideConnection, session: str, mode: str) -> None:
         from acp import RequestError
@@ -419,6 +486,7 @@ class BackendBridge(QObject):
         """The current backend's process ended (``died``: unasked), told by its watcher."""
         if not isValid(self):
             return  # this bridge was deleted with its window: no one to tell
+        self.awaiting_auth = False
         self._set_state(BackendState.STOPPED)
         if died:
             log.warning("backend exited with %s", code)

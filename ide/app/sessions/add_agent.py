@@ -1,7 +1,8 @@
 """Agent → Add Agent…: the ACP registry's agents, each with its distributions (npx, uvx, binary), and the
 ``[agents]`` entry that runs the chosen one, to copy into a config file.
 
-Arbor never writes the user's config files: the dialog shows the exact TOML and where it goes (the user's
+This dialog never writes the user's config files (only the sign-in dialog stores an agent's env, in
+:mod:`ide.app.sessions.part_auth`): it shows the exact TOML and where it goes (the user's
 config.toml, or the workspace's .arbor/config.toml, which applies once the workspace is trusted), with a
 Copy button. The feed is read on a worker thread when the dialog opens (from the cache while it is fresh)
 and again on Refresh; a failure is said in the dialog and the list shown before stays.
@@ -101,7 +102,7 @@ class AddAgentDialog(QDialog):
         self.copy_button.setEnabled(False)
         self.copy_button.clicked.connect(self.copy)
         where = QLabel(
-            "Arbor does not write config files. Paste this entry into your config:\n"
+            "This dialog does not write config files. Paste this entry into your config:\n"
             f"  {user_config}\n"
             f"or this workspace's (it applies once the workspace is trusted):\n  {workspace_config}\n"
             "then pick the agent under Agent → Use Agent (after reopening the window)."

@@ -71,6 +71,10 @@ class AgentPicker(Part):
         choice = self.choices.get(name)
         if choice is None or name == self.current:
             return False
+        entry = self.ctx.settings.agents.get(name)
+        if entry is not None and not choice.is_arbor and choice.command == entry.argv():
+            # As the settings hold it now: an env stored since (the sign-in dialog's) included.
+            choice = self.choices[name] = AgentChoice.from_settings(name, entry)
         self.current = name
         self.actions[name].setChecked(True)
         label = "Arbor" if name == ARBOR_AGENT else name
