@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from PySide6.QtCore import Qt, Signal, SignalInstance
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QFontDatabase, QFontMetrics, QGuiApplication, QTextOption
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QVBoxLayout,
@@ -72,7 +73,7 @@ class AuthDialog(QDialog):
         """Each env-var method's fields by variable name."""
         self.buttons: dict[str, QPushButton] = {}
         """The action buttons, by ``save:ID``, ``use:ID``, ``sign-in:ID``, ``copy:ID``, ``retry:ID``."""
-        self.commands: dict[str, QLineEdit] = {}
+        self.commands: dict[str, QPlainTextEdit] = {}
         """Each terminal method's command line."""
 
         intro = _label(f"{needed.agent} asks you to sign in before it opens a session.", name="authIntro")
@@ -109,7 +110,9 @@ class AuthDialog(QDialog):
         box.rejected.connect(self.reject)
         self.cancel_button = box.button(QDialogButtonBox.StandardButton.Cancel)
         layout.addWidget(box)
-        self.resize(640, min(760, 220 + 170 * max(1, len(needed.methods))))
+        # As tall as the methods need (a scroll bar past that), never taller than most of the screen.
+        scroll.setMinimumHeight(min(boxes.sizeHint().height() + 4, 520))
+        self.resize(680, self.sizeHint().height())
 
     def _box(
         self, method: EnvVarMethod | TerminalMethod | AgentMethod, storable: bool, config: str
@@ -156,10 +159,13 @@ class AuthDialog(QDialog):
                 row.addWidget(save)
         elif isinstance(method, TerminalMethod):
             inner.addWidget(_label("Run this in a terminal, then Retry:"))
-            line = QLineEdit(terminal_command(self.needed.command, method))
+            line = QPlainTextEdit(terminal_command(self.needed.command, method))
             line.setObjectName(f"authCommand_{method.id}")
             line.setReadOnly(True)
-            line.setCursorPosition(0)
+            line.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+            line.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+            rows = QFontMetrics(line.font()).lineSpacing() * 3
+            line.setFixedHeight(rows + 2 * line.frameWidth() + int(line.document().documentMargin() * 2))
             self.commands[method.id] = line
             inner.addWidget(line)
             copy = self._button(f"copy:{method.id}", "&Copy")
@@ -202,7 +208,7 @@ class AuthDialog(QDialog):
 
     def copy_command(self, method_id: str) -> None:
         """Put the terminal method's command on the clipboard."""
-        QGuiApplication.clipboard().setText(self.commands[method_id].text())
+        QGuiApplication.clipboard().setText(self.commands[method_id].toPlainText())
         self.say("The command is on the clipboard: run it in a terminal, then Retry.")
 
     def _act(self, text: str) -> None:

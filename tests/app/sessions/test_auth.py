@@ -181,7 +181,7 @@ def test_a_terminal_method_says_the_command_to_run_and_retry_opens_the_session(
 ) -> None:
     window = make_window(tmp_path, command=command(state))
     dialog = asked(qtbot, window)
-    line = dialog.commands["login"].text()
+    line = dialog.commands["login"].toPlainText()
     assert line.startswith("AUTH_AGENT_LOGIN=terminal ") and line.endswith(f"{state} --login")
     dialog.buttons["copy:login"].click()
     assert QGuiApplication.clipboard().text() == line
