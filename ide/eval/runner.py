@@ -65,6 +65,12 @@ CANCEL_GRACE_S = 30.0
 MAX_RETRY_TRIES = 10
 """Sessions the retry baseline starts at most for one task, however cheap each failure was."""
 COMPACTOR_ROLE = "compactor"
+EVAL_GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "arbor eval",
+    "GIT_AUTHOR_EMAIL": "eval@arbor.invalid",
+    "GIT_COMMITTER_NAME": "arbor eval",
+    "GIT_COMMITTER_EMAIL": "eval@arbor.invalid",
+}
 
 
 class EvalError(ValueError):
@@ -182,6 +188,9 @@ def run_env(options: EvalOptions, scratch: Path, budget_tokens: int, budget_s: f
             "ARBOR_TOT_TIME_LIMIT_S": str(max(1.0, budget_s)),
         }
     )
+    # The run's Apply commits in its scratch copy: it needs a git identity, not the user's.
+    for variable, value in EVAL_GIT_IDENTITY.items():
+        env.setdefault(variable, value)
     return env
 
 
@@ -401,7 +410,7 @@ class Evaluation:
             except TaskError as exc:
                 return EvalRun(task=task.id, mode=mode, attempt=attempt, status="error", reason=str(exc))
             env = run_env(options, scratch, options.budget_tokens, options.budget_s)
-            backend_env = {k: env[k] for k in ("ARBOR_CONFIG_DIR", "ARBOR_DATA_DIR")}
+            backend_env = {k: env[k] for k in ("ARBOR_CONFIG_DIR", "ARBOR_DATA_DIR", *EVAL_GIT_IDENTITY)}
             outcome = await run_agent(
                 agent,
                 task,

@@ -22,7 +22,7 @@ before the script is consulted: a real agent's side calls (a title, a next-speak
 script alone. ``/v1/responses`` (the Responses API, streamed only, as Codex uses it) answers from the same
 script: ``content`` as a message, ``tool_calls`` as ``function_call`` items. Recorded: ``bodies`` of
 /v1/chat/completions (``response_bodies`` of /v1/responses), ``gets`` (paths asked with GET),
-``closed_early`` (streams the client stopped reading).
+``closed_early`` (streams the client stopped reading), ``usages`` (each answer's token counts).
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ class FakeOpenAI:
         self.closed_early = 0
         self.bodies: list[dict[str, Any]] = []
         self.response_bodies: list[dict[str, Any]] = []
+        self.usages: list[tuple[int, int]] = []
+        """(input, output) tokens of each answer's usage, as the server computed it (sent or not)."""
         self._next = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -182,6 +184,8 @@ class _Handler(JsonHandler):
             content, finish_reason = content[: 4 * int(cap)], "length"
         usage = {"prompt_tokens": tokens, "completion_tokens": max(1, len(content) // 4)}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        with self.fake._lock:
+            self.fake.usages.append((usage["prompt_tokens"], usage["completion_tokens"]))
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": content or None}
             if structured:
@@ -343,6 +347,8 @@ class _Handler(JsonHandler):
         tokens = count_tokens(json.dumps(body.get("input") or []), 4.0)
         usage = {"input_tokens": tokens, "output_tokens": max(1, len(content) // 4)}
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+        with self.fake._lock:
+            self.fake.usages.append((usage["input_tokens"], usage["output_tokens"]))
         done = {
             "id": f"resp_{serial}",
             "object": "response",
