@@ -85,10 +85,11 @@ class BackendBridge(QObject):
     authRequired = Signal(object)
     """The agent answered ``session/new`` with "authentication required": an
     :class:`~ide.client.auth.AuthNeeded` (its methods, what it said). It runs on, waiting:
-    :meth:`authenticate`, :meth:`retry_session`, a :meth:`switch` with the credentials in its environment,
-    or :meth:`stop`."""
+    :meth:`authenticate`, a :meth:`switch` (with the credentials in its environment, or after a terminal
+    login), or :meth:`stop`."""
     authFailed = Signal(str)
-    """An :meth:`authenticate` or :meth:`retry_session` did not get through: what to tell the user."""
+    """An ``authenticate`` (:meth:`authenticate`, or a :meth:`switch`'s) did not get through: what to tell
+    the user."""
 
     def __init__(
         self, workspace: Path, agent: agentproc.AgentChoice | None = None, parent: QObject | None = None
@@ -160,9 +161,11 @@ class BackendBridge(QObject):
         """Stop whatever runs, spawn again and restore the current session (replaying it), else a new one."""
         return self._link.run(self._restart)
 
-    def switch(self, choice: agentproc.AgentChoice) -> asyncio.Task[None]:
-        """Stop whatever runs and start the agent ``choice`` in a new session."""
-        return self._link.run(partial(self._restart, choice))
+    def switch(self, choice: agentproc.AgentChoice, *, auth_method: str | None = None) -> asyncio.Task[None]:
+        """Stop whatever runs and start the agent ``choice`` in a new session; with ``auth_method`` (an
+        env-var method whose variables ``choice`` now sets), ``authenticate`` with it before the session
+        (a refusal comes as ``authFailed``, the agent waiting)."""
+        return self._link.run(partial(self._restart, choice, auth_method))
 
     def stop(self) -> asyncio.Task[None]:
         """Ask the backend to exit (EOF, then SIGTERM, then SIGKILL); no death is reported."""
@@ -214,15 +217,6 @@ class BackendBridge(QObject):
             return False
         generation = self._link.generation
         self._link.run(lambda: self._authenticate(generation, conn, method_id))
-        return True
-
-    def retry_session(self) -> bool:
-        """Ask the waiting agent for a session again (the user authenticated outside, in a terminal);
-        False unless the agent waits for authentication and runs."""
-        if not self.awaiting_auth or (conn := self._link.conn) is None:
-            return False
-        generation = self._link.generation
-        self._link.run(lambda: self._guarded(generation, self._open(generation, conn, None)))
         return True
 
     async def _authenticate(self, generation: int, conn: ClientSideConnection, method_id: str) -> None:
@@ -318,14 +312,16 @@ class BackendBridge(QObject):
         if generation == self._link.generation:
             self._notifications.dispatch(method, params, self.session_id)
 
-    async def _restart(self, choice: agentproc.AgentChoice | None = None) -> None:
+    async def _restart(
+        self, choice: agentproc.AgentChoice | None = None, auth_method: str | None = None
+    ) -> None:
         resume = self.session_id if choice is None else None  # another agent: a new session
         await self._stop()
         if choice is not None:
             self.choice, self.session_id = choice, None
-        await self._start(resume)
+        await self._start(resume, auth_method)
 
-    async def _start(self, resume: str | None) -> None:
+    async def _start(self, resume: str | None, auth_method: str | None = None) -> None:
         generation = self._link.begin()
         self.agent_meta, self.auth_methods, self.awaiting_auth = None, (), False
         self._set_state(BackendState.STARTING)
@@ -350,7 +346,7 @@ class BackendBridge(QObject):
             self.errorRaised.emit(agentproc.start_error(self.choice.command, exc, arbor=arbor))
             return
         if conn is not None:  # else it died while the SDK loaded; the watcher has reported it
-            await self._guarded(generation, self._handshake(generation, conn, resume))
+            await self._guarded(generation, self._handshake(generation, conn, resume, auth_method))
 
     async def _guarded(self, generation: int, step: Awaitable[None]) -> None:
         """Run ``step`` (a handshake, opening a session); a refusal or no answer stops the backend."""
@@ -368,13 +364,26 @@ class BackendBridge(QObject):
             if generation == self._link.generation and self.pid is not None:
                 await self._link.kill_unless_ending()
 
-    async def _handshake(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:
+    async def _handshake(
+        self, generation: int, conn: ClientSideConnection, resume: str | None, auth_method: str | None = None
+    ) -> None:
         fs = self.shadow is not None
         hello = await agentconn.initialize(conn, meta=CLIENT_META, fs=fs, timeouts=self.timeouts)
         self.agent_meta, self.agent_name = hello.meta, hello.name
         self.can_load_session, self.can_list_sessions = hello.can_load_session, hello.can_list_sessions
         self.auth_methods = hello.auth_methods
         self.agentChanged.emit(self.agent_meta)
+        if auth_method is not None and auth_method in {getattr(m, "id", None) for m in hello.auth_methods}:
+            from ide.client import auth
+
+            # An env-var method's variables are set now: the agent reads them when asked to authenticate.
+            failure = await auth.authenticate(conn, auth_method, self.timeouts)
+            if failure is not None:
+                if generation == self._link.generation:
+                    self.awaiting_auth = True
+                    self._set_state(BackendState.STARTING)
+                    self.authFailed.emit(failure)
+                return
         await self._open(generation, conn, resume)
 
     async def _open(self, generation: int, conn: ClientSideConnection, resume: str | None) -> None:

@@ -4,10 +4,11 @@ answer (``authMethods``), whether a refusal is ACP's "authentication required" (
 stored in that agent's ``[agents.NAME].env`` of the user's config.toml.
 
 ACP's three kinds: an **env-var** method names variables the agent reads from its environment (the client
-sets them when it starts the agent); an **agent** method is done by the agent itself when the client calls
-``authenticate`` with its id (a browser sign-in, say); a **terminal** method is the agent's own command
-with the method's arguments and environment, run by the user in a terminal. The window's dialog over these
-is :mod:`ide.app.sessions.auth`.
+sets them when it starts the agent, then calls ``authenticate`` with the method); an **agent** method is
+done by the agent itself when the client calls ``authenticate`` with its id (a browser sign-in, say); a
+**terminal** method is the agent's own command with the method's arguments and environment, run by the
+user in a terminal (the client then connects to the agent anew). The window's dialog over these is
+:mod:`ide.app.sessions.auth`.
 
 A value given for an env-var method never reaches a log or the chat: it goes into the agent's environment
 and, when stored, into the user's config.toml (made private to the user, 0600).

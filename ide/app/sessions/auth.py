@@ -3,10 +3,11 @@ with what the user does for it.
 
 - An **env-var** method: a field per variable (a password field for a secret), and *Save and retry* —
   the values go into that agent's ``[agents.NAME].env`` in the user's config.toml and the agent starts
-  again with them — or *Use for this run only*. An agent that is not an ``[agents]`` entry (a command
-  line) has only the latter, and the dialog says why.
+  again with them and is asked to ``authenticate`` with the method — or *Use for this run only*. An
+  agent that is not an ``[agents]`` entry (a command line) has only the latter, and the dialog says why.
 - An **agent** method: *Sign in* asks the agent (``authenticate``), then for the session again.
-- A **terminal** method: the command to run in a terminal (copyable), then *Retry*.
+- A **terminal** method: the command to run in a terminal (copyable), then *Retry*, which starts the agent
+  again (ACP v1: a client reconnects after a terminal login).
 
 What went wrong (a refusal, the agent still asking) is said in the dialog; Cancel leaves the agent
 stopped. The dialog only asks: the ``sessions/part_auth.py`` part does the work (:mod:`ide.client.auth`).
@@ -60,7 +61,7 @@ class AuthDialog(QDialog):
     signInRequested = Signal(str)
     """Call ``authenticate`` with this method id."""
     retryRequested = Signal()
-    """Ask for the session again (after a terminal sign-in)."""
+    """Start the agent again and ask for the session (after a terminal login)."""
 
     def __init__(
         self, needed: AuthNeeded, *, storable: bool, config: str, parent: QWidget | None = None
@@ -171,7 +172,7 @@ class AuthDialog(QDialog):
             copy = self._button(f"copy:{method.id}", "&Copy")
             copy.clicked.connect(lambda _=False, m=method.id: self.copy_command(m))
             retry = self._button(f"retry:{method.id}", "R&etry")
-            retry.clicked.connect(lambda: self._act(f"Asking {self.needed.agent} for a session again…"))
+            retry.clicked.connect(lambda: self._act(f"Starting {self.needed.agent} again…"))
             retry.clicked.connect(self.retryRequested)
             row.addWidget(copy)
             row.addWidget(retry)

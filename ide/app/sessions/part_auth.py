@@ -65,7 +65,7 @@ class AgentAuth(Part):
         dialog.show()
         dialog.raise_()
 
-    def _save(self, _method_id: str, values: dict[str, str]) -> None:
+    def _save(self, method_id: str, values: dict[str, str]) -> None:
         from ide.settings import user_config_path, workspace_config_path
 
         needed, dialog = self.needed, self.dialog
@@ -88,22 +88,25 @@ class AgentAuth(Part):
                 "workspace is trusted, that entry is used, without these values."
             )
         self.stored = stored
-        self._restart_with(values)
+        self._restart_with(method_id, values)
 
-    def _use(self, _method_id: str, values: dict[str, str]) -> None:
-        self._restart_with(values)
+    def _use(self, method_id: str, values: dict[str, str]) -> None:
+        self._restart_with(method_id, values)
 
-    def _restart_with(self, values: dict[str, str]) -> None:
+    def _restart_with(self, method_id: str, values: dict[str, str]) -> None:
+        """Start the agent again with ``values`` in its environment and ``authenticate`` with the method
+        (an agent such as Codex reads the variable then), then ask for the session."""
         choice = self.bridge.choice
-        self.bridge.switch(dataclasses.replace(choice, env={**choice.env, **values}))
+        self.bridge.switch(dataclasses.replace(choice, env={**choice.env, **values}), auth_method=method_id)
 
     def _sign_in(self, method_id: str) -> None:
         if not self.bridge.authenticate(method_id) and self.dialog is not None:
             self.dialog.fail("The agent is not running any more: Cancel, then start it again.")
 
     def _retry(self) -> None:
-        if not self.bridge.retry_session():
-            self.bridge.switch(self.bridge.choice)  # it stopped meanwhile: start it again
+        # ACP v1: after a terminal login the client connects to the agent again (it may read its
+        # credentials only when it starts).
+        self.bridge.switch(self.bridge.choice)
 
     def _failed(self, message: str) -> None:
         if self.dialog is not None and self.dialog.isVisible():

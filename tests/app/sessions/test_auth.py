@@ -130,7 +130,7 @@ def test_a_key_for_a_configured_agent_is_stored_in_its_env_and_the_agent_started
     # A key the agent refuses: stored, the agent started again with it, and it still asks.
     dialog.fields["api-key"]["AUTH_AGENT_KEY"].setText("wrong")
     dialog.buttons["save:api-key"].click()
-    assert failed(qtbot, dialog) == "authy still asks you to sign in: the key in AUTH_AGENT_KEY was refused"
+    assert failed(qtbot, dialog) == "The agent did not sign in: the key in AUTH_AGENT_KEY was refused"
     assert window.part(AgentAuth).dialog is dialog
 
     dialog.fields["api-key"]["AUTH_AGENT_KEY"].setText(SECRET)
@@ -153,6 +153,12 @@ def test_a_key_for_a_configured_agent_is_stored_in_its_env_and_the_agent_started
 
     starts = [json.loads(line) for line in (state / "record.jsonl").read_text().splitlines()]
     assert [s["key"] for s in starts if s["event"] == "start"] == [None, "wrong", SECRET]
+    # Started with the key, it was asked to authenticate with the method, then for the session.
+    assert [(s["event"], s.get("method")) for s in starts[-3:]] == [
+        ("start", None),
+        ("authenticate", "api-key"),
+        ("session/new", None),
+    ]
     # The key is nowhere the user or a log sees.
     assert SECRET not in caplog.text and SECRET not in chat_text(window)
     assert SECRET not in window.statusBar().currentMessage()
@@ -197,7 +203,8 @@ def test_a_terminal_method_says_the_command_to_run_and_retry_opens_the_session(
     dialog.buttons["retry:login"].click()
     wait_ready(qtbot, window)
     assert not dialog.isVisible()
-    assert events(state).count("start") == 1  # the same agent, asked again
+    # Each Retry connects to the agent anew (ACP v1: a client reconnects after a terminal login).
+    assert events(state) == ["start", "session/new"] * 3
 
 
 def test_cancel_leaves_the_agent_stopped_and_the_chat_says_so(
