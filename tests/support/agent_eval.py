@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ide.client.agentproc import resolve_agent
+from ide.client.agentproc import AgentChoice, resolve_agent
 from ide.eval.agents import agents_under_test
 from ide.eval.runner import EvalOptions, Evaluation
 from ide.eval.tasks import apply_reference, build_workspace, load_tasks
@@ -64,18 +64,17 @@ def whole_file_script(fixed: str, block: Callable[[str], str]) -> Callable[[dict
 
 def evaluate(
     out: Path,
-    agents: list[str],
+    agents: list[str | AgentChoice],
     model_server: str,
     *,
     tasks: str = TASKS,
     budget_tokens: int = 50_000,
     budget_s: float = 240.0,
     model: str = "openai:local-model",
-    agents_table: dict[str, Any] | None = None,
 ) -> tuple[EvalReport, str]:
     """Run ``arbor eval``'s evaluation of ``agents`` (and none of Arbor's modes) on ``tasks``; the report
     and what it logged."""
-    choices = [resolve_agent(spec, agents_table or {}) for spec in agents]
+    choices = [spec if isinstance(spec, AgentChoice) else resolve_agent(spec, {}) for spec in agents]
     log = io.StringIO()
     options = EvalOptions(
         out=out,
