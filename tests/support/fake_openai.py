@@ -22,7 +22,8 @@ before the script is consulted: a real agent's side calls (a title, a next-speak
 script alone. ``/v1/responses`` (the Responses API, streamed only, as Codex uses it) answers from the same
 script: ``content`` as a message, ``tool_calls`` as ``function_call`` items. Recorded: ``bodies`` of
 /v1/chat/completions (``response_bodies`` of /v1/responses), ``gets`` (paths asked with GET),
-``closed_early`` (streams the client stopped reading), ``usages`` (each answer's token counts).
+``closed_early`` (streams the client stopped reading), ``usages`` (each answer's token counts),
+``authorizations`` (each POST's ``Authorization`` header: the key the client sent).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class FakeOpenAI:
         self.closed_early = 0
         self.bodies: list[dict[str, Any]] = []
         self.response_bodies: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
+        """The ``Authorization`` header of each POST, in order (None where there was none)."""
         self.usages: list[tuple[int, int]] = []
         """(input, output) tokens of each answer's usage, as the server computed it (sent or not)."""
         self._next = 0
@@ -125,6 +128,8 @@ class _Handler(JsonHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        with self.fake._lock:
+            self.fake.authorizations.append(self.headers.get("Authorization"))
         if self.path.rstrip("/") == "/v1/responses":
             self._responses(body)
             return
