@@ -1,11 +1,12 @@
 """A tiny CLI agent for ``arbor eval --agent`` tests (stdlib only): ``python eval_agent.py BASE_URL MODEL
 TASK`` asks an OpenAI-compatible server once, streamed, prints the answer as it comes, and writes every
-block of the answer shaped ``FILE: path`` + a block fenced with four backticks into that file (relative to its working
-directory, the shadow). It asks for the server's usage itself and prints it to stderr as ``usage: IN OUT``,
-so a test can hold the metering proxy's count against what the server told the agent.
+block of the answer shaped ``FILE: path`` + a block fenced with four backticks into that file (relative to
+its working directory, the shadow). It asks for the server's usage itself and prints it to stderr as
+``usage: IN OUT``, so a test can hold the metering proxy's count against what the server told the agent.
 
-``--no-usage`` leaves ``stream_options`` out (the proxy must still count from the server, and must not
-pass back a usage chunk the agent did not ask for: it exits 3 if one comes).
+``--max-tokens=N`` caps the answer. ``--no-usage`` leaves ``stream_options`` out (the proxy must still
+count from the server, and must not pass back a usage chunk the agent did not ask for: it exits 3 if one
+comes).
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ BLOCK = re.compile(r"FILE: (?P<path>\S+)\n````\n(?P<body>.*?)````", re.S)
 
 def main(argv: list[str]) -> int:
     ask_usage = "--no-usage" not in argv
-    base_url, model, task = [a for a in argv if a != "--no-usage"]
+    caps = [int(a.split("=", 1)[1]) for a in argv if a.startswith("--max-tokens=")]
+    base_url, model, task = [a for a in argv if a != "--no-usage" and not a.startswith("--max-tokens=")]
     body: dict[str, object] = {
         "model": model,
         "stream": True,
         "messages": [{"role": "user", "content": task}],
     }
+    if caps:
+        body["max_tokens"] = caps[0]
     if ask_usage:
         body["stream_options"] = {"include_usage": True}
     request = urllib.request.Request(
