@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ide import sandbox
 from ide.eval.report import format_table
 from ide.protocol.eval import load_report
 from tests.support.agent_eval import (
@@ -62,6 +63,17 @@ def test_an_agent_solves_one_task_fails_another_and_its_tokens_are_the_servers(t
     assert "agent" in (out / "chart.html").read_text()
     assert "[eval] " + FIX_TASK in log
     assert load_report(out) == report
+
+
+@pytest.mark.skipif(not sandbox.bwrap_status()[0], reason=f"{sandbox.bwrap_status()[1]} ({sandbox.INSTALL})")
+def test_a_confined_agent_reaches_the_proxy_and_is_judged_the_same(tmp_path: Path) -> None:
+    fixed = fixed_text(tmp_path)
+    with FakeOpenAI(side=whole_file_script(fixed, _block)) as server:
+        report, _ = evaluate(tmp_path / "out", [eval_agent_command()], server.url, tasks=FIX_TASK, confine=[])
+    (run,) = report.runs
+    assert run.status == "solved", run.reason
+    assert run.metered and run.model_calls == 1 and run.tokens > 0
+    assert "confined with bwrap" in (tmp_path / "out" / run.transcript_file).read_text()
 
 
 def test_a_spent_token_budget_stops_the_agent_mid_answer(tmp_path: Path) -> None:

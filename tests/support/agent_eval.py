@@ -71,6 +71,7 @@ def evaluate(
     budget_tokens: int = 50_000,
     budget_s: float = 240.0,
     model: str = "openai:local-model",
+    confine: list[str] | None = None,
 ) -> tuple[EvalReport, str]:
     """Run ``arbor eval``'s evaluation of ``agents`` (and none of Arbor's modes) on ``tasks``; the report
     and what it logged."""
@@ -86,6 +87,7 @@ def evaluate(
         budget_s=budget_s,
         agents=agents_under_test(choices),
         model_server=model_server,
+        confine=confine,
     )
     report = asyncio.run(Evaluation(options, log=log).run())
     return report, log.getvalue()
