@@ -22,11 +22,18 @@ from PySide6.QtWidgets import QGroupBox, QLabel, QLineEdit
 
 from ide.app.chat.part import ChatDock
 from ide.app.sessions.auth import AuthDialog
+from ide.app.sessions.part_agents import AgentPicker
 from ide.app.sessions.part_auth import AgentAuth
 from ide.app.window import MainWindow
 from ide.client.agentproc import AgentChoice
 from ide.settings import load_settings, user_config_path
-from tests.support.window import BACKEND_START_TIMEOUT_MS, TURN_TIMEOUT_MS, WindowFactory, wait_ready
+from tests.support.window import (
+    BACKEND_START_TIMEOUT_MS,
+    ECHO_AGENT,
+    TURN_TIMEOUT_MS,
+    WindowFactory,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.window
 
@@ -112,8 +119,10 @@ def test_a_key_for_a_configured_agent_is_stored_in_its_env_and_the_agent_started
 ) -> None:
     caplog.set_level(logging.DEBUG)
     program, *args = command(state)
+    echo, *echo_args = ECHO_AGENT
     config = user_config(
-        f"# mine\n[agents.authy]\ncommand = {program!r}\nargs = {args!r}\n".replace("'", '"')
+        f"# mine\n[agents.authy]\ncommand = {program!r}\nargs = {args!r}\n"
+        f"\n[agents.echo]\ncommand = {echo!r}\nargs = {echo_args!r}\n".replace("'", '"')
     )
     entry = load_settings(git_workspace).settings.agents["authy"]
     window = make_window(git_workspace, agent=AgentChoice.from_settings("authy", entry))
@@ -165,6 +174,18 @@ def test_a_key_for_a_configured_agent_is_stored_in_its_env_and_the_agent_started
     assert (
         "Stored AUTH_AGENT_KEY, AUTH_AGENT_REGION in [agents.authy] env"
         in window.statusBar().currentMessage()
+    )
+
+    # Away and back through Agent → Use Agent: the entry as stored now, key included, and no dialog.
+    picker = window.part(AgentPicker)
+    assert picker.switch("echo")
+    qtbot.waitUntil(lambda: window.bridge.choice.name == "echo", timeout=TURN_TIMEOUT_MS)
+    wait_ready(qtbot, window)
+    assert picker.switch("authy")
+    qtbot.waitUntil(lambda: window.bridge.choice.name == "authy", timeout=TURN_TIMEOUT_MS)
+    wait_ready(qtbot, window)
+    assert (
+        window.bridge.choice.env["AUTH_AGENT_KEY"] == SECRET and not window.part(AgentAuth).dialog.isVisible()
     )
 
 
