@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QGroupBox, QLabel, QLineEdit
 
@@ -25,6 +26,7 @@ from ide.app.sessions.auth import AuthDialog
 from ide.app.sessions.part_agents import AgentPicker
 from ide.app.sessions.part_auth import AgentAuth
 from ide.app.window import MainWindow
+from ide.client import auth
 from ide.client.agentproc import AgentChoice
 from ide.settings import load_settings, user_config_path
 from tests.support.window import (
@@ -248,3 +250,12 @@ def test_cancel_leaves_the_agent_stopped_and_the_chat_says_so(
     again.fields["api-key"]["AUTH_AGENT_KEY"].setText(SECRET)
     again.buttons["use:api-key"].click()
     wait_ready(qtbot, window)
+
+
+def test_what_an_agent_says_is_shown_as_text_and_no_methods_is_said(qtbot: Any, qsettings_dir: Path) -> None:
+    needed = auth.AuthNeeded("odd", ("odd-agent",), (), "<b>bold</b> <a href='javascript:x'>here</a>")
+    dialog = AuthDialog(needed, storable=False, config="/c/config.toml")
+    qtbot.addWidget(dialog)
+    message = dialog.findChild(QLabel, "authMessage")
+    assert message.textFormat() == Qt.TextFormat.PlainText and "<b>bold</b>" in message.text()
+    assert dialog.findChild(QLabel, "authNoMethods") is not None and not dialog.buttons
