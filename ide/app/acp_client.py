@@ -215,20 +215,20 @@ class BackendBridge(QObject):
         ``authFailed``, a session still refused as ``authRequired`` again."""
         if not self.awaiting_auth or (conn := self._link.conn) is None:
             return False
-        generation = self._link.generation
-        self._link.run(lambda: self._authenticate(generation, conn, method_id))
+        # Not a lifecycle step: a browser sign-in may take minutes, and a stop (Cancel) must not wait for it.
+        spawn(self._authenticate(self._link.generation, conn, method_id), name="authenticate")
         return True
 
     async def _authenticate(self, generation: int, conn: ClientSideConnection, method_id: str) -> None:
         from ide.client import auth
 
         failure = await auth.authenticate(conn, method_id, self.timeouts)
-        if generation != self._link.generation:
-            return
+        if generation != self._link.generation or self._link.stopping:
+            return  # stopped or restarted meanwhile: no one waits for this sign-in
         if failure is not None:
             self.authFailed.emit(failure)
             return
-        await self._guarded(generation, self._open(generation, conn, None))
+        self._link.run(lambda: self._guarded(generation, self._open(generation, conn, None)))
 
     def cancel(self) -> None:
         """Ask the agent to end the running turn; it answers the prompt with stop reason ``cancelled``."""

@@ -4,7 +4,8 @@ required" (JSON-RPC -32000) until one of them worked:
 
 - ``api-key`` (env var): ``AUTH_AGENT_KEY`` set in its environment (the key ``wrong`` is refused), with an
   optional, non-secret ``AUTH_AGENT_REGION``;
-- ``browser`` (agent): ``authenticate`` called with it (refused while ``STATE_DIR/refuse`` exists);
+- ``browser`` (agent): ``authenticate`` called with it (refused while ``STATE_DIR/refuse`` exists, never
+  answered while ``STATE_DIR/hang`` does);
 - ``login`` (terminal): the agent's command run with ``--login`` and ``AUTH_AGENT_LOGIN=terminal`` in a
   terminal, which writes ``STATE_DIR/token``.
 
@@ -94,6 +95,8 @@ class AuthAgent:
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         record(self.state, event="authenticate", method=method_id)
         if method_id == "browser":
+            if (self.state / "hang").exists():  # the user never finishes the sign-in in the browser
+                await asyncio.Event().wait()
             if (self.state / "refuse").exists():
                 raise RequestError.internal_error({"message": "the browser sign-in was cancelled"})
             self.signed_in = True

@@ -142,8 +142,8 @@ class AuthDialog(QDialog):
             if method.link:
                 inner.addWidget(_label(f"Get it at: {method.link}", selectable=True))
             where = (
-                f"Save and retry stores it in [agents.{self.needed.agent}] env of {config} (private to you) "
-                "and starts the agent again with it."
+                f"Save and retry stores the values in [agents.{self.needed.agent}] env of {config} (private "
+                "to you) and starts the agent again with them."
                 if storable
                 else f"{self.needed.agent} is not an [agents] entry of your settings (it was given as a "
                 "command), so the value can only be stored for a named agent: use it for this run only, "

@@ -259,3 +259,20 @@ def test_what_an_agent_says_is_shown_as_text_and_no_methods_is_said(qtbot: Any, 
     message = dialog.findChild(QLabel, "authMessage")
     assert message.textFormat() == Qt.TextFormat.PlainText and "<b>bold</b>" in message.text()
     assert dialog.findChild(QLabel, "authNoMethods") is not None and not dialog.buttons
+
+
+def test_cancel_while_the_agent_signs_in_does_not_wait_for_it(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path, state: Path
+) -> None:
+    (state / "hang").write_text("")
+    window = make_window(tmp_path, command=command(state))
+    dialog = asked(qtbot, window)
+    dialog.buttons["sign-in:browser"].click()
+    qtbot.waitUntil(lambda: "authenticate" in events(state), timeout=TURN_TIMEOUT_MS)
+    assert (
+        dialog.busy and not dialog.buttons["sign-in:browser"].isEnabled() and dialog.cancel_button.isEnabled()
+    )
+    with qtbot.waitSignal(window.bridge.stopped, timeout=TURN_TIMEOUT_MS):  # not authenticate's 300 s
+        dialog.reject()
+    assert window.bridge.state == "stopped"
+    assert "auth_agent was not started" in chat_text(window)
