@@ -15,7 +15,8 @@ while it passes, the proxy reads the server's own usage figures:
 - Gemini (``:generateContent``, ``:streamGenerateContent``): ``usageMetadata``;
 - Anthropic messages: ``usage`` of ``message_start`` and ``message_delta``.
 
-The server's figures win. Until they come (a stream cut short, a server that gives none), the answer is
+A request the server refuses (an HTTP error) is no model call and costs nothing. The server's figures
+win. Until they come (a stream cut short, a server that gives none), the answer is
 counted as :mod:`ide.llm.meter` counts Arbor's own calls: a token a streamed piece carrying text, or one
 per four characters where that is more, and the request one token per four characters of its messages.
 
@@ -365,6 +366,9 @@ class MeteringProxy:
         except httpx.HTTPError as exc:
             await _send_error(writer, 502, f"arbor eval: the model server {self.upstream} failed: {exc}")
             return True
+        if call is not None and response.status_code >= 400:
+            self.calls.remove(call)  # refused (busy, too long, bad key): the model spent nothing on it
+            call = None
         try:
             return await self._relay(response, writer, call, strip_usage)
         finally:

@@ -178,3 +178,15 @@ async def test_the_proxy_listens_on_loopback_only_and_refuses_what_is_not_http()
                 bad = await client.get(proxy.origin + "/v1/models", headers={"Host": "evil.example"})
     assert bad.status_code == 200  # Host is the proxy's, never followed: the server answered
     assert proxy.upstream == httpx.URL(server.url).copy_with(path="").__str__().rstrip("/")
+
+
+async def test_a_refused_request_is_passed_back_and_costs_nothing() -> None:
+    with FakeOpenAI([{"status": 503, "error": "busy"}, {"content": "fine"}]) as server:
+        async with MeteringProxy(server.url) as proxy:
+            client = _client(proxy, server)
+            with pytest.raises(openai.InternalServerError, match="busy"):
+                await client.chat.completions.create(model="m", messages=MESSAGES)
+            answer = await client.chat.completions.create(model="m", messages=MESSAGES)
+    assert answer.choices[0].message.content == "fine"
+    spent = proxy.spend()
+    assert (spent.calls, spent.input_tokens, spent.output_tokens) == (1, *server.usages[-1])
