@@ -117,9 +117,11 @@ class BackendStatus(QWidget):
         self.set_state(BackendState.STOPPED)
         self.set_model_health(None)
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: str, doing: str | None = None) -> None:
+        """Show the backend's :class:`BackendState`, in words: ``doing`` (``waiting for sign-in``) or its
+        name."""
         colour = STATE_COLOURS.get(BackendState(state), "#7a808a")
-        self.state.setText(f"<span style='color:{colour}'>●</span> backend {state}")
+        self.state.setText(f"<span style='color:{colour}'>●</span> backend {doing or state}")
         self.state.setProperty("state", state)
 
     def set_agent(self, meta: AgentMeta | None, name: str | None = None, mode: str | None = None) -> None:

@@ -31,6 +31,8 @@ class BackendLife(Part):
         self.bridge.agentChanged.connect(self._show_agent)
         self.bridge.modeChanged.connect(self._show_agent)
         self.bridge.replayFailed.connect(self._on_replay_failed)
+        for asked in (self.bridge.authRequired, self.bridge.authFailed):  # the agent waits for the user
+            asked.connect(lambda _why: ctx.status.set_state(BackendState.STARTING, "waiting for sign-in"))
         ctx.banner.restartRequested.connect(ctx.window.restart_backend)
 
     def on_state(self, state: str) -> None:

@@ -90,6 +90,7 @@ def test_the_dialog_lists_each_method_and_the_agents_own_sign_in_opens_the_sessi
     window = make_window(tmp_path, command=command(state))
     dialog = asked(qtbot, window)
     assert window.bridge.state == "starting" and window.bridge.session_id is None
+    assert "backend waiting for sign-in" in window.status.state.text()
     assert dialog.windowTitle() == "Sign in to auth_agent"
     assert dialog.findChild(QLabel, "authMessage").text().startswith("It said: Sign in first")
     boxes = [box.title() for box in dialog.findChildren(QGroupBox)]
@@ -106,6 +107,7 @@ def test_the_dialog_lists_each_method_and_the_agents_own_sign_in_opens_the_sessi
     dialog.buttons["sign-in:browser"].click()
     wait_ready(qtbot, window)
     assert not dialog.isVisible() and window.bridge.session_id
+    assert "backend ready" in window.status.state.text()
     assert events(state)[-3:] == ["authenticate", "authenticate", "session/new"]
     window.send_prompt("hello")
     qtbot.waitUntil(lambda: window.bridge.state == "ready", timeout=TURN_TIMEOUT_MS)
