@@ -222,7 +222,10 @@ class BackendBridge(QObject):
     async def _authenticate(self, generation: int, conn: ClientSideConnection, method_id: str) -> None:
         from ide.client import auth
 
-        failure = await auth.authenticate(conn, method_id, self.timeouts)
+        try:
+            failure = await auth.authenticate(conn, method_id, self.timeouts)
+        except ConnectionError:
+            return  # the agent ended: its watcher tells (backendDied)
         if generation != self._link.generation or self._link.stopping:
             return  # stopped or restarted meanwhile: no one waits for this sign-in
         if failure is not None:

@@ -177,7 +177,8 @@ def terminal_command(command: Sequence[str], method: TerminalMethod) -> str:
 
 async def authenticate(conn: Any, method_id: str, timeouts: RequestTimeouts | None = None) -> str | None:
     """Call ``authenticate`` with ``method_id``: None when the agent accepted it, else what to tell the
-    user (its refusal, no answer in time, or the connection lost)."""
+    user (its refusal, or no answer in time); ``ConnectionError`` when the connection is lost (the agent
+    ended: whoever watches its process tells)."""
     from acp import RequestError
 
     from ide.client.agentconn import DEFAULT_TIMEOUTS, NoAnswer, within
@@ -189,8 +190,6 @@ async def authenticate(conn: Any, method_id: str, timeouts: RequestTimeouts | No
         return f"The agent did not sign in: {error_message(exc)}"
     except NoAnswer as exc:
         return exc.info.message
-    except ConnectionError:
-        return "The agent's connection was lost."
     return None
 
 

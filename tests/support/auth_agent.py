@@ -5,7 +5,7 @@ required" (JSON-RPC -32000) until one of them worked:
 - ``api-key`` (env var): ``AUTH_AGENT_KEY`` set in its environment (the key ``wrong`` is refused), with an
   optional, non-secret ``AUTH_AGENT_REGION``;
 - ``browser`` (agent): ``authenticate`` called with it (refused while ``STATE_DIR/refuse`` exists, never
-  answered while ``STATE_DIR/hang`` does);
+  answered while ``STATE_DIR/hang`` does, the agent exiting with 3 while ``STATE_DIR/die`` does);
 - ``login`` (terminal): the agent's command run with ``--login`` and ``AUTH_AGENT_LOGIN=terminal`` in a
   terminal, which writes ``STATE_DIR/token``.
 
@@ -95,6 +95,8 @@ class AuthAgent:
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         record(self.state, event="authenticate", method=method_id)
         if method_id == "browser":
+            if (self.state / "die").exists():  # the agent crashes while signing in
+                os._exit(3)
             if (self.state / "hang").exists():  # the user never finishes the sign-in in the browser
                 await asyncio.Event().wait()
             if (self.state / "refuse").exists():

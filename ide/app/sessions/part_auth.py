@@ -101,7 +101,7 @@ class AgentAuth(Part):
 
     def _sign_in(self, method_id: str) -> None:
         if not self.bridge.authenticate(method_id) and self.dialog is not None:
-            self.dialog.fail("The agent is not running any more: Cancel, then start it again.")
+            self.dialog.fail("The agent is not running any more: Cancel, then Agent → Restart Backend.")
 
     def _retry(self) -> None:
         # ACP v1: after a terminal login the client connects to the agent again (it may read its
@@ -125,7 +125,8 @@ class AgentAuth(Part):
     def on_backend_died(self, code: int, _stderr_tail: str) -> None:
         if self.dialog is not None and self.dialog.isVisible() and self.needed is not None:
             self.dialog.fail(
-                f"{self.needed.agent} exited (code {code}) before it opened a session: Retry starts it again."
+                f"{self.needed.agent} exited (code {code}) before it opened a session; the banner shows its "
+                "last words. Save and retry, Use for this run only or Retry start it again."
             )
 
     def _cancelled(self) -> None:

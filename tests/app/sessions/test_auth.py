@@ -278,3 +278,24 @@ def test_cancel_while_the_agent_signs_in_does_not_wait_for_it(
         dialog.reject()
     assert window.bridge.state == "stopped"
     assert "auth_agent was not started" in chat_text(window)
+
+
+def test_an_agent_that_dies_while_signing_in_is_said_in_the_dialog(
+    qtbot: Any, make_window: WindowFactory, tmp_path: Path, state: Path
+) -> None:
+    (state / "die").write_text("")
+    window = make_window(tmp_path, command=command(state))
+    dialog = asked(qtbot, window)
+    dialog.buttons["sign-in:browser"].click()
+    qtbot.waitUntil(lambda: "exited" in dialog.status.text(), timeout=TURN_TIMEOUT_MS)
+    said = dialog.status.text()
+    assert said.startswith("auth_agent exited (code 3) before it opened a session")
+    assert "Traceback" not in said and not dialog.busy and dialog.buttons["use:api-key"].isEnabled()
+    assert window.bridge.state == "stopped"
+    dialog.buttons["sign-in:browser"].click()
+    assert dialog.status.text() == "The agent is not running any more: Cancel, then Agent → Restart Backend."
+    # A key for this run starts it again.
+    (state / "die").unlink()
+    dialog.fields["api-key"]["AUTH_AGENT_KEY"].setText(SECRET)
+    dialog.buttons["use:api-key"].click()
+    wait_ready(qtbot, window)
