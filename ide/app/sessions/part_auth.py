@@ -118,7 +118,7 @@ class AgentAuth(Part):
             return
         dialog.forget()
         dialog.done(1)
-        if needed is not None:
+        if needed is not None and needed.agent == self.bridge.choice.name:  # not another agent picked since
             self.ctx.message(f"Signed in: {needed.agent} opened a session. {self.stored}".strip(), 15_000)
         self.stored = ""
 
@@ -133,8 +133,8 @@ class AgentAuth(Part):
         needed = self.needed
         if self.dialog is not None:
             self.dialog.forget()
-        if needed is None:
-            return
+        if needed is None or needed.agent != self.bridge.choice.name:
+            return  # another agent was picked meanwhile: it is not this dialog's to stop
         self.bridge.stop()
         text = (
             f"{needed.agent} was not started: it asks you to sign in first ({needed.message}). "

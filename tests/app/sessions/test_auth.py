@@ -299,3 +299,22 @@ def test_an_agent_that_dies_while_signing_in_is_said_in_the_dialog(
     dialog.fields["api-key"]["AUTH_AGENT_KEY"].setText(SECRET)
     dialog.buttons["use:api-key"].click()
     wait_ready(qtbot, window)
+
+
+def test_another_agent_picked_while_the_dialog_is_open_closes_it_and_keeps_running(
+    qtbot: Any,
+    make_window: WindowFactory,
+    tmp_path: Path,
+    state: Path,
+    user_config: Callable[[str], Path],
+) -> None:
+    echo, *echo_args = ECHO_AGENT
+    user_config(f"[agents.echo]\ncommand = {echo!r}\nargs = {echo_args!r}\n".replace("'", '"'))
+    window = make_window(tmp_path, command=command(state), env={})
+    dialog = asked(qtbot, window)
+    assert window.part(AgentPicker).switch("echo")
+    qtbot.waitUntil(lambda: window.bridge.choice.name == "echo", timeout=TURN_TIMEOUT_MS)
+    wait_ready(qtbot, window)
+    assert not dialog.isVisible() and "Signed in" not in window.statusBar().currentMessage()
+    dialog.reject()  # a late Cancel (the dialog was closed by then) stops nothing
+    assert window.bridge.state == "ready" and "was not started" not in chat_text(window)
