@@ -286,11 +286,14 @@ def _why(exc: Exception, run: object) -> str:
     from acp import RequestError
 
     from ide.client import agentconn
+    from ide.client.auth import SignInNeeded
 
     if isinstance(exc, RequestError):
         return error_from_request(exc).message
     if isinstance(exc, agentconn.NoAnswer):
         return exc.info.text()
+    if isinstance(exc, SignInNeeded):
+        return str(exc)
     said = getattr(getattr(run, "log_tail", None), "text", lambda: "")()
     if isinstance(exc, ConnectionError):
         return "the agent or Arbor's backend stopped" + (f": {tail(said, 500)}" if said else "")

@@ -34,7 +34,7 @@ from acp.schema import (
 )
 
 from ide.childenv import agent_env
-from ide.client import agentconn
+from ide.client import agentconn, auth
 from ide.client.agentproc import ARBOR_AGENT, AgentChoice, cli_argv, error_from_request
 from ide.client.events import SessionEvent, ToolCallDone
 from ide.client.foreign import ForeignSession
@@ -214,9 +214,22 @@ class ForeignRun:
         self.client = ForeignClient(self.out, self.err, session, allow_commands=self.allow_commands)
         quiet_unknown_notifications()  # Qwen Code's own notifications, once a turn
         self.conn = connect_to_agent(self.client, foreign.stdin, foreign.stdout)  # type: ignore[arg-type]
-        await agentconn.initialize(self.conn, meta={}, client="arbor-run", fs=True)
-        new = self.conn.new_session(cwd=shadow.cwd, mcp_servers=[])
-        created = await agentconn.within(new, SESSION_NEW)
+        hello = await agentconn.initialize(self.conn, meta={}, client="arbor-run", fs=True)
+        try:
+            created = await agentconn.within(
+                self.conn.new_session(cwd=shadow.cwd, mcp_servers=[]), SESSION_NEW
+            )
+        except RequestError as exc:
+            if not auth.is_auth_required(exc):
+                raise
+            methods = auth.read_methods(hello.auth_methods)
+            refusal = auth.error_message(exc)
+            await auth.sign_in_unattended(
+                self.conn, self.agent.name, self.agent.command, methods, env, refusal
+            )
+            created = await agentconn.within(
+                self.conn.new_session(cwd=shadow.cwd, mcp_servers=[]), SESSION_NEW
+            )
         self.session_id = created.session_id
 
     async def turn(self, task: str) -> tuple[Any, ForeignCapture]:
@@ -355,6 +368,9 @@ async def run_foreign(
         return EXIT_FAILED
     except agentconn.NoAnswer as exc:
         err.write(f"\narbor: {exc.info.text()}\n")
+        return EXIT_FAILED
+    except auth.SignInNeeded as exc:
+        err.write(f"\narbor: {exc}\n")
         return EXIT_FAILED
     except ConnectionError:
         err.write("\narbor: the agent or Arbor's backend stopped unexpectedly\n")

@@ -3,7 +3,8 @@
 required" (JSON-RPC -32000) until one of them worked:
 
 - ``api-key`` (env var): ``AUTH_AGENT_KEY`` set in its environment (the key ``wrong`` is refused), with an
-  optional, non-secret ``AUTH_AGENT_REGION``;
+  optional, non-secret ``AUTH_AGENT_REGION``; while ``STATE_DIR/strict`` exists the key counts only once
+  ``authenticate`` was called with ``api-key`` (as Codex reads its key);
 - ``browser`` (agent): ``authenticate`` called with it (refused while ``STATE_DIR/refuse`` exists, never
   answered while ``STATE_DIR/hang`` does, the agent exiting with 3 while ``STATE_DIR/die`` does);
 - ``login`` (terminal): the agent's command run with ``--login`` and ``AUTH_AGENT_LOGIN=terminal`` in a
@@ -48,6 +49,8 @@ class AuthAgent:
     def __init__(self, state: Path) -> None:
         self.state = state
         self.signed_in = False
+        self.key_sent = False
+        """``authenticate`` was called with ``api-key`` (what a strict agent waits for)."""
         record(state, event="start", key=os.environ.get(KEY), region=os.environ.get(REGION))
 
     def on_connect(self, conn: Any) -> None:
@@ -90,6 +93,8 @@ class AuthAgent:
         key = os.environ.get(KEY)
         if key == "wrong":
             return f"the key in {KEY} was refused"
+        if key and (self.state / "strict").exists() and not self.key_sent:
+            return ASKED
         return None if key else ASKED
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
@@ -102,8 +107,10 @@ class AuthAgent:
             if (self.state / "refuse").exists():
                 raise RequestError.internal_error({"message": "the browser sign-in was cancelled"})
             self.signed_in = True
-        elif self.refusal() is not None:
-            raise RequestError.auth_required({"message": self.refusal()})
+        else:
+            self.key_sent = method_id == "api-key"
+            if self.refusal() is not None:
+                raise RequestError.auth_required({"message": self.refusal()})
         return AuthenticateResponse()
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
