@@ -8,16 +8,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QHelpEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from ide.app.eval.format import percent, plain_tip, tokens_text
-from ide.app.theme import ACCENT
-from ide.protocol.eval import RETRY_MODE, ModeSummary
+from ide.app.eval.format import NOT_COUNTED, agent_tip, percent, plain_tip, tokens_text, unmetered_tip
+from ide.app.eval.palette import AGENT_COLOUR, BASELINE_COLOUR, mode_colour
+from ide.protocol.eval import RETRY_MODE, EvalAgent, ModeSummary, is_agent_mode
+from ide.protocol.eval import mode_label as agent_name
 
-BAR_COLOUR = QColor(ACCENT)
-BASELINE_COLOUR = QColor("#8a929e")
 WHISKER_COLOUR = QColor("#1d2b4a")
 GRID_COLOUR = QColor("#e3e6eb")
 AXIS_TEXT = QColor("#5f6570")
@@ -45,6 +44,11 @@ class Bar:
     """The interval's left and right x (the whisker crosses the bar at its middle)."""
 
 
+def chart_name(mode: str) -> str:
+    """How the chart names a mode's bars: another agent by its name, marked."""
+    return f"{agent_name(mode)} (agent)" if is_agent_mode(mode) else mode
+
+
 def nice_step(top: float, ticks: int = 4) -> float:
     """A round axis step (1, 2, 2.5 or 5 × 10^k) giving about ``ticks`` steps up to ``top``."""
     if top <= 0:
@@ -61,15 +65,18 @@ class EvalChart(QWidget):
         super().__init__(parent)
         self.setObjectName("evalChart")
         self.summary: list[ModeSummary] = []
+        self.agents: dict[str, EvalAgent] = {}
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMinimumSize(260, 180)
 
     def sizeHint(self) -> QSize:
         return QSize(640, 260)
 
-    def set_summary(self, summary: list[ModeSummary]) -> None:
-        """Chart these rows (one bar per mode in each panel), in their order."""
+    def set_summary(self, summary: list[ModeSummary], agents: list[EvalAgent] | None = None) -> None:
+        """Chart these rows (one bar per mode in each panel), in their order; ``agents`` (the report's)
+        give another agent's bars their tooltip."""
         self.summary = list(summary)
+        self.agents = {agent.mode: agent for agent in agents or []}
         self.setToolTip(self._tooltip())
         self.update()
 
@@ -91,13 +98,15 @@ class EvalChart(QWidget):
         labels, with room on the right for the widest value label."""
         metrics = QFontMetrics(self.font())
         line = metrics.height()
-        names = max((metrics.horizontalAdvance(row.mode) for row in self.summary), default=0) + 8
+        names = max((metrics.horizontalAdvance(chart_name(row.mode)) for row in self.summary), default=0) + 8
         values = max((metrics.horizontalAdvance(text) for text in value_labels), default=0) + 8
         return panel.adjusted(names, line + 8, -values, -(line + 4))
 
     def token_axis(self) -> tuple[float, float]:
         """The tokens panel's axis: (right end, step)."""
-        values = [row.tokens_per_solved for row in self.summary if row.tokens_per_solved is not None]
+        values = [
+            row.tokens_per_solved for row in self.summary if row.metered and row.tokens_per_solved is not None
+        ]
         step = nice_step(max(values, default=0.0))
         top = step * max(1, math.ceil(max(values, default=0.0) / step))
         return top, step
@@ -122,7 +131,7 @@ class EvalChart(QWidget):
         plot = self.plot_area(panels[TOKENS_PANEL], labels)
         for index, row in enumerate(self.summary):
             slot = self._slot(plot, index)
-            value = row.tokens_per_solved
+            value = row.tokens_per_solved if row.metered else None
             length = 0.0 if value is None else value / axis_end * plot.width()
             rect = QRectF(plot.left(), slot.top(), length, slot.height())
             found.append(Bar(TOKENS_PANEL, row.mode, rect, labels[index]))
@@ -132,6 +141,8 @@ class EvalChart(QWidget):
     def _token_label(row: ModeSummary) -> str:
         if not row.runs:
             return NO_RUNS
+        if not row.metered:
+            return NOT_COUNTED
         return "none solved" if row.tokens_per_solved is None else tokens_text(row.tokens_per_solved)
 
     def _slot(self, plot: QRectF, index: int) -> QRectF:
@@ -185,22 +196,29 @@ class EvalChart(QWidget):
         for bar in bars:
             top = bar.rect.center().y() - metrics.height() / 2
             box = QRectF(plot.left() - 200, top, 194, metrics.height())
-            painter.drawText(box, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, bar.mode)
+            painter.setPen(AGENT_COLOUR.darker(130) if is_agent_mode(bar.mode) else TITLE_TEXT)
+            name = chart_name(bar.mode)
+            painter.drawText(box, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, name)
 
     def _value_label(self, painter: QPainter, bar: Bar, after: float) -> None:
         metrics = QFontMetrics(self.font())
         box = QRectF(after + 4, bar.rect.center().y() - metrics.height() / 2, 200, metrics.height())
-        painter.setPen(TITLE_TEXT)
+        painter.setPen(EMPTY_TEXT if bar.label == NOT_COUNTED else TITLE_TEXT)
+        if bar.label == NOT_COUNTED:
+            font = QFont(self.font())
+            font.setItalic(True)
+            painter.setFont(font)
         painter.drawText(box, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, bar.label)
+        painter.setFont(self.font())
 
     def _draw_solve_panel(self, painter: QPainter, panel: QRectF, bars: list[Bar]) -> None:
         self._title(painter, panel, "Solve rate (95% interval)")
         plot = self.plot_area(panel, ["100%"])
-        self._axis(painter, plot, [(f / 4, f"{f * 25}%") for f in range(5)])
+        quarters = 1 if plot.width() / 4 >= 44 else 2  # every other tick when the labels would crowd
+        self._axis(painter, plot, [(f / 4, f"{f * 25}%") for f in range(0, 5, quarters)])
         for bar in bars:
-            colour = BASELINE_COLOUR if bar.mode == RETRY_MODE else BAR_COLOUR
             if bar.rect.width() > 0:
-                painter.fillRect(bar.rect, colour)
+                painter.fillRect(bar.rect, mode_colour(bar.mode))
             end = bar.rect.right()
             if bar.whisker is not None:
                 low, high = bar.whisker
@@ -229,21 +247,51 @@ class EvalChart(QWidget):
         ticks = [(i * step / end, tokens_text(i * step)) for i in range(0, count + 1, every)]
         self._axis(painter, plot, ticks)
         for bar in bars:
-            colour = BASELINE_COLOUR if bar.mode == RETRY_MODE else BAR_COLOUR
             if bar.rect.width() > 0:
-                painter.fillRect(bar.rect, colour)
+                painter.fillRect(bar.rect, mode_colour(bar.mode))
             self._value_label(painter, bar, bar.rect.right())
         self._mode_names(painter, plot, bars)
 
     def _tooltip(self) -> str:
-        lines = []
-        for row in self.summary:
-            if not row.runs:
-                lines.append(f"{row.mode}: {NO_RUNS}")
-                continue
-            cost = tokens_text(row.tokens_per_solved)
-            lines.append(
-                f"{row.mode}: {row.solved}/{row.runs} solved, {percent(row.solve_rate)} "
-                f"(95% interval {percent(row.ci_low)}–{percent(row.ci_high)}), {cost} tokens per solved task"
-            )
-        return plain_tip("\n".join(lines))
+        return plain_tip("\n".join(self._row_line(row) for row in self.summary))
+
+    @staticmethod
+    def _row_line(row: ModeSummary) -> str:
+        name = chart_name(row.mode)
+        if not row.runs:
+            return f"{name}: {NO_RUNS}"
+        cost = "tokens not counted"
+        if row.metered:
+            cost = f"{tokens_text(row.tokens_per_solved)} tokens per solved task"
+        return (
+            f"{name}: {row.solved}/{row.runs} solved, {percent(row.solve_rate)} "
+            f"(95% interval {percent(row.ci_low)}–{percent(row.ci_high)}), {cost}"
+        )
+
+    def row_at(self, point: QPoint | QPointF) -> ModeSummary | None:
+        """The row whose bar (or name, or value) is at ``point``, in either panel."""
+        for bar in self.bars():
+            band = QRectF(self.rect().left(), bar.rect.top(), self.width(), bar.rect.height())
+            panel = self.panels()[bar.panel]
+            if band.contains(QPointF(point)) and panel.left() <= point.x() <= panel.right():
+                return next((row for row in self.summary if row.mode == bar.mode), None)
+        return None
+
+    def tooltip_at(self, point: QPoint | QPointF) -> str:
+        """The tooltip at ``point``: that row's, with an agent's command and why its tokens were not
+        counted; elsewhere every row's."""
+        row = self.row_at(point)
+        if row is None:
+            return self._tooltip()
+        lines = [self._row_line(row)]
+        if is_agent_mode(row.mode):
+            lines.append(agent_tip(row.mode, self.agents.get(row.mode)))
+        if not row.metered:
+            lines.append(unmetered_tip(row.mode))
+        return plain_tip("\n\n".join(lines))
+
+    def event(self, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            QToolTip.showText(event.globalPos(), self.tooltip_at(event.pos()), self)
+            return True
+        return super().event(event)

@@ -12,9 +12,13 @@ import math
 import re
 
 from ide.app.tree.verdict import RunCheck
-from ide.protocol.eval import RETRY_MODE, EvalReport, EvalRun, ModeSummary
+from ide.protocol.eval import RETRY_MODE, EvalAgent, EvalReport, EvalRun, ModeSummary, is_agent_mode
+from ide.protocol.eval import mode_label as agent_name
 
 NONE = "—"
+NOT_COUNTED = "not counted"
+"""Another agent's tokens that its metering proxy never saw: unknown, never shown as 0."""
+AGENT_MARK = "agent"
 STATUS_TEXT = {
     "solved": "solved",
     "failed": "failed",
@@ -67,7 +71,10 @@ def baseline_of(summary: list[ModeSummary]) -> ModeSummary | None:
 
 
 def cost_vs_baseline(row: ModeSummary, baseline: ModeSummary | None) -> tuple[str, str]:
-    """The mode's cost relative to the retry baseline as ``arbor eval`` wrote it: (cell text, tooltip)."""
+    """The mode's cost relative to the retry baseline as ``arbor eval`` wrote it: (cell text, tooltip);
+    blank for another agent whose tokens were not counted."""
+    if not row.metered:
+        return "", f"{mode_label(row.mode)}: its tokens were not counted, so it has no cost to compare"
     if row.cost_vs_retry is not None:
         ratio = ratio_text(row.cost_vs_retry)
         if row.mode == RETRY_MODE:
@@ -86,8 +93,48 @@ def ratio_text(ratio: float) -> str:
 
 
 def mode_label(mode: str) -> str:
-    """The mode as the tables and chart name it (the baseline says what it is)."""
+    """The mode as the tables and chart name it: the baseline and another agent (``agent:NAME``, shown by
+    its name) say what they are."""
+    if is_agent_mode(mode):
+        return f"{agent_name(mode)} ({AGENT_MARK})"
     return f"{mode} (baseline)" if mode == RETRY_MODE else mode
+
+
+def agent_of(report: EvalReport | None, mode: str) -> EvalAgent | None:
+    """The other agent whose runs carry ``mode``, if it is one the report lists."""
+    if report is None or not is_agent_mode(mode):
+        return None
+    return next((agent for agent in report.agents if agent.mode == mode), None)
+
+
+def agent_tip(mode: str, agent: EvalAgent | None) -> str:
+    """What a row or bar of another agent is: its name, kind and command line as run."""
+    if agent is None:
+        return f"{agent_name(mode)}: another agent (arbor eval --agent), not one of Arbor's modes"
+    kind = "an ACP agent" if agent.protocol == "acp" else "a CLI agent"
+    said = f"{agent.name}: another agent ({kind}, arbor eval --agent), run in a shadow workspace"
+    return f"{said}\n{agent.command}"
+
+
+def unmetered_tip(mode: str) -> str:
+    """Why another agent's tokens read "not counted"."""
+    return (
+        f"{agent_name(mode)}'s tokens were not counted: its command and env did not name the model server "
+        "({base_url} in its --agent command or [agents] entry), so Arbor's metering proxy could not stand "
+        "in front of it. They are unknown, not 0; its transcript says the same."
+    )
+
+
+def summary_tokens(row: ModeSummary, value: float | None) -> str:
+    """A summary row's token figure: ``not counted`` for an unmetered agent, ``—`` before any run."""
+    if not row.metered:
+        return NOT_COUNTED
+    return tokens_text(value) if row.runs else NONE
+
+
+def run_tokens(run: EvalRun) -> str:
+    """A run's tokens: ``not counted`` for an unmetered agent's run."""
+    return tokens_text(run.tokens) if run.metered else NOT_COUNTED
 
 
 def when(timestamp: float) -> str:

@@ -1,5 +1,6 @@
-"""The Eval dock's panel: an ``arbor eval`` report's model and budgets, the summary per mode against the
-retry baseline, a chart and every run (:mod:`ide.app.eval.part` opens the report files and wires it)."""
+"""The Eval dock's panel: an ``arbor eval`` report's model and budgets, the summary per mode (and per other
+agent) against the retry baseline, a chart, every run and the selected run's details — another agent's
+diff and transcript (:mod:`ide.app.eval.part` opens the report files and wires it)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -19,7 +21,9 @@ from PySide6.QtWidgets import (
 )
 
 from ide.app.eval.chart import EvalChart
-from ide.app.eval.format import STATUS_TEXT, header_text, mode_label, plain_tip, unfinished_text
+from ide.app.eval.details import RunDetails
+from ide.app.eval.format import STATUS_TEXT, agent_of, header_text, mode_label, plain_tip, unfinished_text
+from ide.app.eval.grid import TaskGrid
 from ide.app.eval.table import RunsTable, SummaryTable
 from ide.protocol.eval import EvalReport
 
@@ -30,6 +34,10 @@ UNFINISHED_STYLE = (
 LEGEND = (
     "retry (the baseline) is ReAct run again in a fresh session until solved or out of the token budget; "
     "vs retry is the tokens a mode spent on the tasks both ran ÷ the baseline's. Headers' tooltips say more."
+)
+AGENT_LEGEND = (
+    " (agent) rows are other agents run on the same tasks (arbor eval --agent); their tokens are counted "
+    "by Arbor's metering proxy, or not counted when their command did not name the model server."
 )
 NOTE_STYLE = "color: #5f6570; padding: 2px 0;"
 ERROR_STYLE = (
@@ -68,20 +76,37 @@ class EvalPanel(QWidget):
 
         self.summary = SummaryTable()
         legend = QLabel(LEGEND)
+        self.legend = legend
         legend.setWordWrap(True)
         legend.setStyleSheet(NOTE_STYLE)
-        table_column = QWidget()
-        table_layout = QVBoxLayout(table_column)
-        table_layout.setContentsMargins(0, 0, 0, 0)
-        table_layout.addWidget(self.summary, 1)
-        table_layout.addWidget(legend)
         self.chart = EvalChart()
         summary_split = QSplitter(Qt.Orientation.Horizontal)
-        summary_split.addWidget(table_column)
+        summary_split.addWidget(self.summary)
         summary_split.addWidget(self.chart)
         summary_split.setStretchFactor(0, 0)
         summary_split.setStretchFactor(1, 1)
         summary_split.setChildrenCollapsible(False)
+        self.grid = TaskGrid()
+        grid_title = QLabel("By task — double-click a cell for its runs and, for another agent, its diff")
+        grid_title.setStyleSheet(NOTE_STYLE)
+        grid_title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        grid_box = QWidget()
+        grid_layout = QVBoxLayout(grid_box)
+        grid_layout.setContentsMargins(0, 4, 0, 0)
+        grid_layout.setSpacing(2)
+        grid_layout.addWidget(grid_title)
+        grid_layout.addWidget(self.grid, 1)
+        self.summary_split = QSplitter(Qt.Orientation.Vertical)
+        self.summary_split.addWidget(summary_split)
+        self.summary_split.addWidget(grid_box)
+        self.summary_split.setStretchFactor(0, 1)
+        self.summary_split.setStretchFactor(1, 0)
+        self.summary_page = QWidget()
+        summary_layout = QVBoxLayout(self.summary_page)
+        summary_layout.setContentsMargins(0, 0, 0, 0)
+        summary_layout.setSpacing(2)
+        summary_layout.addWidget(self.summary_split, 1)
+        summary_layout.addWidget(legend)
 
         self.runs = RunsTable()
         self.mode_filter = QComboBox()
@@ -106,17 +131,25 @@ class EvalPanel(QWidget):
         filters.addWidget(self.task_filter, 1)
         filters.addWidget(self.shown)
         filters.addWidget(self.tree_button)
+        self.details = RunDetails()
+        self.runs_split = QSplitter(Qt.Orientation.Horizontal)
+        self.runs_split.addWidget(self.runs)
+        self.runs_split.addWidget(self.details)
+        self.runs_split.setStretchFactor(0, 3)
+        self.runs_split.setStretchFactor(1, 2)
+        self.runs_split.setChildrenCollapsible(False)
         runs_page = QWidget()
         runs_layout = QVBoxLayout(runs_page)
         runs_layout.setContentsMargins(0, 4, 0, 0)
         runs_layout.addLayout(filters)
-        runs_layout.addWidget(self.runs, 1)
+        runs_layout.addWidget(self.runs_split, 1)
+        self.runs_page = runs_page
 
-        for label in (self.path_label, self.header, self.unfinished, self.message, legend):
+        for label in (self.path_label, self.header, self.unfinished, self.message, legend, grid_title):
             label.setTextFormat(Qt.TextFormat.PlainText)  # report strings are input, never markup
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
-        self.tabs.addTab(summary_split, "Summary")
+        self.tabs.addTab(self.summary_page, "Summary")
         self.tabs.addTab(runs_page, "Runs")
 
         top = QHBoxLayout()
@@ -133,6 +166,10 @@ class EvalPanel(QWidget):
         self._layout = layout
 
         self.report: EvalReport | None = None
+        self.folder: Path | None = None
+        """The report's folder: the runs' files are relative to it."""
+        self.grid.cellRequested.connect(self.show_run)
+        self.summary.cellDoubleClicked.connect(lambda row, _col: self.show_runs_of(self.summary.mode_at(row)))
         self.mode_filter.currentIndexChanged.connect(lambda _i: self._filter())
         self.status_filter.currentIndexChanged.connect(lambda _i: self._filter())
         self.task_filter.textChanged.connect(lambda _t: self._filter())
@@ -144,12 +181,15 @@ class EvalPanel(QWidget):
     def clear(self, message: str = EMPTY, *, error: bool = False) -> None:
         """No report: the message (an error in red) and nothing else."""
         self.report = None
+        self.folder = None
         self.path_label.clear()
         self.header.hide()
         self.unfinished.hide()
         self._show_tabs(False)
         self.summary.set_summary([])
         self.chart.set_summary([])
+        self.grid.setRowCount(0)
+        self.grid.setColumnCount(0)
         self.runs.set_runs([])
         self.show_message(message, error=error)
 
@@ -178,10 +218,13 @@ class EvalPanel(QWidget):
         self.unfinished.setVisible(note is not None)
         self.show_message("")
         self._show_tabs(True)
-        self.summary.set_summary(report.summary)
-        self.chart.set_summary(report.summary)
+        self.folder = source.parent
+        self.summary.set_summary(report.summary, report.agents)
+        self.chart.set_summary(report.summary, report.agents)
+        self.legend.setText(LEGEND + (AGENT_LEGEND if report.agents else ""))
+        self.grid.set_report(report)
         self._set_modes(report)
-        self.runs.set_runs(report.runs)
+        self.runs.set_runs(report.runs, report.agents)
         self._filter()
 
     def _set_modes(self, report: EvalReport) -> None:
@@ -208,8 +251,27 @@ class EvalPanel(QWidget):
         self.shown.setText(f"{self.runs.filter.rowCount()} of {total} runs")
         self._selection_changed()
 
+    def show_runs_of(self, mode: str) -> None:
+        """The Runs tab showing ``mode``'s runs only (a summary row double-clicked)."""
+        self.set_filter(mode=mode)
+        self.tabs.setCurrentWidget(self.runs_page)
+
+    def show_run(self, task: str, mode: str) -> None:
+        """The Runs tab showing ``task``'s runs in ``mode``, the first selected with its details (a cell of
+        the task grid double-clicked)."""
+        self.set_filter(mode=mode)
+        self.tabs.setCurrentWidget(self.runs_page)
+        for run in self.runs.shown_runs():
+            if run.task == task:
+                self.runs.select_run(run.key)
+                break
+
     def _selection_changed(self) -> None:
-        self.tree_button.setEnabled(self.runs.selected_run() is not None)
+        run = self.runs.selected_run()
+        self.tree_button.setEnabled(run is not None)
+        if run != self.details.run or run is None:
+            agent = agent_of(self.report, run.mode) if run is not None else None
+            self.details.show_run(run, self.folder, agent)
 
     def _open_selected_tree(self) -> None:
         run = self.runs.selected_run()

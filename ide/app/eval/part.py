@@ -127,17 +127,17 @@ class EvalDock(Dock):
         if run.tree_file is None:
             self.panel.show_message(f"{where} recorded no search tree.")
             return False
-        tree = (self.source.parent / run.tree_file).resolve()
-        if not tree.is_relative_to(self.source.parent.resolve()):
-            self.panel.show_error(f"{where}: its tree file {run.tree_file!r} is outside the report's folder.")
-            return False
-        if not tree.is_file():
-            self.panel.show_error(f"{where}: its tree file {run.tree_file} is missing.")
+        # With the panel, after the first frame.
+        from ide.app.eval.files import RunFileError, run_file
+        from ide.app.eval.format import run_check
+
+        try:  # a report is input: its paths stay inside its folder
+            tree = run_file(self.source.parent, run.tree_file, "tree")
+        except RunFileError as exc:
+            self.panel.show_error(f"{where}: {exc}")
             return False
         self.panel.show_message("")
         # A tab beside the runs, browsed one by one; the check's verdict marks what the tree claimed.
-        from ide.app.eval.format import run_check  # with the panel, after the first frame
-
         return self.trees.open_file(tree, maximise=False, check=run_check(run))
 
     def _watch(self) -> None:

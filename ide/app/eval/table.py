@@ -4,11 +4,12 @@ attempt, sortable by any column and filtered by mode, status and task)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, QSortFilterProxyModel, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QStandardItem, QStandardItemModel
+from PySide6.QtGui import QColor, QFont, QIcon, QPixmap, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QTableWidget, QTableWidgetItem
 
 from ide.app.eval.format import (
     NONE,
+    agent_tip,
     baseline_of,
     cost_vs_baseline,
     mode_label,
@@ -16,13 +17,20 @@ from ide.app.eval.format import (
     rate_text,
     reason_line,
     run_status,
+    run_tokens,
     seconds_text,
-    tokens_text,
+    summary_tokens,
+    unmetered_tip,
 )
-from ide.protocol.eval import RETRY_MODE, EvalRun, ModeSummary
+from ide.app.eval.palette import MUTED_TEXT, mode_colour
+from ide.protocol.eval import RETRY_MODE, EvalAgent, EvalRun, ModeSummary, is_agent_mode
 
 SUMMARY_COLUMNS = (
-    ("mode", "The agent architecture; retry is ReAct retried up to the same token budget"),
+    (
+        "mode",
+        "The agent architecture; retry is ReAct retried up to the same token budget; (agent) marks another "
+        "agent run on the same tasks (arbor eval --agent)",
+    ),
     ("runs", "Runs finished in this mode"),
     ("solved", "Runs whose check passed"),
     ("solve rate (95% CI)", "Solved ÷ runs, with its 95% Wilson interval"),
@@ -47,6 +55,15 @@ STATUS_COLOURS = {
     "error": QColor("#7a2e8a"),
 }
 RIGHT = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+MODE_ROLE = Qt.ItemDataRole.UserRole + 3
+"""The mode of a summary row (on its first cell)."""
+
+
+def swatch(mode: str, size: int = 10) -> QIcon:
+    """A small square in the mode's colour (the chart's), marking its rows as the chart's legend."""
+    pixmap = QPixmap(size, size)
+    pixmap.fill(mode_colour(mode))
+    return QIcon(pixmap)
 
 
 class SummaryTable(QTableWidget):
@@ -74,8 +91,10 @@ class SummaryTable(QTableWidget):
         rows = self.horizontalHeader().height() + self.verticalHeader().length()
         return QSize(self.horizontalHeader().length() + frame + 2, max(hint.height(), rows + frame))
 
-    def set_summary(self, summary: list[ModeSummary]) -> None:
+    def set_summary(self, summary: list[ModeSummary], agents: list[EvalAgent] | None = None) -> None:
+        """One row per mode; ``agents`` (the report's) give another agent's row its command as tooltip."""
         baseline = baseline_of(summary)
+        known = {agent.mode: agent for agent in agents or []}
         self.setRowCount(len(summary))
         for row, line in enumerate(summary):
             cost, cost_tip = cost_vs_baseline(line, baseline)
@@ -84,9 +103,9 @@ class SummaryTable(QTableWidget):
                 str(line.runs),
                 str(line.solved),
                 rate_text(line),
-                tokens_text(line.median_tokens) if line.runs else NONE,
+                summary_tokens(line, line.median_tokens),
                 seconds_text(line.median_wall_s) if line.runs else NONE,
-                tokens_text(line.tokens_per_solved),
+                summary_tokens(line, line.tokens_per_solved) if line.runs else NONE,
                 cost,
             )
             for column, text in enumerate(cells):
@@ -99,6 +118,15 @@ class SummaryTable(QTableWidget):
                     item.setFont(font)
                 self.setItem(row, column, item)
             self.item(row, 7).setToolTip(plain_tip(cost_tip))
+            first = self.item(row, 0)
+            first.setIcon(swatch(line.mode))
+            first.setData(MODE_ROLE, line.mode)
+            if is_agent_mode(line.mode):
+                first.setToolTip(plain_tip(agent_tip(line.mode, known.get(line.mode))))
+            if not line.metered:
+                for column in (4, 6):
+                    self.item(row, column).setToolTip(plain_tip(unmetered_tip(line.mode)))
+                    self.item(row, column).setForeground(MUTED_TEXT)
             notes = []
             if line.over_budget:
                 notes.append(f"{line.over_budget} over budget")
@@ -111,6 +139,11 @@ class SummaryTable(QTableWidget):
     def cell_text(self, row: int, column: int) -> str:
         item = self.item(row, column)
         return item.text() if item is not None else ""
+
+    def mode_at(self, row: int) -> str:
+        """The mode of summary row ``row``."""
+        item = self.item(row, 0)
+        return str(item.data(MODE_ROLE)) if item is not None else ""
 
 
 class RunFilter(QSortFilterProxyModel):
@@ -167,9 +200,11 @@ class RunsTable(QTableView):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         self.activated.connect(self._activated)
+        self.agents: dict[str, EvalAgent] = {}
 
-    def set_runs(self, runs: list[EvalRun]) -> None:
+    def set_runs(self, runs: list[EvalRun], agents: list[EvalAgent] | None = None) -> None:
         """Show ``runs``; the selected run stays selected when it is still there (a reload)."""
+        self.agents = {agent.mode: agent for agent in agents or []}
         selected = self.selected_run()
         scrolled = self.verticalScrollBar().value()
         self.source.removeRows(0, self.source.rowCount())
@@ -183,13 +218,14 @@ class RunsTable(QTableView):
         self.verticalScrollBar().setValue(scrolled)  # a reload leaves the view where the user had it
 
     def _row(self, run: EvalRun) -> list[QStandardItem]:
-        tree = "no tree" if run.tree_file is None else str(run.tree_nodes)
+        agent = is_agent_mode(run.mode)
+        tree = (NONE if agent else "no tree") if run.tree_file is None else str(run.tree_nodes)
         cells: list[tuple[str, object]] = [
             (run.task, run.task),
-            (run.mode, run.mode),
+            (mode_label(run.mode), run.mode),
             (str(run.attempt), run.attempt),
             (run_status(run), run.status),
-            (tokens_text(run.tokens), run.tokens),
+            (run_tokens(run), run.tokens if run.metered else -1),
             (seconds_text(run.wall_s), run.wall_s),
             (tree, -1 if run.tree_file is None else run.tree_nodes),
             (reason_line(run.reason) or NONE, run.reason),
@@ -203,14 +239,24 @@ class RunsTable(QTableView):
             items.append(item)
         items[0].setData(run, RUN_ROLE)
         items[3].setForeground(STATUS_COLOURS.get(run.status, QColor("black")))
-        items[4].setToolTip(
-            f"{run.input_tokens} in, {run.output_tokens} out, {run.model_calls} model calls"
-            + (f", {run.tries} sessions" if run.tries > 1 else "")
-            + (f", {run.recovered_calls} tool calls recovered from text" if run.recovered_calls else "")
-            + (f", {run.compactions} context compactions" if run.compactions else "")
-        )
+        items[1].setIcon(swatch(run.mode))
+        if agent:
+            items[1].setToolTip(plain_tip(agent_tip(run.mode, self.agents.get(run.mode))))
+        if run.metered:
+            items[4].setToolTip(
+                f"{run.input_tokens} in, {run.output_tokens} out, {run.model_calls} model calls"
+                + (f", {run.tries} sessions" if run.tries > 1 else "")
+                + (f", {run.recovered_calls} tool calls recovered from text" if run.recovered_calls else "")
+                + (f", {run.compactions} context compactions" if run.compactions else "")
+            )
+        else:
+            items[4].setToolTip(plain_tip(unmetered_tip(run.mode)))
+            items[4].setForeground(MUTED_TEXT)
         items[0].setToolTip(plain_tip(run.task))
-        items[6].setToolTip(plain_tip(run.tree_file or "This run recorded no search tree"))
+        no_tree = "Another agent records no search tree: its diff and transcript are in the details"
+        items[6].setToolTip(
+            plain_tip(run.tree_file or (no_tree if agent else "This run recorded no search tree"))
+        )
         if run.reason:
             items[7].setToolTip(plain_tip(run.reason[-2000:]))
         return items

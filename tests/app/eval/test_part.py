@@ -12,8 +12,9 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QImage
 
-from ide.app.eval.chart import BAR_COLOUR, BASELINE_COLOUR, SOLVE_PANEL, TOKENS_PANEL, nice_step
+from ide.app.eval.chart import SOLVE_PANEL, TOKENS_PANEL, nice_step
 from ide.app.eval.format import cost_vs_baseline, reason_line, seconds_text, tokens_text
+from ide.app.eval.palette import BAR_COLOUR, BASELINE_COLOUR
 from ide.app.eval.part import EvalDock
 from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
@@ -210,7 +211,7 @@ def test_double_clicking_a_run_opens_its_tree_in_the_search_tree_dock(
     save_report(report, out)
     assert window.part(EvalDock).open_report(out / REPORT_FILE)
     panel = window.part(EvalDock).panel
-    panel.tabs.setCurrentWidget(panel.runs.parentWidget())
+    panel.tabs.setCurrentWidget(panel.runs_page)
     panel.set_filter(mode="lats", task="windowed")
     runs = panel.runs
     assert [run.key for run in runs.shown_runs()] == [("bug-windowed", "lats", 0)]
