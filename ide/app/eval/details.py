@@ -136,7 +136,8 @@ class RunDetails(QWidget):
                 page.say(NO_RUN)
             return
         self.title.setText(f"{run.task} · {mode_label(run.mode)} · attempt {run.attempt} — {run_status(run)}")
-        figures = [f"{run_tokens(run)} tokens", seconds_text(run.wall_s)]
+        tokens = f"{run_tokens(run)} tokens" if run.metered else "tokens not counted"
+        figures = [tokens, seconds_text(run.wall_s)]
         if run.reason:
             figures.append(reason_line(run.reason))
         self.outcome.setText(" · ".join(figures))

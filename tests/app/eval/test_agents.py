@@ -223,7 +223,7 @@ def test_an_agents_run_shows_its_diff_and_transcript(
     assert [panel.runs.cell_text(r, RUN_COLUMNS.index("tokens")) for r in range(2)] == ["not counted"] * 2
     assert {panel.runs.cell_text(r, 1) for r in range(2)} == {"mini-direct (agent)"}
     panel.runs.selectRow(0)
-    assert details.outcome.text().startswith("not counted tokens")
+    assert details.outcome.text().startswith("tokens not counted · ")
     assert "its tokens are not counted" in details.transcript_text()
 
     # One of Arbor's runs: its tree, not a diff.
