@@ -13,9 +13,9 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QStackedWidget, QTabWidget, QVBoxLayout, QWidget
 
-from ide.app.eval.files import RunFileError, parse_unified, read_run_file, readable_text
+from ide.app.eval.files import MAX_DIFF_BYTES, RunFileError, parse_unified, read_run_file, readable_text
 from ide.app.eval.format import mode_label, plain_tip, reason_line, run_status, run_tokens, seconds_text
-from ide.app.review.diff_editor import DiffEditor, lex_rows
+from ide.app.review.diff_editor import LEX_MAX_CHARS, DiffEditor, lex_rows
 from ide.app.review.diffs import Row, unified_rows
 from ide.app.workspace.highlight import Span
 from ide.app.workspace.viewer import CodeEditor
@@ -27,6 +27,8 @@ NO_RUN = "Select a run to see its details."
 ARBOR_RUN = "Arbor's own modes record a search tree instead: Open Tree (or a double-click) shows it."
 CUT_NOTE = "\n[cut: the file is longer than the window shows]"
 DIFF_TAB, TRANSCRIPT_TAB, CHECK_TAB = 0, 1, 2
+LEX_FILES = 12
+"""The diff's files coloured by syntax, at most (the rest plain, as a long file is in the Review dock)."""
 
 
 def file_heading(file: FileChangeView) -> str:
@@ -37,18 +39,23 @@ def file_heading(file: FileChangeView) -> str:
 
 def diff_rows(files: list[FileChangeView]) -> tuple[list[Row], list[list[Span]]]:
     """Every file's rows after its own header row, hunks numbered across files; the syntax spans of each
-    row (none where a file is too long to lex)."""
+    row, for the first :data:`LEX_FILES` files that fit in ``LEX_MAX_CHARS`` together (lexing more, or
+    looking up more lexers, would hold the UI thread)."""
     rows: list[Row] = []
     spans: list[list[Span]] = []
     hunks = 0
-    for file in files:
+    budget = LEX_MAX_CHARS
+    for index, file in enumerate(files):
         own = unified_rows(file)
         for row in own:
             row.hunk += hunks
         rows.append(Row("hunk", file_heading(file), hunks))
         spans.append([])
         rows.extend(own)
-        lexed = lex_rows(Path(file.path).name, own, prefixed=True)
+        size = sum(len(row.text) for row in own)
+        lexes = size <= budget and index < LEX_FILES
+        lexed = lex_rows(Path(file.path).name, own, prefixed=True) if lexes else None
+        budget -= size if lexed is not None else 0
         spans.extend(lexed if lexed is not None and len(lexed) == len(own) else [[] for _ in own])
         hunks += max(1, len(file.hunks))
     return rows, spans
@@ -172,7 +179,7 @@ class RunDetails(QWidget):
             self.diff_page.say(f"{mode_label(run.mode)} changed no file in this run.")
             return
         try:
-            text, cut = read_run_file(folder, run.diff_file, "diff")
+            text, cut = read_run_file(folder, run.diff_file, "diff", MAX_DIFF_BYTES)
         except RunFileError as exc:
             self.diff_page.say(f"Cannot show the diff: {exc}")
             return

@@ -14,9 +14,11 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from ide.protocol.hidden import show_hidden
 from ide.protocol.review import FileChangeView, FileStatus, HunkView
 
-MAX_BYTES = 4_000_000
-"""Past this a run's diff or transcript is shown cut (its first part), so a runaway agent's output cannot
-hold the window."""
+MAX_BYTES = 500_000
+"""Past this a run's transcript is shown cut (its first part), so a runaway agent's output cannot hold the
+window."""
+MAX_DIFF_BYTES = 200_000
+"""The same for a diff, whose rows cost more to lay out (a few hundred milliseconds at this size)."""
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")

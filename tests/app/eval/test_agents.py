@@ -21,7 +21,8 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor
 
 from ide.app.eval.chart import SOLVE_PANEL, TOKENS_PANEL
-from ide.app.eval.details import ARBOR_RUN, DIFF_TAB, TRANSCRIPT_TAB
+from ide.app.eval.details import ARBOR_RUN, CUT_NOTE, DIFF_TAB, TRANSCRIPT_TAB
+from ide.app.eval.files import MAX_BYTES
 from ide.app.eval.palette import AGENT_COLOUR, BAR_COLOUR, BASELINE_COLOUR
 from ide.app.eval.part import EvalDock
 from ide.app.eval.table import RUN_COLUMNS
@@ -270,3 +271,16 @@ def test_run_files_outside_the_report_or_missing_are_refused(
     )
     assert "is outside the report's folder" in said[(QUESTION_TASK, METERED)][1]
     assert panel.message.isHidden()  # said where the file would be shown, not as the report's error
+
+
+def test_a_runaway_transcript_is_shown_cut(qtbot: Any, window: MainWindow, report_dir: Path) -> None:
+    report = load_report(report_dir)
+    run = report.run_of(QUESTION_TASK, METERED)
+    assert run is not None and run.transcript_file is not None
+    (report_dir / run.transcript_file).write_text("the agent said this again\n" * 40_000)  # ~1 MB
+    _open(qtbot, window, report_dir)
+    panel = window.part(EvalDock).panel
+    panel.show_run(QUESTION_TASK, METERED)
+    text = panel.details.transcript_text()
+    assert text.startswith("the agent said this again\n") and text.endswith(CUT_NOTE)
+    assert len(text) <= MAX_BYTES + len(CUT_NOTE)
