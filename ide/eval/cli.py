@@ -82,6 +82,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     )
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"output directory (default: ./{DEFAULT_OUT})")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default: 1)")
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS|local",
+        help="make the runs as Ray tasks on the Ray cluster at ADDRESS (ray://host:10001, host:6379, auto), "
+        "or on a Ray instance started here with --jobs CPUs (local); --jobs bounds the runs in flight. "
+        "Needs pip install 'arbor-ide[ray]' here and arbor-ide[eval] on every worker",
+    )
     parser.add_argument("--no-baseline", action="store_true", help="leave out the retry baseline")
     parser.add_argument(
         "--fresh", action="store_true", help="start over, discarding a report already in --out"
@@ -142,6 +150,15 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
             return _fail(err, f"{name} must be at least 1 (got {value})")
     if args.budget_seconds <= 0:
         return _fail(err, f"--budget-seconds must be positive (got {args.budget_seconds})")
+    if args.ray is not None:
+        from ide.eval.distributed import RayUnavailable, import_ray
+
+        if not args.ray.strip():
+            return _fail(err, "--ray: give the cluster's address, or local")
+        try:
+            import_ray()
+        except RayUnavailable as exc:
+            return _fail(err, str(exc))
     try:
         tasks = load_tasks(args.tasks, Path(args.tasks_dir).resolve() if args.tasks_dir else None)
     except TaskError as exc:
@@ -180,6 +197,7 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         agents=agents,
         model_server=server,
         confine=confine,
+        ray=args.ray.strip() if args.ray is not None else None,
     )
     try:
         evaluation = Evaluation(options, log=err)
@@ -189,8 +207,12 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     total = done_before + len(evaluation.pending())
     err.write(f"[eval] {model}: {len(tasks)} task(s), modes {', '.join(options.all_modes)}, {total} run(s)")
     err.write(f", {done_before} already done (resuming)\n" if done_before else "\n")
+    if options.ray is not None:
+        err.write(f"[eval] the runs are Ray tasks on {options.ray}, {options.jobs} at most at once\n")
     try:
         report = asyncio.run(_run(evaluation))
+    except EvalError as exc:
+        return _fail(err, str(exc))
     except OSError as exc:
         return _fail(err, f"cannot write the report in {options.out}: {exc.strerror or exc}")
     out.write(evaluation.table())
@@ -250,5 +272,6 @@ def model_server(model: str, settings: Any) -> str | None:
 
 
 async def _run(evaluation: Evaluation) -> EvalReport:
+    evaluation.open()  # first: starting Ray replaces the process's SIGTERM handler
     with on_stop_signals(evaluation.stop):  # SIGTERM stops it as Ctrl-C does: each run's arbor acp is stopped
         return await evaluation.run()
