@@ -70,7 +70,7 @@ class EvalChart(QWidget):
         self.setMinimumSize(260, 180)
 
     def sizeHint(self) -> QSize:
-        return QSize(640, 260)
+        return QSize(420, 260)  # the summary table beside it is given its whole width first
 
     def set_summary(self, summary: list[ModeSummary], agents: list[EvalAgent] | None = None) -> None:
         """Chart these rows (one bar per mode in each panel), in their order; ``agents`` (the report's)

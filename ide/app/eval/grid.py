@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableWidget, QTableWidgetItem
 
 from ide.app.eval.format import (
-    CHECK_MARKS,
     NONE,
     STATUS_TEXT,
     agent_of,
@@ -35,6 +34,10 @@ MIXED_TINT = QColor("#f4f6e6")
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 """A cell's (task, mode)."""
 CENTRE = Qt.AlignmentFlag.AlignCenter
+HINT_ROWS = 6
+GRID_MARKS = {"solved": "✓", "failed": "✗", "over_budget": "⊘", "timeout": "◷", "error": "⚠"}
+"""A run's end in a cell, before its tokens (the title over the grid says which is which)."""
+MARKS_LEGEND = "✓ solved · ✗ failed · ⊘ over budget · ◷ timeout · ⚠ error"
 
 
 def column_name(mode: str) -> str:
@@ -45,13 +48,12 @@ def column_name(mode: str) -> str:
 
 
 def cell_text(runs: list[EvalRun]) -> str:
-    """One task × mode: ``✓ 2.38k`` for one run (its check and tokens), ``2/3 ✓`` for several."""
+    """One task × mode: ``✓ 2.38k`` for one run (how it ended and its tokens), ``2/3 ✓`` for several."""
     if not runs:
         return NONE
     if len(runs) == 1:
         run = runs[0]
-        mark = CHECK_MARKS.get(run.status) or f"{STATUS_TEXT.get(run.status, run.status)} · "
-        return f"{mark.strip()} {run_tokens(run)}"
+        return f"{GRID_MARKS.get(run.status, '?')} {run_tokens(run)}"
     return f"{sum(run.solved for run in runs)}/{len(runs)} ✓"
 
 
@@ -91,10 +93,29 @@ class TaskGrid(QTableWidget):
         self.cellDoubleClicked.connect(self._requested)
 
     def sizeHint(self) -> QSize:
-        """As tall as its header and rows (the header's hint: it may not be laid out yet)."""
-        header = self.horizontalHeader().sizeHint().height()
-        rows = header + self.verticalHeader().length() + 2 * self.frameWidth()
-        return QSize(super().sizeHint().width(), rows + 2)
+        """As tall as its header and first :data:`HINT_ROWS` rows (the header's hint: it may not be laid
+        out yet); it grows to all its rows (:meth:`full_height`) when there is room."""
+        rows = min(self.rowCount(), HINT_ROWS) * self.verticalHeader().defaultSectionSize()
+        return QSize(super().sizeHint().width(), min(self.full_height(), self._chrome() + rows))
+
+    def full_height(self) -> int:
+        """Its height with every row shown (and the horizontal scroll bar, when its columns do not fit)."""
+        return self._chrome() + self.verticalHeader().length() + self._scroll_bar()
+
+    def _scroll_bar(self) -> int:
+        header = self.horizontalHeader()
+        columns = self.verticalHeader().sizeHint().width() + self.columnCount() * header.minimumSectionSize()
+        fits = columns + 2 * self.frameWidth() <= self.width()
+        return 0 if fits else self.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+
+    def _chrome(self) -> int:
+        header = self.horizontalHeader()
+        return max(header.height(), header.sizeHint().height()) + 2 * self.frameWidth() + 2
+
+    def fit(self) -> None:
+        """No taller than its rows: the room left goes to the summary and chart above (again once laid
+        out, when its header's height is known)."""
+        self.setMaximumHeight(self.full_height())
 
     def set_report(self, report: EvalReport) -> None:
         """A row per task of ``report``, a column per mode in the summary's order (then any mode only the
@@ -124,8 +145,7 @@ class TaskGrid(QTableWidget):
             for column, mode in enumerate(modes):
                 self.setItem(row, column, self._cell(task, mode, runs.get((task, mode), [])))
         self.resizeRowsToContents()
-        # No taller than its rows: the room left goes to the summary and chart above.
-        self.setMaximumHeight(self.sizeHint().height())
+        self.fit()
         self.updateGeometry()
 
     @staticmethod

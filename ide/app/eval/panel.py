@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from ide.app.eval.chart import EvalChart
 from ide.app.eval.details import RunDetails
 from ide.app.eval.format import STATUS_TEXT, agent_of, header_text, mode_label, plain_tip, unfinished_text
-from ide.app.eval.grid import TaskGrid
+from ide.app.eval.grid import MARKS_LEGEND, TaskGrid
 from ide.app.eval.table import RunsTable, SummaryTable
 from ide.protocol.eval import EvalReport
 
@@ -80,14 +80,14 @@ class EvalPanel(QWidget):
         legend.setWordWrap(True)
         legend.setStyleSheet(NOTE_STYLE)
         self.chart = EvalChart()
-        summary_split = QSplitter(Qt.Orientation.Horizontal)
-        summary_split.addWidget(self.summary)
-        summary_split.addWidget(self.chart)
-        summary_split.setStretchFactor(0, 0)
-        summary_split.setStretchFactor(1, 1)
-        summary_split.setChildrenCollapsible(False)
+        self.table_split = QSplitter(Qt.Orientation.Horizontal)
+        self.table_split.addWidget(self.summary)
+        self.table_split.addWidget(self.chart)
+        self.table_split.setStretchFactor(0, 0)
+        self.table_split.setStretchFactor(1, 1)
+        self.table_split.setChildrenCollapsible(False)
         self.grid = TaskGrid()
-        grid_title = QLabel("By task — double-click a cell for its runs and, for another agent, its diff")
+        grid_title = QLabel(f"By task ({MARKS_LEGEND}) — double-click a cell for its runs, an agent's diff")
         grid_title.setStyleSheet(NOTE_STYLE)
         grid_title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         grid_box = QWidget()
@@ -97,10 +97,12 @@ class EvalPanel(QWidget):
         grid_layout.addWidget(grid_title)
         grid_layout.addWidget(self.grid, 1)
         self.summary_split = QSplitter(Qt.Orientation.Vertical)
-        self.summary_split.addWidget(summary_split)
+        self.summary_split.addWidget(self.table_split)
         self.summary_split.addWidget(grid_box)
-        self.summary_split.setStretchFactor(0, 1)
-        self.summary_split.setStretchFactor(1, 0)
+        self.grid_box = grid_box
+        # Room past the hints goes to the grid, up to all its rows; then to the summary and chart.
+        self.summary_split.setStretchFactor(0, 0)
+        self.summary_split.setStretchFactor(1, 1)
         self.summary_page = QWidget()
         summary_layout = QVBoxLayout(self.summary_page)
         summary_layout.setContentsMargins(0, 0, 0, 0)
@@ -207,7 +209,9 @@ class EvalPanel(QWidget):
         self.show_message(text, error=True)
 
     def show_report(self, report: EvalReport, source: Path) -> None:
-        """Show ``report`` read from ``source``; filters and the selected run stay as they were."""
+        """Show ``report`` read from ``source``; filters and the selected run stay as they were, and so do
+        the splitters, but for a report just opened (its table and grid given their room)."""
+        opened = self.report is None or self.folder != source.parent
         self.report = report
         self.path_label.setText(str(source))
         self.path_label.setToolTip(plain_tip(str(source)))
@@ -226,6 +230,25 @@ class EvalPanel(QWidget):
         self._set_modes(report)
         self.runs.set_runs(report.runs, report.agents)
         self._filter()
+        if opened:
+            QTimer.singleShot(0, self.fit_summary)  # once the tables have sized their columns
+
+    def fit_summary(self) -> None:
+        """The summary table at its whole width beside the chart, the summary and chart as tall as the
+        table's rows (the chart's least at least) and the task grid the rest, up to all its rows. Splitters
+        keep their sizes across reports otherwise: this runs for a report just opened."""
+        width = sum(self.table_split.sizes())
+        if width > 0:
+            table = min(self.summary.sizeHint().width(), width - self.chart.minimumWidth())
+            self.table_split.setSizes([table, width - table])
+        self.grid.fit()
+        height = sum(self.summary_split.sizes())
+        if height > 0:
+            top = max(self.summary.sizeHint().height(), self.chart.minimumHeight())
+            title = self.grid_box.sizeHint().height() - self.grid.sizeHint().height()
+            whole = title + self.grid.full_height()
+            grid = min(whole, max(height - top, self.grid_box.minimumSizeHint().height()))
+            self.summary_split.setSizes([height - grid, grid])
 
     def _set_modes(self, report: EvalReport) -> None:
         current = self.mode_filter.currentData() or ""

@@ -156,6 +156,10 @@ def test_agents_and_modes_side_by_side_in_the_summary_chart_and_grid(
     chart = panel.chart
     panel.tabs.setCurrentIndex(0)
     qtbot.waitUntil(lambda: chart.isVisible() and chart.width() > 300)
+    # A report just opened: its summary table at its whole width beside the chart, every grid row shown.
+    qtbot.waitUntil(lambda: table.width() >= table.sizeHint().width())
+    grid = panel.grid
+    qtbot.waitUntil(lambda: grid.rowViewportPosition(1) + grid.rowHeight(1) <= grid.viewport().height())
     bars = chart.bars()
     assert [b.mode for b in bars if b.panel == SOLVE_PANEL] == ["react", METERED, DIRECT, "retry"]
     tokens = {b.mode: b for b in bars if b.panel == TOKENS_PANEL}
@@ -173,7 +177,6 @@ def test_agents_and_modes_side_by_side_in_the_summary_chart_and_grid(
     assert "react:" in chart.tooltip_at(QPoint(2, 2))  # off the bars: every row
 
     # The grid: a row per task, a column per mode and agent.
-    grid = panel.grid
     assert grid.rowCount() == 2 and grid.columnCount() == 4
     headers = [grid.horizontalHeaderItem(c).text() for c in range(4)]
     assert headers == ["react", "mini\n(agent)", "mini-direct\n(agent)", "retry\n(baseline)"]

@@ -10,6 +10,7 @@ import pytest
 
 from ide.app.eval.files import RunFileError, parse_unified, read_run_file, readable_text, run_file
 from ide.app.eval.format import cost_vs_baseline, mode_label, run_tokens, summary_tokens
+from ide.app.eval.grid import cell_text, column_name
 from ide.protocol.eval import EvalRun, ModeSummary
 
 
@@ -114,3 +115,12 @@ def test_an_agents_figures_are_worded() -> None:
     run = EvalRun(task="t", mode="agent:qwen", status="solved", metered=False)
     assert run_tokens(run) == "not counted"
     assert run_tokens(run.model_copy(update={"metered": True, "input_tokens": 5})) == "5"
+
+
+def test_a_grid_cell_says_how_its_runs_ended() -> None:
+    run = EvalRun(task="t", mode="agent:qwen", status="over_budget", input_tokens=1500, output_tokens=0)
+    assert cell_text([run]) == "⊘ 1.5k" and cell_text([]) == "—"
+    assert cell_text([run.model_copy(update={"metered": False, "status": "timeout"})]) == "◷ not counted"
+    solved = run.model_copy(update={"status": "solved", "attempt": 1})
+    assert cell_text([run, solved]) == "1/2 ✓"
+    assert column_name("agent:qwen") == "qwen\n(agent)" and column_name("retry") == "retry\n(baseline)"
