@@ -281,3 +281,40 @@ def test_the_one_regex_before_the_patterns_misses_no_path_they_match() -> None:
         matched = [path for path in paths if spec.match_file(path)]
         assert matched and all(finder.search(normalize_file(path)) for path in matched)
     assert not any_pattern(GitIgnoreSpec.from_lines([])).search("a/b.py")
+
+
+def test_is_secret_answers_what_the_patterns_answer_path_by_path(tmp_path: Path) -> None:
+    """``is_secret`` asks one regex before the patterns and reads a Path's text without pathlib's
+    parsing (a shadow asks it for every file of a 100,000-file checkout): it must answer exactly what
+    the secret patterns, matched on the path and each of its folders, answer."""
+    from pathspec import GitIgnoreSpec
+
+    from ide.fs import secret_patterns
+    from ide.tools import Workspace
+
+    fs = Workspace(tmp_path, WorkspaceSettings())
+    spec = GitIgnoreSpec.from_lines(secret_patterns(WorkspaceSettings().secrets))
+    names = [*CREDENTIALS, "main.py", "a.env.py", "notes.txt", "x.pem.bak", "secret", "config.json", "id_rsa"]
+    folders = [
+        "",
+        "src/",
+        "deep/a/b/",
+        ".aws/",
+        "x/.docker/",
+        ".config/gcloud/",
+        "secrets/",
+        "pkg.pem/",
+        "ok/",
+    ]
+    rels = [folder + name for folder in folders for name in names]
+
+    def expected(rel: str) -> bool:
+        parts = rel.split("/")
+        return any(
+            spec.match_file("/".join(parts[:n]) + "/") for n in range(1, len(parts))
+        ) or spec.match_file(rel)
+
+    answers = {rel: fs.is_secret(fs.root / rel) for rel in rels}
+    assert answers == {rel: expected(rel) for rel in rels}
+    assert any(answers.values()) and not all(answers.values())
+    assert fs.is_secret(Path(str(fs.root) + "/src/../.env"))  # not normal text: pathlib's way, as before
