@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -86,10 +87,14 @@ class EvalPanel(QWidget):
         self.table_split.setStretchFactor(0, 0)
         self.table_split.setStretchFactor(1, 1)
         self.table_split.setChildrenCollapsible(False)
+        # Small minimums, so the dock is no taller or wider than it was before the grid and run details:
+        # a bottom dock keeps its height when this tab appears (the rest scrolls).
+        self.chart.setMinimumHeight(110)
         self.grid = TaskGrid()
+        self.grid.setMinimumHeight(36)
         grid_title = QLabel(f"By task ({MARKS_LEGEND}) — double-click a cell for its runs, an agent's diff")
         grid_title.setStyleSheet(NOTE_STYLE)
-        grid_title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        grid_title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         grid_box = QWidget()
         grid_layout = QVBoxLayout(grid_box)
         grid_layout.setContentsMargins(0, 4, 0, 0)
@@ -103,6 +108,7 @@ class EvalPanel(QWidget):
         # Room past the hints goes to the grid, up to all its rows; then to the summary and chart.
         self.summary_split.setStretchFactor(0, 0)
         self.summary_split.setStretchFactor(1, 1)
+        self.summary_split.setCollapsible(0, False)  # the grid folds away in a short dock, the summary never
         self.summary_page = QWidget()
         summary_layout = QVBoxLayout(self.summary_page)
         summary_layout.setContentsMargins(0, 0, 0, 0)
@@ -134,6 +140,7 @@ class EvalPanel(QWidget):
         filters.addWidget(self.shown)
         filters.addWidget(self.tree_button)
         self.details = RunDetails()
+        self.details.setMinimumSize(200, 120)
         self.runs_split = QSplitter(Qt.Orientation.Horizontal)
         self.runs_split.addWidget(self.runs)
         self.runs_split.addWidget(self.details)
@@ -170,6 +177,11 @@ class EvalPanel(QWidget):
         self.report: EvalReport | None = None
         self.folder: Path | None = None
         """The report's folder: the runs' files are relative to it."""
+        self._auto_fit = False
+        """Whether the summary's splitters follow the panel's size (:meth:`fit_summary`): from a report's
+        opening until the user moves one."""
+        for splitter in (self.table_split, self.summary_split):
+            splitter.splitterMoved.connect(self._user_split)
         self.grid.cellRequested.connect(self.show_run)
         self.summary.cellDoubleClicked.connect(lambda row, _col: self.show_runs_of(self.summary.mode_at(row)))
         self.mode_filter.currentIndexChanged.connect(lambda _i: self._filter())
@@ -231,12 +243,23 @@ class EvalPanel(QWidget):
         self.runs.set_runs(report.runs, report.agents)
         self._filter()
         if opened:
+            self._auto_fit = True
             QTimer.singleShot(0, self.fit_summary)  # once the tables have sized their columns
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._auto_fit and self.report is not None:  # until the user moves a splitter
+            QTimer.singleShot(0, self.fit_summary)
+
+    def _user_split(self, _position: int, _index: int) -> None:
+        self._auto_fit = False
 
     def fit_summary(self) -> None:
         """The summary table at its whole width beside the chart, the summary and chart as tall as the
-        table's rows (the chart's least at least) and the task grid the rest, up to all its rows. Splitters
-        keep their sizes across reports otherwise: this runs for a report just opened."""
+        table's rows (the chart's least at least) and the task grid the rest, up to all its rows — folded
+        away under its handle when the rest would not show two of them. Splitters keep their sizes across
+        reports otherwise: this runs for a report just opened, and as the panel is resized until the user
+        moves a splitter."""
         width = sum(self.table_split.sizes())
         if width > 0:
             table = min(self.summary.sizeHint().width(), width - self.chart.minimumWidth())
@@ -244,10 +267,13 @@ class EvalPanel(QWidget):
         self.grid.fit()
         height = sum(self.summary_split.sizes())
         if height > 0:
-            top = max(self.summary.sizeHint().height(), self.chart.minimumHeight())
+            top = max(self.summary.rows_height(), self.chart.minimumHeight())
             title = self.grid_box.sizeHint().height() - self.grid.sizeHint().height()
             whole = title + self.grid.full_height()
-            grid = min(whole, max(height - top, self.grid_box.minimumSizeHint().height()))
+            grid = min(whole, height - top)
+            rows = self.grid.rowHeight(0) if self.grid.rowCount() else 0
+            if grid < min(whole, whole - self.grid.verticalHeader().length() + 2 * rows):
+                grid = 0  # no room for the grid to say anything: the summary and chart keep it all
             self.summary_split.setSizes([height - grid, grid])
 
     def _set_modes(self, report: EvalReport) -> None:

@@ -91,6 +91,12 @@ class SummaryTable(QTableWidget):
         rows = self.horizontalHeader().height() + self.verticalHeader().length()
         return QSize(self.horizontalHeader().length() + frame + 2, max(hint.height(), rows + frame))
 
+    def rows_height(self) -> int:
+        """Its height with its header and every row shown, and no more."""
+        header = self.horizontalHeader()
+        rows = max(header.height(), header.sizeHint().height()) + self.verticalHeader().length()
+        return rows + 2 * self.frameWidth() + 2
+
     def set_summary(self, summary: list[ModeSummary], agents: list[EvalAgent] | None = None) -> None:
         """One row per mode; ``agents`` (the report's) give another agent's row its command as tooltip."""
         baseline = baseline_of(summary)

@@ -19,17 +19,19 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication
 
 from ide.app.eval.chart import SOLVE_PANEL, TOKENS_PANEL
 from ide.app.eval.details import ARBOR_RUN, CUT_NOTE, DIFF_TAB, TRANSCRIPT_TAB
 from ide.app.eval.files import MAX_BYTES
 from ide.app.eval.palette import AGENT_COLOUR, BAR_COLOUR, BASELINE_COLOUR
+from ide.app.eval.panel import EvalPanel
 from ide.app.eval.part import EvalDock
 from ide.app.eval.table import RUN_COLUMNS
 from ide.app.window import MainWindow
 from ide.client.agentproc import AgentChoice
 from ide.eval.report import summarize
-from ide.protocol.eval import EvalReport, EvalRun, load_report, save_report
+from ide.protocol.eval import EvalAgent, EvalReport, EvalRun, load_report, save_report
 from ide.protocol.tree import TreeEvent, TreeNode, write_jsonl
 from tests.support.agent_eval import (
     EVAL_AGENT,
@@ -156,10 +158,8 @@ def test_agents_and_modes_side_by_side_in_the_summary_chart_and_grid(
     chart = panel.chart
     panel.tabs.setCurrentIndex(0)
     qtbot.waitUntil(lambda: chart.isVisible() and chart.width() > 300)
-    # A report just opened: its summary table at its whole width beside the chart, every grid row shown.
+    # A report just opened: its summary table at its whole width beside the chart.
     qtbot.waitUntil(lambda: table.width() >= table.sizeHint().width())
-    grid = panel.grid
-    qtbot.waitUntil(lambda: grid.rowViewportPosition(1) + grid.rowHeight(1) <= grid.viewport().height())
     bars = chart.bars()
     assert [b.mode for b in bars if b.panel == SOLVE_PANEL] == ["react", METERED, DIRECT, "retry"]
     tokens = {b.mode: b for b in bars if b.panel == TOKENS_PANEL}
@@ -177,6 +177,7 @@ def test_agents_and_modes_side_by_side_in_the_summary_chart_and_grid(
     assert "react:" in chart.tooltip_at(QPoint(2, 2))  # off the bars: every row
 
     # The grid: a row per task, a column per mode and agent.
+    grid = panel.grid
     assert grid.rowCount() == 2 and grid.columnCount() == 4
     headers = [grid.horizontalHeaderItem(c).text() for c in range(4)]
     assert headers == ["react", "mini\n(agent)", "mini-direct\n(agent)", "retry\n(baseline)"]
@@ -287,3 +288,53 @@ def test_a_runaway_transcript_is_shown_cut(qtbot: Any, window: MainWindow, repor
     text = panel.details.transcript_text()
     assert text.startswith("the agent said this again\n") and text.endswith(CUT_NOTE)
     assert len(text) <= MAX_BYTES + len(CUT_NOTE)
+
+
+def test_a_large_report_gives_the_summary_its_rows_and_the_grid_the_rest(
+    qtbot: Any, qsettings_dir: Path, tmp_path: Path
+) -> None:
+    modes = ["react", "lats", "tot", "plan", "workflow", "agent:qwen", "agent:aider", "retry"]
+    tasks = [f"task-{i:02d}" for i in range(36)]
+    statuses = ("solved", "failed", "over_budget", "timeout", "error")
+    report = EvalReport(
+        model="m", modes=modes, tasks=tasks, budget_tokens=1, budget_s=1, finished_at=1.0,
+        agents=[
+            EvalAgent(mode="agent:qwen", name="qwen", command="qwen --acp"),
+            EvalAgent(mode="agent:aider", name="aider", command="aider --message {prompt}", protocol="cli"),
+        ],
+        runs=[
+            EvalRun(task=task, mode=mode, status=statuses[(i + j) % 5], input_tokens=1000 * (i + j + 1),
+                    metered=mode != "agent:aider")
+            for i, task in enumerate(tasks) for j, mode in enumerate(modes)
+        ],
+    )  # fmt: skip
+    report.summary = summarize(report)
+    panel = EvalPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1280, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.show_report(report, tmp_path / "report.json")
+    table, grid = panel.summary, panel.grid
+    last = len(modes) - 1
+    qtbot.waitUntil(lambda: table.width() >= table.sizeHint().width())
+    bottom = table.viewport().height
+    qtbot.waitUntil(lambda: table.rowViewportPosition(last) + table.rowHeight(last) <= bottom())
+    aider = [table.cell_text(6, c) for c in (0, 4, 6, 7)]
+    assert aider == ["aider (agent)", "not counted", "not counted", ""]
+    shown = grid.viewport().height() // grid.rowHeight(0)
+    assert 12 <= shown < 36  # the grid has the rest of the height, and scrolls
+    cells = [grid.cell_text(0, column) for column in (0, 1, 2, 3, 4, 6)]
+    assert cells == ["✓ 1k", "✗ 2k", "⊘ 3k", "◷ 4k", "⚠ 5k", "✗ not counted"]
+
+    # A short panel: the grid folds away under its handle, the summary keeps its rows; back when there is
+    # room again, until the user moves a splitter.
+    panel.resize(1280, 360)
+    qtbot.waitUntil(lambda: panel.summary_split.sizes()[1] == 0)
+    panel.resize(1280, 700)
+    qtbot.waitUntil(lambda: grid.viewport().height() // grid.rowHeight(0) >= 12)
+    panel.summary_split.splitterMoved.emit(200, 1)
+    panel.resize(1280, 360)
+    QApplication.processEvents()  # what a fit would have queued behind the resize
+    QApplication.processEvents()
+    assert panel.height() == 360 and panel.summary_split.sizes()[1] > 0
