@@ -26,7 +26,7 @@ from ide.app.eval.details import RunDetails
 from ide.app.eval.format import STATUS_TEXT, agent_of, header_text, mode_label, plain_tip, unfinished_text
 from ide.app.eval.grid import MARKS_LEGEND, TaskGrid
 from ide.app.eval.table import RunsTable, SummaryTable
-from ide.protocol.eval import EvalReport
+from ide.protocol.eval import EvalReport, EvalRun, is_agent_mode
 
 EMPTY = "No report open. Run arbor eval --out DIR, then Open Report… on DIR or DIR/report.json."
 UNFINISHED_STYLE = (
@@ -187,7 +187,7 @@ class EvalPanel(QWidget):
         self.mode_filter.currentIndexChanged.connect(lambda _i: self._filter())
         self.status_filter.currentIndexChanged.connect(lambda _i: self._filter())
         self.task_filter.textChanged.connect(lambda _t: self._filter())
-        self.runs.runActivated.connect(self.treeRequested)
+        self.runs.runActivated.connect(self._run_activated)
         self.runs.selectionModel().selectionChanged.connect(lambda *_: self._selection_changed())
         self.tree_button.clicked.connect(self._open_selected_tree)
         self.clear()
@@ -317,12 +317,23 @@ class EvalPanel(QWidget):
 
     def _selection_changed(self) -> None:
         run = self.runs.selected_run()
-        self.tree_button.setEnabled(run is not None)
+        self.tree_button.setEnabled(run is not None and not _agent_without_tree(run))
         if run != self.details.run or run is None:
             agent = agent_of(self.report, run.mode) if run is not None else None
             self.details.show_run(run, self.folder, agent)
+
+    def _run_activated(self, run: EvalRun) -> None:
+        """Double-click or Enter: a run's tree, or for another agent's run (it has none) its details."""
+        if _agent_without_tree(run):
+            self.details.tabs.currentWidget().setFocus()
+        else:
+            self.treeRequested.emit(run)
 
     def _open_selected_tree(self) -> None:
         run = self.runs.selected_run()
         if run is not None:
             self.treeRequested.emit(run)
+
+
+def _agent_without_tree(run: EvalRun) -> bool:
+    return is_agent_mode(run.mode) and run.tree_file is None

@@ -104,6 +104,12 @@ def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Path:
             words = [*agent, direct_url, "{model}", "{prompt}"]
             direct = AgentChoice("mini-direct", words, {}, protocol="cli")
             report, _log = evaluate(root / "out", [metered, direct], server.url)
+    # What the tests below read: each agent solved the fix and answered the question wrong.
+    assert sorted((run.mode, run.task, run.status) for run in report.runs) == [
+        (mode, task, status)
+        for mode in (METERED, DIRECT)
+        for task, status in ((FIX_TASK, "solved"), (QUESTION_TASK, "failed"))
+    ], [run.reason for run in report.runs]
     out = root / "out"
     report.runs = _arbor_runs(out) + report.runs
     report.modes = ["react", *report.modes, "retry"]
@@ -205,6 +211,7 @@ def test_an_agents_run_shows_its_diff_and_transcript(
     assert panel.runs.selected_run().key == (FIX_TASK, METERED, 0)
     assert details.title.text() == f"{FIX_TASK} · mini (agent) · attempt 0 — ✓ solved"
     assert details.tabs.currentIndex() == DIFF_TAB
+    assert not panel.tree_button.isEnabled()  # another agent records no tree: its details stand for it
     diff = details.diff_text()
     assert diff.splitlines()[0] == f"{FIX_FILE}  (modified, +1 −1)"
     assert "-    if abs_bytes <= base:" in diff and "+    if abs_bytes < base:" in diff
@@ -235,6 +242,7 @@ def test_an_agents_run_shows_its_diff_and_transcript(
     panel.set_filter(mode="react")
     panel.runs.selectRow(0)
     assert details.diff_page.message.text() == ARBOR_RUN and details.diff_text() == ""
+    assert panel.tree_button.isEnabled()
 
 
 def test_run_files_outside_the_report_or_missing_are_refused(
