@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import difflib
 import os
-import re
 import shutil
 import stat
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -39,29 +38,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ide.changes.gitstate import Watch
-from ide.changes.gitutil import Repo, find_repo, git, merge3
+from ide.changes.gitutil import find_repo, git, merge3
 from ide.changes.hunks import apply_hunks, is_binary
 from ide.changes.nofollow import NoFollow
 from ide.changes.overlay import MAX_FILE_BYTES, Base, ChangeError, ChangeSet, Entry
 from ide.changes.review import Review, file_changes
+from ide.changes.shadowbase import RACY_NS, ShadowBase, lstat_stamp
+from ide.changes.shadowrepo import renames
+from ide.changes.statindex import pack_entry, vouches
 from ide.changes.worktree import PREFIX
 from ide.fswalk import MAX_WALK_DEPTH, folder_entries
 from ide.gitsafe import run_git
 
-Stamp = tuple[int, int, int, int, int, int]
-"""(size, mtime_ns, ctime_ns, inode, device, mode) of an ``lstat``: what moves when a file is touched."""
-RACY_NS = 50_000_000
-"""A file modified this recently may change again within the same timestamp tick unseen by ``lstat``:
-its stamp is not trusted, its content is compared (git's "racily clean" rule)."""
 ABSENT = Base(None, None)
-
-
-def _stamp(path: str) -> Stamp | None:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev, info.st_mode)
+PROMOTE_MIN = 1_000
+PROMOTE_SHARE = 10
+"""A capture hands the watched files it saw unchanged (once old enough) to the stat index when there are at
+least ``PROMOTE_MIN`` of them and a ``PROMOTE_SHARE``-th of the index: rewriting the index costs about as
+much as ``lstat`` of a fifth of its files here, and fewer run beside git's ``diff-files`` anyway."""
 
 
 @dataclass
@@ -74,49 +68,8 @@ class Capture:
     """Paths that changed but are not captured, and why (a link, too large, below a link)."""
 
 
-class Shadow:
+class Shadow(ShadowBase):
     """One foreign-agent session's shadow of ``workspace``; :meth:`create` makes it, :meth:`close` ends it."""
-
-    def __init__(
-        self,
-        workspace: Path,
-        repo: Repo,
-        tmp: Path,
-        top: Path,
-        head: str,
-        limit: int,
-        secret: Callable[[str], bool] | None = None,
-    ) -> None:
-        self.workspace = workspace
-        self.repo = repo
-        self.tmp = tmp
-        self.top = top
-        """The shadow checkout's top; :attr:`root` is the workspace's place in it (the agent's cwd)."""
-        self.root = top / repo.prefix if repo.prefix else top
-        self.head = head
-        """The commit the shadow was made at."""
-        self.max_file_bytes = limit
-        self.admin = top / ".git"
-        """The shadow's own git directory, named explicitly so a ``.git`` the agent swaps is not used."""
-        self.is_secret = secret or (lambda _rel: False)
-        """Whether a workspace-relative path is one the secret list names (withheld from the agent)."""
-        self.withheld: set[str] = set()
-        """Secret files of the workspace kept out of the shadow."""
-        self._files = NoFollow(self.root)
-        self._known: dict[str, int] = {}
-        """Every file of the baseline (workspace-relative) → its permission bits."""
-        self._clean: dict[str, Stamp] = {}
-        """Files whose content was last seen equal to the baseline, with the stamp they had then."""
-        self._base: dict[str, Base] = {}
-        """Baseline content known here: copied in, taken in, or read from HEAD once."""
-        self._dirs: dict[str, Stamp | None] = {}
-        """Every directory of the baseline → its stamp then: where nothing was added, nothing is new."""
-        self._captured: set[str] = set()
-        self.notes: list[str] = []
-        """What the shadow could not hold (links of the user's not copied, …), for the user to read."""
-        self.git: Watch | None = None
-        """The user's repository's git state, read at each turn's start (ide.changes.gitstate)."""
-        self.closed = False
 
     @classmethod
     def create(
@@ -138,108 +91,15 @@ class Shadow:
             )
         tmp = Path(os.path.realpath(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-shadow-")))
         top = tmp / (repo.top.name or "workspace")
-        try:
-            _own_repository(repo, top, head)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         shadow = cls(workspace, repo, tmp, top, head, max_file_bytes, secret)
         atexit.register(_close_quietly, weakref.ref(shadow))
         try:
-            shadow._copy_uncommitted()
-            shadow._stamp_all()
+            shadow._make()
             shadow.git = Watch(repo)
         except BaseException:
             shadow.close()
             raise
         return shadow
-
-    def _scoped(self, repo_rel: str) -> str | None:
-        """A repository-relative path as workspace-relative, or None when it is outside the workspace."""
-        prefix = self.repo.prefix
-        if not prefix:
-            return repo_rel
-        return repo_rel[len(prefix) + 1 :] if repo_rel.startswith(prefix + "/") else None
-
-    def _workspace_paths(
-        self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-    ) -> set[str]:
-        out = git(cwd or self.repo.top, *args, env=env)
-        found = (self._scoped(os.fsdecode(raw)) for raw in out.split(b"\0") if raw)
-        return {rel for rel in found if rel}
-
-    def _uncommitted(self) -> set[str]:
-        """Workspace files that differ from the shadow's commit, and untracked ones not ignored."""
-        return {rel for rel in self._changed_or_untracked() if not self.is_secret(rel)}
-
-    def _changed_or_untracked(self) -> set[str]:
-        changed = self._workspace_paths("diff", "--name-only", "--no-renames", "-z", self.head)
-        return changed | self._workspace_paths("ls-files", "--others", "--exclude-standard", "-z")
-
-    def _copy_uncommitted(self) -> None:
-        real = NoFollow(self.workspace)
-        listed = self._changed_or_untracked()
-        self.withheld.update(rel for rel in listed if self.is_secret(rel))
-        for rel in sorted(listed - self.withheld):
-            try:
-                data, mode = real.read(rel, self.max_file_bytes)
-            except ChangeError as exc:
-                self.notes.append(f"{rel} was not copied into the shadow: {exc}")
-                continue
-            self._files.put(rel, data, mode, durable=False)
-            self._base[rel] = Base(data, mode)
-
-    def _stamp_all(self) -> None:
-        """Record every file of the fresh shadow as the baseline, with its stamp unless racy, and every
-        directory with its stamp."""
-        now = time.time_ns()
-        root = str(self.root)
-        files, dirs = self._walk([""], top=True)
-        for rel in files:
-            if self.is_secret(rel):
-                # A secret the repository tracks is taken out of the checkout before the agent starts.
-                with contextlib.suppress(OSError):
-                    os.unlink(f"{root}/{rel}")
-                self.withheld.add(rel)
-                continue
-            found = _stamp(f"{root}/{rel}")
-            if found is None:
-                continue
-            self._known[rel] = stat.S_IMODE(found[5])
-            if found[1] < now - RACY_NS:
-                self._clean[rel] = found
-        # Directories last: a withheld secret's removal moved its directory's stamp.
-        for rel in dirs:
-            self._dirs[rel] = _stamp(f"{root}/{rel}" if rel else root)
-        if self.withheld:
-            shown = ", ".join(sorted(self.withheld)[:10]) + (", …" if len(self.withheld) > 10 else "")
-            self.notes.append(
-                f"withheld from the agent: {shown} — the secret list (workspace.secrets) names them, so "
-                "they are not in its workspace, and it can neither read nor write them there"
-            )
-
-    def _walk(self, folders: list[str], *, top: bool = False) -> tuple[list[str], list[str]]:
-        """Files (and links) and directories in and below ``folders`` (those included), never through a
-        link, at most ``MAX_WALK_DEPTH`` deep; git's own ``.git`` at the worktree's top left out."""
-        at_top = top and not self.repo.prefix
-        files: list[str] = []
-        dirs: list[str] = []
-        stack = [(rel, 0) for rel in folders]
-        while stack:
-            folder, depth = stack.pop()
-            dirs.append(folder)
-            for rel, entry in folder_entries(f"{self.root}/{folder}" if folder else self.root, folder):
-                if at_top and rel == ".git":
-                    continue
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                except OSError:
-                    continue
-                if not is_dir:
-                    files.append(rel)
-                elif depth + 1 < MAX_WALK_DEPTH:
-                    stack.append((rel, depth + 1))
-        return files, dirs
 
     def baseline(self, rel: str) -> Base:
         """What ``rel`` held when the shadow was made (or last took in the workspace)."""
@@ -255,11 +115,21 @@ class Shadow:
 
     def _set_baseline(self, rel: str, state: Base) -> None:
         self._base[rel] = state
-        self._clean.pop(rel, None)
         if state.data is None:
             self._known.pop(rel, None)
+            self._watched.pop(rel, None)
+            if self._index is not None:
+                self._index.entries.pop(rel, None)
         else:
             self._known[rel] = state.mode or 0o644
+            self._distrust(rel)
+
+    def _distrust(self, rel: str) -> None:
+        """From now on ``rel``'s content is compared until it is seen equal to the baseline again."""
+        if rel in self._known:
+            if self._index is not None:
+                self._index.entries.pop(rel, None)
+            self._watched[rel] = None
 
     def read(self, rel: str) -> Base:
         """What ``rel`` holds in the shadow now (never through a link; ChangeError for a link)."""
@@ -286,7 +156,7 @@ class Shadow:
     def put(self, rel: str, state: Base) -> None:
         """Make the shadow's ``rel`` hold ``state`` (a revert, a take-in); the baseline is not touched."""
         self._files.put(rel, state.data, state.mode, durable=False)
-        self._clean.pop(rel, None)
+        self._distrust(rel)
 
     def _new_files(self) -> list[str]:
         """Files not in the baseline, not ignored: looked for only in directories whose stamp moved, and
@@ -296,7 +166,7 @@ class Shadow:
         files: list[str] = []
         fresh: list[str] = []
         for folder, seen in self._dirs.items():
-            now = _stamp(f"{root}/{folder}" if folder else root)
+            now = lstat_stamp(f"{root}/{folder}" if folder else root)
             if now == seen or now is None or not stat.S_ISDIR(now[5]):
                 continue  # unchanged, or gone or a link now: its files show as deleted or skipped
             for rel, entry in folder_entries(f"{root}/{folder}" if folder else root, folder):
@@ -340,20 +210,64 @@ class Shadow:
         return [rel for rel in paths if rel not in ignored]
 
     def capture(self) -> Capture:
-        """The agent's changes since the baseline: a stat scan, then content only where stats moved."""
+        """The agent's changes since the baseline: the files whose stat data moved (``git diff-files``
+        over the stat index, ``lstat`` here for the rest), then content only where they did."""
         result = Capture()
-        racy_before = time.time_ns() - RACY_NS
+        started = time.time_ns()
+        racy_before = started - RACY_NS
         root = str(self.root)
-        clean = self._clean
-        # Strings, not Paths: 10,000 Path joins cost more than the 10,000 lstat calls.
+        index = self._index
+        moved: list[str] = []
+        failed: list[BaseException] = []
+        asking = None
+        if index is not None and index.entries:
+
+            def ask() -> None:
+                try:
+                    moved.extend(index.moved())
+                except BaseException as exc:
+                    failed.append(exc)
+
+            asking = threading.Thread(target=ask, daemon=True)
+            asking.start()
+        # While git looks at the vouched files: strings, not Paths (Path joins cost more than lstat).
+        watched = self._watched
         candidates = [
-            rel for rel in self._known if (seen := clean.get(rel)) is None or seen != _stamp(f"{root}/{rel}")
+            rel for rel, seen in watched.items() if seen is None or seen != lstat_stamp(f"{root}/{rel}")
         ]
+        if asking is not None:
+            asking.join()
+            if failed:
+                raise failed[0]
+            for rel in moved:
+                if index is not None and index.entries.pop(rel, None) is not None:
+                    watched[rel] = None
+                    candidates.append(rel)
         for rel in candidates:
             self._compare(rel, result, racy_before)
         for rel in sorted(set(self._new_files())):
             self._compare(rel, result, racy_before)
+        self._promote(started)
         return result
+
+    def _promote(self, started: int) -> None:
+        """Hand the watched files whose stamps this capture saw, once old enough, to the stat index."""
+        index = self._index
+        if index is None:
+            return
+        ready = [
+            (rel, seen)
+            for rel, seen in self._watched.items()
+            if seen is not None and vouches(max(seen[1], seen[2]) // 1_000_000_000, started)
+        ]
+        if not ready or len(ready) < max(PROMOTE_MIN, len(index.entries) // PROMOTE_SHARE):
+            return
+        for rel, seen in ready:
+            entry = pack_entry(index.name(rel), *seen)
+            if entry is not None:
+                index.entries[rel] = entry
+                del self._watched[rel]
+        index.write(sort=True)
 
     def _compare(self, rel: str, result: Capture, racy_before: int) -> None:
         if self.is_secret(rel):
@@ -362,7 +276,7 @@ class Shadow:
             )
             return
         path = f"{self.root}/{rel}"
-        before = _stamp(path)
+        before = lstat_stamp(path)
         try:
             now = self.read(rel)
         except ChangeError as exc:
@@ -375,9 +289,9 @@ class Shadow:
                 before is not None
                 and rel in self._known
                 and before[1] < racy_before
-                and _stamp(path) == before
+                and lstat_stamp(path) == before
             ):
-                self._clean[rel] = before
+                self._watched[rel] = before
             return
         result.changes[rel] = (base, now)
 
@@ -494,87 +408,6 @@ class Shadow:
             return
         self.closed = True
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-SIMILAR = 0.5
-"""How alike (difflib's ratio of lines) a deleted and a new file must be to count as a rename, as git's
-default ``-M50%``."""
-RENAME_PAIRS_MAX = 2_500
-"""Beyond this many deleted × new pairs only exact renames are looked for (the rest stay a deletion and a
-creation): each similar pair is a line diff."""
-
-
-def renames(changes: dict[str, tuple[Base, Base]]) -> dict[str, str]:
-    """New path → the deleted path it was moved from: the same bytes first, then (text, few enough
-    pairs) the most alike at ``SIMILAR`` or more; each deleted path is the origin of one new path at most."""
-    deleted = {rel: base.data for rel, (base, now) in changes.items() if now.data is None and base.data}
-    added = {rel: now.data for rel, (base, now) in changes.items() if base.data is None and now.data}
-    if not deleted or not added:
-        return {}
-    found: dict[str, str] = {}
-    by_bytes: dict[bytes, list[str]] = {}
-    for rel, data in sorted(deleted.items()):
-        by_bytes.setdefault(data, []).append(rel)
-    for rel, data in sorted(added.items()):
-        if by_bytes.get(data):
-            found[rel] = by_bytes[data].pop(0)
-    left = {rel: data for rel, data in deleted.items() if rel not in found.values() and not is_binary(data)}
-    rest = {rel: data for rel, data in added.items() if rel not in found and not is_binary(data)}
-    if len(left) * len(rest) > RENAME_PAIRS_MAX:
-        return found
-    scored = sorted(
-        (
-            (-difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False).ratio(), a, d)
-            for a, new in rest.items()
-            for d, old in left.items()
-        ),
-    )
-    for score, new_rel, old_rel in scored:
-        if -score < SIMILAR:
-            break
-        if new_rel not in found and old_rel not in found.values():
-            found[new_rel] = old_rel
-    return found
-
-
-LOCAL_CHECKOUT_KEYS = (
-    "core.autocrlf",
-    "core.eol",
-    "core.safecrlf",
-    "core.symlinks",
-    "core.ignorecase",
-    "core.precomposeunicode",
-    "core.filemode",
-)
-"""The repository's own settings that shape a checkout's bytes: the shadow's config gets them, so its files
-are what the user's checkout holds. Nothing else of the repository's config is copied."""
-
-
-def _own_repository(repo: Repo, top: Path, head: str) -> None:
-    """Check ``head`` out at ``top`` in a git repository of its own: own refs, config and hooks (none), the
-    user's objects read through ``objects/info/alternates`` (git never writes there). Unlike a worktree,
-    nothing git does in it — update-ref, config, hooks, gc — reaches the user's repository."""
-    assert repo.objects is not None
-    top.mkdir(parents=True)
-    git(top, "init", "--quiet", "--template=", str(top))
-    admin = top / ".git"
-    (admin / "objects" / "info").mkdir(parents=True, exist_ok=True)
-    (admin / "objects" / "info" / "alternates").write_text(f"{repo.objects}\n", encoding="utf-8")
-    common = repo.objects.parent
-    for name in ("shallow", "info/exclude", "info/attributes"):
-        source = common / name
-        if source.is_file() and not source.is_symlink():
-            (admin / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, admin / name)
-    # One read of the repository's own config for all the keys (exit 1: none of them is set).
-    wanted = "^(" + "|".join(re.escape(key) for key in LOCAL_CHECKOUT_KEYS) + ")$"
-    found = run_git(repo.top, "config", "--local", "-z", "--get-regexp", wanted)
-    for entry in found.stdout.decode("utf-8", "replace").split("\0") if found.returncode == 0 else []:
-        key, _, value = entry.partition("\n")
-        if key and value:
-            git(top, "config", "--local", key, value)
-    # Parallel checkout (one worker per core): the checkout is most of the shadow's cost.
-    git(top, "-c", "checkout.workers=0", "checkout", "--quiet", "--detach", head)
 
 
 def _close_quietly(ref: weakref.ref[Shadow]) -> None:
