@@ -145,7 +145,8 @@ def test_a_ray_eval_and_a_local_one_give_identical_reports(
     assert theirs == mine
     statuses = {(r.task, r.mode): (r.status, r.tries) for r in remote.runs}
     assert statuses[(FIX_TASK, RETRY_MODE)] == ("solved", 1)
-    assert statuses[(FIX_TASK, "agent:eval_agent")] == ("solved", 1)
+    fix = next(r for r in remote.runs if (r.task, r.mode) == (FIX_TASK, "agent:eval_agent"))
+    assert (fix.status, fix.tries) == ("solved", 1), fix.reason
     assert statuses[(QUESTION_TASK, "agent:eval_agent")][0] == "failed"
     assert statuses[(QUESTION_TASK, "react")][0] == "solved"
     # The files the workers sent back, written beside the report as a local run writes them.
@@ -251,3 +252,36 @@ def test_the_drivers_model_variables_go_with_each_run_and_its_own_dirs_do_not() 
         "OPENAI_API_KEY": "sk-x",
         "ARBOR_LLM_OPENAI_BASE_URL": "http://10.0.0.6:8080/v1",
     }
+
+
+def test_a_run_that_raises_on_its_worker_is_an_error_saying_what_it_raised(
+    cluster: str, tasks: dict[str, EvalTask], tmp_path: Path
+) -> None:
+    from ide.eval.distributed import RayRuns
+    from ide.eval.execute import RunSpec
+    from ide.eval.session import RunSettings
+
+    # An agent mode with no agent behind it: execute() fails on the worker before anything starts.
+    spec = RunSpec(tasks[QUESTION_TASK], "agent:ghost", 0, RunSettings(MODEL, 1000, 10.0))
+    runs = RayRuns(cluster, 1)
+    runs.open()
+    try:
+        record = asyncio.run(runs.run(spec))
+    finally:
+        runs.close()
+    assert record.run.key == (QUESTION_TASK, "agent:ghost", 0) and record.run.status == "error"
+    assert record.run.reason.startswith("the run raised RuntimeError on its Ray worker: ")
+    assert "Traceback" not in record.run.reason and "\n" not in record.run.reason
+    assert record.files == {}
+
+
+@pytest.mark.parametrize(
+    "path", ["../report.json", "trees/../../x", "/etc/passwd", "other/x.txt", "trees/a/b", "trees/.hidden"]
+)
+def test_a_worker_names_no_file_outside_trees_and_agents(path: str) -> None:
+    from ide.eval.execute import RunRecord
+
+    run = EvalRun(task="t", mode="react", status="failed")
+    assert RunRecord.from_wire({"run": run.model_dump(mode="json"), "files": {"trees/t.jsonl": "{}"}})
+    with pytest.raises(ValueError, match="outside trees/ and agents/"):
+        RunRecord.from_wire({"run": run.model_dump(mode="json"), "files": {path: "x"}})
