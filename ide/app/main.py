@@ -41,14 +41,15 @@ ORGANIZATION = "arbor"
 log = logging.getLogger(__name__)
 
 
-def configure_application(app: QApplication) -> None:
-    """Names (so QSettings lands under ``arbor``), Fusion style and the stylesheet. The version is set after
-    the first frame (:func:`run_gui`): reading it imports importlib.metadata and scans site-packages."""
+def configure_application(app: QApplication, *, stylesheet: bool = True) -> None:
+    """Names (so QSettings lands under ``arbor``), Fusion style and the stylesheet (``stylesheet=False``:
+    not yet, :func:`run_gui` sets it once the window is built). The version is set after the first frame
+    (:func:`run_gui`): reading it imports importlib.metadata and scans site-packages."""
     QCoreApplication.setOrganizationName(ORGANIZATION)
     QCoreApplication.setApplicationName(APP_NAME)
     # INI everywhere: one readable file per user instead of the registry or a binary plist.
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
-    apply_theme(app)
+    apply_theme(app, stylesheet=stylesheet)
 
 
 def _version() -> str:
@@ -147,7 +148,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     setup_logging(logging.WARNING)
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "arbor"])
     assert isinstance(app, QApplication)
-    configure_application(app)
+    configure_application(app, stylesheet=False)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     # Ctrl+C in the terminal closes the window like the Quit action (the loop wakes for signals); so do
@@ -159,6 +160,9 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
             loop.add_signal_handler(ending, _close_once, loop, app)
 
     window = build_window(workspace, open_tree, agent)
+    # The stylesheet once the window is built, before it is shown: each widget is restyled once, where a
+    # stylesheet already set restyled a subtree each time it was put into a parent (ide.app.theme).
+    apply_theme(app)
     window.show()
     smoke = _smoke_test(window, app) if os.environ.get(SMOKE_ENV) else None
     # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is

@@ -56,7 +56,15 @@ QLabel#bannerFix {{ color: #4a3a3a; }}
 QLabel#bannerDetails {{ background: #fff7f7; border: 1px solid #efcccc; border-radius: 4px; padding: 4px; }}
 QStatusBar {{ background: #f6f7f9; border-top: 1px solid #dfe3ea; }}
 QStatusBar QLabel {{ color: #4a4f58; padding: 0 6px; }}
+QToolBar#bannerBar {{ border: 0; padding: 0; margin: 0; spacing: 0; }}
+QLabel#startFix {{ font-weight: 600; }}
+QLabel#reviewIdentityWarning {{
+    color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;
+}}
 """
+"""The application's one stylesheet. Rules for the widgets of the first frame go here rather than in a
+widget's own ``setStyleSheet``: a widget with a stylesheet of its own restyles its whole subtree whenever
+a widget is added under it (docs/traps.md)."""
 
 
 def mono_font(delta: float = 0.0) -> QFont:
@@ -74,30 +82,39 @@ COLOURS = {
     QPalette.ColorRole.PlaceholderText: "#9aa0a8",
 }
 _THEMED = "arborTheme"
-"""Application property set once the theme is on: Qt cannot say which style hides behind a stylesheet."""
+"""Application property set once Fusion and the colours are on: Qt cannot say which style hides behind a
+stylesheet."""
+
+
+def _styled(app: QApplication) -> bool:
+    """Fusion and the colours are on (whatever the stylesheet)."""
+    palette = app.palette()
+    return bool(app.property(_THEMED)) and all(
+        palette.color(role) == QColor(colour) for role, colour in COLOURS.items()
+    )
 
 
 def themed(app: QApplication) -> bool:
     """True when :func:`apply_theme`'s style, colours and stylesheet are all still the application's."""
-    palette = app.palette()
-    return (
-        bool(app.property(_THEMED))
-        and app.styleSheet() == STYLESHEET
-        and all(palette.color(role) == QColor(colour) for role, colour in COLOURS.items())
-    )
+    return _styled(app) and app.styleSheet() == STYLESHEET
 
 
-def apply_theme(app: QApplication) -> None:
+def apply_theme(app: QApplication, *, stylesheet: bool = True) -> None:
     """Fusion with a light palette, so the window looks the same on every desktop and offscreen.
 
     Once applied, applying it again does nothing: each ``setStyle`` and ``setStyleSheet`` re-polishes every
-    live widget (0.12–0.16 s a time in the tests, which theme the application for each window they build)."""
-    if themed(app):
-        return
-    app.setStyle("Fusion")
-    palette = app.palette()
-    for role, colour in COLOURS.items():
-        palette.setColor(role, QColor(colour))
-    app.setPalette(palette)
-    app.setStyleSheet(STYLESHEET)
-    app.setProperty(_THEMED, True)
+    live widget (0.12–0.16 s a time in the tests, which theme the application for each window they build).
+    ``stylesheet=False`` leaves the stylesheet as it is, for a second call once the window is built:
+    ``run_gui`` sets it between building the window and showing it. Set before, it made Qt restyle a
+    widget's whole subtree each time that subtree was put into a parent (``QWidget::setParent`` → the
+    stylesheet style's ``inheritStyle``, recursively), several times over for every widget of the window:
+    a fifth of the first frame's CPU. Set after, each widget is told once (docs/traps.md)."""
+    if not _styled(app):
+        app.setStyle("Fusion")
+        palette = app.palette()
+        for role, colour in COLOURS.items():
+            palette.setColor(role, QColor(colour))
+        app.setPalette(palette)
+        app.setProperty(_THEMED, True)
+    if stylesheet and app.styleSheet() != STYLESHEET:
+        app.setStyleSheet(STYLESHEET)

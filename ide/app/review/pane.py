@@ -52,12 +52,9 @@ if TYPE_CHECKING:
     )
 
 STANDARD_DIFF_DELAY_MS = 50
+"""Coalescing window for rebuilding the read-only review from streamed ACP diffs."""
 LOADING = "Loading…"
 """In place of the diff of a file whose hunks were asked for and have not come yet."""
-WARNING_STYLE = (
-    "color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;"
-)
-"""Coalescing window for rebuilding the read-only review from streamed ACP diffs."""
 
 
 class ReviewPane(QWidget):
@@ -148,8 +145,7 @@ class ReviewPane(QWidget):
         self.result_label.setContentsMargins(6, 0, 6, 0)  # in line with the summary above it
         self.result_label.hide()
         self.identity_label = QLabel("")
-        self.identity_label.setObjectName("reviewIdentityWarning")
-        self.identity_label.setStyleSheet(WARNING_STYLE)
+        self.identity_label.setObjectName("reviewIdentityWarning")  # styled by the application stylesheet
         self.identity_label.setWordWrap(True)
         self.identity_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.identity_label.hide()

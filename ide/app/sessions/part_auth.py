@@ -12,10 +12,10 @@ from ide.app.chat.conversation import TurnNotice
 from ide.app.parts.base import AppContext, Part, Spec
 from ide.app.parts.capabilities import Chat
 from ide.app.parts.needs import Uses
-from ide.client import auth
 
 if TYPE_CHECKING:
     from ide.app.sessions.auth import AuthDialog
+    from ide.client.auth import AuthNeeded
 
 
 class AgentAuth(Part):
@@ -27,17 +27,20 @@ class AgentAuth(Part):
     def __init__(self, ctx: AppContext) -> None:
         super().__init__(ctx)
         self.dialog: AuthDialog | None = None
-        self.needed: auth.AuthNeeded | None = None
+        self.needed: AuthNeeded | None = None
         self.stored = ""
         """Where the dialog's values were stored (said once the session opens)."""
         self.bridge.authRequired.connect(self._required)
         self.bridge.authFailed.connect(self._failed)
 
-    def _storable(self, needed: auth.AuthNeeded) -> bool:
+    def _storable(self, needed: AuthNeeded) -> bool:
+        # Imported with the first agent that asks (tomllib and its parser are not for the first frame).
+        from ide.client import auth
+
         agents = self.ctx.settings.agents
         return auth.is_configured(needed.agent, needed.command, agents)
 
-    def _required(self, needed: auth.AuthNeeded) -> None:
+    def _required(self, needed: AuthNeeded) -> None:
         from ide.app.sessions.auth import AuthDialog
         from ide.settings import user_config_path
 
@@ -66,6 +69,7 @@ class AgentAuth(Part):
         dialog.raise_()
 
     def _save(self, method_id: str, values: dict[str, str]) -> None:
+        from ide.client import auth
         from ide.settings import user_config_path, workspace_config_path
 
         needed, dialog = self.needed, self.dialog

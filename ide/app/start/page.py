@@ -121,7 +121,7 @@ class StartPage(QScrollArea):
         self.model_label = plain_label("startModel")
         self.verdict = plain_label("startVerdict")
         self.fix = plain_label("startFix")
-        self.fix.setStyleSheet("font-weight: 600;")
+        # Bold through the application stylesheet (QLabel#startFix, ide.app.theme).
         self.probe_label = plain_label("startProbe")
         self.test_button = QPushButton("Test Model")
         self.test_button.setToolTip("Send the model one real tool-call request and one structured request")

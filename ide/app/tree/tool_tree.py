@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from ide.client.events import PlanChanged, PlanEntry, SessionEvent, ToolCallEvent
@@ -139,6 +138,8 @@ class ToolCallTree:
     def _open(self) -> list[TreeEvent]:
         if self.run_id is not None:
             return []
+        import uuid  # here, not at import: uuid imports platform, ~2 ms before the first frame
+
         self.run_id, self._seq, self._steps, self._tool_calls = f"acp-{uuid.uuid4().hex[:12]}", 0, 0, 0
         self._nodes, self._active = {ROOT}, set()
         label = f"{self.agent}: {self._prompt}" if self._prompt else self.agent
