@@ -7,8 +7,8 @@ diff view; the wire model's validation (what the bridge does with the notificati
 is reported apart. The peer, measured in the same run, is a QPlainTextEdit given the whole change set as
 one unified diff (setPlainText plus its first paint). Offscreen; the target for "show" is 500 ms.
 
-"end_to_end_s" is issue 32's target, "built and shown in the pane <= 300 ms" (item 4), in one process:
-the change set of ``bench/review.py`` (``build_bench_changeset`` on ``make_bench_repo``, 300 files /
+"end_to_end_s" is issue 50's target, "built and shown in the pane <= 200 ms" (issue 32's was 300 ms), in one
+process: the change set of ``bench/review.py`` (``build_bench_changeset`` on ``make_bench_repo``, 300 files /
 3,000 hunks) built in the change set of a review made beforehand (a session makes its review when it
 starts), ``Review.view(summary=True)`` (what the window is sent: every file's summary, the
 first screen's hunks), ``model_dump(mode="json")`` and ``json.dumps`` as the backend sends it,
@@ -17,6 +17,13 @@ until the diff view's first paint. Each phase's median is reported too, and "ano
 down the list selected until its hunks, asked for with ``_arbor/review/hunks`` (``Review.hunks``, JSON
 both ways), are painted. "every_hunk_sent" is the same with every hunk in the change set (old clients,
 and the window before), alternating with it. (The stdio transport itself is not included.)
+
+Each phase is timed twice: wall time (``time.perf_counter``) and the CPU time of this thread
+(``time.thread_time``, "built_and_shown_cpu"): on a machine other work keeps busy the wall time mostly says
+how long the process waited for a core. Before the clock starts the process settles its heap as the window
+and the backend do once they are up (``ide.gcpolicy.settle_heap``: one collection, then what start-up made
+is frozen): a full collection that walked the imports of PySide6, pydantic and the change set's modules
+took 60–90 ms and fell into one run in three, at random.
 """
 
 from __future__ import annotations
@@ -43,11 +50,14 @@ from ide.app.review.diffs import local_file_change, unified_text
 from ide.app.review.pane import ReviewPane
 from ide.app.theme import apply_theme
 from ide.changes import BatchStore, ChangeSet, Review
+from ide.gcpolicy import settle_heap
 from ide.protocol.review import ChangeSetView, HunksParams, HunksResult
 
 SHOW_TARGET_S = 0.5
-E2E_TARGET_S = 0.3
+E2E_TARGET_S = 0.2
 E2E_PHASES = ("build", "view", "serialise", "validate", "show")
+CLOCKS = {"": time.perf_counter, "_cpu": time.thread_time}
+"""The clocks each end-to-end phase is read on: wall, and this thread's CPU time."""
 
 
 def synthetic_changeset(files: int, hunks: int) -> ChangeSetView:
@@ -108,29 +118,35 @@ def end_to_end(
     selected, its hunks asked for (``Review.hunks``, JSON both ways, ``HunksResult``) and painted. ``full``:
     the protocol of old clients, every hunk in the change set (what the window waited for before)."""
     pane, watch = new_pane(app)
-    times: dict[str, float] = {}
+    times: dict[str, dict[str, float]] = {}
     # Made before the clock starts, as a session makes its review (and the workspace's batch store) when it
     # starts, before the agent's first edit (ide.backend.session): the edits go into its change set.
     review = Review(ChangeSet(root), session_id="bench", title="bench", store=BatchStore(data))
     watch.arm()
-    started = time.perf_counter()
+
+    def now() -> dict[str, float]:
+        return {suffix: clock() for suffix, clock in CLOCKS.items()}
+
+    started = now()
     build_bench_changeset(root, files, hunks, review.changeset)
-    times["build"] = time.perf_counter()
+    times["build"] = now()
     view = review.view(summary=not full)
-    times["view"] = time.perf_counter()
+    times["view"] = now()
     payload = json.dumps(view.model_dump(mode="json"))
-    times["serialise"] = time.perf_counter()
+    times["serialise"] = now()
     received = ChangeSetView.model_validate(json.loads(payload))
-    times["validate"] = time.perf_counter()
+    times["validate"] = now()
     pane.set_changeset(received)
     while not watch.painted:
         app.processEvents()
-    times["show"] = time.perf_counter()
-    out, previous = {}, started
-    for phase in E2E_PHASES:
-        out[phase] = times[phase] - previous
-        previous = times[phase]
-    out["total"] = times["show"] - started
+    times["show"] = now()
+    out = {}
+    for suffix in CLOCKS:
+        previous = started[suffix]
+        for phase in E2E_PHASES:
+            out[phase + suffix] = times[phase][suffix] - previous
+            previous = times[phase][suffix]
+        out["total" + suffix] = times["show"][suffix] - started[suffix]
     out["wire_bytes"] = len(payload.encode())
     if not full:
         asked: list[HunksParams] = []
@@ -171,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     changeset = synthetic_changeset(args.files, args.hunks)
     wire = changeset.model_dump(mode="json")
     text = unified_text(changeset)
+    settle_heap()  # as the window (its first session) and the backend (its first turn) do: ide.gcpolicy
 
     validate, show, switch, step, peer = [], [], [], [], []
     for _ in range(args.runs):
@@ -228,12 +245,19 @@ def main(argv: list[str] | None = None) -> int:
             "phases_median": {
                 phase: round(statistics.median(run[phase] for run in e2e), 4) for phase in E2E_PHASES
             },
+            "built_and_shown_cpu": summary([run["total_cpu"] for run in e2e]),
+            "phases_cpu_median": {
+                phase: round(statistics.median(run[phase + "_cpu"] for run in e2e), 4) for phase in E2E_PHASES
+            },
+            "peer_plaintextedit_whole_diff": summary(peer),
+            "ratio_to_peer_median": round(e2e_median / statistics.median(peer), 2),
             "wire_bytes": int(e2e[0]["wire_bytes"]),
             "target_s": E2E_TARGET_S,
             "meets_target": e2e_median <= E2E_TARGET_S,
             "another_file_s": summary([run["another_file"] for run in e2e]),
             "every_hunk_sent": {
                 "built_and_shown": summary([run["total"] for run in e2e_full]),
+                "built_and_shown_cpu": summary([run["total_cpu"] for run in e2e_full]),
                 "phases_median": {
                     phase: round(statistics.median(run[phase] for run in e2e_full), 4) for phase in E2E_PHASES
                 },

@@ -159,7 +159,10 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
         for ending in ENDING_SIGNALS:
             loop.add_signal_handler(ending, _close_once, loop, app)
 
-    window = build_window(workspace, open_tree, agent)
+    # The parts' modules (the registry imports them) and the widgets live as long as the window: no
+    # collection walks them before the first frame either (ide.gcpolicy).
+    with quiet_imports():
+        window = build_window(workspace, open_tree, agent)
     # The stylesheet once the window is built, before it is shown: each widget is restyled once, where a
     # stylesheet already set restyled a subtree each time it was put into a parent (ide.app.theme).
     apply_theme(app)
