@@ -139,12 +139,13 @@ class ShadowBase:
             thread.start()
         try:
             tracked_secrets = [rel for rel in head_files(self.repo, self.head) if self.is_secret(rel)]
-        finally:
             threads[1].join()
-        listed = listing[0] if listing else self._changed_or_untracked()
-        self.withheld.update(rel for rel in listed if self.is_secret(rel))
-        copies = self._read_uncommitted(sorted(listed - self.withheld))
-        threads[0].join()
+            listed = listing[0] if listing else self._changed_or_untracked()  # its error, raised here
+            self.withheld.update(rel for rel in listed if self.is_secret(rel))
+            copies = self._read_uncommitted(sorted(listed - self.withheld))
+        finally:
+            for thread in threads:
+                thread.join()  # nothing is removed while git still writes there
         if outcome[0] is not None:
             raise outcome[0]
         root = str(self.root)
@@ -227,7 +228,7 @@ class ShadowBase:
             known[rel] = stat.S_IMODE(found[5])
             self._watched[rel] = found if found[1] < decided - RACY_NS else None
             _add_parents(dirs, rel.rpartition("/")[0])
-        self._known = dict(sorted(known.items()))
+        self._known = known
         self._index.entries = vouched
         for rel in sorted(dirs):
             found = lstat_stamp(f"{root}/{rel}" if rel else root)

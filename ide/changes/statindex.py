@@ -184,7 +184,7 @@ class StatIndex:
             )
         flags = [part for item in FORCED for part in ("-c", item)]
         done = run_git(
-            self.state,
+            self.git_dir,  # so gitsafe blanks whatever program its config might name
             *flags,
             f"--git-dir={self.git_dir}",
             f"--work-tree={self.work_tree}",

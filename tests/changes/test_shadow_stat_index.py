@@ -240,3 +240,25 @@ def test_a_stat_index_written_by_anything_else_is_refused(repo: Path, slow_check
             shadow.capture()
     finally:
         shadow.close()
+
+
+def test_a_workspace_below_the_repository_top_is_vouched_for_and_captured_alone(
+    repo: Path, slow_checkout: None, monkeypatch: pytest.MonkeyPatch, outside: Path
+) -> None:
+    workspace = repo / "pkg1"
+    shadow = Shadow.create(workspace)
+    try:
+        assert shadow._index is not None and shadow._index.prefix == "pkg1"
+        assert set(shadow._index.entries) == {rel for rel in shadow._known if rel != "sub1/mod1.py"}
+        (shadow.top / "pkg0" / "sub0" / "mod0.py").write_text("outside the workspace\n")
+        (shadow.root / "sub2" / "mod5.py").write_text("inside\n")
+        os.chmod(shadow.root / "sub0" / "mod6.py", 0o700)
+        assert set(shadow.capture().changes) == {"sub2/mod5.py", "sub0/mod6.py"}
+        monkeypatch.setattr(base_module, "read_entries", lambda _data: None)
+        walked = Shadow.create(workspace)
+        try:
+            assert _state(shadow)[:4] == _state(walked)[:4]
+        finally:
+            walked.close()
+    finally:
+        shadow.close()
