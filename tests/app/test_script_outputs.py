@@ -16,6 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
     "auth_screenshot": "output",
+    "eval_screenshot": "output",
     "options_screenshot": "output",
     "review_demo": "output",
     "readme_pictures": "output_dir",
