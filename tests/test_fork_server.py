@@ -73,7 +73,8 @@ def _forked_until_its_input_closes(argv: list[str], cwd: Path) -> None:
     ``cwd``, close its input and see it exit with 0."""
     caller = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        _wait(lambda: len(_forked_in(cwd)) == 1, f"the server's child running {Path(argv[-1]).name}")
+        # The caller is a Python program: its start until it reaches the server takes seconds at load 10.
+        _wait(lambda: len(_forked_in(cwd)) == 1, f"the server's child running {Path(argv[-1]).name}", 30)
         assert caller.stdin is not None
         caller.stdin.close()
         assert caller.wait(30) == 0

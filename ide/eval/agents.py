@@ -286,7 +286,7 @@ def _why(exc: Exception, run: object) -> str:
     from acp import RequestError
 
     from ide.client import agentconn
-    from ide.client.auth import SignInNeeded
+    from ide.client.signin import SignInNeeded
 
     if isinstance(exc, RequestError):
         return error_from_request(exc).message

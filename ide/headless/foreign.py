@@ -34,7 +34,7 @@ from acp.schema import (
 )
 
 from ide.childenv import agent_env
-from ide.client import agentconn, auth
+from ide.client import agentconn, auth, signin
 from ide.client.agentproc import ARBOR_AGENT, AgentChoice, cli_argv, error_from_request
 from ide.client.events import SessionEvent, ToolCallDone
 from ide.client.foreign import ForeignSession
@@ -224,7 +224,7 @@ class ForeignRun:
                 raise
             methods = auth.read_methods(hello.auth_methods)
             refusal = auth.error_message(exc)
-            await auth.sign_in_unattended(
+            await signin.sign_in_unattended(
                 self.conn, self.agent.name, self.agent.command, methods, env, refusal
             )
             created = await agentconn.within(
@@ -369,7 +369,7 @@ async def run_foreign(
     except agentconn.NoAnswer as exc:
         err.write(f"\narbor: {exc.info.text()}\n")
         return EXIT_FAILED
-    except auth.SignInNeeded as exc:
+    except signin.SignInNeeded as exc:
         err.write(f"\narbor: {exc}\n")
         return EXIT_FAILED
     except ConnectionError:
