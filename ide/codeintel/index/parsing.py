@@ -94,10 +94,11 @@ class EarlyPool:
         self.batch.append(job)
         self.count += 1
         self.size += size
-        if self.size >= BATCH_BYTES or len(self.batch) >= 64:  # as batches() cuts them
-            self.queue.append(self.batch)
-            self.batch, self.size = [], 0
-        if self.count < IN_PROCESS_MAX or self.broken or not self.queue:
+        if self.size < BATCH_BYTES and len(self.batch) < 64:  # as batches() cuts them
+            return  # no batch to send (asking the workers' futures at every file cost ~0.25 s a pass)
+        self.queue.append(self.batch)
+        self.batch, self.size = [], 0
+        if self.count < IN_PROCESS_MAX or self.broken:
             return
         if self.pool is None:
             self.pool = new_pool(self.workers)
