@@ -23,8 +23,6 @@ from shiboken6 import isValid
 from ide.app.background import run_blocking, spawn
 from ide.client import agentconn, agentproc, sessions
 from ide.client.agentproc import BackendState, error_from_request
-from ide.client.events import ConfigOptionsChanged, ModeChanged
-from ide.client.fold import SessionFold
 from ide.client.link import AgentLink
 from ide.client.notifications import NotificationRouter
 
@@ -33,6 +31,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ide.client.agentconn import PermissionHandler, ShadowCapability
+    from ide.client.fold import SessionFold
     from ide.protocol import AgentMeta, ErrorInfo
     from ide.protocol.method import Method, Notification
 
@@ -120,11 +119,18 @@ class BackendBridge(QObject):
         self._link = AgentLink(self._ended, lambda coro, name: spawn(coro, name=name))
         """The agent's process and its connection, one at a time, each start a new generation."""
         self._notifications = NotificationRouter()
-        self._fold = SessionFold()
-        """The current session's updates read into events; a new one for each session, start and replay."""
+        self._session_fold: SessionFold | None = None
+        """The current session's updates read into events; a new one for each session, start and replay
+        (made at first use: the events' module is not for the first frame)."""
         self.timeouts = agentconn.DEFAULT_TIMEOUTS
         """How long each request waits for its answer (its declaration's limit, ``Request.timeout_s``);
         without one in time its handler gets an error saying so, and a late answer is dropped."""
+
+    @property
+    def _fold(self) -> SessionFold:
+        if self._session_fold is None:
+            self._session_fold = _new_fold(None)
+        return self._session_fold
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
@@ -394,7 +400,7 @@ class BackendBridge(QObject):
 
         def replay() -> None:
             self.session_id = resume  # the replayed updates are of this session
-            self._fold = SessionFold(resume)
+            self._session_fold = _new_fold(resume)
             self.replayStarting.emit()
 
         try:
@@ -484,8 +490,10 @@ class BackendBridge(QObject):
     def _on_update(self, generation: int, session_id: str, update: Any) -> None:
         if generation != self._link.generation or session_id != self.session_id:
             return
+        from ide.client.events import ConfigOptionsChanged, ModeChanged
+
         if self._fold.session_id != session_id:
-            self._fold = SessionFold(session_id)
+            self._session_fold = _new_fold(session_id)
         event = self._fold.apply(update)
         if isinstance(event, ModeChanged):
             self.mode = event.mode_id
@@ -514,3 +522,10 @@ class BackendBridge(QObject):
         if state != self.state:
             self.state = state
             self.stateChanged.emit(state.value)
+
+
+def _new_fold(session_id: str | None) -> SessionFold:
+    """A session's fold (:mod:`ide.client.fold` and its events are imported with the first one)."""
+    from ide.client.fold import SessionFold
+
+    return SessionFold(session_id)

@@ -56,7 +56,6 @@ QLabel#bannerFix {{ color: #4a3a3a; }}
 QLabel#bannerDetails {{ background: #fff7f7; border: 1px solid #efcccc; border-radius: 4px; padding: 4px; }}
 QStatusBar {{ background: #f6f7f9; border-top: 1px solid #dfe3ea; }}
 QStatusBar QLabel {{ color: #4a4f58; padding: 0 6px; }}
-QToolBar#bannerBar {{ border: 0; padding: 0; margin: 0; spacing: 0; }}
 QLabel#startFix {{ font-weight: 600; }}
 QLabel#reviewIdentityWarning {{
     color: #7b4a0b; background: #fff7e6; border: 1px solid #f0d49c; border-radius: 3px; padding: 4px 6px;

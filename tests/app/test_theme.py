@@ -82,6 +82,11 @@ def test_the_stylesheet_set_once_the_window_is_built_shows_the_same_first_frame(
         frames = [window.grab().toImage() for window in windows]
         assert frames[0].size() == frames[1].size()
         assert frames[0] == frames[1]
+        # The banner across the top, as wide as the window either way (its toolbar has no margins).
+        for window in windows:
+            window.banner.show_notice("The index is out of date.", "Reindex")
+            qtbot.waitUntil(lambda window=window: window.banner.width() == window.width())
+        assert windows[0].grab().toImage() == windows[1].grab().toImage()
         # The rules that were widget stylesheets, now the application's, still apply.
         page = built_first.part(StartPart).page
         assert page.fix.font().bold() and not page.model_label.font().bold()

@@ -10,18 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ide.client.events import (
-    MessageChunk,
-    PlanChanged,
-    PlanEntry,
-    PromptSent,
-    SessionEvent,
-    ThoughtChunk,
-    ToolCallEvent,
-    UserChunk,
-)
+if TYPE_CHECKING:
+    from ide.client.events import PlanChanged, PlanEntry, SessionEvent, ToolCallEvent
 
 RAW_DISPLAY_CHARS = 6000
 """Raw tool input/output shown in a block; the rest is cut with a note (the agent already caps it)."""
@@ -108,6 +100,17 @@ class Conversation:
 
         Events the chat does not show (commands, modes, usage, a turn's end, …) return None.
         """
+        # The events' module (a score of frozen dataclasses, ~6 ms) loads with the first event, not for the
+        # window's first frame.
+        from ide.client.events import (
+            MessageChunk,
+            PlanChanged,
+            PromptSent,
+            ThoughtChunk,
+            ToolCallEvent,
+            UserChunk,
+        )
+
         match event:
             case PromptSent():
                 return self._append_text("user", event.text, None)

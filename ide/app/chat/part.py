@@ -11,7 +11,6 @@ from ide.app.chat.panel import ChatPanel
 from ide.app.parts.base import SIDE, AppContext, Dock, KeptAcrossReplay, Spec
 from ide.app.parts.capabilities import Chat, OpensFiles, SearchTrees
 from ide.app.parts.needs import Requires, Uses
-from ide.client.events import PromptSent, TurnEnded, TurnFailed
 
 if TYPE_CHECKING:
     from ide.client.events import SessionEvent
@@ -51,6 +50,8 @@ class ChatDock(Dock):
         self.panel.set_modes(self.bridge.modes, self.bridge.mode)
 
     def on_session_event(self, event: SessionEvent) -> None:
+        from ide.client.events import PromptSent, TurnEnded, TurnFailed
+
         match event:
             case PromptSent():
                 self.panel.prompt_sent(event)

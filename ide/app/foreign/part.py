@@ -19,9 +19,9 @@ from ide.app.parts.base import AppContext, Part, Spec
 from ide.app.parts.capabilities import Chat, Review, SearchTrees
 from ide.app.parts.needs import Uses
 from ide.app.tree.tool_tree import ToolCallTree
-from ide.client.events import SessionEvent, ToolCallDone, ToolCallEvent
 
 if TYPE_CHECKING:
+    from ide.client.events import SessionEvent
     from ide.protocol.review import ChangeSetView
 
 
@@ -107,6 +107,8 @@ class ForeignAgent(Part):
             self._emit(self.tree.start_turn(f"turn {self._turns}"))
 
     def on_session_event(self, event: SessionEvent) -> None:
+        from ide.client.events import ToolCallDone, ToolCallEvent
+
         if not self.is_foreign():
             return
         self._emit(self.tree.apply(event))

@@ -19,9 +19,9 @@ from ide.app.review.diffs import (
     header_text,
     keep_loaded,
 )
-from ide.client.events import SessionEvent, ToolCallEvent
 
 if TYPE_CHECKING:
+    from ide.client.events import SessionEvent
     from ide.protocol.review import (
         ApplyParams,
         ApplyResult,
@@ -514,8 +514,7 @@ class ReviewState:
         return None if batch.rolled_back else batch
 
     def applied(self, result: ApplyResult) -> str:
-        """Keep the conflicts of an Apply (its change set goes through :meth:`receive`); what it did, and
-        what stays pending."""
+        """Keep an Apply's conflicts (its change set goes to :meth:`receive`); what it did, what is left."""
         self.conflicts = list(result.conflicts)
         note = pending_note(result.changeset)
         return apply_message(result) + (f" {note}" if note else "")
@@ -571,9 +570,10 @@ class ReviewState:
         self.current_file = self.current_hunk = -1
 
     def collect(self, event: SessionEvent) -> bool:
-        """Fold the standard ACP ``diff`` content of a tool call into the read-only review (only when the
-        agent is not Arbor); True when the view changes: the event's notification carried one, or it says
-        a call that proposed one failed (a refused or failed edit is not shown)."""
+        """Fold a tool call's standard ACP ``diff`` into the read-only review (an agent without Arbor's
+        review); True when the view changes: a diff came, or a call that proposed one failed (not shown)."""
+        from ide.client.events import ToolCallEvent  # not for the first frame (ide.app.acp_client)
+
         if self.interactive or not isinstance(event, ToolCallEvent):
             return False
         if "status" in event.changed and event.status == "failed":

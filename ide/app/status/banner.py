@@ -192,7 +192,9 @@ class BannerBar(QToolBar):
         self.setFloatable(False)
         self.setAllowedAreas(Qt.ToolBarArea.TopToolBarArea)
         self.toggleViewAction().setVisible(False)  # not in the toolbars' context menu
-        # Its look (no border, padding or spacing) is the application stylesheet's (ide.app.theme).
+        # A stylesheet of its own (an application rule would match too late: QToolBar's layout takes its
+        # margins from the style in its constructor, before the object name is set).
+        self.setStyleSheet("QToolBar#bannerBar { border: 0; padding: 0; margin: 0; spacing: 0; }")
         self.banner = banner
         banner.setVisible(True)  # from now on the toolbar's action shows and hides it
         self._action = self.addWidget(banner)

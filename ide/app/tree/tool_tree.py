@@ -9,9 +9,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from ide.client.events import PlanChanged, PlanEntry, SessionEvent, ToolCallEvent
-
 if TYPE_CHECKING:
+    from ide.client.events import PlanEntry, SessionEvent, ToolCallEvent
     from ide.protocol.tree import NodeKind, NodeStatus, ToolAction, TreeEvent, TreeNode
 
 
@@ -88,6 +87,8 @@ class ToolCallTree:
 
     def apply(self, event: SessionEvent) -> list[TreeEvent]:
         """The tree events one session event makes (none for chat text, thoughts, modes …)."""
+        from ide.client.events import PlanChanged, ToolCallEvent
+
         if isinstance(event, ToolCallEvent):
             return self._tool_call(event)
         if isinstance(event, PlanChanged):
