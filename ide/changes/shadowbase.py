@@ -202,15 +202,23 @@ class ShadowBase:
         dirs: set[str] = {""}
         first: dict[int, str] = {}
         decided = time.time_ns()
+        cut = len(lead)
+        bits = {0o100644: 0o666 & ~mask, 0o100755: 0o777 & ~mask, LINK_MODE: 0o777}
         for name, start, end, ctime_s, mtime_s, mode in parsed:
-            if lead and not name.startswith(lead):
+            if cut and not name.startswith(lead):
                 continue
-            rel = os.fsdecode(name[len(lead) :])
-            _add_parents(dirs, rel if mode == GITLINK_MODE else rel.rpartition("/")[0])
-            if mode == GITLINK_MODE or rel.count("/") >= MAX_WALK_DEPTH or rel in skip:
+            rel = os.fsdecode(name[cut:])
+            folder = rel if mode == GITLINK_MODE else rel.rpartition("/")[0]
+            if folder not in dirs:
+                _add_parents(dirs, folder)
+            permissions = bits.get(mode)
+            if permissions is None and mode != GITLINK_MODE:
+                return False  # a mode a checkout does not make: let a walk say what is there
+            if permissions is None or rel.count("/") >= MAX_WALK_DEPTH or rel in skip:
                 continue
-            known[rel] = 0o777 if mode == LINK_MODE else (0o777 if mode & 0o100 else 0o666) & ~mask
-            first.setdefault(mode, rel)
+            known[rel] = permissions
+            if mode not in first:
+                first[mode] = rel
             if vouches(max(ctime_s, mtime_s), decided):
                 vouched[rel] = data[start:end]
             else:
