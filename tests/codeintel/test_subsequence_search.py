@@ -157,3 +157,14 @@ def test_sqlite_like_is_what_the_bit_sets_copy(tmp_path: Path) -> None:
     for name, pattern, expected in [("Déjà", "%d%é%", 1), ("DÉJÀ", "%d%é%", 0), ("ABC", "%a%c%", 1)]:
         assert db.execute("SELECT ? LIKE ?", (name, pattern)).fetchone()[0] == expected
     db.close()
+
+
+def test_letter_bit_sets_from_the_code_planes(ide_index: CodeIndex) -> None:
+    """A letter's occurrences are ANDs of the text's seven code planes: the same bits as reading the text
+    for that letter, for every character the names hold (and the separators in each)."""
+    names = [row[0] for row in ide_index.db.execute("SELECT DISTINCT name FROM defs")]
+    bits = NameBits([*names, "odd$name", "dash-name", "x.y", "UPPER_9"])
+    assert len(bits._letters) > 30
+    for letter in sorted(bits._letters - {subsequence.SEPARATOR}):
+        expected = subsequence._bits(bits._lower, letter + subsequence.SEPARATOR)
+        assert bits._occurs(letter) == expected, letter
