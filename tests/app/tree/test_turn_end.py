@@ -81,7 +81,7 @@ def test_no_model_server_is_red_at_once_and_a_turn_fails_with_the_reason(
     fail_a_turn(qtbot, window)
     assert_run_failed(window, f"Ollama is not reachable at {host}")
     assert banner.isVisible() and banner.kind == "model_unreachable"
-    qtbot.waitUntil(lambda: banner.width() == window.width(), timeout=TURN_TIMEOUT_MS)  # 5 s: out at load 10
+    qtbot.waitUntil(lambda: banner.width() == window.width(), timeout=5000)
     chat_dock = window.part(ChatDock).dock
     assert (
         banner.mapTo(window, banner.rect().bottomLeft()).y()
