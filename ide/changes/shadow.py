@@ -7,13 +7,16 @@ objects read through ``objects/info/alternates`` — so whatever git the agent r
 update-ref, config, hooks) never reaches the user's repository (a ``git worktree`` would share all of
 those). On top come the user's uncommitted and untracked-but-not-ignored files. Ignored files — build
 output — are not there at all, and neither is any file the secret list names, tracked or not (the agent
-is told they are withheld, and a secret it writes is not captured). Its baseline is that state:
-``_known`` holds every baseline file's mode and, once its content was seen equal to the baseline, its
-``lstat`` stamp; content is read only for what the stamps say moved, and compared with the baseline
-bytes (HEAD's blob through git's checkout filters, or the bytes copied in). New files are looked for
-only in the directories whose own stamp moved (an entry was added, removed or renamed there), and kept
-unless ``git check-ignore`` says they are ignored; the shadow's index plays no part, so whatever git the
-agent runs there (add, commit) changes nothing here.
+is told they are withheld, and a secret it writes is not captured). Its baseline is that state
+(``ide/changes/shadowbase.py`` makes it): ``_known`` holds every baseline file's mode, and its stat data
+are vouched for either by the stat index (``ide/changes/statindex.py``: a git index of the shadow's own,
+outside the checkout, which ``git diff-files`` compares) or, once its content was seen equal to the
+baseline, by an ``lstat`` stamp kept here (``_watched``); content is read only for what moved, and
+compared with the baseline bytes (HEAD's blob through git's checkout filters, or the bytes copied in).
+New files are looked for only in the directories whose own stamp moved (an entry was added, removed or
+renamed there), and kept unless ``git check-ignore`` says they are ignored. The shadow's own index is
+read once, as the checkout left it, before the agent starts: whatever git the agent runs there (add,
+commit) changes nothing here.
 
 A capture fills a :class:`~ide.changes.overlay.ChangeSet` over the real workspace whose bases are the
 shadow's baseline, so today's Review and Apply (three-way with the user's edits, commit, rollback) take
