@@ -12,7 +12,7 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -85,8 +85,16 @@ def _state(shadow: Shadow) -> tuple[object, ...]:
     return (dict(shadow._known), set(shadow._dirs), shadow.withheld, shadow.notes, shadow._base, files)
 
 
+@pytest.fixture(params=[0o022, 0o077])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process's umask while the test runs (a checkout's files get their modes through it)."""
+    before = os.umask(request.param)
+    yield request.param
+    os.umask(before)
+
+
 def test_the_baseline_from_the_checkouts_index_is_the_one_a_walk_takes(
-    repo: Path, slow_checkout: None, monkeypatch: pytest.MonkeyPatch
+    repo: Path, slow_checkout: None, monkeypatch: pytest.MonkeyPatch, umask: int
 ) -> None:
     fast = Shadow.create(repo, secret=_secret(repo))
     try:
@@ -98,7 +106,7 @@ def test_the_baseline_from_the_checkouts_index_is_the_one_a_walk_takes(
             assert walked._index is not None and not walked._index.entries
             assert _state(fast) == _state(walked)
             assert ".env" in fast.withheld and not (fast.root / ".env").exists()
-            assert fast._known["run.sh"] & 0o111 and fast._known["link.py"] == 0o777
+            assert fast._known["run.sh"] == 0o777 & ~umask and fast._known["link.py"] == 0o777
         finally:
             walked.close()
     finally:
