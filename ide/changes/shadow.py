@@ -265,6 +265,8 @@ class Shadow(ShadowBase):
         ]
         if not ready or len(ready) < max(PROMOTE_MIN, len(index.entries) // PROMOTE_SHARE):
             return
+        if len(index.entries) + len(ready) < self.stat_index_min:
+            return
         for rel, seen in ready:
             entry = pack_entry(index.name(rel), *seen)
             if entry is not None:

@@ -64,6 +64,12 @@ def _secret(root: Path) -> Callable[[str], bool]:
     return lambda rel: files.is_secret(files.root / rel)
 
 
+@pytest.fixture(autouse=True)
+def small_repositories_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These repositories are small: the stat index takes them all the same."""
+    monkeypatch.setattr(base_module.ShadowBase, "stat_index_min", 0)
+
+
 @pytest.fixture
 def slow_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
     """The checkout ends a second before the baseline is taken, so the stat index vouches for it all."""
@@ -268,5 +274,21 @@ def test_a_workspace_below_the_repository_top_is_vouched_for_and_captured_alone(
             assert _state(shadow)[:4] == _state(walked)[:4]
         finally:
             walked.close()
+    finally:
+        shadow.close()
+
+
+def test_a_small_repository_keeps_its_stamps_here_and_runs_no_git_to_capture(
+    repo: Path, slow_checkout: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(base_module.ShadowBase, "stat_index_min", 5_000)
+    monkeypatch.setattr(shadow_module, "PROMOTE_MIN", 1)
+    shadow = Shadow.create(repo)
+    try:
+        assert shadow._index is not None and not shadow._index.entries
+        assert set(shadow._watched) == set(shadow._known)
+        (shadow.root / "pkg0" / "sub0" / "mod1.py").write_text("changed\n")
+        assert set(shadow.capture().changes) == {"pkg0/sub0/mod1.py"}
+        assert not shadow._index.entries  # nothing handed over below the minimum
     finally:
         shadow.close()
