@@ -166,6 +166,7 @@ class ShadowBase:
         )
         if not self._baseline_from_index():
             self._stamp_all()
+            self._trust_when_settled([rel for rel, seen in self._watched.items() if seen is None])
         self._index.write()
         if self.withheld:
             shown = ", ".join(sorted(self.withheld)[:10]) + (", …" if len(self.withheld) > 10 else "")
