@@ -10,7 +10,6 @@ the capability a part offers (:meth:`BackendBridge.offer_shadow`, a ``ShadowCapa
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -27,6 +26,8 @@ from ide.client.link import AgentLink
 from ide.client.notifications import NotificationRouter
 
 if TYPE_CHECKING:
+    import asyncio
+
     from acp.core import ClientSideConnection
     from pydantic import BaseModel
 

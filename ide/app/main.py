@@ -8,14 +8,13 @@ from ide.gcpolicy import quiet_imports, settle_heap, settle_run
 # frame (ide.gcpolicy; settle_heap looks at it once the first session is ready).
 with quiet_imports():
     # PySide6's import hook looks at every module imported after shiboken6: installed first, it looks
-    # cheaply (ide.app.pyside_hook). qasync imports PySide6 too.
+    # cheaply (ide.app.pyside_hook).
     import shiboken6  # noqa: F401 (loads the hook install() changes)
 
     from ide.app import pyside_hook
 
     pyside_hook.install()
 
-    import asyncio
     import contextlib
     import logging
     import os
@@ -23,17 +22,19 @@ with quiet_imports():
     import sys
     from collections.abc import Coroutine
     from pathlib import Path
-    from typing import Any
+    from typing import TYPE_CHECKING, Any
 
-    import qasync
     from PySide6.QtCore import QCoreApplication, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
     from shiboken6 import isValid
 
     from ide.app.theme import apply_theme
-    from ide.app.window import MainWindow
+    from ide.app.window import FIRST_FRAME_WAIT_MS, MainWindow
     from ide.client.agentproc import AgentChoice
     from ide.logs import setup_logging
+
+if TYPE_CHECKING:
+    import qasync
 
 APP_NAME = "arbor"
 ORGANIZATION = "arbor"
@@ -102,6 +103,8 @@ def _run_to_end(loop: qasync.QEventLoop, step: Coroutine[Any, Any, None]) -> Non
 async def _close(window: MainWindow) -> None:
     """Stop the agent, then (a foreign agent's) its shadow and Arbor's review backend; and the backends of
     the demo windows the start page opened."""
+    import asyncio
+
     from ide.app.foreign.part import ForeignAgent
     from ide.app.start.part import StartPart
 
@@ -138,6 +141,24 @@ def build_window(
     return window
 
 
+def _event_loop(app: QApplication) -> qasync.QEventLoop:
+    """qasync's loop over ``app``, the current event loop. Ctrl+C in the terminal closes the window like the
+    Quit action (the loop wakes for signals); so do SIGTERM (a supervisor, `kill`) and SIGHUP (the terminal
+    closed), once: the agents stop and their shadows go. A second one ends the process at once, and what it
+    started ends with it (ide.lifetime)."""
+    import asyncio
+
+    import qasync
+
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, app.closeAllWindows)
+        for ending in ENDING_SIGNALS:
+            loop.add_signal_handler(ending, _close_once, loop, app)
+    return loop
+
+
 def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice | None = None) -> int:
     """Open the window on ``workspace`` and run until it closes; returns the process exit code.
 
@@ -149,16 +170,6 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "arbor"])
     assert isinstance(app, QApplication)
     configure_application(app, stylesheet=False)
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    # Ctrl+C in the terminal closes the window like the Quit action (the loop wakes for signals); so do
-    # SIGTERM (a supervisor, `kill`) and SIGHUP (the terminal closed), once: the agents stop and their
-    # shadows go. A second one ends the process at once, and what it started ends with it (ide.lifetime).
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGINT, app.closeAllWindows)
-        for ending in ENDING_SIGNALS:
-            loop.add_signal_handler(ending, _close_once, loop, app)
-
     # The parts' modules (the registry imports them) and the widgets live as long as the window: no
     # collection walks them before the first frame either (ide.gcpolicy).
     with quiet_imports():
@@ -166,7 +177,15 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     # The stylesheet once the window is built, before it is shown: each widget is restyled once, where a
     # stylesheet already set restyled a subtree each time it was put into a parent (ide.app.theme).
     apply_theme(app)
+    # The first frame shows the backend starting, as it is once that frame is on screen (unless the
+    # workspace's settings need trust first: the start then shows it stopped while trust asks).
+    window.bridge.announce_start()
     window.show()
+    # Qt's own loop paints the first frame; asyncio and qasync (~18 ms of CPU) load once it is on screen,
+    # and everything the window does after that frame (firstPainted and what waits for it) runs on the
+    # qasync loop made then.
+    painted = window.wait_for_first_paint()
+    loop = _event_loop(app)
     smoke = _smoke_test(window, app) if os.environ.get(SMOKE_ENV) else None
     # Once the first session is ready everything start-up made (Qt wrappers, the ACP SDK's models) is
     # alive for good: freeze it, so the collector never walks it again during a live run.
@@ -178,7 +197,7 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
         QTimer.singleShot(0, lambda: open_at_start(window, open_tree))
     # Started from inside the loop (the first tasks need it running), once the first frame is on screen:
     # the backend's process, the workspace's listing and the parts' requests wait for it (docs/traps.md).
-    window.start_after_first_frame()
+    window.start_after_first_frame(wait_ms=0 if not painted else FIRST_FRAME_WAIT_MS)
     window.firstPainted.connect(lambda: QCoreApplication.setApplicationVersion(_version()))
     with loop:
         # Until the application quits (last window closed, Quit, Ctrl+C, the smoke test). Not

@@ -6,7 +6,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QEventLoop, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import QDockWidget, QStackedWidget, QVBoxLayout, QWidget
 
@@ -160,11 +160,26 @@ class MainWindow(AppWindow):
         else:
             self.bridge.withdraw_start()
 
-    def start_after_first_frame(self) -> None:
+    def wait_for_first_paint(self) -> bool:
+        """Run Qt's events until the window's first paint (at most :data:`FIRST_FRAME_WAIT_MS`, or until the
+        window closes); True once it painted. :attr:`firstPainted` is emitted from the next event loop to
+        run: ``run_gui`` makes qasync's loop after this, so asyncio and qasync load once the first frame is
+        on screen and what waits for that frame still runs on the qasync loop."""
+        if not self._first_frame.painted:
+            wait = QEventLoop()
+            self._first_frame.held = True
+            self._first_frame.seen.connect(wait.quit)
+            self.closed.connect(wait.quit)
+            QTimer.singleShot(FIRST_FRAME_WAIT_MS, wait, wait.quit)
+            wait.exec()
+            self._first_frame.release()
+        return self._first_frame.painted
+
+    def start_after_first_frame(self, wait_ms: int = FIRST_FRAME_WAIT_MS) -> None:
         """:meth:`start` once the first frame is painted: the backend's process, the workspace listing and
         the parts' first requests then run beside an event loop that has nothing left to paint, not in
         front of the first frame (on two cores the backend's start-up alone doubled the time to it). A
-        window that paints nothing within :data:`FIRST_FRAME_WAIT_MS` starts anyway."""
+        window that paints nothing within ``wait_ms`` starts anyway."""
         started = False
 
         def start() -> None:
@@ -180,7 +195,7 @@ class MainWindow(AppWindow):
         # after that frame) need trust first: :meth:`start` then shows it stopped while trust asks.
         self.bridge.announce_start()
         self.firstPainted.connect(start)
-        QTimer.singleShot(FIRST_FRAME_WAIT_MS, self, start)
+        QTimer.singleShot(wait_ms, self, start)
 
     def send_prompt(self, text: str) -> None:
         """Send ``text`` as a new turn (ignored unless the backend is ready): the session's ``PromptSent``
@@ -218,6 +233,11 @@ class MainWindow(AppWindow):
         return self.part(TreeDock).dock
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self._first_frame.held:
+            # Asked while the first frame is painted, before the loop the parts stop on runs: once it runs.
+            event.ignore()
+            self._first_frame.close_asked = True
+            return
         self.dock_layout.save()
         self.bridge.stop()
         super().closeEvent(event)
@@ -229,9 +249,16 @@ class _FirstFrame(QObject):
     Qt paints a frame's widgets in one pass that starts with the window: a zero timer set at the window's
     paint event fires once the whole frame is painted."""
 
+    seen = Signal()
+    """The window's first paint event, as it comes (the frame's widgets are painted in the same pass)."""
+
     def __init__(self, window: MainWindow) -> None:
         super().__init__(window)
         self.painted = False
+        self.held = False
+        """Set: :meth:`release` emits firstPainted, not the paint (``MainWindow.wait_for_first_paint``)."""
+        self.close_asked = False
+        """The window was asked to close while held: it closes once released."""
         self._window = window
         window.installEventFilter(self)
 
@@ -239,5 +266,15 @@ class _FirstFrame(QObject):
         if event.type() == QEvent.Type.Paint and not self.painted:
             self.painted = True
             self._window.removeEventFilter(self)
-            QTimer.singleShot(0, self._window, self._window.firstPainted.emit)
+            self.seen.emit()
+            if not self.held:
+                QTimer.singleShot(0, self._window, self._window.firstPainted.emit)
         return False
+
+    def release(self) -> None:
+        """No longer held: firstPainted follows a paint already seen from the next event loop to run."""
+        self.held = False
+        if self.close_asked:
+            QTimer.singleShot(0, self._window, self._window.close)
+        elif self.painted:
+            QTimer.singleShot(0, self._window, self._window.firstPainted.emit)

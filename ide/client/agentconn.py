@@ -11,7 +11,6 @@ own requests: the window's first frame does without them.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -75,6 +74,8 @@ async def within(call: Awaitable[R], request: Request, timeouts: RequestTimeouts
     """The answer to ``request``, which ``call`` sends; :class:`NoAnswer` (naming the request by its wire
     name) when it does not come within its limit (the wait is cancelled, which takes the request off the
     connection's pending list)."""
+    import asyncio
+
     seconds = timeouts.of(request)
     try:
         return await asyncio.wait_for(call, seconds)

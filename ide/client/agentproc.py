@@ -10,7 +10,6 @@ starts. So are the wire models (pydantic): the window's first frame does without
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -29,6 +28,8 @@ from ide.client.process import EOF_GRACE_S, StderrTail, drain_stderr, signal_gro
 from ide.lifetime import end_group
 
 if TYPE_CHECKING:
+    import asyncio
+
     from acp import RequestError
 
     from ide.protocol import ErrorInfo
@@ -229,6 +230,8 @@ class AgentProcess:
     """A running agent: its process, the tail of its stderr (drained continuously), its polite stop."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
+        import asyncio
+
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self.process = process
         self.stderr = StderrTail()
@@ -250,6 +253,8 @@ class AgentProcess:
     async def wait(self) -> int:
         """The exit code, once the process is reaped (what it left in its group SIGKILLed) and its last
         stderr lines are in the tail."""
+        import asyncio
+
         code = await self.process.wait()
         if not self._group_ended:  # once, as it ends: the pid may be another process's group later on
             self._group_ended = True

@@ -21,7 +21,6 @@ with :func:`ide.client.agentconn.answered` and says them. The wire models are im
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import shutil
@@ -40,6 +39,8 @@ from ide.lifetime import scratch_prefix
 from ide.sandbox import confined
 
 if TYPE_CHECKING:
+    import asyncio
+
     from pydantic import BaseModel
 
     from ide.protocol.foreign import ForeignCapture, ForeignShadow
@@ -151,7 +152,9 @@ class ForeignSession:
         self._closing: asyncio.Future[None] | None = None
         """The one closing under way or done (:meth:`aclose`), until the next :meth:`start`."""
         self._on_exit = on_exit
-        self._capturing = asyncio.Lock()
+        self._capture_lock: asyncio.Lock | None = None
+        """One shadow call at a time (made at first use: the window makes its session before its first
+        frame, and asyncio loads after it)."""
 
     @property
     def agent(self) -> AgentProcess | None:
@@ -247,7 +250,11 @@ class ForeignSession:
         conn = self.conn
         if self.shadow is None or conn is None:
             return None
-        async with self._capturing:
+        if self._capture_lock is None:
+            import asyncio
+
+            self._capture_lock = asyncio.Lock()
+        async with self._capture_lock:
             return await agentconn.call(conn, method, params, self.timeouts)
 
     async def read(self, path: str, line: int | None, limit: int | None) -> str:
@@ -289,6 +296,8 @@ class ForeignSession:
         """Remove the shadow, then stop the backend. Once: a second call (the window's close and its
         entry point both ask) waits for the first — it must not stop the backend while the first's request
         to remove the shadow is still on its way, which left the shadow behind."""
+        import asyncio
+
         if self._closing is None:
             self._closing = asyncio.ensure_future(self._close(eof_grace))
         await asyncio.shield(self._closing)

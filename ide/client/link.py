@@ -10,7 +10,6 @@ bookkeeping; an agent whose connection is lost while it runs is killed.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import signal
@@ -21,6 +20,8 @@ from ide.client.agentconn import connect
 from ide.client.process import EOF_GRACE_S, STOP_GRACE_S
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ide.client.agentconn import ClientCallbacks
     from ide.client.agentproc import AgentChoice, AgentProcess
     from ide.protocol import ErrorInfo
@@ -34,6 +35,8 @@ ENDING_S = 0.5
 
 
 def _create_task(coro: Coroutine[Any, Any, R], name: str) -> asyncio.Task[R]:
+    import asyncio
+
     return asyncio.create_task(coro, name=name)
 
 
@@ -79,6 +82,8 @@ class AgentLink:
         previous = self._steps
 
         async def after_previous() -> None:
+            import asyncio
+
             # asyncio.wait ignores how the previous step ended but still lets this task be cancelled.
             if previous is not None and not previous.done():
                 await asyncio.wait({previous})
@@ -115,6 +120,8 @@ class AgentLink:
         return conn
 
     async def _watch(self, generation: int, agent: AgentProcess) -> None:
+        import asyncio
+
         code = await agent.wait()
         conn = self._connections.pop(generation, None)
         if conn is not None:
@@ -128,6 +135,8 @@ class AgentLink:
     async def stop(self, *, eof_grace: float = EOF_GRACE_S) -> bool:
         """Ask the agent to exit (end of input, then SIGTERM, then SIGKILL) and let its watcher finish its
         bookkeeping; its end is no death. False when none runs."""
+        import asyncio
+
         agent = self.agent
         if agent is None or agent.process.returncode is not None:
             return False
@@ -149,6 +158,8 @@ class AgentLink:
         """SIGKILL the process unless it ends by itself within :data:`ENDING_S` — its connection was lost:
         its output closed as it exited (under the keeper, a moment before the exit is seen), and its own
         exit code is what to tell, not the kill's."""
+        import asyncio
+
         process = self.process
         if process is None:
             return

@@ -11,15 +11,17 @@ Arbor's backend gets a parent-death signal, another agent runs under the keeper)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ide.lifetime import dies_with_parent, end_group, kept
+
+if TYPE_CHECKING:
+    import asyncio
 
 STDIO_LIMIT = 50 * 1024 * 1024
 """Reader limit for the agent's stdout; asyncio's 64 KiB default is smaller than some ACP lines."""
@@ -39,6 +41,8 @@ end with it: :mod:`ide.lifetime`)."""
 def on_stop_signals(handler: Callable[[], object]) -> Iterator[None]:
     """While inside, :data:`STOP_SIGNALS` call ``handler`` on the running event loop instead of ending the
     process (where the platform lets a loop take signals)."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     for stop in STOP_SIGNALS:
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -83,6 +87,8 @@ async def spawn_agent(
     ``cwd`` when given (a foreign agent's shadow workspace). It ends when this process ends: by a
     parent-death signal, or with ``keep`` (another agent, which may start children of its own) under the
     keeper, whose pid the process is then (:mod:`ide.lifetime`). Call it from the event loop's thread."""
+    import asyncio
+
     argv = kept(command, env, cwd) if keep else list(command)
     return await asyncio.create_subprocess_exec(
         *argv,
@@ -133,6 +139,8 @@ async def stop_agent(
     what it left in its group is SIGKILLed."""
     # Closing the connection first lets its sender finish what it queued, so closing stdin under it
     # cannot fail a write. Bounded: a hung agent with a full pipe must not hold the stop.
+    import asyncio
+
     if conn is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(conn.close(), 1.0)

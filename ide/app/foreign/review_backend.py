@@ -14,7 +14,6 @@ Qt signals: the change sets, notes for the conversation, the backend's death.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -34,6 +33,8 @@ from ide.client.foreign import ForeignSession, Moved
 from ide.client.process import STDIO_LIMIT
 
 if TYPE_CHECKING:
+    import asyncio
+
     from acp import RequestError
     from pydantic import BaseModel
 
@@ -152,6 +153,8 @@ class ReviewBackend(QObject):
         """Where the agent is started: a new shadow of the workspace and its review session (the same
         again when ``resume``-ing the agent's session while it is open), or None — said with
         :attr:`noted` — when none can be made (not a git repository, the review backend cannot start)."""
+        import asyncio
+
         from acp import RequestError
 
         if resume and self.shadow is not None and self.session_id is not None:
@@ -338,6 +341,8 @@ class ReviewBackend(QObject):
             raise _refusal(INTERNAL_ERROR, f"{method}: Arbor's review backend has stopped", path) from None
 
     async def _connection(self) -> tuple[Any, str]:
+        import asyncio
+
         if self._opening is None or (self._opening.done() and self._opening.exception() is not None):
             self._opening = asyncio.ensure_future(self._open())
         return await asyncio.shield(self._opening)

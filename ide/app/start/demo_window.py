@@ -8,7 +8,6 @@ its Search tree and the continuation forked from it (the recording's events sent
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 import tempfile
@@ -24,6 +23,8 @@ from ide.app.tree.part import TreeDock
 from ide.app.window import MainWindow
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ide.protocol.tree import TreeEvent
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,8 @@ from ide.app.widgets.controls import edge_to_edge
 from ide.app.workspace.files import list_workspace_files
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ide.settings import WorkspaceSettings
 
 Index = QModelIndex | QPersistentModelIndex

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import shiboken6
 from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
@@ -26,6 +26,9 @@ from ide.app.background import run_blocking, spawn
 from ide.app.widgets.controls import edge_to_edge
 from ide.app.workspace.files import FileContent, read_for_viewer
 from ide.app.workspace.highlight import PygmentsHighlighter, lex_lines
+
+if TYPE_CHECKING:
+    import asyncio
 
 CURRENT_LINE_COLOUR = QColor("#fff6d5")
 
