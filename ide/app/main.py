@@ -184,6 +184,8 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     # Qt's own loop paints the first frame; asyncio and qasync (~18 ms of CPU) load once it is on screen,
     # and everything the window does after that frame (firstPainted and what waits for it) runs on the
     # qasync loop made then.
+    if open_tree is not None:  # in the first frame, as Qt runs a zero timer before it (docs/traps.md)
+        QTimer.singleShot(0, lambda: open_at_start(window, open_tree))
     painted = window.wait_for_first_paint()
     loop = _event_loop(app)
     smoke = _smoke_test(window, app) if os.environ.get(SMOKE_ENV) else None
@@ -193,8 +195,6 @@ def run_gui(workspace: Path, open_tree: Path | None = None, agent: AgentChoice |
     from ide.app.tree.part import TreeDock
 
     window.part(TreeDock).runFinished.connect(lambda *_: settle_run())
-    if open_tree is not None:
-        QTimer.singleShot(0, lambda: open_at_start(window, open_tree))
     # Started from inside the loop (the first tasks need it running), once the first frame is on screen:
     # the backend's process, the workspace's listing and the parts' requests wait for it (docs/traps.md).
     window.start_after_first_frame(wait_ms=0 if not painted else FIRST_FRAME_WAIT_MS)
