@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ide.client.agentconn import DEFAULT_TIMEOUTS, RequestTimeouts, answered, within
 from ide.client.agentproc import error_from_request
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from acp.schema import PromptResponse
 
     from ide.protocol import ErrorInfo
@@ -88,6 +89,8 @@ LIST_PAGES = 20  # of session/list, 50 sessions each from Arbor's backend
 
 
 def _when(text: str | None) -> datetime | None:
+    from datetime import UTC, datetime
+
     with contextlib.suppress(ValueError, TypeError):
         moment = datetime.fromisoformat(text)  # type: ignore[arg-type]
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
@@ -110,6 +113,8 @@ async def list_sessions(
             cursor = page.next_cursor
             if not cursor:
                 break
+        from datetime import UTC, datetime
+
         oldest = datetime.min.replace(tzinfo=UTC)
         return sorted(found, key=lambda s: s.updated_at or oldest, reverse=True)
 

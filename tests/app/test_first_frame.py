@@ -58,6 +58,10 @@ LOOP_LATER = ("asyncio", "qasync", "concurrent", "ssl", "socket")
 """The event loop: Qt's own paints the first frame, qasync's (with asyncio, its sockets and thread pools:
 ~18 ms of CPU) is made once that frame is on screen, and what waits for the frame runs on it."""
 
+STDLIB_LATER = ("html", "difflib", "hashlib", "datetime")
+"""Imported by the functions that use them (rich text escaped, a hunk's diff and id, a session's or a
+memory's time; json too, which the child here imports itself): ~5 ms of the first frame's CPU before."""
+
 CHILD = textwrap.dedent(
     """
     import gc, json, sys
@@ -146,6 +150,7 @@ def test_the_first_frame_waits_for_nothing_it_does_not_show(git_workspace: Path,
 
     assert _tops(seen["paint"], AFTER_THE_FIRST_FRAME) == []
     assert _tops(seen["paint"], LOOP_LATER) == []
+    assert _tops(seen["paint"], STDLIB_LATER) == []
     assert {"asyncio", "qasync"} <= set(_tops(seen["ready"], LOOP_LATER))
     # The window's modules import with the collector off and are frozen after (ide.gcpolicy.quiet_imports):
     # no full collection walks them before the first frame (one did, at ~45 ms of collections in all).

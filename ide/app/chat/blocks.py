@@ -7,7 +7,6 @@ Each view renders one :mod:`ide.app.chat.conversation` block; ``refresh()`` redr
 from __future__ import annotations
 
 import contextlib
-import html
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +139,8 @@ def _defuse(document: QTextDocument) -> None:
     """Make a model's Markdown inert: each image becomes its alt text, greyed (never fetched nor read), and
     a hover shows a link's real address, not a title the model wrote (a tooltip is rich text, whose
     ``<img>`` would be read from disk)."""
+    import html
+
     spans: list[tuple[int, int, QTextCharFormat]] = []
     images: list[tuple[int, str, QTextCharFormat]] = []
     block = document.firstBlock()
@@ -297,6 +298,8 @@ class ThoughtView(Collapsible):
 
     def _update_header(self, *_: Any) -> None:
         # The first line previews a collapsed thought; expanded, the body says it all.
+        import html
+
         first = "" if self.expanded else (self.block.text.strip().splitlines() or [""])[0]
         preview = html.escape(first[:120])
         self.header.setText(f"<b>Thought</b> <span style='color:#8a8f98'>{preview}</span>")
@@ -335,6 +338,8 @@ class ToolCallView(Collapsible):
         self._workspace = workspace
 
     def refresh(self) -> None:
+        import html
+
         block = self.block
         glyph, colour, word = STATUS_GLYPHS.get(block.status, ("•", "#8a8f98", block.status))
         self.header.setText(
@@ -386,6 +391,8 @@ class PlanView(QFrame):
         layout.addWidget(self.label)
 
     def refresh(self) -> None:
+        import html
+
         rows = "".join(
             f"<div>{PLAN_GLYPHS.get(plan_status(item.status, item.content), '•')} "
             f"{html.escape(item.content)}</div>"

@@ -8,7 +8,6 @@ import ``acp.schema``: that import costs most of a second, and the window paints
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -210,6 +209,8 @@ def _tool_content_text(item: Any) -> str:
 
 
 def _display(value: Any) -> str:
+    import json
+
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)

@@ -15,7 +15,6 @@ Qt signals: the change sets, notes for the conversation, the backend's death.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shlex
@@ -297,6 +296,8 @@ class ReviewBackend(QObject):
     def _check_size(self, content: str, path: str) -> None:
         """Refuse a write whose request would pass the backend's line limit: sent, it would be dropped."""
         # The line as the SDK sends it (ASCII-escaped JSON), plus room for the ids and the method.
+        import json
+
         size = len(json.dumps(content)) + len(json.dumps(path)) + 1024
         if size > STDIO_LIMIT:
             mb = 1024 * 1024

@@ -9,7 +9,6 @@ request explains itself in the banner and leaves nothing pending; it never touch
 
 from __future__ import annotations
 
-import datetime
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -62,6 +61,8 @@ def provenance_detail(entry: MemoryEntry) -> str:
 
 
 def _when(timestamp: float) -> str:
+    import datetime
+
     return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
 
 

@@ -6,8 +6,6 @@ Everything here is plain data so the pane only paints, and tests and the benchma
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,6 +102,8 @@ def local_hunks(path: str, old: str | None, new: str | None) -> list[HunkView]:
 
     Ids hash the path and the hunk's lines, so the same edit keeps its id when the diff is recomputed.
     """
+    import hashlib
+
     from ide.protocol.diff import CONTEXT_LINES, NO_NEWLINE, hunk_header, line_hunks
     from ide.protocol.hidden import scan_hunk
     from ide.protocol.review import HunkView
@@ -190,6 +190,8 @@ class Row:
 
 def intraline_spans(old: str, new: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Changed word ranges of a removed line and the added line that replaces it (empty if unrelated)."""
+    import difflib
+
     if len(old) > INTRALINE_MAX_CHARS or len(new) > INTRALINE_MAX_CHARS:
         return [], []
     a, b = _WORD.findall(old), _WORD.findall(new)

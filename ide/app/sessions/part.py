@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -25,6 +24,8 @@ from ide.app.parts.needs import Uses
 from ide.client.sessions import SessionSummary
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ide.protocol import ErrorInfo
 
 SESSION_ROLE = Qt.ItemDataRole.UserRole
@@ -34,6 +35,8 @@ EMPTY = "No earlier sessions in this workspace yet. Each conversation is kept; r
 
 def when(moment: datetime | None, now: datetime | None = None) -> str:
     """A session's last change in local time: the time today, else the date and time."""
+    from datetime import datetime
+
     if moment is None:
         return ""
     local = moment.astimezone()

@@ -5,7 +5,6 @@ call (title, kind, status, raw input and output) and its plan's steps — as
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,8 @@ PLAN = "plan"
 
 def _text(value: Any) -> str | None:
     """A raw output (or content) as capped text for the node's observation."""
+    import json
+
     from ide.protocol.tree import OBSERVATION_CAP
 
     if value is None:
