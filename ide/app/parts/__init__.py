@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pkgutil
 from pathlib import Path
 
 from ide.app.parts.base import AppContext, Dock, Part
@@ -26,13 +25,15 @@ APP = Path(__file__).resolve().parent.parent
 
 def part_modules() -> list[str]:
     """The modules that hold parts: ``ide.app.<feature>.part`` and ``ide.app.<feature>.part_*``."""
+    # A scan of the source, not pkgutil.iter_modules: pkgutil (with importlib.abc) is ~1.5 ms of the first
+    # frame's CPU, which builds the registry.
     names = []
-    for feature in pkgutil.iter_modules([str(APP)]):
-        if not feature.ispkg:
+    for feature in APP.iterdir():
+        if "." in feature.name or not (feature / "__init__.py").is_file():
             continue
-        for info in pkgutil.iter_modules([str(APP / feature.name)]):
-            if info.name == "part" or info.name.startswith("part_"):
-                names.append(f"ide.app.{feature.name}.{info.name}")
+        for module in feature.glob("part*.py"):
+            if module.stem == "part" or module.stem.startswith("part_"):
+                names.append(f"ide.app.{feature.name}.{module.stem}")
     return sorted(names)
 
 
