@@ -205,7 +205,7 @@ async def run_agent(
         status, reason, diff = "failed", "", ""
         try:
             async with run:
-                status, reason = await _turn(run, task, proxy, budget_tokens, budget_s, started)
+                status, reason = await _turn(run, task, proxy, budget_tokens, budget_s)
                 captured = await run.session.capture(workspace=True)
                 changes = captured.changeset if captured is not None else None
                 if changes is not None and changes.files:
@@ -244,10 +244,10 @@ async def _turn(
     proxy: MeteringProxy | None,
     budget_tokens: int,
     budget_s: float,
-    started: float,
 ) -> tuple[str, str]:
     """The agent's turn, stopped at a budget: ("finished", "") or ("failed", why) for a turn it ended
-    itself, ("over_budget" | "timeout", why) when stopped."""
+    itself, ("over_budget" | "timeout", why) when stopped. The time budget counts from the prompt, as for
+    Arbor's modes: the start of Arbor's backend and the shadow depends on the load, not the agent."""
     from ide.headless.foreign import ForeignRun
 
     assert isinstance(run, ForeignRun)
@@ -258,7 +258,7 @@ async def _turn(
     try:
         done, _ = await asyncio.wait(
             waits,
-            timeout=max(0.0, started + budget_s - time.monotonic()),
+            timeout=budget_s,
             return_when=asyncio.FIRST_COMPLETED,
         )
     finally:

@@ -272,7 +272,10 @@ class MeteringProxy:
         """Requests of any kind passed on (model lists included)."""
         self._server: asyncio.Server | None = None
         self._client: httpx.AsyncClient | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._serving: set[asyncio.Task[None]] = set()
+        """The connections being served (waited for at :meth:`aclose`)."""
+        self._streaming: set[httpx.Response] = set()
+        """Answers being passed back (closed at :meth:`aclose`: the model server stops generating)."""
         self.port = 0
 
     @property
@@ -302,8 +305,10 @@ class MeteringProxy:
     async def aclose(self) -> None:
         if self._server is not None:
             self._server.close()
-            for writer in list(self._writers):
-                writer.close()
+            for response in list(self._streaming):
+                await response.aclose()  # an answer still streaming: its relay ends, the server stops
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*self._serving, return_exceptions=True), 5.0)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 5.0)
             self._server = None
@@ -320,7 +325,9 @@ class MeteringProxy:
             self.over.set()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving.add(task)
         try:
             while True:
                 request = await _read_request(reader)
@@ -330,8 +337,11 @@ class MeteringProxy:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
             return
+        except httpx.HTTPError as exc:  # the model server broke off mid-answer: the agent's answer ends too
+            log.debug("the model server's answer broke off: %s", exc)
+            return
         finally:
-            self._writers.discard(writer)
+            self._serving.discard(task)
             writer.close()
 
     async def _answer(self, request: _Request, writer: asyncio.StreamWriter) -> bool:
@@ -369,9 +379,11 @@ class MeteringProxy:
         if call is not None and response.status_code >= 400:
             self.calls.remove(call)  # refused (busy, too long, bad key): the model spent nothing on it
             call = None
+        self._streaming.add(response)
         try:
             return await self._relay(response, writer, call, strip_usage)
         finally:
+            self._streaming.discard(response)
             await response.aclose()
             self._check_budget()
 
@@ -386,6 +398,8 @@ class MeteringProxy:
         reader = _Reader(response.headers.get("content-type", ""))
         pending = b""
         async for data in response.aiter_raw():
+            if writer.is_closing():
+                return False  # the agent went away (ended, cancelled): its answer is not read on
             if call is None:
                 await _chunk(writer, data)
                 continue
