@@ -4,7 +4,8 @@ In one run, side by side: a cold full index (fresh SQLite file) vs ``ctags -R`` 
 the parse floor (tree-sitter parsing the files the index parsed, in as many worker processes, with no
 queries, no Python walk and no SQLite: issue 32's target is the index at most 1.3x that; both also in CPU
 seconds of all their processes, which a busy machine hardly changes) and the query floor (the same with the
-index's tag query run over each tree, its captures handed to Python and left there), a re-open with
+index's tag query run over each tree, its captures handed to Python and left there: issue 50's target is
+the index at most 1.3x this one in CPU, ``cold_vs_query_floor_cpu``), a re-open with
 nothing changed, one edited file reflected in search, symbol-query latency (p50/p95 over queries made
 from real names: exact, prefix, substring and fuzzy), database size and peak RSS. The corpus is a
 hard-link tree (a copy where linking fails) in a temp dir, so nothing is written near the real files. Its
