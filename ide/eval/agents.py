@@ -306,9 +306,3 @@ def tail(text: str, limit: int = 1500) -> str:
     """The end of a long output (a failing check's), marked as cut."""
     text = text.strip()
     return text if len(text) <= limit else "…" + text[-limit:]
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write a run's diff or transcript (made with its directory)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")

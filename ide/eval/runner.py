@@ -12,9 +12,7 @@ the running ones and leaves the report as it was after the last finished run.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from ide.eval.report import CHART_FILE, format_table, summarize, write_chart
 from ide.eval.session import RunSettings
 from ide.eval.tasks import EvalTask
 from ide.protocol.eval import REPORT_FILE, RETRY_MODE, EvalReport, EvalRun, load_report, save_report
+from ide.protocol.tree import write_text_atomic
 from ide.settings import user_config_path
 
 
@@ -265,14 +264,7 @@ class Evaluation:
                 continue
             target = self.options.out / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-                    out.write(text)
-                os.replace(temp, target)
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            write_text_atomic(target, text)
         return record.run
 
     def _record(self, run: EvalRun) -> None:

@@ -351,16 +351,23 @@ def write_jsonl(events: Iterable[TreeEvent], path: str | os.PathLike[str]) -> Pa
     target = Path(path)
     if not target.name.endswith(TREE_FILE_SUFFIX):
         target = target.with_name(target.name + TREE_FILE_SUFFIX)
-    lines = [event.model_dump_json(exclude_defaults=True) + "\n" for event in events]
+    write_text_atomic(
+        target, "".join(event.model_dump_json(exclude_defaults=True) + "\n" for event in events)
+    )
+    return target
+
+
+def write_text_atomic(target: Path, text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``target`` through a temporary file beside it, so a
+    reader never sees it half written and a crash leaves the file as it was."""
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.writelines(lines)
+            out.write(text)
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    return target
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[TreeEvent]:
