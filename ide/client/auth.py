@@ -63,6 +63,10 @@ class EnvVarMethod:
     link: str | None = None
     """A web page where the user gets the credentials (shown, never opened by itself)."""
 
+    def missing(self, values: Mapping[str, str]) -> list[str]:
+        """The required variables ``values`` leaves out or empty."""
+        return [var.name for var in self.vars if not var.optional and not values.get(var.name)]
+
 
 @dataclass(frozen=True)
 class TerminalMethod:

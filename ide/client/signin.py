@@ -30,7 +30,7 @@ async def sign_in_unattended(
     :class:`SignInNeeded` when no method can be done so, or the agent refused it; the message names every
     method and how to do it."""
     for method in methods:
-        if isinstance(method, EnvVarMethod) and all(v.optional or env.get(v.name) for v in method.vars):
+        if isinstance(method, EnvVarMethod) and not method.missing(env):
             said = await authenticate(conn, method.id)
             if said is None:
                 return

@@ -195,7 +195,7 @@ class AuthDialog(QDialog):
         assert isinstance(method, EnvVarMethod)
         fields = self.fields[method_id]
         values = {var.name: fields[var.name].text().strip() for var in method.vars}
-        missing = [var.name for var in method.vars if not var.optional and not values[var.name]]
+        missing = method.missing(values)
         if missing:
             self.fail(f"Fill in {', '.join(missing)} first.")
             fields[missing[0]].setFocus()
