@@ -212,21 +212,23 @@ class _Reader:
         self.sse = kind == "text/event-stream"
         self._buffer = b""
 
-    def feed(self, data: bytes) -> list[Any]:
+    def feed(self, data: bytes) -> list[tuple[bytes, Any]]:
+        """The lines ``data`` completed (without their ``\\n``), each with its event (None: no event)."""
         self._buffer += data
         if not self.lines:
             return []
         *complete, self._buffer = self._buffer.split(b"\n")
-        return [e for line in complete if (e := self._event(line)) is not None]
+        return [(line, self._event(line)) for line in complete]
 
-    def end(self) -> list[Any]:
+    def end(self) -> list[tuple[bytes, Any]]:
+        """What is left at the end of the answer: its last line unended, or the whole plain answer's
+        events (with no line)."""
         rest, self._buffer = self._buffer, b""
         if self.lines:
-            event = self._event(rest)
-            return [event] if event is not None else []
+            return [(rest, self._event(rest))] if rest else []
         with contextlib.suppress(ValueError):
             document = json.loads(rest)
-            return document if isinstance(document, list) else [document]
+            return [(b"", event) for event in (document if isinstance(document, list) else [document])]
         return []
 
     def _event(self, line: bytes) -> Any:
@@ -396,35 +398,35 @@ class MeteringProxy:
         head += ["Transfer-Encoding: chunked", "Connection: keep-alive", "", ""]
         writer.write("\r\n".join(head).encode("latin-1"))
         reader = _Reader(response.headers.get("content-type", ""))
-        pending = b""
+        # Stripping, the reader's whole lines are passed (less the usage-only chunk the agent did not ask
+        # for) and a partial line waits for its end; else the answer passes as it comes.
+        strip = strip and reader.sse
         async for data in response.aiter_raw():
             if writer.is_closing():
                 return False  # the agent went away (ended, cancelled): its answer is not read on
             if call is None:
                 await _chunk(writer, data)
                 continue
-            events = reader.feed(data)
-            if strip and reader.sse:
-                # Hold back the partial line; pass whole lines, less the usage-only chunk it asked for.
-                pending += data
-                *lines, pending = pending.split(b"\n")
-                data = b"".join(line + b"\n" for line in lines if not _usage_only(line))
-            self._count(call, events)
+            lines = reader.feed(data)
+            if strip:
+                data = b"".join(line + b"\n" for line, event in lines if not _usage_only(event))
+            self._count(call, lines)
             if data:
                 await _chunk(writer, data)
             if self.over.is_set():
                 return False  # cut mid-answer: the connection closes, the agent sees its answer end
-        events = reader.end()
         if call is not None:
-            self._count(call, events)
-            if pending and not (strip and _usage_only(pending)):
-                await _chunk(writer, pending)
+            rest = reader.end()
+            self._count(call, rest)
+            tail = b"".join(line for line, event in rest if not _usage_only(event)) if strip else b""
+            if tail:
+                await _chunk(writer, tail)
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
 
-    def _count(self, call: ProxiedCall, events: list[Any]) -> None:
-        for event in events:
+    def _count(self, call: ProxiedCall, lines: list[tuple[bytes, Any]]) -> None:
+        for _, event in lines:
             found_in, found_out = usage_of(event)
             if found_in is not None:
                 call.served_input = found_in
@@ -443,14 +445,8 @@ class MeteringProxy:
         )
 
 
-def _usage_only(line: bytes) -> bool:
-    text = line.strip()
-    if not text.startswith(b"data:"):
-        return False
-    try:
-        event = json.loads(text[5:])
-    except ValueError:
-        return False
+def _usage_only(event: Any) -> bool:
+    """An OpenAI chat chunk that carries only the usage (``stream_options.include_usage``)."""
     return isinstance(event, dict) and not event.get("choices") and isinstance(event.get("usage"), dict)
 
 
