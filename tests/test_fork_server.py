@@ -46,12 +46,27 @@ def _forked_in(cwd: Path) -> list[int]:
     return found
 
 
+LOG: list[Path] = []
+"""This worker's fork-server log (the conftest's), once the ``server`` fixture found it."""
+
+
+def _refusals() -> str:
+    """What the server refused, and why, from its log: a test that expected a fork says it when there was
+    none (PYTHONBREAKPOINT left behind by Ray's driver once sent every later caller to an interpreter of
+    its own)."""
+    try:
+        lines = [line for line in LOG[0].read_text().splitlines() if line.startswith("refused")]
+    except (IndexError, OSError):
+        return ""
+    return "; the fork server's last refusals: " + " | ".join(lines[-3:]) if lines else ""
+
+
 def _wait(condition: object, what: str, seconds: float = 5) -> None:
     for _ in range(int(seconds / 0.025)):
         if condition():  # type: ignore[operator]
             return
         time.sleep(0.025)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}{_refusals()}")
 
 
 def _server_ready() -> None:
@@ -84,9 +99,10 @@ def _forked_until_its_input_closes(argv: list[str], cwd: Path) -> None:
 
 
 @pytest.fixture
-def server() -> None:
+def server(tmp_path_factory: pytest.TempPathFactory) -> None:
     if not os.environ.get(SERVER):
         pytest.skip("the fork server is off (TESTS_FORK_SERVER=0)")
+    LOG[:] = [tmp_path_factory.getbasetemp() / "fork-server.log"]
     _server_ready()
 
 
@@ -174,7 +190,7 @@ def test_a_signal_to_the_caller_ends_the_child_as_it_would_end_arbor(
             )
             caller.stdin.flush()
             assert b'"id":1' in caller.stdout.readline()
-            assert len(_forked_in(tmp_path)) == forked
+            assert len(_forked_in(tmp_path)) == forked, _refusals()
             os.kill(caller.pid, sig)
             codes.append(caller.wait(30))
             _wait(lambda: not _forked_in(tmp_path), "the forked backend to end")

@@ -123,11 +123,13 @@ class RayRuns:
         self._ray: ModuleType | None = None
         self._remote: Any = None
         self._owned = False
+        self._environ: dict[str, str] = {}
         self._env = forwarded_env()
 
     def open(self) -> None:
         """Connect to the cluster (start a local one for ``local``); :class:`RayUnavailable` if it cannot.
         A process already connected (``ray.init`` called before) keeps its connection."""
+        environ = dict(os.environ)  # before the import too: it sets RAY_CLIENT_MODE
         ray = import_ray()
         if not ray.is_initialized():
             options: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
@@ -137,6 +139,7 @@ class RayRuns:
                     options["_temp_dir"] = str(self.temp_dir)
             else:
                 options["address"] = self.address
+            self._environ = environ
             try:
                 ray.init(**options)
             except Exception as exc:  # ConnectionError, ValueError, RuntimeError… all say the same
@@ -151,6 +154,11 @@ class RayRuns:
         """Disconnect (and stop a Ray instance this started)."""
         if self._ray is not None and self._owned:
             self._ray.shutdown()
+            # Ray's driver leaves variables of its own behind (PYTHONBREAKPOINT pointing into Ray, which
+            # whatever this process starts next would inherit): the environment goes back as it was.
+            os.environ.clear()
+            os.environ.update(self._environ)
+            self._owned = False
         self._ray = self._remote = None
 
     async def run(self, spec: RunSpec) -> RunRecord:

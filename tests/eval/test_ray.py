@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import io
+import os
 import subprocess
 import sys
 import uuid
@@ -46,25 +47,33 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(f"Ray is not installed ({RAY_INSTALL})")
     # A short session directory under the run's temp dir: Ray's socket paths must fit in 107 bytes.
     temp = tmp_path_factory.mktemp("r")
-    with pytest.MonkeyPatch.context() as patch:
-        # Ray's servers listen on every interface: token auth on, with a token of this run's (never
-        # written to the user's ~/.ray).
-        patch.setenv("RAY_AUTH_MODE", "token")
-        patch.setenv("RAY_AUTH_TOKEN", uuid.uuid4().hex)
-        import ray  # after the variables: Ray reads its auth mode as it is imported
+    # Ray's driver sets variables of its own (PYTHONBREAKPOINT, RAY_USAGE_STATS_ENABLED) and keeps them after
+    # its shutdown: the worker's environment is put back as it was, or every later `python -m ide` of this
+    # worker would differ from its fork server's and start an interpreter of its own.
+    environ = dict(os.environ)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            # Ray's servers listen on every interface: token auth on, with a token of this run's (never
+            # written to the user's ~/.ray).
+            patch.setenv("RAY_AUTH_MODE", "token")
+            patch.setenv("RAY_AUTH_TOKEN", uuid.uuid4().hex)
+            import ray  # after the variables: Ray reads its auth mode as it is imported
 
-        context = ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-            _node_ip_address="127.0.0.1",
-            _temp_dir=str(temp),
-        )
-        try:
-            yield context.address_info["gcs_address"]
-        finally:
-            ray.shutdown()
+            context = ray.init(
+                num_cpus=2,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                _node_ip_address="127.0.0.1",
+                _temp_dir=str(temp),
+            )
+            try:
+                yield context.address_info["gcs_address"]
+            finally:
+                ray.shutdown()
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 @pytest.fixture(scope="module")
@@ -238,6 +247,31 @@ def test_ray_is_not_imported_unless_asked_for() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_local_ray_instance_arbor_started_leaves_the_drivers_environment_as_it_was(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # In a process of its own (this worker's Ray is the module's): Ray's driver sets PYTHONBREAKPOINT and
+    # more, which whatever the driver starts next would inherit.
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip(f"Ray is not installed ({RAY_INSTALL})")
+    code = (
+        "import os, sys; from pathlib import Path; from ide.eval.distributed import RayRuns;"
+        "before = dict(os.environ); runs = RayRuns('local', 1, temp_dir=Path(sys.argv[1]));"
+        "runs.open(); during = dict(os.environ); runs.close();"
+        "print(sorted(set(during.items()) - set(before.items())) != [], dict(os.environ) == before)"
+    )
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path_factory.mktemp("r"))],  # short: Ray's socket paths
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]  # Ray did set some; they went with it
 
 
 def test_the_drivers_model_variables_go_with_each_run_and_its_own_dirs_do_not() -> None:
