@@ -262,7 +262,8 @@ def test_a_local_ray_instance_arbor_started_leaves_the_drivers_environment_as_it
         "runs.open(); during = dict(os.environ); runs.close();"
         "print(sorted(set(during.items()) - set(before.items())) != [], dict(os.environ) == before)"
     )
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": uuid.uuid4().hex}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONBREAKPOINT" and not k.startswith("RAY_")}
+    env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=uuid.uuid4().hex)  # not this module's instance's
     done = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path_factory.mktemp("r"))],  # short: Ray's socket paths
         capture_output=True,
