@@ -318,3 +318,8 @@ def test_is_secret_answers_what_the_patterns_answer_path_by_path(tmp_path: Path)
     assert answers == {rel: expected(rel) for rel in rels}
     assert any(answers.values()) and not all(answers.values())
     assert fs.is_secret(Path(str(fs.root) + "/src/../.env"))  # not normal text: pathlib's way, as before
+    # The shadow's question, by a workspace-relative name (twice: the second from its folders' memory),
+    # and names that are not normal text, which it asks as is_secret does.
+    odd = ["src/../.env", "./.env", "src//id_rsa", "/.env", "src/./x.pem", "ok/", "..", ".", "", "a/.."]
+    for rel in [*rels, *rels, *odd]:
+        assert fs.is_secret_rel(rel) == (bool(rel) and fs.is_secret(fs.root / rel.lstrip("/"))), rel

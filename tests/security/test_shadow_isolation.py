@@ -45,7 +45,7 @@ def _user_state(repo: Path) -> tuple[str, str, list[str], str]:
 def _secret(root: Path) -> Callable[[str], bool]:
     """The predicate the backend gives a shadow."""
     files = Workspace(root, WorkspaceSettings())
-    return lambda rel: files.is_secret(files.root / rel)
+    return files.is_secret_rel  # as the backend asks (ide.backend.extensions.foreign)
 
 
 def test_git_run_in_the_shadow_moves_no_ref_config_or_hook_of_the_users_repository(workspace: Path) -> None:

@@ -145,11 +145,8 @@ async def open_shadow(backend: Backend, request: ex.ForeignShadowParams) -> ex.F
     cwd, settings = backend.workspace(request.cwd)
     files = Workspace(Path(cwd), settings.workspace)
 
-    def secret(rel: str) -> bool:
-        return files.is_secret(files.root / rel)
-
     shadow = await asyncio.to_thread(
-        Shadow.create, Path(cwd), max_file_bytes=settings.workspace.max_file_bytes, secret=secret
+        Shadow.create, Path(cwd), max_file_bytes=settings.workspace.max_file_bytes, secret=files.is_secret_rel
     )
     try:
         opened = await _open(backend, cwd, request.agent, shadow)
