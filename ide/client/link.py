@@ -125,8 +125,11 @@ class AgentLink:
         code = await agent.wait()
         conn = self._connections.pop(generation, None)
         if conn is not None:
+            # In this task, not one of its own (as wait_for makes): a loop that ends before that task ran
+            # would drop close() unstarted ("coroutine was never awaited").
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 1.0)
+                async with asyncio.timeout(1.0):
+                    await conn.close()
         if generation != self.generation:
             return  # a newer agent: no one to tell
         self.conn = None

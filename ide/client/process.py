@@ -142,8 +142,11 @@ async def stop_agent(
     import asyncio
 
     if conn is not None:
+        # In this task, not one of its own (as wait_for makes): a loop that ends before that task ran
+        # would drop close() unstarted ("coroutine was never awaited").
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(conn.close(), 1.0)
+            async with asyncio.timeout(1.0):
+                await conn.close()
     if process.returncode is not None:
         return
     if process.stdin is not None:
