@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import tree_sitter_language_pack as pack
 from tree_sitter import Node, Parser, Query, QueryCursor
@@ -24,6 +25,8 @@ NAME_CAP = 200
 CONTAINERS = frozenset({"class", "struct", "interface", "trait", "enum", "union"})
 LEAVES = frozenset({"type", "constant"})
 """Kinds that never hold definitions (a C typedef wraps its struct; the struct is not its member)."""
+_METHOD_PARENTS = CONTAINERS | {"scope"}
+"""Kinds whose functions are methods."""
 WEAK = LEAVES
 """Kinds a more specific pattern on the same node overrides (a Go type spec of a struct is a struct)."""
 WRAPPERS = frozenset(
@@ -107,9 +110,9 @@ def _one_line(text: str, cap: int) -> str:
 def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSymbols) -> None:
     # (start, -end, kind, name, owner, node); scopes (kind "") qualify names without being definitions.
     found = _by_captures(query, root, source, result) if language in BY_CAPTURES else None
-    if found is None:
+    if found is None:  # (the captures' are in this order already)
         found = _by_matches(query, root, source, result)
-    found.sort(key=lambda item: (item[0], item[1]))
+        found.sort(key=_range)
     stack: list[tuple[int, str, str]] = []  # (end_byte, qualname, kind) of open containers
     namespaces: set[str] = set()  # a C++ `void ns::f() {}` is a function, `void Foo::f() {}` a method
     for start, neg_end, kind, name, owner, node in found:
@@ -126,28 +129,54 @@ def _tags(query: Query, root: Node, source: bytes, language: str, result: FileSy
             continue
         if kind == "namespace":
             namespaces.add(qualname)
-        if kind == "function" and parent_kind in (*CONTAINERS, "scope"):
+        if kind == "function" and parent_kind in _METHOD_PARENTS:
             kind = "method"
         result.definitions.append(_definition(node, source, language, name, qualname, kind, parent_qual))
 
 
 def _add_references(nodes: list[Node], references: dict[str, list[int]]) -> None:
     """Lines where each name is used, once each, in the order of ``nodes``."""
-    used_names: dict[bytes | None, str] = {}  # a name's bytes → the name (most are used many times)
+    by_text: dict[bytes, list[int]] = {}  # a name's bytes → its lines (most names are used many times)
+    for text, row in zip(map(_node_text, nodes), map(_row, map(_start_point, nodes)), strict=True):
+        lines = by_text.get(text)
+        if lines is None:
+            by_text[text] = [row + 1]
+        elif lines[-1] != row + 1:
+            lines.append(row + 1)
+    names = [_used_name(text) for text in by_text]
+    if len(set(names)) < len(names) or not references.keys().isdisjoint(names):
+        _add_references_by_name(nodes, references)  # two texts give one name: their lines interleave
+        return
+    references.update(zip(names, by_text.values(), strict=True))
+
+
+def _used_name(text: bytes) -> str:
+    name = text.decode("utf-8", "replace")[:NAME_CAP]
+    if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
+        name = name.rsplit("::", 1)[1].split("<", 1)[0]
+    return name
+
+
+def _add_references_by_name(nodes: list[Node], references: dict[str, list[int]]) -> None:
+    """``_add_references`` one node at a time, by name (where two texts give one name)."""
+    used_names: dict[bytes | None, str] = {}  # a name's bytes → the name
     for node in nodes:
         text = node.text
         name = used_names.get(text)
         if name is None:
-            name = text.decode("utf-8", "replace")[:NAME_CAP]  # type: ignore[union-attr]
-            if "::" in name:  # a::b::f() and std::make_unique<T>() use f and make_unique
-                name = name.rsplit("::", 1)[1].split("<", 1)[0]
-            used_names[text] = name
+            name = used_names[text] = _used_name(text)  # type: ignore[arg-type]
         line = node.start_point[0] + 1
         lines = references.get(name)
         if lines is None:
             references[name] = [line]
         elif lines[-1] != line:
             lines.append(line)
+
+
+_node_text = attrgetter("text")
+_start_point = attrgetter("start_point")
+_row = itemgetter(0)
+_range = itemgetter(0, 1)
 
 
 _Found = list[tuple[int, int, str, str, str, Node]]
@@ -169,14 +198,28 @@ def _by_captures(query: Query, root: Node, source: bytes, result: FileSymbols) -
             return None  # scopes and receivers need their match
     if len(definitions) != len(names):
         return None
-    definitions.sort(key=lambda item: (item[0], item[1]))
+    definitions.sort(key=_range)
     found: _Found = []
-    previous = None
+    previous_start = previous_end = None
     for (start, neg_end, kind, node), name_node in zip(definitions, names, strict=True):
-        if (start, neg_end) == previous or not start <= name_node.start_byte < name_node.end_byte <= -neg_end:
+        name_start, name_end = name_node.start_byte, name_node.end_byte
+        if (
+            start == previous_start and neg_end == previous_end
+        ) or not start <= name_start < name_end <= -neg_end:
             return None  # two patterns on one node, or a name outside its definition
-        previous = (start, neg_end)
-        found.append((start, neg_end, kind, _text(source, name_node), "", node))
+        previous_start, previous_end = start, neg_end
+        if name_end - name_start > NAME_CAP * 4:
+            name_end = name_start + NAME_CAP * 4
+        found.append(
+            (
+                start,
+                neg_end,
+                kind,
+                source[name_start:name_end].decode("utf-8", "replace")[:NAME_CAP],
+                "",
+                node,
+            )
+        )
     imports = captures.get("import")
     if imports:
         imports.sort(key=_start)
@@ -295,8 +338,10 @@ def _python_definition(
     else:
         params_node = returns_node = None
     start = node.start_byte
-    signature = source[start : min(body.start_byte, start + SIGNATURE_CAP * 4)].decode("utf-8", "replace")
-    signature = signature.rstrip()
+    head_end = body.start_byte
+    if head_end > start + SIGNATURE_CAP * 4:
+        head_end = start + SIGNATURE_CAP * 4
+    signature = source[start:head_end].decode("utf-8", "replace").rstrip()
     if "#" in signature or "//" in signature:
         signature = _TRAILING_COMMENT.sub("", signature)
     signature = _one_line(signature.rstrip().rstrip(":{").rstrip(), SIGNATURE_CAP)
@@ -307,11 +352,57 @@ def _python_definition(
         node.start_point[0] + 1,
         node.end_point[0] + 1,
         signature,
-        _one_line(_text(source, params_node, SIGNATURE_CAP), SIGNATURE_CAP) if params_node else "",
-        _one_line(_text(source, returns_node, 120).lstrip(":").strip(), 120) if returns_node else "",
-        _doc(node, body, source, "python"),
+        _cached(source, params_node, SIGNATURE_CAP, _PARAMS, _params) if params_node else "",
+        _cached(source, returns_node, 120, _RETURNS, _returns_text) if returns_node else "",
+        _python_doc(body, source),
         parent,
     )
+
+
+def _params(raw: bytes) -> str:
+    return _one_line(raw.decode("utf-8", "replace")[:SIGNATURE_CAP], SIGNATURE_CAP)
+
+
+def _returns_text(raw: bytes) -> str:
+    return _one_line(raw.decode("utf-8", "replace")[:120].lstrip(":").strip(), 120)
+
+
+_PARAMS: dict[bytes, str] = {}
+_RETURNS: dict[bytes, str] = {}
+_CACHED_MAX = 20_000
+"""Texts of parameter lists and return types by their bytes (``(self)``, ``None``, ``str`` come again and
+again); a cache is emptied when it holds this many."""
+
+
+def _cached(
+    source: bytes, node: Node, cap: int, cache: dict[bytes, str], make: Callable[[bytes], str]
+) -> str:
+    """``make`` of the node's bytes (its first ``cap * 4``, as ``_text`` reads them), from ``cache`` when
+    the same bytes came before."""
+    start, end = node.start_byte, node.end_byte
+    if end - start > cap * 4:
+        end = start + cap * 4
+    raw = source[start:end]
+    text = cache.get(raw)
+    if text is None:
+        if len(cache) >= _CACHED_MAX:
+            cache.clear()
+        text = cache[raw] = make(raw)
+    return text
+
+
+def _python_doc(body: Node, source: bytes) -> str:
+    """``_doc`` of a Python definition with a body: the first line of its docstring."""
+    if not body.named_child_count:
+        return ""
+    string = body.named_child(0)
+    string_type = string.type
+    if string_type == "expression_statement" and string.named_child_count:
+        string = string.named_child(0)
+        string_type = string.type
+    if string_type != "string":
+        return ""
+    return _first_line(_text(source, string, DOC_CAP * 4).lstrip("rRbBuUfF").strip("\"'"))
 
 
 def _find_field(node: Node, field: str) -> Node | None:
@@ -393,7 +484,14 @@ def _qualify(scope: str) -> str:
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
-        line = _COMMENT_MARK.sub("", line).strip().rstrip("*/").strip()
+        line = line.strip()  # \s and str.strip's whitespace are the same characters
+        if line[:1] in _MARK_STARTS:  # (most lines start with none: no regex call)
+            line = _COMMENT_MARK.sub("", line).strip()
+        line = line.rstrip("*/").strip()
         if line:
             return _one_line(line, DOC_CAP)
     return ""
+
+
+_MARK_STARTS = frozenset("/*#-;")
+"""The characters a ``_COMMENT_MARK`` starts with after its whitespace."""

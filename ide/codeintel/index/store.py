@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +271,10 @@ FileRows = tuple[
 """One file's extraction as the rows the tables take: plain tuples pickle ~10× faster than dataclasses."""
 
 
+_DEF_ROW = attrgetter(*(column.name for column in fields(Definition)))
+"""``Definition.row`` as a C getter (a tuple of the fields in their order)."""
+
+
 def file_rows(symbols: FileSymbols) -> FileRows:
     """The rows of ``symbols`` (made in the worker process, so the writer only inserts)."""
     return (
@@ -277,7 +282,7 @@ def file_rows(symbols: FileSymbols) -> FileRows:
         symbols.status,
         symbols.note,
         symbols.lines,
-        [d.row() for d in symbols.definitions],
+        list(map(_DEF_ROW, symbols.definitions)),
         [(name, ",".join(map(str, lines)), len(lines)) for name, lines in symbols.references.items()],
         list(dict.fromkeys(symbols.imports)),
     )
