@@ -5,6 +5,9 @@ pins what a whole pass writes and finds."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 from tree_sitter import Node
 
 import ide.codeintel.index.extract as extract
+import ide.codeintel.index.store as store
 from ide.codeintel.index.extract import (
     _COMMENT_MARK,
     _TRAILING_COMMENT,
@@ -130,3 +134,58 @@ def test_references_of_one_name_from_two_texts_keep_their_order() -> None:
     order, each once, as the one-node-at-a-time code gave them."""
     symbols = extract.extract(EDGES[8].encode(), "python")
     assert symbols.references == {LONG[: extract.NAME_CAP]: [1, 2, 4], "print": [3, 5]}
+
+
+def _indexes(db: sqlite3.Connection) -> set[tuple[str, str]]:
+    return set(db.execute("SELECT name, tbl_name FROM sqlite_master WHERE type IN ('index', 'trigger')"))
+
+
+def test_a_bulk_pass_on_an_empty_index_builds_the_indexes_by_file_it_dropped(tmp_path: Path) -> None:
+    """A bulk pass on an empty index drops the indexes of rows by file while it fills the tables and
+    builds them at its end; one killed before its end leaves them to the next connection, as the name
+    indexes and triggers. Over an index with rows it keeps them (its files' old rows go by file)."""
+    rows = (
+        None,
+        "ok",
+        "",
+        1,
+        [("f", "f", "function", 1, 1, "def f()", "()", "", "", "")],
+        [("g", "1", 1)],
+        ["m"],
+    )
+    by_file = {("defs_file", "defs"), ("refs_file", "refs"), ("imports_file", "imports")}
+    db = store.connect(tmp_path / "index.sqlite")
+    schema = _indexes(db)
+    assert by_file <= schema
+    with store.bulk(db):
+        assert not by_file & _indexes(db)
+        store.write_files(db, [(f"m{i}.py", 1, 1, "", rows, None) for i in range(100)])
+    assert _indexes(db) == schema
+    with store.bulk(db):  # not empty now
+        assert by_file <= _indexes(db)
+        store.write_files(db, [(f"m{i}.py", 1, 1, "", rows, i + 1) for i in range(50)])
+    assert _indexes(db) == schema
+    assert db.execute("SELECT count(*) FROM defs").fetchone()[0] == 100
+    plan = db.execute("EXPLAIN QUERY PLAN DELETE FROM refs WHERE file_id = 3").fetchall()
+    assert "refs_file" in str(plan)
+    db.close()
+
+    killed = tmp_path / "killed.sqlite"
+    script = (
+        "import os, sys\n"
+        "import ide.codeintel.index.store as store\n"
+        "db = store.connect(__import__('pathlib').Path(sys.argv[1]))\n"
+        "rows = (None, 'ok', '', 1, [('f', 'f', 'function', 1, 1, 'def f()', '()', '', '', '')], [], [])\n"
+        "with store.bulk(db):\n"
+        "    store.write_files(db, [(f'm{i}.py', 1, 1, '', rows, None) for i in range(10)])\n"
+        "    db.commit()\n"
+        "    os._exit(0)  # killed before the pass's end\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(killed)], check=True, cwd=Path(__file__).parents[2])
+    before = sqlite3.connect(killed)
+    assert not by_file & _indexes(before)
+    before.close()
+    again = store.connect(killed)
+    assert _indexes(again) == schema
+    assert [symbol.path for symbol in store.search(again, "f", 3)] == ["m0.py", "m1.py", "m2.py"]
+    again.close()

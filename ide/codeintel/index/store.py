@@ -71,6 +71,14 @@ CREATE INDEX IF NOT EXISTS refs_name ON refs (name);
 """Lookups by name; dropped during a bulk pass and built again once at its end (one sort, not a
 b-tree insert per row)."""
 
+FILE_INDEXES = """
+CREATE INDEX IF NOT EXISTS defs_file ON defs (file_id);
+CREATE INDEX IF NOT EXISTS refs_file ON refs (file_id);
+CREATE INDEX IF NOT EXISTS imports_file ON imports (file_id);
+"""
+"""Rows by file (a file's rows replaced or deleted); a bulk pass that starts on an empty index, which
+deletes nothing, drops them too and builds them at its end (~0.2 s of a cold pass's CPU)."""
+
 TRIGGERS = """
 CREATE TRIGGER IF NOT EXISTS defs_ai AFTER INSERT ON defs BEGIN
     INSERT INTO defs_fts (rowid, qualname) VALUES (new.id, new.qualname);
@@ -209,6 +217,11 @@ def bulk(db: sqlite3.Connection) -> Iterator[Bulk]:
         "DROP INDEX IF EXISTS refs_name;"
     )
     state = Bulk(db)
+    if state.fed is not None:  # an empty index: nothing to replace or delete by file while it fills
+        db.executescript(
+            "DROP INDEX IF EXISTS defs_file; DROP INDEX IF EXISTS refs_file; "
+            "DROP INDEX IF EXISTS imports_file;"
+        )
     completed = False
     try:
         yield state
@@ -216,7 +229,7 @@ def bulk(db: sqlite3.Connection) -> Iterator[Bulk]:
     finally:
         if completed and state.fed is not None:
             state.feed()
-            db.executescript(NAME_INDEXES + TRIGGERS)
+            db.executescript(FILE_INDEXES + NAME_INDEXES + TRIGGERS)
             db.commit()
         else:
             _finish_bulk(db)
@@ -227,7 +240,7 @@ def bulk(db: sqlite3.Connection) -> Iterator[Bulk]:
 def _finish_bulk(db: sqlite3.Connection) -> None:
     db.execute("INSERT INTO defs_fts (defs_fts) VALUES ('rebuild')")
     db.execute("INSERT INTO text_fts (text_fts) VALUES ('rebuild')")
-    db.executescript(NAME_INDEXES + TRIGGERS)
+    db.executescript(FILE_INDEXES + NAME_INDEXES + TRIGGERS)
     db.commit()
 
 
