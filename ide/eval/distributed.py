@@ -123,7 +123,7 @@ class RayRuns:
         self._ray: ModuleType | None = None
         self._remote: Any = None
         self._owned = False
-        self._environ: dict[str, str] = {}
+        self._ray_env: dict[str, tuple[str | None, str]] = {}
         self._env = forwarded_env()
 
     def open(self) -> None:
@@ -139,7 +139,6 @@ class RayRuns:
                     options["_temp_dir"] = str(self.temp_dir)
             else:
                 options["address"] = self.address
-            self._environ = environ
             try:
                 ray.init(**options)
             except Exception as exc:  # ConnectionError, ValueError, RuntimeError… all say the same
@@ -147,6 +146,9 @@ class RayRuns:
                 said = f"--ray {self.address}: Ray could not start or connect: {first}"
                 raise RayUnavailable(said) from None
             self._owned = True
+            # What Ray's import and driver set in this process's environment, and what each was before.
+            changed = {key: value for key, value in os.environ.items() if environ.get(key) != value}
+            self._ray_env = {key: (environ.get(key), value) for key, value in changed.items()}
         self._ray = ray
         self._remote = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
 
@@ -155,9 +157,14 @@ class RayRuns:
         if self._ray is not None and self._owned:
             self._ray.shutdown()
             # Ray's driver leaves variables of its own behind (PYTHONBREAKPOINT pointing into Ray, which
-            # whatever this process starts next would inherit): the environment goes back as it was.
-            os.environ.clear()
-            os.environ.update(self._environ)
+            # whatever this process starts next would inherit): those it set, and nothing changed since,
+            # go back to what they were.
+            for key, (before, set_by_ray) in self._ray_env.items():
+                if os.environ.get(key) == set_by_ray:
+                    if before is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = before
             self._owned = False
         self._ray = self._remote = None
 

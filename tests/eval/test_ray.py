@@ -259,8 +259,9 @@ def test_a_local_ray_instance_arbor_started_leaves_the_drivers_environment_as_it
     code = (
         "import os, sys; from pathlib import Path; from ide.eval.distributed import RayRuns;"
         "before = dict(os.environ); runs = RayRuns('local', 1, temp_dir=Path(sys.argv[1]));"
-        "runs.open(); during = dict(os.environ); runs.close();"
-        "print(sorted(set(during.items()) - set(before.items())) != [], dict(os.environ) == before)"
+        "runs.open(); during = dict(os.environ); os.environ['MEANWHILE'] = '1'; runs.close();"
+        "print(sorted(set(during.items()) - set(before.items())) != [],"
+        "      dict(os.environ) == {**before, 'MEANWHILE': '1'})"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONBREAKPOINT" and not k.startswith("RAY_")}
     env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=uuid.uuid4().hex)  # not this module's instance's
@@ -272,7 +273,7 @@ def test_a_local_ray_instance_arbor_started_leaves_the_drivers_environment_as_it
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "True"]  # Ray did set some; they went with it
+    assert done.stdout.split() == ["True", "True"]  # Ray did set some; they went, and only they
 
 
 def test_the_drivers_model_variables_go_with_each_run_and_its_own_dirs_do_not() -> None:
