@@ -54,6 +54,10 @@ PRELOAD = (
     *("jedi_language_server.cli", "acp"),
 )
 SAME_ENV = ("PYTHON", "LC_", "LANG")
+READ_LATER = ("PYTHONBREAKPOINT",)
+"""PYTHON* variables the interpreter reads when they are used, not at start-up (``breakpoint()`` reads its
+hook's name at each call): the child gets the caller's environment, so they may differ. Ray's workers set
+PYTHONBREAKPOINT, and every backend a Ray eval test started there ran in an interpreter of its own."""
 
 
 def refusal(request: dict, base_path: list[str]) -> str:
@@ -66,8 +70,8 @@ def refusal(request: dict, base_path: list[str]) -> str:
         return "other warning or bytecode options"
     if request["path"] != base_path:  # as at start-up, before the script's folder or the cwd goes first
         return "another sys.path"
-    ours = {k: v for k, v in os.environ.items() if k.startswith(SAME_ENV)}
-    theirs = {k: v for k, v in request["env"].items() if k.startswith(SAME_ENV)}
+    ours = {k: v for k, v in os.environ.items() if k.startswith(SAME_ENV) and k not in READ_LATER}
+    theirs = {k: v for k, v in request["env"].items() if k.startswith(SAME_ENV) and k not in READ_LATER}
     if ours != theirs:
         return "other PYTHON* or locale variables"
     if threading.active_count() != 1:
