@@ -251,6 +251,7 @@ class ArborAgent(Agent):
             session = await self._open(
                 session_id, cwd, settings, record.mode, mcp_servers, saved_review=saved
             )
+            await config_options.restore(session, store.load_options(session_id, cwd))
         await replay(self.conn, store, session_id, cwd, arbor_client=self.client_wants("tree"))
         await session.channel.offer_commands()
         await registry().session_loaded(self, session)  # e.g. an interrupted workflow's /resume

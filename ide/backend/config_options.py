@@ -102,6 +102,26 @@ async def config_options(
     ]
 
 
+async def restore(session: Session, saved: dict[str, str]) -> None:
+    """Set a loaded session's model and workflow back to what they were set to before (``saved``, from
+    the session store), keeping its mode. One the settings no longer offer is said in a notice at the next
+    turn, and the session goes on with today's."""
+    model, workflow = saved.get(MODEL), saved.get(WORKFLOW)
+    if model and model != session.settings.llm.model:
+        if model in configured_models(session.settings):
+            session.use_model(model)
+        else:
+            session.notice(
+                f"This session ran on {model}, which the settings no longer name: it goes on with "
+                f"{session.settings.llm.model}."
+            )
+    if workflow and workflow != session.workflow:
+        if workflow in await workflow_names(session.cwd):
+            session.choose_workflow(workflow, switch_mode=False)
+        else:
+            session.notice(f"This session ran the workflow {workflow}, which is gone: it goes on with auto.")
+
+
 def options_update(options: list[SessionConfigOptionSelect]) -> ConfigOptionUpdate:
     return ConfigOptionUpdate(session_update="config_option_update", config_options=list(options))
 

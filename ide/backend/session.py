@@ -115,6 +115,8 @@ class Session:
         self.ask_permission: AskPermission = functools.partial(ask_to_run_tests, channel.conn, self)
         """Asks the client whether a command may run in a scratch worktree."""
         self._workflow = "auto"
+        self._picked: dict[str, str] = {}
+        """The model and workflow picked for this session, kept in the session store for session/load."""
         self._interrupted = _resumable(services.store.load_workflow(session_id, cwd))
         self.book = RunBook(services.store, session_id, cwd)
         """The session's runs and their branches (ide.backend.runs)."""
@@ -143,6 +145,8 @@ class Session:
     def use_model(self, model: str) -> None:
         """Run the next turns on ``model`` as the default model (roles set to their own model keep it): a
         router of its own, so a running turn keeps the one it started with; the session's usage goes on."""
+        self._picked["model"] = model
+        self.services.store.save_options(self.id, self.cwd, dict(self._picked))
         llm = self.settings.llm.model_copy(update={"model": model})
         self.settings = self.settings.model_copy(update={"llm": llm})
         router = ModelRouter(self.settings, base_dir=Path(self.cwd))
@@ -155,10 +159,13 @@ class Session:
         """The workflow the workflow mode runs (auto: the orchestrator picks)."""
         return self._workflow
 
-    def choose_workflow(self, name: str) -> bool:
-        """Run ``name`` (or ``auto``) in the workflow mode from now on; True when the mode changed."""
+    def choose_workflow(self, name: str, *, switch_mode: bool = True) -> bool:
+        """Run ``name`` (or ``auto``) in the workflow mode from now on (switching to it unless
+        ``switch_mode`` is False: a session restored keeps its mode); True when the mode changed."""
         self._workflow = name
-        if self._mode == "workflow":
+        self._picked["workflow"] = name
+        self.services.store.save_options(self.id, self.cwd, dict(self._picked))
+        if self._mode == "workflow" or not switch_mode:
             return False
         self.set_mode("workflow")
         return True

@@ -204,6 +204,14 @@ class SessionStore:
     def load_workflow(self, session_id: str, cwd: str) -> dict[str, Any] | None:
         return self._kept(cwd, _META, f"workflow:{session_id}")
 
+    def save_options(self, session_id: str, cwd: str, options: dict[str, str]) -> None:
+        """Keep the model and workflow the session was set to (``ide.backend.config_options.restore``)."""
+        self._keep(cwd, _META, f"options:{session_id}", options or None)
+
+    def load_options(self, session_id: str, cwd: str) -> dict[str, str]:
+        kept = self._kept(cwd, _META, f"options:{session_id}")
+        return {k: v for k, v in kept.items() if isinstance(v, str)} if isinstance(kept, dict) else {}
+
     def _keep(self, cwd: str, where: tuple[str, str, str], key: str, value: dict[str, Any] | None) -> None:
         """``value`` as JSON in the row ``key`` of ``where`` (table, key column, value column); None deletes
         the row."""

@@ -68,6 +68,7 @@ async def test_options_are_listed_on_new_and_load_and_set_with_an_update(
         options = _by_id(loaded.config_options)
         assert list(options) == ["mode", "model", "workflow"]
         assert options["mode"].current_value == "workflow"  # kept in the session store
+        assert options["workflow"].current_value == "bugfix"  # and so is the workflow picked
         assert loaded.modes is not None and loaded.modes.current_mode_id == "workflow"
 
 
@@ -135,6 +136,34 @@ async def test_the_model_picked_answers_the_next_turn(
         await backend.conn.prompt(session_id=sid, prompt=[text_block("hello")])
     assert backend.client.text() == "from the second model"
     assert _updates(backend)[0]["model"] == second
+
+
+async def test_the_model_picked_stays_with_the_session_and_one_no_longer_configured_is_said(
+    git_workspace: Path, write_script: Callable[[list[dict[str, Any]]], Path]
+) -> None:
+    first = f"scripted:{write_script([{'content': 'from the first model'}] * 2)}"
+    second = f"scripted:{write_script([{'content': 'from the second model'}])}"
+    env = {"ARBOR_MODEL": first, "ARBOR_ORCHESTRATOR_MODEL": second}
+    async with acp_backend(env) as backend:
+        sid = (await backend.conn.new_session(cwd=str(git_workspace), mcp_servers=[])).session_id
+        await backend.conn.set_config_option(config_id="model", session_id=sid, value=second)
+
+    async with acp_backend(env) as backend:  # a restart: the session is loaded with the model it had
+        loaded = await backend.conn.load_session(cwd=str(git_workspace), session_id=sid, mcp_servers=[])
+        assert _by_id(loaded.config_options)["model"].current_value == second
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+    assert backend.client.text().endswith("from the second model")
+
+    async with acp_backend({"ARBOR_MODEL": first}) as backend:  # the settings no longer name it
+        loaded = await backend.conn.load_session(cwd=str(git_workspace), session_id=sid, mcp_servers=[])
+        assert _by_id(loaded.config_options)["model"].current_value == first
+        before = len(backend.client.text())
+        await backend.conn.prompt(session_id=sid, prompt=[text_block("hello")])
+        said = backend.client.text("agent_thought_chunk")
+    assert backend.client.text()[before:] == "from the first model"
+    assert f"This session ran on {second}, which the settings no longer name: it goes on with {first}." in (
+        said
+    )
 
 
 @pytest.mark.parametrize(
