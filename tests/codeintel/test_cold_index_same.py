@@ -5,6 +5,7 @@ pins what a whole pass writes and finds."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from tree_sitter import Node
 
 import ide.codeintel.index.extract as extract
+import ide.codeintel.index.parsing as parsing
 import ide.codeintel.index.store as store
 from ide.codeintel.index.extract import (
     _COMMENT_MARK,
@@ -189,3 +191,36 @@ def test_a_bulk_pass_on_an_empty_index_builds_the_indexes_by_file_it_dropped(tmp
     assert _indexes(again) == schema
     assert [symbol.path for symbol in store.search(again, "f", 3)] == ["m0.py", "m1.py", "m2.py"]
     again.close()
+
+
+def test_a_worker_parses_a_batch_without_the_cycle_collector_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's workers run a batch with the cyclic collector off and turn it on again after it, also
+    when the batch fails; the rows are the ones the calling process makes (it leaves its collector alone)."""
+    for name, text in EDGES_FILES.items():
+        (tmp_path / name).write_text(text)
+    jobs = [parsing.Job(name, None, "") for name in EDGES_FILES]
+    pool = parsing.new_pool(1)
+    assert pool._initializer is parsing._in_worker  # type: ignore[attr-defined]
+    pool.shutdown()
+    seen: list[bool] = []
+    real = parsing._index_batch
+
+    def watched(root: str, batch: list[parsing.Job]) -> list[parsing.Result]:
+        seen.append(gc.isenabled())
+        return real(root, batch)
+
+    monkeypatch.setattr(parsing, "_index_batch", watched)
+    here = parsing.index_batch(str(tmp_path), jobs)
+    monkeypatch.setattr(parsing, "_worker", True)
+    assert parsing.index_batch(str(tmp_path), jobs) == here
+    assert seen == [True, False] and gc.isenabled()
+    monkeypatch.setattr(parsing, "_index_batch", lambda *args: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        parsing.index_batch(str(tmp_path), jobs)
+    assert gc.isenabled()
+    assert sum(len(rows[4][4]) for rows in here if rows[4]) > 5
+
+
+EDGES_FILES = {"a.py": EDGES[0], "b.py": EDGES[1], "c.go": GO, "d.rs": RUST, "e.txt": "text\n"}

@@ -3,6 +3,7 @@ and the pool a full pass starts while its walk goes on."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -69,7 +70,16 @@ def new_pool(workers: int) -> ProcessPoolExecutor:
         context.set_forkserver_preload(PRELOAD)
     else:  # pragma: no cover - spawn: each worker imports and compiles for itself
         context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_in_worker)
+
+
+_worker = False
+"""Whether this process is a pool's worker (``_in_worker`` ran in it)."""
+
+
+def _in_worker() -> None:
+    global _worker
+    _worker = True
 
 
 class EarlyPool:
@@ -137,7 +147,21 @@ def batches(jobs: list[Job], stats: dict[str, os.stat_result]) -> Iterator[list[
 
 
 def index_batch(root: str, jobs: list[Job]) -> list[Result]:
-    """Read, hash and parse some files (in a worker process); never raises for a bad file."""
+    """Read, hash and parse some files (in a worker process); never raises for a bad file.
+
+    A worker does it without the cyclic garbage collector: what a batch makes (nodes, rows, strings)
+    holds no cycles and goes by its reference counts, and the collector's runs over it were ~2 % of the
+    workers' CPU. It runs again after the batch (here, in the calling process, it is left alone)."""
+    if not _worker:
+        return _index_batch(root, jobs)
+    gc.disable()
+    try:
+        return _index_batch(root, jobs)
+    finally:
+        gc.enable()
+
+
+def _index_batch(root: str, jobs: list[Job]) -> list[Result]:
     results: list[Result] = []
     for job in jobs:
         path = os.path.join(root, job.rel)
