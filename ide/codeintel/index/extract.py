@@ -89,10 +89,19 @@ def extract(source: bytes, language: str) -> FileSymbols:
     return result
 
 
+def _capped(source: bytes, start: int, end: int, cap: int) -> bytes:
+    """``source[start:end]``, at most ``cap * 4`` bytes of it (what ``cap`` characters of UTF-8 can take)."""
+    if end - start > cap * 4:
+        end = start + cap * 4
+    return source[start:end]
+
+
+def _text_at(source: bytes, start: int, end: int, cap: int = NAME_CAP) -> str:
+    return _capped(source, start, end, cap).decode("utf-8", "replace")[:cap]
+
+
 def _text(source: bytes, node: Node, cap: int = NAME_CAP) -> str:
-    return source[node.start_byte : min(node.end_byte, node.start_byte + cap * 4)].decode("utf-8", "replace")[
-        :cap
-    ]
+    return _text_at(source, node.start_byte, node.end_byte, cap)
 
 
 def _one_line(text: str, cap: int) -> str:
@@ -208,18 +217,7 @@ def _by_captures(query: Query, root: Node, source: bytes, result: FileSymbols) -
         ) or not start <= name_start < name_end <= -neg_end:
             return None  # two patterns on one node, or a name outside its definition
         previous_start, previous_end = start, neg_end
-        if name_end - name_start > NAME_CAP * 4:
-            name_end = name_start + NAME_CAP * 4
-        found.append(
-            (
-                start,
-                neg_end,
-                kind,
-                source[name_start:name_end].decode("utf-8", "replace")[:NAME_CAP],
-                "",
-                node,
-            )
-        )
+        found.append((start, neg_end, kind, _text_at(source, name_start, name_end), "", node))
     imports = captures.get("import")
     if imports:
         imports.sort(key=_start)
@@ -297,7 +295,7 @@ def _definition(
         value = node.child_by_field_name("value") or node.child_by_field_name("right")
         body = value.child_by_field_name("body") if value is not None else None
     head_end = body.start_byte if body is not None else node.end_byte
-    head = source[node.start_byte : min(head_end, node.start_byte + SIGNATURE_CAP * 4)]
+    head = _capped(source, node.start_byte, head_end, SIGNATURE_CAP)
     signature = head.decode("utf-8", "replace")
     if body is None:
         signature = signature.split("\n", 1)[0] if kind not in ("function", "method") else signature
@@ -315,8 +313,8 @@ def _definition(
         line=node.start_point[0] + 1,
         end_line=node.end_point[0] + 1,
         signature=signature,
-        params=_one_line(_text(source, params_node, SIGNATURE_CAP), SIGNATURE_CAP) if params_node else "",
-        returns=_one_line(_text(source, returns_node, 120).lstrip(":").strip(), 120) if returns_node else "",
+        params=_cached(source, params_node, SIGNATURE_CAP, _PARAMS, _params) if params_node else "",
+        returns=_cached(source, returns_node, 120, _RETURNS, _returns_text) if returns_node else "",
         doc=_doc(node, body, source, language),
         parent=parent,
     )
@@ -337,11 +335,8 @@ def _python_definition(
         return None
     else:
         params_node = returns_node = None
-    start = node.start_byte
-    head_end = body.start_byte
-    if head_end > start + SIGNATURE_CAP * 4:
-        head_end = start + SIGNATURE_CAP * 4
-    signature = source[start:head_end].decode("utf-8", "replace").rstrip()
+    signature = _capped(source, node.start_byte, body.start_byte, SIGNATURE_CAP).decode("utf-8", "replace")
+    signature = signature.rstrip()
     if "#" in signature or "//" in signature:
         signature = _TRAILING_COMMENT.sub("", signature)
     signature = _one_line(signature.rstrip().rstrip(":{").rstrip(), SIGNATURE_CAP)
@@ -379,10 +374,7 @@ def _cached(
 ) -> str:
     """``make`` of the node's bytes (its first ``cap * 4``, as ``_text`` reads them), from ``cache`` when
     the same bytes came before."""
-    start, end = node.start_byte, node.end_byte
-    if end - start > cap * 4:
-        end = start + cap * 4
-    raw = source[start:end]
+    raw = _capped(source, node.start_byte, node.end_byte, cap)
     text = cache.get(raw)
     if text is None:
         if len(cache) >= _CACHED_MAX:
@@ -439,13 +431,7 @@ def _returns(node: Node, kind: str) -> Node | None:
 
 def _doc(node: Node, body: Node | None, source: bytes, language: str) -> str:
     if language == "python" and body is not None:
-        string = body.named_child(0) if body.named_child_count else None
-        if string is not None and string.type == "expression_statement" and string.named_child_count:
-            string = string.named_child(0)
-        if string is not None and string.type == "string":
-            text = _text(source, string, DOC_CAP * 4).lstrip("rRbBuUfF").strip("\"'")
-            return _first_line(text)
-        return ""
+        return _python_doc(body, source)
     comment = node.prev_named_sibling
     while comment is not None and comment.type in ATTRIBUTES:  # #[derive(…)] between doc and item
         node, comment = comment, comment.prev_named_sibling
