@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ide.client.agentconn import connect
-from ide.client.process import EOF_GRACE_S, STOP_GRACE_S
+from ide.client.process import EOF_GRACE_S, STOP_GRACE_S, close_connection
 
 if TYPE_CHECKING:
     import asyncio
@@ -120,16 +120,11 @@ class AgentLink:
         return conn
 
     async def _watch(self, generation: int, agent: AgentProcess) -> None:
-        import asyncio
 
         code = await agent.wait()
         conn = self._connections.pop(generation, None)
         if conn is not None:
-            # In this task, not one of its own (as wait_for makes): a loop that ends before that task ran
-            # would drop close() unstarted ("coroutine was never awaited").
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(1.0):
-                    await conn.close()
+            await close_connection(conn)
         if generation != self.generation:
             return  # a newer agent: no one to tell
         self.conn = None

@@ -127,6 +127,17 @@ def signal_group(process: asyncio.subprocess.Process, sig: signal.Signals) -> No
             process.send_signal(sig)
 
 
+async def close_connection(conn: Any, timeout: float = 1.0) -> None:
+    """Close an ACP connection, waiting at most ``timeout``; what it raises is dropped. In this task, not
+    one of its own (as ``wait_for`` makes): a loop that ends before that task ran would drop ``close()``
+    unstarted ("coroutine was never awaited")."""
+    import asyncio
+
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(timeout):
+            await conn.close()
+
+
 async def stop_agent(
     process: asyncio.subprocess.Process,
     conn: Any = None,
@@ -142,11 +153,7 @@ async def stop_agent(
     import asyncio
 
     if conn is not None:
-        # In this task, not one of its own (as wait_for makes): a loop that ends before that task ran
-        # would drop close() unstarted ("coroutine was never awaited").
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(1.0):
-                await conn.close()
+        await close_connection(conn)
     if process.returncode is not None:
         return
     if process.stdin is not None:
