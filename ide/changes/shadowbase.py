@@ -166,7 +166,7 @@ class ShadowBase:
         )
         if not self._baseline_from_index():
             self._stamp_all()
-            self._trust_when_settled([rel for rel, seen in self._watched.items() if seen is None])
+            self._trust_when_settled()
         self._index.write()
         if self.withheld:
             shown = ", ".join(sorted(self.withheld)[:10]) + (", …" if len(self.withheld) > 10 else "")
@@ -244,7 +244,7 @@ class ShadowBase:
             known[rel] = stat.S_IMODE(found[5])
             self._watched[rel] = found if found[1] < decided - RACY_NS else None
             _add_parents(dirs, rel.rpartition("/")[0])
-        self._trust_when_settled([rel for rel, seen in self._watched.items() if seen is None])
+        self._trust_when_settled()
         self._known = known
         self._index.entries = vouched
         for rel in sorted(dirs):
@@ -253,11 +253,13 @@ class ShadowBase:
                 self._dirs[rel] = found
         return True
 
-    def _trust_when_settled(self, racy: list[str]) -> None:
-        """Stamp ``racy`` again once their last write is ``RACY_NS`` old (at most that long a wait): the
-        checkout's last files would otherwise have their content compared at the first capture, one git
-        process each for their baselines (3 s for the 2,800 files a 10,000-file checkout writes in its last
-        50 ms). Nothing but this shadow's making writes there before the agent starts."""
+    def _trust_when_settled(self) -> None:
+        """Stamp the watched files seen too recently to trust (``None``) again once their last write is
+        ``RACY_NS`` old (at most that long a wait): the checkout's last files would otherwise have their
+        content compared at the first capture, one git process each for their baselines (3 s for the 2,800
+        files a 10,000-file checkout writes in its last 50 ms). Nothing but this shadow's making writes
+        there before the agent starts."""
+        racy = [rel for rel, seen in self._watched.items() if seen is None]
         root = str(self.root)
         newest = max(
             (found[1] for rel in racy if (found := lstat_stamp(f"{root}/{rel}")) is not None), default=0
