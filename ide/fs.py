@@ -162,12 +162,10 @@ class ConfinedFS:
         if text.startswith(top) and text[len(top) : len(top) + 1] == "/" and top != "/":
             # A Path's text is already normal (no "." parts, no doubled or trailing "/"): what
             # relative_to and parts give, without building three paths (a shadow asks 100,000 times).
-            parts = tuple(text[len(top) + 1 :].split("/"))
+            rel = text[len(top) + 1 :]
         else:
-            parts = PurePosixPath(path.relative_to(self.root).as_posix()).parts
-        if not parts:
-            return False
-        return self._secret_dir(parts[:-1]) or self._matches_secret("/".join(parts))
+            rel = "/".join(PurePosixPath(path.relative_to(self.root).as_posix()).parts)
+        return bool(rel) and self._secret_in(rel)
 
     def is_secret_rel(self, rel: str) -> bool:
         """:meth:`is_secret` of ``root / rel`` for a workspace-relative POSIX path, without a Path: a shadow
@@ -177,6 +175,11 @@ class ConfinedFS:
         ``/`` it starts with."""
         if not rel or _NOT_NORMAL.search(rel):
             return bool(rel.lstrip("/")) and self.is_secret(self.root / rel.lstrip("/"))
+        return self._secret_in(rel)
+
+    def _secret_in(self, rel: str) -> bool:
+        """Whether the path of ``rel``'s parts (joined by ``/``, none empty) or a folder of it is a secret;
+        each folder's answer kept by its text (a checkout's files share a few thousand folders)."""
         folder = rel.rpartition("/")[0]
         known = self._secret_folders.get(folder)
         if known is None:
